@@ -1,0 +1,2 @@
+import { hello } from '@warmpath/shared';
+console.log(hello);
