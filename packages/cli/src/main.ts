@@ -1,2 +1,34 @@
-import { hello } from '@warmpath/shared';
-console.log(hello);
+#!/usr/bin/env node
+/**
+ * `warmpath`: the project's one command. Each subcommand lives in its own
+ * package as `run(argv)`; this file only dispatches, loading the package lazily
+ * so `warmpath sim` does not pay for libp2p.
+ */
+const commands: Record<string, { summary: string; load: () => Promise<{ run(argv: string[]): Promise<void> }> }> = {
+  sim: { summary: 'run an inference-engine simulator (vLLM dialect)', load: () => import('@warmpath/sim/cli') },
+  agent: { summary: 'run the sidecar agent beside an inference engine', load: () => import('@warmpath/agent/cli') },
+  router: { summary: 'run a stateless router (OpenAI-compatible gateway)', load: () => import('@warmpath/router/cli') },
+  demo: { summary: 'start a local fleet: simulators, agents and two routers', load: () => import('./demo.ts') },
+  bench: { summary: 'run a benchmark scenario across routing policies', load: () => import('@warmpath/bench/cli') },
+};
+
+function usage(): string {
+  const rows = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(8)} ${c.summary}`);
+  return `usage: warmpath <command> [options]\n\ncommands:\n${rows.join('\n')}\n\nRun "warmpath <command> --help" for a command's options.`;
+}
+
+const [name, ...rest] = process.argv.slice(2);
+const command = name === undefined ? undefined : commands[name];
+if (command === undefined) {
+  const helpAsked = name === undefined || name === '--help' || name === '-h' || name === 'help';
+  (helpAsked ? console.log : console.error)(name === undefined || helpAsked ? usage() : `warmpath: unknown command "${name}"\n\n${usage()}`);
+  process.exit(helpAsked ? 0 : 2);
+}
+try {
+  const mod = await command.load();
+  await mod.run(rest);
+} catch (err) {
+  const e = err as { code?: string; message?: string };
+  console.error(`warmpath ${name}: ${e.message ?? String(err)}`);
+  process.exit(e.code === 'config_invalid' ? 2 : 1);
+}

@@ -1,1 +1,5 @@
-export const hello: string = 'x';
+export * from './errors.ts';
+export * from './config.ts';
+export * from './prefix.ts';
+export * from './ring.ts';
+export * from './protocol.ts';

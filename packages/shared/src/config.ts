@@ -1,0 +1,178 @@
+/**
+ * Config: one schema per component (defaults with units beside each value),
+ * filled from a file (YAML or JSON), then environment variables, then CLI
+ * flags — later sources win — validated once and frozen.
+ *
+ * Field `fooBarMs` is `--foo-bar-ms` on the command line, `WARMPATH_FOO_BAR_MS`
+ * in the environment and `fooBarMs` in a file. Unknown keys are errors that name
+ * the key, in every source.
+ */
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { parse as parseYaml } from 'yaml';
+
+export type FieldSpec =
+  | { type: 'number'; default: number; min?: number; max?: number; integer?: boolean; doc: string }
+  | { type: 'string'; default: string; choices?: readonly string[]; doc: string }
+  | { type: 'boolean'; default: boolean; doc: string }
+  | { type: 'list'; default: readonly string[]; doc: string };
+
+export type Schema = Record<string, FieldSpec>;
+
+type ValueOf<F extends FieldSpec> = F extends { type: 'number' }
+  ? number
+  : F extends { type: 'string' }
+    ? string
+    : F extends { type: 'boolean' }
+      ? boolean
+      : readonly string[];
+
+export type ConfigOf<S extends Schema> = { readonly [K in keyof S]: ValueOf<S[K]> };
+
+export class ConfigError extends Error {
+  readonly code = 'config_invalid';
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+export const flagName = (key: string): string => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+export const envName = (key: string, prefix = 'WARMPATH_'): string =>
+  prefix + key.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase();
+
+function coerce(spec: FieldSpec, key: string, raw: unknown, source: string): unknown {
+  const where = `${source}: "${key}"`;
+  switch (spec.type) {
+    case 'number': {
+      const n = typeof raw === 'string' && raw.trim() !== '' ? Number(raw) : raw;
+      if (typeof n !== 'number' || !Number.isFinite(n)) throw new ConfigError(`${where} must be a number (got ${JSON.stringify(raw)})`);
+      if (spec.integer === true && !Number.isInteger(n)) throw new ConfigError(`${where} must be an integer (got ${n})`);
+      if (spec.min !== undefined && n < spec.min) throw new ConfigError(`${where} must be >= ${spec.min} (got ${n})`);
+      if (spec.max !== undefined && n > spec.max) throw new ConfigError(`${where} must be <= ${spec.max} (got ${n})`);
+      return n;
+    }
+    case 'string': {
+      if (typeof raw !== 'string') throw new ConfigError(`${where} must be a string (got ${JSON.stringify(raw)})`);
+      if (spec.choices !== undefined && !spec.choices.includes(raw))
+        throw new ConfigError(`${where} must be one of ${spec.choices.join(', ')} (got "${raw}")`);
+      return raw;
+    }
+    case 'boolean': {
+      if (typeof raw === 'boolean') return raw;
+      if (raw === 'true' || raw === '1' || raw === 'yes') return true;
+      if (raw === 'false' || raw === '0' || raw === 'no') return false;
+      throw new ConfigError(`${where} must be true or false (got ${JSON.stringify(raw)})`);
+    }
+    case 'list': {
+      const items = typeof raw === 'string' ? raw.split(',') : Array.isArray(raw) ? raw : undefined;
+      if (items === undefined || !items.every((s) => typeof s === 'string'))
+        throw new ConfigError(`${where} must be a list of strings (got ${JSON.stringify(raw)})`);
+      return Object.freeze(items.map((s: string) => s.trim()).filter((s: string) => s !== ''));
+    }
+  }
+}
+
+export interface ConfigSources {
+  /** Path of a YAML or JSON file (also settable with `--config`). */
+  file?: string | undefined;
+  /** Environment; defaults to none (pass process.env explicitly). */
+  env?: Record<string, string | undefined>;
+  /** CLI arguments (flags only; positionals are rejected). */
+  argv?: readonly string[];
+  /** Programmatic values, applied last (tests, the demo, the bench harness). */
+  overrides?: Record<string, unknown>;
+}
+
+/** Reads a config file's object; errors name the file. */
+function readFile(path: string): Record<string, unknown> {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new ConfigError(`cannot read config file ${path}: ${(err as Error).message}`);
+  }
+  let parsed: unknown;
+  try {
+    parsed = path.endsWith('.json') ? JSON.parse(text) : parseYaml(text);
+  } catch (err) {
+    throw new ConfigError(`config file ${path} does not parse: ${(err as Error).message}`);
+  }
+  if (parsed === null || parsed === undefined) return {};
+  if (typeof parsed !== 'object' || Array.isArray(parsed)) throw new ConfigError(`config file ${path} must hold a mapping of keys to values`);
+  return parsed as Record<string, unknown>;
+}
+
+/** Parses flags against the schema. `--config FILE` and `--help` are always accepted. */
+export function parseFlags(schema: Schema, argv: readonly string[]): { values: Record<string, unknown>; configFile?: string; help: boolean } {
+  const options: Record<string, { type: 'string' | 'boolean'; multiple?: boolean }> = {
+    config: { type: 'string' },
+    help: { type: 'boolean' },
+  };
+  const byFlag = new Map<string, string>();
+  for (const [key, spec] of Object.entries(schema)) {
+    const flag = flagName(key);
+    byFlag.set(flag, key);
+    options[flag] = spec.type === 'boolean' ? { type: 'boolean' } : spec.type === 'list' ? { type: 'string', multiple: true } : { type: 'string' };
+  }
+  let parsed;
+  try {
+    parsed = parseArgs({ args: [...argv], options, strict: true, allowPositionals: false, allowNegative: true });
+  } catch (err) {
+    throw new ConfigError((err as Error).message.replace(/\. To specify.*$/s, ''));
+  }
+  const values: Record<string, unknown> = {};
+  for (const [flag, value] of Object.entries(parsed.values)) {
+    const key = byFlag.get(flag);
+    if (key === undefined) continue;
+    values[key] = Array.isArray(value) ? value.flatMap((v) => String(v).split(',')) : value;
+  }
+  const configFile = typeof parsed.values.config === 'string' ? parsed.values.config : undefined;
+  return { values, ...(configFile !== undefined ? { configFile } : {}), help: parsed.values.help === true };
+}
+
+/** Builds, validates and freezes a config. Throws ConfigError naming the offending key. */
+export function loadConfig<S extends Schema>(schema: S, sources: ConfigSources = {}): ConfigOf<S> {
+  const out: Record<string, unknown> = {};
+  for (const [key, spec] of Object.entries(schema)) out[key] = spec.default;
+
+  const flags = sources.argv !== undefined ? parseFlags(schema, sources.argv) : undefined;
+  const file = flags?.configFile ?? sources.file;
+  const apply = (values: Record<string, unknown>, source: string): void => {
+    for (const [key, raw] of Object.entries(values)) {
+      const spec = schema[key];
+      if (spec === undefined) throw new ConfigError(`${source}: unknown key "${key}"`);
+      out[key] = coerce(spec, key, raw, source);
+    }
+  };
+  if (file !== undefined) apply(readFile(file), `config file ${file}`);
+  if (sources.env !== undefined) {
+    const fromEnv: Record<string, unknown> = {};
+    for (const key of Object.keys(schema)) {
+      const v = sources.env[envName(key)];
+      if (v !== undefined) fromEnv[key] = v;
+    }
+    apply(fromEnv, 'environment');
+  }
+  if (flags !== undefined) apply(flags.values, 'command line');
+  if (sources.overrides !== undefined) apply(sources.overrides, 'overrides');
+  return Object.freeze(out) as ConfigOf<S>;
+}
+
+/** `--help` text generated from the schema: flag, default, doc. */
+export function helpText(command: string, schema: Schema): string {
+  const rows = Object.entries(schema).map(([key, spec]) => {
+    const def = spec.type === 'list' ? spec.default.join(',') : String(spec.default);
+    return `  --${flagName(key).padEnd(26)} ${spec.doc} (default: ${def === '' ? '""' : def}; env ${envName(key)})`;
+  });
+  return `usage: warmpath ${command} [options]\n\n${rows.join('\n')}\n  --config FILE               YAML or JSON file with any of the keys above`;
+}
+
+/** A subcommand's config from process argv/env; prints help and exits on --help. */
+export function configFromProcess<S extends Schema>(command: string, schema: S, argv: readonly string[]): ConfigOf<S> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    console.log(helpText(command, schema));
+    process.exit(0);
+  }
+  return loadConfig(schema, { argv, env: process.env });
+}

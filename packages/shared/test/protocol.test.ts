@@ -1,0 +1,120 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { Packr } from 'msgpackr';
+import { decodeSnapshot, decodeState, encodeSnapshot, encodeState, LIMITS, supersedes, type ReplicaState } from '../src/protocol.ts';
+
+export function sampleState(over: Partial<ReplicaState> = {}): ReplicaState {
+  return {
+    v: 1,
+    fleet: 'default',
+    replica: 'r1',
+    boot: 'b1',
+    bootAt: 1_700_000_000_000,
+    seq: 7,
+    sentAt: 1_700_000_000_500,
+    url: 'http://127.0.0.1:9000',
+    admin: 'http://127.0.0.1:9001',
+    engine: 'vllm',
+    models: ['meta-llama/Llama-3.1-8B-Instruct'],
+    adapters: ['sql-lora'],
+    hotAdapters: [],
+    endpoints: ['chat', 'completion'],
+    capacity: { kvTokens: 432_000, adapterSlots: 4, weight: 1, maxRunning: 1024 },
+    load: { running: 3, waiting: 0, kvUsedTokens: 12_000, inflight: 3, inflightTokens: 4_000 },
+    status: 'ready',
+    chunkChars: 256,
+    digest: { from: 6, size: 3, added: BigUint64Array.from([1n, 2n ** 64n - 1n, 12345678901234567890n]), removed: BigUint64Array.from([9n]) },
+    ...over,
+  };
+}
+
+describe('state message codec', () => {
+  it('round-trips, including full-range u64 hashes', () => {
+    const s = sampleState();
+    const d = decodeState(encodeState(s));
+    expect(d.ok).toBe(true);
+    if (d.ok) expect(d.value).toEqual(s);
+  });
+
+  it('keeps a 450k-token replica digest well under 100 KB', () => {
+    // 450k tokens ≈ 1.8M chars ≈ 7,031 chunks of 256 chars.
+    const added = BigUint64Array.from({ length: 7_031 }, (_, i) => BigInt(i) * 0x9e3779b97f4a7c15n % 2n ** 64n);
+    const bytes = encodeState(sampleState({ digest: { from: -1, size: added.length, added, removed: new BigUint64Array(0) } }));
+    expect(bytes.byteLength).toBeLessThan(64 * 1024);
+  });
+
+  it('rejects with a reason, never throws', () => {
+    const packr = new Packr({ useRecords: false });
+    const cases: Array<[Uint8Array, string]> = [
+      [new Uint8Array([0xc1]), 'malformed'],
+      [packr.pack({ ...sampleState(), v: 2 }), 'version'],
+      [packr.pack({ v: 1, fleet: 3 }), 'invalid'],
+      [packr.pack({ ...encodeAsObject(), seq: -1 }), 'invalid'],
+      [packr.pack({ ...encodeAsObject(), status: 'sleepy' }), 'invalid'],
+      [packr.pack({ ...encodeAsObject(), models: Array(LIMITS.listItems + 1).fill('m') }), 'invalid'],
+      [packr.pack({ ...encodeAsObject(), url: 'x'.repeat(LIMITS.urlChars + 1) }), 'invalid'],
+      [packr.pack({ ...encodeAsObject(), load: { running: Number.NaN } }), 'invalid'],
+      [new Uint8Array(LIMITS.messageBytes + 1), 'too_large'],
+    ];
+    for (const [bytes, reason] of cases) {
+      const d = decodeState(bytes);
+      expect(d.ok).toBe(false);
+      if (!d.ok) expect(d.reason).toBe(reason);
+    }
+  });
+
+  it('property: random bytes and random msgpack values never throw', () => {
+    const packr = new Packr({ useRecords: false });
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 2048 }), (bytes) => {
+        const d = decodeState(bytes);
+        expect(typeof d.ok).toBe('boolean');
+        expect(typeof decodeSnapshot(bytes).ok).toBe('boolean');
+      }),
+      { numRuns: 2000 },
+    );
+    fc.assert(
+      fc.property(fc.anything(), (value) => {
+        let bytes: Uint8Array;
+        try {
+          bytes = packr.pack(value);
+        } catch {
+          return;
+        }
+        expect(decodeState(bytes).ok).toBe(false);
+      }),
+      { numRuns: 500 },
+    );
+    // Mutations of a valid message: flip bytes.
+    const good = encodeState(sampleState());
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.nat(good.length - 1), fc.nat(255)), { minLength: 1, maxLength: 8 }), (flips) => {
+        const b = Uint8Array.from(good);
+        for (const [i, v] of flips) b[i] = v;
+        const d = decodeState(b);
+        expect(typeof d.ok).toBe('boolean');
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('supersedes by (boot, seq)', () => {
+    const cur = { boot: 'b1', bootAt: 100, seq: 5 };
+    expect(supersedes({ boot: 'b1', bootAt: 100, seq: 6 }, cur)).toBe(true);
+    expect(supersedes({ boot: 'b1', bootAt: 100, seq: 5 }, cur)).toBe(false);
+    expect(supersedes({ boot: 'b1', bootAt: 100, seq: 4 }, cur)).toBe(false);
+    expect(supersedes({ boot: 'b2', bootAt: 200, seq: 0 }, cur)).toBe(true); // restart
+    expect(supersedes({ boot: 'b0', bootAt: 50, seq: 99 }, cur)).toBe(false); // straggler from an older boot
+    expect(supersedes(cur, undefined)).toBe(true);
+  });
+
+  it('snapshot round-trips', () => {
+    const s = { v: 1 as const, replica: 'r', boot: 'b', seq: 3, chunkChars: 256, hashes: BigUint64Array.from([5n, 6n]) };
+    const d = decodeSnapshot(encodeSnapshot(s));
+    expect(d.ok && d.value).toEqual(s);
+  });
+});
+
+function encodeAsObject(): Record<string, unknown> {
+  return new Packr({ useRecords: false }).unpack(encodeState(sampleState())) as Record<string, unknown>;
+}

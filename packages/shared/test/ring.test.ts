@@ -1,0 +1,126 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { HashRing, pickBounded, withinBound } from '../src/ring.ts';
+
+const members = (n: number, prefix = 'r') => Array.from({ length: n }, (_, i) => ({ id: `${prefix}${i}`, weight: 1 }));
+const order = (ring: HashRing, key: number) => [...ring.walk(key)].map((m) => m.id);
+
+describe('HashRing', () => {
+  it('gives the same order for the same membership, whatever the input order', () => {
+    const a = new HashRing(members(20));
+    const b = new HashRing([...members(20)].reverse());
+    for (let k = 0; k < 200; k++) expect(order(a, k * 7919)).toEqual(order(b, k * 7919));
+  });
+
+  it('walks every member exactly once', () => {
+    const ring = new HashRing(members(37));
+    const walked = order(ring, 12345);
+    expect(walked).toHaveLength(37);
+    expect(new Set(walked).size).toBe(37);
+  });
+
+  it('moves about 1/n of keys when a member joins or leaves', () => {
+    const n = 20;
+    const before = new HashRing(members(n));
+    const joined = new HashRing([...members(n), { id: 'new', weight: 1 }]);
+    const left = new HashRing(members(n).filter((m) => m.id !== 'r3'));
+    const keys = 20_000;
+    let movedJoin = 0;
+    let movedLeave = 0;
+    for (let k = 0; k < keys; k++) {
+      const key = Math.imul(k, 2654435761) >>> 0;
+      const home = before.home(key)!.id;
+      const j = joined.home(key)!.id;
+      if (j !== home) {
+        movedJoin++;
+        expect(j).toBe('new'); // keys only move to the newcomer
+      }
+      if (left.home(key)!.id !== home) {
+        movedLeave++;
+        expect(home).toBe('r3'); // only the leaver's keys move
+      }
+    }
+    expect(movedJoin / keys).toBeGreaterThan(0.5 / (n + 1));
+    expect(movedJoin / keys).toBeLessThan(2 / (n + 1));
+    expect(movedLeave / keys).toBeGreaterThan(0.5 / n);
+    expect(movedLeave / keys).toBeLessThan(2 / n);
+  });
+
+  it('spreads keys by weight', () => {
+    const ring = new HashRing([{ id: 'big', weight: 3 }, ...members(3)]);
+    const counts = new Map<string, number>();
+    for (let k = 0; k < 30_000; k++) {
+      const id = ring.home(Math.imul(k, 2654435761) >>> 0)!.id;
+      counts.set(id, (counts.get(id) ?? 0) + 1);
+    }
+    const big = counts.get('big')! / 30_000;
+    expect(big).toBeGreaterThan(0.35);
+    expect(big).toBeLessThan(0.65);
+  });
+
+  it('handles an empty ring', () => {
+    const ring = new HashRing([]);
+    expect(ring.home(1)).toBeUndefined();
+    expect(order(ring, 1)).toEqual([]);
+    expect(pickBounded(ring, 1, () => 0)).toBeUndefined();
+  });
+});
+
+describe('bounded loads', () => {
+  it('withinBound is ceil(c × (total + cost) × share)', () => {
+    // 4 members, total 8 requests, c 1.25: bound = ceil(1.25 × 9 / 4) = 3.
+    expect(withinBound(2, 1, 8, 0.25)).toBe(true);
+    expect(withinBound(3, 1, 8, 0.25)).toBe(false);
+  });
+
+  it('property: the pick stays within the bound and is the first admitted member in walk order', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 30 }),
+        fc.array(fc.nat(50), { minLength: 30, maxLength: 30 }),
+        fc.integer({ min: 0, max: 0xffffffff }),
+        fc.double({ min: 1, max: 3, noNaN: true }),
+        (n, loads, key, c) => {
+          const ring = new HashRing(members(n));
+          const load = (id: string) => loads[Number(id.slice(1))]!;
+          const total = ring.members.reduce((s, m) => s + load(m.id), 0);
+          const pick = pickBounded(ring, key, load, 1, c);
+          // With c ≥ 1 and unit cost some member is always at or below average.
+          expect(pick).toBeDefined();
+          const bound = Math.ceil((c * (total + 1)) / n);
+          expect(load(pick!.member.id) + 1).toBeLessThanOrEqual(bound);
+          const walked = order(ring, key);
+          const firstOk = walked.find((id) => load(id) + 1 <= bound);
+          expect(pick!.member.id).toBe(firstOk);
+          expect(walked.indexOf(pick!.member.id)).toBe(pick!.rank);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('property: routing a stream of keys never lets any member exceed the bound', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 2, max: 12 }), fc.array(fc.integer({ min: 0, max: 20 }), { minLength: 50, maxLength: 300 }), (n, keys) => {
+        const ring = new HashRing(members(n));
+        const loads = new Map<string, number>();
+        let total = 0;
+        for (const k of keys) {
+          // a skewed key stream: few distinct keys
+          const pick = pickBounded(ring, k, (id) => loads.get(id) ?? 0, 1, 1.25)!;
+          loads.set(pick.member.id, (loads.get(pick.member.id) ?? 0) + 1);
+          total++;
+          for (const v of loads.values()) expect(v).toBeLessThanOrEqual(Math.ceil((1.25 * total) / n));
+        }
+      }),
+      { numRuns: 100 },
+    );
+  });
+
+  it('respects an eligibility filter', () => {
+    const ring = new HashRing(members(5));
+    const pick = pickBounded(ring, 42, () => 0, 1, 1.25, (m) => m.id === 'r2');
+    expect(pick?.member.id).toBe('r2');
+    expect(pick?.rank).toBe(0);
+  });
+});
