@@ -1,0 +1,146 @@
+/**
+ * What agent and router both need to know about an OpenAI request before
+ * forwarding it: which model and adapter, how much work, and its prefix chain.
+ * Parsed once per hop; validation errors are WarmpathErrors with `param` set.
+ */
+import { WarmpathError } from './errors.ts';
+import { canonicalText, chainHashes, prefixSeed, type RequestKind } from './prefix.ts';
+
+/** Fleet-wide settings: agents publish theirs and routers check for a match. */
+export const FLEET_DEFAULTS = {
+  /** Prefix chunk size, characters (≈ 64 tokens). Changing it re-keys every cache digest. */
+  chunkChars: 256,
+  /** Hash at most this many chunks (256K chars ≈ 64k tokens): bounds per-request CPU. */
+  maxChunks: 1024,
+  /** Characters per token for work estimates (no tokenizer on the router). */
+  charsPerToken: 4,
+  /** Output tokens assumed when a request sets no max_tokens. */
+  defaultMaxTokens: 256,
+} as const;
+
+export const HEADERS = {
+  key: 'x-warmpath-key',
+  replica: 'x-warmpath-replica',
+  route: 'x-warmpath-route',
+  router: 'x-warmpath-router',
+  rejectReason: 'x-warmpath-reject-reason',
+  /** Router → agent: which attempt this is (1-based), for logs and metrics. */
+  attempt: 'x-warmpath-attempt',
+} as const;
+
+/** Path → request kind for the OpenAI endpoints Warmpath routes. */
+export const ROUTES: Readonly<Record<string, RequestKind>> = {
+  '/v1/chat/completions': 'chat',
+  '/v1/completions': 'completion',
+  '/v1/responses': 'responses',
+  '/v1/embeddings': 'embedding',
+};
+
+export interface ModelRef {
+  /** Base model id. */
+  model: string;
+  /** LoRA adapter id, or '' for the base model. */
+  adapter: string;
+}
+
+export interface RequestInfo extends ModelRef {
+  kind: RequestKind;
+  /** The `model` field as the client sent it. */
+  requested: string;
+  stream: boolean;
+  /** Explicit affinity key: x-warmpath-key header or prompt_cache_key. */
+  routingKey: string | undefined;
+  /** Characters of canonical prompt text. */
+  promptChars: number;
+  /** Estimated prompt tokens. */
+  promptTokens: number;
+  /** Requested (or assumed) output tokens. */
+  maxTokens: number;
+  /** Chained prefix hashes (DESIGN.md §2). */
+  hashes: BigUint64Array;
+}
+
+export interface DescribeOptions {
+  chunkChars?: number;
+  maxChunks?: number;
+  charsPerToken?: number;
+  defaultMaxTokens?: number;
+  /** Maps the requested model name to (base, adapter); default: a base model. */
+  resolveModel?: (name: string) => ModelRef | undefined;
+  /** The x-warmpath-key header, if any. */
+  keyHeader?: string | undefined;
+}
+
+const isObject = (x: unknown): x is Record<string, unknown> => x !== null && typeof x === 'object' && !Array.isArray(x);
+
+/** Parses a JSON body; malformed JSON or a non-object is an invalid_json / invalid_request error. */
+export function parseJsonBody(buf: Uint8Array): Record<string, unknown> {
+  let body: unknown;
+  try {
+    body = JSON.parse(Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength).toString('utf8'));
+  } catch (err) {
+    throw new WarmpathError('invalid_json', `Request body is not valid JSON: ${(err as Error).message}`);
+  }
+  if (!isObject(body)) throw new WarmpathError('invalid_request', 'Request body must be a JSON object.');
+  return body;
+}
+
+function optionalPositiveInt(body: Record<string, unknown>, key: string): number | undefined {
+  const v = body[key];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1) throw new WarmpathError('invalid_request', `"${key}" must be a positive integer.`, key);
+  return v;
+}
+
+/**
+ * Validates the fields routing depends on and computes the request's prefix
+ * chain and work estimate. Throws WarmpathError on invalid input; the
+ * `resolveModel` callback returning undefined means model_not_found.
+ */
+export function describeRequest(body: Record<string, unknown>, kind: RequestKind, opts: DescribeOptions = {}): RequestInfo {
+  const chunkChars = opts.chunkChars ?? FLEET_DEFAULTS.chunkChars;
+  const maxChunks = opts.maxChunks ?? FLEET_DEFAULTS.maxChunks;
+  const charsPerToken = opts.charsPerToken ?? FLEET_DEFAULTS.charsPerToken;
+  const requested = body.model;
+  if (requested === undefined || requested === null || requested === '') throw new WarmpathError('model_required', undefined, 'model');
+  if (typeof requested !== 'string') throw new WarmpathError('invalid_request', '"model" must be a string.', 'model');
+  switch (kind) {
+    case 'chat':
+      if (!Array.isArray(body.messages) || body.messages.length === 0)
+        throw new WarmpathError('invalid_request', '"messages" must be a non-empty array.', 'messages');
+      break;
+    case 'completion':
+      if (typeof body.prompt !== 'string' && !Array.isArray(body.prompt)) throw new WarmpathError('invalid_request', '"prompt" must be a string or an array.', 'prompt');
+      break;
+    case 'embedding':
+      if (body.input === undefined) throw new WarmpathError('invalid_request', '"input" is required.', 'input');
+      break;
+    case 'responses':
+      if (body.input === undefined && body.instructions === undefined) throw new WarmpathError('invalid_request', '"input" is required.', 'input');
+      break;
+  }
+  if (body.stream !== undefined && typeof body.stream !== 'boolean') throw new WarmpathError('invalid_request', '"stream" must be a boolean.', 'stream');
+  const ref = opts.resolveModel ? opts.resolveModel(requested) : { model: requested, adapter: '' };
+  if (ref === undefined) throw new WarmpathError('model_not_found', `The model "${requested}" does not exist or no replica serves it.`, 'model');
+  const maxTokens =
+    optionalPositiveInt(body, 'max_completion_tokens') ??
+    optionalPositiveInt(body, 'max_tokens') ??
+    optionalPositiveInt(body, 'max_output_tokens') ??
+    (kind === 'embedding' ? 0 : (opts.defaultMaxTokens ?? FLEET_DEFAULTS.defaultMaxTokens));
+  const salt = typeof body.cache_salt === 'string' ? body.cache_salt : '';
+  const text = canonicalText(body, kind);
+  const pck = typeof body.prompt_cache_key === 'string' && body.prompt_cache_key !== '' ? body.prompt_cache_key : undefined;
+  const header = opts.keyHeader !== undefined && opts.keyHeader !== '' ? opts.keyHeader : undefined;
+  return {
+    kind,
+    requested,
+    model: ref.model,
+    adapter: ref.adapter,
+    stream: body.stream === true,
+    routingKey: header ?? pck,
+    promptChars: text.length,
+    promptTokens: Math.ceil(text.length / charsPerToken),
+    maxTokens,
+    hashes: chainHashes(text, chunkChars, prefixSeed(ref.model, ref.adapter, salt), maxChunks),
+  };
+}

@@ -1,0 +1,38 @@
+import { describe, expect, it } from 'vitest';
+import { WarmpathError } from '../src/errors.ts';
+import { describeRequest, parseJsonBody } from '../src/request.ts';
+
+const enc = (s: string) => new TextEncoder().encode(s);
+const codeOf = (fn: () => unknown): string | undefined => {
+  try {
+    fn();
+  } catch (err) {
+    return err instanceof WarmpathError ? err.code : 'other';
+  }
+  return undefined;
+};
+
+describe('describeRequest', () => {
+  it('computes model, adapter, work and chain', () => {
+    const body = { model: 'sql-lora', messages: [{ role: 'user', content: 'x'.repeat(1000) }], max_tokens: 50, stream: true, prompt_cache_key: 'k1' };
+    const info = describeRequest(body, 'chat', { resolveModel: (n) => (n === 'sql-lora' ? { model: 'base', adapter: 'sql-lora' } : undefined) });
+    expect(info.model).toBe('base');
+    expect(info.adapter).toBe('sql-lora');
+    expect(info.maxTokens).toBe(50);
+    expect(info.stream).toBe(true);
+    expect(info.routingKey).toBe('k1');
+    expect(info.hashes.length).toBe(Math.floor(info.promptChars / 256));
+    expect(info.promptTokens).toBe(Math.ceil(info.promptChars / 4));
+    expect(describeRequest(body, 'chat', { keyHeader: 'hdr' }).routingKey).toBe('hdr');
+  });
+
+  it('rejects bad input with stable codes', () => {
+    expect(codeOf(() => parseJsonBody(enc('{nope')))).toBe('invalid_json');
+    expect(codeOf(() => parseJsonBody(enc('[1]')))).toBe('invalid_request');
+    expect(codeOf(() => describeRequest({ messages: [] }, 'chat'))).toBe('model_required');
+    expect(codeOf(() => describeRequest({ model: 3, messages: [{}] }, 'chat'))).toBe('invalid_request');
+    expect(codeOf(() => describeRequest({ model: 'm', messages: [] }, 'chat'))).toBe('invalid_request');
+    expect(codeOf(() => describeRequest({ model: 'm', messages: [{ role: 'user', content: 'x' }], max_tokens: -1 }, 'chat'))).toBe('invalid_request');
+    expect(codeOf(() => describeRequest({ model: 'm', prompt: 'x' }, 'completion', { resolveModel: () => undefined }))).toBe('model_not_found');
+  });
+});
