@@ -1,0 +1,146 @@
+/**
+ * A local fleet of real processes: N simulator replicas, each with its agent,
+ * and R routers, joined by real libp2p gossip under a generated swarm key.
+ * The demo, the live benchmark and the end-to-end tests all start fleets here.
+ *
+ * Topology: agent 0 listens first; every other agent and every router
+ * bootstraps to agent 0 (and agent 1 when there is one), and gossipsub's mesh
+ * does the rest.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { generateSwarmKey } from '@warmpath/shared';
+import { startProcess, type Proc } from './processes.ts';
+
+export interface FleetOptions {
+  replicas: number;
+  routers: number;
+  /** Simulator profile (see `warmpath sim --help`). */
+  profile?: string;
+  /** Simulated time runs this many times faster than wall time. */
+  speed?: number;
+  model?: string;
+  adapters?: readonly string[];
+  maxLoras?: number;
+  /** Router placement policy. */
+  policy?: string;
+  fleet?: string;
+  /** Extra flags per component. */
+  simArgs?: readonly string[];
+  agentArgs?: readonly string[];
+  routerArgs?: readonly string[];
+  /** Use a private network (default true). */
+  privateNetwork?: boolean;
+}
+
+export interface Fleet {
+  readonly sims: Proc[];
+  readonly agents: Proc[];
+  readonly routers: Proc[];
+  readonly routerUrls: string[];
+  readonly swarmKeyFile: string | undefined;
+  readonly bootstrap: string[];
+  /** Starts one more router (e.g. to replace a stopped one). */
+  addRouter(policy?: string, extraArgs?: readonly string[]): Promise<Proc>;
+  /** Waits until every router sees `replicas` ready replicas. */
+  waitConverged(timeoutMs?: number): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Polls `fn` until it returns true or the time runs out. */
+export async function waitFor(fn: () => Promise<boolean> | boolean, timeoutMs: number, what: string, everyMs = 100): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      if (await fn()) return;
+    } catch {
+      // not yet
+    }
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+/** Replicas a router currently considers ready (from its fleet endpoint). */
+export async function readyReplicas(routerUrl: string): Promise<number> {
+  const res = await fetch(`${routerUrl}/warmpath/v1/fleet`);
+  if (!res.ok) return 0;
+  const body = (await res.json()) as { replicas?: Array<{ status?: string; fresh?: boolean }> };
+  return (body.replicas ?? []).filter((r) => r.status === 'ready' && r.fresh !== false).length;
+}
+
+export async function startFleet(opts: FleetOptions): Promise<Fleet> {
+  const fleetName = opts.fleet ?? `fleet-${process.pid}-${Date.now().toString(36)}`;
+  const dir = mkdtempSync(join(tmpdir(), 'warmpath-fleet-'));
+  let swarmKeyFile: string | undefined;
+  if (opts.privateNetwork !== false) {
+    swarmKeyFile = join(dir, 'swarm.key');
+    writeFileSync(swarmKeyFile, generateSwarmKey(), { mode: 0o600 });
+  }
+  const common = ['--fleet', fleetName, ...(swarmKeyFile !== undefined ? ['--swarm-key', swarmKeyFile] : [])];
+  const sims: Proc[] = [];
+  const agents: Proc[] = [];
+  const routers: Proc[] = [];
+  const bootstrap: string[] = [];
+  const all = () => [...routers, ...agents, ...sims];
+  const stop = async () => {
+    await Promise.all(all().map((p) => p.stop(3_000)));
+  };
+  try {
+    const simArgs = (i: number) => [
+      'sim', '--port', '0', '--profile', opts.profile ?? 'h100-llama3-8b',
+      ...(opts.model !== undefined ? ['--model', opts.model] : []),
+      ...(opts.adapters !== undefined && opts.adapters.length > 0 ? ['--adapters', opts.adapters.join(',')] : []),
+      ...(opts.maxLoras !== undefined ? ['--max-loras', String(opts.maxLoras)] : []),
+      ...(opts.speed !== undefined ? ['--speed', String(opts.speed)] : []),
+      ...(opts.simArgs ?? []),
+    ];
+    sims.push(...(await Promise.all(Array.from({ length: opts.replicas }, (_, i) => startProcess(`sim-${i}`, simArgs(i))))));
+    const agentArgs = (i: number, boot: string[]) => [
+      'agent', '--engine', 'vllm', '--engine-url', sims[i]!.info.url!, '--port', '0', '--admin-port', '0',
+      '--replica-id', `replica-${i}`, ...common, ...boot.flatMap((b) => ['--bootstrap', b]), ...(opts.agentArgs ?? []),
+    ];
+    if (opts.replicas > 0) {
+      agents.push(await startProcess('agent-0', agentArgs(0, [])));
+      bootstrap.push(agents[0]!.info.peer!);
+    }
+    if (opts.replicas > 1) {
+      agents.push(await startProcess('agent-1', agentArgs(1, bootstrap)));
+      bootstrap.push(agents[1]!.info.peer!);
+    }
+    agents.push(...(await Promise.all(Array.from({ length: Math.max(0, opts.replicas - 2) }, (_, j) => startProcess(`agent-${j + 2}`, agentArgs(j + 2, bootstrap))))));
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  const addRouter = async (policy = opts.policy ?? 'warmpath', extra: readonly string[] = []) => {
+    const p = await startProcess(`router-${routers.length}`, [
+      'router', '--port', '0', '--policy', policy, ...common, ...bootstrap.flatMap((b) => ['--bootstrap', b]), ...(opts.routerArgs ?? []), ...extra,
+    ]);
+    routers.push(p);
+    return p;
+  };
+  try {
+    for (let i = 0; i < opts.routers; i++) await addRouter();
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return {
+    sims,
+    agents,
+    routers,
+    get routerUrls() {
+      return routers.filter((r) => r.child.exitCode === null && r.child.signalCode === null).map((r) => r.info.url!);
+    },
+    swarmKeyFile,
+    bootstrap,
+    addRouter,
+    async waitConverged(timeoutMs = 20_000) {
+      const want = agents.length;
+      await waitFor(async () => (await Promise.all(this.routerUrls.map(readyReplicas))).every((n) => n >= want), timeoutMs, `every router to see ${want} ready replicas`);
+    },
+    stop,
+  };
+}

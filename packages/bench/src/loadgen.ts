@@ -1,0 +1,176 @@
+/**
+ * Open-loop HTTP load generator for OpenAI-compatible streaming endpoints.
+ *
+ * Steps: each planned request fires at its offset (Poisson or trace times
+ * come from the workload) against its target router; the SSE stream is read
+ * as it arrives: TTFT = first content event, inter-token latency = gaps
+ * between later content events, e2e = [DONE]; usage (with cached_tokens)
+ * comes from the final include_usage chunk.
+ * Complexity: O(events) per request; parsing looks only at line starts.
+ * Trade-off: client-side timing includes the router hop and loopback HTTP —
+ * what a user sees — rather than engine-internal timings.
+ */
+import { Agent, request } from 'undici';
+
+export interface PlannedRequest {
+  /** Send time, ms after the run starts. */
+  at: number;
+  path?: string;
+  body: Record<string, unknown>;
+  headers?: Record<string, string>;
+  /** Index into the targets (routers); default round-robins by index. */
+  target?: number;
+  /** Free-form label (phase of a scenario, session id…). */
+  tag?: string;
+}
+
+export interface RequestResult {
+  tag: string | undefined;
+  target: number;
+  ok: boolean;
+  status: number;
+  error: string | undefined;
+  /** ms from send to first token. */
+  ttftMs: number;
+  /** ms from send to end of stream. */
+  e2eMs: number;
+  /** Inter-token gaps, ms. */
+  itlMs: number[];
+  promptTokens: number;
+  cachedTokens: number;
+  outputTokens: number;
+  replica: string | undefined;
+  route: string | undefined;
+  sentAt: number;
+}
+
+export interface LoadOptions {
+  /** Per-request timeout, ms. */
+  timeoutMs?: number;
+  onResult?: (r: RequestResult, done: number, total: number) => void;
+  /** Caps concurrent requests (closed-loop safety); default unlimited. */
+  maxInFlight?: number;
+}
+
+const dispatcher = new Agent({ connections: 512, pipelining: 1, keepAliveTimeout: 30_000, headersTimeout: 0, bodyTimeout: 0 });
+
+export async function runOne(target: string, planned: PlannedRequest, targetIndex: number, timeoutMs = 300_000): Promise<RequestResult> {
+  const body = { ...planned.body, stream: true, stream_options: { include_usage: true } };
+  const start = performance.now();
+  const result: RequestResult = {
+    tag: planned.tag, target: targetIndex, ok: false, status: 0, error: undefined, ttftMs: Number.NaN, e2eMs: Number.NaN, itlMs: [],
+    promptTokens: 0, cachedTokens: 0, outputTokens: 0, replica: undefined, route: undefined, sentAt: Date.now(),
+  };
+  try {
+    const res = await request(`${target}${planned.path ?? '/v1/chat/completions'}`, {
+      method: 'POST',
+      dispatcher,
+      headers: { 'content-type': 'application/json', ...planned.headers },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    result.status = res.statusCode;
+    const h = (k: string) => {
+      const v = res.headers[k];
+      return Array.isArray(v) ? v[0] : v;
+    };
+    result.replica = h('x-warmpath-replica');
+    result.route = h('x-warmpath-route');
+    if (res.statusCode !== 200) {
+      const text = await res.body.text();
+      let code = `http_${res.statusCode}`;
+      try {
+        code = (JSON.parse(text) as { error?: { code?: string } }).error?.code ?? code;
+      } catch {
+        // not JSON
+      }
+      result.error = code;
+      result.e2eMs = performance.now() - start;
+      return result;
+    }
+    let last = 0;
+    let buf = '';
+    let sawDone = false;
+    for await (const chunk of res.body) {
+      buf += (chunk as Buffer).toString('utf8');
+      let nl: number;
+      while ((nl = buf.indexOf('\n\n')) >= 0) {
+        const event = buf.slice(0, nl);
+        buf = buf.slice(nl + 2);
+        if (!event.startsWith('data: ')) continue;
+        const data = event.slice(6);
+        if (data === '[DONE]') {
+          sawDone = true;
+          continue;
+        }
+        const now = performance.now();
+        if (data.includes('"error"') && data.startsWith('{"error"')) {
+          result.error = (JSON.parse(data) as { error: { code?: string } }).error.code ?? 'stream_error';
+          continue;
+        }
+        if (data.includes('"usage":{')) {
+          const parsed = JSON.parse(data) as { usage?: { prompt_tokens?: number; completion_tokens?: number; prompt_tokens_details?: { cached_tokens?: number } } };
+          const u = parsed.usage;
+          if (u) {
+            result.promptTokens = u.prompt_tokens ?? 0;
+            result.outputTokens = u.completion_tokens ?? 0;
+            result.cachedTokens = u.prompt_tokens_details?.cached_tokens ?? 0;
+          }
+          if (data.includes('"choices":[]')) continue;
+        }
+        if (Number.isNaN(result.ttftMs)) result.ttftMs = now - start;
+        else result.itlMs.push(now - last);
+        last = now;
+      }
+    }
+    result.e2eMs = performance.now() - start;
+    result.ok = sawDone && result.error === undefined;
+    if (!sawDone && result.error === undefined) result.error = 'stream_truncated';
+  } catch (err) {
+    result.error = (err as { code?: string }).code ?? (err as Error).name ?? 'error';
+    result.e2eMs = performance.now() - start;
+  }
+  return result;
+}
+
+/** Runs a plan open-loop against the targets; resolves when every request has finished. */
+export async function runLoad(plan: readonly PlannedRequest[], targets: readonly string[], opts: LoadOptions = {}): Promise<RequestResult[]> {
+  const sorted = [...plan].sort((a, b) => a.at - b.at);
+  const results: RequestResult[] = [];
+  const t0 = performance.now();
+  let inFlight = 0;
+  let done = 0;
+  const waiters: Array<() => void> = [];
+  const pending: Promise<void>[] = [];
+  for (let i = 0; i < sorted.length; i++) {
+    const p = sorted[i]!;
+    const delay = t0 + p.at - performance.now();
+    if (delay > 1) await new Promise((r) => setTimeout(r, delay));
+    if (opts.maxInFlight !== undefined) while (inFlight >= opts.maxInFlight) await new Promise<void>((r) => waiters.push(r));
+    const ti = (p.target ?? i) % targets.length;
+    inFlight++;
+    pending.push(
+      runOne(targets[ti]!, p, ti, opts.timeoutMs).then((r) => {
+        inFlight--;
+        done++;
+        results.push(r);
+        opts.onResult?.(r, done, sorted.length);
+        waiters.shift()?.();
+      }),
+    );
+  }
+  await Promise.all(pending);
+  return results;
+}
+
+export function percentile(values: readonly number[], p: number): number {
+  const v = values.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+  if (v.length === 0) return Number.NaN;
+  const idx = Math.min(v.length - 1, Math.max(0, Math.ceil((p / 100) * v.length) - 1));
+  return v[idx]!;
+}
+
+export function mean(values: readonly number[]): number {
+  const v = values.filter((x) => Number.isFinite(x));
+  return v.length === 0 ? Number.NaN : v.reduce((s, x) => s + x, 0) / v.length;
+}
