@@ -127,7 +127,7 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
     await stop();
     throw err;
   }
-  return {
+  const fleet: Fleet = {
     sims,
     agents,
     routers,
@@ -139,8 +139,9 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
     addRouter,
     async waitConverged(timeoutMs = 20_000) {
       const want = agents.length;
-      await waitFor(async () => (await Promise.all(this.routerUrls.map(readyReplicas))).every((n) => n >= want), timeoutMs, `every router to see ${want} ready replicas`);
+      await waitFor(async () => (await Promise.all(fleet.routerUrls.map(readyReplicas))).every((n) => n >= want), timeoutMs, `every router to see ${want} ready replicas`);
     },
     stop,
   };
+  return fleet;
 }

@@ -1,0 +1,271 @@
+/**
+ * Benchmark workloads (DESIGN.md §6). Each scenario turns (seed, rate,
+ * duration) into a deterministic, open-loop plan of requests on a simulated
+ * clock: `at` is simulated ms; the runner divides by the fleet's speed.
+ * Multi-turn sessions carry their history forward with deterministic
+ * assistant replies, so turn k+1's prompt extends turn k's exactly, as a real
+ * chat client's would.
+ */
+import { readFileSync } from 'node:fs';
+import type { PlannedRequest } from './loadgen.ts';
+import { poissonGap, rng, textOf, zipf } from './text.ts';
+
+export const DEFAULT_MODEL = 'meta-llama/Llama-3.1-8B-Instruct';
+
+export interface ScenarioParams {
+  seed: number;
+  /** Requests (or sessions, per scenario) per simulated second. */
+  rate: number;
+  /** Simulated seconds of arrivals. */
+  duration: number;
+  model: string;
+  /** Trace file, for `trace`. */
+  trace?: string | undefined;
+}
+
+export interface FleetShape {
+  replicas: number;
+  profile: string;
+  adapters?: string[];
+  maxLoras?: number;
+}
+
+export interface Scenario {
+  name: string;
+  summary: string;
+  fleet: FleetShape;
+  defaults: { rate: number; duration: number };
+  build(p: ScenarioParams): PlannedRequest[];
+}
+
+type Message = { role: 'system' | 'user' | 'assistant'; content: string };
+
+function chat(p: ScenarioParams, at: number, messages: Message[], maxTokens: number, tag: string, extra: Record<string, unknown> = {}): PlannedRequest {
+  return { at, tag, body: { model: p.model, messages, max_tokens: maxTokens, ignore_eos: true, ...extra } };
+}
+
+/** A session: turns `gapMs` apart, each a user message of `userTokens` and a reply of `replyTokens`. */
+function session(
+  p: ScenarioParams,
+  id: string,
+  start: number,
+  system: string | undefined,
+  turns: number,
+  r: () => number,
+  sizes: { user: () => number; reply: () => number; gapMs: () => number },
+  tag: (turn: number) => string,
+): PlannedRequest[] {
+  const out: PlannedRequest[] = [];
+  const history: Message[] = system !== undefined ? [{ role: 'system', content: system }] : [];
+  let at = start;
+  for (let t = 0; t < turns; t++) {
+    history.push({ role: 'user', content: textOf(`${id}/u${t}`, sizes.user()) });
+    const reply = sizes.reply();
+    out.push(chat(p, at, [...history], reply, tag(t)));
+    history.push({ role: 'assistant', content: textOf(`${id}/a${t}`, reply) });
+    at += sizes.gapMs();
+  }
+  void r;
+  return out;
+}
+
+const uniform = (r: () => number, lo: number, hi: number) => () => Math.round(lo + r() * (hi - lo));
+
+/**
+ * seed: 10 replicas; 4 system-prompt templates of 2k tokens (one takes 70%
+ * of traffic); users hold short conversations (1–4 turns) of unique 500-token
+ * turns; Poisson session arrivals; the last third of the run is a 2× spike.
+ */
+const seedScenario: Scenario = {
+  name: 'seed',
+  summary: '10 replicas, shared 2k-token system prompts (one dominant), unique 500-token turns, Poisson arrivals, then a 2x spike',
+  fleet: { replicas: 10, profile: 'h100-llama3-8b' },
+  defaults: { rate: 6, duration: 60 },
+  build(p) {
+    const r = rng(p.seed);
+    const templates = [0, 1, 2, 3].map((i) => textOf(`seed/system-${i}`, 2000));
+    const pickTemplate = () => (r() < 0.7 ? 0 : 1 + Math.floor(r() * 3));
+    const out: PlannedRequest[] = [];
+    const spikeAt = (p.duration * 1000 * 2) / 3;
+    let s = 0;
+    for (let at = 0; at < p.duration * 1000; s++) {
+      const phase = at >= spikeAt ? 'spike' : 'steady';
+      const turns = 1 + Math.floor(r() * 4);
+      out.push(
+        ...session(p, `seed/s${p.seed}/${s}`, at, templates[pickTemplate()], turns, r, { user: () => 500, reply: uniform(r, 100, 200), gapMs: uniform(r, 3000, 8000) }, () => phase),
+      );
+      // Sessions arrive at rate / 2.5 (mean turns) so requests arrive at ≈ rate, doubled in the spike.
+      at += poissonGap(r, ((at >= spikeAt ? 2 : 1) * p.rate) / 2.5);
+    }
+    return out;
+  },
+};
+
+/** chat: long multi-turn sessions whose history grows turn by turn. */
+const chatScenario: Scenario = {
+  name: 'chat',
+  summary: 'multi-turn sessions (4-12 turns) with growing history behind one short system prompt',
+  fleet: { replicas: 8, profile: 'h100-llama3-8b' },
+  defaults: { rate: 1, duration: 60 },
+  build(p) {
+    const r = rng(p.seed ^ 0xc4a7);
+    const system = textOf('chat/system', 400);
+    const out: PlannedRequest[] = [];
+    let s = 0;
+    for (let at = 0; at < p.duration * 1000; s++) {
+      const turns = 4 + Math.floor(r() * 9);
+      out.push(...session(p, `chat/s${p.seed}/${s}`, at, system, turns, r, { user: uniform(r, 100, 400), reply: uniform(r, 100, 300), gapMs: uniform(r, 2000, 6000) }, (t) => `turn${Math.min(t, 9)}`));
+      at += poissonGap(r, p.rate);
+    }
+    return out;
+  },
+};
+
+/**
+ * fanout: agent sessions. Each step fans out 4–16 parallel calls that share
+ * the conversation prefix and a routing key (prompt_cache_key = session id);
+ * the next step's prefix grows by the step's results.
+ */
+const fanoutScenario: Scenario = {
+  name: 'fanout',
+  summary: 'agent sessions fanning out 4-16 parallel calls sharing a routing key and the conversation prefix',
+  fleet: { replicas: 8, profile: 'h100-llama3-8b' },
+  defaults: { rate: 0.5, duration: 60 },
+  build(p) {
+    const r = rng(p.seed ^ 0xfa17);
+    const system = textOf('fanout/system', 1000);
+    const out: PlannedRequest[] = [];
+    let s = 0;
+    for (let at = 0; at < p.duration * 1000; s++) {
+      const id = `fanout/s${p.seed}/${s}`;
+      const history: Message[] = [
+        { role: 'system', content: system },
+        { role: 'user', content: textOf(`${id}/task`, 2000 + Math.round(r() * 2000)) },
+      ];
+      const steps = 2 + Math.floor(r() * 3);
+      let t = at;
+      for (let step = 0; step < steps; step++) {
+        const width = 4 + Math.floor(r() * 13);
+        for (let k = 0; k < width; k++) {
+          const msgs: Message[] = [...history, { role: 'user', content: textOf(`${id}/st${step}/call${k}`, 60) }];
+          out.push(chat(p, t + k * 5, msgs, 80, `step${step}`, { prompt_cache_key: id }));
+        }
+        history.push({ role: 'assistant', content: textOf(`${id}/st${step}/results`, 40 * width) });
+        t += 4000 + r() * 4000;
+      }
+      at += poissonGap(r, p.rate);
+    }
+    return out;
+  },
+};
+
+export const LORA_ADAPTERS = Array.from({ length: 32 }, (_, i) => `lora-${String(i).padStart(2, '0')}`);
+
+/** lora: dozens of adapters with Zipf popularity on replicas with 4 GPU slots. */
+const loraScenario: Scenario = {
+  name: 'lora',
+  summary: '32 LoRA adapters, Zipf popularity, max_loras 4, short prompts',
+  fleet: { replicas: 8, profile: 'h100-llama3-8b', adapters: LORA_ADAPTERS, maxLoras: 4 },
+  defaults: { rate: 20, duration: 60 },
+  build(p) {
+    const r = rng(p.seed ^ 0x10a);
+    const pick = zipf(r, LORA_ADAPTERS.length, 1.0);
+    const out: PlannedRequest[] = [];
+    let i = 0;
+    for (let at = 0; at < p.duration * 1000; i++) {
+      const adapter = LORA_ADAPTERS[pick()]!;
+      const msgs: Message[] = [
+        { role: 'system', content: textOf(`lora/system/${adapter}`, 300) },
+        { role: 'user', content: textOf(`lora/${p.seed}/${i}`, 200 + Math.round(r() * 300)) },
+      ];
+      out.push({ at, tag: adapter, body: { model: adapter, messages: msgs, max_tokens: 64 + Math.round(r() * 128), ignore_eos: true } });
+      at += poissonGap(r, p.rate);
+    }
+    return out;
+  },
+};
+
+/** pianos: rare huge inputs and outputs among short chats. */
+const pianosScenario: Scenario = {
+  name: 'pianos',
+  summary: 'short chats with rare huge requests (2%: 24k-token inputs, 1.5k-token outputs)',
+  fleet: { replicas: 8, profile: 'h100-llama3-8b' },
+  defaults: { rate: 20, duration: 60 },
+  build(p) {
+    const r = rng(p.seed ^ 0x91a0);
+    const system = textOf('pianos/system', 300);
+    const out: PlannedRequest[] = [];
+    let i = 0;
+    for (let at = 0; at < p.duration * 1000; i++) {
+      const piano = r() < 0.02;
+      const msgs: Message[] = [
+        { role: 'system', content: system },
+        { role: 'user', content: textOf(`pianos/${p.seed}/${i}`, piano ? 24_000 : 100 + Math.round(r() * 400)) },
+      ];
+      out.push(chat(p, at, msgs, piano ? 1500 : 50 + Math.round(r() * 150), piano ? 'piano' : 'short'));
+      at += poissonGap(r, p.rate);
+    }
+    return out;
+  },
+};
+
+export interface TraceRecord {
+  timestamp: number;
+  input_length: number;
+  output_length: number;
+  hash_ids: number[];
+}
+
+export const TRACE_BLOCK_TOKENS = 512;
+
+export function readTrace(path: string): TraceRecord[] {
+  return readFileSync(path, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map((l) => JSON.parse(l) as TraceRecord);
+}
+
+/**
+ * Renders one trace record as a prompt: block id N is always the same
+ * 512-token text; the last block holds only the remainder of input_length.
+ */
+export function traceMessages(rec: TraceRecord): Message[] {
+  const parts: string[] = [];
+  rec.hash_ids.forEach((id, i) => {
+    const remaining = rec.input_length - i * TRACE_BLOCK_TOKENS;
+    const last = i === rec.hash_ids.length - 1;
+    parts.push(last ? textOf(`trace/block/${id}`, TRACE_BLOCK_TOKENS).slice(0, Math.max(0, remaining) * 4) : textOf(`trace/block/${id}`, TRACE_BLOCK_TOKENS));
+  });
+  return [{ role: 'user', content: parts.join('') }];
+}
+
+/**
+ * trace: Mooncake-format JSONL replay. `rate` is a time-compression factor
+ * (2 = twice as fast as recorded); `duration` cuts the trace (simulated s).
+ */
+const traceScenario: Scenario = {
+  name: 'trace',
+  summary: 'replay of a Mooncake-format trace (timestamp, input_length, output_length, hash_ids of 512-token blocks)',
+  fleet: { replicas: 10, profile: 'h100-llama3-8b' },
+  defaults: { rate: 1, duration: 120 },
+  build(p) {
+    if (p.trace === undefined) throw new Error('scenario "trace" needs --trace FILE (e.g. ../shared/traces/mooncake-synthetic.jsonl)');
+    const recs = readTrace(p.trace);
+    const out: PlannedRequest[] = [];
+    for (const rec of recs) {
+      const at = rec.timestamp / p.rate;
+      if (at >= p.duration * 1000) break;
+      out.push(chat(p, at, traceMessages(rec), Math.max(1, rec.output_length), 'trace'));
+    }
+    return out;
+  },
+};
+
+export const SCENARIOS: Readonly<Record<string, Scenario>> = {
+  seed: seedScenario,
+  chat: chatScenario,
+  fanout: fanoutScenario,
+  lora: loraScenario,
+  pianos: pianosScenario,
+  trace: traceScenario,
+};
