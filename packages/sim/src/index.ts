@@ -1,0 +1,22 @@
+/**
+ * @warmpath/sim: an inference-engine simulator speaking vLLM's HTTP dialect.
+ * The engine model (src/model) is pure and clock-injected, so the same code
+ * runs behind real HTTP (startSimServer) and inside the discrete-event fleet
+ * simulator in virtual time.
+ */
+export { EngineModel, EngineError, Sequence, SeqStatus } from './model/engine.ts';
+export type { EngineOptions, EngineSnapshot, LoraState, ProbeResult, SimRequest, StepResult } from './model/engine.ts';
+export { PROFILES, PROFILE_NAMES, isProfileName, stepTimeMs } from './model/profiles.ts';
+export type { EngineProfile, ProfileName } from './model/profiles.ts';
+export { estimateTokens, promptIdentity, promptIdentityOfBody } from './model/prompt.ts';
+export type { PromptIdentity, PromptOptions } from './model/prompt.ts';
+export { BlockPool } from './model/kv.ts';
+export { Histogram, TTFT_BUCKETS, ITL_BUCKETS, E2E_BUCKETS } from './model/histogram.ts';
+export { startSimServer, DEFAULT_MODEL, VLLM_VERSION } from './server/server.ts';
+export type { SimServer, SimServerOptions } from './server/server.ts';
+export { RealTimeDriver } from './server/driver.ts';
+export { applyFaultJson, applyFaultSpec, noFaults, parseDuration, FAULT_HELP } from './server/faults.ts';
+export type { FaultState } from './server/faults.ts';
+export { renderMetrics, pyFloat } from './server/metrics.ts';
+export { parsePrometheus } from './prometheus.ts';
+export type { PromSample } from './prometheus.ts';
