@@ -1,0 +1,158 @@
+/**
+ * Benchmark results: the JSON schema other tools read, a Markdown table for
+ * stdout, and a self-contained HTML report with Chart.js plots (the library is
+ * inlined, so the file opens offline).
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { mean, percentile, type RequestResult } from './loadgen.ts';
+
+export interface PolicyResult {
+  policy: string;
+  routers: number;
+  replicas: number;
+  requests: number;
+  completed: number;
+  errors: number;
+  ttft_ms: { p50: number; p90: number; p99: number; mean: number };
+  itl_ms: { p50: number; p99: number };
+  e2e_ms: { p50: number; p99: number };
+  output_tokens_per_s: number;
+  /** Cached prompt tokens / prompt tokens, as the engines count them. */
+  cache_hit_rate: number;
+  preemptions: number;
+  spills: number;
+  adapter_loads: number;
+  /** Extra detail for the report (not part of the stable schema). */
+  detail?: {
+    errorsByCode: Record<string, number>;
+    branches: Record<string, number>;
+    ttftSamples: number[];
+    perReplicaLoad?: Array<{ t: number; running: number[] }>;
+    byTag?: Record<string, { n: number; ttft_p50: number; ttft_p99: number }>;
+  };
+}
+
+export interface BenchReport {
+  scenario: string;
+  mode: 'live' | 'des';
+  config: Record<string, unknown>;
+  results: PolicyResult[];
+}
+
+export interface EngineTotals {
+  promptTokens: number;
+  cachedTokens: number;
+  preemptions: number;
+  adapterLoads: number;
+}
+
+const round = (x: number, d = 1) => (Number.isFinite(x) ? Math.round(x * 10 ** d) / 10 ** d : null);
+
+/** Folds request results (times already in simulated ms) and engine counters into one policy row. */
+export function summarize(
+  policy: string,
+  shape: { routers: number; replicas: number },
+  results: readonly RequestResult[],
+  engine: EngineTotals,
+  durationS: number,
+  extra: { spills: number; branches: Record<string, number>; perReplicaLoad?: Array<{ t: number; running: number[] }> },
+): PolicyResult {
+  const ok = results.filter((r) => r.ok);
+  const ttft = ok.map((r) => r.ttftMs);
+  const itl = ok.flatMap((r) => r.itlMs);
+  const e2e = ok.map((r) => r.e2eMs);
+  const errorsByCode: Record<string, number> = {};
+  for (const r of results) if (!r.ok) errorsByCode[r.error ?? 'unknown'] = (errorsByCode[r.error ?? 'unknown'] ?? 0) + 1;
+  const byTag: Record<string, { n: number; ttft_p50: number; ttft_p99: number }> = {};
+  const tags = new Set(ok.map((r) => r.tag ?? ''));
+  for (const tag of tags) {
+    const t = ok.filter((r) => (r.tag ?? '') === tag).map((r) => r.ttftMs);
+    byTag[tag] = { n: t.length, ttft_p50: round(percentile(t, 50)) ?? 0, ttft_p99: round(percentile(t, 99)) ?? 0 };
+  }
+  const outTokens = ok.reduce((s, r) => s + r.outputTokens, 0);
+  return {
+    policy,
+    routers: shape.routers,
+    replicas: shape.replicas,
+    requests: results.length,
+    completed: ok.length,
+    errors: results.length - ok.length,
+    ttft_ms: { p50: round(percentile(ttft, 50))!, p90: round(percentile(ttft, 90))!, p99: round(percentile(ttft, 99))!, mean: round(mean(ttft))! },
+    itl_ms: { p50: round(percentile(itl, 50), 2)!, p99: round(percentile(itl, 99), 2)! },
+    e2e_ms: { p50: round(percentile(e2e, 50))!, p99: round(percentile(e2e, 99))! },
+    output_tokens_per_s: round(outTokens / Math.max(1e-9, durationS))!,
+    cache_hit_rate: round(engine.promptTokens > 0 ? engine.cachedTokens / engine.promptTokens : 0, 4)!,
+    preemptions: engine.preemptions,
+    spills: extra.spills,
+    adapter_loads: engine.adapterLoads,
+    detail: {
+      errorsByCode,
+      branches: extra.branches,
+      ttftSamples: ttft.map((x) => round(x)!),
+      ...(extra.perReplicaLoad !== undefined ? { perReplicaLoad: extra.perReplicaLoad } : {}),
+      byTag,
+    },
+  };
+}
+
+export function markdownTable(report: BenchReport): string {
+  const head = '| policy | routers | done/req | errors | TTFT p50 | TTFT p90 | TTFT p99 | ITL p50 | e2e p99 | out tok/s | hit rate | preempt | spills | adapter loads |';
+  const sep = '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|';
+  const rows = report.results.map(
+    (r) =>
+      `| ${r.policy} | ${r.routers} | ${r.completed}/${r.requests} | ${r.errors} | ${r.ttft_ms.p50} | ${r.ttft_ms.p90} | ${r.ttft_ms.p99} | ${r.itl_ms.p50} | ${r.e2e_ms.p99} | ${r.output_tokens_per_s} | ${(r.cache_hit_rate * 100).toFixed(1)}% | ${r.preemptions} | ${r.spills} | ${r.adapter_loads} |`,
+  );
+  return [`### ${report.scenario} (${report.mode}; times in simulated ms)`, '', head, sep, ...rows].join('\n');
+}
+
+export function writeJson(path: string, report: BenchReport): void {
+  const slim = { ...report, results: report.results.map(({ detail, ...r }) => ({ ...r, detail: detail ? { ...detail, ttftSamples: undefined } : undefined })) };
+  writeFileSync(path, `${JSON.stringify(slim, null, 2)}\n`);
+}
+
+const require = createRequire(import.meta.url);
+
+export function writeHtml(path: string, reports: readonly BenchReport[]): void {
+  const chartJs = readFileSync(require.resolve('chart.js/dist/chart.umd.min.js'), 'utf8');
+  const data = JSON.stringify(reports).replace(/</g, '\\u003c');
+  const html = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Warmpath benchmark</title>
+<style>body{font:14px system-ui,sans-serif;margin:24px;max-width:1200px}table{border-collapse:collapse;margin:12px 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}th:first-child,td:first-child{text-align:left}.charts{display:grid;grid-template-columns:1fr 1fr;gap:16px}canvas{max-height:320px}</style>
+<script>${chartJs}</script></head><body>
+<h1>Warmpath benchmark</h1><div id="root"></div>
+<script>
+const reports = ${data};
+const root = document.getElementById('root');
+const colors = ['#d62728','#1f77b4','#2ca02c','#ff7f0e','#9467bd','#8c564b','#e377c2','#7f7f7f','#bcbd22','#17becf','#393b79','#637939'];
+for (const rep of reports) {
+  const sec = document.createElement('section');
+  sec.innerHTML = '<h2>' + rep.scenario + ' (' + rep.mode + ')</h2><pre>' + JSON.stringify(rep.config) + '</pre>';
+  const t = document.createElement('table');
+  t.innerHTML = '<tr><th>policy</th><th>done/req</th><th>TTFT p50</th><th>p90</th><th>p99</th><th>ITL p50</th><th>hit rate</th><th>preempt</th><th>spills</th><th>adapter loads</th></tr>' +
+    rep.results.map(r => '<tr><td>' + r.policy + '</td><td>' + r.completed + '/' + r.requests + '</td><td>' + r.ttft_ms.p50 + '</td><td>' + r.ttft_ms.p90 + '</td><td>' + r.ttft_ms.p99 + '</td><td>' + r.itl_ms.p50 + '</td><td>' + (r.cache_hit_rate*100).toFixed(1) + '%</td><td>' + r.preemptions + '</td><td>' + r.spills + '</td><td>' + r.adapter_loads + '</td></tr>').join('');
+  sec.appendChild(t);
+  const grid = document.createElement('div'); grid.className = 'charts'; sec.appendChild(grid);
+  const canvas = () => { const c = document.createElement('canvas'); const d = document.createElement('div'); d.appendChild(c); grid.appendChild(d); return c; };
+  // TTFT distribution: empirical CDF per policy.
+  new Chart(canvas(), { type: 'line', data: { datasets: rep.results.map((r, i) => {
+      const s = (r.detail && r.detail.ttftSamples || []).slice().sort((a,b)=>a-b);
+      const step = Math.max(1, Math.floor(s.length / 200));
+      return { label: r.policy, borderColor: colors[i % colors.length], pointRadius: 0, borderWidth: 1.5,
+        data: s.filter((_, k) => k % step === 0).map((v, k) => ({ x: v, y: (k * step + 1) / s.length })) };
+    }) },
+    options: { plugins: { title: { display: true, text: 'TTFT CDF (simulated ms, log scale)' } }, scales: { x: { type: 'logarithmic', title: { display: true, text: 'TTFT ms' } }, y: { min: 0, max: 1 } } } });
+  new Chart(canvas(), { type: 'bar', data: { labels: rep.results.map(r => r.policy), datasets: [{ label: 'cache hit rate', data: rep.results.map(r => r.cache_hit_rate * 100), backgroundColor: rep.results.map((_, i) => colors[i % colors.length]) }] },
+    options: { plugins: { title: { display: true, text: 'Prefix-cache hit rate (%), from the engines' }, legend: { display: false } } } });
+  for (const [i, r] of rep.results.entries()) {
+    const load = r.detail && r.detail.perReplicaLoad;
+    if (!load || load.length === 0) continue;
+    const n = load[0].running.length;
+    new Chart(canvas(), { type: 'line', data: { labels: load.map(p => (p.t / 1000).toFixed(0)), datasets: Array.from({ length: n }, (_, k) => ({ label: 'replica ' + k, data: load.map(p => p.running[k]), pointRadius: 0, borderWidth: 1, borderColor: colors[k % colors.length] })) },
+      options: { plugins: { title: { display: true, text: r.policy + ': running requests per replica over time (s)' }, legend: { display: false } } } });
+  }
+  root.appendChild(sec);
+}
+</script></body></html>`;
+  writeFileSync(path, html);
+}
