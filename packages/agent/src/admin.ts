@@ -1,0 +1,79 @@
+/**
+ * Admin API (separate port): digest snapshot for routers that missed deltas,
+ * JSON state, liveness, readiness, Prometheus metrics.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { encodeSnapshot, PROTOCOL_VERSION, sendError, sendJson, SNAPSHOT_CONTENT_TYPE } from '@warmpath/shared';
+import type { AgentCore } from './core.ts';
+import type { Publisher } from './publisher.ts';
+
+export interface AdminDeps {
+  core: AgentCore;
+  publisher: Publisher;
+  replica: string;
+  boot: string;
+  /** Extra state for /warmpath/v1/state (engine, gossip). */
+  extra: () => Record<string, unknown>;
+}
+
+export function createAdminHandler(deps: AdminDeps): (req: IncomingMessage, res: ServerResponse) => void {
+  const { core, publisher } = deps;
+  return (req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (req.method !== 'GET' && req.method !== 'HEAD') return sendError(res, 'method_not_allowed');
+    switch (path) {
+      case '/warmpath/v1/digest': {
+        const body = encodeSnapshot({
+          v: PROTOCOL_VERSION,
+          replica: deps.replica,
+          boot: deps.boot,
+          seq: publisher.seq,
+          chunkChars: core.config.chunkChars,
+          hashes: core.cache.published(),
+        });
+        res.writeHead(200, { 'content-type': SNAPSHOT_CONTENT_TYPE, 'content-length': body.byteLength, 'x-warmpath-seq': publisher.seq });
+        res.end(body);
+        return;
+      }
+      case '/warmpath/v1/state': {
+        const last = publisher.last;
+        sendJson(res, 200, {
+          replica: deps.replica,
+          boot: deps.boot,
+          seq: publisher.seq,
+          status: core.status,
+          models: core.models,
+          adapters: core.adapters,
+          endpoints: core.endpoints(),
+          capacity: core.capacity(),
+          load: core.load(),
+          engine: core.snapshot ?? null,
+          engineUp: core.engineUp,
+          cache: { size: core.cache.size, capacity: core.cache.capacity, nominalCapacity: core.cache.nominalCapacity, ...core.cache.stats },
+          lastPublished: last === undefined ? null : { seq: last.seq, sentAt: last.sentAt, status: last.status, digestSize: last.digest.size },
+          gossip: { bytes: publisher.bytes, messages: publisher.messages },
+          ...deps.extra(),
+        });
+        return;
+      }
+      case '/healthz':
+        res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
+        return;
+      case '/readyz': {
+        const ready = core.status === 'ready';
+        res.writeHead(ready ? 200 : 503, { 'content-type': 'text/plain' }).end(ready ? 'ready' : core.status);
+        return;
+      }
+      case '/metrics':
+        core.metrics.registry.metrics().then(
+          (text) => {
+            res.writeHead(200, { 'content-type': core.metrics.registry.contentType }).end(text);
+          },
+          (err: unknown) => sendError(res, 'internal_error', (err as Error).message),
+        );
+        return;
+      default:
+        sendError(res, 'not_found');
+    }
+  };
+}

@@ -1,0 +1,62 @@
+/**
+ * Admission control: may this engine take one more request now?
+ *
+ * Steps (pure; the proxy supplies the numbers):
+ *  1. inflight: more than `maxInflight` requests in flight → reject "inflight".
+ *  2. queue: the engine queues (waiting > 0 at the last scrape) and that
+ *     queue plus requests admitted since would reach `maxWaiting` → "queue".
+ *  3. kv: projected KV use = used at the last scrape + need of requests
+ *     admitted since + waiting requests × their mean need; adding this
+ *     request's need (prompt + outputReserve × max_tokens) over
+ *     kvHighWatermark × capacity → reject "kv". A request alone larger than
+ *     the whole cache is rejected "too_large" (no replica of this size can
+ *     run it without preempting itself).
+ *  An idle engine (nothing running or waiting, nothing admitted since) admits
+ *  anything that fits, so projections can never starve a replica.
+ * Complexity: O(1).
+ * Trade-off: projections from a scrape up to one interval old plus the
+ * agent's own admissions; conservative on purpose (a reject costs the router
+ * one retry elsewhere, a preemption costs the engine a recompute).
+ */
+
+export const REJECT_REASONS = ['queue', 'kv', 'inflight', 'too_large'] as const;
+export type RejectReason = (typeof REJECT_REASONS)[number];
+
+export interface AdmissionLimits {
+  maxWaiting: number;
+  maxInflight: number;
+  kvHighWatermark: number;
+}
+
+export interface AdmissionInput {
+  /** Engine state at the last scrape. */
+  running: number;
+  waiting: number;
+  kvUsedTokens: number;
+  kvCapacityTokens: number;
+  /** Requests this agent has in flight now. */
+  inflight: number;
+  /** Requests (and their KV need) admitted since the last scrape. */
+  sinceCount: number;
+  sinceNeed: number;
+  /** Mean KV need of in-flight requests (tokens), to price the engine's queue. */
+  meanNeed: number;
+  /** This request's KV need in tokens. */
+  need: number;
+}
+
+export function admit(x: AdmissionInput, limits: AdmissionLimits): RejectReason | undefined {
+  if (limits.maxInflight > 0 && x.inflight >= limits.maxInflight) return 'inflight';
+  const idle = x.running === 0 && x.waiting === 0 && x.sinceCount === 0;
+  // Admissions join the queue only when the engine already queues; otherwise
+  // they start running and the kv rule prices them.
+  if (limits.maxWaiting > 0 && x.waiting > 0 && x.waiting + x.sinceCount >= limits.maxWaiting) return 'queue';
+  if (x.kvCapacityTokens > 0) {
+    if (x.need > x.kvCapacityTokens) return 'too_large';
+    if (!idle) {
+      const projected = x.kvUsedTokens + x.sinceNeed + x.waiting * x.meanNeed + x.need;
+      if (projected > limits.kvHighWatermark * x.kvCapacityTokens) return 'kv';
+    }
+  }
+  return undefined;
+}

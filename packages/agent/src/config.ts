@@ -1,0 +1,51 @@
+/**
+ * The agent's one config schema: defaults with units, validated once and
+ * frozen by packages/shared/src/config.ts. Each doc string ends with what
+ * changing the value costs.
+ */
+import { ENGINE_KINDS, FLEET_DEFAULTS, loadConfig } from '@warmpath/shared';
+import type { ConfigOf, Schema } from '@warmpath/shared';
+
+export const AGENT_SCHEMA = {
+  engine: { type: 'string', default: 'vllm', choices: ENGINE_KINDS, doc: 'engine kind behind this agent' },
+  engineUrl: { type: 'string', default: 'http://127.0.0.1:8000', doc: 'base URL of the inference engine' },
+  host: { type: 'string', default: '127.0.0.1', doc: 'interface the proxy and admin ports bind to' },
+  port: { type: 'number', default: 0, min: 0, max: 65535, integer: true, doc: 'proxy port for OpenAI requests (0 = OS-chosen)' },
+  adminPort: { type: 'number', default: 0, min: 0, max: 65535, integer: true, doc: 'admin port: digest, state, health, metrics (0 = OS-chosen)' },
+  advertiseHost: { type: 'string', default: '', doc: 'host put in published URLs (default: --host); set it when routers reach the agent by another name' },
+  fleet: { type: 'string', default: 'default', doc: 'fleet name (gossip topic)' },
+  replicaId: { type: 'string', default: '', doc: 'stable replica id (default: hostname:proxy-port)' },
+  gossipListen: { type: 'list', default: ['/ip4/127.0.0.1/tcp/0'], doc: 'libp2p listen multiaddrs' },
+  bootstrap: { type: 'list', default: [], doc: 'multiaddrs of gossip peers to dial (routers or agents)' },
+  swarmKey: { type: 'string', default: '', doc: 'path of a libp2p private-network key file (empty = public network)' },
+  gossip: { type: 'boolean', default: true, doc: 'join gossip (off: admin API only; tests and benches)' },
+  publishIntervalMs: { type: 'number', default: 250, min: 20, max: 60_000, doc: 'state publish period, ms; lower = fresher routers, more gossip bytes' },
+  minPublishGapMs: { type: 'number', default: 50, min: 0, max: 10_000, doc: 'least gap between change-triggered publishes, ms; bounds bursts' },
+  scrapeIntervalMs: { type: 'number', default: 250, min: 20, max: 60_000, doc: 'engine metrics scrape period, ms; lower = fresher admission, more engine load' },
+  scrapeTimeoutMs: { type: 'number', default: 2_000, min: 50, max: 60_000, doc: 'one engine scrape may take this long, ms' },
+  modelsIntervalMs: { type: 'number', default: 5_000, min: 100, max: 600_000, doc: 'how often /v1/models (adapters) is re-read, ms' },
+  downAfterFailures: { type: 'number', default: 2, min: 1, max: 1000, integer: true, doc: 'consecutive failed scrapes before the engine counts as down' },
+  maxWaiting: { type: 'number', default: 16, min: 0, max: 1e6, integer: true, doc: 'admission: reject (reason queue) when the engine queue would exceed this many requests; 0 = off' },
+  maxInflight: { type: 'number', default: 0, min: 0, max: 1e6, integer: true, doc: 'admission: reject (reason inflight) above this many in-flight requests; 0 = off' },
+  kvHighWatermark: { type: 'number', default: 0.95, min: 0.1, max: 1, doc: 'admission: reject (reason kv) when projected KV use would exceed this fraction of capacity' },
+  outputReserve: { type: 'number', default: 0.5, min: 0, max: 1, doc: 'fraction of max_tokens reserved in KV at admission; 1 = worst case (fewer admits), 0 = prompt only' },
+  kvCapacityTokens: { type: 'number', default: 0, min: 0, max: 1e12, doc: 'KV capacity override, tokens (0 = from engine metrics)' },
+  weight: { type: 'number', default: 1, min: 0, max: 1e6, doc: 'relative ring weight published to routers' },
+  endpoints: { type: 'list', default: [], doc: 'endpoints served (chat,completion,responses,embedding); empty = engine default' },
+  chunkChars: { type: 'number', default: FLEET_DEFAULTS.chunkChars, min: 1, max: 1 << 20, integer: true, doc: 'prefix chunk size, chars (fleet-wide; must match routers)' },
+  maxChunks: { type: 'number', default: FLEET_DEFAULTS.maxChunks, min: 1, max: 1 << 20, integer: true, doc: 'chunks hashed per request at most' },
+  charsPerToken: { type: 'number', default: FLEET_DEFAULTS.charsPerToken, min: 0.5, max: 64, doc: 'chars per token for estimates' },
+  cacheCapacityChunks: { type: 'number', default: 0, min: 0, max: 1e8, integer: true, doc: 'cache model size override, chunks (0 = from engine KV capacity)' },
+  maxBodyBytes: { type: 'number', default: 16 * 1024 * 1024, min: 1024, max: 1 << 30, integer: true, doc: 'request body limit, bytes' },
+  upstreamConnections: { type: 'number', default: 256, min: 1, max: 65536, integer: true, doc: 'keep-alive connections to the engine at most' },
+  headersTimeoutMs: { type: 'number', default: 300_000, min: 100, max: 3_600_000, doc: 'wait for the engine response headers at most this long, ms' },
+  bodyTimeoutMs: { type: 'number', default: 300_000, min: 100, max: 3_600_000, doc: 'idle gap allowed between response body chunks, ms' },
+  drainTimeoutMs: { type: 'number', default: 120_000, min: 0, max: 3_600_000, doc: 'drain waits this long for in-flight requests, ms, then closes anyway' },
+} as const satisfies Schema;
+
+export type AgentConfig = ConfigOf<typeof AGENT_SCHEMA>;
+
+/** Config for in-process use: defaults + overrides, validated like the CLI's. */
+export function agentConfig(overrides: Record<string, unknown> = {}): AgentConfig {
+  return loadConfig(AGENT_SCHEMA, { overrides });
+}

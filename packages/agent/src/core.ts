@@ -1,0 +1,190 @@
+/**
+ * The agent's shared state: engine view, cache model, in-flight work,
+ * status. The proxy, the publisher and the admin API read and update it;
+ * nothing here does I/O.
+ */
+import type { Endpoint, ModelRef, ReplicaCapacity, ReplicaLoad, ReplicaStatus, RequestInfo } from '@warmpath/shared';
+import { admit } from './admission.ts';
+import type { RejectReason } from './admission.ts';
+import { CacheModel, chunksFor } from './cache-model.ts';
+import type { AgentConfig } from './config.ts';
+import type { EngineSnapshot, ModelEntry } from './engines/types.ts';
+import type { AgentMetrics } from './metrics.ts';
+
+export interface Inflight {
+  need: number;
+  work: number;
+  admittedAt: number;
+  firstByte: boolean;
+  /** Cache stamp before this request recorded its chain. */
+  startStamp: number;
+}
+
+/** Default cache model size before the engine reports capacity: 64k chunks (≈ 4M tokens of 256-char chunks). */
+const INITIAL_CHUNKS = 65_536;
+
+export class AgentCore {
+  readonly config: AgentConfig;
+  readonly metrics: AgentMetrics;
+  readonly cache: CacheModel;
+  readonly inflight = new Set<Inflight>();
+  inflightTokens = 0;
+  draining = false;
+  closed = false;
+  engineUp = false;
+  snapshot: EngineSnapshot | undefined;
+  snapshotStartedAt = 0;
+  models: string[] = [];
+  adapters: string[] = [];
+  defaultEndpoints: readonly Endpoint[] = [];
+  #byName = new Map<string, ModelRef>();
+  /** Called when something routers should learn at once changed. */
+  onSignificant: () => void = () => {};
+
+  constructor(config: AgentConfig, metrics: AgentMetrics) {
+    this.config = config;
+    this.metrics = metrics;
+    this.cache = new CacheModel({ capacity: config.cacheCapacityChunks > 0 ? config.cacheCapacityChunks : INITIAL_CHUNKS });
+  }
+
+  get status(): ReplicaStatus {
+    if (this.closed) return 'down';
+    if (this.draining) return 'draining';
+    return this.engineUp ? 'ready' : 'down';
+  }
+
+  get kvCapacityTokens(): number {
+    if (this.config.kvCapacityTokens > 0) return this.config.kvCapacityTokens;
+    return this.snapshot?.kvCapacityTokens ?? 0;
+  }
+
+  setSnapshot(snap: EngineSnapshot, startedAt: number): void {
+    const prevHot = this.snapshot?.hotAdapters.join(',');
+    this.snapshot = snap;
+    this.snapshotStartedAt = startedAt;
+    const cap = this.kvCapacityTokens;
+    if (this.config.cacheCapacityChunks === 0 && cap > 0) this.cache.resize(chunksFor(cap, this.config.charsPerToken, this.config.chunkChars));
+    if (prevHot !== snap.hotAdapters.join(',')) this.onSignificant();
+  }
+
+  setModels(entries: ModelEntry[]): void {
+    const models: string[] = [];
+    const adapters: string[] = [];
+    const byName = new Map<string, ModelRef>();
+    for (const e of entries) {
+      if (e.parent !== undefined) {
+        adapters.push(e.id);
+        byName.set(e.id, { model: e.parent, adapter: e.id });
+      } else {
+        models.push(e.id);
+        byName.set(e.id, { model: e.id, adapter: '' });
+      }
+    }
+    this.models = models;
+    this.adapters = adapters;
+    this.#byName = byName;
+    this.onSignificant();
+  }
+
+  /** Requested model name → (base, adapter). Unknown names pass through as base models; the engine answers 404 itself. */
+  resolveModel = (name: string): ModelRef => this.#byName.get(name) ?? { model: name, adapter: '' };
+
+  endpoints(): Endpoint[] {
+    return this.config.endpoints.length > 0 ? (this.config.endpoints as Endpoint[]) : [...this.defaultEndpoints];
+  }
+
+  /** Admission decision for a described request; undefined = admit. */
+  check(info: RequestInfo): RejectReason | undefined {
+    const need = info.promptTokens + this.config.outputReserve * info.maxTokens;
+    const snap = this.snapshot;
+    let sinceCount = 0;
+    let sinceNeed = 0;
+    let totalNeed = 0;
+    for (const r of this.inflight) {
+      totalNeed += r.need;
+      if (r.admittedAt >= this.snapshotStartedAt) {
+        sinceCount++;
+        sinceNeed += r.need;
+      }
+    }
+    const cap = this.kvCapacityTokens;
+    return admit(
+      {
+        running: snap?.running ?? 0,
+        waiting: snap?.waiting ?? 0,
+        kvUsedTokens: (snap?.kvUsedFraction ?? 0) * cap,
+        kvCapacityTokens: cap,
+        inflight: this.inflight.size,
+        sinceCount,
+        sinceNeed,
+        meanNeed: this.inflight.size > 0 ? totalNeed / this.inflight.size : need,
+        need,
+      },
+      this.config,
+    );
+  }
+
+  /** Oldest start stamp among requests in flight: chunks stamped after it may not be in the engine yet. */
+  inflightStampFloor(): number {
+    let min = Number.POSITIVE_INFINITY;
+    for (const r of this.inflight) if (r.startStamp < min) min = r.startStamp;
+    return min;
+  }
+
+  begin(info: RequestInfo, predictedChunks: number): Inflight {
+    const cachedTokens = Math.min(info.promptTokens, (predictedChunks * this.config.chunkChars) / this.config.charsPerToken);
+    const r: Inflight = {
+      need: info.promptTokens + this.config.outputReserve * info.maxTokens,
+      work: Math.max(0, Math.round(info.promptTokens - cachedTokens)) + info.maxTokens,
+      admittedAt: performance.now(),
+      firstByte: false,
+      startStamp: this.cache.stampNow,
+    };
+    this.inflight.add(r);
+    this.inflightTokens += r.work;
+    this.metrics.inflight.set(this.inflight.size);
+    this.metrics.inflightTokens.set(this.inflightTokens);
+    return r;
+  }
+
+  end(r: Inflight): void {
+    if (!this.inflight.delete(r)) return;
+    this.inflightTokens -= r.work;
+    this.metrics.inflight.set(this.inflight.size);
+    this.metrics.inflightTokens.set(this.inflightTokens);
+    this.#drainWaiters();
+  }
+
+  #idleWaiters: Array<() => void> = [];
+  /** Resolves when no request is in flight. */
+  idle(): Promise<void> {
+    if (this.inflight.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#idleWaiters.push(resolve));
+  }
+  #drainWaiters(): void {
+    if (this.inflight.size !== 0) return;
+    const w = this.#idleWaiters;
+    this.#idleWaiters = [];
+    for (const f of w) f();
+  }
+
+  capacity(): ReplicaCapacity {
+    return {
+      kvTokens: this.kvCapacityTokens,
+      adapterSlots: this.snapshot?.adapterSlots ?? 0,
+      weight: this.config.weight,
+      maxRunning: this.snapshot?.maxRunning ?? 0,
+    };
+  }
+
+  load(): ReplicaLoad {
+    const snap = this.snapshot;
+    return {
+      running: snap?.running ?? 0,
+      waiting: snap?.waiting ?? 0,
+      kvUsedTokens: Math.round((snap?.kvUsedFraction ?? 0) * this.kvCapacityTokens),
+      inflight: this.inflight.size,
+      inflightTokens: this.inflightTokens,
+    };
+  }
+}

@@ -1,0 +1,174 @@
+/**
+ * Tolerant Prometheus text-format parser for engine scrapes.
+ *
+ * Steps: split lines → skip comments/blank → read name (letters, digits, `_`,
+ * `:`) → optional `{labels}` with quoted values (escapes \\ \" \n; commas and
+ * spaces inside values are fine) → value (`NaN`, `±Inf`, exponents) → ignore
+ * an optional timestamp. A malformed line is skipped and counted, never thrown.
+ * Complexity: O(text length), one pass per line.
+ * Trade-off: hand-written (the npm parsers are unmaintained) and deliberately
+ * lax: engines drift (`X` vs `X_total`, stray spaces), and a scrape that
+ * yields most series beats one that fails on a single odd line.
+ */
+
+export interface Sample {
+  labels: Record<string, string>;
+  value: number;
+}
+
+export interface Metrics {
+  /** Series by exact metric name as emitted. */
+  series: Map<string, Sample[]>;
+  /** Lines that did not parse. */
+  skipped: number;
+}
+
+const MAX_LINES = 200_000;
+
+function parseValue(s: string): number {
+  switch (s) {
+    case 'NaN':
+    case 'nan':
+      return Number.NaN;
+    case '+Inf':
+    case 'Inf':
+    case '+inf':
+    case 'inf':
+      return Number.POSITIVE_INFINITY;
+    case '-Inf':
+    case '-inf':
+      return Number.NEGATIVE_INFINITY;
+  }
+  if (s === '') return Number.NaN;
+  const n = Number(s);
+  return n;
+}
+
+const isNameChar = (c: number): boolean =>
+  (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || (c >= 48 && c <= 57) || c === 95 || c === 58;
+
+/** Parses one sample line; undefined when malformed. */
+export function parseLine(line: string): { name: string; sample: Sample } | undefined {
+  let i = 0;
+  const n = line.length;
+  while (i < n && (line[i] === ' ' || line[i] === '\t')) i++;
+  const start = i;
+  while (i < n && isNameChar(line.charCodeAt(i))) i++;
+  if (i === start) return undefined;
+  const name = line.slice(start, i);
+  const labels: Record<string, string> = {};
+  while (i < n && line[i] === ' ') i++;
+  if (line[i] === '{') {
+    i++;
+    for (;;) {
+      while (i < n && (line[i] === ' ' || line[i] === ',')) i++;
+      if (i >= n) return undefined;
+      if (line[i] === '}') {
+        i++;
+        break;
+      }
+      const ks = i;
+      while (i < n && isNameChar(line.charCodeAt(i))) i++;
+      if (i === ks) return undefined;
+      const key = line.slice(ks, i);
+      while (i < n && line[i] === ' ') i++;
+      if (line[i] !== '=') return undefined;
+      i++;
+      while (i < n && line[i] === ' ') i++;
+      if (line[i] !== '"') return undefined;
+      i++;
+      let value = '';
+      let closed = false;
+      while (i < n) {
+        const c = line[i]!;
+        if (c === '\\' && i + 1 < n) {
+          const e = line[i + 1]!;
+          value += e === 'n' ? '\n' : e;
+          i += 2;
+          continue;
+        }
+        if (c === '"') {
+          closed = true;
+          i++;
+          break;
+        }
+        value += c;
+        i++;
+      }
+      if (!closed) return undefined;
+      labels[key] = value;
+    }
+  }
+  while (i < n && (line[i] === ' ' || line[i] === '\t')) i++;
+  const vs = i;
+  while (i < n && line[i] !== ' ' && line[i] !== '\t') i++;
+  const raw = line.slice(vs, i);
+  if (raw === '') return undefined;
+  const value = parseValue(raw);
+  if (Number.isNaN(value) && raw !== 'NaN' && raw !== 'nan') return undefined;
+  return { name, sample: { labels, value } };
+}
+
+export function parsePrometheus(text: string): Metrics {
+  const series = new Map<string, Sample[]>();
+  let skipped = 0;
+  let lines = 0;
+  let pos = 0;
+  while (pos < text.length && lines < MAX_LINES) {
+    let end = text.indexOf('\n', pos);
+    if (end === -1) end = text.length;
+    const line = text.charCodeAt(end - 1) === 13 ? text.slice(pos, end - 1) : text.slice(pos, end);
+    pos = end + 1;
+    lines++;
+    const t = line.trimStart();
+    if (t === '' || t[0] === '#') continue;
+    const parsed = parseLine(t);
+    if (parsed === undefined) {
+      skipped++;
+      continue;
+    }
+    let list = series.get(parsed.name);
+    if (list === undefined) series.set(parsed.name, (list = []));
+    list.push(parsed.sample);
+  }
+  return { series, skipped };
+}
+
+/** Series of the first name (in `names`) present; each name also tried with `_total`. */
+export function pick(m: Metrics, names: readonly string[]): Sample[] | undefined {
+  for (const name of names) {
+    const s = m.series.get(name) ?? m.series.get(`${name}_total`);
+    if (s !== undefined && s.length > 0) return s;
+  }
+  return undefined;
+}
+
+/** Sum over all series of the first present name (engines, ranks, models); NaN samples ignored. undefined when absent. */
+export function sum(m: Metrics, names: readonly string[]): number | undefined {
+  const s = pick(m, names);
+  if (s === undefined) return undefined;
+  let total = 0;
+  let any = false;
+  for (const x of s) {
+    if (Number.isFinite(x.value)) {
+      total += x.value;
+      any = true;
+    }
+  }
+  return any ? total : undefined;
+}
+
+/** Mean over series (fractions such as KV usage across data-parallel engines). */
+export function mean(m: Metrics, names: readonly string[]): number | undefined {
+  const s = pick(m, names);
+  if (s === undefined) return undefined;
+  let total = 0;
+  let k = 0;
+  for (const x of s) {
+    if (Number.isFinite(x.value)) {
+      total += x.value;
+      k++;
+    }
+  }
+  return k > 0 ? total / k : undefined;
+}
