@@ -198,20 +198,25 @@ export async function startSimServer(options: SimServerOptions = {}): Promise<Si
         f.res.end(out);
         return;
       }
+      if (faults.dieAfterTokens !== null && s.generated >= faults.dieAfterTokens) {
+        kill(f);
+        f.res.write(out, () => f.res.destroy()); // flush the N-th token, then reset
+        return;
+      }
       f.res.write(out);
     } else if (last) {
       inflight.delete(s.id);
       sendJson(f.res, 200, completionResponse(f.req, f.id, f.created, s.generated, usageOf(s.promptTokens, s.generated, s.cachedTokens), 'length'));
-      return;
+    } else if (faults.dieAfterTokens !== null && s.generated >= faults.dieAfterTokens) {
+      kill(f);
+      f.res.destroy();
     }
-    if (faults.dieAfterTokens !== null && s.generated >= faults.dieAfterTokens) kill(f);
   }
 
   /** die-after-tokens: the replica "dies" under this request: no terminator, connection reset. */
   function kill(f: Inflight): void {
     inflight.delete(f.seq.id);
     model.abort(f.seq.id);
-    f.res.destroy();
   }
 
   // ---- routes ---------------------------------------------------------------
@@ -261,6 +266,7 @@ export async function startSimServer(options: SimServerOptions = {}): Promise<Si
     });
     if (faults.dieAfterTokens === 0) {
       kill(f);
+      res.destroy();
       return;
     }
     driver.kick();
