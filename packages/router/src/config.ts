@@ -1,0 +1,52 @@
+/**
+ * The router's config schema: one defaults object with units beside each
+ * value. Filled from file, environment and flags by shared/config.ts,
+ * validated once and frozen. Field `fooBarMs` is `--foo-bar-ms`.
+ */
+import { FLEET_DEFAULTS, DEFAULT_LOAD_FACTOR, DEFAULT_MAX_BODY_BYTES, loadConfig, type ConfigOf, type Schema } from '@warmpath/shared';
+
+export const POLICY_NAMES = ['warmpath', 'round-robin', 'least-request', 'power-of-two', 'consistent-hash'] as const;
+
+export const ROUTER_SCHEMA = {
+  port: { type: 'number', default: 8080, min: 0, max: 65535, integer: true, doc: 'HTTP port (0 = OS-chosen)' },
+  host: { type: 'string', default: '127.0.0.1', doc: 'HTTP listen address' },
+  id: { type: 'string', default: '', doc: 'router id in x-warmpath-router and logs ("" = random)' },
+  fleet: { type: 'string', default: 'default', doc: 'fleet name (gossip topic)' },
+  bootstrap: { type: 'list', default: [], doc: 'gossip peers to dial (multiaddrs)' },
+  gossipListen: { type: 'list', default: ['/ip4/127.0.0.1/tcp/0'], doc: 'gossip listen multiaddrs' },
+  swarmKey: { type: 'string', default: '', doc: 'path of a libp2p swarm key file ("" = public network)' },
+  policy: { type: 'string', default: 'warmpath', choices: POLICY_NAMES, doc: 'placement policy' },
+  apiKeys: { type: 'string', default: '', doc: 'file of bearer API keys, one per line ("" = no auth)' },
+  maxBodyBytes: { type: 'number', default: DEFAULT_MAX_BODY_BYTES, min: 1024, integer: true, doc: 'request body limit, bytes (16 MiB)' },
+  // Prefix identity: must match the agents' (they publish chunkChars).
+  chunkChars: { type: 'number', default: FLEET_DEFAULTS.chunkChars, min: 1, integer: true, doc: 'prefix chunk size, characters; must match the fleet' },
+  maxChunks: { type: 'number', default: FLEET_DEFAULTS.maxChunks, min: 1, integer: true, doc: 'hash at most this many chunks per request' },
+  charsPerToken: { type: 'number', default: FLEET_DEFAULTS.charsPerToken, min: 0.5, doc: 'characters per token for work estimates' },
+  defaultMaxTokens: { type: 'number', default: FLEET_DEFAULTS.defaultMaxTokens, min: 1, integer: true, doc: 'output tokens assumed without max_tokens' },
+  // Placement.
+  keyDepthChunks: { type: 'number', default: 8, min: 1, integer: true, doc: 'affinity key = chain hash at this depth, chunks (8 × 256 chars ≈ 512 tokens)' },
+  loadFactor: { type: 'number', default: DEFAULT_LOAD_FACTOR, min: 1, doc: 'bounded-load factor c (1.25 = 25% over the mean)' },
+  overlayTtlMs: { type: 'number', default: 5_000, min: 0, doc: 'treat a dispatched prefix as warm on its replica this long, ms (until gossip confirms)' },
+  overlayMaxChunks: { type: 'number', default: 256, min: 0, integer: true, doc: 'overlay remembers at most this many chunks per dispatch' },
+  // Fleet view.
+  stateTtlMs: { type: 'number', default: 3_000, min: 10, doc: 'a replica whose last state is older is ineligible, ms (agents publish every 250 ms)' },
+  forgetAfterMs: { type: 'number', default: 30_000, min: 10, doc: 'forget a silent replica (and its digest) after, ms' },
+  snapshotTimeoutMs: { type: 'number', default: 2_000, min: 10, doc: 'digest snapshot pull timeout, ms' },
+  // Upstream.
+  maxAttempts: { type: 'number', default: 3, min: 1, max: 16, integer: true, doc: 'replicas tried per request before the first byte (connect failure, 429, 503)' },
+  suspectMs: { type: 'number', default: 5_000, min: 0, doc: 'avoid a replica that refused a connection this long, ms (fresh ready gossip clears it)' },
+  connectTimeoutMs: { type: 'number', default: 2_000, min: 10, doc: 'upstream connect timeout, ms' },
+  headersTimeoutMs: { type: 'number', default: 600_000, min: 10, doc: 'upstream time to response headers, ms (non-streaming answers take the whole generation)' },
+  bodyTimeoutMs: { type: 'number', default: 600_000, min: 10, doc: 'upstream idle time between body chunks, ms' },
+  upstreamConnections: { type: 'number', default: 256, min: 1, integer: true, doc: 'keep-alive connections per replica' },
+  // Saturation.
+  queueTimeoutMs: { type: 'number', default: 2_000, min: 0, doc: 'a saturated request waits this long for room before 429, ms' },
+  queueMax: { type: 'number', default: 1_024, min: 0, integer: true, doc: 'requests waiting at most in the router queue' },
+  retryAfterS: { type: 'number', default: 1, min: 0, integer: true, doc: 'Retry-After on 429/503, seconds' },
+} as const satisfies Schema;
+
+export type RouterConfig = ConfigOf<typeof ROUTER_SCHEMA>;
+
+export function routerConfig(overrides: Record<string, unknown> = {}): RouterConfig {
+  return loadConfig(ROUTER_SCHEMA, { overrides });
+}

@@ -1,0 +1,50 @@
+/**
+ * Eligibility and the affinity key: the two things every policy must agree on.
+ * A policy may only ever return a replica `eligible` admits; the conformance
+ * suite checks exactly this.
+ */
+import { hashString, type RequestInfo } from '@warmpath/shared';
+import type { FleetView, Replica } from '../fleet/view.ts';
+import type { LocalState } from './local.ts';
+import type { PlacementRequest } from './types.ts';
+
+/**
+ * May `r` take `req` now? Serves the model (+ adapter) — guaranteed by the
+ * group — offers the endpoint, status ready, fresh state, chunk size matches,
+ * positive weight, not tried already for this request, not suspect here.
+ */
+export function eligible(r: Replica, req: PlacementRequest, view: FleetView, local: LocalState): boolean {
+  const s = r.state;
+  return (
+    r.live &&
+    !r.chunkMismatch &&
+    s.status === 'ready' &&
+    s.capacity.weight > 0 &&
+    view.fresh(r, req.now) &&
+    s.endpoints.includes(req.endpoint) &&
+    (req.exclude === undefined || !req.exclude.has(r.id)) &&
+    !local.isSuspect(r, req.now)
+  );
+}
+
+/** Eligible members of the request's group, into `out` (reused by the caller). */
+export function candidates(req: PlacementRequest, view: FleetView, local: LocalState, out: Replica[]): Replica[] {
+  out.length = 0;
+  const g = view.group(req.info.model, req.info.adapter);
+  if (g === undefined) return out;
+  for (const r of g.members) if (eligible(r, req, view, local)) out.push(r);
+  return out;
+}
+
+/**
+ * The affinity key: the explicit routing key (hashed with the model), else the
+ * chain hash at `depth` chunks (the deepest full chunk if the prompt is
+ * shorter), else a hash of the model — so requests sharing a system prompt
+ * share a key.
+ */
+export function affinityKey(info: Pick<RequestInfo, 'routingKey' | 'hashes' | 'model' | 'adapter'>, depth: number): bigint {
+  if (info.routingKey !== undefined) return hashString(`${info.model}\u0000${info.routingKey}`);
+  const n = info.hashes.length;
+  if (n > 0) return info.hashes[Math.min(depth, n) - 1]!;
+  return hashString(`${info.model}\u0000${info.adapter}`);
+}

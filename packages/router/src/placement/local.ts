@@ -1,0 +1,183 @@
+/**
+ * What this router knows that gossip does not (yet): its own in-flight
+ * requests per replica, the work it sent since each replica's last report,
+ * prefixes it just dispatched (the optimistic overlay), and replicas it found
+ * unreachable. Learned only from this router's own decisions.
+ *
+ * Steps: dispatch() records a ticket {at, work} on the replica and (for
+ * policies that want it) inserts the request's chain into the overlay;
+ * complete() closes the ticket. addedTokens(r) sums open tickets sent after
+ * r's report time (older ones are already in the published load) and prunes
+ * the rest.
+ * Complexity: dispatch O(1) (+ O(overlay chunks) for the overlay); addedTokens
+ * O(tickets since the last report) — a few per replica at 4 reports/s.
+ * Trade-off: the overlay is only a guess (the engine may evict), so it expires
+ * after overlayTtlMs; gossip is the truth after that.
+ */
+import type { Replica } from '../fleet/view.ts';
+
+export interface Ticket {
+  readonly replica: string;
+  readonly at: number;
+  readonly work: number;
+  open: boolean;
+}
+
+interface Track {
+  inflight: number;
+  /** Tickets not yet known to be in a report, oldest first. */
+  recent: Ticket[];
+  suspectAt: number;
+  suspectUntil: number;
+}
+
+interface OverlayEntry {
+  slots: number[];
+  until: number[];
+}
+
+export interface LocalOptions {
+  overlayTtlMs?: number;
+  overlayMaxChunks?: number;
+  suspectMs?: number;
+}
+
+export class LocalState {
+  readonly overlayTtlMs: number;
+  readonly overlayMaxChunks: number;
+  readonly suspectMs: number;
+  readonly #tracks = new Map<string, Track>();
+  readonly #overlay = new Map<bigint, OverlayEntry>();
+  #depth = new Int32Array(64);
+  #touched: number[] = [];
+
+  constructor(opts: LocalOptions = {}) {
+    this.overlayTtlMs = opts.overlayTtlMs ?? 5_000;
+    this.overlayMaxChunks = opts.overlayMaxChunks ?? 256;
+    this.suspectMs = opts.suspectMs ?? 5_000;
+  }
+
+  #track(id: string): Track {
+    let t = this.#tracks.get(id);
+    if (t === undefined) {
+      t = { inflight: 0, recent: [], suspectAt: 0, suspectUntil: 0 };
+      this.#tracks.set(id, t);
+    }
+    return t;
+  }
+
+  /** This router's requests in flight on the replica. */
+  inflight(id: string): number {
+    return this.#tracks.get(id)?.inflight ?? 0;
+  }
+
+  /** Work (tokens) this router sent to r after r's last report and still open. */
+  addedTokens(r: Replica): number {
+    const t = this.#tracks.get(r.id);
+    if (t === undefined) return 0;
+    const recent = t.recent;
+    let drop = 0;
+    while (drop < recent.length && (recent[drop]!.at <= r.reportAt || !recent[drop]!.open)) drop++;
+    if (drop > 0) recent.splice(0, drop);
+    let sum = 0;
+    for (const k of recent) if (k.open && k.at > r.reportAt) sum += k.work;
+    return sum;
+  }
+
+  dispatch(replica: string, work: number, now: number): Ticket {
+    const t = this.#track(replica);
+    t.inflight++;
+    const ticket: Ticket = { replica, at: now, work, open: true };
+    t.recent.push(ticket);
+    if (t.recent.length > 4096) t.recent.splice(0, t.recent.length - 4096); // a replica that never reports
+    return ticket;
+  }
+
+  complete(ticket: Ticket): void {
+    if (!ticket.open) return;
+    ticket.open = false;
+    const t = this.#tracks.get(ticket.replica);
+    if (t !== undefined) t.inflight--;
+  }
+
+  /** A replica refused a connection: avoid it until suspectMs pass or it reports ready again. */
+  markSuspect(id: string, now: number): void {
+    const t = this.#track(id);
+    t.suspectAt = now;
+    t.suspectUntil = now + this.suspectMs;
+  }
+
+  isSuspect(r: Replica, now: number): boolean {
+    const t = this.#tracks.get(r.id);
+    return t !== undefined && now < t.suspectUntil && r.receivedAt <= t.suspectAt;
+  }
+
+  /** Optimistic warmth: treat the first chunks of `hashes` as cached on `slot` until now + overlayTtlMs. */
+  overlayAdd(hashes: BigUint64Array, slot: number, now: number): void {
+    const n = Math.min(hashes.length, this.overlayMaxChunks);
+    const until = now + this.overlayTtlMs;
+    for (let i = 0; i < n; i++) {
+      const h = hashes[i]!;
+      const e = this.#overlay.get(h);
+      if (e === undefined) {
+        this.#overlay.set(h, { slots: [slot], until: [until] });
+        continue;
+      }
+      const j = e.slots.indexOf(slot);
+      if (j >= 0) e.until[j] = until;
+      else {
+        e.slots.push(slot);
+        e.until.push(until);
+      }
+    }
+    if (this.#depth.length <= slot) {
+      const d = new Int32Array(Math.max(slot + 1, this.#depth.length * 2));
+      d.set(this.#depth);
+      this.#depth = d;
+    }
+  }
+
+  /** Like FleetView.scanWarmth, over the overlay; read with overlayDepthOf. */
+  scanOverlay(hashes: BigUint64Array, now: number): void {
+    const depth = this.#depth;
+    for (const s of this.#touched) depth[s] = 0;
+    this.#touched.length = 0;
+    if (this.#overlay.size === 0) return;
+    for (let i = 0; i < hashes.length; i++) {
+      const e = this.#overlay.get(hashes[i]!);
+      if (e === undefined) break;
+      let advanced = false;
+      for (let j = 0; j < e.slots.length; j++) {
+        const s = e.slots[j]!;
+        if (e.until[j]! > now && depth[s] === i) {
+          depth[s] = i + 1;
+          if (i === 0) this.#touched.push(s);
+          advanced = true;
+        }
+      }
+      if (!advanced) break;
+    }
+  }
+
+  overlayDepthOf(slot: number): number {
+    return this.#depth[slot] ?? 0;
+  }
+
+  get overlaySize(): number {
+    return this.#overlay.size;
+  }
+
+  /** Periodic: drop expired overlay entries and idle trackers. */
+  prune(now: number): void {
+    for (const [h, e] of this.#overlay) {
+      for (let j = e.slots.length - 1; j >= 0; j--) {
+        if (e.until[j]! <= now) {
+          e.slots.splice(j, 1);
+          e.until.splice(j, 1);
+        }
+      }
+      if (e.slots.length === 0) this.#overlay.delete(h);
+    }
+    for (const [id, t] of this.#tracks) if (t.inflight === 0 && t.recent.length === 0 && now >= t.suspectUntil) this.#tracks.delete(id);
+  }
+}

@@ -1,0 +1,155 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { encodeSnapshot, encodeState, SNAPSHOT_CONTENT_TYPE } from '@warmpath/shared';
+import { afterEach, describe, expect, it } from 'vitest';
+import { snapshotFetcher } from '../src/fleet/snapshot.ts';
+import type { Replica } from '../src/fleet/view.ts';
+import { makeState, makeView } from './helpers.ts';
+
+const H = (...xs: number[]) => BigUint64Array.from(xs.map((x) => BigInt(x) * 0x9e3779b97f4a7c15n & 0xffffffffffffffffn));
+
+describe('FleetView', () => {
+  it('supersedes by (boot, seq) and counts drops by reason', () => {
+    const view = makeView();
+    expect(view.apply(makeState('a', { seq: 5, load: { inflightTokens: 5 } }))).toBe(true);
+    expect(view.apply(makeState('a', { seq: 4, load: { inflightTokens: 4 } }))).toBe(false);
+    expect(view.apply(makeState('a', { seq: 5 }))).toBe(false);
+    expect(view.replicas.get('a')!.state.load.inflightTokens).toBe(5);
+    // A newer boot wins even with a lower seq.
+    expect(view.apply(makeState('a', { boot: 'b2', bootAt: 2, seq: 1, load: { inflightTokens: 1 } }))).toBe(true);
+    expect(view.replicas.get('a')!.state.load.inflightTokens).toBe(1);
+    expect(view.apply(makeState('x', { fleet: 'other' }))).toBe(false);
+    view.applyBytes(new Uint8Array([0xc1]));
+    view.applyBytes(encodeState({ ...makeState('z'), v: 2 as 1 }));
+    expect(view.drops).toMatchObject({ superseded: 2, fleet: 1, malformed: 1, version: 1 });
+  });
+
+  it('expires replicas older than the TTL and forgets silent ones', () => {
+    let now = 1_000_000;
+    const view = makeView([], { now: () => now, stateTtlMs: 3_000, forgetAfterMs: 10_000 });
+    view.apply(makeState('a', { sentAt: now }));
+    view.apply(makeState('b', { sentAt: now, digest: { from: -1, added: H(1, 2), size: 2 } }));
+    expect(view.group('m', '')!.ring.size).toBe(2);
+    now += 2_000;
+    view.apply(makeState('a', { seq: 2, sentAt: now }));
+    now += 2_000;
+    view.sweep();
+    expect(view.fresh(view.replicas.get('b')!, now)).toBe(false);
+    expect(view.group('m', '')!.ring.members.map((m) => m.id)).toEqual(['a']);
+    expect(view.statusCounts()).toMatchObject({ ready: 1, stale: 1 });
+    now += 10_000;
+    view.sweep();
+    expect(view.replicas.has('b')).toBe(false);
+    expect(view.indexSize).toBe(0);
+  });
+
+  it('rebuilds rings only when membership or weight changes', () => {
+    const view = makeView([makeState('a'), makeState('b')]);
+    const ring = view.group('m', '')!.ring;
+    view.apply(makeState('a', { seq: 2, load: { inflightTokens: 999, kvUsedTokens: 50 } }));
+    expect(view.group('m', '')!.ring).toBe(ring);
+    view.apply(makeState('a', { seq: 3, capacity: { weight: 2 } }));
+    expect(view.group('m', '')!.ring).not.toBe(ring);
+  });
+
+  it('applies digest deltas and finds the longest matched prefix through the index', () => {
+    const view = makeView();
+    const chain = H(1, 2, 3, 4, 5);
+    view.apply(makeState('a', { seq: 1, digest: { from: -1, added: chain.slice(0, 3), size: 3 } }));
+    view.apply(makeState('b', { seq: 1, digest: { from: -1, added: chain.slice(0, 1), size: 1 } }));
+    view.apply(makeState('a', { seq: 2, digest: { from: 1, added: chain.slice(3, 4), removed: new BigUint64Array(0), size: 4 } }));
+    const [a, b] = [view.replicas.get('a')!, view.replicas.get('b')!];
+    view.scanWarmth(chain);
+    expect(view.depthOf(a.slot)).toBe(4);
+    expect(view.depthOf(b.slot)).toBe(1);
+    view.apply(makeState('a', { seq: 3, digest: { from: 2, added: new BigUint64Array(0), removed: chain.slice(1, 2), size: 3 } }));
+    view.scanWarmth(chain);
+    expect(view.depthOf(a.slot)).toBe(1);
+    expect(view.holds(a, chain[3]!)).toBe(true);
+  });
+
+  it('excludes and reports a replica whose chunk size differs', () => {
+    const events: unknown[] = [];
+    const view = makeView([], { onEvent: (e) => events.push(e) });
+    view.apply(makeState('a'));
+    view.apply(makeState('odd', { chunkChars: 128, digest: { from: -1, added: H(9), size: 1 } }));
+    expect(view.group('m', '')!.members.map((r) => r.id)).toEqual(['a']);
+    expect(events).toContainEqual({ type: 'chunk_mismatch', replica: 'odd', theirs: 128, ours: 256 });
+    expect(view.statusCounts().mismatch).toBe(1);
+    expect(view.indexSize).toBe(0);
+  });
+
+  describe('snapshot pulls', () => {
+    let server: Server | undefined;
+    afterEach(() => server?.close());
+
+    async function agentAdmin(snapshot: () => Uint8Array, hits: { n: number }): Promise<string> {
+      server = createServer((req, res) => {
+        hits.n++;
+        expect(req.url).toBe('/warmpath/v1/digest');
+        const body = snapshot();
+        setTimeout(() => {
+          res.writeHead(200, { 'content-type': SNAPSHOT_CONTENT_TYPE, 'content-length': body.byteLength });
+          res.end(body);
+        }, 30);
+      });
+      await new Promise<void>((r) => server!.listen(0, '127.0.0.1', r));
+      return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    }
+
+    it('on a gap pulls one snapshot (deduplicated), keeps the old digest meanwhile, then replays buffered deltas', async () => {
+      const hits = { n: 0 };
+      const admin = await agentAdmin(() => encodeSnapshot({ v: 1, replica: 'a', boot: 'a-boot', seq: 5, chunkChars: 256, hashes: H(10, 11, 12) }), hits);
+      const f = snapshotFetcher(1_000);
+      const view = makeView([], { fetchSnapshot: f.fetch });
+      view.apply(makeState('a', { admin, seq: 1, digest: { from: -1, added: H(1), size: 1 } })); // self-contained
+      expect(hits.n).toBe(0);
+      const a = view.replicas.get('a')!;
+      // seq 5 follows 4, which we never saw: gap → pull
+      view.apply(makeState('a', { admin, seq: 5, digest: { from: 4, added: H(12), size: 3 } }));
+      view.apply(makeState('a', { admin, seq: 6, digest: { from: 5, added: H(13), size: 4 } }));
+      view.apply(makeState('a', { admin, seq: 8, digest: { from: 7, added: H(14), size: 5 } }));
+      expect(a.pulling).toBe(true);
+      expect(view.holds(a, H(1)[0]!)).toBe(true); // old digest still serves
+      await until(() => !a.pulling && view.pulls.ok === 1);
+      expect(hits.n).toBe(1);
+      expect(view.holds(a, H(1)[0]!)).toBe(false);
+      expect(view.holds(a, H(13)[0]!)).toBe(true); // replayed seq 6 after snapshot seq 5
+      expect(a.digestSeq).toBe(6); // seq 8 has a gap → another pull is due
+      await f.close();
+    });
+
+    it('pulls on a new boot and on from = -1, and survives a failing agent', async () => {
+      const hits = { n: 0 };
+      let boot = 'b1';
+      const admin = await agentAdmin(() => encodeSnapshot({ v: 1, replica: 'a', boot, seq: 1, chunkChars: 256, hashes: H(1, 2) }), hits);
+      const f = snapshotFetcher(1_000);
+      const view = makeView([], { fetchSnapshot: f.fetch });
+      view.apply(makeState('a', { admin, boot: 'b1', seq: 1, digest: { from: -1, added: new BigUint64Array(0), size: 2 } }));
+      const a = view.replicas.get('a')!;
+      await until(() => view.pulls.ok === 1);
+      expect(a.digest.size).toBe(2);
+      boot = 'b2';
+      a.lastPullAt = 0;
+      view.apply(makeState('a', { admin, boot: 'b2', bootAt: 2, seq: 1, digest: { from: 0, added: new BigUint64Array(0), size: 2 } }));
+      await until(() => view.pulls.ok === 2);
+      expect(a.digestBoot).toBe('b2');
+      server!.close();
+      a.lastPullAt = 0;
+      view.apply(makeState('a', { admin: 'http://127.0.0.1:1', boot: 'b2', bootAt: 2, seq: 9, digest: { from: 7, added: new BigUint64Array(0), size: 2 } }));
+      await until(() => view.pulls.failed === 1);
+      expect(a.digest.size).toBe(2);
+      await f.close();
+    });
+  });
+});
+
+async function until(cond: () => boolean, ms = 3_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+export type { Replica };

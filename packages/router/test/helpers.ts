@@ -1,0 +1,75 @@
+/** Test fixtures: replica states, requests, views. */
+import { describeRequest, encodeState, type ReplicaState } from '@warmpath/shared';
+import { FleetView } from '../src/fleet/view.ts';
+import { affinityKey } from '../src/placement/eligible.ts';
+import { LocalState } from '../src/placement/local.ts';
+import type { PlacementRequest } from '../src/placement/types.ts';
+
+export type StateOverrides = Partial<Omit<ReplicaState, 'capacity' | 'load' | 'digest'>> & {
+  capacity?: Partial<ReplicaState['capacity']>;
+  load?: Partial<ReplicaState['load']>;
+  digest?: Partial<ReplicaState['digest']>;
+};
+
+export function makeState(id: string, o: StateOverrides = {}): ReplicaState {
+  const { capacity, load, digest, ...rest } = o;
+  const added = digest?.added ?? new BigUint64Array(0);
+  return {
+    v: 1,
+    fleet: 'test',
+    replica: id,
+    boot: `${id}-boot`,
+    bootAt: 1,
+    seq: 1,
+    sentAt: Date.now(),
+    url: `http://127.0.0.1:1/${id}`,
+    admin: `http://127.0.0.1:1/${id}-admin`,
+    engine: 'vllm',
+    models: ['m'],
+    adapters: [],
+    hotAdapters: [],
+    endpoints: ['chat', 'completion', 'responses'],
+    status: 'ready',
+    chunkChars: 256,
+    ...rest,
+    capacity: { kvTokens: 100_000, adapterSlots: 0, weight: 1, maxRunning: 64, ...capacity },
+    load: { running: 0, waiting: 0, kvUsedTokens: 0, inflight: 0, inflightTokens: 0, ...load },
+    digest: { from: -1, removed: new BigUint64Array(0), size: digest?.size ?? added.length, ...digest, added },
+  };
+}
+
+export const encode = encodeState;
+
+export function makeView(states: ReplicaState[] = [], opts: Partial<ConstructorParameters<typeof FleetView>[0]> = {}): FleetView {
+  const view = new FleetView({ fleet: 'test', chunkChars: 256, ...opts });
+  for (const s of states) view.apply(s);
+  return view;
+}
+
+export const SYSTEM = 'You are a careful assistant. '.repeat(120); // ≈ 3.5k chars: 13 chunks
+
+export function chat(user: string, extra: Record<string, unknown> = {}, system = SYSTEM): Record<string, unknown> {
+  return { model: 'm', messages: [{ role: 'system', content: system }, { role: 'user', content: user }], max_tokens: 16, ...extra };
+}
+
+export function preq(
+  body: Record<string, unknown>,
+  o: { exclude?: Set<string>; now?: number; keyHeader?: string; kind?: 'chat' | 'completion' | 'embedding' | 'responses'; view?: FleetView } = {},
+): PlacementRequest {
+  const kind = o.kind ?? 'chat';
+  const info = describeRequest(body, kind, {
+    keyHeader: o.keyHeader,
+    resolveModel: o.view ? (n) => o.view!.resolveModel(n) : (n) => ({ model: n, adapter: '' }),
+  });
+  return { info, endpoint: kind, key: affinityKey(info, 8), body, exclude: o.exclude, now: o.now ?? Date.now() };
+}
+
+export function local(): LocalState {
+  return new LocalState();
+}
+
+/** Digest of a request's chain: the first n hashes of its chain. */
+export function chainOf(body: Record<string, unknown>, n = Infinity): BigUint64Array {
+  const info = describeRequest(body, 'chat');
+  return info.hashes.slice(0, Math.min(n, info.hashes.length));
+}
