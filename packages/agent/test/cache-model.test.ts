@@ -1,0 +1,64 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { CacheModel } from '../src/cache-model.ts';
+
+const chain = (...xs: number[]): BigUint64Array => BigUint64Array.from(xs.map(BigInt));
+
+describe('CacheModel', () => {
+  it('evicts tails before shared heads', () => {
+    const c = new CacheModel({ capacity: 4 });
+    c.record(chain(1, 2, 3));
+    c.record(chain(1, 4, 5));
+    expect(c.size).toBe(4);
+    expect(c.has(1n)).toBe(true);
+    expect(c.predict(chain(1, 4, 5))).toBe(3);
+    expect(c.predict(chain(1, 2, 3))).toBe(1);
+  });
+  it('feedback with fewer cached tokens drops everything older than the miss', () => {
+    const c = new CacheModel({ capacity: 100 });
+    c.record(chain(10, 11));
+    c.record(chain(20, 21));
+    c.record(chain(1, 2, 3));
+    const predicted = c.predict(chain(1, 2, 3));
+    const missStamp = c.stampOf(2n);
+    c.record(chain(1, 2, 3));
+    c.feedback(predicted, 1, missStamp);
+    expect(c.has(10n)).toBe(false);
+    expect(c.has(20n)).toBe(false);
+    expect(c.predict(chain(1, 2, 3))).toBe(3);
+    expect(c.capacity).toBeLessThan(100);
+  });
+  it('deltas applied in order rebuild the published set exactly', () => {
+    fc.assert(
+      fc.property(fc.array(fc.array(fc.integer({ min: 1, max: 60 }), { maxLength: 8 }), { maxLength: 80 }), fc.integer({ min: 1, max: 40 }), (reqs, cap) => {
+        const c = new CacheModel({ capacity: cap });
+        const mirror = new Set<bigint>();
+        let i = 0;
+        for (const r of reqs) {
+          c.record(chain(...r));
+          if (++i % 3 === 0) {
+            const d = c.takeDelta(1e6);
+            if (d.full) {
+              mirror.clear();
+              for (const h of c.published()) mirror.add(h);
+            } else {
+              for (const h of d.removed) mirror.delete(h);
+              for (const h of d.added) mirror.add(h);
+            }
+            expect([...mirror].sort()).toEqual([...c.hashes()].sort());
+          }
+          if (i % 17 === 0) c.reset();
+          expect(new Set(c.published()).size).toBe(c.published().length);
+        }
+      }),
+    );
+  });
+  it('an oversized delta becomes a snapshot marker', () => {
+    const c = new CacheModel({ capacity: 1000 });
+    c.takeDelta(10);
+    c.record(BigUint64Array.from({ length: 50 }, (_, i) => BigInt(i + 1)));
+    const d = c.takeDelta(10);
+    expect(d.full).toBe(true);
+    expect(d.added.length).toBe(0);
+  });
+});

@@ -1,0 +1,140 @@
+import { readFileSync } from 'node:fs';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { parseLlamacppState } from '../src/engines/llamacpp.ts';
+import { parseSglangMetrics } from '../src/engines/sglang.ts';
+import { parseTgiInfo, parseTgiMetrics } from '../src/engines/tgi.ts';
+import { parseModelList } from '../src/engines/types.ts';
+import { parseVllmMetrics } from '../src/engines/vllm.ts';
+import { parseLine, parsePrometheus, sum } from '../src/prometheus.ts';
+
+const fixture = (name: string): string => readFileSync(new URL(`./fixtures/${name}`, import.meta.url), 'utf8');
+
+describe('prometheus parser', () => {
+  it('reads names with colons, labels with commas, spaces and escaped quotes', () => {
+    const p = parseLine('vllm:x{a="1, 2",b="say \\"hi\\"",c="back\\\\slash"} 6.49e+07 1700000000000');
+    expect(p?.name).toBe('vllm:x');
+    expect(p?.sample.labels).toEqual({ a: '1, 2', b: 'say "hi"', c: 'back\\slash' });
+    expect(p?.sample.value).toBe(6.49e7);
+  });
+  it('reads NaN, +Inf, -Inf and skips garbage lines', () => {
+    const m = parsePrometheus('a NaN\nb +Inf\nc -Inf\n{oops} 1\nd{x="unterminated} 1\ne 1e-3\nf notanumber\n');
+    expect(Number.isNaN(m.series.get('a')![0]!.value)).toBe(true);
+    expect(m.series.get('b')![0]!.value).toBe(Infinity);
+    expect(m.series.get('c')![0]!.value).toBe(-Infinity);
+    expect(m.series.get('e')![0]!.value).toBe(0.001);
+    expect(m.skipped).toBe(3);
+  });
+  it('matches counters with and without _total', () => {
+    expect(sum(parsePrometheus('x_total 3\n'), ['x'])).toBe(3);
+    expect(sum(parsePrometheus('x 4\n'), ['x'])).toBe(4);
+  });
+  it('never throws on arbitrary text', () => {
+    fc.assert(
+      fc.property(fc.string({ maxLength: 400 }), (s) => {
+        parsePrometheus(s);
+        parseVllmMetrics(parsePrometheus(s));
+        parseSglangMetrics(parsePrometheus(s));
+        parseTgiMetrics(parsePrometheus(s));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+  it('never throws on metric-shaped junk', () => {
+    const name = fc.constantFrom('vllm:num_requests_running', 'vllm:kv_cache_usage_perc', 'vllm:cache_config_info', 'vllm:lora_requests_info', 'vllm:prefix_cache_hits_total', 'sglang:token_usage', 'tgi_queue_size');
+    const label = fc.tuple(fc.constantFrom('engine', 'num_gpu_blocks', 'block_size', 'max_lora', 'running_lora_adapters'), fc.string({ maxLength: 12 }));
+    const line = fc.tuple(name, fc.array(label, { maxLength: 4 }), fc.oneof(fc.double().map(String), fc.constantFrom('NaN', '+Inf', '-Inf', 'x', '')));
+    fc.assert(
+      fc.property(fc.array(line, { maxLength: 30 }), (lines) => {
+        const text = lines.map(([n, ls, v]) => `${n}{${ls.map(([k, x]) => `${k}="${x.replace(/["\\]/g, '')}"`).join(',')}} ${v}`).join('\n');
+        const s = parseVllmMetrics(parsePrometheus(text));
+        expect(s.running).toBeGreaterThanOrEqual(0);
+        expect(Number.isFinite(s.running)).toBe(true);
+        if (s.kvUsedFraction !== undefined) expect(s.kvUsedFraction).toBeLessThanOrEqual(1);
+        parseSglangMetrics(parsePrometheus(text.replaceAll('vllm:', 'sglang:')));
+      }),
+      { numRuns: 1000 },
+    );
+  });
+});
+
+describe('vLLM adapter', () => {
+  it('reads 0.6 names (gpu_cache_usage_perc, no engine label) and picks the newest lora series', () => {
+    const s = parseVllmMetrics(parsePrometheus(fixture('vllm-0.6.txt')));
+    expect(s.running).toBe(3);
+    expect(s.waiting).toBe(2);
+    expect(s.kvUsedFraction).toBe(0.4375);
+    expect(s.kvCapacityTokens).toBe(27000 * 16);
+    expect(s.preemptions).toBe(7);
+    expect(s.hotAdapters.sort()).toEqual(['chat-lora', 'sql-lora', 'tool-lora']);
+    expect(s.adapterSlots).toBe(4);
+    expect(s.counters[1]).toBe(6.49e7);
+  });
+  it('reads 0.9 names (gpu_prefix_cache_*_total)', () => {
+    const s = parseVllmMetrics(parsePrometheus(fixture('vllm-0.9.txt')));
+    expect(s.running).toBe(5);
+    expect(s.kvUsedFraction).toBe(0.25);
+    expect(s.prefixQueries).toBe(123456);
+    expect(s.prefixHits).toBe(65432);
+    expect(s.kvCapacityTokens).toBe(28000 * 16);
+  });
+  it('sums over data-parallel engines, ignores NaN, parses quoted adapter lists', () => {
+    const s = parseVllmMetrics(parsePrometheus(fixture('vllm-0.11-dp2.txt')));
+    expect(s.running).toBe(10);
+    expect(s.waiting).toBe(3);
+    expect(s.kvUsedFraction).toBe(0.5);
+    expect(s.prefixQueries).toBe(4000);
+    expect(s.prefixHits).toBe(2000);
+    expect(s.kvCapacityTokens).toBe(2 * 14418 * 16);
+    expect(s.hotAdapters).toEqual(['a', 'b', 'c "quoted"', 'd']);
+    expect(s.adapterSlots).toBe(2);
+  });
+  it('reads /v1/models with parent for adapters and tolerates junk', () => {
+    expect(
+      parseModelList({ object: 'list', data: [{ id: 'base', parent: null }, { id: 'sql', parent: 'base' }, { id: 3 }, null, 'x'] }),
+    ).toEqual([
+      { id: 'base', parent: undefined },
+      { id: 'sql', parent: 'base' },
+    ]);
+    expect(parseModelList('garbage')).toEqual([]);
+    fc.assert(fc.property(fc.anything(), (x) => void parseModelList(x)));
+  });
+});
+
+describe('SGLang, TGI, llama.cpp adapters', () => {
+  it('SGLang: sums ranks, averages token usage', () => {
+    const s = parseSglangMetrics(parsePrometheus(fixture('sglang.txt')));
+    expect(s.running).toBe(10);
+    expect(s.waiting).toBe(4);
+    expect(s.kvUsedFraction).toBeCloseTo(0.4);
+    expect(s.kvCapacityTokens).toBe(400000);
+    expect(s.prefixHits).toBe(45000);
+    expect(s.prefixQueries).toBe(95000);
+    expect(s.adapterSlots).toBe(8);
+  });
+  it('TGI: utilization from batch tokens, model from /info', () => {
+    const s = parseTgiMetrics(parsePrometheus(fixture('tgi.txt')));
+    expect(s.running).toBe(12);
+    expect(s.waiting).toBe(3);
+    expect(s.kvUsedFraction).toBe(0.25);
+    expect(s.kvCapacityTokens).toBe(160000);
+    expect(parseTgiInfo({ model_id: 'bigscience/bloom' })).toEqual([{ id: 'bigscience/bloom', parent: undefined }]);
+    expect(parseTgiInfo([1, 2])).toEqual([]);
+  });
+  it('llama.cpp: slots, metrics and props', () => {
+    const slots = JSON.parse(fixture('llamacpp-slots.json'));
+    const props = JSON.parse(fixture('llamacpp-props.json'));
+    const s = parseLlamacppState(slots, parsePrometheus(fixture('llamacpp-metrics.txt')), props);
+    expect(s.running).toBe(1);
+    expect(s.waiting).toBe(2);
+    expect(s.kvCapacityTokens).toBe(16384);
+    expect(s.kvUsedFraction).toBeCloseTo(1024 / 16384);
+    expect(s.maxRunning).toBe(4);
+    expect(s.prefixHits).toBe(800);
+    expect(s.prefixQueries).toBe(2000);
+    // /metrics off (501): slots alone.
+    const t = parseLlamacppState(slots, undefined, props);
+    expect(t.running).toBe(1);
+    fc.assert(fc.property(fc.anything(), fc.anything(), (a, b) => void parseLlamacppState(a, undefined, b)));
+  });
+});
