@@ -12,7 +12,8 @@ describe('CacheModel', () => {
     expect(c.size).toBe(4);
     expect(c.has(1n)).toBe(true);
     expect(c.predict(chain(1, 4, 5))).toBe(3);
-    expect(c.predict(chain(1, 2, 3))).toBe(1);
+    expect(c.predict(chain(1, 2, 3))).toBe(2);
+    expect(c.has(3n)).toBe(false);
   });
   it('feedback with fewer cached tokens drops everything older than the miss', () => {
     const c = new CacheModel({ capacity: 100 });
