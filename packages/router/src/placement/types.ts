@@ -78,6 +78,8 @@ export interface PolicyOptions {
   charsPerToken: number;
   /** Bounded-load factor c. */
   loadFactor: number;
+  /** Below this much work per unit of weight (tokens) a replica is always within the bound. */
+  boundFloorTokens?: number;
   /** Random source in [0, 1) for randomized policies; tests pass a seeded one. */
   random?: () => number;
 }

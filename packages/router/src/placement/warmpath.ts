@@ -7,7 +7,9 @@
  *     published inflightTokens + this router's work sent since that report;
  *     warmth(r) = longest matched chain prefix in r's digest (index) or in the
  *     optimistic overlay of this router's recent dispatches.
- *     Bound: withinBound(load, promptTokens + maxTokens, Σload, weight share, c).
+ *     Bound: withinBound in units of this request's work u = promptTokens +
+ *     maxTokens (load/u, 1, Σload/u, weight share, c), or load + u under a
+ *     floor (boundFloorTokens × weight) — an almost idle replica is never "full".
  *     Headroom: kvTokens − kvUsed − own recent work ≥ uncached prompt + maxTokens.
  *  1. warm: the warmest candidate within the bound with headroom; ties →
  *     adapter tier (hot > free slot > evict), then ring order of the key.
@@ -47,6 +49,7 @@ export function adapterTier(r: Replica, adapter: string): number {
 export function createWarmpathPolicy(opts: PolicyOptions): Policy {
   const tokensPerChunk = opts.chunkChars / opts.charsPerToken;
   const c = opts.loadFactor;
+  const floor = opts.boundFloorTokens ?? 0;
   const cands: Replica[] = [];
   // Per-slot scratch, valid during one place() call.
   let load = new Float64Array(64);
@@ -83,8 +86,14 @@ export function createWarmpathPolicy(opts: PolicyOptions): Policy {
       total += l;
       weight += r.state.capacity.weight;
     }
-    const boundCost = info.promptTokens + info.maxTokens;
-    const within = (r: Replica): boolean => withinBound(load[r.slot]!, boundCost, total, r.state.capacity.weight / weight, c);
+    // The bound is counted in units of this request's work, so its ceil() admits at least one
+    // request of this size (as the count-based rule does); below the floor a replica is not busy at all.
+    const unit = Math.max(1, info.promptTokens + info.maxTokens);
+    const within = (r: Replica): boolean => {
+      const l = load[r.slot]!;
+      const w = r.state.capacity.weight;
+      return l + unit <= floor * w || withinBound(l / unit, 1, total / unit, w / weight, c);
+    };
     const work = (r: Replica): number => Math.max(0, info.promptTokens - Math.floor(depth[r.slot]! * tokensPerChunk)) + info.maxTokens;
     const headroom = (r: Replica): boolean => {
       const kv = r.state.capacity.kvTokens;

@@ -1,0 +1,147 @@
+import { describe, expect, it } from 'vitest';
+import { LocalState } from '../src/placement/local.ts';
+import type { PlacementRequest } from '../src/placement/types.ts';
+import { createWarmpathPolicy } from '../src/placement/warmpath.ts';
+import { chainOf, chat, makeState, makeView, preq } from './helpers.ts';
+
+const policy = () => createWarmpathPolicy({ chunkChars: 256, charsPerToken: 4, loadFactor: 1.25 });
+const ids = (n: number) => Array.from({ length: n }, (_, i) => `r${i}`);
+
+describe('warmpath placement branches', () => {
+  it('ring: a cold key goes to its ring home; the same key always lands there', () => {
+    const view = makeView(ids(5).map((id) => makeState(id)));
+    const p = policy();
+    const first = p.place(preq(chat('a')), view, new LocalState());
+    expect(first.branch).toBe('ring');
+    for (let i = 0; i < 10; i++) expect(p.place(preq(chat(`other turn ${i}`)), view, new LocalState()).replica?.id).toBe(first.replica!.id);
+  });
+
+  it('warm: the replica holding the longest prefix wins over the ring home', () => {
+    const body = chat('a long user turn '.repeat(60));
+    const states = ids(5).map((id) => makeState(id));
+    const view0 = makeView(states);
+    const home = policy().place(preq(body), view0, new LocalState()).replica!.id;
+    const other = ids(5).find((id) => id !== home)!;
+    const chain = chainOf(body);
+    const view = makeView(ids(5).map((id) => makeState(id, id === other ? { digest: { from: -1, added: chain, size: chain.length } } : id === home ? { digest: { from: -1, added: chain.slice(0, 4), size: 4 } } : {})));
+    expect(policy().place(preq(body), view, new LocalState())).toMatchObject({ branch: 'warm', replica: { id: other } });
+  });
+
+  it('warm ties (a system prompt cached everywhere) follow ring order of the key', () => {
+    const sysChain = chainOf(chat(''), 13);
+    const view = makeView(ids(6).map((id) => makeState(id, { digest: { from: -1, added: sysChain, size: sysChain.length } })));
+    const cold = makeView(ids(6).map((id) => makeState(id)));
+    for (let i = 0; i < 10; i++) {
+      const body = chat(`turn ${i}`);
+      const warm = policy().place(preq(body), view, new LocalState());
+      expect(warm.branch).toBe('warm');
+      expect(warm.replica!.id).toBe(policy().place(preq(body), cold, new LocalState()).replica!.id);
+    }
+  });
+
+  it('spill: over the bound, the key grows onto the next replicas in ring order, deterministically', () => {
+    const states = ids(4).map((id) => makeState(id));
+    const req = preq(chat('x'));
+    const home = policy().place(req, makeView(states), new LocalState()).replica!.id;
+    const loaded = makeView(ids(4).map((id) => makeState(id, { load: { inflightTokens: id === home ? 50_000 : 1_000 } })));
+    const a = policy().place(req, loaded, new LocalState());
+    const b = policy().place(req, loaded, new LocalState());
+    expect(a.branch).toBe('spill');
+    expect(a.replica!.id).not.toBe(home);
+    expect(b.replica!.id).toBe(a.replica!.id);
+  });
+
+  it('least-loaded: when every replica is over the bound, the least loaded with headroom', () => {
+    // A request bigger than the fleet's whole slack makes every replica fail the bound.
+    const view = makeView([
+      makeState('a', { load: { inflightTokens: 9_000 }, capacity: { kvTokens: 1_000_000 } }),
+      makeState('b', { load: { inflightTokens: 1_000 }, capacity: { kvTokens: 1_000_000 } }),
+    ]);
+    const body = chat('y', { max_tokens: 400_000 });
+    expect(policy().place(preq(body), view, new LocalState())).toMatchObject({ branch: 'least-loaded', replica: { id: 'b' } });
+  });
+
+  it('saturated: no replica has KV headroom', () => {
+    const view = makeView(ids(3).map((id) => makeState(id, { capacity: { kvTokens: 10_000 }, load: { kvUsedTokens: 9_990 } })));
+    expect(policy().place(preq(chat('z', { max_tokens: 100 })), view, new LocalState())).toEqual({ replica: undefined, branch: 'saturated' });
+  });
+
+  it("counts this router's own work sent since the last report", () => {
+    const view = makeView(ids(3).map((id) => makeState(id)));
+    const local = new LocalState();
+    const p = policy();
+    const req = preq(chat('q', { max_tokens: 2_000 }), { now: Date.now() + 10 });
+    const home = p.place(req, view, local).replica!;
+    for (let i = 0; i < 4; i++) local.dispatch(home.id, 2_000, req.now);
+    const next = p.place(req, view, local);
+    expect(next.branch).toBe('spill');
+    expect(next.replica!.id).not.toBe(home.id);
+  });
+
+  it('optimistic overlay: a burst with a new shared prefix sticks to the first choice before gossip confirms', () => {
+    const sys = 'A brand-new shared system prompt. '.repeat(100);
+    const view = makeView(ids(8).map((id) => makeState(id)));
+    const local = new LocalState();
+    const p = policy();
+    const now = Date.now();
+    const first = p.place(preq(chat('u0', { prompt_cache_key: 'k0' }, sys), { now }), view, local);
+    const firstReq: PlacementRequest = preq(chat('u0', { prompt_cache_key: 'k0' }, sys), { now });
+    p.onDispatch!(firstReq, first.replica!, local);
+    // Different routing keys would scatter on the ring; the overlay keeps them warm on the first replica.
+    for (let i = 1; i < 6; i++) {
+      const r = p.place(preq(chat(`u${i}`, { prompt_cache_key: `k${i}` }, sys), { now: now + i }), view, local);
+      expect(r).toMatchObject({ branch: 'warm', replica: { id: first.replica!.id } });
+    }
+    // After the overlay expires, routing keys spread again.
+    const later = p.place(preq(chat('u9', { prompt_cache_key: 'k9' }, sys), { now: now + 60_000 }), view, local);
+    expect(later.branch).not.toBe('warm');
+  });
+
+  it('excluded and suspect replicas are skipped (retry path)', () => {
+    const view = makeView(ids(3).map((id) => makeState(id)));
+    const req = preq(chat('q'));
+    const home = policy().place(req, view, new LocalState()).replica!.id;
+    const retry = policy().place({ ...req, exclude: new Set([home]) }, view, new LocalState());
+    expect(retry.replica!.id).not.toBe(home);
+    const local = new LocalState();
+    local.markSuspect(home, req.now);
+    expect(policy().place(req, view, local).replica!.id).not.toBe(home);
+  });
+
+  describe('adapters', () => {
+    const lora = (id: string, hot: string[], slots = 2) => makeState(id, { adapters: ['a1', 'a2', 'a3'], hotAdapters: hot, capacity: { adapterSlots: slots } });
+
+    it('prefers a replica with the adapter hot', () => {
+      const view = makeView([lora('r0', []), lora('r1', ['a2']), lora('r2', [])]);
+      expect(policy().place(preq(chat('q', { model: 'a2' }), { view }), view, new LocalState())).toMatchObject({ branch: 'adapter-hot', replica: { id: 'r1' } });
+    });
+
+    it('sends cold loads of one adapter to its ring home, whatever the prompt', () => {
+      const view = makeView([lora('r0', []), lora('r1', []), lora('r2', []), lora('r3', [])]);
+      const picks = new Set<string>();
+      for (let i = 0; i < 20; i++) {
+        const p = policy().place(preq(chat(`prompt ${i}`, { model: 'a3' }), { view }), view, new LocalState());
+        expect(p.branch).toBe('adapter-home');
+        picks.add(p.replica!.id);
+      }
+      expect(picks.size).toBe(1);
+    });
+
+    it('a free slot beats evicting: walks past full replicas', () => {
+      const home = policy().place(preq(chat('q', { model: 'a3' }), { view: makeView([lora('r0', []), lora('r1', []), lora('r2', [])]) }), makeView([lora('r0', []), lora('r1', []), lora('r2', [])]), new LocalState()).replica!.id;
+      const view = makeView(['r0', 'r1', 'r2'].map((id) => (id === home ? lora(id, ['a1', 'a2'], 2) : lora(id, []))));
+      const p = policy().place(preq(chat('q', { model: 'a3' }), { view }), view, new LocalState());
+      expect(p.branch).toBe('adapter-spill');
+      expect(p.replica!.id).not.toBe(home);
+    });
+  });
+
+  it('embeddings go to the least-loaded replica offering the endpoint', () => {
+    const view = makeView([
+      makeState('e1', { endpoints: ['embedding'], load: { inflightTokens: 100 } }),
+      makeState('e2', { endpoints: ['embedding'], load: { inflightTokens: 10 } }),
+      makeState('c', { load: { inflightTokens: 0 } }),
+    ]);
+    expect(policy().place(preq({ model: 'm', input: 'x' }, { kind: 'embedding' }), view, new LocalState())).toMatchObject({ branch: 'least-loaded', replica: { id: 'e2' } });
+  });
+});
