@@ -28,7 +28,7 @@ export const AGENT_SCHEMA = {
   maxWaiting: { type: 'number', default: 16, min: 0, max: 1e6, integer: true, doc: 'admission: reject (reason queue) when the engine queue would exceed this many requests; 0 = off' },
   maxInflight: { type: 'number', default: 0, min: 0, max: 1e6, integer: true, doc: 'admission: reject (reason inflight) above this many in-flight requests; 0 = off' },
   kvHighWatermark: { type: 'number', default: 0.95, min: 0.1, max: 1, doc: 'admission: reject (reason kv) when projected KV use would exceed this fraction of capacity' },
-  outputReserve: { type: 'number', default: 0.5, min: 0, max: 1, doc: 'fraction of max_tokens reserved in KV at admission; 1 = worst case (fewer admits), 0 = prompt only' },
+  outputReserve: { type: 'number', default: 1, min: 0, max: 1, doc: 'fraction of max_tokens reserved in KV at admission; 1 = worst case (fewer admits), 0 = prompt only' },
   kvCapacityTokens: { type: 'number', default: 0, min: 0, max: 1e12, doc: 'KV capacity override, tokens (0 = from engine metrics)' },
   weight: { type: 'number', default: 1, min: 0, max: 1e6, doc: 'relative ring weight published to routers' },
   endpoints: { type: 'list', default: [], doc: 'endpoints served (chat,completion,responses,embedding); empty = engine default' },

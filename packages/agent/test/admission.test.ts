@@ -1,0 +1,65 @@
+import { describe, expect, it } from 'vitest';
+import { startSimServer } from '@warmpath/sim';
+import { admit } from '../src/admission.ts';
+import { startAgent } from '../src/index.ts';
+import { chatBody, metricValue, post } from './helpers.ts';
+
+const limits = { maxWaiting: 4, maxInflight: 0, kvHighWatermark: 0.9 };
+const base = { running: 2, waiting: 0, kvUsedTokens: 0, kvCapacityTokens: 1000, inflight: 2, sinceCount: 0, sinceNeed: 0, meanNeed: 100, need: 100 };
+
+describe('admit (pure)', () => {
+  it('admits with headroom, rejects kv over the watermark', () => {
+    expect(admit(base, limits)).toBeUndefined();
+    expect(admit({ ...base, kvUsedTokens: 700, sinceNeed: 150 }, limits)).toBe('kv');
+    expect(admit({ ...base, kvUsedTokens: 500, waiting: 1, meanNeed: 400 }, limits)).toBe('kv');
+  });
+  it('rejects queue only when the engine already queues', () => {
+    expect(admit({ ...base, sinceCount: 10 }, { ...limits, kvHighWatermark: 1 })).toBeUndefined();
+    expect(admit({ ...base, waiting: 2, sinceCount: 2, meanNeed: 0 }, { ...limits, kvHighWatermark: 1 })).toBe('queue');
+  });
+  it('an idle engine admits anything that fits; a request larger than the cache is too_large', () => {
+    expect(admit({ ...base, running: 0, inflight: 0, kvUsedTokens: 950, need: 900 }, limits)).toBeUndefined();
+    expect(admit({ ...base, running: 0, need: 1001 }, limits)).toBe('too_large');
+    expect(admit({ ...base, inflight: 3 }, { ...limits, maxInflight: 3 })).toBe('inflight');
+  });
+});
+
+async function burst(url: string, model: string, n: number, tag: string) {
+  const rs = await Promise.all(
+    Array.from({ length: n }, (_, i) => post(`${url}/v1/chat/completions`, chatBody(model, `${tag}${i} `.repeat(400).slice(0, 2000), 'q', { max_tokens: 200 }))),
+  );
+  const by: Record<string, number> = {};
+  for (const r of rs) {
+    const k = r.status === 200 ? 'ok' : `${r.status}:${r.headers.get('x-warmpath-reject-reason') ?? ''}`;
+    by[k] = (by[k] ?? 0) + 1;
+  }
+  return { by, rs };
+}
+
+describe('admission control against the simulator (tiny profile)', () => {
+  it('the same burst preempts on the bare engine and is refused before preemption through the agent', async () => {
+    const bare = await startSimServer({ port: 0, profile: 'tiny', speed: 4 });
+    const direct = await burst(bare.url, bare.modelName, 24, 'd');
+    expect(direct.by.ok).toBe(24);
+    expect(await metricValue(`${bare.url}/metrics`, 'vllm:num_preemptions_total')).toBeGreaterThan(0);
+    await bare.close();
+
+    const sim = await startSimServer({ port: 0, profile: 'tiny', speed: 4 });
+    const agent = await startAgent({ engineUrl: sim.url, gossip: false });
+    try {
+      const viaAgent = await burst(agent.url, sim.modelName, 24, 'a');
+      expect(viaAgent.by.ok).toBeGreaterThan(0);
+      expect((viaAgent.by['429:kv'] ?? 0) + (viaAgent.by['429:queue'] ?? 0)).toBeGreaterThan(0);
+      const rejected = viaAgent.rs.find((r) => r.status === 429)!;
+      expect(JSON.parse(rejected.text).error.code).toBe('admission_rejected');
+      expect(await metricValue(`${sim.url}/metrics`, 'vllm:num_preemptions_total')).toBe(0);
+      // Once the burst is done, the replica admits again.
+      const after = await post(`${agent.url}/v1/chat/completions`, chatBody(sim.modelName, 'after', 'q', { max_tokens: 5 }));
+      expect(after.status).toBe(200);
+      expect(await metricValue(`${agent.adminUrl}/metrics`, 'warmpath_agent_rejected_total')).toBe(viaAgent.rs.filter((r) => r.status === 429).length);
+    } finally {
+      await agent.close();
+      await sim.close();
+    }
+  });
+});
