@@ -1,0 +1,85 @@
+/**
+ * The router's HTTP surface: OpenAI endpoints (proxied), /v1/models (the
+ * fleet's union), health, readiness and metrics. Optional bearer API keys
+ * guard /v1/*.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { HEADERS, ROUTES, sendError, sendJson } from '@warmpath/shared';
+import type { FleetView } from '../fleet/view.ts';
+import type { RouterMetrics } from '../metrics.ts';
+import type { createProxy } from './proxy.ts';
+
+export interface ServerContext {
+  id: string;
+  view: FleetView;
+  metrics: RouterMetrics;
+  proxy: ReturnType<typeof createProxy>;
+  apiKeys: ReadonlySet<string> | undefined;
+  /** Has the router ever seen a ready replica? */
+  ready: () => boolean;
+}
+
+export function createHandler(ctx: ServerContext): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const path = q < 0 ? url : url.slice(0, q);
+    const kind = ROUTES[path];
+    if (kind !== undefined || path.startsWith('/v1/')) {
+      if (ctx.apiKeys !== undefined && !authorized(req, ctx.apiKeys)) {
+        ctx.metrics.responses.inc({ code: 'unauthorized' });
+        return sendError(res, 'unauthorized', undefined, { headers: { 'www-authenticate': 'Bearer' } });
+      }
+    }
+    if (kind !== undefined) {
+      if (req.method !== 'POST') return sendError(res, 'method_not_allowed', `Use POST ${path}.`, { headers: { allow: 'POST' } });
+      ctx.proxy(req, res, kind, path).catch(() => {
+        if (!res.headersSent) sendError(res, 'internal_error');
+        else res.destroy();
+      });
+      return;
+    }
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      req.resume();
+      return sendError(res, path === '/v1/models' || path === '/healthz' || path === '/readyz' || path === '/metrics' ? 'method_not_allowed' : 'not_found');
+    }
+    switch (path) {
+      case '/v1/models':
+        return sendJson(res, 200, models(ctx.view), { [HEADERS.router]: ctx.id });
+      case '/healthz':
+        return sendJson(res, 200, { ok: true, router: ctx.id });
+      case '/readyz': {
+        const counts = ctx.view.statusCounts();
+        return sendJson(res, ctx.ready() ? 200 : 503, { ready: ctx.ready(), router: ctx.id, replicas: counts });
+      }
+      case '/metrics':
+        ctx.metrics.registry.metrics().then(
+          (text) => {
+            res.writeHead(200, { 'content-type': ctx.metrics.registry.contentType });
+            res.end(text);
+          },
+          () => sendError(res, 'internal_error'),
+        );
+        return;
+      default:
+        return sendError(res, 'not_found', `No route ${path}.`);
+    }
+  };
+}
+
+function authorized(req: IncomingMessage, keys: ReadonlySet<string>): boolean {
+  const h = req.headers.authorization;
+  if (typeof h !== 'string' || !h.startsWith('Bearer ')) return false;
+  return keys.has(h.slice(7).trim());
+}
+
+/** OpenAI's model list: base models, and adapters with `parent` (vLLM's shape). */
+export function models(view: FleetView): { object: 'list'; data: Array<Record<string, unknown>> } {
+  const data = view.models().map(({ model, adapter }) =>
+    adapter === ''
+      ? { id: model, object: 'model', created: 0, owned_by: 'warmpath', root: model, parent: null }
+      : { id: adapter, object: 'model', created: 0, owned_by: 'warmpath', root: adapter, parent: model },
+  );
+  data.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  return { object: 'list', data };
+}

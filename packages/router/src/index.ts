@@ -1,0 +1,10 @@
+export { startRouter, type Router, type RouterOptions } from './router.ts';
+export { ROUTER_SCHEMA, POLICY_NAMES, routerConfig, type RouterConfig } from './config.ts';
+export { FleetView, type Replica, type Group, type FleetViewOptions, type ViewEvent } from './fleet/view.ts';
+export { LocalState, type Ticket } from './placement/local.ts';
+export { eligible, candidates, affinityKey } from './placement/eligible.ts';
+export { createPolicy, registerPolicy, POLICIES } from './placement/registry.ts';
+export { createWarmpathPolicy, adapterTier } from './placement/warmpath.ts';
+export { createRoundRobinPolicy, createLeastRequestPolicy, createPowerOfTwoPolicy, createConsistentHashPolicy } from './placement/simple.ts';
+export { BRANCHES, NO_REPLICA, SATURATED, type Branch, type KnownBranch, type Outcome, type Placement, type PlacementRequest, type Policy, type PolicyFactory, type PolicyOptions } from './placement/types.ts';
+export { placementChannel } from './http/proxy.ts';

@@ -1,0 +1,86 @@
+/**
+ * A fake upstream agent: answers OpenAI chat/completions (stream and not)
+ * like an engine would, with switchable misbehaviour for router tests.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export type Mode = 'ok' | 'reject' | 'die-mid-stream' | 'slow-stream' | 'unavailable';
+
+export interface FakeAgent {
+  url: string;
+  server: Server;
+  mode: Mode;
+  hits: number;
+  /** Requests whose connection closed before the answer finished. */
+  aborted: number;
+  lastHeaders: IncomingMessage['headers'] | undefined;
+  lastBody: string;
+  close(): Promise<void>;
+}
+
+export async function startFakeAgent(name: string, mode: Mode = 'ok'): Promise<FakeAgent> {
+  const agent: FakeAgent = {
+    url: '',
+    server: undefined as unknown as Server,
+    mode,
+    hits: 0,
+    aborted: 0,
+    lastHeaders: undefined,
+    lastBody: '',
+    close: async () => {
+      agent.server.closeAllConnections();
+      await new Promise<void>((r) => agent.server.close(() => r()));
+    },
+  };
+  agent.server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      agent.hits++;
+      agent.lastHeaders = req.headers;
+      agent.lastBody = Buffer.concat(chunks).toString('utf8');
+      const body = JSON.parse(agent.lastBody) as { stream?: boolean; model: string };
+      res.on('close', () => {
+        if (!res.writableFinished) agent.aborted++;
+      });
+      if (agent.mode === 'reject') {
+        res.writeHead(429, { 'content-type': 'application/json', 'x-warmpath-reject-reason': 'kv' });
+        res.end(JSON.stringify({ error: { message: 'full', type: 'rate_limit_error', param: null, code: 'admission_rejected' } }));
+        return;
+      }
+      if (agent.mode === 'unavailable') {
+        res.writeHead(503, { 'content-type': 'application/json' });
+        res.end('{"error":{"code":"draining"}}');
+        return;
+      }
+      if (!body.stream) {
+        const out = JSON.stringify({ id: 'c1', object: 'chat.completion', model: body.model, choices: [{ index: 0, message: { role: 'assistant', content: `hello from ${name}` }, finish_reason: 'stop' }], usage: { prompt_tokens: 5, completion_tokens: 3, total_tokens: 8 } });
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(out) });
+        res.end(out);
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+      const tokens = ['hel', 'lo ', 'from ', name];
+      let i = 0;
+      const tick = (): void => {
+        if (res.destroyed) return;
+        if (agent.mode === 'die-mid-stream' && i === 2) {
+          res.socket?.destroy();
+          return;
+        }
+        if (i < tokens.length) {
+          res.write(`data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: tokens[i] } }] })}\n\n`);
+          i++;
+          setTimeout(tick, agent.mode === 'slow-stream' ? 200 : 5);
+          return;
+        }
+        res.end('data: [DONE]\n\n');
+      };
+      tick();
+    });
+  });
+  await new Promise<void>((r) => agent.server.listen(0, '127.0.0.1', r));
+  agent.url = `http://127.0.0.1:${(agent.server.address() as AddressInfo).port}`;
+  return agent;
+}
