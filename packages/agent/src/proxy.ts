@@ -238,7 +238,10 @@ export function createProxyHandler(deps: ProxyDeps): (req: IncomingMessage, res:
   function feedback(info: RequestInfo, cachedTokens: number, promptTokens: number | undefined, predicted: number, stamps: Float64Array): void {
     const cfg = core.config;
     const charsPerToken = promptTokens !== undefined && promptTokens > 0 ? info.promptChars / promptTokens : cfg.charsPerToken;
-    const actual = Math.min(info.hashes.length, Math.floor(((cachedTokens + (cachedTokens > 0 ? FEEDBACK_SLACK_TOKENS : 0)) * charsPerToken) / cfg.chunkChars));
+    // Lenient for misses (slack: the engine never reports a prompt's last block), strict for promotions.
+    const atMost = Math.min(info.hashes.length, Math.floor(((cachedTokens + (cachedTokens > 0 ? FEEDBACK_SLACK_TOKENS : 0)) * charsPerToken) / cfg.chunkChars));
+    const atLeast = Math.min(info.hashes.length, Math.floor((cachedTokens * charsPerToken) / cfg.chunkChars));
+    const actual = atMost < predicted ? atMost : atLeast > predicted ? atLeast : predicted;
     m.predictedCached.inc(Math.round((predicted * cfg.chunkChars) / charsPerToken));
     m.reportedCached.inc(cachedTokens);
     if (actual < predicted) m.cacheCorrections.inc({ kind: 'missed' });

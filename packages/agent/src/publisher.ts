@@ -2,8 +2,8 @@
  * Publisher: the replica's state on gossip, periodically and on change.
  *
  * Steps: every `publishIntervalMs`, or as soon as `minPublishGapMs` allows
- * after a significant change (status, models, hot adapters, idle ↔ busy, a
- * load jump of ≥ 10% of KV capacity or of the in-flight count), build a ReplicaState with
+ * after a significant change (status, models, hot adapters, a load jump of
+ * ≥ 10% of KV capacity, or of max(4, 50%) in the in-flight count), build a ReplicaState with
  * seq + 1 and the cache model's delta since the previous message
  * (`digest.from` = previous seq). A reset or a delta over LIMITS.deltaHashes
  * goes out as from = -1 with no hashes: routers pull the snapshot instead.
@@ -154,7 +154,6 @@ export class Publisher {
     const cap = core.kvCapacityTokens;
     if (cap > 0 && Math.abs(core.inflightTokens - last.load.inflightTokens) >= 0.1 * cap) return true;
     const n = core.inflight.size;
-    if ((n === 0) !== (last.load.inflight === 0)) return true;
     if (Math.abs(n - last.load.inflight) >= Math.max(4, 0.5 * last.load.inflight)) return true;
     return false;
   }
