@@ -449,6 +449,11 @@ export class FleetView {
     }
   }
 
+  /** Slots with a non-zero depth in the last scanWarmth (do not modify). */
+  get warmSlots(): readonly number[] {
+    return this.#touched;
+  }
+
   /** Matched depth (chunks) of `slot` from the last scanWarmth. */
   depthOf(slot: number): number {
     return this.#depth[slot] ?? 0;

@@ -6,11 +6,12 @@
  *
  * Steps: dispatch() records a ticket {at, work} on the replica and (for
  * policies that want it) inserts the request's chain into the overlay;
- * complete() closes the ticket. addedTokens(r) sums open tickets sent after
- * r's report time (older ones are already in the published load) and prunes
- * the rest.
- * Complexity: dispatch O(1) (+ O(overlay chunks) for the overlay); addedTokens
- * O(tickets since the last report) — a few per replica at 4 reports/s.
+ * complete() closes the ticket. addedTokens(r) is a running sum of open
+ * tickets sent after r's report time (older ones are already in the
+ * published load): each ticket leaves the sum once, on completion or when a
+ * report covers it.
+ * Complexity: dispatch and complete O(1) (+ O(overlay chunks) for the
+ * overlay); addedTokens O(1) amortized.
  * Trade-off: the overlay is only a guess (the engine may evict), so it expires
  * after overlayTtlMs; gossip is the truth after that.
  */
@@ -21,12 +22,19 @@ export interface Ticket {
   readonly at: number;
   readonly work: number;
   open: boolean;
+  /** Still counted in its track's sum (open and sent after the replica's last report). */
+  counted: boolean;
 }
 
 interface Track {
+  id: string;
   inflight: number;
   /** Tickets not yet known to be in a report, oldest first. */
   recent: Ticket[];
+  /** First entry of `recent` not yet covered by a report. */
+  head: number;
+  /** Σ work of counted tickets. */
+  sum: number;
   suspectAt: number;
   suspectUntil: number;
 }
@@ -47,6 +55,8 @@ export class LocalState {
   readonly overlayMaxChunks: number;
   readonly suspectMs: number;
   readonly #tracks = new Map<string, Track>();
+  /** Replicas marked suspect and not yet pruned: lets isSuspect skip the lookup when zero. */
+  #suspects = 0;
   readonly #overlay = new Map<bigint, OverlayEntry>();
   #depth = new Int32Array(64);
   #touched: number[] = [];
@@ -60,7 +70,7 @@ export class LocalState {
   #track(id: string): Track {
     let t = this.#tracks.get(id);
     if (t === undefined) {
-      t = { inflight: 0, recent: [], suspectAt: 0, suspectUntil: 0 };
+      t = { id, inflight: 0, recent: [], head: 0, sum: 0, suspectAt: 0, suspectUntil: 0 };
       this.#tracks.set(id, t);
     }
     return t;
@@ -71,25 +81,36 @@ export class LocalState {
     return this.#tracks.get(id)?.inflight ?? 0;
   }
 
-  /** Work (tokens) this router sent to r after r's last report and still open. */
+  /** Work (tokens) this router sent to r after r's last report and still open. O(1) amortized. */
   addedTokens(r: Replica): number {
+    if (this.#tracks.size === 0) return 0;
     const t = this.#tracks.get(r.id);
     if (t === undefined) return 0;
     const recent = t.recent;
-    let drop = 0;
-    while (drop < recent.length && (recent[drop]!.at <= r.reportAt || !recent[drop]!.open)) drop++;
-    if (drop > 0) recent.splice(0, drop);
-    let sum = 0;
-    for (const k of recent) if (k.open && k.at > r.reportAt) sum += k.work;
-    return sum;
+    let head = t.head;
+    // Tickets sent before the report are in the published load now: stop counting them here.
+    while (head < recent.length && recent[head]!.at <= r.reportAt) {
+      const k = recent[head]!;
+      if (k.counted) {
+        k.counted = false;
+        t.sum -= k.work;
+      }
+      head++;
+    }
+    if (head > 64 && head * 2 > recent.length) {
+      recent.splice(0, head);
+      head = 0;
+    }
+    t.head = head;
+    return t.sum;
   }
 
   dispatch(replica: string, work: number, now: number): Ticket {
     const t = this.#track(replica);
     t.inflight++;
-    const ticket: Ticket = { replica, at: now, work, open: true };
+    const ticket: Ticket = { replica, at: now, work, open: true, counted: true };
     t.recent.push(ticket);
-    if (t.recent.length > 4096) t.recent.splice(0, t.recent.length - 4096); // a replica that never reports
+    t.sum += work;
     return ticket;
   }
 
@@ -97,17 +118,24 @@ export class LocalState {
     if (!ticket.open) return;
     ticket.open = false;
     const t = this.#tracks.get(ticket.replica);
-    if (t !== undefined) t.inflight--;
+    if (t === undefined) return;
+    t.inflight--;
+    if (ticket.counted) {
+      ticket.counted = false;
+      t.sum -= ticket.work;
+    }
   }
 
   /** A replica refused a connection: avoid it until suspectMs pass or it reports ready again. */
   markSuspect(id: string, now: number): void {
     const t = this.#track(id);
+    if (t.suspectUntil === 0) this.#suspects++;
     t.suspectAt = now;
     t.suspectUntil = now + this.suspectMs;
   }
 
   isSuspect(r: Replica, now: number): boolean {
+    if (this.#suspects === 0) return false;
     const t = this.#tracks.get(r.id);
     return t !== undefined && now < t.suspectUntil && r.receivedAt <= t.suspectAt;
   }
@@ -159,6 +187,11 @@ export class LocalState {
     }
   }
 
+  /** Slots with a non-zero depth in the last scanOverlay (do not modify). */
+  get overlaySlots(): readonly number[] {
+    return this.#touched;
+  }
+
   overlayDepthOf(slot: number): number {
     return this.#depth[slot] ?? 0;
   }
@@ -178,6 +211,17 @@ export class LocalState {
       }
       if (e.slots.length === 0) this.#overlay.delete(h);
     }
-    for (const [id, t] of this.#tracks) if (t.inflight === 0 && t.recent.length === 0 && now >= t.suspectUntil) this.#tracks.delete(id);
+    for (const [id, t] of this.#tracks) {
+      // Closed tickets need no bookkeeping; keep the open ones for the next report.
+      if (t.recent.length > 0) {
+        t.recent = t.recent.slice(t.head).filter((k) => k.counted);
+        t.head = 0;
+      }
+      if (t.suspectUntil !== 0 && now >= t.suspectUntil) {
+        t.suspectUntil = 0;
+        this.#suspects--;
+      }
+      if (t.inflight === 0 && t.recent.length === 0 && t.suspectUntil === 0) this.#tracks.delete(id);
+    }
   }
 }

@@ -31,9 +31,9 @@
  */
 import { hashString, withinBound } from '@warmpath/shared';
 import type { FleetView, Group, Replica } from '../fleet/view.ts';
-import { candidates } from './eligible.ts';
+import { eligible } from './eligible.ts';
 import type { LocalState } from './local.ts';
-import { NO_REPLICA, SATURATED, type Placement, type PlacementRequest, type Policy, type PolicyOptions } from './types.ts';
+import { NO_REPLICA, SATURATED, type Branch, type Placement, type PlacementRequest, type Policy, type PolicyOptions } from './types.ts';
 
 const TIER_EVICT = 0;
 const TIER_FREE = 1;
@@ -50,136 +50,160 @@ export function createWarmpathPolicy(opts: PolicyOptions): Policy {
   const tokensPerChunk = opts.chunkChars / opts.charsPerToken;
   const c = opts.loadFactor;
   const floor = opts.boundFloorTokens ?? 0;
-  const cands: Replica[] = [];
-  // Per-slot scratch, valid during one place() call.
-  let load = new Float64Array(64);
-  let added = new Float64Array(64);
-  let depth = new Int32Array(64);
-  let mark = new Uint8Array(64);
   const adapterKeys = new Map<string, bigint>();
+  // Scratch, valid during one place() call. Per-candidate numbers live in typed
+  // arrays so the passes after the first do not chase replica → state pointers.
+  let cands: Replica[] = [];
+  let load = new Float64Array(64);
+  let wt = new Float64Array(64);
+  let kvFree = new Float64Array(64);
+  let depth = new Int32Array(64);
+  let candOf = new Int32Array(64); // slot → candidate index, valid when stampOf[slot] === stamp
+  let stampOf = new Uint32Array(64);
+  let stamp = 0;
 
-  function ensure(slots: number): void {
-    if (load.length >= slots) return;
-    const n = Math.max(slots, load.length * 2);
-    load = new Float64Array(n);
-    added = new Float64Array(n);
-    depth = new Int32Array(n);
-    mark = new Uint8Array(n);
+  function ensure(slots: number, members: number): void {
+    if (load.length < members) {
+      const m = Math.max(members, load.length * 2);
+      load = new Float64Array(m);
+      wt = new Float64Array(m);
+      kvFree = new Float64Array(m);
+      depth = new Int32Array(m);
+      cands = new Array<Replica>(m);
+    }
+    if (candOf.length < slots) {
+      const m = Math.max(slots, candOf.length * 2);
+      candOf = new Int32Array(m);
+      stampOf = new Uint32Array(m);
+      stamp = 0;
+    }
   }
 
   function place(req: PlacementRequest, view: FleetView, local: LocalState): Placement {
     const info = req.info;
     const g = view.group(info.model, info.adapter);
     if (g === undefined) return NO_REPLICA;
-    candidates(req, view, local, cands);
-    if (cands.length === 0) return NO_REPLICA;
-    ensure(view.bySlot.length);
-    for (const r of g.members) mark[r.slot] = 0;
+    ensure(view.bySlot.length, g.members.length);
+    stamp = (stamp + 1) >>> 0;
+    if (stamp === 0) {
+      stampOf.fill(0);
+      stamp = 1;
+    }
 
+    // 0. One pass: eligibility, load, weight, KV free space.
+    let n = 0;
     let total = 0;
     let weight = 0;
-    for (const r of cands) {
+    for (const r of g.members) {
+      if (!eligible(r, req, view, local)) continue;
+      const s = r.state;
       const a = local.addedTokens(r);
-      const l = r.state.load.inflightTokens + a;
-      added[r.slot] = a;
-      load[r.slot] = l;
+      const l = s.load.inflightTokens + a;
+      const kv = s.capacity.kvTokens;
+      cands[n] = r;
+      load[n] = l;
+      wt[n] = s.capacity.weight;
+      kvFree[n] = kv <= 0 ? Infinity : kv - s.load.kvUsedTokens - a;
+      depth[n] = 0;
+      candOf[r.slot] = n;
+      stampOf[r.slot] = stamp;
       total += l;
-      weight += r.state.capacity.weight;
+      weight += s.capacity.weight;
+      n++;
     }
+    if (n === 0) return NO_REPLICA;
+    const idx = (r: Replica): number => (stampOf[r.slot] === stamp ? candOf[r.slot]! : -1);
+
     // The bound is counted in units of this request's work, so its ceil() admits at least one
     // request of this size (as the count-based rule does); below the floor a replica is not busy at all.
     const unit = Math.max(1, info.promptTokens + info.maxTokens);
-    const within = (r: Replica): boolean => {
-      const l = load[r.slot]!;
-      const w = r.state.capacity.weight;
-      return l + unit <= floor * w || withinBound(l / unit, 1, total / unit, w / weight, c);
-    };
-    const work = (r: Replica): number => Math.max(0, info.promptTokens - Math.floor(depth[r.slot]! * tokensPerChunk)) + info.maxTokens;
-    const headroom = (r: Replica): boolean => {
-      const kv = r.state.capacity.kvTokens;
-      return kv <= 0 || kv - r.state.load.kvUsedTokens - added[r.slot]! >= work(r);
-    };
+    const within = (i: number): boolean => load[i]! + unit <= floor * wt[i]! || withinBound(load[i]! / unit, 1, total / unit, wt[i]! / weight, c);
+    const work = (i: number): number => Math.max(0, info.promptTokens - Math.floor(depth[i]! * tokensPerChunk)) + info.maxTokens;
+    const headroom = (i: number): boolean => kvFree[i]! >= work(i);
+    const ok = (i: number): boolean => within(i) && headroom(i);
+    const pick = (i: number, branch: Branch): Placement => ({ replica: cands[i]!, branch, work: work(i) });
 
-    if (info.kind === 'embedding') {
-      for (const r of cands) depth[r.slot] = 0;
-      return leastLoaded(info.adapter, load, work, headroom);
-    }
+    if (info.kind === 'embedding') return leastLoaded(n, info.adapter, headroom, pick);
 
-    // Warmth: digest index and optimistic overlay, both O(matched depth).
+    // Warmth: digest index and optimistic overlay, both O(matched depth + holders).
     view.scanWarmth(info.hashes);
+    for (const slot of view.warmSlots) if (stampOf[slot] === stamp) depth[candOf[slot]!] = view.depthOf(slot);
     local.scanOverlay(info.hashes, req.now);
-    let best = 0;
-    let ties = 0;
-    let bestTier = -1;
-    for (const r of cands) {
-      const d = Math.max(view.depthOf(r.slot), local.overlayDepthOf(r.slot));
-      depth[r.slot] = d;
+    for (const slot of local.overlaySlots) {
+      if (stampOf[slot] !== stamp) continue;
+      const i = candOf[slot]!;
+      const d = local.overlayDepthOf(slot);
+      if (d > depth[i]!) depth[i] = d;
     }
-    // 1. warm
-    for (const r of cands) {
-      const d = depth[r.slot]!;
-      if (d === 0 || d < best || !within(r) || !headroom(r)) continue;
-      const tier = adapterTier(r, info.adapter);
+
+    // 1. warm: deepest match within the bound with headroom; ties → adapter tier, then ring order.
+    let best = 0;
+    let bestTier = -1;
+    let ties = 0;
+    let only = -1;
+    const consider = (slot: number): void => {
+      if (stampOf[slot] !== stamp) return;
+      const i = candOf[slot]!;
+      const d = depth[i]!;
+      if (d === 0 || d < best || !ok(i)) return;
+      const tier = adapterTier(cands[i]!, info.adapter);
       if (d > best || tier > bestTier) {
         best = d;
         bestTier = tier;
         ties = 0;
-      } else if (tier < bestTier) continue;
+      } else if (tier < bestTier || i === only) return;
       ties++;
-    }
+      only = i;
+    };
+    for (const slot of view.warmSlots) consider(slot);
+    for (const slot of local.overlaySlots) consider(slot);
     if (best > 0) {
-      let only: Replica | undefined;
-      for (const r of cands) {
-        const hit = depth[r.slot] === best && adapterTier(r, info.adapter) === bestTier && within(r) && headroom(r);
-        mark[r.slot] = hit ? 1 : 0;
-        if (hit) only = r;
-      }
-      if (ties === 1 && only !== undefined) return { replica: only, branch: 'warm', work: work(only) };
+      if (ties === 1) return pick(only, 'warm');
       for (const m of g.ring.walk(req.key)) {
         const r = g.byId.get(m.id);
-        if (r !== undefined && mark[r.slot] === 1) return { replica: r, branch: 'warm', work: work(r) };
+        const i = r === undefined ? -1 : idx(r);
+        if (i >= 0 && depth[i] === best && adapterTier(r!, info.adapter) === bestTier && ok(i)) return pick(i, 'warm');
       }
-      if (only !== undefined) return { replica: only, branch: 'warm', work: work(only) }; // not on the ring (weight changed mid-flight)
+      return pick(only, 'warm'); // not on the ring (weight changed mid-flight)
     }
 
     // 2. ring order within the bound
-    for (const r of cands) mark[r.slot] = 2; // candidate marker for ring walks
     if (info.adapter === '') {
-      const hit = walk(g, req.key, mark, (r) => within(r) && headroom(r));
-      if (hit !== undefined) return { replica: hit.r, branch: hit.rank === 0 ? 'ring' : 'spill', work: work(hit.r) };
+      const hit = walk(g, req.key, idx, ok);
+      if (hit !== undefined) return pick(hit.i, hit.rank === 0 ? 'ring' : 'spill');
     } else {
-      const hot = walk(g, req.key, mark, (r) => adapterTier(r, info.adapter) === TIER_HOT && within(r) && headroom(r));
-      if (hot !== undefined) return { replica: hot.r, branch: 'adapter-hot', work: work(hot.r) };
+      const hot = walk(g, req.key, idx, (i) => adapterTier(cands[i]!, info.adapter) === TIER_HOT && ok(i));
+      if (hot !== undefined) return pick(hot.i, 'adapter-hot');
       let akey = adapterKeys.get(info.adapter);
       if (akey === undefined) {
         akey = hashString(`adapter\u0000${info.model}\u0000${info.adapter}`);
         if (adapterKeys.size > 10_000) adapterKeys.clear();
         adapterKeys.set(info.adapter, akey);
       }
-      const free = walk(g, akey, mark, (r) => adapterTier(r, info.adapter) >= TIER_FREE && within(r) && headroom(r));
-      const any = free ?? walk(g, akey, mark, (r) => within(r) && headroom(r));
-      if (any !== undefined) return { replica: any.r, branch: any.rank === 0 ? 'adapter-home' : 'adapter-spill', work: work(any.r) };
+      const any = walk(g, akey, idx, (i) => adapterTier(cands[i]!, info.adapter) >= TIER_FREE && ok(i)) ?? walk(g, akey, idx, ok);
+      if (any !== undefined) return pick(any.i, any.rank === 0 ? 'adapter-home' : 'adapter-spill');
     }
 
     // 3. least-loaded with headroom
-    return leastLoaded(info.adapter, load, work, headroom);
+    return leastLoaded(n, info.adapter, headroom, pick);
   }
 
-  function leastLoaded(adapter: string, load: Float64Array, work: (r: Replica) => number, headroom: (r: Replica) => boolean): Placement {
-    let pick: Replica | undefined;
-    let pickLoad = Infinity;
-    let pickTier = -1;
-    for (const r of cands) {
-      if (!headroom(r)) continue;
-      const l = load[r.slot]! / r.state.capacity.weight;
-      const tier = adapterTier(r, adapter);
-      if (l < pickLoad || (l === pickLoad && tier > pickTier)) {
-        pick = r;
-        pickLoad = l;
-        pickTier = tier;
+  function leastLoaded(n: number, adapter: string, headroom: (i: number) => boolean, pick: (i: number, b: Branch) => Placement): Placement {
+    let best = -1;
+    let bestLoad = Infinity;
+    let bestTier = -1;
+    for (let i = 0; i < n; i++) {
+      if (!headroom(i)) continue;
+      const l = load[i]! / wt[i]!;
+      if (l > bestLoad) continue;
+      const tier = adapter === '' ? TIER_HOT : adapterTier(cands[i]!, adapter);
+      if (l < bestLoad || tier > bestTier) {
+        best = i;
+        bestLoad = l;
+        bestTier = tier;
       }
     }
-    return pick === undefined ? SATURATED : { replica: pick, branch: 'least-loaded', work: work(pick) };
+    return best < 0 ? SATURATED : pick(best, 'least-loaded');
   }
 
   return {
@@ -192,16 +216,16 @@ export function createWarmpathPolicy(opts: PolicyOptions): Policy {
 }
 
 /**
- * The first replica in the ring order of `key` that is a candidate (mark 2)
- * and passes `ok`; rank counts candidates passed over (0 = the first candidate
- * in ring order, the key's home).
+ * The first candidate in the ring order of `key` that passes `ok`; rank counts
+ * candidates passed over (0 = the first candidate in ring order, the key's home).
  */
-function walk(g: Group, key: bigint, mark: Uint8Array, ok: (r: Replica) => boolean): { r: Replica; rank: number } | undefined {
+function walk(g: Group, key: bigint, idx: (r: Replica) => number, ok: (i: number) => boolean): { i: number; rank: number } | undefined {
   let rank = 0;
   for (const m of g.ring.walk(key)) {
     const r = g.byId.get(m.id);
-    if (r === undefined || mark[r.slot] !== 2) continue;
-    if (ok(r)) return { r, rank };
+    const i = r === undefined ? -1 : idx(r);
+    if (i < 0) continue;
+    if (ok(i)) return { i, rank };
     rank++;
   }
   return undefined;
