@@ -1,0 +1,56 @@
+import { describe, expect, it } from 'vitest';
+import { startSimServer } from '@warmpath/sim';
+import { startAgent } from '../src/index.ts';
+import { chatBody, metricValue, post, until } from './helpers.ts';
+
+describe('proxy', () => {
+  it('streams, counts in flight, and aborts upstream when the client disconnects', async () => {
+    const sim = await startSimServer({ port: 0, profile: 'tiny', speed: 0.5 });
+    const agent = await startAgent({ engineUrl: sim.url, gossip: false, scrapeIntervalMs: 50 });
+    try {
+      const ac = new AbortController();
+      const res = await fetch(`${agent.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(chatBody(sim.modelName, 's'.repeat(1000), 'long answer', { max_tokens: 2000, stream: true })),
+        signal: ac.signal,
+      });
+      expect(res.headers.get('content-type')).toContain('text/event-stream');
+      const reader = res.body!.getReader();
+      await reader.read();
+      expect(agent.state().load.inflight).toBe(1);
+      expect(agent.state().load.inflightTokens).toBeGreaterThan(2000);
+      ac.abort();
+      await until('agent idle', () => agent.state().load.inflight === 0);
+      await until('engine idle', async () => (await metricValue(`${sim.url}/metrics`, 'vllm:num_requests_running')) === 0, 5000, 50);
+      expect(await metricValue(`${agent.adminUrl}/metrics`, 'warmpath_agent_client_aborts_total')).toBe(1);
+    } finally {
+      await agent.close();
+      await sim.close();
+    }
+  });
+
+  it('answers OpenAI-shaped errors for bad input and unknown routes; passes /v1/models through', async () => {
+    const sim = await startSimServer({ port: 0, profile: 'tiny' });
+    const agent = await startAgent({ engineUrl: sim.url, gossip: false });
+    try {
+      const bad = await fetch(`${agent.url}/v1/chat/completions`, { method: 'POST', body: '{nope' });
+      expect(bad.status).toBe(400);
+      expect(((await bad.json()) as { error: { code: string } }).error.code).toBe('invalid_json');
+      expect((await post(`${agent.url}/v1/chat/completions`, { messages: [] })).status).toBe(400);
+      expect((await fetch(`${agent.url}/v1/nope`)).status).toBe(404);
+      const models = (await (await fetch(`${agent.url}/v1/models`)).json()) as { data: Array<{ id: string }> };
+      expect(models.data[0]!.id).toBe(sim.modelName);
+      const ok = await post(`${agent.url}/v1/completions`, { model: sim.modelName, prompt: 'p'.repeat(1100), max_tokens: 3 });
+      expect(ok.status).toBe(200);
+      expect(JSON.parse(ok.text).usage.prompt_tokens).toBeGreaterThan(0);
+      const digest = await fetch(`${agent.adminUrl}/warmpath/v1/digest`);
+      expect(digest.headers.get('content-type')).toBe('application/vnd.warmpath.digest+msgpack');
+      expect(Number(digest.headers.get('x-warmpath-seq'))).toBeGreaterThanOrEqual(1);
+      expect((await fetch(`${agent.adminUrl}/readyz`)).status).toBe(200);
+    } finally {
+      await agent.close();
+      await sim.close();
+    }
+  });
+});
