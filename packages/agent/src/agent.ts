@@ -99,6 +99,11 @@ export async function startAgent(overrides: Record<string, unknown> = {}): Promi
       onScrape(snap, startedAt) {
         metrics.scrapes.inc();
         core.setSnapshot(snap, startedAt);
+        if (core.cacheClearedPerCounters(snap)) {
+          metrics.cacheResets.inc({ cause: 'cleared' });
+          core.cache.reset();
+          poke(true);
+        }
         poke();
       },
       onUp() {

@@ -11,7 +11,7 @@
  *  3. Feedback from the response (cached tokens): fewer than predicted means
  *     the engine evicted what we still hold, and everything older than it went
  *     first: drop the LRU end up to the missed chunk's age and shrink the
- *     effective capacity to what remains; more than predicted means the engine
+ *     effective capacity by 10% (misses compound; one may be a cache clear); more than predicted means the engine
  *     holds more than we thought: grow the effective capacity (≤ 2× nominal).
  *  4. Reset on engine restart or cache clear (`reset`): empty, and the next
  *     publish carries no delta (from = -1), so routers pull the snapshot.
@@ -118,7 +118,8 @@ export class CacheModel {
         dropped++;
       }
       this.stats.dropped += dropped;
-      this.#effective = Math.max(1, Math.min(this.#effective, Math.max(this.#lru.size, Math.ceil(this.#nominal * 0.05))));
+      // Shrink gently: one miss may be a cache clear, not a smaller cache; repeated misses compound.
+      this.#effective = Math.max(1, Math.ceil(this.#nominal * 0.05), Math.min(this.#effective, Math.max(this.#lru.size, Math.floor(this.#effective * 0.9))));
     } else if (actual > predicted) {
       this.stats.promotions++;
       this.#effective = Math.min(this.#nominal * 2, Math.max(this.#effective, this.#lru.size + (actual - predicted)));

@@ -38,6 +38,11 @@ export class AgentCore {
   adapters: string[] = [];
   defaultEndpoints: readonly Endpoint[] = [];
   #byName = new Map<string, ModelRef>();
+  /** Cumulative prompt tokens the cache model predicted cached at admission. */
+  predictedTokens = 0;
+  /** Cumulative responses that reported cached_tokens. */
+  feedbacks = 0;
+  #clearWindow: { predicted: number; hits: number; queries: number; feedbacks: number } | undefined;
   /** Called when something routers should learn at once changed. */
   onSignificant: () => void = () => {};
 
@@ -65,6 +70,23 @@ export class AgentCore {
     const cap = this.kvCapacityTokens;
     if (this.config.cacheCapacityChunks === 0 && cap > 0) this.cache.resize(chunksFor(cap, this.config.charsPerToken, this.config.chunkChars));
     if (prevHot !== snap.hotAdapters.join(',')) this.onSignificant();
+  }
+
+  /**
+   * Cache cleared without a restart (e.g. vLLM /reset_prefix_cache), seen only
+   * in the engine's prefix counters: over one scrape interval the engine
+   * processed at least the tokens we predicted as hits, we predicted ≥ 1024
+   * hit tokens, it reported zero hits, and no response carried cached_tokens
+   * (when they do, per-request feedback corrects the model instead).
+   */
+  cacheClearedPerCounters(snap: EngineSnapshot): boolean {
+    if (snap.prefixHits === undefined || snap.prefixQueries === undefined) return false;
+    const prev = this.#clearWindow;
+    const now = { predicted: this.predictedTokens, hits: snap.prefixHits, queries: snap.prefixQueries, feedbacks: this.feedbacks };
+    this.#clearWindow = now;
+    if (prev === undefined || now.hits < prev.hits || now.queries < prev.queries) return false;
+    const predicted = now.predicted - prev.predicted;
+    return now.feedbacks === prev.feedbacks && predicted >= 1024 && now.queries - prev.queries >= predicted && now.hits === prev.hits;
   }
 
   setModels(entries: ModelEntry[]): void {
@@ -133,6 +155,7 @@ export class AgentCore {
 
   begin(info: RequestInfo, predictedChunks: number): Inflight {
     const cachedTokens = Math.min(info.promptTokens, (predictedChunks * this.config.chunkChars) / this.config.charsPerToken);
+    this.predictedTokens += cachedTokens;
     const r: Inflight = {
       need: info.promptTokens + this.config.outputReserve * info.maxTokens,
       work: Math.max(0, Math.round(info.promptTokens - cachedTokens)) + info.maxTokens,

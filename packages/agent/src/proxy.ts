@@ -244,6 +244,7 @@ export function createProxyHandler(deps: ProxyDeps): (req: IncomingMessage, res:
     const actual = atMost < predicted ? atMost : atLeast > predicted ? atLeast : predicted;
     m.predictedCached.inc(Math.round((predicted * cfg.chunkChars) / charsPerToken));
     m.reportedCached.inc(cachedTokens);
+    core.feedbacks++;
     if (actual < predicted) m.cacheCorrections.inc({ kind: 'missed' });
     else if (actual > predicted) m.cacheCorrections.inc({ kind: 'promoted' });
     core.cache.feedback(predicted, actual, actual < predicted ? stamps[actual]! : -1);

@@ -63,3 +63,24 @@ describe('CacheModel', () => {
     expect(d.added.length).toBe(0);
   });
 });
+
+describe('cache clear seen in prefix counters', async () => {
+  const { AgentCore } = await import('../src/core.ts');
+  const { agentConfig } = await import('../src/config.ts');
+  const { createMetrics } = await import('../src/metrics.ts');
+  const { emptySnapshot } = await import('../src/engines/types.ts');
+  const snap = (queries: number, hits: number) => ({ ...emptySnapshot(), prefixQueries: queries, prefixHits: hits });
+  it('fires only when predicted hits went unmatched and no per-request feedback arrived', () => {
+    const core = new AgentCore(agentConfig(), createMetrics());
+    expect(core.cacheClearedPerCounters(snap(0, 0))).toBe(false);
+    core.predictedTokens += 2000;
+    expect(core.cacheClearedPerCounters(snap(3000, 1900))).toBe(false); // hits matched
+    core.predictedTokens += 2000;
+    expect(core.cacheClearedPerCounters(snap(6000, 1900))).toBe(true); // zero new hits
+    core.predictedTokens += 2000;
+    core.feedbacks++;
+    expect(core.cacheClearedPerCounters(snap(9000, 1900))).toBe(false); // feedback handles it
+    core.predictedTokens += 2000;
+    expect(core.cacheClearedPerCounters(snap(9500, 1900))).toBe(false); // engine has not processed them yet
+  });
+});
