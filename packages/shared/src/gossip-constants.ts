@@ -1,0 +1,95 @@
+/**
+ * Tunables of the fleet gossip node (gossip.ts). Each value carries its unit;
+ * each comment ends with what changing it costs. Per-node overrides go through
+ * `GossipOptions.timing`; everything else is fixed for the whole fleet.
+ */
+
+/** Where a node listens when `listen` is not given: loopback, OS-chosen port. */
+export const DEFAULT_LISTEN: readonly string[] = Object.freeze(['/ip4/127.0.0.1/tcp/0']);
+
+/** Topic layout; the trailing number is the wire protocol's major version. */
+export const TOPIC_PREFIX = 'warmpath/';
+export const TOPIC_SUFFIX = '/state/1';
+
+/** A fleet name is a DNS-label-like token so it can sit inside a topic name. */
+export const FLEET_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
+
+/**
+ * Gossipsub heartbeat: 700 ms. The mesh is (re)built on heartbeats, so this
+ * bounds how soon a new or restarted peer starts receiving relayed messages.
+ * Lower means faster mesh repair at the cost of more control traffic per peer.
+ */
+export const HEARTBEAT_INTERVAL_MS = 700;
+
+/**
+ * Every 1 s, dial bootstrap peers that are not connected. Covers a restarted
+ * router/agent coming back on the same address (the @libp2p/bootstrap module
+ * dials once at start and libp2p's reconnect queue gives up after 5 tries).
+ * Lower means faster rejoin at the cost of more dial attempts against peers
+ * that are really gone.
+ */
+export const BOOTSTRAP_REDIAL_INTERVAL_MS = 1_000;
+
+/**
+ * One dial may take 5 s (TCP connect + pnet nonce exchange + noise + yamux).
+ * A dial with the wrong swarm key does not fail; it hangs until this timeout.
+ * Lower detects a mismatch sooner but can abort legitimate dials on a slow WAN.
+ */
+export const DIAL_TIMEOUT_MS = 5_000;
+
+/**
+ * Incoming connections must finish their upgrade within 5 s. A peer with the
+ * wrong swarm key holds one of the pending-upgrade slots this long. Lower frees
+ * slots sooner; too low breaks handshakes on slow links.
+ */
+export const INBOUND_UPGRADE_TIMEOUT_MS = 5_000;
+
+/**
+ * Warn the operator when no bootstrap peer (and no peer at all) has been
+ * connected for 12 s: a couple of dial timeouts plus slack. Lower warns sooner
+ * but may fire during a normal rolling restart of the bootstrap peers.
+ */
+export const ISOLATION_WARNING_AFTER_MS = 12_000;
+
+/**
+ * Largest payload `publish` accepts: 512 KiB. State messages are a few KB to
+ * tens of KB; full digest snapshots go over HTTP, not gossip. Raising it lets
+ * one peer make every other peer buffer and forward more per message.
+ */
+export const MAX_MESSAGE_BYTES = 512 * 1024;
+
+/**
+ * Largest length-prefixed gossipsub RPC a peer accepts: 4 MiB (the library's
+ * own default, pinned here so it is visible). Must stay well above
+ * MAX_MESSAGE_BYTES because one RPC can carry several messages.
+ */
+export const MAX_RPC_BYTES = 4 * 1024 * 1024;
+
+/**
+ * libp2p rejects a host that opens more than 5 connections per second by
+ * default. A whole fleet on one machine (sim, tests, bench) dials from one IP,
+ * so allow 100/s. Lower is a stronger guard against a misbehaving host.
+ */
+export const INBOUND_CONNECTIONS_PER_HOST_PER_S = 100;
+
+/**
+ * Connections held open at most: 300, libp2p's default. Each costs a socket
+ * and a yamux session; a fleet rarely needs more than routers + agents.
+ */
+export const MAX_CONNECTIONS = 300;
+
+/**
+ * Gossipsub's IP-colocation score penalty (default weight -5 beyond 10 peers
+ * per IP) is off: a whole fleet on one machine (sim, tests) or many agents per
+ * GPU host share an IP, and with it on, a node with more than 10 same-IP peers
+ * scores them all negative and drops them from its mesh, so messages stop being
+ * relayed through it. Turning it back on helps only against Sybil peers, which
+ * a private fleet keeps out with the swarm key instead.
+ */
+export const IP_COLOCATION_FACTOR_WEIGHT = 0;
+
+/** Stable codes of operator-facing warnings (`GossipWarning.code`). */
+export const GOSSIP_WARNING = {
+  /** No bootstrap peer and no other peer reachable for ISOLATION_WARNING_AFTER_MS. */
+  isolated: 'WARMPATH_GOSSIP_ISOLATED',
+} as const;
