@@ -55,7 +55,7 @@ export function parseLlamacppState(slotsBody: unknown, metrics: Metrics | undefi
 export function llamacppAdapter(ctx: AdapterContext): EngineAdapter {
   return {
     kind: 'llamacpp',
-    endpoints: ['chat', 'completion', 'embedding'],
+    endpoints: ['chat', 'completion'],
     async scrape(signal) {
       const [slots, metricsRes, props] = await Promise.all([
         getJson(ctx, '/slots', signal).catch(() => undefined),

@@ -29,7 +29,7 @@ export function parseSglangMetrics(m: Metrics): EngineSnapshot {
 export function sglangAdapter(ctx: AdapterContext): EngineAdapter {
   return {
     kind: 'sglang',
-    endpoints: ['chat', 'completion', 'embedding'],
+    endpoints: ['chat', 'completion'],
     async scrape(signal) {
       return parseSglangMetrics(parsePrometheus(await getOk(ctx, '/metrics', signal)));
     },

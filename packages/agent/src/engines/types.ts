@@ -42,7 +42,7 @@ export interface ModelEntry {
 
 export interface EngineAdapter {
   readonly kind: EngineKind;
-  /** Endpoints the engine serves by default. */
+  /** Endpoints the engine serves by default (embeddings need a pooling model: opt in with --endpoints). */
   readonly endpoints: readonly Endpoint[];
   scrape(signal: AbortSignal): Promise<EngineSnapshot>;
   models(signal: AbortSignal): Promise<ModelEntry[]>;

@@ -59,7 +59,7 @@ export function parseVllmMetrics(m: Metrics): EngineSnapshot {
 export function vllmAdapter(ctx: AdapterContext): EngineAdapter {
   return {
     kind: 'vllm',
-    endpoints: ['chat', 'completion', 'responses', 'embedding'],
+    endpoints: ['chat', 'completion', 'responses'],
     async scrape(signal) {
       return parseVllmMetrics(parsePrometheus(await getOk(ctx, '/metrics', signal)));
     },
