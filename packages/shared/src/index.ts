@@ -5,3 +5,4 @@ export * from './ring.ts';
 export * from './protocol.ts';
 export * from './request.ts';
 export * from './http.ts';
+export * from './gossip.ts';
