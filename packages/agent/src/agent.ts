@@ -195,9 +195,12 @@ export async function startAgent(overrides: Record<string, unknown> = {}): Promi
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> =>
     (closing ??= (async () => {
+      const announced = core.closed;
       core.closed = true;
       monitor.stop();
       pub.stop();
+      // Best effort: tell routers at once rather than letting them time the replica out.
+      if (!announced && gossip !== undefined) await Promise.race([pub.publishNow(), new Promise((r) => setTimeout(r, 500))]);
       await Promise.all([closeServer(proxyServer), adminServer !== undefined ? closeServer(adminServer) : Promise.resolve()]);
       await gossip?.stop().catch(() => {});
       await Promise.all([pool.destroy().catch(() => {}), control.destroy().catch(() => {})]);
