@@ -10,7 +10,7 @@ import { ROUTER_SCHEMA, type RouterConfig } from './config.ts';
 import { loadConfig } from '@warmpath/shared';
 import { snapshotFetcher } from './fleet/snapshot.ts';
 import { FleetView, type Replica, type ViewEvent } from './fleet/view.ts';
-import { createGossipNode, type GossipNode } from './gossip.ts';
+import { createGossipNode, type GossipNode } from '@warmpath/shared';
 import { createProxy } from './http/proxy.ts';
 import { WaitQueue } from './http/queue.ts';
 import { createHandler } from './http/server.ts';

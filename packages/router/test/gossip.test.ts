@@ -2,7 +2,7 @@
 import { encodeState } from '@warmpath/shared';
 import { request } from 'undici';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createGossipNode, type GossipNode } from '../src/gossip.ts';
+import { createGossipNode, type GossipNode } from '@warmpath/shared';
 import { startRouter, type Router } from '../src/index.ts';
 import { startFakeAgent, type FakeAgent } from './fake-agent.ts';
 import { chat, makeState } from './helpers.ts';

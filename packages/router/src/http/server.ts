@@ -41,7 +41,7 @@ export function createHandler(ctx: ServerContext): (req: IncomingMessage, res: S
     }
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       req.resume();
-      return sendError(res, path === '/v1/models' || path === '/healthz' || path === '/readyz' || path === '/metrics' ? 'method_not_allowed' : 'not_found');
+      return sendError(res, path === '/v1/models' || path === '/warmpath/v1/fleet' || path === '/healthz' || path === '/readyz' || path === '/metrics' ? 'method_not_allowed' : 'not_found');
     }
     switch (path) {
       case '/v1/models':
@@ -52,6 +52,8 @@ export function createHandler(ctx: ServerContext): (req: IncomingMessage, res: S
         const counts = ctx.view.statusCounts();
         return sendJson(res, ctx.ready() ? 200 : 503, { ready: ctx.ready(), router: ctx.id, replicas: counts });
       }
+      case '/warmpath/v1/fleet':
+        return sendJson(res, 200, fleet(ctx.view), { [HEADERS.router]: ctx.id });
       case '/metrics':
         ctx.metrics.registry.metrics().then(
           (text) => {
@@ -71,6 +73,31 @@ function authorized(req: IncomingMessage, keys: ReadonlySet<string>): boolean {
   const h = req.headers.authorization;
   if (typeof h !== 'string' || !h.startsWith('Bearer ')) return false;
   return keys.has(h.slice(7).trim());
+}
+
+/** The router's fleet view as JSON: what it would route on, for operators, the demo and the status page. */
+export function fleet(view: FleetView): { fleet: string; replicas: Array<Record<string, unknown>> } {
+  const now = view.now();
+  const replicas = [...view.replicas.values()]
+    .map((r) => ({
+      id: r.id,
+      status: r.state.status,
+      fresh: view.fresh(r, now),
+      ageMs: Math.round(now - r.receivedAt),
+      chunkMismatch: r.chunkMismatch,
+      url: r.state.url,
+      engine: r.state.engine,
+      models: r.state.models,
+      adapters: r.state.adapters,
+      hotAdapters: r.state.hotAdapters,
+      capacity: r.state.capacity,
+      load: r.state.load,
+      digestSize: r.digest.size,
+      boot: r.state.boot,
+      seq: r.state.seq,
+    }))
+    .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  return { fleet: view.fleet, replicas };
 }
 
 /** OpenAI's model list: base models, and adapters with `parent` (vLLM's shape). */
