@@ -6,6 +6,10 @@
 import { createConsistentHashPolicy, createLeastRequestPolicy, createPowerOfTwoPolicy, createRoundRobinPolicy } from './simple.ts';
 import type { Policy, PolicyFactory, PolicyOptions } from './types.ts';
 import { createWarmpathPolicy } from './warmpath.ts';
+import { createDynamoKvPolicy } from './peers/dynamo.ts';
+import { createKubeaiPrefixHashPolicy } from './peers/kubeai.ts';
+import { createLlmdPolicy } from './peers/llmd.ts';
+import { createSglangCacheAwarePolicy } from './peers/sglang.ts';
 
 export const POLICIES = new Map<string, PolicyFactory>([
   ['warmpath', createWarmpathPolicy],
@@ -13,6 +17,12 @@ export const POLICIES = new Map<string, PolicyFactory>([
   ['least-request', () => createLeastRequestPolicy()],
   ['power-of-two', (o) => createPowerOfTwoPolicy(o)],
   ['consistent-hash', () => createConsistentHashPolicy()],
+  // Faithful emulations of the peers' policies (BASELINES.md), for side-by-side benchmarks.
+  ['sglang-cache-aware', () => createSglangCacheAwarePolicy()],
+  ['llm-d-approx', (o) => createLlmdPolicy('approx', o)],
+  ['llm-d-precise', (o) => createLlmdPolicy('precise', o)],
+  ['dynamo-kv', (o) => createDynamoKvPolicy(o)],
+  ['kubeai-prefix-hash', () => createKubeaiPrefixHashPolicy()],
 ]);
 
 export function registerPolicy(name: string, factory: PolicyFactory): void {

@@ -29,6 +29,14 @@ export const BRANCHES = [
   'retry', // placed again after a replica refused or failed to connect
   'saturated', // no replica has room: queue, then 429 fleet_saturated
   'no-replica', // no eligible replica at all: 503 no_replica
+  // The peers' emulations (placement/peers/), named after each peer's own decision paths.
+  'sglang-balance', // SGLang cache_aware: imbalanced, least in-flight
+  'sglang-cache-hit', // SGLang cache_aware: match rate above cache_threshold
+  'sglang-least-load', // SGLang cache_aware: low match rate, least in-flight
+  'llm-d-score', // llm-d endpoint picker: max weighted score
+  'dynamo-cost', // Dynamo KV router: minimum cost
+  'kubeai-home', // KubeAI PrefixHash: the key's ring home
+  'kubeai-walk', // KubeAI PrefixHash: a later endpoint clockwise (bounded load)
 ] as const;
 export type KnownBranch = (typeof BRANCHES)[number];
 /** Emulations may add their own branch names. */

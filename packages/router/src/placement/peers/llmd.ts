@@ -1,0 +1,138 @@
+/**
+ * Emulation of the llm-d / Gateway API Inference Extension endpoint picker
+ * (BASELINES.md), approximate and precise variants.
+ *
+ * Steps:
+ *  1. Saturation detector: a pod with waiting queue ≥ 5 or KV usage ≥ 0.8 (or
+ *     metrics older than the staleness bound) is saturated; if every candidate
+ *     is, the request is queued/shed rather than sent to a colder pod.
+ *  2. Scorers, weighted: prefix-cache 3, KV-cache utilization 2, queue 2 (and
+ *     LoRA affinity 1 for adapter requests: 1.0 active, 0.8 free slot, 0 full).
+ *     - approximate prefix: the prompt bytes (chat: the JSON of the messages)
+ *       in 64-character blocks, chained xxhash64 seeded with the model name,
+ *       at most 256 blocks; an LRU index per pod of 31,250 blocks, updated
+ *       with the pod it picked (this router's own history only);
+ *       score = longest consecutive matched blocks / total blocks.
+ *     - precise prefix: the same score from the engines' true cache contents;
+ *       here the replicas' published digests (Warmpath's stand-in for KV
+ *       events): matched chunks / total chunks.
+ *     - KV: 1 − KV usage. Queue: min-max normalized waiting (shortest → 1).
+ *  3. Max total score; ties broken at random.
+ * Deviation: GIE scrapes every 50 ms and treats metrics older than 200 ms as
+ * stale; Warmpath states arrive every 250 ms, so the bound here is 1 s.
+ * Complexity: O(candidates + blocks).
+ */
+import { chainHashes, prefixSeed, stableJson } from '@warmpath/shared';
+import type { Replica } from '../../fleet/view.ts';
+import { candidates } from '../eligible.ts';
+import { NO_REPLICA, SATURATED, type Placement, type PlacementRequest, type Policy, type PolicyOptions } from '../types.ts';
+
+export const LLMD_DEFAULTS = {
+  prefixWeight: 3,
+  kvWeight: 2,
+  queueWeight: 2,
+  loraWeight: 1,
+  blockChars: 64,
+  maxBlocks: 256,
+  lruBlocksPerPod: 31_250,
+  saturationQueue: 5,
+  saturationKv: 0.8,
+  staleMs: 1_000,
+} as const;
+
+class Lru {
+  readonly #m = new Map<bigint, true>();
+  readonly #cap: number;
+  constructor(cap: number) {
+    this.#cap = cap;
+  }
+  has(h: bigint): boolean {
+    return this.#m.has(h);
+  }
+  add(h: bigint): void {
+    this.#m.delete(h);
+    this.#m.set(h, true);
+    if (this.#m.size > this.#cap) this.#m.delete(this.#m.keys().next().value!);
+  }
+}
+
+function promptBytes(req: PlacementRequest): string {
+  const b = req.body;
+  if (b === undefined) return '';
+  if (Array.isArray(b.messages)) return stableJson(b.messages);
+  if (typeof b.prompt === 'string') return b.prompt;
+  return stableJson(b.input ?? b.prompt ?? '');
+}
+
+export function createLlmdPolicy(variant: 'approx' | 'precise', opts: Pick<PolicyOptions, 'random'> = {}): Policy {
+  const d = LLMD_DEFAULTS;
+  const random = opts.random ?? Math.random;
+  const index = new Map<string, Lru>(); // pod id → blocks it was sent
+  const cands: Replica[] = [];
+  const blocksOf = new WeakMap<object, BigUint64Array>();
+  const blocks = (req: PlacementRequest): BigUint64Array => {
+    const key = req.body ?? req.info;
+    let h = blocksOf.get(key);
+    if (h === undefined) blocksOf.set(key, (h = chainHashes(promptBytes(req), d.blockChars, prefixSeed(req.info.requested), d.maxBlocks)));
+    return h;
+  };
+
+  return {
+    name: variant === 'approx' ? 'llm-d-approx' : 'llm-d-precise',
+    place(req, view, local): Placement {
+      candidates(req, view, local, cands);
+      const n = cands.length;
+      if (n === 0) return NO_REPLICA;
+      const saturated = (r: Replica): boolean => {
+        const s = r.state;
+        const kv = s.capacity.kvTokens > 0 ? s.load.kvUsedTokens / s.capacity.kvTokens : 0;
+        return s.load.waiting >= d.saturationQueue || kv >= d.saturationKv || req.now - r.receivedAt > d.staleMs;
+      };
+      if (cands.every(saturated)) return SATURATED;
+
+      let prefix: (r: Replica) => number;
+      if (variant === 'approx') {
+        const h = blocks(req);
+        prefix = (r) => {
+          const lru = index.get(r.id);
+          if (lru === undefined || h.length === 0) return 0;
+          let i = 0;
+          while (i < h.length && lru.has(h[i]!)) i++;
+          return i / h.length;
+        };
+      } else {
+        view.scanWarmth(req.info.hashes);
+        const total = req.info.hashes.length;
+        prefix = (r) => (total === 0 ? 0 : view.depthOf(r.slot) / total);
+      }
+      let qMin = Infinity;
+      let qMax = -Infinity;
+      for (const r of cands) {
+        qMin = Math.min(qMin, r.state.load.waiting);
+        qMax = Math.max(qMax, r.state.load.waiting);
+      }
+      const adapter = req.info.adapter;
+      let best = -Infinity;
+      let picks: Replica[] = [];
+      for (const r of cands) {
+        const s = r.state;
+        const kv = s.capacity.kvTokens > 0 ? s.load.kvUsedTokens / s.capacity.kvTokens : 0;
+        const queue = qMax === qMin ? 1 : (qMax - s.load.waiting) / (qMax - qMin);
+        let score = d.prefixWeight * prefix(r) + d.kvWeight * (1 - kv) + d.queueWeight * queue;
+        if (adapter !== '')
+          score += d.loraWeight * (s.hotAdapters.includes(adapter) ? 1 : s.hotAdapters.length < s.capacity.adapterSlots ? 0.8 : 0);
+        if (score > best + 1e-12) {
+          best = score;
+          picks = [r];
+        } else if (Math.abs(score - best) <= 1e-12) picks.push(r);
+      }
+      return { replica: picks[Math.floor(random() * picks.length)]!, branch: 'llm-d-score' };
+    },
+    onDispatch(req, replica) {
+      if (variant !== 'approx') return;
+      let lru = index.get(replica.id);
+      if (lru === undefined) index.set(replica.id, (lru = new Lru(d.lruBlocksPerPod)));
+      for (const h of blocks(req)) lru.add(h);
+    },
+  };
+}
