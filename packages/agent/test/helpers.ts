@@ -1,8 +1,8 @@
 /** Test helpers: a gossip subscriber that mirrors one agent's digest, and waiting on conditions. */
 import { decodeSnapshot, decodeState } from '@warmpath/shared';
 import type { ReplicaState } from '@warmpath/shared';
-import { createGossipNode } from '../src/gossip.ts';
-import type { GossipNode } from '../src/gossip.ts';
+import { createGossipNode } from '@warmpath/shared';
+import type { GossipNode } from '@warmpath/shared';
 
 export interface Subscriber {
   node: GossipNode;
