@@ -152,21 +152,19 @@ export async function startAgent(overrides: Record<string, unknown> = {}): Promi
     await gossip.start();
   }
 
-  let adminServer: Server | undefined;
-  const adminPlaceholder = { url: '' };
   const pub = new Publisher(core, {
     fleet: config.fleet,
     replica,
     boot,
     bootAt,
     url,
-    admin: '',
+    admin: '', // set once the admin port is bound (the admin handler needs the publisher)
     engine,
     intervalMs: config.publishIntervalMs,
     minGapMs: config.minPublishGapMs,
     send: gossip === undefined ? undefined : (bytes) => gossip.publish(bytes),
   });
-  adminServer = createServer(
+  const adminServer = createServer(
     createAdminHandler({
       core,
       publisher: pub,
@@ -183,8 +181,8 @@ export async function startAgent(overrides: Record<string, unknown> = {}): Promi
     }),
   );
   const adminAddr = await listen(adminServer, config.adminPort, config.host);
-  adminPlaceholder.url = `http://${advertise}:${adminAddr.port}`;
-  pub.setAdmin(adminPlaceholder.url);
+  const adminUrl = `http://${advertise}:${adminAddr.port}`;
+  pub.setAdmin(adminUrl);
   publisher = pub;
 
   await monitor.start();
@@ -200,7 +198,7 @@ export async function startAgent(overrides: Record<string, unknown> = {}): Promi
       pub.stop();
       // Best effort: tell routers at once rather than letting them time the replica out.
       if (!announced && gossip !== undefined) await Promise.race([pub.publishNow(), new Promise((r) => setTimeout(r, 500))]);
-      await Promise.all([closeServer(proxyServer), adminServer !== undefined ? closeServer(adminServer) : Promise.resolve()]);
+      await Promise.all([closeServer(proxyServer), closeServer(adminServer)]);
       await gossip?.stop().catch(() => {});
       await Promise.all([pool.destroy().catch(() => {}), control.destroy().catch(() => {})]);
     })());
@@ -220,7 +218,7 @@ export async function startAgent(overrides: Record<string, unknown> = {}): Promi
 
   return {
     url,
-    adminUrl: adminPlaceholder.url,
+    adminUrl,
     peerAddrs: gossip?.multiaddrs() ?? [],
     peerId: gossip?.peerId,
     replica,
