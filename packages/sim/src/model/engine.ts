@@ -160,6 +160,10 @@ export interface ProbeResult {
   readonly kvTotalBlocks: number;
   readonly adapterHot: boolean;
   readonly adapterSlotsFree: number;
+  /** Prompt tokens of queued and running requests still to prefill, ahead of this one. */
+  readonly pendingPrefillTokens: number;
+  /** The model's own estimate of this prompt's TTFT if it arrived now (the benchmark's oracle). */
+  readonly predictedTtftMs: number;
 }
 
 export class EngineError extends Error {
@@ -456,7 +460,23 @@ export class EngineModel {
   probe(promptTokens: number, blockHashes: BigUint64Array, adapter = ''): ProbeResult {
     const maxHit = Math.floor((promptTokens - 1) / this.blockSize);
     const hit = this.enablePrefixCaching ? this.pool.match(blockHashes, maxHit) : 0;
+    // Work ahead: every prompt token not yet computed, FCFS; then this prompt's uncached part.
+    let pending = 0;
+    let context = 0;
+    for (const s of this.running) {
+      pending += Math.max(0, s.promptTokens - s.computed);
+      context += s.computed;
+    }
+    for (const s of this.waiting) pending += Math.max(0, s.promptTokens - s.computed);
+    for (const s of this.arriving) pending += s.promptTokens;
+    const work = pending + promptTokens - hit * this.blockSize;
+    const p = this.profile;
+    const steps = Math.max(1, Math.ceil(work / p.maxNumBatchedTokens));
+    const loraMs = adapter !== '' && !this.gpuLoras.includes(adapter) ? p.loraLoadMs : 0;
+    const predictedTtftMs = this.frontendDelayMs(promptTokens) + steps * stepTimeMs(p, context, 0, 0) + (work / p.prefillTokensPerS) * 1e3 + loraMs;
     return {
+      pendingPrefillTokens: pending,
+      predictedTtftMs,
       promptTokens,
       cachedTokens: hit * this.blockSize,
       running: this.running.length,
