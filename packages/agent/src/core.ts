@@ -1,7 +1,13 @@
 /**
  * The agent's shared state: engine view, cache model, in-flight work,
  * status. The proxy, the publisher and the admin API read and update it;
- * nothing here does I/O.
+ * nothing here does I/O and the clock is injected, so the discrete-event
+ * fleet simulator runs this same logic in virtual time.
+ *
+ * Per request: `admit(info)` (admission decision; on admit, predict the
+ * cached prefix, start the in-flight record and record the chain in the
+ * cache model) → the engine answers → `feedback(…)` with the engine's
+ * cached_tokens → `end(flight)`.
  */
 import type { Endpoint, ModelRef, ReplicaCapacity, ReplicaLoad, ReplicaStatus, RequestInfo } from '@warmpath/shared';
 import { admit } from './admission.ts';
@@ -10,6 +16,18 @@ import { CacheModel, chunksFor } from './cache-model.ts';
 import type { AgentConfig } from './config.ts';
 import type { EngineSnapshot, ModelEntry } from './engines/types.ts';
 import type { AgentMetrics } from './metrics.ts';
+
+/** Tokens of slack when turning cached_tokens into chunks: engines never report the last block of a prompt as cached. */
+const FEEDBACK_SLACK_TOKENS = 32;
+
+/** An admitted request: its in-flight record and what the cache model predicted for it. */
+export interface Admitted {
+  flight: Inflight;
+  /** Chunks the cache model predicted cached. */
+  predicted: number;
+  /** LRU stamps of the predicted chunks at admission (-1: recorded by a request still in flight). */
+  stamps: Float64Array;
+}
 
 export interface Inflight {
   need: number;
@@ -46,9 +64,12 @@ export class AgentCore {
   /** Called when something routers should learn at once changed. */
   onSignificant: () => void = () => {};
 
-  constructor(config: AgentConfig, metrics: AgentMetrics) {
+  /** Monotonic clock, ms (performance.now() in the agent, virtual time in the simulator). */
+  readonly now: () => number;
+  constructor(config: AgentConfig, metrics: AgentMetrics, now: () => number = () => performance.now()) {
     this.config = config;
     this.metrics = metrics;
+    this.now = now;
     this.cache = new CacheModel({ capacity: config.cacheCapacityChunks > 0 ? config.cacheCapacityChunks : INITIAL_CHUNKS });
   }
 
@@ -159,7 +180,7 @@ export class AgentCore {
     const r: Inflight = {
       need: info.promptTokens + this.config.outputReserve * info.maxTokens,
       work: Math.max(0, Math.round(info.promptTokens - cachedTokens)) + info.maxTokens,
-      admittedAt: performance.now(),
+      admittedAt: this.now(),
       firstByte: false,
       startStamp: this.cache.stampNow,
     };
@@ -189,6 +210,44 @@ export class AgentCore {
     const w = this.#idleWaiters;
     this.#idleWaiters = [];
     for (const f of w) f();
+  }
+
+  /**
+   * Admission control and bookkeeping for one described request: a reject
+   * reason, or the admitted record (in flight, chain recorded in the cache model).
+   */
+  admit(info: RequestInfo): { reason: RejectReason } | Admitted {
+    const reason = this.check(info);
+    if (reason !== undefined) return { reason };
+    const cache = this.cache;
+    const predicted = cache.predict(info.hashes);
+    const stamps = new Float64Array(predicted);
+    for (let i = 0; i < predicted; i++) stamps[i] = cache.stampOf(info.hashes[i]!);
+    // Chunks recorded by requests still in flight may not be in the engine yet; a miss there is no eviction.
+    const guard = this.inflightStampFloor();
+    for (let i = 0; i < predicted; i++) if (stamps[i]! > guard) stamps[i] = -1;
+    const flight = this.begin(info, predicted);
+    cache.record(info.hashes);
+    return { flight, predicted, stamps };
+  }
+
+  /** The engine's answer for an admitted request: correct the cache model with its cached_tokens. */
+  feedback(info: RequestInfo, a: Admitted, cachedTokens: number, promptTokens: number | undefined): void {
+    if (info.hashes.length === 0) return;
+    const cfg = this.config;
+    const m = this.metrics;
+    const charsPerToken = promptTokens !== undefined && promptTokens > 0 ? info.promptChars / promptTokens : cfg.charsPerToken;
+    // Lenient for misses (slack: the engine never reports a prompt's last block), strict for promotions.
+    const atMost = Math.min(info.hashes.length, Math.floor(((cachedTokens + (cachedTokens > 0 ? FEEDBACK_SLACK_TOKENS : 0)) * charsPerToken) / cfg.chunkChars));
+    const atLeast = Math.min(info.hashes.length, Math.floor((cachedTokens * charsPerToken) / cfg.chunkChars));
+    const predicted = a.predicted;
+    const actual = atMost < predicted ? atMost : atLeast > predicted ? atLeast : predicted;
+    m.predictedCached.inc(Math.round((predicted * cfg.chunkChars) / charsPerToken));
+    m.reportedCached.inc(cachedTokens);
+    this.feedbacks++;
+    if (actual < predicted) m.cacheCorrections.inc({ kind: 'missed' });
+    else if (actual > predicted) m.cacheCorrections.inc({ kind: 'promoted' });
+    this.cache.feedback(predicted, actual, actual < predicted ? a.stamps[actual]! : -1);
   }
 
   capacity(): ReplicaCapacity {

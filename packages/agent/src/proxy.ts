@@ -21,7 +21,7 @@ import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:
 import type { Dispatcher } from 'undici';
 import { describeRequest, HEADERS, parseJsonBody, readBody, ROUTES, sendError, sseErrorEvent, WarmpathError } from '@warmpath/shared';
 import type { RequestInfo } from '@warmpath/shared';
-import type { AgentCore, Inflight } from './core.ts';
+import type { Admitted, AgentCore } from './core.ts';
 import { UsageTap } from './usage.ts';
 
 const HOP_BY_HOP = new Set([
@@ -50,9 +50,6 @@ function responseHeaders(h: Record<string, string | string[] | undefined>): Reco
 }
 
 const CONNECT_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'EHOSTUNREACH', 'ENOTFOUND', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_SOCKET', 'EPIPE']);
-
-/** Tokens of slack when turning cached_tokens into chunks: engines never report the last block of a prompt as cached. */
-const FEEDBACK_SLACK_TOKENS = 32;
 
 export interface ProxyDeps {
   core: AgentCore;
@@ -131,30 +128,21 @@ export function createProxyHandler(deps: ProxyDeps): (req: IncomingMessage, res:
       res.destroy();
       return;
     }
-    const reason = core.check(info);
-    if (reason !== undefined) {
+    const admitted = core.admit(info);
+    if ('reason' in admitted) {
+      const reason = admitted.reason;
       m.rejected.inc({ reason });
       return sendError(res, 'admission_rejected', `This replica cannot take the request now (${reason}); try another replica.`, {
         headers: { [HEADERS.rejectReason]: reason },
       });
     }
-    // Admit.
-    const cache = core.cache;
-    const predicted = cache.predict(info.hashes);
-    const stamps = new Float64Array(predicted);
-    for (let i = 0; i < predicted; i++) stamps[i] = cache.stampOf(info.hashes[i]!);
-    // Chunks recorded by requests still in flight may not be in the engine yet; a miss there is no eviction.
-    const guard = core.inflightStampFloor();
-    for (let i = 0; i < predicted; i++) if (stamps[i]! > guard) stamps[i] = -1;
-    const flight = core.begin(info, predicted);
-    cache.record(info.hashes);
     m.admitted.inc();
     m.overhead.observe((performance.now() - t0) / 1000);
     deps.poke();
     try {
-      await forward(req, res, url, body, info, flight, predicted, stamps, t0);
+      await forward(req, res, url, body, info, admitted, t0);
     } finally {
-      core.end(flight);
+      core.end(admitted.flight);
       m.duration.observe((performance.now() - t0) / 1000);
     }
   }
@@ -165,9 +153,7 @@ export function createProxyHandler(deps: ProxyDeps): (req: IncomingMessage, res:
     url: string,
     body: Buffer,
     info: RequestInfo,
-    flight: Inflight,
-    predicted: number,
-    stamps: Float64Array,
+    admitted: Admitted,
     t0: number,
   ): Promise<void> {
     const ac = new AbortController();
@@ -211,7 +197,7 @@ export function createProxyHandler(deps: ProxyDeps): (req: IncomingMessage, res:
       for await (const chunk of upstream.body as AsyncIterable<Buffer>) {
         if (first) {
           first = false;
-          flight.firstByte = true;
+          admitted.flight.firstByte = true;
           m.firstByte.observe((performance.now() - t0) / 1000);
         }
         tap?.write(chunk);
@@ -232,22 +218,7 @@ export function createProxyHandler(deps: ProxyDeps): (req: IncomingMessage, res:
       res.off('close', onClose);
     }
     const usage = tap?.end();
-    if (usage?.cachedTokens !== undefined && info.hashes.length > 0) feedback(info, usage.cachedTokens, usage.promptTokens, predicted, stamps);
-  }
-
-  function feedback(info: RequestInfo, cachedTokens: number, promptTokens: number | undefined, predicted: number, stamps: Float64Array): void {
-    const cfg = core.config;
-    const charsPerToken = promptTokens !== undefined && promptTokens > 0 ? info.promptChars / promptTokens : cfg.charsPerToken;
-    // Lenient for misses (slack: the engine never reports a prompt's last block), strict for promotions.
-    const atMost = Math.min(info.hashes.length, Math.floor(((cachedTokens + (cachedTokens > 0 ? FEEDBACK_SLACK_TOKENS : 0)) * charsPerToken) / cfg.chunkChars));
-    const atLeast = Math.min(info.hashes.length, Math.floor((cachedTokens * charsPerToken) / cfg.chunkChars));
-    const actual = atMost < predicted ? atMost : atLeast > predicted ? atLeast : predicted;
-    m.predictedCached.inc(Math.round((predicted * cfg.chunkChars) / charsPerToken));
-    m.reportedCached.inc(cachedTokens);
-    core.feedbacks++;
-    if (actual < predicted) m.cacheCorrections.inc({ kind: 'missed' });
-    else if (actual > predicted) m.cacheCorrections.inc({ kind: 'promoted' });
-    core.cache.feedback(predicted, actual, actual < predicted ? stamps[actual]! : -1);
+    if (usage?.cachedTokens !== undefined) core.feedback(info, admitted, usage.cachedTokens, usage.promptTokens);
   }
 
   async function passthrough(req: IncomingMessage, res: ServerResponse, url: string): Promise<void> {

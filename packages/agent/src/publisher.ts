@@ -27,6 +27,8 @@ export interface PublisherOptions {
   minGapMs: number;
   /** Sends bytes; undefined = no gossip (state is still built and counted). */
   send: ((bytes: Uint8Array) => Promise<unknown>) | undefined;
+  /** Wall clock for `sentAt`, ms since the epoch (virtual time in the fleet simulator). */
+  wallClock?: () => number;
 }
 
 export class Publisher {
@@ -72,7 +74,7 @@ export class Publisher {
   /** Publish soon if the state changed significantly since the last message. */
   poke(force = false): void {
     if (!this.#running || this.#soon !== undefined) return;
-    if (!force && !this.#significant()) return;
+    if (!force && !this.significant()) return;
     const wait = Math.max(0, this.#lastAt + this.#o.minGapMs - performance.now());
     this.#soon = setTimeout(() => {
       this.#soon = undefined;
@@ -117,7 +119,7 @@ export class Publisher {
       boot: this.#o.boot,
       bootAt: this.#o.bootAt,
       seq,
-      sentAt: Date.now(),
+      sentAt: (this.#o.wallClock ?? Date.now)(),
       url: this.#o.url,
       admin: this.#o.admin,
       engine: this.#o.engine,
@@ -144,7 +146,8 @@ export class Publisher {
     this.#timer.unref?.();
   }
 
-  #significant(): boolean {
+  /** Has the state changed enough since the last message that routers should hear it now? */
+  significant(): boolean {
     const last = this.#last;
     const core = this.#core;
     if (last === undefined) return true;
