@@ -3,7 +3,7 @@
  * JSON state, liveness, readiness, Prometheus metrics.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { encodeSnapshot, PROTOCOL_VERSION, sendError, sendJson, SNAPSHOT_CONTENT_TYPE } from '@warmpath/shared';
+import { encodeSnapshot, sendError, sendJson, SNAPSHOT_CONTENT_TYPE } from '@warmpath/shared';
 import type { AgentCore } from './core.ts';
 import type { Publisher } from './publisher.ts';
 
@@ -23,14 +23,7 @@ export function createAdminHandler(deps: AdminDeps): (req: IncomingMessage, res:
     if (req.method !== 'GET' && req.method !== 'HEAD') return sendError(res, 'method_not_allowed');
     switch (path) {
       case '/warmpath/v1/digest': {
-        const body = encodeSnapshot({
-          v: PROTOCOL_VERSION,
-          replica: deps.replica,
-          boot: deps.boot,
-          seq: publisher.seq,
-          chunkChars: core.config.chunkChars,
-          hashes: core.cache.published(),
-        });
+        const body = encodeSnapshot(publisher.snapshot());
         res.writeHead(200, { 'content-type': SNAPSHOT_CONTENT_TYPE, 'content-length': body.byteLength, 'x-warmpath-seq': publisher.seq });
         res.end(body);
         return;

@@ -12,7 +12,7 @@
  * message costs a receiver one snapshot pull (it sees the gap in `from`).
  */
 import { encodeState, LIMITS, PROTOCOL_VERSION } from '@warmpath/shared';
-import type { EngineKind, ReplicaState } from '@warmpath/shared';
+import type { DigestSnapshot, EngineKind, ReplicaState } from '@warmpath/shared';
 import type { AgentCore } from './core.ts';
 
 export interface PublisherOptions {
@@ -104,6 +104,18 @@ export class Publisher {
       }
     }
     return state;
+  }
+
+  /** The full digest as of the last published message (served to routers that missed deltas). */
+  snapshot(): DigestSnapshot {
+    return {
+      v: PROTOCOL_VERSION,
+      replica: this.#o.replica,
+      boot: this.#o.boot,
+      seq: this.#seq,
+      chunkChars: this.#core.config.chunkChars,
+      hashes: this.#core.cache.published(),
+    };
   }
 
   /** Next message (advances seq and takes the delta). */

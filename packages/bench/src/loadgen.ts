@@ -50,6 +50,8 @@ export interface LoadOptions {
   onResult?: (r: RequestResult, done: number, total: number) => void;
   /** Caps concurrent requests (closed-loop safety); default unlimited. */
   maxInFlight?: number;
+  /** Picks the base URL per request instead of the targets (the oracle sends straight to a replica). */
+  chooseTarget?: (p: PlannedRequest) => Promise<string>;
 }
 
 const dispatcher = new Agent({ connections: 512, pipelining: 1, keepAliveTimeout: 30_000, headersTimeout: 0, bodyTimeout: 0 });
@@ -147,10 +149,11 @@ export async function runLoad(plan: readonly PlannedRequest[], targets: readonly
     const delay = t0 + p.at - performance.now();
     if (delay > 1) await new Promise((r) => setTimeout(r, delay));
     if (opts.maxInFlight !== undefined) while (inFlight >= opts.maxInFlight) await new Promise<void>((r) => waiters.push(r));
-    const ti = (p.target ?? i) % targets.length;
+    const ti = (p.target ?? i) % Math.max(1, targets.length);
     inFlight++;
+    const target = opts.chooseTarget !== undefined ? opts.chooseTarget(p) : Promise.resolve(targets[ti]!);
     pending.push(
-      runOne(targets[ti]!, p, ti, opts.timeoutMs).then((r) => {
+      target.then((t) => runOne(t, p, ti, opts.timeoutMs)).then((r) => {
         inFlight--;
         done++;
         results.push(r);

@@ -1,0 +1,106 @@
+/**
+ * Live mode: every policy runs on a fresh fleet of real processes — simulator
+ * replicas, agents, routers, real gossip — driven by the HTTP load generator.
+ * A fresh fleet per policy means no policy inherits another's warm caches or
+ * loaded adapters.
+ *
+ * Time: the simulators run `timeScale` times faster than wall time, the plan
+ * is compressed by the same factor, and client-side times are multiplied back,
+ * so every figure is in simulated milliseconds.
+ *
+ * The oracle is not a router: for each request it probes every simulator's
+ * true cache and queue (POST /sim/v1/probe) and sends the request straight to
+ * the agent of the replica with the lowest predicted TTFT.
+ */
+import type { ProbeResult } from '@warmpath/sim';
+import { diffTotals, readSims } from './engines.ts';
+import { startFleet } from './fleet.ts';
+import { runLoad, type PlannedRequest, type RequestResult } from './loadgen.ts';
+import { summarize, type PolicyResult } from './report.ts';
+import type { Scenario } from './scenarios.ts';
+
+export interface LiveOptions {
+  scenario: Scenario;
+  plan: PlannedRequest[];
+  policy: string;
+  replicas: number;
+  routers: number;
+  timeScale: number;
+  /** Simulated seconds the plan spans (for throughput). */
+  durationS: number;
+  onProgress?: (done: number, total: number) => void;
+  log?: (line: string) => void;
+}
+
+async function oracleTarget(simUrls: string[], agentUrls: string[], p: PlannedRequest): Promise<string> {
+  const body = JSON.stringify(p.body);
+  const probes = await Promise.all(
+    simUrls.map(async (u) => {
+      try {
+        const res = await fetch(`${u}/sim/v1/probe`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+        return res.ok ? ((await res.json()) as ProbeResult) : undefined;
+      } catch {
+        return undefined;
+      }
+    }),
+  );
+  let best = 0;
+  let bestT = Infinity;
+  probes.forEach((pr, i) => {
+    if (pr !== undefined && pr.predictedTtftMs < bestT) {
+      bestT = pr.predictedTtftMs;
+      best = i;
+    }
+  });
+  return agentUrls[best]!;
+}
+
+export async function runLive(o: LiveOptions): Promise<PolicyResult> {
+  const shape = o.scenario.fleet;
+  const oracle = o.policy === 'oracle';
+  const fleet = await startFleet({
+    replicas: o.replicas,
+    routers: oracle ? 0 : o.routers,
+    profile: shape.profile,
+    speed: o.timeScale,
+    ...(shape.adapters !== undefined ? { adapters: shape.adapters } : {}),
+    ...(shape.maxLoras !== undefined ? { maxLoras: shape.maxLoras } : {}),
+    policy: oracle ? 'warmpath' : o.policy,
+  });
+  try {
+    if (!oracle) await fleet.waitConverged(30_000);
+    const simUrls = fleet.sims.map((s) => s.info.url!);
+    const agentUrls = fleet.agents.map((a) => a.info.proxy!);
+    const before = await readSims(simUrls);
+    const load: Array<{ t: number; running: number[] }> = [];
+    const t0 = Date.now();
+    const sampler = setInterval(() => {
+      readSims(simUrls).then(
+        (r) => load.push({ t: (Date.now() - t0) * o.timeScale, running: r.running }),
+        () => {},
+      );
+    }, Math.max(100, 1000 / o.timeScale));
+    const plan = o.plan.map((p) => ({ ...p, at: p.at / o.timeScale }));
+    let results: RequestResult[];
+    try {
+      results = await runLoad(plan, fleet.routerUrls, {
+        onResult: (_r, done, total) => o.onProgress?.(done, total),
+        ...(oracle ? { chooseTarget: (p: PlannedRequest) => oracleTarget(simUrls, agentUrls, p) } : {}),
+      });
+    } finally {
+      clearInterval(sampler);
+    }
+    for (const r of results) {
+      r.ttftMs *= o.timeScale;
+      r.e2eMs *= o.timeScale;
+      for (let i = 0; i < r.itlMs.length; i++) r.itlMs[i]! *= o.timeScale;
+    }
+    const totals = diffTotals((await readSims(simUrls)).totals, before.totals);
+    const branches: Record<string, number> = {};
+    for (const r of results) if (r.route !== undefined) branches[r.route] = (branches[r.route] ?? 0) + 1;
+    const spills = (branches.spill ?? 0) + (branches['adapter-spill'] ?? 0);
+    return summarize(o.policy, { routers: oracle ? 0 : o.routers, replicas: o.replicas }, results, totals, o.durationS, { spills, branches, perReplicaLoad: load });
+  } finally {
+    await fleet.stop();
+  }
+}
