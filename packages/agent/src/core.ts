@@ -32,6 +32,8 @@ export interface Admitted {
 export interface Inflight {
   need: number;
   work: number;
+  /** Uncached prompt tokens, counted in the prefill queue until the first token. */
+  prefill: number;
   admittedAt: number;
   firstByte: boolean;
   /** Cache stamp before this request recorded its chain. */
@@ -47,6 +49,8 @@ export class AgentCore {
   readonly cache: CacheModel;
   readonly inflight = new Set<Inflight>();
   inflightTokens = 0;
+  /** Σ prefill of in-flight requests without a first token yet. */
+  pendingPrefillTokens = 0;
   draining = false;
   closed = false;
   engineUp = false;
@@ -177,23 +181,34 @@ export class AgentCore {
   begin(info: RequestInfo, predictedChunks: number): Inflight {
     const cachedTokens = Math.min(info.promptTokens, (predictedChunks * this.config.chunkChars) / this.config.charsPerToken);
     this.predictedTokens += cachedTokens;
+    const prefill = Math.max(0, Math.round(info.promptTokens - cachedTokens));
     const r: Inflight = {
       need: info.promptTokens + this.config.outputReserve * info.maxTokens,
-      work: Math.max(0, Math.round(info.promptTokens - cachedTokens)) + info.maxTokens,
+      work: prefill + info.maxTokens,
+      prefill,
       admittedAt: this.now(),
       firstByte: false,
       startStamp: this.cache.stampNow,
     };
     this.inflight.add(r);
     this.inflightTokens += r.work;
+    this.pendingPrefillTokens += prefill;
     this.metrics.inflight.set(this.inflight.size);
     this.metrics.inflightTokens.set(this.inflightTokens);
     return r;
   }
 
+  /** The engine produced the request's first byte: it has left the prefill queue. */
+  firstByte(r: Inflight): void {
+    if (r.firstByte) return;
+    r.firstByte = true;
+    if (this.inflight.has(r)) this.pendingPrefillTokens -= r.prefill;
+  }
+
   end(r: Inflight): void {
     if (!this.inflight.delete(r)) return;
     this.inflightTokens -= r.work;
+    if (!r.firstByte) this.pendingPrefillTokens -= r.prefill;
     this.metrics.inflight.set(this.inflight.size);
     this.metrics.inflightTokens.set(this.inflightTokens);
     this.#drainWaiters();
@@ -267,6 +282,7 @@ export class AgentCore {
       kvUsedTokens: Math.round((snap?.kvUsedFraction ?? 0) * this.kvCapacityTokens),
       inflight: this.inflight.size,
       inflightTokens: this.inflightTokens,
+      prefillTokens: this.pendingPrefillTokens,
     };
   }
 }

@@ -197,7 +197,7 @@ export function createProxyHandler(deps: ProxyDeps): (req: IncomingMessage, res:
       for await (const chunk of upstream.body as AsyncIterable<Buffer>) {
         if (first) {
           first = false;
-          admitted.flight.firstByte = true;
+          core.firstByte(admitted.flight);
           m.firstByte.observe((performance.now() - t0) / 1000);
         }
         tap?.write(chunk);

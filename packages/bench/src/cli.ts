@@ -38,18 +38,25 @@ export const benchSchema = {
   json: { type: 'string', default: '', doc: 'write the JSON result here' },
   report: { type: 'string', default: '', doc: 'write the HTML report here' },
   progress: { type: 'boolean', default: true, doc: 'show a progress bar on stderr' },
+  routerSet: { type: 'list', default: [], doc: 'router config overrides as key=value (e.g. loadFactor=1.5), for every policy' },
 } as const satisfies Schema;
 
 export async function run(argv: string[]): Promise<void> {
   const cfg = configFromProcess('bench', benchSchema, argv);
   const scenario = SCENARIOS[cfg.scenario]!;
   for (const p of cfg.policies) if (!(ALL_POLICIES as readonly string[]).includes(p)) throw new ConfigError(`command line: unknown policy "${p}"; known: ${ALL_POLICIES.join(', ')}`);
+  const routerOverrides: Record<string, string> = {};
+  for (const kv of cfg.routerSet) {
+    const eq = kv.indexOf('=');
+    if (eq <= 0) throw new ConfigError(`command line: --router-set expects key=value (got "${kv}")`);
+    routerOverrides[kv.slice(0, eq)] = kv.slice(eq + 1);
+  }
   const replicas = cfg.replicas > 0 ? cfg.replicas : scenario.fleet.replicas;
   const duration = cfg.duration > 0 ? cfg.duration : scenario.defaults.duration;
   const rate = cfg.rate > 0 ? cfg.rate : scenario.defaults.rate;
   const plan = scenario.build({ seed: cfg.seed, rate, duration, model: DEFAULT_MODEL, trace: cfg.trace === '' ? undefined : resolve(cfg.trace) });
   const spanS = Math.max(duration, ...plan.map((p) => p.at / 1000));
-  const config = { replicas, routers: cfg.routers, duration, rate, seed: cfg.seed, timeScale: cfg.timeScale, profile: scenario.fleet.profile, requests: plan.length, ...(cfg.trace !== '' ? { trace: cfg.trace } : {}) };
+  const config = { ...(cfg.routerSet.length > 0 ? { router: routerOverrides } : {}), replicas, routers: cfg.routers, duration, rate, seed: cfg.seed, timeScale: cfg.timeScale, profile: scenario.fleet.profile, requests: plan.length, ...(cfg.trace !== '' ? { trace: cfg.trace } : {}) };
   console.error(`warmpath bench: scenario ${scenario.name} (${scenario.summary}), ${cfg.mode} mode, ${plan.length} requests, ${replicas} replicas, ${cfg.routers} routers, policies: ${cfg.policies.join(', ')}`);
 
   const bars = cfg.progress && process.stderr.isTTY ? new cliProgress.MultiBar({ format: ' {policy} [{bar}] {value}/{total} {duration_formatted}', clearOnComplete: false, hideCursor: true }, cliProgress.Presets.shades_classic) : undefined;
@@ -60,8 +67,8 @@ export async function run(argv: string[]): Promise<void> {
     const started = Date.now();
     const r =
       cfg.mode === 'live'
-        ? await runLive({ scenario, plan, policy, replicas, routers: cfg.routers, timeScale: cfg.timeScale, durationS: spanS, onProgress })
-        : await runDes({ scenario, plan, policy, replicas, routers: cfg.routers, durationS: spanS, onProgress });
+        ? await runLive({ scenario, plan, policy, replicas, routers: cfg.routers, timeScale: cfg.timeScale, durationS: spanS, onProgress, routerOverrides })
+        : await runDes({ scenario, plan, policy, replicas, routers: cfg.routers, durationS: spanS, onProgress, routerOverrides });
     bar?.update(plan.length);
     if (bars === undefined) console.error(`  ${policy}: ${r.completed}/${r.requests} ok, TTFT p50 ${r.ttft_ms.p50} ms, hit rate ${(r.cache_hit_rate * 100).toFixed(1)}% (${((Date.now() - started) / 1000).toFixed(0)} s)`);
     results.push(r);

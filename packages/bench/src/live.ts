@@ -29,6 +29,8 @@ export interface LiveOptions {
   /** Simulated seconds the plan spans (for throughput). */
   durationS: number;
   onProgress?: (done: number, total: number) => void;
+  /** Router config overrides (key → value), passed as flags. */
+  routerOverrides?: Record<string, string>;
   log?: (line: string) => void;
 }
 
@@ -66,6 +68,7 @@ export async function runLive(o: LiveOptions): Promise<PolicyResult> {
     ...(shape.adapters !== undefined ? { adapters: shape.adapters } : {}),
     ...(shape.maxLoras !== undefined ? { maxLoras: shape.maxLoras } : {}),
     policy: oracle ? 'warmpath' : o.policy,
+    routerArgs: Object.entries(o.routerOverrides ?? {}).flatMap(([k, v]) => [`--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`, v]),
   });
   try {
     if (!oracle) await fleet.waitConverged(30_000);

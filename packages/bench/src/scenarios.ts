@@ -73,13 +73,13 @@ const uniform = (r: () => number, lo: number, hi: number) => () => Math.round(lo
 
 /**
  * seed: 10 replicas; 4 system-prompt templates of 2k tokens (one takes 70%
- * of traffic); users hold short conversations (1–4 turns) of unique 500-token
+ * of traffic); users hold conversations (1–6 turns) of unique 500-token
  * turns; Poisson session arrivals; the last third of the run is a 2× spike.
  */
 const seedScenario: Scenario = {
   name: 'seed',
   summary: '10 replicas, shared 2k-token system prompts (one dominant), unique 500-token turns, Poisson arrivals, then a 2x spike',
-  fleet: { replicas: 10, profile: 'h100-llama3-8b' },
+  fleet: { replicas: 10, profile: 'h100x4-llama3-70b' },
   defaults: { rate: 6, duration: 60 },
   build(p) {
     const r = rng(p.seed);
@@ -90,12 +90,12 @@ const seedScenario: Scenario = {
     let s = 0;
     for (let at = 0; at < p.duration * 1000; s++) {
       const phase = at >= spikeAt ? 'spike' : 'steady';
-      const turns = 1 + Math.floor(r() * 4);
+      const turns = 1 + Math.floor(r() * 6);
       out.push(
-        ...session(p, `seed/s${p.seed}/${s}`, at, templates[pickTemplate()], turns, r, { user: () => 500, reply: uniform(r, 100, 200), gapMs: uniform(r, 3000, 8000) }, () => phase),
+        ...session(p, `seed/s${p.seed}/${s}`, at, templates[pickTemplate()], turns, r, { user: () => 500, reply: uniform(r, 20, 60), gapMs: uniform(r, 3000, 8000) }, () => phase),
       );
-      // Sessions arrive at rate / 2.5 (mean turns) so requests arrive at ≈ rate, doubled in the spike.
-      at += poissonGap(r, ((at >= spikeAt ? 2 : 1) * p.rate) / 2.5);
+      // Sessions arrive at rate / 3.5 (mean turns) so requests arrive at ≈ rate, doubled in the spike.
+      at += poissonGap(r, ((at >= spikeAt ? 2 : 1) * p.rate) / 3.5);
     }
     return out;
   },

@@ -44,7 +44,7 @@ for (const policyName of ['warmpath', 'consistent-hash', 'least-request', 'round
       const s: ReplicaState = {
         v: 1, fleet: 'a', replica: id, boot: 'b', bootAt: 1, seq, sentAt: t, url: `http://x/${id}`, admin: '', engine: 'vllm', models: ['m'], adapters: [], hotAdapters: [],
         endpoints: ['chat'], capacity: { kvTokens: 400_000, adapterSlots: 0, weight: 1, maxRunning: 256 },
-        load: { running: 0, waiting: 0, kvUsedTokens: work, inflight: 0, inflightTokens: work }, status: 'ready', chunkChars: 256,
+        load: { running: 0, waiting: 0, kvUsedTokens: work, inflight: 0, inflightTokens: work, prefillTokens: 0 }, status: 'ready', chunkChars: 256,
         digest: { from: seq === 1 ? -1 : seq - 1, added, removed: new BigUint64Array(0), size: prevSize + added.length },
       };
       if (seq > 1) {

@@ -37,7 +37,7 @@ function state(i: number, seq: number, added: BigUint64Array, removed: BigUint64
     url: `http://10.0.${i >> 8}.${i & 255}:8000`, admin: `http://10.0.${i >> 8}.${i & 255}:8001`, engine: 'vllm',
     models: ['m'], adapters: [], hotAdapters: [], endpoints: ['chat', 'completion', 'responses'],
     capacity: { kvTokens: 450_000, adapterSlots: 0, weight: 1, maxRunning: 256 },
-    load: { running: 8, waiting: 0, kvUsedTokens: Math.floor(rand() * 200_000), inflight: 8, inflightTokens: Math.floor(rand() * 20_000) },
+    load: { running: 8, waiting: 0, kvUsedTokens: Math.floor(rand() * 200_000), inflight: 8, inflightTokens: Math.floor(rand() * 20_000), prefillTokens: Math.floor(rand() * 4_000) },
     status: 'ready', chunkChars, digest: { from, added, removed, size },
   };
 }

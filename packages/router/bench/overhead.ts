@@ -41,7 +41,7 @@ const publish = (): void => {
   const state = {
     v: 1 as const, fleet: 'overhead', replica: 'up', boot: 'b', bootAt: 1, seq, sentAt: Date.now(), url: upstreamUrl, admin: upstreamUrl, engine: 'vllm' as const,
     models: ['m'], adapters: [], hotAdapters: [], endpoints: ['chat' as const], capacity: { kvTokens: 0, adapterSlots: 0, weight: 1, maxRunning: 0 },
-    load: { running: 0, waiting: 0, kvUsedTokens: 0, inflight: 0, inflightTokens: 0 }, status: 'ready' as const, chunkChars: 256,
+    load: { running: 0, waiting: 0, kvUsedTokens: 0, inflight: 0, inflightTokens: 0, prefillTokens: 0 }, status: 'ready' as const, chunkChars: 256,
     digest: { from: -1, added: new BigUint64Array(0), removed: new BigUint64Array(0), size: 0 },
   };
   gossip.publish(encodeState(state)).catch(() => {});

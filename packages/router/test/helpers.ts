@@ -33,7 +33,7 @@ export function makeState(id: string, o: StateOverrides = {}): ReplicaState {
     chunkChars: 256,
     ...rest,
     capacity: { kvTokens: 100_000, adapterSlots: 0, weight: 1, maxRunning: 64, ...capacity },
-    load: { running: 0, waiting: 0, kvUsedTokens: 0, inflight: 0, inflightTokens: 0, ...load },
+    load: { running: 0, waiting: 0, kvUsedTokens: 0, inflight: 0, inflightTokens: 0, prefillTokens: 0, ...load },
     digest: { from: -1, removed: new BigUint64Array(0), size: digest?.size ?? added.length, ...digest, added },
   };
 }

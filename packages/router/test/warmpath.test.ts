@@ -27,16 +27,24 @@ describe('warmpath placement branches', () => {
     expect(policy().place(preq(body), view, new LocalState())).toMatchObject({ branch: 'warm', replica: { id: other } });
   });
 
-  it('warm ties (a system prompt cached everywhere) follow ring order of the key', () => {
+  it('warm ties (a system prompt cached everywhere) go to the shortest prefill queue, not one hot replica', () => {
     const sysChain = chainOf(chat(''), 13);
-    const view = makeView(ids(6).map((id) => makeState(id, { digest: { from: -1, added: sysChain, size: sysChain.length } })));
-    const cold = makeView(ids(6).map((id) => makeState(id)));
-    for (let i = 0; i < 10; i++) {
-      const body = chat(`turn ${i}`);
-      const warm = policy().place(preq(body), view, new LocalState());
-      expect(warm.branch).toBe('warm');
-      expect(warm.replica!.id).toBe(policy().place(preq(body), cold, new LocalState()).replica!.id);
-    }
+    const queues = [4_000, 3_000, 500, 2_000, 1_000, 2_500];
+    const view = makeView(ids(6).map((id, i) => makeState(id, { load: { prefillTokens: queues[i]! }, digest: { from: -1, added: sysChain, size: sysChain.length } })));
+    for (let i = 0; i < 5; i++) expect(policy().place(preq(chat(`turn ${i}`)), view, new LocalState())).toMatchObject({ branch: 'warm', replica: { id: 'r2' } });
+    // Equal queues: the id breaks the tie, identically on every router.
+    const even = makeView(ids(6).map((id) => makeState(id, { digest: { from: -1, added: sysChain, size: sysChain.length } })));
+    expect(policy().place(preq(chat('x')), even, new LocalState()).replica?.id).toBe('r0');
+  });
+
+  it('warm: depth beats a shorter queue (locality keeps prefill capacity)', () => {
+    const body = chat('history '.repeat(200));
+    const chain = chainOf(body);
+    const view = makeView([
+      makeState('deep', { load: { prefillTokens: 3_000 }, digest: { from: -1, added: chain, size: chain.length } }),
+      makeState('shallow', { digest: { from: -1, added: chain.slice(0, 13), size: 13 } }),
+    ]);
+    expect(policy().place(preq(body), view, new LocalState())).toMatchObject({ branch: 'warm', replica: { id: 'deep' } });
   });
 
   it('spill: over the bound, the key grows onto the next replicas in ring order, deterministically', () => {

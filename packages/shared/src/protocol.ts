@@ -54,6 +54,8 @@ export interface ReplicaLoad {
   inflight: number;
   /** Work of those requests in tokens (uncached prompt + expected output). */
   inflightTokens: number;
+  /** Uncached prompt tokens of admitted requests still waiting for their first token: the prefill queue. */
+  prefillTokens: number;
 }
 
 export interface DigestDelta {
@@ -202,6 +204,7 @@ function validateState(raw: unknown): ReplicaState {
       kvUsedTokens: num(load, 'kvUsedTokens'),
       inflight: num(load, 'inflight'),
       inflightTokens: num(load, 'inflightTokens'),
+      prefillTokens: num(load, 'prefillTokens'),
     },
     status: oneOf(raw, 'status', REPLICA_STATUSES),
     chunkChars: num(raw, 'chunkChars', 1, 1 << 20, true),

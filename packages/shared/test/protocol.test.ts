@@ -20,7 +20,7 @@ export function sampleState(over: Partial<ReplicaState> = {}): ReplicaState {
     hotAdapters: [],
     endpoints: ['chat', 'completion'],
     capacity: { kvTokens: 432_000, adapterSlots: 4, weight: 1, maxRunning: 1024 },
-    load: { running: 3, waiting: 0, kvUsedTokens: 12_000, inflight: 3, inflightTokens: 4_000 },
+    load: { running: 3, waiting: 0, kvUsedTokens: 12_000, inflight: 3, inflightTokens: 4_000, prefillTokens: 1_000 },
     status: 'ready',
     chunkChars: 256,
     digest: { from: 6, size: 3, added: BigUint64Array.from([1n, 2n ** 64n - 1n, 12345678901234567890n]), removed: BigUint64Array.from([9n]) },

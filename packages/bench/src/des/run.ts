@@ -37,6 +37,8 @@ export interface DesOptions {
   routers: number;
   durationS: number;
   onProgress?: (done: number, total: number) => void;
+  /** Every finished request (analysis, tests). */
+  onResult?: (r: RequestResult) => void;
   /** One-way network hop (client↔router, router↔agent), ms. */
   hopMs?: number;
   /** Gossip delivery delay: base + uniform jitter, ms. */
@@ -44,6 +46,8 @@ export interface DesOptions {
   gossipJitterMs?: number;
   /** Router saturation-queue retry period, ms. */
   queuePollMs?: number;
+  /** Router config overrides (e.g. loadFactor). */
+  routerOverrides?: Record<string, unknown>;
 }
 
 /** Per planned request, computed once and shared by every policy's run. */
@@ -111,7 +115,7 @@ export async function runDes(o: DesOptions): Promise<PolicyResult> {
   const gossipJitter = o.gossipJitterMs ?? 15;
   const queuePoll = o.queuePollMs ?? 10;
   const adapters = new Set(shape.adapters ?? []);
-  const rcfg = routerConfig({ policy: o.policy === 'oracle' ? 'warmpath' : o.policy });
+  const rcfg = routerConfig({ ...o.routerOverrides, policy: o.policy === 'oracle' ? 'warmpath' : o.policy });
   const q = new EventQueue();
   const now = () => q.now;
   let rand = 0x9e3779b9;
@@ -235,7 +239,10 @@ export async function runDes(o: DesOptions): Promise<PolicyResult> {
       if (x === undefined) continue;
       const rec = x.rec;
       const at = res.endMs + hop;
-      if (s.generated === 1) rec.result.ttftMs = at - rec.arrivedAt;
+      if (s.generated === 1) {
+        rec.result.ttftMs = at - rec.arrivedAt;
+        r.core.firstByte(x.admitted.flight);
+      }
       else rec.result.itlMs.push(at - rec.lastTokenAt);
       rec.lastTokenAt = at;
     }
@@ -268,6 +275,7 @@ export async function runDes(o: DesOptions): Promise<PolicyResult> {
   const finish = (rec: Rec): void => {
     done++;
     results.push(rec.result);
+    o.onResult?.(rec.result);
     o.onProgress?.(done, o.plan.length);
   };
   const fail = (rec: Rec, code: string, status: number): void => {
