@@ -6,7 +6,6 @@ export type { AgentConfig } from './config.ts';
 export { CacheModel, chunksFor } from './cache-model.ts';
 export { admit, REJECT_REASONS } from './admission.ts';
 export type { RejectReason } from './admission.ts';
-export { parsePrometheus } from './prometheus.ts';
 export { createAdapter } from './engines/index.ts';
 export type { EngineAdapter, EngineSnapshot, ModelEntry } from './engines/index.ts';
 export { AgentCore } from './core.ts';

@@ -6,29 +6,11 @@ import { parseSglangMetrics } from '../src/engines/sglang.ts';
 import { parseTgiInfo, parseTgiMetrics } from '../src/engines/tgi.ts';
 import { parseModelList } from '../src/engines/types.ts';
 import { parseVllmMetrics } from '../src/engines/vllm.ts';
-import { parseLine, parsePrometheus, sum } from '../src/prometheus.ts';
+import { parsePrometheus } from '@warmpath/shared';
 
 const fixture = (name: string): string => readFileSync(new URL(`./fixtures/${name}`, import.meta.url), 'utf8');
 
-describe('prometheus parser', () => {
-  it('reads names with colons, labels with commas, spaces and escaped quotes', () => {
-    const p = parseLine('vllm:x{a="1, 2",b="say \\"hi\\"",c="back\\\\slash"} 6.49e+07 1700000000000');
-    expect(p?.name).toBe('vllm:x');
-    expect(p?.sample.labels).toEqual({ a: '1, 2', b: 'say "hi"', c: 'back\\slash' });
-    expect(p?.sample.value).toBe(6.49e7);
-  });
-  it('reads NaN, +Inf, -Inf and skips garbage lines', () => {
-    const m = parsePrometheus('a NaN\nb +Inf\nc -Inf\n{oops} 1\nd{x="unterminated} 1\ne 1e-3\nf notanumber\n');
-    expect(Number.isNaN(m.series.get('a')![0]!.value)).toBe(true);
-    expect(m.series.get('b')![0]!.value).toBe(Infinity);
-    expect(m.series.get('c')![0]!.value).toBe(-Infinity);
-    expect(m.series.get('e')![0]!.value).toBe(0.001);
-    expect(m.skipped).toBe(3);
-  });
-  it('matches counters with and without _total', () => {
-    expect(sum(parsePrometheus('x_total 3\n'), ['x'])).toBe(3);
-    expect(sum(parsePrometheus('x 4\n'), ['x'])).toBe(4);
-  });
+describe('engine metric parsers over the shared prometheus parser', () => {
   it('never throws on arbitrary text', () => {
     fc.assert(
       fc.property(fc.string({ maxLength: 400 }), (s) => {

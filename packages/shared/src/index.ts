@@ -6,3 +6,4 @@ export * from './protocol.ts';
 export * from './request.ts';
 export * from './http.ts';
 export * from './gossip.ts';
+export * from './prometheus.ts';

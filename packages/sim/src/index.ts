@@ -18,5 +18,3 @@ export { RealTimeDriver } from './server/driver.ts';
 export { applyFaultJson, applyFaultSpec, noFaults, parseDuration, FAULT_HELP } from './server/faults.ts';
 export type { FaultState } from './server/faults.ts';
 export { renderMetrics, pyFloat } from './server/metrics.ts';
-export { parsePrometheus } from './prometheus.ts';
-export type { PromSample } from './prometheus.ts';

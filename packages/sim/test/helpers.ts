@@ -1,4 +1,4 @@
-import { parsePrometheus } from '../src/index.ts';
+import { parsePrometheus } from '@warmpath/shared';
 
 /** Polls `cond` until it holds (state changes inside the server have no event to await from outside). */
 export async function waitFor<T>(cond: () => T | Promise<T>, what: string, timeoutMs = 10_000): Promise<NonNullable<T>> {
@@ -52,10 +52,12 @@ export async function readSse(res: Response, onEvent?: (data: string, index: num
 export async function metrics(base: string): Promise<Map<string, number>> {
   const text = await (await fetch(`${base}/metrics`)).text();
   const out = new Map<string, number>();
-  for (const s of parsePrometheus(text).samples) {
-    const { engine: _e, model_name: _m, ...rest } = s.labels;
-    const key = Object.keys(rest).length === 0 ? s.name : `${s.name}{${Object.entries(rest).map(([k, v]) => `${k}=${v}`).join(',')}}`;
-    out.set(key, s.value);
+  for (const [name, samples] of parsePrometheus(text).series) {
+    for (const s of samples) {
+      const { engine: _e, model_name: _m, ...rest } = s.labels;
+      const key = Object.keys(rest).length === 0 ? name : `${name}{${Object.entries(rest).map(([k, v]) => `${k}=${v}`).join(',')}}`;
+      out.set(key, s.value);
+    }
   }
   return out;
 }

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parsePrometheus, startSimServer } from '../src/index.ts';
+import { parsePrometheus } from '@warmpath/shared';
+import { startSimServer } from '../src/index.ts';
 import type { SimServer } from '../src/index.ts';
 import { metrics, postJson, readSse, state, waitFor } from './helpers.ts';
 
@@ -37,7 +38,9 @@ describe('sim server (H100 profile, real time)', () => {
   it('/metrics parses as Prometheus text and matches the model state', async () => {
     await Promise.all([1, 2, 3].map((i) => postJson(`${sim.url}/v1/completions`, { prompt: words(100, `m${i}`), max_tokens: 3 }).then((r) => r.json())));
     const text = await (await fetch(`${sim.url}/metrics`)).text();
-    const { samples, types } = parsePrometheus(text);
+    const { series, types, skipped } = parsePrometheus(text);
+    expect(skipped).toBe(0); // every line is valid exposition text
+    const samples = [...series].flatMap(([name, list]) => list.map((s) => ({ name, ...s })));
     expect(types.get('vllm:prefix_cache_queries')).toBe('counter');
     expect(types.get('vllm:time_to_first_token_seconds')).toBe('histogram');
     expect(types.get('vllm:kv_cache_usage_perc')).toBe('gauge');

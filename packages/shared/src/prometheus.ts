@@ -1,10 +1,14 @@
 /**
- * Tolerant Prometheus text-format parser for engine scrapes.
+ * Tolerant Prometheus text-format parser: the agent's engine scrapes, and the
+ * simulator's and benchmark's checks of /metrics. The only one in the repo.
  *
- * Steps: split lines → skip comments/blank → read name (letters, digits, `_`,
+ * Steps: split lines → `# TYPE` comments recorded, other comments and blank
+ * lines skipped → read name (letters, digits, `_`,
  * `:`) → optional `{labels}` with quoted values (escapes \\ \" \n; commas and
  * spaces inside values are fine) → value (`NaN`, `±Inf`, exponents) → ignore
  * an optional timestamp. A malformed line is skipped and counted, never thrown.
+ * Histograms and summaries need nothing special: `x_bucket{le="+Inf"}`,
+ * `x_sum` and `x_count` are series of their own, in input order.
  * Complexity: O(text length), one pass per line.
  * Trade-off: hand-written (the npm parsers are unmaintained) and deliberately
  * lax: engines drift (`X` vs `X_total`, stray spaces), and a scrape that
@@ -19,11 +23,14 @@ export interface Sample {
 export interface Metrics {
   /** Series by exact metric name as emitted. */
   series: Map<string, Sample[]>;
+  /** `# TYPE` declarations: family name → counter, gauge, histogram, summary, untyped… */
+  types: Map<string, string>;
   /** Lines that did not parse. */
   skipped: number;
 }
 
 const MAX_LINES = 200_000;
+const TYPE_LINE = /^#\s+TYPE\s+(\S+)\s+(\S+)/;
 
 function parseValue(s: string): number {
   switch (s) {
@@ -111,6 +118,7 @@ export function parseLine(line: string): { name: string; sample: Sample } | unde
 
 export function parsePrometheus(text: string): Metrics {
   const series = new Map<string, Sample[]>();
+  const types = new Map<string, string>();
   let skipped = 0;
   let lines = 0;
   let pos = 0;
@@ -121,7 +129,12 @@ export function parsePrometheus(text: string): Metrics {
     pos = end + 1;
     lines++;
     const t = line.trimStart();
-    if (t === '' || t[0] === '#') continue;
+    if (t === '') continue;
+    if (t[0] === '#') {
+      const m = TYPE_LINE.exec(t);
+      if (m !== null) types.set(m[1]!, m[2]!);
+      continue;
+    }
     const parsed = parseLine(t);
     if (parsed === undefined) {
       skipped++;
@@ -131,7 +144,7 @@ export function parsePrometheus(text: string): Metrics {
     if (list === undefined) series.set(parsed.name, (list = []));
     list.push(parsed.sample);
   }
-  return { series, skipped };
+  return { series, types, skipped };
 }
 
 /** Series of the first name (in `names`) present; each name also tried with `_total`. */
