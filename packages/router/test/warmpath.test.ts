@@ -47,6 +47,20 @@ describe('warmpath placement branches', () => {
     expect(policy().place(preq(body), view, new LocalState())).toMatchObject({ branch: 'warm', replica: { id: 'deep' } });
   });
 
+  it('warm: a deeper replica a little over the bound still wins when its prefill is cheaper', () => {
+    // A long conversation lives on "home"; home is busy (over c × mean) but not past 2c: re-prefilling
+    // the whole history on a shallower replica would cost more than home's queue.
+    const body = chat('a long conversation turn '.repeat(400), { max_tokens: 16 });
+    const chain = chainOf(body);
+    const sys = chain.slice(0, 13);
+    const others = ids(4).map((id) => makeState(id, { load: { inflightTokens: 20_000 }, digest: { from: -1, added: sys, size: sys.length } }));
+    const home = makeState('home', { load: { inflightTokens: 34_000, prefillTokens: 500 }, digest: { from: -1, added: chain, size: chain.length } });
+    expect(policy().place(preq(body), makeView([home, ...others]), new LocalState())).toMatchObject({ branch: 'warm', replica: { id: 'home' } });
+    // Far past the hard bound, the shallower replica takes it.
+    const swamped = makeState('home', { load: { inflightTokens: 400_000, prefillTokens: 500 }, digest: { from: -1, added: chain, size: chain.length } });
+    expect(policy().place(preq(body), makeView([swamped, ...others]), new LocalState()).replica?.id).not.toBe('home');
+  });
+
   it('spill: over the bound, the key grows onto the next replicas in ring order, deterministically', () => {
     const states = ids(4).map((id) => makeState(id));
     const req = preq(chat('x'));

@@ -37,6 +37,9 @@ import { eligible } from './eligible.ts';
 import type { LocalState } from './local.ts';
 import { NO_REPLICA, SATURATED, type Branch, type Placement, type PlacementRequest, type Policy, type PolicyOptions } from './types.ts';
 
+/** How far over the load bound (× c) a deeper, cheaper warm replica may still be chosen. */
+const HARD_BOUND = 2;
+
 const TIER_EVICT = 0;
 const TIER_FREE = 1;
 const TIER_HOT = 2;
@@ -146,32 +149,43 @@ export function createWarmpathPolicy(opts: PolicyOptions): Policy {
     // prefix warm everywhere (a common system prompt) spreads, and every router breaks ties alike.
     // Depth beats queue: measured, trading locality for a shorter queue loses more cache hits
     // (and so prefill capacity) than it saves.
-    let best = 0;
-    let bestTier = -1;
-    let chosen = -1;
-    let chosenQueue = Infinity;
-    const consider = (slot: number): void => {
-      if (stampOf[slot] !== stamp) return;
-      const i = candOf[slot]!;
-      const d = depth[i]!;
-      if (d === 0 || d < best || !ok(i)) return;
-      const tier = adapterTier(cands[i]!, info.adapter);
-      const qd = queue[i]! / wt[i]!;
-      if (d > best || tier > bestTier) {
-        best = d;
-        bestTier = tier;
-      } else if (tier < bestTier || qd > chosenQueue || (qd === chosenQueue && cands[i]!.id >= cands[chosen]!.id)) return;
-      chosen = i;
-      chosenQueue = qd;
+    const deepest = (admit: (i: number) => boolean): number => {
+      let best = 0;
+      let bestTier = -1;
+      let chosen = -1;
+      let chosenQueue = Infinity;
+      const consider = (slot: number): void => {
+        if (stampOf[slot] !== stamp) return;
+        const i = candOf[slot]!;
+        const d = depth[i]!;
+        if (d === 0 || d < best || !admit(i)) return;
+        const tier = adapterTier(cands[i]!, info.adapter);
+        const qd = queue[i]! / wt[i]!;
+        if (d > best || tier > bestTier) {
+          best = d;
+          bestTier = tier;
+        } else if (tier < bestTier || qd > chosenQueue || (qd === chosenQueue && cands[i]!.id >= cands[chosen]!.id)) return;
+        chosen = i;
+        chosenQueue = qd;
+      };
+      for (const slot of view.warmSlots) consider(slot);
+      for (const slot of local.overlaySlots) consider(slot);
+      return chosen;
     };
-    for (const slot of view.warmSlots) consider(slot);
-    for (const slot of local.overlaySlots) consider(slot);
-    if (chosen >= 0) return pick(chosen, 'warm');
+    const prefillCost = (i: number): number => queue[i]! + Math.max(0, info.promptTokens - depth[i]! * tokensPerChunk);
+    const warm = deepest(ok);
+    // A deeper replica just over the bound (up to HARD_BOUND × c) still wins when it is cheaper:
+    // its prefill queue plus the little it lacks, against the whole remainder elsewhere. Without
+    // this, a long conversation is re-prefilled on a shallower replica whenever its home is busy.
+    const deeper = deepest((i) => headroom(i) && (load[i]! + unit <= floor * wt[i]! || withinBound(load[i]! / unit, 1, total / unit, wt[i]! / weight, c * HARD_BOUND)));
+    if (deeper >= 0 && deeper !== warm && depth[deeper]! > (warm >= 0 ? depth[warm]! : 0)) {
+      const alt = warm >= 0 ? warm : info.adapter === '' ? (walk(g, req.key, idx, ok)?.i ?? -1) : -1;
+      if (alt < 0 || prefillCost(deeper) <= prefillCost(alt)) return pick(deeper, 'warm');
+    }
+    if (warm >= 0) return pick(warm, 'warm');
 
     // 2. ring order within the bound
     if (info.adapter === '') {
-      // A colder replica only when it is cheaper: its whole prompt plus its queue against the
-      // warm one's remainder plus queue — the deliberate overflow of a hot prefix.
       const hit = walk(g, req.key, idx, ok);
       if (hit !== undefined) return pick(hit.i, hit.rank === 0 ? 'ring' : 'spill');
     } else {
