@@ -14,6 +14,7 @@
 import { performance } from 'node:perf_hooks';
 import { createGossipNode, generateSwarmKey } from '../src/gossip.ts';
 import type { GossipNode } from '../src/gossip.ts';
+import { mulberry32 } from '../src/random.ts';
 
 const [nodesArg, messagesArg, bytesArg, intervalArg, heartbeatArg] = process.argv.slice(2);
 const NODES = Number(nodesArg ?? 20);
@@ -24,18 +25,8 @@ const HEARTBEAT_MS = heartbeatArg === undefined ? undefined : Number(heartbeatAr
 const RANDOM_DEGREE = 3;
 const SEED = Number(process.env.SEED ?? 1);
 
-/** mulberry32: a seeded PRNG so a random graph can be re-run (SEED env var). */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-const random = seeded(SEED);
+// Seeded so a random graph can be re-run (SEED env var).
+const random = mulberry32(SEED);
 const WARMUP_TIMEOUT_MS = 20_000;
 const DRAIN_TIMEOUT_MS = 10_000;
 const HEADER_BYTES = 14; // origin u16, seq u32, send time f64

@@ -7,3 +7,4 @@ export * from './request.ts';
 export * from './http.ts';
 export * from './gossip.ts';
 export * from './prometheus.ts';
+export * from './random.ts';

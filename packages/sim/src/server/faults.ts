@@ -146,15 +146,3 @@ export function applyFaultJson(state: FaultState, body: unknown): FaultState {
   }
   return out;
 }
-
-/** Small seeded PRNG (mulberry32) so error-rate faults are reproducible. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}

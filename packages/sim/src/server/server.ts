@@ -10,7 +10,7 @@
 import { createServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { WarmpathError, sendError } from '@warmpath/shared';
+import { WarmpathError, mulberry32, sendError } from '@warmpath/shared';
 import type { ErrorCode } from '@warmpath/shared';
 import { EngineError, EngineModel, SeqStatus } from '../model/engine.ts';
 import type { EngineSnapshot, Sequence, StepResult } from '../model/engine.ts';
@@ -18,7 +18,7 @@ import { PROFILES, isProfileName } from '../model/profiles.ts';
 import type { EngineProfile, ProfileName } from '../model/profiles.ts';
 import { promptIdentityOfBody } from '../model/prompt.ts';
 import { RealTimeDriver } from './driver.ts';
-import { FaultSyntaxError, applyFaultJson, applyFaultSpec, noFaults, prng } from './faults.ts';
+import { FaultSyntaxError, applyFaultJson, applyFaultSpec, noFaults } from './faults.ts';
 import type { FaultState } from './faults.ts';
 import { renderMetrics } from './metrics.ts';
 import { ChunkWriter, completionResponse, parseInference, usageOf } from './openai.ts';
@@ -158,7 +158,7 @@ export async function startSimServer(options: SimServerOptions = {}): Promise<Si
     sliding_window: 'None',
     swap_space: '4',
   };
-  const random = prng(options.seed ?? 1);
+  const random = mulberry32(options.seed ?? 1); // seeded so error-rate faults are reproducible
   const inflight = new Map<string, Inflight>();
   const held: (() => void)[] = [];
   let faults = applyFaultSpec(noFaults(), options.faults ?? []);
@@ -221,17 +221,16 @@ export async function startSimServer(options: SimServerOptions = {}): Promise<Si
 
   // ---- routes ---------------------------------------------------------------
 
+  /** The prompt's token count and block hashes, as the engine would compute them. */
+  function identityOf(parsed: InferenceRequest, kind: InferenceKind) {
+    return promptIdentityOfBody(parsed.body, kind, { model: modelName, adapter: parsed.adapter, cacheSalt: parsed.cacheSalt, charsPerToken, blockSize: profile.blockSize });
+  }
+
   async function inference(req: IncomingMessage, res: ServerResponse, kind: InferenceKind): Promise<void> {
     const body = parseJson(await readBody(req, bodyLimit));
     const parsed = parseInference(body, kind, { baseModel: modelName, hasAdapter: (a) => model.hasAdapter(a), defaultMaxTokens });
     if (faults.errorRate > 0 && random() < faults.errorRate) throw new WarmpathError('internal_error', 'Injected fault: error-rate.');
-    const identity = promptIdentityOfBody(parsed.body, kind, {
-      model: modelName,
-      adapter: parsed.adapter,
-      cacheSalt: parsed.cacheSalt,
-      charsPerToken,
-      blockSize: profile.blockSize,
-    });
+    const identity = identityOf(parsed, kind);
     const seqId = `${boot}-${(seqCounter++).toString(36)}`;
     let seq: Sequence;
     try {
@@ -331,13 +330,7 @@ export async function startSimServer(options: SimServerOptions = {}): Promise<Si
     const body = parseJson(await readBody(req, bodyLimit));
     const kind: InferenceKind = body !== null && typeof body === 'object' && 'messages' in body ? 'chat' : 'completion';
     const parsed = parseInference(body, kind, { baseModel: modelName, hasAdapter: (a) => model.hasAdapter(a), defaultMaxTokens });
-    const identity = promptIdentityOfBody(parsed.body, kind, {
-      model: modelName,
-      adapter: parsed.adapter,
-      cacheSalt: parsed.cacheSalt,
-      charsPerToken,
-      blockSize: profile.blockSize,
-    });
+    const identity = identityOf(parsed, kind);
     sendJson(res, 200, model.probe(identity.promptTokens, identity.blockHashes, parsed.adapter));
   }
 
