@@ -41,3 +41,19 @@ export function sendJson(res: import('node:http').ServerResponse, status: number
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...headers });
   res.end(body);
 }
+
+/**
+ * Resolves when `res` can take more data ('drain') or is gone ('close'):
+ * the backpressure wait of a streaming proxy after `res.write()` returned false.
+ */
+export function drained(res: import('node:http').ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
+}

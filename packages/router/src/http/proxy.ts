@@ -28,6 +28,7 @@ import {
   sendError,
   sseErrorEvent,
   WarmpathError,
+  drained,
   type ErrorCode,
   type RequestInfo,
 } from '@warmpath/shared';
@@ -219,17 +220,7 @@ async function forward(
   if (sse) res.flushHeaders();
   try {
     for await (const chunk of up.body) {
-      if (!res.write(chunk)) {
-        await new Promise<void>((resolve) => {
-          const done = (): void => {
-            res.off('drain', done);
-            res.off('close', done);
-            resolve();
-          };
-          res.on('drain', done);
-          res.on('close', done);
-        });
-      }
+      if (!res.write(chunk)) await drained(res);
       if (res.destroyed) break;
     }
     res.end();
