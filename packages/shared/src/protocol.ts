@@ -212,9 +212,12 @@ function validateState(raw: unknown): ReplicaState {
   };
 }
 
-/** Decodes and validates a gossip payload. Never throws. */
-export function decodeState(bytes: Uint8Array): DecodeResult<ReplicaState> {
-  if (bytes.byteLength > LIMITS.messageBytes) return { ok: false, reason: 'too_large', detail: `${bytes.byteLength} bytes > ${LIMITS.messageBytes}` };
+/**
+ * The one decode path of every wire object: size limit → msgpack → a map →
+ * known version → `validate`. Each failure is a reason, never a throw.
+ */
+function decodeBounded<T>(bytes: Uint8Array, limit: number, validate: (raw: Record<string, unknown>) => T): DecodeResult<T> {
+  if (bytes.byteLength > limit) return { ok: false, reason: 'too_large', detail: `${bytes.byteLength} bytes > ${limit}` };
   let raw: unknown;
   try {
     raw = packr.unpack(bytes);
@@ -224,10 +227,15 @@ export function decodeState(bytes: Uint8Array): DecodeResult<ReplicaState> {
   if (!isObj(raw)) return { ok: false, reason: 'malformed', detail: 'not a msgpack map' };
   if (raw.v !== PROTOCOL_VERSION) return { ok: false, reason: 'version', detail: `unknown version ${String(raw.v)}` };
   try {
-    return { ok: true, value: validateState(raw) };
+    return { ok: true, value: validate(raw) };
   } catch (err) {
     return { ok: false, reason: 'invalid', detail: err instanceof Invalid ? err.message : String(err) };
   }
+}
+
+/** Decodes and validates a gossip payload. Never throws. */
+export function decodeState(bytes: Uint8Array): DecodeResult<ReplicaState> {
+  return decodeBounded(bytes, LIMITS.messageBytes, validateState);
 }
 
 /** Does `incoming` supersede `current`? Newer boot first, then higher seq. */
@@ -253,31 +261,16 @@ export function encodeSnapshot(s: DigestSnapshot): Uint8Array {
   return packr.pack({ ...s, hashes: packHashes(s.hashes) });
 }
 
+/** Decodes and validates a digest snapshot. Never throws. */
 export function decodeSnapshot(bytes: Uint8Array): DecodeResult<DigestSnapshot> {
-  if (bytes.byteLength > LIMITS.snapshotBytes) return { ok: false, reason: 'too_large', detail: `${bytes.byteLength} bytes > ${LIMITS.snapshotBytes}` };
-  let raw: unknown;
-  try {
-    raw = packr.unpack(bytes);
-  } catch (err) {
-    return { ok: false, reason: 'malformed', detail: (err as Error)?.message ?? 'msgpack decode failed' };
-  }
-  try {
-    if (!isObj(raw)) throw new Invalid('snapshot: expected map');
-    if (raw.v !== PROTOCOL_VERSION) return { ok: false, reason: 'version', detail: `unknown version ${String(raw.v)}` };
-    return {
-      ok: true,
-      value: {
-        v: PROTOCOL_VERSION,
-        replica: str(raw, 'replica'),
-        boot: str(raw, 'boot'),
-        seq: num(raw, 'seq', 0, LIMITS.maxNumber, true),
-        chunkChars: num(raw, 'chunkChars', 1, 1 << 20, true),
-        hashes: unpackHashes(bin(raw, 'hashes')),
-      },
-    };
-  } catch (err) {
-    return { ok: false, reason: 'invalid', detail: err instanceof Invalid ? err.message : String(err) };
-  }
+  return decodeBounded(bytes, LIMITS.snapshotBytes, (raw) => ({
+    v: PROTOCOL_VERSION,
+    replica: str(raw, 'replica'),
+    boot: str(raw, 'boot'),
+    seq: num(raw, 'seq', 0, LIMITS.maxNumber, true),
+    chunkChars: num(raw, 'chunkChars', 1, 1 << 20, true),
+    hashes: unpackHashes(bin(raw, 'hashes')),
+  }));
 }
 
 export const SNAPSHOT_CONTENT_TYPE = 'application/vnd.warmpath.digest+msgpack';
