@@ -45,6 +45,19 @@ export const DIAL_TIMEOUT_MS = 5_000;
 export const INBOUND_UPGRADE_TIMEOUT_MS = 5_000;
 
 /**
+ * A peer connected for 5 s that has not announced the fleet topic to us, or to
+ * which we hold no gossipsub stream, is hung up so that a redial starts over
+ * with fresh streams. js-gossipsub opens its one outbound stream per peer when
+ * the connection opens and never re-opens it if that failed or closed (a
+ * protocol negotiation that timed out under CPU load, a reset stream) while
+ * the connection — which is all the bootstrap redial looks at — stays up: the
+ * pair is then silent one way for good and routers see replicas go stale.
+ * Lower recovers sooner but may cut a slow handshake on a loaded host; higher
+ * leaves such a half-open pair silent longer.
+ */
+export const SILENT_PEER_GRACE_MS = 5_000;
+
+/**
  * Warn the operator when no bootstrap peer (and no peer at all) has been
  * connected for 12 s: a couple of dial timeouts plus slack. Lower warns sooner
  * but may fire during a normal rolling restart of the bootstrap peers.

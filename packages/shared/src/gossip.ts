@@ -10,7 +10,10 @@
  *  3. start(): listen, subscribe to `warmpath/<fleet>/state/1` (every node
  *     subscribes, so every node relays), dial the bootstrap peers, then
  *     re-dial the unconnected ones every BOOTSTRAP_REDIAL_INTERVAL_MS so a
- *     restarted peer is rejoined.
+ *     restarted peer is rejoined. On the same tick every node hangs up peers
+ *     that stayed silent on the fleet topic past SILENT_PEER_GRACE_MS (a
+ *     gossipsub stream that failed to open is never re-opened by the library
+ *     while the connection lives), so the redial rebuilds them.
  *  4. While no bootstrap peer and no other peer is connected for
  *     ISOLATION_WARNING_AFTER_MS, warn the operator once per episode. A wrong
  *     swarm key makes dials time out rather than fail, so this is the only
@@ -19,7 +22,7 @@
  *     counted, never propagated into libp2p.
  *
  * Complexity: publish is O(peers subscribed) sends (flood publish); each
- * redial tick is O(bootstrap + connections).
+ * tick is O(bootstrap + connections).
  *
  * Trade-off: flood publish plus every node being a full subscriber favours
  * latency and delivery in small fleets (tens of nodes) over bandwidth; a fleet
@@ -54,6 +57,7 @@ import {
   MAX_CONNECTIONS,
   MAX_MESSAGE_BYTES,
   MAX_RPC_BYTES,
+  SILENT_PEER_GRACE_MS,
   TOPIC_PREFIX,
   TOPIC_SUFFIX,
 } from './gossip-constants.ts';
@@ -67,6 +71,7 @@ export interface GossipTiming {
   redialIntervalMs?: number;
   dialTimeoutMs?: number;
   isolationWarningAfterMs?: number;
+  silentPeerGraceMs?: number;
 }
 
 export interface GossipOptions {
@@ -113,6 +118,8 @@ export interface GossipStats {
   handlerErrors: number;
   /** Bootstrap dials that failed or timed out. */
   dialFailures: number;
+  /** Connections hung up because the peer stayed silent on the fleet topic (see SILENT_PEER_GRACE_MS). */
+  silentPeersDropped: number;
 }
 
 export interface GossipNode {
@@ -231,7 +238,7 @@ interface ValidatedOptions {
 }
 
 const OPTION_KEYS = new Set(['fleet', 'listen', 'bootstrap', 'swarmKey', 'privateKey', 'onWarning', 'timing']);
-const TIMING_KEYS = new Set(['heartbeatIntervalMs', 'redialIntervalMs', 'dialTimeoutMs', 'isolationWarningAfterMs']);
+const TIMING_KEYS = new Set(['heartbeatIntervalMs', 'redialIntervalMs', 'dialTimeoutMs', 'isolationWarningAfterMs', 'silentPeerGraceMs']);
 
 function validateFleet(fleet: unknown): asserts fleet is string {
   if (typeof fleet !== 'string' || !FLEET_NAME_PATTERN.test(fleet)) {
@@ -261,6 +268,7 @@ function validateTiming(timing: unknown): Required<GossipTiming> {
     redialIntervalMs: BOOTSTRAP_REDIAL_INTERVAL_MS,
     dialTimeoutMs: DIAL_TIMEOUT_MS,
     isolationWarningAfterMs: ISOLATION_WARNING_AFTER_MS,
+    silentPeerGraceMs: SILENT_PEER_GRACE_MS,
   };
   if (timing === undefined) return out;
   if (timing === null || typeof timing !== 'object') throw new GossipConfigError('timing must be an object');
@@ -391,7 +399,10 @@ class GossipNodeImpl implements GossipNode {
     received: 0,
     handlerErrors: 0,
     dialFailures: 0,
+    silentPeersDropped: 0,
   };
+  /** Connected peer → when it connected (local clock, ms), for the silent-peer check. */
+  readonly #connectedAt = new Map<string, number>();
   #started = false;
   #redialTimer: ReturnType<typeof setInterval> | undefined;
   #stopController: AbortController | undefined;
@@ -420,10 +431,13 @@ class GossipNodeImpl implements GossipNode {
       if (detail.topic === this.topic) this.#leaveMesh(detail.peerId);
     });
     libp2p.addEventListener('peer:connect', ({ detail }) => {
-      this.#emit({ type: 'peer:connect', peer: detail.toString() });
+      const peer = detail.toString();
+      this.#connectedAt.set(peer, Date.now());
+      this.#emit({ type: 'peer:connect', peer });
     });
     libp2p.addEventListener('peer:disconnect', ({ detail }) => {
       const peer = detail.toString();
+      this.#connectedAt.delete(peer);
       this.#leaveMesh(peer);
       this.#emit({ type: 'peer:disconnect', peer });
     });
@@ -441,10 +455,10 @@ class GossipNodeImpl implements GossipNode {
     this.#isolationWarned = false;
     await this.#libp2p.start();
     this.#libp2p.services.pubsub.subscribe(this.topic);
-    if (this.#bootstrap.length > 0) {
-      this.#redialTimer = setInterval(() => this.#tick(), this.#config.timing.redialIntervalMs);
-      this.#tick();
-    }
+    // Every node ticks, bootstrap or not: a node that only accepts connections
+    // (the first agent of a fleet) must hang up silent peers too.
+    this.#redialTimer = setInterval(() => this.#tick(), this.#config.timing.redialIntervalMs);
+    this.#tick();
   }
 
   async stop(): Promise<void> {
@@ -458,6 +472,7 @@ class GossipNodeImpl implements GossipNode {
     // until it expired. Closing the connections drops us without a backoff.
     await this.#libp2p.stop();
     this.#mesh.clear();
+    this.#connectedAt.clear();
   }
 
   async publish(data: Uint8Array): Promise<number> {
@@ -524,9 +539,10 @@ class GossipNodeImpl implements GossipNode {
     if (this.#mesh.delete(peer)) this.#emit({ type: 'mesh:leave', peer });
   }
 
-  /** Re-dials unconnected bootstrap peers and tracks isolation for the operator warning. */
+  /** Re-dials unconnected bootstrap peers, hangs up silent ones, and tracks isolation for the operator warning. */
   #tick(): void {
     if (!this.#started) return;
+    this.#dropSilentPeers();
     const connected = new Set(this.peers());
     let bootstrapConnected = false;
     for (const target of this.#bootstrap) {
@@ -547,6 +563,28 @@ class GossipNodeImpl implements GossipNode {
     if (!this.#isolationWarned && now - this.#isolatedSince >= after) {
       this.#isolationWarned = true;
       this.#warn({ code: GOSSIP_WARNING.isolated, message: this.#isolationMessage(after) });
+    }
+  }
+
+  /**
+   * Hangs up peers connected longer than the grace that never announced the
+   * fleet topic to us or to which gossipsub holds no outbound stream (the
+   * library does not re-open it): the bootstrap redial on either side then
+   * reconnects with fresh streams. O(connections) per tick.
+   */
+  #dropSilentPeers(): void {
+    const pubsub = this.#libp2p.services.pubsub;
+    const deadline = Date.now() - this.#config.timing.silentPeerGraceMs;
+    const subscribed = new Set(pubsub.getSubscribers(this.topic).map(String));
+    // Not part of the GossipSub interface; checked only when the implementation exposes it.
+    const outbound = (pubsub as unknown as { streamsOutbound?: unknown }).streamsOutbound;
+    for (const [peer, since] of this.#connectedAt) {
+      if (since > deadline) continue;
+      if (subscribed.has(peer) && (!(outbound instanceof Map) || outbound.has(peer))) continue;
+      this.#connectedAt.set(peer, Date.now()); // one hang-up per grace period, even if it lingers
+      this.#stats.silentPeersDropped++;
+      const id = this.#libp2p.getConnections().find((c) => c.remotePeer.toString() === peer)?.remotePeer;
+      if (id !== undefined) this.#libp2p.hangUp(id).catch(() => {});
     }
   }
 

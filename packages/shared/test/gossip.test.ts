@@ -261,4 +261,26 @@ describe('gossip node in a hub-and-spoke fleet on one IP', () => {
       inboxes.slice(1).every((got) => texts(got).includes('spoke to spokes')),
     );
   });
+
+  // js-gossipsub never re-opens a peer's stream that failed to open while the
+  // connection stays up; such a peer never announces the topic. A peer of
+  // another fleet looks exactly the same from here, so it stands in for one.
+  it('hangs up a peer that stays silent on the fleet topic, and keeps the fleet peer', async () => {
+    const timing = { ...TIMING, silentPeerGraceMs: 300 };
+    const x = await createGossipNode({ fleet: 'silent-x', onWarning: null, timing });
+    await x.start();
+    nodes.push(x);
+    const mate = await createGossipNode({ fleet: 'silent-x', bootstrap: x.multiaddrs(), onWarning: null, timing });
+    const stranger = await createGossipNode({ fleet: 'silent-y', bootstrap: x.multiaddrs(), onWarning: null, timing });
+    for (const n of [mate, stranger]) {
+      await n.start();
+      nodes.push(n);
+    }
+    await until('x hung up the silent stranger', [x, stranger], () => x.stats().silentPeersDropped >= 1);
+    await until('mate meshed with x', [x, mate], () => mate.meshPeers().includes(x.peerId) && x.meshPeers().includes(mate.peerId));
+    expect(x.peers()).toContain(mate.peerId);
+    const got = record(x);
+    await mate.publish(encode('still here'));
+    await until('x got the fleet message', [x], () => texts(got).includes('still here'));
+  });
 });
