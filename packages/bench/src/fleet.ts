@@ -3,9 +3,12 @@
  * and R routers, joined by real libp2p gossip under a generated swarm key.
  * The demo, the live benchmark and the end-to-end tests all start fleets here.
  *
- * Topology: agent 0 listens first; every other agent and every router
- * bootstraps to agent 0 (and agent 1 when there is one), and gossipsub's mesh
- * does the rest.
+ * Topology: agent 0 listens first; every other agent bootstraps to agent 0
+ * (and agent 1 when there is one). Every router bootstraps to every agent, so
+ * each agent's flood publish reaches each router in one hop: a router's view
+ * does not hang on agent 0/1 relaying through their gossipsub mesh (at most
+ * 12 peers, pruned with a 60 s backoff, IHAVE/IWANT promises that a loaded
+ * host breaks).
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -116,7 +119,7 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
   }
   const addRouter = async (policy = opts.policy ?? 'warmpath', extra: readonly string[] = []) => {
     const p = await startProcess(`router-${routers.length}`, [
-      'router', '--port', '0', '--policy', policy, ...common, ...bootstrap.flatMap((b) => ['--bootstrap', b]), ...(opts.routerArgs ?? []), ...extra,
+      'router', '--port', '0', '--policy', policy, ...common, ...agents.flatMap((a) => ['--bootstrap', a.info.peer!]), ...(opts.routerArgs ?? []), ...extra,
     ]);
     routers.push(p);
     return p;
