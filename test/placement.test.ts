@@ -1,0 +1,148 @@
+/**
+ * End to end placement (issue 5) on a real fleet — simulators, agents and a
+ * router over real gossip — started by the same launcher as the demo:
+ *  (a) the key's home replica is full (its agent refuses more work), so the
+ *      request overflows to the next replica on the key's ring;
+ *  (b) an adapter request goes where the adapter is hot, not to its ring home.
+ * Load is made by holding long streams open directly on one replica's agent.
+ * Every wait polls an observable condition; nothing sleeps for a fixed time.
+ */
+import { HashRing, hashString } from '@warmpath/shared';
+import { request } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startFleet, waitFor, type Fleet } from '../packages/bench/src/fleet.ts';
+
+const ADAPTER = 'sql-lora';
+/** Each agent refuses a third concurrent request, so two held streams (1500 tokens each, both fit the tiny KV) fill a replica. */
+const MAX_INFLIGHT = 2;
+
+interface FleetReplica {
+  id: string;
+  status: string;
+  hotAdapters: string[];
+  capacity: { weight: number };
+  load: { inflight: number };
+}
+
+let fleet: Fleet;
+let router: string;
+let model: string;
+const proxyOf = new Map<string, string>();
+
+async function replicas(): Promise<FleetReplica[]> {
+  const res = await request(`${router}/warmpath/v1/fleet`);
+  return ((await res.body.json()) as { replicas: FleetReplica[] }).replicas;
+}
+
+/** Replica ids in the ring order of `key`, as the router builds the ring. */
+async function ringOrder(key: bigint): Promise<string[]> {
+  const ring = new HashRing((await replicas()).map((r) => ({ id: r.id, weight: r.capacity.weight })));
+  return [...ring.walk(key)].map((m) => m.id);
+}
+
+async function chat(base: string, body: Record<string, unknown>, headers: Record<string, string> = {}) {
+  const res = await request(`${base}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify({ model, max_tokens: 4, ...body }),
+  });
+  const text = await res.body.text();
+  return { status: res.statusCode, text, replica: String(res.headers['x-warmpath-replica']), route: String(res.headers['x-warmpath-route']) };
+}
+
+/** Opens a long stream straight on a replica's agent and resolves once tokens flow; abort() ends it. */
+async function hold(replica: string, reqModel: string): Promise<{ abort: () => void }> {
+  const ac = new AbortController();
+  const res = await request(`${proxyOf.get(replica)}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: reqModel, stream: true, max_tokens: 1_500, messages: [{ role: 'user', content: `hold ${replica}` }] }),
+    signal: ac.signal,
+  });
+  expect(res.statusCode).toBe(200);
+  const it = res.body[Symbol.asyncIterator]();
+  let seen = '';
+  while (!seen.includes('data: {')) {
+    const next = await it.next();
+    if (next.done === true) throw new Error(`hold on ${replica} ended before its first token`);
+    seen += String(next.value);
+  }
+  res.body.on('error', () => {}); // the abort below surfaces here
+  return { abort: () => ac.abort() };
+}
+
+/** Until the router sees every replica idle again (held streams gone). */
+async function waitIdle(): Promise<void> {
+  await waitFor(async () => (await replicas()).every((r) => r.load.inflight === 0), 30_000, 'every replica idle');
+}
+
+beforeAll(async () => {
+  fleet = await startFleet({
+    replicas: 3,
+    routers: 1,
+    profile: 'tiny',
+    // Slow enough that a 1500-token stream stays in flight for the whole test.
+    speed: 0.2,
+    adapters: [ADAPTER, 'chat-lora'],
+    maxLoras: 1,
+    agentArgs: ['--max-inflight', String(MAX_INFLIGHT)],
+  });
+  await fleet.waitConverged(60_000);
+  router = fleet.routerUrls[0]!;
+  fleet.agents.forEach((a, i) => proxyOf.set(`replica-${i}`, a.info.proxy!));
+  const models = (await (await request(`${router}/v1/models`)).body.json()) as { data: Array<{ id: string; parent: string | null }> };
+  model = models.data.find((m) => m.parent === null)!.id;
+  expect(models.data.map((m) => m.id)).toContain(ADAPTER);
+});
+
+afterAll(async () => {
+  await fleet?.stop();
+});
+
+describe('placement end to end', () => {
+  it('a full home replica overflows to the next replica on the key ring, and the request succeeds', async () => {
+    const key = 'tenant-7';
+    const order = await ringOrder(hashString(`${model}\u0000${key}`));
+    const [home, next] = order;
+    // Idle fleet: the key's home.
+    const first = await chat(router, { messages: [{ role: 'user', content: 'first' }] }, { 'x-warmpath-key': key });
+    expect(first).toMatchObject({ status: 200, replica: home, route: 'ring' });
+
+    const holds = [];
+    for (let i = 0; i < MAX_INFLIGHT; i++) holds.push(await hold(home!, model));
+    try {
+      // The router either sees the home's load in gossip and spills, or the home's agent
+      // refuses (429) and the router retries before any byte reached the client.
+      for (let k = 0; k < 2; k++) {
+        const r = await chat(router, { messages: [{ role: 'user', content: `overflow ${k}` }] }, { 'x-warmpath-key': key });
+        expect(r.status).toBe(200);
+        expect(r.text).toContain('"choices"');
+        expect(r.replica).toBe(next);
+        expect(['spill', 'retry']).toContain(r.route);
+      }
+    } finally {
+      for (const h of holds) h.abort();
+    }
+    await waitIdle();
+    const back = await chat(router, { messages: [{ role: 'user', content: 'after' }] }, { 'x-warmpath-key': key });
+    expect(back).toMatchObject({ status: 200, replica: home, route: 'ring' });
+  });
+
+  it('an adapter request goes to the replica where the adapter is hot', async () => {
+    // Make the adapter hot on the replica last in its own ring order, so neither the
+    // adapter's ring home nor (for most keys) a key's ring home would pick it.
+    const order = await ringOrder(hashString(`adapter\u0000${model}\u0000${ADAPTER}`));
+    const hot = order[order.length - 1]!;
+    const h = await hold(hot, ADAPTER);
+    try {
+      await waitFor(async () => (await replicas()).find((r) => r.id === hot)?.hotAdapters.includes(ADAPTER) === true, 30_000, `${ADAPTER} hot on ${hot}`);
+      for (let k = 0; k < 4; k++) {
+        const r = await chat(router, { model: ADAPTER, messages: [{ role: 'user', content: `query ${k}` }] }, { 'x-warmpath-key': `user-${k}` });
+        expect(r.status).toBe(200);
+        expect(r).toMatchObject({ replica: hot, route: 'adapter-hot' });
+      }
+    } finally {
+      h.abort();
+    }
+  });
+});
