@@ -217,6 +217,8 @@ export interface TraceRecord {
 }
 
 export const TRACE_BLOCK_TOKENS = 512;
+/** The simulated model's context (Llama 3.1: 131,072 tokens); longer trace requests are cut to fit. */
+export const TRACE_MAX_CONTEXT_TOKENS = 131_072;
 
 export function readTrace(path: string): TraceRecord[] {
   return readFileSync(path, 'utf8')
@@ -255,7 +257,11 @@ const traceScenario: Scenario = {
     for (const rec of recs) {
       const at = rec.timestamp / p.rate;
       if (at >= p.duration * 1000) break;
-      out.push(chat(p, at, traceMessages(rec), Math.max(1, rec.output_length), 'trace'));
+      const output = Math.max(1, rec.output_length);
+      // Leave room for the output and the chat template's few tokens.
+      const input = Math.min(rec.input_length, TRACE_MAX_CONTEXT_TOKENS - output - 64);
+      const fitted = input === rec.input_length ? rec : { ...rec, input_length: input, hash_ids: rec.hash_ids.slice(0, Math.ceil(input / TRACE_BLOCK_TOKENS)) };
+      out.push(chat(p, at, traceMessages(fitted), output, 'trace'));
     }
     return out;
   },

@@ -76,8 +76,8 @@ describe('warmpath placement branches', () => {
   it('least-loaded: when every replica is over the bound, the least loaded with headroom', () => {
     // A request bigger than the fleet's whole slack makes every replica fail the bound.
     const view = makeView([
-      makeState('a', { load: { inflightTokens: 9_000 }, capacity: { kvTokens: 1_000_000 } }),
-      makeState('b', { load: { inflightTokens: 1_000 }, capacity: { kvTokens: 1_000_000 } }),
+      makeState('a', { load: { inflightTokens: 90_000 }, capacity: { kvTokens: 1_000_000 } }),
+      makeState('b', { load: { inflightTokens: 70_000 }, capacity: { kvTokens: 1_000_000 } }),
     ]);
     const body = chat('y', { max_tokens: 400_000 });
     expect(policy().place(preq(body), view, new LocalState())).toMatchObject({ branch: 'least-loaded', replica: { id: 'b' } });

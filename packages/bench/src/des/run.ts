@@ -299,7 +299,16 @@ export async function runDes(o: DesOptions): Promise<PolicyResult> {
     if ('reason' in a) return false;
     const id = `req-${rec.i}-${rec.attempt}`;
     r.live.set(id, { rec, admitted: a, routerTicket, replicaView });
-    r.model.submit({ id, promptTokens: rec.prep.promptTokens, maxTokens: rec.prep.info.maxTokens, blockHashes: rec.prep.blockHashes, adapter: rec.prep.info.adapter }, q.now);
+    try {
+      r.model.submit({ id, promptTokens: rec.prep.promptTokens, maxTokens: rec.prep.info.maxTokens, blockHashes: rec.prep.blockHashes, adapter: rec.prep.info.adapter }, q.now);
+    } catch (err) {
+      // The engine refuses the request itself (context length, unknown adapter): a 400, as over HTTP.
+      r.live.delete(id);
+      r.core.end(a.flight);
+      if (routerTicket !== undefined) routers[rec.router]!.local.complete(routerTicket);
+      fail(rec, (err as { code?: string }).code ?? 'invalid_request', 400);
+      return true;
+    }
     kick(r);
     poke(r);
     return true;

@@ -8,8 +8,10 @@
  *     warmth(r) = longest matched chain prefix in r's digest (index) or in the
  *     optimistic overlay of this router's recent dispatches.
  *     Bound: withinBound in units of this request's work u = promptTokens +
- *     maxTokens (load/u, 1, Σload/u, weight share, c), or load + u under a
- *     floor (boundFloorTokens × weight) — an almost idle replica is never "full".
+ *     maxTokens (load/u, 1, Σload/u, weight share, c), or a load under the
+ *     floor max(boundFloorTokens, min(2u, 4 × boundFloorTokens)) × weight — a replica with little work is
+ *     never "full", and the floor grows with the request (measured on the
+ *     Mooncake trace: 15k-token prompts spilled off warm replicas without it).
  *     Headroom: kvTokens − kvUsed − own recent work ≥ uncached prompt + maxTokens.
  *  1. warm: the deepest match within the bound with headroom; ties →
  *     adapter tier (hot > free slot > evict), then the shortest prefill
@@ -124,8 +126,10 @@ export function createWarmpathPolicy(opts: PolicyOptions): Policy {
 
     // The bound is counted in units of this request's work, so its ceil() admits at least one
     // request of this size (as the count-based rule does); below the floor a replica is not busy at all.
+    // The floor scales with the request: two requests' worth of work is never "busy".
     const unit = Math.max(1, info.promptTokens + info.maxTokens);
-    const within = (i: number): boolean => load[i]! + unit <= floor * wt[i]! || withinBound(load[i]! / unit, 1, total / unit, wt[i]! / weight, c);
+    const floorOf = Math.max(floor, Math.min(2 * unit, 4 * floor));
+    const within = (i: number): boolean => load[i]! <= floorOf * wt[i]! || withinBound(load[i]! / unit, 1, total / unit, wt[i]! / weight, c);
     const work = (i: number): number => Math.max(0, info.promptTokens - Math.floor(depth[i]! * tokensPerChunk)) + info.maxTokens;
     const headroom = (i: number): boolean => kvFree[i]! >= work(i);
     const ok = (i: number): boolean => within(i) && headroom(i);
@@ -177,7 +181,7 @@ export function createWarmpathPolicy(opts: PolicyOptions): Policy {
     // A deeper replica just over the bound (up to HARD_BOUND × c) still wins when it is cheaper:
     // its prefill queue plus the little it lacks, against the whole remainder elsewhere. Without
     // this, a long conversation is re-prefilled on a shallower replica whenever its home is busy.
-    const deeper = deepest((i) => headroom(i) && (load[i]! + unit <= floor * wt[i]! || withinBound(load[i]! / unit, 1, total / unit, wt[i]! / weight, c * HARD_BOUND)));
+    const deeper = deepest((i) => headroom(i) && (load[i]! <= floorOf * wt[i]! || withinBound(load[i]! / unit, 1, total / unit, wt[i]! / weight, c * HARD_BOUND)));
     if (deeper >= 0 && deeper !== warm && depth[deeper]! > (warm >= 0 ? depth[warm]! : 0)) {
       const alt = warm >= 0 ? warm : info.adapter === '' ? (walk(g, req.key, idx, ok)?.i ?? -1) : -1;
       if (alt < 0 || prefillCost(deeper) <= prefillCost(alt)) return pick(deeper, 'warm');
