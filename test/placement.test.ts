@@ -13,8 +13,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFleet, waitFor, type Fleet } from '../packages/bench/src/fleet.ts';
 
 const ADAPTER = 'sql-lora';
-/** Each agent refuses a third concurrent request, so two held streams (1500 tokens each, both fit the tiny KV) fill a replica. */
+/** Each agent refuses a third concurrent request, so two held streams fill a replica. */
 const MAX_INFLIGHT = 2;
+/** Output tokens of a held stream: two fit the tiny profile's 4096-token KV; at speed 0.1 one lasts ~25 s. */
+const HOLD_TOKENS = 1_700;
 
 interface FleetReplica {
   id: string;
@@ -50,25 +52,42 @@ async function chat(base: string, body: Record<string, unknown>, headers: Record
   return { status: res.statusCode, text, replica: String(res.headers['x-warmpath-replica']), route: String(res.headers['x-warmpath-route']) };
 }
 
-/** Opens a long stream straight on a replica's agent and resolves once tokens flow; abort() ends it. */
-async function hold(replica: string, reqModel: string): Promise<{ abort: () => void }> {
+/**
+ * Opens a long stream straight on a replica's agent and resolves once tokens
+ * flow; abort() ends it. The agent's admission projects KV use from a scrape up
+ * to one interval old, so a refusal (429) is retried until it admits.
+ */
+async function hold(replica: string, reqModel: string): Promise<{ abort: () => void; ended: () => boolean }> {
   const ac = new AbortController();
-  const res = await request(`${proxyOf.get(replica)}/v1/chat/completions`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ model: reqModel, stream: true, max_tokens: 1_500, messages: [{ role: 'user', content: `hold ${replica}` }] }),
-    signal: ac.signal,
-  });
-  expect(res.statusCode).toBe(200);
-  const it = res.body[Symbol.asyncIterator]();
-  let seen = '';
-  while (!seen.includes('data: {')) {
-    const next = await it.next();
-    if (next.done === true) throw new Error(`hold on ${replica} ended before its first token`);
-    seen += String(next.value);
+  let refusals = '';
+  for (const deadline = Date.now() + 30_000; ; ) {
+    const res = await request(`${proxyOf.get(replica)}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: reqModel, stream: true, max_tokens: HOLD_TOKENS, messages: [{ role: 'user', content: `hold ${replica}` }] }),
+      signal: ac.signal,
+    });
+    if (res.statusCode === 429 && Date.now() < deadline) {
+      refusals += ` ${String(res.headers['x-warmpath-reject-reason'])}`;
+      await res.body.dump();
+      await new Promise((r) => setTimeout(r, 100)); // the agent's next scrape, not a guess at timing
+      continue;
+    }
+    expect(res.statusCode, `hold on ${replica} (refused:${refusals})`).toBe(200);
+    const it = res.body[Symbol.asyncIterator]();
+    let seen = '';
+    while (!seen.includes('data: {')) {
+      const next = await it.next();
+      if (next.done === true) throw new Error(`hold on ${replica} ended before its first token`);
+      seen += String(next.value);
+    }
+    let ended = false;
+    res.body.on('error', () => {}); // the abort below surfaces here
+    res.body.on('end', () => (ended = true));
+    res.body.on('close', () => (ended = true));
+    res.body.resume();
+    return { abort: () => ac.abort(), ended: () => ended };
   }
-  res.body.on('error', () => {}); // the abort below surfaces here
-  return { abort: () => ac.abort() };
 }
 
 /** Until the router sees every replica idle again (held streams gone). */
@@ -81,8 +100,8 @@ beforeAll(async () => {
     replicas: 3,
     routers: 1,
     profile: 'tiny',
-    // Slow enough that a 1500-token stream stays in flight for the whole test.
-    speed: 0.2,
+    // Slow enough that a held stream outlasts the test; short requests still take well under 1 s.
+    speed: 0.1,
     adapters: [ADAPTER, 'chat-lora'],
     maxLoras: 1,
     agentArgs: ['--max-inflight', String(MAX_INFLIGHT)],
@@ -120,6 +139,7 @@ describe('placement end to end', () => {
         expect(r.replica).toBe(next);
         expect(['spill', 'retry']).toContain(r.route);
       }
+      expect(holds.every((h) => !h.ended()), 'the home stayed full throughout').toBe(true);
     } finally {
       for (const h of holds) h.abort();
     }
@@ -141,6 +161,7 @@ describe('placement end to end', () => {
         expect(r.status).toBe(200);
         expect(r).toMatchObject({ replica: hot, route: 'adapter-hot' });
       }
+      expect(h.ended(), 'the adapter stayed hot throughout').toBe(false);
     } finally {
       h.abort();
     }
