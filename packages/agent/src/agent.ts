@@ -147,6 +147,8 @@ export async function startAgent(overrides: Record<string, unknown> = {}): Promi
       fleet: config.fleet,
       listen: [...config.gossipListen],
       bootstrap: [...config.bootstrap],
+      // Agents publish; routers subscribe. An agent never receives the fleet's state.
+      subscribe: false,
       ...(config.swarmKey !== '' ? { swarmKey: readFileSync(config.swarmKey, 'utf8') } : {}),
     });
     await gossip.start();

@@ -3,12 +3,12 @@
  * and R routers, joined by real libp2p gossip under a generated swarm key.
  * The demo, the live benchmark and the end-to-end tests all start fleets here.
  *
- * Topology: agent 0 listens first; every other agent bootstraps to agent 0
- * (and agent 1 when there is one). Every router bootstraps to every agent, so
- * each agent's flood publish reaches each router in one hop: a router's view
- * does not hang on agent 0/1 relaying through their gossipsub mesh (at most
- * 12 peers, pruned with a 60 s backoff, IHAVE/IWANT promises that a loaded
- * host breaks).
+ * Topology: agents are publish-only gossip nodes and dial nobody; every
+ * router bootstraps to every agent, so each agent's flood publish reaches
+ * each router in one hop and no agent receives the fleet's state (a fleet of
+ * N agents costs each agent O(1) messages). In production the same holds with
+ * either side's --bootstrap list: agents listing the routers, or routers
+ * listing the agents.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -104,15 +104,9 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
       'agent', '--engine', 'vllm', '--engine-url', sims[i]!.info.url!, '--port', '0', '--admin-port', '0',
       '--replica-id', `replica-${i}`, ...common, ...boot.flatMap((b) => ['--bootstrap', b]), ...(opts.agentArgs ?? []),
     ];
-    if (opts.replicas > 0) {
-      agents.push(await startProcess('agent-0', agentArgs(0, [])));
-      bootstrap.push(agents[0]!.info.peer!);
-    }
-    if (opts.replicas > 1) {
-      agents.push(await startProcess('agent-1', agentArgs(1, bootstrap)));
-      bootstrap.push(agents[1]!.info.peer!);
-    }
-    agents.push(...(await Promise.all(Array.from({ length: Math.max(0, opts.replicas - 2) }, (_, j) => startProcess(`agent-${j + 2}`, agentArgs(j + 2, bootstrap))))));
+    // Agents publish only and dial nobody: routers dial them (below).
+    agents.push(...(await Promise.all(Array.from({ length: opts.replicas }, (_, i) => startProcess(`agent-${i}`, agentArgs(i, []))))));
+    bootstrap.push(...agents.map((a) => a.info.peer!));
   } catch (err) {
     await stop();
     throw err;

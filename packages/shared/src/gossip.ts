@@ -88,6 +88,13 @@ export interface GossipOptions {
   /** Operator-facing warnings. Default: process.emitWarning. Pass null to rely on onEvent only. */
   onWarning?: ((warning: GossipWarning) => void) | null;
   timing?: GossipTiming;
+  /**
+   * Subscribe to the fleet topic (default true). Agents publish only: they
+   * never receive the fleet's state, so a fleet of N agents costs each agent
+   * O(1) messages, not O(N). A publish-only node must be connected to
+   * subscribers (routers) directly; it relays nothing.
+   */
+  subscribe?: boolean;
 }
 
 export type GossipWarningCode = (typeof GOSSIP_WARNING)[keyof typeof GOSSIP_WARNING];
@@ -235,9 +242,10 @@ interface ValidatedOptions {
   privateKey: GossipPrivateKey | undefined;
   onWarning: ((warning: GossipWarning) => void) | null;
   timing: Required<GossipTiming>;
+  subscribe: boolean;
 }
 
-const OPTION_KEYS = new Set(['fleet', 'listen', 'bootstrap', 'swarmKey', 'privateKey', 'onWarning', 'timing']);
+const OPTION_KEYS = new Set(['fleet', 'listen', 'bootstrap', 'swarmKey', 'privateKey', 'onWarning', 'timing', 'subscribe']);
 const TIMING_KEYS = new Set(['heartbeatIntervalMs', 'redialIntervalMs', 'dialTimeoutMs', 'isolationWarningAfterMs', 'silentPeerGraceMs']);
 
 function validateFleet(fleet: unknown): asserts fleet is string {
@@ -306,7 +314,9 @@ function validateOptions(opts: GossipOptions): ValidatedOptions {
   }
   const onWarning = opts.onWarning === undefined ? emitProcessWarning : opts.onWarning;
   if (onWarning !== null && typeof onWarning !== 'function') throw new GossipConfigError('onWarning must be a function or null');
+  if (opts.subscribe !== undefined && typeof opts.subscribe !== 'boolean') throw new GossipConfigError('subscribe must be true or false');
   return Object.freeze({
+    subscribe: opts.subscribe ?? true,
     fleet: opts.fleet,
     topic: topicFor(opts.fleet),
     listen,
@@ -454,7 +464,7 @@ class GossipNodeImpl implements GossipNode {
     this.#isolatedSince = Date.now();
     this.#isolationWarned = false;
     await this.#libp2p.start();
-    this.#libp2p.services.pubsub.subscribe(this.topic);
+    if (this.#config.subscribe) this.#libp2p.services.pubsub.subscribe(this.topic);
     // Every node ticks, bootstrap or not: a node that only accepts connections
     // (the first agent of a fleet) must hang up silent peers too.
     this.#redialTimer = setInterval(() => this.#tick(), this.#config.timing.redialIntervalMs);
@@ -567,10 +577,11 @@ class GossipNodeImpl implements GossipNode {
   }
 
   /**
-   * Hangs up peers connected longer than the grace that never announced the
-   * fleet topic to us or to which gossipsub holds no outbound stream (the
-   * library does not re-open it): the bootstrap redial on either side then
-   * reconnects with fresh streams. O(connections) per tick.
+   * Hangs up peers connected longer than the grace to which gossipsub holds
+   * no outbound stream (the library does not re-open it) or — on a
+   * publish-only node — that never announced the fleet topic: the bootstrap
+   * redial on either side then reconnects with fresh streams.
+   * O(connections) per tick.
    */
   #dropSilentPeers(): void {
     const pubsub = this.#libp2p.services.pubsub;
@@ -580,7 +591,10 @@ class GossipNodeImpl implements GossipNode {
     const outbound = (pubsub as unknown as { streamsOutbound?: unknown }).streamsOutbound;
     for (const [peer, since] of this.#connectedAt) {
       if (since > deadline) continue;
-      if (subscribed.has(peer) && (!(outbound instanceof Map) || outbound.has(peer))) continue;
+      const streamOk = !(outbound instanceof Map) || outbound.has(peer);
+      // A subscriber keeps publish-only peers (they never announce the topic) as long as its own
+      // stream to them lives; a publish-only node needs both: the peer's subscription and a stream.
+      if (streamOk && (this.#config.subscribe || subscribed.has(peer))) continue;
       this.#connectedAt.set(peer, Date.now()); // one hang-up per grace period, even if it lingers
       this.#stats.silentPeersDropped++;
       const id = this.#libp2p.getConnections().find((c) => c.remotePeer.toString() === peer)?.remotePeer;
