@@ -59,6 +59,8 @@ function session(
   const history: Message[] = system !== undefined ? [{ role: 'system', content: system }] : [];
   let at = start;
   for (let t = 0; t < turns; t++) {
+    // Arrivals stop at the run's end: later turns of a session are not sent (the run drains promptly).
+    if (at >= p.duration * 1000) break;
     history.push({ role: 'user', content: textOf(`${id}/u${t}`, sizes.user()) });
     const reply = sizes.reply();
     out.push(chat(p, at, [...history], reply, tag(t)));
@@ -144,7 +146,7 @@ const fanoutScenario: Scenario = {
       ];
       const steps = 2 + Math.floor(r() * 3);
       let t = at;
-      for (let step = 0; step < steps; step++) {
+      for (let step = 0; step < steps && t < p.duration * 1000; step++) {
         const width = 4 + Math.floor(r() * 13);
         for (let k = 0; k < width; k++) {
           const msgs: Message[] = [...history, { role: 'user', content: textOf(`${id}/st${step}/call${k}`, 60) }];

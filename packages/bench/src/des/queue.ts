@@ -19,8 +19,14 @@ export class EventQueue {
     return this.#heap.length;
   }
 
+  /** Time of the next event (Infinity when empty). */
+  get nextAt(): number {
+    return this.#heap[0]?.at ?? Number.POSITIVE_INFINITY;
+  }
+
   /** Schedules `run` at absolute virtual time `at` (never in the past). */
   at(at: number, run: () => void): void {
+    if (Number.isNaN(at)) throw new Error('event scheduled at NaN: a bug in the caller');
     const e = { at: Math.max(at, this.now), seq: this.#seq++, run };
     const h = this.#heap;
     h.push(e);

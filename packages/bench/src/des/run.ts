@@ -219,11 +219,13 @@ export async function runDes(o: DesOptions): Promise<PolicyResult> {
   const step = (r: DesReplica): void => {
     const res = r.model.step(q.now);
     if (res.durationMs === 0) {
+      // Nothing schedulable now. Sleep until the next front-end arrival if there is one; else
+      // until something changes (a submit or an abort kicks the engine again) — never spin.
       r.stepping = false;
       const next = r.model.nextWakeMs(q.now);
-      if (next !== Number.POSITIVE_INFINITY) {
+      if (next !== Number.POSITIVE_INFINITY && next > q.now) {
         r.stepping = true;
-        q.at(Math.max(next, q.now + 0.01), () => step(r));
+        q.at(next, () => step(r));
       }
       return;
     }
@@ -370,6 +372,7 @@ export async function runDes(o: DesOptions): Promise<PolicyResult> {
     });
   };
 
+  const recs: Rec[] = [];
   // Arrivals start once every router has heard every replica (as live runs wait for convergence).
   const warmup = 2_000;
   const endAt = warmup + Math.max(0, ...o.plan.map((p) => p.at)) + 1;
@@ -391,6 +394,7 @@ export async function runDes(o: DesOptions): Promise<PolicyResult> {
       },
     };
     rec.result.target = rec.router;
+    recs.push(rec);
     q.at(rec.arrivedAt + hop, () => (routers.length === 0 ? oracle(rec) : route(rec)));
   });
 
@@ -416,11 +420,15 @@ export async function runDes(o: DesOptions): Promise<PolicyResult> {
   q.at(0, sample);
 
   // Run; let snapshot pulls (promises) settle whenever some are pending.
-  const horizon = endAt + 3_600_000;
+  const horizon = endAt + 600_000; // 10 simulated minutes to drain
   while (done < o.plan.length && q.size > 0 && q.now < horizon) {
-    q.run(q.now + 50);
+    // Slices of 50 virtual ms from the next event (never from `now` alone: a gap longer
+    // than the slice would otherwise never be crossed).
+    q.run(q.nextAt + 50);
     if (pulls > 0) await new Promise((r) => setImmediate(r));
   }
+  // Whatever has not finished by the horizon is lost to the client: count it, never drop it.
+  if (done < o.plan.length) for (const rec of recs) if (!rec.result.ok && rec.result.error === undefined && Number.isNaN(rec.result.e2eMs)) fail(rec, 'timeout', 504);
 
   const totals: EngineTotals = { promptTokens: 0, cachedTokens: 0, preemptions: 0, adapterLoads: 0 };
   for (const r of replicas) {
