@@ -33,7 +33,7 @@ export const benchSchema = {
   duration: { type: 'number', default: 0, min: 0, doc: "simulated seconds of arrivals (0 = the scenario's)" },
   rate: { type: 'number', default: 0, min: 0, doc: "arrival rate per simulated second (0 = the scenario's; trace: time compression)" },
   trace: { type: 'string', default: '', doc: 'Mooncake-format JSONL trace, for --scenario trace' },
-  timeScale: { type: 'number', default: 2, min: 0.1, max: 100, doc: 'live: simulated time runs this many times faster than wall time' },
+  timeScale: { type: 'number', default: 1, min: 0.1, max: 100, doc: 'live: simulated time runs this many times faster than wall time (2 cores hold the seed scenario at 1)' },
   seed: { type: 'number', default: 1, integer: true, doc: 'workload seed' },
   json: { type: 'string', default: '', doc: 'write the JSON result here' },
   report: { type: 'string', default: '', doc: 'write the HTML report here' },
