@@ -4,25 +4,15 @@
  */
 import { resolve } from 'node:path';
 import cliProgress from 'cli-progress';
+import { POLICY_NAMES } from '@warmpath/router';
 import { configFromProcess, ConfigError, type Schema } from '@warmpath/shared';
 import { runDes } from './des/run.ts';
 import { runLive } from './live.ts';
 import { markdownTable, writeHtml, writeJson, type BenchReport, type PolicyResult } from './report.ts';
 import { DEFAULT_MODEL, SCENARIOS } from './scenarios.ts';
 
-export const ALL_POLICIES = [
-  'warmpath',
-  'round-robin',
-  'least-request',
-  'power-of-two',
-  'consistent-hash',
-  'sglang-cache-aware',
-  'llm-d-approx',
-  'llm-d-precise',
-  'dynamo-kv',
-  'kubeai-prefix-hash',
-  'oracle',
-] as const;
+/** Every router policy, plus the oracle (which routes around the routers). */
+export const ALL_POLICIES = [...POLICY_NAMES, 'oracle'] as const;
 
 export const benchSchema = {
   scenario: { type: 'string', default: 'seed', choices: Object.keys(SCENARIOS), doc: 'workload' },

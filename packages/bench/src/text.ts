@@ -3,6 +3,8 @@
  * `tokens(n)` of text is 4n characters; the same (id, n) always gives the same
  * text, which is what makes shared prefixes shared.
  */
+import { mulberry32 } from '@warmpath/shared';
+
 export const CHARS_PER_TOKEN = 4;
 
 const VOCAB = (
@@ -11,17 +13,8 @@ const VOCAB = (
   'system user assistant answer question context document report table figure value result method analysis data source'
 ).split(' ');
 
-/** mulberry32: small, fast, deterministic PRNG. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The workloads' seeded PRNG (shared with the simulator's fault injection). */
+export const rng = mulberry32;
 
 /** String seed → 32-bit seed (FNV-1a). */
 export function seedOf(s: string): number {
