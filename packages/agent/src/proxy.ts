@@ -19,7 +19,7 @@
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
-import { describeRequest, HEADERS, parseJsonBody, readBody, ROUTES, sendError, sseErrorEvent, WarmpathError } from '@warmpath/shared';
+import { describeRequest, drained, HEADERS, parseJsonBody, readBody, ROUTES, sendError, sseErrorEvent, WarmpathError } from '@warmpath/shared';
 import type { RequestInfo } from '@warmpath/shared';
 import type { Admitted, AgentCore } from './core.ts';
 import { UsageTap } from './usage.ts';
@@ -59,18 +59,6 @@ export interface ProxyDeps {
   kick: () => void;
   /** Something routers should hear about at once (load jump). */
   poke: () => void;
-}
-
-function waitDrain(res: ServerResponse): Promise<void> {
-  return new Promise((resolve) => {
-    const done = (): void => {
-      res.off('drain', done);
-      res.off('close', done);
-      resolve();
-    };
-    res.on('drain', done);
-    res.on('close', done);
-  });
 }
 
 export function createProxyHandler(deps: ProxyDeps): (req: IncomingMessage, res: ServerResponse) => void {
@@ -202,7 +190,7 @@ export function createProxyHandler(deps: ProxyDeps): (req: IncomingMessage, res:
         }
         tap?.write(chunk);
         if (res.destroyed) break;
-        if (!res.write(chunk)) await waitDrain(res);
+        if (!res.write(chunk)) await drained(res);
       }
       if (!res.destroyed) res.end();
     } catch {
@@ -225,7 +213,7 @@ export function createProxyHandler(deps: ProxyDeps): (req: IncomingMessage, res:
     try {
       const up = await deps.pool.request({ origin: deps.engineOrigin, path: url, method: 'GET', headers: forwardHeaders(req.headers) });
       res.writeHead(up.statusCode, responseHeaders(up.headers));
-      for await (const chunk of up.body as AsyncIterable<Buffer>) if (!res.write(chunk)) await waitDrain(res);
+      for await (const chunk of up.body as AsyncIterable<Buffer>) if (!res.write(chunk)) await drained(res);
       res.end();
     } catch (err) {
       const code = (err as { code?: string }).code ?? '';

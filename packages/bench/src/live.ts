@@ -29,6 +29,8 @@ export interface LiveOptions {
   /** Simulated seconds the plan spans (for throughput). */
   durationS: number;
   onProgress?: (done: number, total: number) => void;
+  /** A client gives up on a request after this long, simulated ms (counted as an error). */
+  requestTimeoutMs?: number;
   /** Router config overrides (key → value), passed as flags. */
   routerOverrides?: Record<string, string>;
   log?: (line: string) => void;
@@ -87,6 +89,7 @@ export async function runLive(o: LiveOptions): Promise<PolicyResult> {
     let results: RequestResult[];
     try {
       results = await runLoad(plan, fleet.routerUrls, {
+        timeoutMs: (o.requestTimeoutMs ?? 60_000) / o.timeScale,
         onResult: (_r, done, total) => o.onProgress?.(done, total),
         ...(oracle ? { chooseTarget: (p: PlannedRequest) => oracleTarget(simUrls, agentUrls, p) } : {}),
       });

@@ -5,6 +5,7 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { mean, percentile, type RequestResult } from './loadgen.ts';
 
 export interface PolicyResult {
@@ -114,7 +115,8 @@ export function writeJson(path: string, report: BenchReport): void {
 const require = createRequire(import.meta.url);
 
 export function writeHtml(path: string, reports: readonly BenchReport[]): void {
-  const chartJs = readFileSync(require.resolve('chart.js/dist/chart.umd.min.js'), 'utf8');
+  // The UMD build is not in chart.js's "exports"; it sits beside the CommonJS entry in dist/.
+  const chartJs = readFileSync(join(dirname(require.resolve('chart.js')), 'chart.umd.min.js'), 'utf8');
   const data = JSON.stringify(reports).replace(/</g, '\\u003c');
   const html = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Warmpath benchmark</title>
