@@ -156,6 +156,23 @@ describe('EngineModel', () => {
     expect(m.probe(p.promptTokens, p.blockHashes).cachedTokens).toBe(0);
   });
 
+  it('probe predicts a longer TTFT behind queued prefill and a shorter one on a cached prefix (the oracle)', () => {
+    const m = new EngineModel(PROFILES['h100-llama3-8b']);
+    const text = words(2000, 'oracle');
+    const p = promptIdentity(text, opts);
+    const idle = m.probe(p.promptTokens, p.blockHashes);
+    expect(idle.pendingPrefillTokens).toBe(0);
+    // Warm the prefix, then compare a cached and a cold prompt of the same size.
+    drain(m, m.submit(req('warm', text, 1), 0).arrivalMs);
+    const cached = m.probe(p.promptTokens, p.blockHashes);
+    expect(cached.predictedTtftMs).toBeLessThan(idle.predictedTtftMs);
+    // Queue other prompts: the prediction grows with the work ahead.
+    for (let i = 0; i < 4; i++) m.submit(req(`q${i}`, words(2000, `other${i}`), 1), 1e6);
+    const queued = m.probe(p.promptTokens, p.blockHashes);
+    expect(queued.pendingPrefillTokens).toBeGreaterThan(4 * 1000);
+    expect(queued.predictedTtftMs).toBeGreaterThan(cached.predictedTtftMs);
+  });
+
   it('keeps its block bookkeeping consistent under random load (property)', () => {
     const profile: EngineProfile = { ...PROFILES.tiny, numGpuBlocks: 64, maxNumBatchedTokens: 128, maxNumSeqs: 6 };
     fc.assert(
