@@ -85,7 +85,6 @@ interface Rec {
   exclude: Set<string> | undefined;
   attempt: number;
   queuedUntil: number;
-  branch: string;
 }
 
 interface DesReplica {
@@ -325,7 +324,6 @@ export async function runDes(o: DesOptions): Promise<PolicyResult> {
       if (placement.branch === 'saturated') {
         if (rec.queuedUntil === 0) {
           rec.queuedUntil = q.now + rcfg.queueTimeoutMs;
-          rec.branch = 'queued';
           rt.waiting.push(rec);
           return;
         }
@@ -337,7 +335,6 @@ export async function runDes(o: DesOptions): Promise<PolicyResult> {
       }
       return fail(rec, rec.attempt > 0 ? 'upstream_error' : 'no_replica', 503);
     }
-    if (rec.branch === '') rec.branch = placement.branch;
     rec.result.route ??= rec.attempt > 0 ? 'retry' : rec.queuedUntil > 0 ? 'queued' : placement.branch;
     rec.result.replica = replica.id;
     const ticket = rt.local.dispatch(replica.id, placement.work ?? rec.prep.info.promptTokens + rec.prep.info.maxTokens, q.now);
@@ -387,7 +384,6 @@ export async function runDes(o: DesOptions): Promise<PolicyResult> {
       exclude: undefined,
       attempt: 0,
       queuedUntil: 0,
-      branch: '',
       result: {
         tag: p.tag, target: 0, ok: false, status: 0, error: undefined, ttftMs: Number.NaN, e2eMs: Number.NaN, itlMs: [],
         promptTokens: 0, cachedTokens: 0, outputTokens: 0, replica: undefined, route: undefined, sentAt: p.at,
