@@ -51,7 +51,6 @@ function session(
   start: number,
   system: string | undefined,
   turns: number,
-  r: () => number,
   sizes: { user: () => number; reply: () => number; gapMs: () => number },
   tag: (turn: number) => string,
 ): PlannedRequest[] {
@@ -67,11 +66,26 @@ function session(
     history.push({ role: 'assistant', content: textOf(`${id}/a${t}`, reply) });
     at += sizes.gapMs();
   }
-  void r;
   return out;
 }
 
 const uniform = (r: () => number, lo: number, hi: number) => () => Math.round(lo + r() * (hi - lo));
+
+/**
+ * Open-loop Poisson arrivals over the run: `make(at, i)` builds arrival i
+ * (drawing from `r` first), then the gap to the next is drawn at `rate(at)`
+ * per simulated second. One place for the loop every scenario shares.
+ */
+function arrivals(p: ScenarioParams, r: () => number, rate: (at: number) => number, make: (at: number, i: number) => PlannedRequest | PlannedRequest[]): PlannedRequest[] {
+  const out: PlannedRequest[] = [];
+  for (let at = 0, i = 0; at < p.duration * 1000; i++) {
+    const made = make(at, i);
+    if (Array.isArray(made)) out.push(...made);
+    else out.push(made);
+    at += poissonGap(r, rate(at));
+  }
+  return out;
+}
 
 /**
  * seed: 10 replicas; 4 system-prompt templates of 2k tokens (one takes 70%
@@ -87,19 +101,13 @@ const seedScenario: Scenario = {
     const r = rng(p.seed);
     const templates = [0, 1, 2, 3].map((i) => textOf(`seed/system-${i}`, 2000));
     const pickTemplate = () => (r() < 0.7 ? 0 : 1 + Math.floor(r() * 3));
-    const out: PlannedRequest[] = [];
     const spikeAt = (p.duration * 1000 * 2) / 3;
-    let s = 0;
-    for (let at = 0; at < p.duration * 1000; s++) {
+    // Sessions arrive at rate / 3.5 (mean turns) so requests arrive at ≈ rate, doubled in the spike.
+    return arrivals(p, r, (at) => ((at >= spikeAt ? 2 : 1) * p.rate) / 3.5, (at, s) => {
       const phase = at >= spikeAt ? 'spike' : 'steady';
       const turns = 1 + Math.floor(r() * 6);
-      out.push(
-        ...session(p, `seed/s${p.seed}/${s}`, at, templates[pickTemplate()], turns, r, { user: () => 500, reply: uniform(r, 20, 60), gapMs: uniform(r, 3000, 8000) }, () => phase),
-      );
-      // Sessions arrive at rate / 3.5 (mean turns) so requests arrive at ≈ rate, doubled in the spike.
-      at += poissonGap(r, ((at >= spikeAt ? 2 : 1) * p.rate) / 3.5);
-    }
-    return out;
+      return session(p, `seed/s${p.seed}/${s}`, at, templates[pickTemplate()], turns, { user: () => 500, reply: uniform(r, 20, 60), gapMs: uniform(r, 3000, 8000) }, () => phase);
+    });
   },
 };
 
@@ -112,14 +120,10 @@ const chatScenario: Scenario = {
   build(p) {
     const r = rng(p.seed ^ 0xc4a7);
     const system = textOf('chat/system', 400);
-    const out: PlannedRequest[] = [];
-    let s = 0;
-    for (let at = 0; at < p.duration * 1000; s++) {
+    return arrivals(p, r, () => p.rate, (at, s) => {
       const turns = 4 + Math.floor(r() * 9);
-      out.push(...session(p, `chat/s${p.seed}/${s}`, at, system, turns, r, { user: uniform(r, 100, 400), reply: uniform(r, 100, 300), gapMs: uniform(r, 2000, 6000) }, (t) => `turn${Math.min(t, 9)}`));
-      at += poissonGap(r, p.rate);
-    }
-    return out;
+      return session(p, `chat/s${p.seed}/${s}`, at, system, turns, { user: uniform(r, 100, 400), reply: uniform(r, 100, 300), gapMs: uniform(r, 2000, 6000) }, (t) => `turn${Math.min(t, 9)}`);
+    });
   },
 };
 
@@ -136,9 +140,8 @@ const fanoutScenario: Scenario = {
   build(p) {
     const r = rng(p.seed ^ 0xfa17);
     const system = textOf('fanout/system', 1000);
-    const out: PlannedRequest[] = [];
-    let s = 0;
-    for (let at = 0; at < p.duration * 1000; s++) {
+    return arrivals(p, r, () => p.rate, (at, s) => {
+      const out: PlannedRequest[] = [];
       const id = `fanout/s${p.seed}/${s}`;
       const history: Message[] = [
         { role: 'system', content: system },
@@ -155,9 +158,8 @@ const fanoutScenario: Scenario = {
         history.push({ role: 'assistant', content: textOf(`${id}/st${step}/results`, 40 * width) });
         t += 4000 + r() * 4000;
       }
-      at += poissonGap(r, p.rate);
-    }
-    return out;
+      return out;
+    });
   },
 };
 
@@ -172,18 +174,14 @@ const loraScenario: Scenario = {
   build(p) {
     const r = rng(p.seed ^ 0x10a);
     const pick = zipf(r, LORA_ADAPTERS.length, 1.0);
-    const out: PlannedRequest[] = [];
-    let i = 0;
-    for (let at = 0; at < p.duration * 1000; i++) {
+    return arrivals(p, r, () => p.rate, (at, i) => {
       const adapter = LORA_ADAPTERS[pick()]!;
       const msgs: Message[] = [
         { role: 'system', content: textOf(`lora/system/${adapter}`, 300) },
         { role: 'user', content: textOf(`lora/${p.seed}/${i}`, 200 + Math.round(r() * 300)) },
       ];
-      out.push({ at, tag: adapter, body: { model: adapter, messages: msgs, max_tokens: 64 + Math.round(r() * 128), ignore_eos: true } });
-      at += poissonGap(r, p.rate);
-    }
-    return out;
+      return { at, tag: adapter, body: { model: adapter, messages: msgs, max_tokens: 64 + Math.round(r() * 128), ignore_eos: true } };
+    });
   },
 };
 
@@ -196,18 +194,14 @@ const pianosScenario: Scenario = {
   build(p) {
     const r = rng(p.seed ^ 0x91a0);
     const system = textOf('pianos/system', 300);
-    const out: PlannedRequest[] = [];
-    let i = 0;
-    for (let at = 0; at < p.duration * 1000; i++) {
+    return arrivals(p, r, () => p.rate, (at, i) => {
       const piano = r() < 0.02;
       const msgs: Message[] = [
         { role: 'system', content: system },
         { role: 'user', content: textOf(`pianos/${p.seed}/${i}`, piano ? 24_000 : 100 + Math.round(r() * 400)) },
       ];
-      out.push(chat(p, at, msgs, piano ? 1500 : 50 + Math.round(r() * 150), piano ? 'piano' : 'short'));
-      at += poissonGap(r, p.rate);
-    }
-    return out;
+      return chat(p, at, msgs, piano ? 1500 : 50 + Math.round(r() * 150), piano ? 'piano' : 'short');
+    });
   },
 };
 
