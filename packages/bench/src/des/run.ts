@@ -306,7 +306,11 @@ export async function runDes(o: DesOptions): Promise<PolicyResult> {
       // The engine refuses the request itself (context length, unknown adapter): a 400, as over HTTP.
       r.live.delete(id);
       r.core.end(a.flight);
-      if (routerTicket !== undefined) routers[rec.router]!.local.complete(routerTicket);
+      if (routerTicket !== undefined) {
+        const rt = routers[rec.router]!;
+        rt.local.complete(routerTicket);
+        rt.policy.onComplete?.(placementRequest(rec), replicaView!, { kind: 'error', status: 400 });
+      }
       fail(rec, (err as { code?: string }).code ?? 'invalid_request', 400);
       return true;
     }

@@ -129,7 +129,8 @@ export function createWarmpathPolicy(opts: PolicyOptions): Policy {
     // The floor scales with the request: two requests' worth of work is never "busy".
     const unit = Math.max(1, info.promptTokens + info.maxTokens);
     const floorOf = Math.max(floor, Math.min(2 * unit, 4 * floor));
-    const within = (i: number): boolean => load[i]! <= floorOf * wt[i]! || withinBound(load[i]! / unit, 1, total / unit, wt[i]! / weight, c);
+    const within = (i: number, factor = c): boolean =>
+      load[i]! <= floorOf * wt[i]! || withinBound(load[i]! / unit, 1, total / unit, wt[i]! / weight, factor);
     const work = (i: number): number => Math.max(0, info.promptTokens - Math.floor(depth[i]! * tokensPerChunk)) + info.maxTokens;
     const headroom = (i: number): boolean => kvFree[i]! >= work(i);
     const ok = (i: number): boolean => within(i) && headroom(i);
@@ -181,16 +182,19 @@ export function createWarmpathPolicy(opts: PolicyOptions): Policy {
     // A deeper replica just over the bound (up to HARD_BOUND × c) still wins when it is cheaper:
     // its prefill queue plus the little it lacks, against the whole remainder elsewhere. Without
     // this, a long conversation is re-prefilled on a shallower replica whenever its home is busy.
-    const deeper = deepest((i) => headroom(i) && (load[i]! <= floorOf * wt[i]! || withinBound(load[i]! / unit, 1, total / unit, wt[i]! / weight, c * HARD_BOUND)));
+    const deeper = deepest((i) => headroom(i) && within(i, c * HARD_BOUND));
+    // The key's ring walk, computed at most once (the comparison below and step 2 both need it).
+    let ringHit: { i: number; rank: number } | undefined | null = null;
+    const ringWalk = () => (ringHit === null ? (ringHit = walk(g, req.key, idx, ok)) : ringHit);
     if (deeper >= 0 && deeper !== warm && depth[deeper]! > (warm >= 0 ? depth[warm]! : 0)) {
-      const alt = warm >= 0 ? warm : info.adapter === '' ? (walk(g, req.key, idx, ok)?.i ?? -1) : -1;
+      const alt = warm >= 0 ? warm : info.adapter === '' ? (ringWalk()?.i ?? -1) : -1;
       if (alt < 0 || prefillCost(deeper) <= prefillCost(alt)) return pick(deeper, 'warm');
     }
     if (warm >= 0) return pick(warm, 'warm');
 
     // 2. ring order within the bound
     if (info.adapter === '') {
-      const hit = walk(g, req.key, idx, ok);
+      const hit = ringWalk();
       if (hit !== undefined) return pick(hit.i, hit.rank === 0 ? 'ring' : 'spill');
     } else {
       const hot = walk(g, req.key, idx, (i) => adapterTier(cands[i]!, info.adapter) === TIER_HOT && ok(i));
