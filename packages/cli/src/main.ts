@@ -10,6 +10,7 @@ const commands: Record<string, { summary: string; load: () => Promise<{ run(argv
   router: { summary: 'run a stateless router (OpenAI-compatible gateway)', load: () => import('@warmpath/router/cli') },
   demo: { summary: 'start a local fleet: simulators, agents and two routers', load: () => import('./demo.ts') },
   bench: { summary: 'run a benchmark scenario across routing policies', load: () => import('@warmpath/bench/cli') },
+  goals: { summary: "check the benchmark's goals on every scenario (discrete-event mode)", load: () => import('@warmpath/bench/goals') },
 };
 
 function usage(): string {

@@ -38,7 +38,7 @@ export const ROUTER_SCHEMA = {
   // Placement.
   keyDepthChunks: { type: 'number', default: 8, min: 1, integer: true, doc: 'affinity key = chain hash at this depth, chunks (8 × 256 chars ≈ 512 tokens)' },
   loadFactor: { type: 'number', default: DEFAULT_LOAD_FACTOR, min: 1, doc: 'bounded-load factor c (1.25 = 25% over the mean)' },
-  boundFloorTokens: { type: 'number', default: 16_384, min: 0, doc: 'a replica with less work than max(this, 2 × the request) (tokens per unit weight) is always within the bound; measured on the seed scenario: 4,096 spills warm sessions at low load, 65,536 lets queues grow' },
+  boundFloorTokens: { type: 'number', default: 2_048, min: 0, doc: 'a replica with less work than max(this, 2 × the request up to 32 × this) (tokens per unit weight) is always within the bound; measured (DES): 16,384 let a system prompt pile onto its ring home in the seed scenario (p50 +15%), a cap below 65,536 spilled long trace prompts off warm replicas' },
   overlayTtlMs: { type: 'number', default: 5_000, min: 0, doc: 'treat a dispatched prefix as warm on its replica this long, ms (until gossip confirms)' },
   overlayMaxChunks: { type: 'number', default: 256, min: 0, integer: true, doc: 'overlay remembers at most this many chunks per dispatch' },
   // Fleet view.

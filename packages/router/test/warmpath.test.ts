@@ -37,6 +37,24 @@ describe('warmpath placement branches', () => {
     expect(policy().place(preq(chat('x')), even, new LocalState()).replica?.id).toBe('r0');
   });
 
+  it('warm ties with an explicit routing key follow the key ring: every router sends a fan-out to one replica', () => {
+    const sysChain = chainOf(chat(''), 13);
+    const queues = [4_000, 3_000, 500, 2_000, 1_000, 2_500];
+    const view = makeView(ids(6).map((id, i) => makeState(id, { load: { prefillTokens: queues[i]! }, digest: { from: -1, added: sysChain, size: sysChain.length } })));
+    const cold = makeView(ids(6).map((id) => makeState(id)));
+    for (const key of ['session-1', 'session-2', 'session-3']) {
+      // The key's ring home, as the ring branch picks it on a cold fleet.
+      const home = policy().place(preq(chat('call 0', { prompt_cache_key: key })), cold, new LocalState()).replica!.id;
+      // Two routers, each with its own (empty) local state, place the key's calls alike, despite the queues.
+      for (let call = 0; call < 4; call++) {
+        const a = policy().place(preq(chat(`call ${call}`, { prompt_cache_key: key })), view, new LocalState());
+        const b = policy().place(preq(chat(`call ${call}`), { keyHeader: key }), view, new LocalState());
+        expect(a).toMatchObject({ branch: 'warm', replica: { id: home } });
+        expect(b.replica?.id).toBe(home);
+      }
+    }
+  });
+
   it('warm: depth beats a shorter queue (locality keeps prefill capacity)', () => {
     const body = chat('history '.repeat(200));
     const chain = chainOf(body);

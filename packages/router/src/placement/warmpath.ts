@@ -9,14 +9,16 @@
  *     optimistic overlay of this router's recent dispatches.
  *     Bound: withinBound in units of this request's work u = promptTokens +
  *     maxTokens (load/u, 1, Σload/u, weight share, c), or a load under the
- *     floor max(boundFloorTokens, min(2u, 4 × boundFloorTokens)) × weight — a replica with little work is
+ *     floor max(boundFloorTokens, min(2u, 32 × boundFloorTokens)) × weight — a replica with little work is
  *     never "full", and the floor grows with the request (measured on the
  *     Mooncake trace: 15k-token prompts spilled off warm replicas without it).
  *     Headroom: kvTokens − kvUsed − own recent work ≥ uncached prompt + maxTokens.
  *  1. warm: the deepest match within the bound with headroom; ties →
- *     adapter tier (hot > free slot > evict), then the shortest prefill
- *     queue (published prefillTokens + this router's work since) per weight,
- *     then id — a prefix warm everywhere (a system prompt) spreads evenly.
+ *     adapter tier (hot > free slot > evict), then, for an explicit routing
+ *     key, the key's ring order (so every router sends a fan-out's
+ *     simultaneous calls to one replica); else the shortest prefill queue
+ *     (published prefillTokens + this router's work since) per weight, then
+ *     id — a prefix warm everywhere (a system prompt) spreads evenly.
  *  2. ring/spill: the first candidate in the key's ring order within the bound
  *     with headroom — `ring` if it is the first candidate in that order, else
  *     `spill` (deterministic, so a hot prefix grows onto a stable set).
@@ -128,7 +130,7 @@ export function createWarmpathPolicy(opts: PolicyOptions): Policy {
     // request of this size (as the count-based rule does); below the floor a replica is not busy at all.
     // The floor scales with the request: two requests' worth of work is never "busy".
     const unit = Math.max(1, info.promptTokens + info.maxTokens);
-    const floorOf = Math.max(floor, Math.min(2 * unit, 4 * floor));
+    const floorOf = Math.max(floor, Math.min(2 * unit, 32 * floor));
     const within = (i: number, factor = c): boolean =>
       load[i]! <= floorOf * wt[i]! || withinBound(load[i]! / unit, 1, total / unit, wt[i]! / weight, factor);
     const work = (i: number): number => Math.max(0, info.promptTokens - Math.floor(depth[i]! * tokensPerChunk)) + info.maxTokens;
@@ -175,6 +177,13 @@ export function createWarmpathPolicy(opts: PolicyOptions): Policy {
       };
       for (const slot of view.warmSlots) consider(slot);
       for (const slot of local.overlaySlots) consider(slot);
+      // An explicit routing key (a fan-out's calls, a session) breaks ties by the key's ring
+      // order instead: every router then sends the key's simultaneous calls to the same
+      // replica, before any of them can see the others' work.
+      if (chosen >= 0 && info.routingKey !== undefined) {
+        const home = walk(g, req.key, idx, (i) => depth[i] === best && adapterTier(cands[i]!, info.adapter) === bestTier && admit(i));
+        if (home !== undefined) chosen = home.i;
+      }
       return chosen;
     };
     const prefillCost = (i: number): number => queue[i]! + Math.max(0, info.promptTokens - depth[i]! * tokensPerChunk);
