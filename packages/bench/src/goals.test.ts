@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkReport, checkRouters, goalsTable } from './goals.ts';
+import { checkReport, checkRouters, goalsTable, p50AllRequests } from './goals.ts';
 import type { BenchReport, PolicyResult } from './report.ts';
 
 function result(policy: string, o: { p50?: number; p99?: number; hit?: number; loads?: number; errors?: number; preemptions?: number; routers?: number } = {}): PolicyResult {
@@ -61,5 +61,14 @@ describe('benchmark goals', () => {
     expect(checkRouters(one, four(0.79))[0]!.pass).toBe(true);
     expect(checkRouters(one, four(0.77))[0]!.pass).toBe(false);
     expect(checkRouters(one, four(0.79))[0]!.measured).toContain('sglang 80.0%→50.0%');
+  });
+});
+
+describe('p50 over every request sent', () => {
+  it('counts unanswered requests as the slowest', () => {
+    const r = { ...result('round-robin', { p50: 50, errors: 40 }), detail: { errorsByCode: {}, branches: {}, ttftSamples: Array.from({ length: 60 }, (_, i) => i + 1) } };
+    expect(p50AllRequests(r)).toBe(50); // the 50th of 100 requests: the 50th-fastest answered one
+    expect(p50AllRequests({ ...r, errors: 60, completed: 40, detail: { ...r.detail, ttftSamples: r.detail.ttftSamples.slice(0, 40) } })).toBe(Number.POSITIVE_INFINITY);
+    expect(p50AllRequests(result('warmpath', { p50: 42 }))).toBe(42);
   });
 });

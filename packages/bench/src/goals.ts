@@ -6,7 +6,8 @@
  *
  * Goals, on seed, chat, fanout, lora and the trace:
  *  - warmpath's cache hit rate ≥ 95% of the oracle's;
- *  - warmpath's TTFT p50 ≤ 1/3 of round-robin's; TTFT p99 below every peer's;
+ *  - warmpath's TTFT p50 ≤ 1/3 of round-robin's (over every request sent:
+ *    an unanswered request counts as the slowest); TTFT p99 below every peer's;
  *  - seed: zero preemptions, every request answered;
  *  - 4 routers: hit rate within 2% (relative) of 1 router;
  *  - lora: fewer adapter loads than every peer.
@@ -35,6 +36,19 @@ export interface GoalRow {
 const f1 = (x: number) => (Math.round(x * 10) / 10).toString();
 const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
 
+/**
+ * TTFT p50 over every request sent: a request that never got a first token
+ * (refused, timed out) counts as slower than any that did. The JSON's ttft_ms
+ * covers answered requests only, which flatters a policy that sheds load.
+ */
+export function p50AllRequests(r: PolicyResult): number {
+  const samples = r.detail?.ttftSamples;
+  if (samples === undefined || r.errors === 0) return r.ttft_ms.p50;
+  const sorted = [...samples].sort((a, b) => a - b);
+  const idx = Math.max(0, Math.ceil(0.5 * r.requests) - 1);
+  return idx < sorted.length ? sorted[idx]! : Number.POSITIVE_INFINITY;
+}
+
 function row(report: BenchReport, policy: string): PolicyResult | undefined {
   return report.results.find((r) => r.policy === policy);
 }
@@ -52,8 +66,11 @@ export function checkReport(report: BenchReport): GoalRow[] {
   }
   const rr = row(report, 'round-robin');
   if (rr !== undefined) {
-    const ratio = w.ttft_ms.p50 / rr.ttft_ms.p50;
-    out.push({ scenario: s, goal: 'TTFT p50 ≤ 1/3 round-robin', measured: `${f1(w.ttft_ms.p50)} vs ${f1(rr.ttft_ms.p50)} ms (${ratio.toFixed(2)}×)`, target: '≤ 0.33×', pass: ratio <= 1 / 3 });
+    const wp = p50AllRequests(w);
+    const rp = p50AllRequests(rr);
+    const ratio = wp / rp;
+    const shed = rr.errors > 0 ? `; round-robin answered ${rr.completed}/${rr.requests}, p50 of those ${f1(rr.ttft_ms.p50)}` : '';
+    out.push({ scenario: s, goal: 'TTFT p50 ≤ 1/3 round-robin', measured: `${f1(wp)} vs ${Number.isFinite(rp) ? f1(rp) : '∞'} ms (${ratio.toFixed(2)}×${shed})`, target: '≤ 0.33×', pass: ratio <= 1 / 3 });
   }
   const peers = PEER_POLICIES.map((p) => row(report, p)).filter((r): r is PolicyResult => r !== undefined);
   if (peers.length > 0) {

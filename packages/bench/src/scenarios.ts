@@ -96,7 +96,7 @@ const seedScenario: Scenario = {
   name: 'seed',
   summary: '10 replicas, shared 2k-token system prompts (one dominant), unique 500-token turns, Poisson arrivals, then a 2x spike',
   fleet: { replicas: 10, profile: 'h100x4-llama3-70b' },
-  defaults: { rate: 80, duration: 60 },
+  defaults: { rate: 100, duration: 50 },
   build(p) {
     const r = rng(p.seed);
     const templates = [0, 1, 2, 3].map((i) => textOf(`seed/system-${i}`, 2000));
@@ -116,7 +116,7 @@ const chatScenario: Scenario = {
   name: 'chat',
   summary: 'multi-turn sessions (4-12 turns) with growing history behind one short system prompt',
   fleet: { replicas: 8, profile: 'h100-llama3-8b' },
-  defaults: { rate: 15, duration: 60 },
+  defaults: { rate: 20, duration: 60 },
   build(p) {
     const r = rng(p.seed ^ 0xc4a7);
     const system = textOf('chat/system', 400);
@@ -136,7 +136,7 @@ const fanoutScenario: Scenario = {
   name: 'fanout',
   summary: 'agent sessions fanning out 4-16 parallel calls sharing a routing key and the conversation prefix',
   fleet: { replicas: 8, profile: 'h100-llama3-8b' },
-  defaults: { rate: 2, duration: 60 },
+  defaults: { rate: 5, duration: 60 },
   build(p) {
     const r = rng(p.seed ^ 0xfa17);
     const system = textOf('fanout/system', 1000);
