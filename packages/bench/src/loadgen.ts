@@ -54,7 +54,9 @@ export interface LoadOptions {
   chooseTarget?: (p: PlannedRequest) => Promise<string>;
 }
 
-const dispatcher = new Agent({ connections: 512, pipelining: 1, keepAliveTimeout: 30_000, headersTimeout: 0, bodyTimeout: 0 });
+// Open loop: no connection cap, so a slow policy's backlog waits in the fleet (where routers and
+// agents see it), never hidden in the client's connection pool.
+const dispatcher = new Agent({ connections: null, pipelining: 1, keepAliveTimeout: 30_000, headersTimeout: 0, bodyTimeout: 0 });
 
 export async function runOne(target: string, planned: PlannedRequest, targetIndex: number, timeoutMs = 300_000): Promise<RequestResult> {
   const body = { ...planned.body, stream: true, stream_options: { include_usage: true } };
