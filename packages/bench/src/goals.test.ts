@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { checkReport, checkRouters, goalsTable, p50AllRequests } from './goals.ts';
-import type { BenchReport, PolicyResult } from './report.ts';
+import { p50OverAllRequests, type BenchReport, type PolicyResult } from './report.ts';
 
 function result(policy: string, o: { p50?: number; p99?: number; hit?: number; loads?: number; errors?: number; preemptions?: number; routers?: number } = {}): PolicyResult {
   const errors = o.errors ?? 0;
@@ -66,9 +66,14 @@ describe('benchmark goals', () => {
 
 describe('p50 over every request sent', () => {
   it('counts unanswered requests as the slowest', () => {
-    const r = { ...result('round-robin', { p50: 50, errors: 40 }), detail: { errorsByCode: {}, branches: {}, ttftSamples: Array.from({ length: 60 }, (_, i) => i + 1) } };
-    expect(p50AllRequests(r)).toBe(50); // the 50th of 100 requests: the 50th-fastest answered one
-    expect(p50AllRequests({ ...r, errors: 60, completed: 40, detail: { ...r.detail, ttftSamples: r.detail.ttftSamples.slice(0, 40) } })).toBe(Number.POSITIVE_INFINITY);
-    expect(p50AllRequests(result('warmpath', { p50: 42 }))).toBe(42);
+    const answered = Array.from({ length: 60 }, (_, i) => 60 - i);
+    expect(p50OverAllRequests(answered, 100)).toBe(50); // the 50th of 100 requests: the 50th-fastest answered one
+    expect(p50OverAllRequests(answered.slice(0, 40), 100)).toBe(Number.POSITIVE_INFINITY);
+    expect(p50OverAllRequests([3, 1, 2], 3)).toBe(2);
+    // Reports carry it (null in JSON when more than half went unanswered); without it, answered only.
+    const base = result('round-robin', { p50: 30, errors: 40 });
+    expect(p50AllRequests({ ...base, detail: { errorsByCode: {}, branches: {}, ttftSamples: [], ttftP50AllRequests: 50 } })).toBe(50);
+    expect(p50AllRequests({ ...base, detail: { errorsByCode: {}, branches: {}, ttftSamples: [], ttftP50AllRequests: null } })).toBe(Number.POSITIVE_INFINITY);
+    expect(p50AllRequests(base)).toBe(30);
   });
 });

@@ -36,17 +36,11 @@ export interface GoalRow {
 const f1 = (x: number) => (Math.round(x * 10) / 10).toString();
 const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
 
-/**
- * TTFT p50 over every request sent: a request that never got a first token
- * (refused, timed out) counts as slower than any that did. The JSON's ttft_ms
- * covers answered requests only, which flatters a policy that sheds load.
- */
+/** TTFT p50 over every request sent (see `p50OverAllRequests`); answered-only when a report lacks it. */
 export function p50AllRequests(r: PolicyResult): number {
-  const samples = r.detail?.ttftSamples;
-  if (samples === undefined || r.errors === 0) return r.ttft_ms.p50;
-  const sorted = [...samples].sort((a, b) => a - b);
-  const idx = Math.max(0, Math.ceil(0.5 * r.requests) - 1);
-  return idx < sorted.length ? sorted[idx]! : Number.POSITIVE_INFINITY;
+  const all = r.detail?.ttftP50AllRequests;
+  if (all === undefined) return r.ttft_ms.p50;
+  return all ?? Number.POSITIVE_INFINITY;
 }
 
 function row(report: BenchReport, policy: string): PolicyResult | undefined {

@@ -31,6 +31,8 @@ export interface PolicyResult {
     ttftSamples: number[];
     perReplicaLoad?: Array<{ t: number; running: number[] }>;
     byTag?: Record<string, { n: number; ttft_p50: number; ttft_p99: number }>;
+    /** TTFT p50 over every request sent, an unanswered one counting as the slowest (null in JSON = more than half unanswered). */
+    ttftP50AllRequests?: number | null;
   };
 }
 
@@ -46,6 +48,17 @@ export interface EngineTotals {
   cachedTokens: number;
   preemptions: number;
   adapterLoads: number;
+}
+
+/**
+ * TTFT p50 over every request sent: a request that never got a first token
+ * (refused, timed out) counts as slower than any that did. `ttft_ms` covers
+ * answered requests only, which flatters a policy that sheds load.
+ */
+export function p50OverAllRequests(answeredTtfts: readonly number[], requests: number): number {
+  const sorted = [...answeredTtfts].sort((a, b) => a - b);
+  const idx = Math.max(0, Math.ceil(0.5 * requests) - 1);
+  return idx < sorted.length ? sorted[idx]! : Number.POSITIVE_INFINITY;
 }
 
 const round = (x: number, d = 1) => (Number.isFinite(x) ? Math.round(x * 10 ** d) / 10 ** d : null);
@@ -91,6 +104,7 @@ export function summarize(
       errorsByCode,
       branches: extra.branches,
       ttftSamples: ttft.map((x) => round(x)!),
+      ttftP50AllRequests: round(p50OverAllRequests(ttft, results.length)),
       ...(extra.perReplicaLoad !== undefined ? { perReplicaLoad: extra.perReplicaLoad } : {}),
       byTag,
     },
