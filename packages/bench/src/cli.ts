@@ -7,6 +7,7 @@ import cliProgress from 'cli-progress';
 import { POLICY_NAMES } from '@warmpath/router';
 import { configFromProcess, ConfigError, type Schema } from '@warmpath/shared';
 import { runDes } from './des/run.ts';
+import { lastArrivalMs } from './loadgen.ts';
 import { runLive } from './live.ts';
 import { markdownTable, writeHtml, writeJson, type BenchReport, type PolicyResult } from './report.ts';
 import { DEFAULT_MODEL, SCENARIOS } from './scenarios.ts';
@@ -46,7 +47,7 @@ export async function run(argv: string[]): Promise<void> {
   const duration = cfg.duration > 0 ? cfg.duration : scenario.defaults.duration;
   const rate = cfg.rate > 0 ? cfg.rate : scenario.defaults.rate;
   const plan = scenario.build({ seed: cfg.seed, rate, duration, model: DEFAULT_MODEL, trace: cfg.trace === '' ? undefined : resolve(cfg.trace) });
-  const spanS = Math.max(duration, ...plan.map((p) => p.at / 1000));
+  const spanS = Math.max(duration, lastArrivalMs(plan) / 1000);
   const config = { ...(cfg.routerSet.length > 0 ? { router: routerOverrides } : {}), replicas, routers: cfg.routers, duration, rate, seed: cfg.seed, timeScale: cfg.timeScale, profile: scenario.fleet.profile, requests: plan.length, ...(cfg.trace !== '' ? { trace: cfg.trace } : {}) };
   console.error(`warmpath bench: scenario ${scenario.name} (${scenario.summary}), ${cfg.mode} mode, ${plan.length} requests, ${replicas} replicas, ${cfg.routers} routers, policies: ${cfg.policies.join(', ')}`);
 

@@ -17,6 +17,7 @@ import { resolve } from 'node:path';
 import { configFromProcess, type Schema } from '@warmpath/shared';
 import { ALL_POLICIES } from './cli.ts';
 import { runDes } from './des/run.ts';
+import { lastArrivalMs } from './loadgen.ts';
 import { markdownTable, type BenchReport, type PolicyResult } from './report.ts';
 import { DEFAULT_MODEL, SCENARIOS } from './scenarios.ts';
 
@@ -122,7 +123,7 @@ export const goalsSchema = {
 async function desReport(scenarioName: string, policies: readonly string[], routers: number, seed: number, trace: string | undefined): Promise<BenchReport> {
   const scenario = SCENARIOS[scenarioName]!;
   const plan = scenario.build({ seed, rate: scenario.defaults.rate, duration: scenario.defaults.duration, model: DEFAULT_MODEL, trace });
-  const spanS = Math.max(scenario.defaults.duration, ...plan.map((p) => p.at / 1000));
+  const spanS = Math.max(scenario.defaults.duration, lastArrivalMs(plan) / 1000);
   const results: PolicyResult[] = [];
   for (const policy of policies) {
     if (policy === 'oracle' && routers !== 2) continue;

@@ -1,7 +1,7 @@
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { runLoad, type PlannedRequest } from './loadgen.ts';
+import { lastArrivalMs, runLoad, type PlannedRequest } from './loadgen.ts';
 
 let close: (() => Promise<void>) | undefined;
 afterEach(async () => {
@@ -39,5 +39,13 @@ describe('load generator', () => {
     const results = await runLoad(plan, [url], { timeoutMs: 20_000 });
     expect(peak).toBe(n);
     expect(results.filter((r) => r.ok)).toHaveLength(n);
+  });
+});
+
+describe('plan span', () => {
+  it('finds the last arrival of a plan too large for a spread (fleet-scale DES runs)', () => {
+    const plan: PlannedRequest[] = Array.from({ length: 400_000 }, (_, i) => ({ at: (i * 7919) % 400_000, body: {} }));
+    expect(lastArrivalMs(plan)).toBe(399_999);
+    expect(lastArrivalMs([])).toBe(0);
   });
 });

@@ -168,6 +168,13 @@ export async function runLoad(plan: readonly PlannedRequest[], targets: readonly
   return results;
 }
 
+/** The last arrival's time in a plan, ms (0 when empty); a loop, as a spread overflows the stack on large plans. */
+export function lastArrivalMs(plan: readonly PlannedRequest[]): number {
+  let last = 0;
+  for (const p of plan) if (p.at > last) last = p.at;
+  return last;
+}
+
 export function percentile(values: readonly number[], p: number): number {
   const v = values.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
   if (v.length === 0) return Number.NaN;

@@ -24,7 +24,7 @@ import { AgentCore, agentConfig, createMetrics, Publisher, type Admitted } from 
 import { affinityKey, createPolicy, FleetView, LocalState, routerConfig, type Placement, type PlacementRequest, type Policy, type Replica, type Ticket } from '@warmpath/router';
 import { describeRequest, encodeSnapshot, type RequestInfo } from '@warmpath/shared';
 import { EngineModel, PROFILES, promptIdentityOfBody, type EngineProfile, type ProbeResult, type StepResult } from '@warmpath/sim';
-import type { PlannedRequest, RequestResult } from '../loadgen.ts';
+import { lastArrivalMs, type PlannedRequest, type RequestResult } from '../loadgen.ts';
 import { summarize, type EngineTotals, type PolicyResult } from '../report.ts';
 import { DEFAULT_MODEL, type Scenario } from '../scenarios.ts';
 import { EventQueue } from './queue.ts';
@@ -376,7 +376,7 @@ export async function runDes(o: DesOptions): Promise<PolicyResult> {
   const recs: Rec[] = [];
   // Arrivals start once every router has heard every replica (as live runs wait for convergence).
   const warmup = 2_000;
-  const endAt = warmup + Math.max(0, ...o.plan.map((p) => p.at)) + 1;
+  const endAt = warmup + lastArrivalMs(o.plan) + 1;
   o.plan.forEach((p, i) => {
     const rec: Rec = {
       i,
