@@ -41,6 +41,21 @@ import { eligible } from './eligible.ts';
 import type { LocalState } from './local.ts';
 import { NO_REPLICA, SATURATED, type Branch, type Placement, type PlacementRequest, type Policy, type PolicyOptions } from './types.ts';
 
+/** The best warm candidate of one scan: candidate index (-1: none), its depth, tier and queue. */
+interface Choice {
+  depth: number;
+  tier: number;
+  i: number;
+  queue: number;
+}
+
+function resetChoice(t: Choice): void {
+  t.depth = 0;
+  t.tier = -1;
+  t.i = -1;
+  t.queue = Infinity;
+}
+
 /** How far over the load bound (× c) a deeper, cheaper warm replica may still be chosen. */
 const HARD_BOUND = 2;
 
@@ -71,6 +86,19 @@ export function createWarmpathPolicy(opts: PolicyOptions): Policy {
   let candOf = new Int32Array(64); // slot → candidate index, valid when stampOf[slot] === stamp
   let stampOf = new Uint32Array(64);
   let stamp = 0;
+  const warmChoice: Choice = { depth: 0, tier: -1, i: -1, queue: Infinity };
+  const hardChoice: Choice = { depth: 0, tier: -1, i: -1, queue: Infinity };
+
+  /** Keeps the deepest match; ties → higher adapter tier, then shorter queue, then lower id. */
+  function offer(t: Choice, i: number, d: number, tier: number, qd: number): void {
+    if (d < t.depth) return;
+    if (d > t.depth || tier > t.tier) {
+      t.depth = d;
+      t.tier = tier;
+    } else if (tier < t.tier || qd > t.queue || (qd === t.queue && cands[i]!.id >= cands[t.i]!.id)) return;
+    t.i = i;
+    t.queue = qd;
+  }
 
   function ensure(slots: number, members: number): void {
     if (load.length < members) {
@@ -156,42 +184,37 @@ export function createWarmpathPolicy(opts: PolicyOptions): Policy {
     // prefix warm everywhere (a common system prompt) spreads, and every router breaks ties alike.
     // Depth beats queue: measured, trading locality for a shorter queue loses more cache hits
     // (and so prefill capacity) than it saves.
-    const deepest = (admit: (i: number) => boolean): number => {
-      let best = 0;
-      let bestTier = -1;
-      let chosen = -1;
-      let chosenQueue = Infinity;
-      const consider = (slot: number): void => {
-        if (stampOf[slot] !== stamp) return;
-        const i = candOf[slot]!;
-        const d = depth[i]!;
-        if (d === 0 || d < best || !admit(i)) return;
-        const tier = adapterTier(cands[i]!, info.adapter);
-        const qd = queue[i]! / wt[i]!;
-        if (d > best || tier > bestTier) {
-          best = d;
-          bestTier = tier;
-        } else if (tier < bestTier || qd > chosenQueue || (qd === chosenQueue && cands[i]!.id >= cands[chosen]!.id)) return;
-        chosen = i;
-        chosenQueue = qd;
-      };
-      for (const slot of view.warmSlots) consider(slot);
-      for (const slot of local.overlaySlots) consider(slot);
-      // An explicit routing key (a fan-out's calls, a session) breaks ties by the key's ring
-      // order instead: every router then sends the key's simultaneous calls to the same
-      // replica, before any of them can see the others' work.
-      if (chosen >= 0 && info.routingKey !== undefined) {
-        const home = walk(g, req.key, idx, (i) => depth[i] === best && adapterTier(cands[i]!, info.adapter) === bestTier && admit(i));
-        if (home !== undefined) chosen = home.i;
-      }
-      return chosen;
+    // One scan of the warm replicas feeds two choices: within the bound (`warm`) and within
+    // HARD_BOUND × c (`deeper`: a deeper replica just over the bound still wins when it is
+    // cheaper — its prefill queue plus the little it lacks, against the whole remainder
+    // elsewhere; without it, a long conversation is re-prefilled on a shallower replica whenever
+    // its home is busy). The bound is monotone in c, so every `warm` candidate is a `deeper` one.
+    const hardOk = (i: number): boolean => headroom(i) && within(i, c * HARD_BOUND);
+    resetChoice(warmChoice);
+    resetChoice(hardChoice);
+    const consider = (slot: number): void => {
+      if (stampOf[slot] !== stamp) return;
+      const i = candOf[slot]!;
+      const d = depth[i]!;
+      if (d === 0 || d < warmChoice.depth || !hardOk(i)) return;
+      const tier = adapterTier(cands[i]!, info.adapter);
+      const qd = queue[i]! / wt[i]!;
+      offer(hardChoice, i, d, tier, qd);
+      if (within(i)) offer(warmChoice, i, d, tier, qd);
     };
+    for (const slot of view.warmSlots) consider(slot);
+    for (const slot of local.overlaySlots) consider(slot);
+    // An explicit routing key (a fan-out's calls, a session) breaks ties by the key's ring
+    // order instead: every router then sends the key's simultaneous calls to the same
+    // replica, before any of them can see the others' work.
+    const settle = (t: Choice, admit: (i: number) => boolean): number => {
+      if (t.i < 0 || info.routingKey === undefined) return t.i;
+      const home = walk(g, req.key, idx, (i) => depth[i] === t.depth && adapterTier(cands[i]!, info.adapter) === t.tier && admit(i));
+      return home?.i ?? t.i;
+    };
+    const warm = settle(warmChoice, ok);
+    const deeper = settle(hardChoice, hardOk);
     const prefillCost = (i: number): number => queue[i]! + Math.max(0, info.promptTokens - depth[i]! * tokensPerChunk);
-    const warm = deepest(ok);
-    // A deeper replica just over the bound (up to HARD_BOUND × c) still wins when it is cheaper:
-    // its prefill queue plus the little it lacks, against the whole remainder elsewhere. Without
-    // this, a long conversation is re-prefilled on a shallower replica whenever its home is busy.
-    const deeper = deepest((i) => headroom(i) && within(i, c * HARD_BOUND));
     // The key's ring walk, computed at most once (the comparison below and step 2 both need it).
     let ringHit: { i: number; rank: number } | undefined | null = null;
     const ringWalk = () => (ringHit === null ? (ringHit = walk(g, req.key, idx, ok)) : ringHit);
