@@ -22,7 +22,7 @@
  */
 import { AgentCore, agentConfig, createMetrics, Publisher, type Admitted } from '@warmpath/agent';
 import { affinityKey, createPolicy, FleetView, LocalState, routerConfig, type Placement, type PlacementRequest, type Policy, type Replica, type Ticket } from '@warmpath/router';
-import { describeRequest, encodeSnapshot, type RequestInfo } from '@warmpath/shared';
+import { describeRequest, encodeSnapshot, mulberry32, type RequestInfo } from '@warmpath/shared';
 import { EngineModel, PROFILES, promptIdentityOfBody, type EngineProfile, type ProbeResult, type StepResult } from '@warmpath/sim';
 import { lastArrivalMs, type PlannedRequest, type RequestResult } from '../loadgen.ts';
 import { summarize, type EngineTotals, type PolicyResult } from '../report.ts';
@@ -117,11 +117,8 @@ export async function runDes(o: DesOptions): Promise<PolicyResult> {
   const rcfg = routerConfig({ ...o.routerOverrides, policy: o.policy === 'oracle' ? 'warmpath' : o.policy });
   const q = new EventQueue();
   const now = () => q.now;
-  let rand = 0x9e3779b9;
-  const random = () => {
-    rand = (Math.imul(rand ^ (rand >>> 15), 0x2c1b3c6d) + 0x6d2b79f5) >>> 0;
-    return rand / 4294967296;
-  };
+  // Gossip jitter, scrape/publish phases and randomized policies: one seeded stream per run.
+  const random = mulberry32(0x9e3779b9);
 
   // Replicas: engine model + agent core + publisher.
   const replicas: DesReplica[] = [];
