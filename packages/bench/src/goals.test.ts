@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkReport, checkRouters, goalsTable, p50AllRequests } from './goals.ts';
+import { checkReport, checkRouters, goalsTable, p50AllRequests, seedsSummary } from './goals.ts';
 import { p50OverAllRequests, type BenchReport, type PolicyResult } from './report.ts';
 
 function result(policy: string, o: { p50?: number; p99?: number; hit?: number; loads?: number; errors?: number; preemptions?: number; routers?: number } = {}): PolicyResult {
@@ -75,5 +75,15 @@ describe('p50 over every request sent', () => {
     expect(p50AllRequests({ ...base, detail: { errorsByCode: {}, branches: {}, ttftSamples: [], ttftP50AllRequests: 50 } })).toBe(50);
     expect(p50AllRequests({ ...base, detail: { errorsByCode: {}, branches: {}, ttftSamples: [], ttftP50AllRequests: null } })).toBe(Number.POSITIVE_INFINITY);
     expect(p50AllRequests(base)).toBe(30);
+  });
+
+  it('summarizes goals across seeds, naming the seeds that missed', () => {
+    const row = (pass: boolean, measured: string) => ({ scenario: 'chat', goal: 'TTFT p50 ≤ 1/3 round-robin', measured, target: '≤ 0.33×', pass });
+    const table = seedsSummary([
+      { seed: 1, rows: [row(true, '0.28×')] },
+      { seed: 2, rows: [row(false, '0.35×')] },
+      { seed: 3, rows: [row(true, '0.30×')] },
+    ]);
+    expect(table).toContain('| chat | TTFT p50 ≤ 1/3 round-robin | 2/3; missed on seed 2 (0.35×) |');
   });
 });

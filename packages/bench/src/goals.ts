@@ -115,7 +115,7 @@ export const goalsSchema = {
   scenarios: { type: 'list', default: ['seed', 'chat', 'fanout', 'lora', 'trace'], doc: 'scenarios to check' },
   trace: { type: 'string', default: '../shared/traces/mooncake-synthetic.jsonl', doc: 'Mooncake-format trace for the trace scenario (skipped when absent)' },
   routersCheck: { type: 'list', default: ['seed', 'chat', 'fanout', 'lora', 'trace'], doc: 'scenarios on which to compare 1 and 4 routers' },
-  seed: { type: 'number', default: 1, integer: true, doc: 'workload seed' },
+  seeds: { type: 'list', default: ['1'], doc: 'workload seeds (comma-separated): each seed is a full run; several print a summary across seeds' },
   tables: { type: 'boolean', default: false, doc: 'also print each scenario’s full policy table' },
   json: { type: 'string', default: '', doc: 'write every report and the goal rows here' },
 } as const satisfies Schema;
@@ -132,35 +132,67 @@ async function desReport(scenarioName: string, policies: readonly string[], rout
   return { scenario: scenarioName, mode: 'des', config: { replicas: scenario.fleet.replicas, routers, rate: scenario.defaults.rate, duration: scenario.defaults.duration, seed, requests: plan.length }, results };
 }
 
-/** `warmpath goals`: every goal scenario in DES mode at its defaults; prints the goal table. */
-export async function run(argv: string[]): Promise<void> {
-  const cfg = configFromProcess('goals', goalsSchema, argv);
-  const trace = resolve(cfg.trace);
+/** Every goal for one workload seed: rows and the reports they came from. */
+async function checkSeed(scenarios: readonly string[], routersCheck: readonly string[], seed: number, trace: string, tables: boolean): Promise<{ rows: GoalRow[]; reports: BenchReport[] }> {
   const rows: GoalRow[] = [];
   const reports: BenchReport[] = [];
-  for (const name of cfg.scenarios) {
-    if (SCENARIOS[name] === undefined) throw new Error(`unknown scenario "${name}"`);
+  for (const name of scenarios) {
     if (name === 'trace' && !existsSync(trace)) {
       console.error(`goals: skipping trace (no file at ${trace}; pass --trace FILE)`);
       continue;
     }
     const t = name === 'trace' ? trace : undefined;
     const started = Date.now();
-    const two = await desReport(name, ALL_POLICIES, 2, cfg.seed, t);
+    const two = await desReport(name, ALL_POLICIES, 2, seed, t);
     reports.push(two);
     rows.push(...checkReport(two));
-    if (cfg.tables) console.log(`${markdownTable(two)}\n`);
-    if (cfg.routersCheck.includes(name)) {
+    if (tables) console.log(`${markdownTable(two)}\n`);
+    if (routersCheck.includes(name)) {
       const pols = ['warmpath', ...PEER_POLICIES];
-      const one = await desReport(name, pols, 1, cfg.seed, t);
-      const four = await desReport(name, pols, 4, cfg.seed, t);
+      const one = await desReport(name, pols, 1, seed, t);
+      const four = await desReport(name, pols, 4, seed, t);
       reports.push(one, four);
       rows.push(...checkRouters(one, four));
     }
-    console.error(`goals: ${name} checked (${((Date.now() - started) / 1000).toFixed(0)} s)`);
+    console.error(`goals: seed ${seed}: ${name} checked (${((Date.now() - started) / 1000).toFixed(0)} s)`);
   }
-  console.log(goalsTable(rows));
-  const failed = rows.filter((r) => !r.pass).length;
-  console.log(`\n${rows.length - failed}/${rows.length} goals met (DES, 2 routers unless stated).`);
-  if (cfg.json !== '') writeFileSync(cfg.json, `${JSON.stringify({ rows, reports }, null, 1)}\n`);
+  return { rows, reports };
+}
+
+/** Across seeds: each goal with the seeds that met it. */
+export function seedsSummary(bySeed: ReadonlyArray<{ seed: number; rows: readonly GoalRow[] }>): string {
+  const lines = ['| scenario | goal | seeds met |', '|---|---|---|'];
+  const first = bySeed[0]?.rows ?? [];
+  for (const [k, r] of first.entries()) {
+    const met = bySeed.filter((b) => b.rows[k]?.pass === true).map((b) => b.seed);
+    const missed = bySeed.filter((b) => b.rows[k]?.pass !== true).map((b) => `${b.seed} (${b.rows[k]?.measured ?? 'not run'})`);
+    lines.push(`| ${r.scenario} | ${r.goal} | ${met.length}/${bySeed.length}${missed.length > 0 ? `; missed on seed ${missed.join(', ')}` : ''} |`);
+  }
+  return lines.join('\n');
+}
+
+/** `warmpath goals`: every goal scenario in DES mode at its defaults; prints the goal table. */
+export async function run(argv: string[]): Promise<void> {
+  const cfg = configFromProcess('goals', goalsSchema, argv);
+  const trace = resolve(cfg.trace);
+  for (const name of cfg.scenarios) if (SCENARIOS[name] === undefined) throw new Error(`unknown scenario "${name}"`);
+  const seeds = cfg.seeds.map((x) => {
+    const n = Number(x);
+    if (!Number.isInteger(n)) throw new Error(`--seeds: "${x}" is not an integer`);
+    return n;
+  });
+  const bySeed: Array<{ seed: number; rows: GoalRow[]; reports: BenchReport[] }> = [];
+  for (const seed of seeds) {
+    const { rows, reports } = await checkSeed(cfg.scenarios, cfg.routersCheck, seed, trace, cfg.tables);
+    bySeed.push({ seed, rows, reports });
+    if (seeds.length > 1) console.log(`### seed ${seed}\n`);
+    console.log(goalsTable(rows));
+    const failed = rows.filter((r) => !r.pass).length;
+    console.log(`\n${rows.length - failed}/${rows.length} goals met (DES, 2 routers unless stated; seed ${seed}).\n`);
+  }
+  if (seeds.length > 1) {
+    console.log(`### across seeds\n\n${seedsSummary(bySeed)}\n`);
+    console.log(bySeed.map((b) => `seed ${b.seed}: ${b.rows.filter((r) => r.pass).length}/${b.rows.length}`).join('; '));
+  }
+  if (cfg.json !== '') writeFileSync(cfg.json, `${JSON.stringify(seeds.length === 1 ? bySeed[0] : { seeds: bySeed }, null, 1)}\n`);
 }

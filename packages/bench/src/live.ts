@@ -102,10 +102,7 @@ export async function runLive(o: LiveOptions): Promise<PolicyResult> {
       for (let i = 0; i < r.itlMs.length; i++) r.itlMs[i]! *= o.timeScale;
     }
     const totals = diffTotals((await readSims(simUrls)).totals, before.totals);
-    const branches: Record<string, number> = {};
-    for (const r of results) if (r.route !== undefined) branches[r.route] = (branches[r.route] ?? 0) + 1;
-    const spills = (branches.spill ?? 0) + (branches['adapter-spill'] ?? 0);
-    return summarize(o.policy, { routers: oracle ? 0 : o.routers, replicas: o.replicas }, results, totals, o.durationS, { spills, branches, perReplicaLoad: load });
+    return summarize(o.policy, { routers: oracle ? 0 : o.routers, replicas: o.replicas }, results, totals, o.durationS, { perReplicaLoad: load });
   } finally {
     await fleet.stop();
   }

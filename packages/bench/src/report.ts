@@ -63,6 +63,9 @@ export function p50OverAllRequests(answeredTtfts: readonly number[], requests: n
 
 const round = (x: number, d = 1) => (Number.isFinite(x) ? Math.round(x * 10 ** d) / 10 ** d : null);
 
+/** Placements sent on purpose past a warmer or home replica: the `spills` column. */
+export const SPILL_BRANCHES = ['spill', 'adapter-spill', 'balance'] as const;
+
 /** Folds request results (times already in simulated ms) and engine counters into one policy row. */
 export function summarize(
   policy: string,
@@ -70,9 +73,12 @@ export function summarize(
   results: readonly RequestResult[],
   engine: EngineTotals,
   durationS: number,
-  extra: { spills: number; branches: Record<string, number>; perReplicaLoad?: Array<{ t: number; running: number[] }> },
+  extra: { perReplicaLoad?: Array<{ t: number; running: number[] }> } = {},
 ): PolicyResult {
   const ok = results.filter((r) => r.ok);
+  const branches: Record<string, number> = {};
+  for (const r of results) if (r.route !== undefined) branches[r.route] = (branches[r.route] ?? 0) + 1;
+  const spills = SPILL_BRANCHES.reduce((n, b) => n + (branches[b] ?? 0), 0);
   const ttft = ok.map((r) => r.ttftMs);
   const itl = ok.flatMap((r) => r.itlMs);
   const e2e = ok.map((r) => r.e2eMs);
@@ -98,11 +104,11 @@ export function summarize(
     output_tokens_per_s: round(outTokens / Math.max(1e-9, durationS))!,
     cache_hit_rate: round(engine.promptTokens > 0 ? engine.cachedTokens / engine.promptTokens : 0, 4)!,
     preemptions: engine.preemptions,
-    spills: extra.spills,
+    spills,
     adapter_loads: engine.adapterLoads,
     detail: {
       errorsByCode,
-      branches: extra.branches,
+      branches,
       ttftSamples: ttft.map((x) => round(x)!),
       ttftP50AllRequests: round(p50OverAllRequests(ttft, results.length)),
       ...(extra.perReplicaLoad !== undefined ? { perReplicaLoad: extra.perReplicaLoad } : {}),

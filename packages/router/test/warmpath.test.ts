@@ -91,6 +91,39 @@ describe('warmpath placement branches', () => {
     expect(b.replica!.id).toBe(a.replica!.id);
   });
 
+  it('two choices on the ring: a cold prompt takes the next ring member when the home has the longer prefill queue', () => {
+    const req = preq(chat('a cold prompt'));
+    const home = policy().place(req, makeView(ids(5).map((id) => makeState(id))), new LocalState()).replica!.id;
+    const busy = makeView(ids(5).map((id) => makeState(id, { load: { prefillTokens: id === home ? 6_000 : 0 } })));
+    const a = policy().place(req, busy, new LocalState());
+    expect(a.branch).toBe('spill');
+    expect(a.replica!.id).not.toBe(home);
+    // Deterministic: every router picks the same second member.
+    expect(policy().place(req, busy, new LocalState()).replica!.id).toBe(a.replica!.id);
+    // A routing key keeps the request at its home.
+    const keyed = preq(chat('a cold prompt', { prompt_cache_key: 'k' }));
+    const keyHome = policy().place(keyed, makeView(ids(5).map((id) => makeState(id))), new LocalState()).replica!.id;
+    const keyBusy = makeView(ids(5).map((id) => makeState(id, { load: { prefillTokens: id === keyHome ? 6_000 : 0 } })));
+    expect(policy().place(keyed, keyBusy, new LocalState())).toMatchObject({ branch: 'ring', replica: { id: keyHome } });
+  });
+
+  it('balance: a prefix warm on several replicas, all over their share, warms an idle replica too', () => {
+    const sysChain = chainOf(chat(''), 13);
+    const warm = (id: string) => makeState(id, { load: { inflightTokens: 40_000 }, digest: { from: -1, added: sysChain, size: sysChain.length } });
+    const view = makeView([...ids(7).map(warm), makeState('idle')]);
+    expect(policy().place(preq(chat('a new session')), view, new LocalState())).toMatchObject({ branch: 'balance', replica: { id: 'idle' } });
+    // A routing key asks for affinity: it stays on a warm replica.
+    expect(policy().place(preq(chat('a new session', { prompt_cache_key: 's1' })), view, new LocalState()).branch).toBe('warm');
+    // A history warm on one replica only (a session's home) stays home.
+    const body = chat('a long conversation turn '.repeat(100));
+    const chain = chainOf(body);
+    const home = makeState('home', { load: { inflightTokens: 40_000 }, digest: { from: -1, added: chain, size: chain.length } });
+    expect(policy().place(preq(body), makeView([home, ...ids(6).map(warm), makeState('idle')]), new LocalState())).toMatchObject({ branch: 'warm', replica: { id: 'home' } });
+    // Balanced load: the warm replicas keep it.
+    const even = makeView([...ids(7).map(warm), makeState('idle', { load: { inflightTokens: 36_000 } })]);
+    expect(policy().place(preq(chat('a new session')), even, new LocalState()).branch).toBe('warm');
+  });
+
   it('least-loaded: when every replica is over the bound, the least loaded with headroom', () => {
     // A request bigger than the fleet's whole slack makes every replica fail the bound.
     const view = makeView([
@@ -154,6 +187,21 @@ describe('warmpath placement branches', () => {
     it('prefers a replica with the adapter hot', () => {
       const view = makeView([lora('r0', []), lora('r1', ['a2']), lora('r2', [])]);
       expect(policy().place(preq(chat('q', { model: 'a2' }), { view }), view, new LocalState())).toMatchObject({ branch: 'adapter-hot', replica: { id: 'r1' } });
+    });
+
+    it('an adapter hot elsewhere, even a little over the bound, beats a warm prefix without it', () => {
+      const body = chat('q '.repeat(400), { model: 'a2' });
+      const chain = preq(body, { view: makeView([lora('r0', ['a2'])]) }).info.hashes;
+      const busy = { inflightTokens: 20_000 };
+      const warm = makeState('warm', { adapters: ['a1', 'a2', 'a3'], hotAdapters: ['a1'], capacity: { adapterSlots: 2 }, load: busy, digest: { from: -1, added: chain, size: chain.length } });
+      const other = (id: string) => makeState(id, { adapters: ['a1', 'a2', 'a3'], capacity: { adapterSlots: 2 }, load: busy });
+      const busyHot = (inflightTokens: number) => makeState('hot', { adapters: ['a1', 'a2', 'a3'], hotAdapters: ['a2'], capacity: { adapterSlots: 2 }, load: { inflightTokens } });
+      // 'hot' carries 1.33× the fleet mean: over c = 1.25, within 2c.
+      const view = makeView([warm, busyHot(30_000), other('r2'), other('r3')]);
+      expect(policy().place(preq(body, { view }), view, new LocalState())).toMatchObject({ branch: 'adapter-hot', replica: { id: 'hot' } });
+      // Far past 2c, the warm replica loads the adapter.
+      const swamped = makeView([warm, busyHot(400_000), other('r2'), other('r3')]);
+      expect(policy().place(preq(body, { view: swamped }), swamped, new LocalState())).toMatchObject({ branch: 'warm', replica: { id: 'warm' } });
     });
 
     it('sends cold loads of one adapter to its ring home, whatever the prompt', () => {

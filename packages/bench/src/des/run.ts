@@ -435,8 +435,5 @@ export async function runDes(o: DesOptions): Promise<PolicyResult> {
     totals.preemptions += s.preemptions;
     totals.adapterLoads += s.lora.loads;
   }
-  const branches: Record<string, number> = {};
-  for (const r of results) if (r.route !== undefined) branches[r.route] = (branches[r.route] ?? 0) + 1;
-  const spills = (branches.spill ?? 0) + (branches['adapter-spill'] ?? 0);
-  return summarize(o.policy, { routers: routers.length, replicas: o.replicas }, results, totals, o.durationS, { spills, branches, perReplicaLoad });
+  return summarize(o.policy, { routers: routers.length, replicas: o.replicas }, results, totals, o.durationS, { perReplicaLoad });
 }

@@ -18,6 +18,7 @@ export const BRANCHES = [
   'warm', // the warmest replica within the load bound with KV headroom
   'ring', // the key's ring home (first eligible in ring order) within the bound
   'spill', // a later replica in the key's ring order: deterministic overflow
+  'balance', // a prefix warm on several replicas, all over their share: an under-loaded replica warms it too
   'adapter-hot', // no warm prefix; a replica with the adapter loaded, in key ring order
   'adapter-home', // the adapter's ring home (free slot preferred): a cold adapter load
   'adapter-spill', // a later replica in the adapter's ring order
