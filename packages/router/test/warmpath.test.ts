@@ -55,6 +55,16 @@ describe('warmpath placement branches', () => {
     }
   });
 
+  it('a keyed new task (less than half its prompt warm anywhere) goes to the least-loaded tied replica', () => {
+    const sysChain = chainOf(chat(''), 13);
+    const loads = [40_000, 30_000, 5_000, 20_000, 35_000, 25_000];
+    const view = makeView(ids(6).map((id, i) => makeState(id, { load: { inflightTokens: loads[i]! }, digest: { from: -1, added: sysChain, size: sysChain.length } })));
+    for (const key of ['task-1', 'task-2', 'task-3']) {
+      const body = chat(`a long new task for ${key} `.repeat(300), { prompt_cache_key: key });
+      expect(policy().place(preq(body), view, new LocalState())).toMatchObject({ branch: 'warm', replica: { id: 'r2' } });
+    }
+  });
+
   it('warm: depth beats a shorter queue (locality keeps prefill capacity)', () => {
     const body = chat('history '.repeat(200));
     const chain = chainOf(body);
