@@ -7,10 +7,12 @@
  *     queue plus requests admitted since would reach `maxWaiting` → "queue".
  *  3. kv: projected KV use = used at the last scrape + need of requests
  *     admitted since + waiting requests × their mean need; adding this
- *     request's need (prompt + outputReserve × max_tokens) over
- *     kvHighWatermark × capacity → reject "kv". A request alone larger than
- *     the whole cache is rejected "too_large" (no replica of this size can
- *     run it without preempting itself).
+ *     request's need (uncached prompt + outputReserve × max_tokens: a cached
+ *     prefix's blocks are already counted once, however many requests share
+ *     them) over kvHighWatermark × capacity → reject "kv". A request whose
+ *     whole size (prompt + reserve) is larger than the cache is rejected
+ *     "too_large" (no replica of this size can run it without preempting
+ *     itself).
  *  An idle engine (nothing running or waiting, nothing admitted since) admits
  *  anything that fits, so projections can never starve a replica.
  * Complexity: O(1).
@@ -41,8 +43,10 @@ export interface AdmissionInput {
   sinceNeed: number;
   /** Mean KV need of in-flight requests (tokens), to price the engine's queue. */
   meanNeed: number;
-  /** This request's KV need in tokens. */
+  /** This request's new KV need in tokens (uncached prompt + output reserve). */
   need: number;
+  /** This request's whole KV footprint (prompt + output reserve); default `need`. */
+  size?: number;
 }
 
 export function admit(x: AdmissionInput, limits: AdmissionLimits): RejectReason | undefined {
@@ -52,7 +56,7 @@ export function admit(x: AdmissionInput, limits: AdmissionLimits): RejectReason 
   // they start running and the kv rule prices them.
   if (limits.maxWaiting > 0 && x.waiting > 0 && x.waiting + x.sinceCount >= limits.maxWaiting) return 'queue';
   if (x.kvCapacityTokens > 0) {
-    if (x.need > x.kvCapacityTokens) return 'too_large';
+    if ((x.size ?? x.need) > x.kvCapacityTokens) return 'too_large';
     if (!idle) {
       const projected = x.kvUsedTokens + x.sinceNeed + x.waiting * x.meanNeed + x.need;
       if (projected > limits.kvHighWatermark * x.kvCapacityTokens) return 'kv';

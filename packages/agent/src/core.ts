@@ -140,9 +140,22 @@ export class AgentCore {
     return this.config.endpoints.length > 0 ? (this.config.endpoints as Endpoint[]) : [...this.defaultEndpoints];
   }
 
-  /** Admission decision for a described request; undefined = admit. */
-  check(info: RequestInfo): RejectReason | undefined {
-    const need = info.promptTokens + this.config.outputReserve * info.maxTokens;
+  /** Prompt tokens the cache model expects the engine to find cached for `predicted` chunks. */
+  private cachedTokensOf(info: RequestInfo, predicted: number): number {
+    return Math.min(info.promptTokens, (predicted * this.config.chunkChars) / this.config.charsPerToken);
+  }
+
+  /** New KV a request takes: its uncached prompt plus the output reserve (a cached prefix's blocks are shared). */
+  private needOf(info: RequestInfo, cachedTokens: number): number {
+    return Math.max(0, info.promptTokens - cachedTokens) + this.config.outputReserve * info.maxTokens;
+  }
+
+  /**
+   * Admission decision for a described request whose first `predicted` chunks
+   * the cache model expects cached; undefined = admit.
+   */
+  check(info: RequestInfo, predicted = 0): RejectReason | undefined {
+    const need = this.needOf(info, this.cachedTokensOf(info, predicted));
     const snap = this.snapshot;
     let sinceCount = 0;
     let sinceNeed = 0;
@@ -166,6 +179,7 @@ export class AgentCore {
         sinceNeed,
         meanNeed: this.inflight.size > 0 ? totalNeed / this.inflight.size : need,
         need,
+        size: info.promptTokens + this.config.outputReserve * info.maxTokens,
       },
       this.config,
     );
@@ -179,11 +193,11 @@ export class AgentCore {
   }
 
   begin(info: RequestInfo, predictedChunks: number): Inflight {
-    const cachedTokens = Math.min(info.promptTokens, (predictedChunks * this.config.chunkChars) / this.config.charsPerToken);
+    const cachedTokens = this.cachedTokensOf(info, predictedChunks);
     this.predictedTokens += cachedTokens;
     const prefill = Math.max(0, Math.round(info.promptTokens - cachedTokens));
     const r: Inflight = {
-      need: info.promptTokens + this.config.outputReserve * info.maxTokens,
+      need: this.needOf(info, cachedTokens),
       work: prefill + info.maxTokens,
       prefill,
       admittedAt: this.now(),
@@ -232,10 +246,10 @@ export class AgentCore {
    * reason, or the admitted record (in flight, chain recorded in the cache model).
    */
   admit(info: RequestInfo): { reason: RejectReason } | Admitted {
-    const reason = this.check(info);
-    if (reason !== undefined) return { reason };
     const cache = this.cache;
     const predicted = cache.predict(info.hashes);
+    const reason = this.check(info, predicted);
+    if (reason !== undefined) return { reason };
     const stamps = new Float64Array(predicted);
     for (let i = 0; i < predicted; i++) stamps[i] = cache.stampOf(info.hashes[i]!);
     // Chunks recorded by requests still in flight may not be in the engine yet; a miss there is no eviction.

@@ -63,3 +63,27 @@ describe('admission control against the simulator (tiny profile)', () => {
     }
   });
 });
+
+describe('admission counts a shared prefix once', async () => {
+  const { AgentCore } = await import('../src/core.ts');
+  const { agentConfig } = await import('../src/config.ts');
+  const { createMetrics } = await import('../src/metrics.ts');
+  const { emptySnapshot } = await import('../src/engines/types.ts');
+  const { describeRequest } = await import('@warmpath/shared');
+  it('a fan-out of one long prompt needs its uncached part per call, not the whole prompt', () => {
+    // 100k tokens of KV; each call: an 8k-token shared prefix + a short question + 100 output tokens.
+    const core = new AgentCore(agentConfig({ kvCapacityTokens: 100_000, maxWaiting: 0 }), createMetrics());
+    core.setSnapshot({ ...emptySnapshot(), running: 1, kvUsedFraction: 0.1 }, 0);
+    const shared = 'the shared conversation so far '.repeat(1_100);
+    const call = (k: number) => describeRequest({ model: 'm', messages: [{ role: 'user', content: `${shared} call ${k}` }], max_tokens: 100 }, 'chat');
+    const verdicts = Array.from({ length: 16 }, (_, k) => ('reason' in core.admit(call(k)) ? 'refused' : 'admitted'));
+    // Counting the whole prompt per call (16 × 8k on top of 10k used) would refuse from the 11th call.
+    expect(verdicts.every((v) => v === 'admitted')).toBe(true);
+    // Distinct long prompts still fill the cache and are refused.
+    const distinct = Array.from({ length: 16 }, (_, k) => core.admit(describeRequest({ model: 'm', messages: [{ role: 'user', content: `${k} ${shared}` }], max_tokens: 100 }, 'chat')));
+    expect(distinct.some((a) => 'reason' in a && a.reason === 'kv')).toBe(true);
+  });
+  it('a request whose whole prompt exceeds the cache is too_large even when mostly cached', () => {
+    expect(admit({ ...base, need: 100, size: 1_001 }, limits)).toBe('too_large');
+  });
+});
