@@ -25,7 +25,7 @@ export const benchSchema = {
   rate: { type: 'number', default: 0, min: 0, doc: "arrival rate per simulated second (0 = the scenario's; trace: time compression)" },
   trace: { type: 'string', default: '', doc: 'Mooncake-format JSONL trace, for --scenario trace' },
   timeScale: { type: 'number', default: 1, min: 0.1, max: 100, doc: 'live: simulated time runs this many times faster than wall time (2 cores hold the seed scenario at 1)' },
-  seed: { type: 'number', default: 1, integer: true, doc: 'workload seed' },
+  seed: { type: 'number', default: 1, integer: true, doc: 'seed of the workload and of the DES random stream' },
   requestTimeoutS: { type: 'number', default: 30, min: 1, doc: 'live: a client gives up on a request after this many simulated seconds (an error)' },
   json: { type: 'string', default: '', doc: 'write the JSON result here' },
   report: { type: 'string', default: '', doc: 'write the HTML report here' },
@@ -60,7 +60,7 @@ export async function run(argv: string[]): Promise<void> {
     const r =
       cfg.mode === 'live'
         ? await runLive({ scenario, plan, policy, replicas, routers: cfg.routers, timeScale: cfg.timeScale, durationS: spanS, onProgress, routerOverrides, requestTimeoutMs: cfg.requestTimeoutS * 1000 })
-        : await runDes({ scenario, plan, policy, replicas, routers: cfg.routers, durationS: spanS, onProgress, routerOverrides });
+        : await runDes({ scenario, plan, policy, replicas, routers: cfg.routers, durationS: spanS, onProgress, routerOverrides, seed: cfg.seed });
     bar?.update(plan.length);
     if (bars === undefined) console.error(`  ${policy}: ${r.completed}/${r.requests} ok, TTFT p50 ${r.ttft_ms.p50} ms, hit rate ${(r.cache_hit_rate * 100).toFixed(1)}% (${((Date.now() - started) / 1000).toFixed(0)} s)`);
     results.push(r);

@@ -115,7 +115,7 @@ export const goalsSchema = {
   scenarios: { type: 'list', default: ['seed', 'chat', 'fanout', 'lora', 'trace'], doc: 'scenarios to check' },
   trace: { type: 'string', default: '../shared/traces/mooncake-synthetic.jsonl', doc: 'Mooncake-format trace for the trace scenario (skipped when absent)' },
   routersCheck: { type: 'list', default: ['seed', 'chat', 'fanout', 'lora', 'trace'], doc: 'scenarios on which to compare 1 and 4 routers' },
-  seeds: { type: 'list', default: ['1'], doc: 'workload seeds (comma-separated): each seed is a full run; several print a summary across seeds' },
+  seeds: { type: 'list', default: ['1'], doc: 'seeds of the workload and the DES random stream (comma-separated): each seed is a full run; several print a summary across seeds' },
   tables: { type: 'boolean', default: false, doc: 'also print each scenario’s full policy table' },
   json: { type: 'string', default: '', doc: 'write every report and the goal rows here' },
 } as const satisfies Schema;
@@ -127,7 +127,7 @@ async function desReport(scenarioName: string, policies: readonly string[], rout
   const results: PolicyResult[] = [];
   for (const policy of policies) {
     if (policy === 'oracle' && routers !== 2) continue;
-    results.push(await runDes({ scenario, plan, policy, replicas: scenario.fleet.replicas, routers, durationS: spanS }));
+    results.push(await runDes({ scenario, plan, policy, replicas: scenario.fleet.replicas, routers, durationS: spanS, seed }));
   }
   return { scenario: scenarioName, mode: 'des', config: { replicas: scenario.fleet.replicas, routers, rate: scenario.defaults.rate, duration: scenario.defaults.duration, seed, requests: plan.length }, results };
 }
