@@ -179,7 +179,7 @@ export class AgentCore {
         sinceNeed,
         meanNeed: this.inflight.size > 0 ? totalNeed / this.inflight.size : need,
         need,
-        size: info.promptTokens + this.config.outputReserve * info.maxTokens,
+        size: this.needOf(info, 0),
       },
       this.config,
     );

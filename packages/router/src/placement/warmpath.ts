@@ -16,10 +16,11 @@
  *  1. warm: the deepest match within the bound with headroom; ties →
  *     adapter tier (hot > free slot > evict), then, for an explicit routing
  *     key, the key's ring order (so every router sends a fan-out's
- *     simultaneous calls to one replica) — or, when less than half the prompt
- *     is warm anywhere (a new task), the least-loaded tied replica; else the shortest prefill queue
- *     (published prefillTokens + this router's work since) per weight, then
- *     id — a prefix warm everywhere (a system prompt) spreads evenly.
+ *     simultaneous calls to one replica) — or, when less than half the
+ *     prompt is warm anywhere (a new task), the least-loaded tied replica;
+ *     else the shortest prefill queue (published prefillTokens + this
+ *     router's work since) per weight, then id — a prefix warm everywhere (a
+ *     system prompt) spreads evenly.
  *     An adapter request whose warm choice lacks the adapter goes to a replica
  *     with the adapter hot within HARD_BOUND × c instead (`adapter-hot`).
  *     balance: when that prefix is warm on several replicas, the chosen one is
@@ -239,10 +240,11 @@ export function createWarmpathPolicy(opts: PolicyOptions): Policy {
     // under its share by the factor c, the first such replica in the key's ring order takes the
     // request, and the prefix's warm set grows; without it the bound (c × share) lets the
     // holders absorb everything and a replica the prefix never reached idles (chat, 8
-    // replicas: one replica got no request at all; with it, TTFT p50 70 → 59 ms, DES). A prefix warm on one replica only (a
-    // session's history) stays home: re-prefilling it elsewhere costs more than it saves; so
-    // does a request with an explicit routing key, which asks for affinity (fanout: balancing
-    // a fan-out's calls raised its p50 from 89 to 109 ms, DES).
+    // replicas: one replica got no request at all; with it, TTFT p50 70 → 59 ms, DES). A
+    // prefix warm on one replica only (a session's history) stays home: re-prefilling it
+    // elsewhere costs more than it saves; so does a request with an explicit routing key,
+    // which asks for affinity (fanout: balancing a fan-out's calls raised its p50 from 89 to
+    // 109 ms, DES).
     const balanceTarget = (w: number): number => {
       const share = total / weight;
       if (info.routingKey !== undefined || load[w]! <= floorOf * wt[w]! || load[w]! / wt[w]! <= share) return -1;
