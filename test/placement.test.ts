@@ -7,7 +7,7 @@
  * Load is made by holding long streams open directly on one replica's agent.
  * Every wait polls an observable condition; nothing sleeps for a fixed time.
  */
-import { HashRing, hashString } from '@warmpath/shared';
+import { HashRing, hashString } from '@warmpath/shared/wire';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFleet, waitFor, type Fleet } from '../packages/bench/src/fleet.ts';

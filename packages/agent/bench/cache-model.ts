@@ -13,7 +13,7 @@
  * Run: node packages/agent/bench/cache-model.ts [--requests N] [--blocks B] [--rate R req/s, 0 = closed loop]
  */
 import { parseArgs } from 'node:util';
-import { describeRequest } from '@warmpath/shared';
+import { describeRequest } from '@warmpath/shared/wire';
 import { PROFILES, startSimServer } from '@warmpath/sim';
 import { startAgent } from '../src/index.ts';
 

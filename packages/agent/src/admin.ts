@@ -3,7 +3,8 @@
  * JSON state, liveness, readiness, Prometheus metrics.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { encodeSnapshot, sendError, sendJson, SNAPSHOT_CONTENT_TYPE } from '@warmpath/shared';
+import { encodeSnapshot, sendError, SNAPSHOT_CONTENT_TYPE } from '@warmpath/shared/wire';
+import { sendJson } from '@warmpath/shared/runtime';
 import type { AgentCore } from './core.ts';
 import type { Publisher } from './publisher.ts';
 

@@ -4,7 +4,7 @@
  * SIGTERM/SIGINT drain (announce draining, finish in-flight, announce down,
  * exit 0); a second signal exits at once.
  */
-import { configFromProcess } from '@warmpath/shared';
+import { configFromProcess } from '@warmpath/shared/runtime';
 import { startAgent } from './agent.ts';
 import { AGENT_SCHEMA } from './config.ts';
 

@@ -3,8 +3,9 @@
  * frozen by packages/shared/src/config.ts. Each doc string ends with what
  * changing the value costs.
  */
-import { ENGINE_KINDS, FLEET_DEFAULTS, loadConfig } from '@warmpath/shared';
-import type { ConfigOf, Schema } from '@warmpath/shared';
+import { ENGINE_KINDS, FLEET_DEFAULTS } from '@warmpath/shared/wire';
+import { loadConfig } from '@warmpath/shared/runtime';
+import type { ConfigOf, Schema } from '@warmpath/shared/runtime';
 
 export const AGENT_SCHEMA = {
   engine: { type: 'string', default: 'vllm', choices: ENGINE_KINDS, doc: 'engine kind behind this agent' },

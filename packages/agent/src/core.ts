@@ -9,7 +9,7 @@
  * cache model) → the engine answers → `feedback(…)` with the engine's
  * cached_tokens → `end(flight)`.
  */
-import type { Endpoint, ModelRef, ReplicaCapacity, ReplicaLoad, ReplicaStatus, RequestInfo } from '@warmpath/shared';
+import type { Endpoint, ModelRef, ReplicaCapacity, ReplicaLoad, ReplicaStatus, RequestInfo } from '@warmpath/shared/wire';
 import { admit } from './admission.ts';
 import type { RejectReason } from './admission.ts';
 import { CacheModel, chunksFor } from './cache-model.ts';

@@ -19,8 +19,9 @@
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
-import { describeRequest, drained, HEADERS, parseJsonBody, readBody, ROUTES, sendError, sseErrorEvent, WarmpathError } from '@warmpath/shared';
-import type { RequestInfo } from '@warmpath/shared';
+import { describeRequest, HEADERS, parseJsonBody, ROUTES, sendError, sseErrorEvent, WarmpathError } from '@warmpath/shared/wire';
+import { drained, readBody } from '@warmpath/shared/runtime';
+import type { RequestInfo } from '@warmpath/shared/wire';
 import type { Admitted, AgentCore } from './core.ts';
 import { UsageTap } from './usage.ts';
 

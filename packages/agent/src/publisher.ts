@@ -11,8 +11,8 @@
  * Trade-off: a fixed period keeps state fresh with no acknowledgements; a lost
  * message costs a receiver one snapshot pull (it sees the gap in `from`).
  */
-import { encodeState, LIMITS, PROTOCOL_VERSION } from '@warmpath/shared';
-import type { DigestSnapshot, EngineKind, ReplicaState } from '@warmpath/shared';
+import { encodeState, LIMITS, PROTOCOL_VERSION } from '@warmpath/shared/wire';
+import type { DigestSnapshot, EngineKind, ReplicaState } from '@warmpath/shared/wire';
 import type { AgentCore } from './core.ts';
 
 export interface PublisherOptions {

@@ -69,7 +69,7 @@ describe('admission counts a shared prefix once', async () => {
   const { agentConfig } = await import('../src/config.ts');
   const { createMetrics } = await import('../src/metrics.ts');
   const { emptySnapshot } = await import('../src/engines/types.ts');
-  const { describeRequest } = await import('@warmpath/shared');
+  const { describeRequest } = await import('@warmpath/shared/wire');
   it('a fan-out of one long prompt needs its uncached part per call, not the whole prompt', () => {
     // 100k tokens of KV; each call: an 8k-token shared prefix + a short question + 100 output tokens.
     const core = new AgentCore(agentConfig({ kvCapacityTokens: 100_000, maxWaiting: 0 }), createMetrics());

@@ -6,7 +6,7 @@ import { parseSglangMetrics } from '../src/engines/sglang.ts';
 import { parseTgiInfo, parseTgiMetrics } from '../src/engines/tgi.ts';
 import { parseModelList } from '../src/engines/types.ts';
 import { parseVllmMetrics } from '../src/engines/vllm.ts';
-import { parsePrometheus } from '@warmpath/shared';
+import { parsePrometheus } from '@warmpath/shared/runtime';
 
 const fixture = (name: string): string => readFileSync(new URL(`./fixtures/${name}`, import.meta.url), 'utf8');
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { decodeSnapshot } from '@warmpath/shared';
+import { decodeSnapshot } from '@warmpath/shared/wire';
 import { startSimServer } from '@warmpath/sim';
 import type { SimServer } from '@warmpath/sim';
 import { startAgent } from '../src/index.ts';

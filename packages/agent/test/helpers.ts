@@ -1,8 +1,8 @@
 /** Test helpers: a gossip subscriber that mirrors one agent's digest, and waiting on conditions. */
-import { decodeSnapshot, decodeState } from '@warmpath/shared';
-import type { ReplicaState } from '@warmpath/shared';
-import { createGossipNode } from '@warmpath/shared';
-import type { GossipNode } from '@warmpath/shared';
+import { decodeSnapshot, decodeState } from '@warmpath/shared/wire';
+import type { ReplicaState } from '@warmpath/shared/wire';
+import { createGossipNode } from '@warmpath/shared/gossip';
+import type { GossipNode } from '@warmpath/shared/gossip';
 
 export interface Subscriber {
   node: GossipNode;

@@ -5,7 +5,7 @@
 import { resolve } from 'node:path';
 import cliProgress from 'cli-progress';
 import { POLICY_NAMES } from '@warmpath/router';
-import { configFromProcess, ConfigError, type Schema } from '@warmpath/shared';
+import { configFromProcess, ConfigError, type Schema } from '@warmpath/shared/runtime';
 import { runDes } from './des/run.ts';
 import { lastArrivalMs } from './loadgen.ts';
 import { runLive } from './live.ts';

@@ -13,7 +13,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { generateSwarmKey } from '@warmpath/shared';
+import { generateSwarmKey } from '@warmpath/shared/gossip';
 import { startProcess, type Proc } from './processes.ts';
 
 export interface FleetOptions {

@@ -14,7 +14,7 @@
  */
 import { existsSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { configFromProcess, type Schema } from '@warmpath/shared';
+import { configFromProcess, type Schema } from '@warmpath/shared/runtime';
 import { ALL_POLICIES } from './cli.ts';
 import { runDes } from './des/run.ts';
 import { lastArrivalMs } from './loadgen.ts';

@@ -3,7 +3,7 @@
  * `tokens(n)` of text is 4n characters; the same (id, n) always gives the same
  * text, which is what makes shared prefixes shared.
  */
-import { mulberry32 } from '@warmpath/shared';
+import { mulberry32 } from '@warmpath/shared/runtime';
 
 export const CHARS_PER_TOKEN = 4;
 

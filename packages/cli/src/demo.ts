@@ -9,7 +9,7 @@
  * round-robin (fresh caches each time), prints TTFT, cache hit rate and
  * spills side by side, and exits: 0 when every request was answered.
  */
-import { configFromProcess, type Schema } from '@warmpath/shared';
+import { configFromProcess, type Schema } from '@warmpath/shared/runtime';
 import { SCENARIOS, DEFAULT_MODEL } from '@warmpath/bench';
 import { startFleet, type Fleet } from '@warmpath/bench';
 import { runLoad, percentile, type RequestResult } from '@warmpath/bench';

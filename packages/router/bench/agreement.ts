@@ -8,7 +8,7 @@
  *
  *   node packages/router/bench/agreement.ts [replicas=10] [requests/s=40]
  */
-import { describeRequest, type ReplicaState } from '@warmpath/shared';
+import { describeRequest, type ReplicaState } from '@warmpath/shared/wire';
 import { FleetView } from '../src/fleet/view.ts';
 import { affinityKey } from '../src/placement/eligible.ts';
 import { LocalState, type Ticket } from '../src/placement/local.ts';

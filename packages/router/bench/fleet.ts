@@ -9,7 +9,7 @@
  *
  *   node packages/router/bench/fleet.ts [replicas=1000]
  */
-import { describeRequest, encodeState, hashString, type ReplicaState } from '@warmpath/shared';
+import { describeRequest, encodeState, hashString, type ReplicaState } from '@warmpath/shared/wire';
 import { FleetView } from '../src/fleet/view.ts';
 import { affinityKey } from '../src/placement/eligible.ts';
 import { LocalState } from '../src/placement/local.ts';

@@ -14,7 +14,7 @@ import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createInterface } from 'node:readline';
-import { encodeState } from '@warmpath/shared';
+import { encodeState } from '@warmpath/shared/wire';
 import { Pool } from 'undici';
 import { createGossipNode } from '../src/gossip.ts';
 

@@ -1,5 +1,5 @@
 /** `warmpath router`: flags map onto ROUTER_SCHEMA (see --help). */
-import { configFromProcess } from '@warmpath/shared';
+import { configFromProcess } from '@warmpath/shared/runtime';
 import { ROUTER_SCHEMA } from './config.ts';
 import { startRouter } from './router.ts';
 

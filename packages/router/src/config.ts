@@ -3,7 +3,8 @@
  * value. Filled from file, environment and flags by shared/config.ts,
  * validated once and frozen. Field `fooBarMs` is `--foo-bar-ms`.
  */
-import { FLEET_DEFAULTS, DEFAULT_LOAD_FACTOR, DEFAULT_MAX_BODY_BYTES, loadConfig, type ConfigOf, type Schema } from '@warmpath/shared';
+import { FLEET_DEFAULTS, DEFAULT_LOAD_FACTOR } from '@warmpath/shared/wire';
+import { DEFAULT_MAX_BODY_BYTES, loadConfig, type ConfigOf, type Schema } from '@warmpath/shared/runtime';
 
 export const POLICY_NAMES = [
   'warmpath',

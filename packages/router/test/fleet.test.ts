@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { encodeSnapshot, encodeState, SNAPSHOT_CONTENT_TYPE } from '@warmpath/shared';
+import { encodeSnapshot, encodeState, SNAPSHOT_CONTENT_TYPE } from '@warmpath/shared/wire';
 import { afterEach, describe, expect, it } from 'vitest';
 import { snapshotFetcher } from '../src/fleet/snapshot.ts';
 import type { Replica } from '../src/fleet/view.ts';

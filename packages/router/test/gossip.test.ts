@@ -1,8 +1,8 @@
 /** The router learns the fleet over real libp2p gossip and routes on it. */
-import { encodeState } from '@warmpath/shared';
+import { encodeState } from '@warmpath/shared/wire';
 import { request } from 'undici';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createGossipNode, type GossipNode } from '@warmpath/shared';
+import { createGossipNode, type GossipNode } from '@warmpath/shared/gossip';
 import { startRouter, type Router } from '../src/index.ts';
 import { startFakeAgent, type FakeAgent } from './fake-agent.ts';
 import { chat, makeState } from './helpers.ts';

@@ -1,5 +1,5 @@
 /** Test fixtures: replica states, requests, views. */
-import { describeRequest, encodeState, type ReplicaState } from '@warmpath/shared';
+import { describeRequest, encodeState, type ReplicaState } from '@warmpath/shared/wire';
 import { FleetView } from '../src/fleet/view.ts';
 import { affinityKey } from '../src/placement/eligible.ts';
 import { LocalState } from '../src/placement/local.ts';

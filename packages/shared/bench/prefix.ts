@@ -5,7 +5,7 @@
  *
  *   node_modules/.bin/node packages/shared/bench/prefix.ts
  */
-import { canonicalText, chainHashes, describeRequest, FLEET_DEFAULTS, parseJsonBody, prefixSeed } from '@warmpath/shared';
+import { canonicalText, chainHashes, describeRequest, FLEET_DEFAULTS, parseJsonBody, prefixSeed } from '@warmpath/shared/wire';
 
 function words(n: number, seed: number): string {
   const vocab = ['alpha', 'beta', 'gamma', 'delta', 'kv', 'cache', 'prefix', 'router', 'token', 'stream', 'replica', 'adapter'];

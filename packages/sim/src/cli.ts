@@ -3,8 +3,8 @@
  * is `warmpath sim listening on http://HOST:PORT model=... profile=...`; other
  * packages' tests parse the URL from it.
  */
-import { configFromProcess, helpText } from '@warmpath/shared';
-import type { Schema } from '@warmpath/shared';
+import { configFromProcess, helpText } from '@warmpath/shared/runtime';
+import type { Schema } from '@warmpath/shared/runtime';
 import { PROFILE_NAMES } from './model/profiles.ts';
 import { FAULT_HELP } from './server/faults.ts';
 import { DEFAULT_MODEL, startSimServer } from './server/server.ts';

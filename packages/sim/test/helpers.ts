@@ -1,4 +1,4 @@
-import { parsePrometheus } from '@warmpath/shared';
+import { parsePrometheus } from '@warmpath/shared/runtime';
 
 /** Polls `cond` until it holds (state changes inside the server have no event to await from outside). */
 export async function waitFor<T>(cond: () => T | Promise<T>, what: string, timeoutMs = 10_000): Promise<NonNullable<T>> {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parsePrometheus } from '@warmpath/shared';
+import { parsePrometheus } from '@warmpath/shared/runtime';
 import { startSimServer } from '../src/index.ts';
 import type { SimServer } from '../src/index.ts';
 import { metrics, postJson, readSse, state, waitFor } from './helpers.ts';

@@ -1,5 +1,5 @@
 /** Engine kind → adapter. */
-import type { EngineKind } from '@warmpath/shared';
+import type { EngineKind } from '@warmpath/shared/wire';
 import { llamacppAdapter } from './llamacpp.ts';
 import { sglangAdapter } from './sglang.ts';
 import { tgiAdapter } from './tgi.ts';

@@ -5,8 +5,8 @@
  * KV use: kv_cache_usage_ratio where the build still has it, else tokens held
  * by processing slots over capacity, else busy slots over total.
  */
-import { parsePrometheus, sum } from '@warmpath/shared';
-import type { Metrics } from '@warmpath/shared';
+import { parsePrometheus, sum } from '@warmpath/shared/runtime';
+import type { Metrics } from '@warmpath/shared/runtime';
 import { emptySnapshot, finiteOr, getJson, getText, isRecord, nonNeg, openAiModels } from './types.ts';
 import type { AdapterContext, EngineAdapter, EngineSnapshot } from './types.ts';
 

@@ -2,8 +2,8 @@
  * SGLang adapter: /metrics (needs --enable-metrics; sum over rank labels),
  * /v1/models. Prefix counters: cached_tokens_total over prompt_tokens_total.
  */
-import { mean, parsePrometheus, sum } from '@warmpath/shared';
-import type { Metrics } from '@warmpath/shared';
+import { mean, parsePrometheus, sum } from '@warmpath/shared/runtime';
+import type { Metrics } from '@warmpath/shared/runtime';
 import { emptySnapshot, getOk, nonNeg, openAiModels } from './types.ts';
 import type { AdapterContext, EngineAdapter, EngineSnapshot } from './types.ts';
 

@@ -3,8 +3,8 @@
  * the model id and token budget. TGI has no prefix-cache counters or LoRA
  * slot metrics; those fields stay undefined.
  */
-import { parsePrometheus, sum } from '@warmpath/shared';
-import type { Metrics } from '@warmpath/shared';
+import { parsePrometheus, sum } from '@warmpath/shared/runtime';
+import type { Metrics } from '@warmpath/shared/runtime';
 import { emptySnapshot, getJson, getOk, isRecord, nonNeg } from './types.ts';
 import type { AdapterContext, EngineAdapter, EngineSnapshot, ModelEntry } from './types.ts';
 

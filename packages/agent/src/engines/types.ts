@@ -5,7 +5,7 @@
  * are `undefined`, never guessed.
  */
 import type { Dispatcher } from 'undici';
-import type { Endpoint, EngineKind } from '@warmpath/shared';
+import type { Endpoint, EngineKind } from '@warmpath/shared/wire';
 
 export interface EngineSnapshot {
   /** Sequences running in the engine's batch. */

@@ -6,8 +6,8 @@
  * engine. Adapters: vllm:lora_requests_info — stale series linger, so the
  * series with the largest value (an update timestamp) wins.
  */
-import { mean, parsePrometheus, pick, sum } from '@warmpath/shared';
-import type { Metrics } from '@warmpath/shared';
+import { mean, parsePrometheus, pick, sum } from '@warmpath/shared/runtime';
+import type { Metrics } from '@warmpath/shared/runtime';
 import { emptySnapshot, getOk, nonNeg, openAiModels } from './types.ts';
 import type { AdapterContext, EngineAdapter, EngineSnapshot } from './types.ts';
 

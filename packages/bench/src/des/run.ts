@@ -22,7 +22,8 @@
  */
 import { AgentCore, agentConfig, createMetrics, Publisher, type Admitted } from '@warmpath/agent';
 import { affinityKey, createPolicy, FleetView, LocalState, routerConfig, type Placement, type PlacementRequest, type Policy, type Replica, type Ticket } from '@warmpath/router';
-import { describeRequest, encodeSnapshot, mulberry32, type RequestInfo } from '@warmpath/shared';
+import { describeRequest, encodeSnapshot, type RequestInfo } from '@warmpath/shared/wire';
+import { mulberry32 } from '@warmpath/shared/runtime';
 import { EngineModel, PROFILES, promptIdentityOfBody, type EngineProfile, type ProbeResult, type StepResult } from '@warmpath/sim';
 import { lastArrivalMs, type PlannedRequest, type RequestResult } from '../loadgen.ts';
 import { summarize, type EngineTotals, type PolicyResult } from '../report.ts';

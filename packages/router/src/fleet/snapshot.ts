@@ -4,7 +4,7 @@
  * calls; every pull has a deadline. Deduplication per replica is the view's job.
  */
 import { Agent, request } from 'undici';
-import { LIMITS, SNAPSHOT_CONTENT_TYPE } from '@warmpath/shared';
+import { LIMITS, SNAPSHOT_CONTENT_TYPE } from '@warmpath/shared/wire';
 import type { Replica } from './view.ts';
 
 export const DIGEST_PATH = '/warmpath/v1/digest';

@@ -13,7 +13,7 @@
  * Trade-off: rings and groups are rebuilt lazily and whole (O(P log P)) when
  * membership changes — rare next to load updates, which dominate.
  */
-import { decodeSnapshot, decodeState, HashRing, supersedes, type Endpoint, type ModelRef, type ReplicaState } from '@warmpath/shared';
+import { decodeSnapshot, decodeState, HashRing, supersedes, type Endpoint, type ModelRef, type ReplicaState } from '@warmpath/shared/wire';
 import { halves, Hash64Table } from './hash64.ts';
 
 export interface Replica {

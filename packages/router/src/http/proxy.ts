@@ -20,19 +20,9 @@
  */
 import diagnostics_channel from 'node:diagnostics_channel';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import {
-  describeRequest,
-  HEADERS,
-  parseJsonBody,
-  readBody,
-  sendError,
-  sseErrorEvent,
-  WarmpathError,
-  drained,
-  type ErrorCode,
-  type RequestInfo,
-} from '@warmpath/shared';
-import type { RequestKind } from '@warmpath/shared';
+import { describeRequest, HEADERS, parseJsonBody, sendError, sseErrorEvent, WarmpathError, type ErrorCode, type RequestInfo } from '@warmpath/shared/wire';
+import { readBody, drained } from '@warmpath/shared/runtime';
+import type { RequestKind } from '@warmpath/shared/wire';
 import type { RouterConfig } from '../config.ts';
 import type { FleetView, Replica } from '../fleet/view.ts';
 import type { RouterMetrics } from '../metrics.ts';

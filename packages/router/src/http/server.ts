@@ -4,7 +4,8 @@
  * guard /v1/*.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { HEADERS, ROUTES, sendError, sendJson } from '@warmpath/shared';
+import { HEADERS, ROUTES, sendError } from '@warmpath/shared/wire';
+import { sendJson } from '@warmpath/shared/runtime';
 import type { FleetView } from '../fleet/view.ts';
 import type { RouterMetrics } from '../metrics.ts';
 import type { createProxy } from './proxy.ts';

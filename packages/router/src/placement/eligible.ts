@@ -3,7 +3,7 @@
  * A policy may only ever return a replica `eligible` admits; the conformance
  * suite checks exactly this.
  */
-import { hashString, type RequestInfo } from '@warmpath/shared';
+import { hashString, type RequestInfo } from '@warmpath/shared/wire';
 import type { FleetView, Replica } from '../fleet/view.ts';
 import type { LocalState } from './local.ts';
 import type { PlacementRequest } from './types.ts';

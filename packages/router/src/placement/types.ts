@@ -9,7 +9,7 @@
  * that state in their instance and update it from `onDispatch`/`onComplete`,
  * one instance per router, exactly as those systems do.
  */
-import type { Endpoint, RequestInfo } from '@warmpath/shared';
+import type { Endpoint, RequestInfo } from '@warmpath/shared/wire';
 import type { FleetView, Replica } from '../fleet/view.ts';
 import type { LocalState } from './local.ts';
 

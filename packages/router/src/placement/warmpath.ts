@@ -45,7 +45,7 @@
  * giving up some cache hits to keep tail latency; c = 1.25 spills early, a
  * larger c keeps more hits on hot replicas.
  */
-import { hashString, withinBound } from '@warmpath/shared';
+import { hashString, withinBound } from '@warmpath/shared/wire';
 import type { FleetView, Group, Replica } from '../fleet/view.ts';
 import { eligible } from './eligible.ts';
 import type { LocalState } from './local.ts';

@@ -5,8 +5,8 @@
  * hashed over charsPerToken × blockSize characters, with the shared prefix
  * chain (packages/shared/src/prefix.ts) so sim, agent and router agree.
  */
-import { canonicalText, chainHashes, prefixSeed } from '@warmpath/shared';
-import type { RequestKind } from '@warmpath/shared';
+import { canonicalText, chainHashes, prefixSeed } from '@warmpath/shared/wire';
+import type { RequestKind } from '@warmpath/shared/wire';
 
 export interface PromptIdentity {
   readonly promptTokens: number;

@@ -6,7 +6,7 @@
  * once into a prefix and a suffix, and each token is prefix + word + suffix
  * (words are pre-stringified), so a chunk costs one string concat.
  */
-import { WarmpathError } from '@warmpath/shared';
+import { WarmpathError } from '@warmpath/shared/wire';
 
 export type InferenceKind = 'chat' | 'completion';
 

@@ -10,8 +10,9 @@
 import { createServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { WarmpathError, mulberry32, sendError } from '@warmpath/shared';
-import type { ErrorCode } from '@warmpath/shared';
+import { WarmpathError, sendError } from '@warmpath/shared/wire';
+import { mulberry32 } from '@warmpath/shared/runtime';
+import type { ErrorCode } from '@warmpath/shared/wire';
 import { EngineError, EngineModel, SeqStatus } from '../model/engine.ts';
 import type { EngineSnapshot, Sequence, StepResult } from '../model/engine.ts';
 import { PROFILES, isProfileName } from '../model/profiles.ts';

@@ -9,7 +9,7 @@
  * the shared `withinBound`; kept verbatim for a faithful emulation.)
  * Complexity: O(log P) + walk; the ring is rebuilt when membership changes.
  */
-import { HashRing, hashString } from '@warmpath/shared';
+import { HashRing, hashString } from '@warmpath/shared/wire';
 import type { Replica } from '../../fleet/view.ts';
 import { candidates } from '../eligible.ts';
 import { NO_REPLICA, type Placement, type PlacementRequest, type Policy } from '../types.ts';

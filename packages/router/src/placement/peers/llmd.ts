@@ -22,7 +22,7 @@
  * stale; Warmpath states arrive every 250 ms, so the bound here is 1 s.
  * Complexity: O(candidates + blocks).
  */
-import { chainHashes, prefixSeed, stableJson } from '@warmpath/shared';
+import { chainHashes, prefixSeed, stableJson } from '@warmpath/shared/wire';
 import type { Replica } from '../../fleet/view.ts';
 import { candidates } from '../eligible.ts';
 import { NO_REPLICA, SATURATED, type Placement, type PlacementRequest, type Policy, type PolicyOptions } from '../types.ts';

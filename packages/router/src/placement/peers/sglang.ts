@@ -20,7 +20,7 @@
  * Trade-off (of the peer): no knowledge of KV headroom or token-weighted load;
  * it learns only from its own decisions.
  */
-import { canonicalText, chainHashes, prefixSeed } from '@warmpath/shared';
+import { canonicalText, chainHashes, prefixSeed } from '@warmpath/shared/wire';
 import type { Replica } from '../../fleet/view.ts';
 import { candidates } from '../eligible.ts';
 import { NO_REPLICA, type Placement, type PlacementRequest, type Policy } from '../types.ts';
