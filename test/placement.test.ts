@@ -10,7 +10,8 @@
 import { HashRing, hashString } from '@warmpath/shared/wire';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFleet, waitFor, type Fleet } from '../packages/bench/src/fleet.ts';
+import { waitFor } from '@warmpath/testkit';
+import { startFleet, type Fleet } from '../packages/bench/src/fleet.ts';
 
 const ADAPTER = 'sql-lora';
 /** Each agent refuses a third concurrent request, so two held streams fill a replica. */
@@ -60,39 +61,41 @@ async function chat(base: string, body: Record<string, unknown>, headers: Record
 async function hold(replica: string, reqModel: string): Promise<{ abort: () => void; ended: () => boolean }> {
   const ac = new AbortController();
   let refusals = '';
-  for (const deadline = Date.now() + 30_000; ; ) {
-    const res = await request(`${proxyOf.get(replica)}/v1/chat/completions`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ model: reqModel, stream: true, max_tokens: HOLD_TOKENS, messages: [{ role: 'user', content: `hold ${replica}` }] }),
-      signal: ac.signal,
-    });
-    if (res.statusCode === 429 && Date.now() < deadline) {
+  // Until the agent admits: a refusal counts as "not yet" (its reason shows in a timeout's message).
+  const res = await waitFor(
+    async () => {
+      const res = await request(`${proxyOf.get(replica)}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: reqModel, stream: true, max_tokens: HOLD_TOKENS, messages: [{ role: 'user', content: `hold ${replica}` }] }),
+        signal: ac.signal,
+      });
+      if (res.statusCode !== 429) return res;
       refusals += ` ${String(res.headers['x-warmpath-reject-reason'])}`;
       await res.body.dump();
-      await new Promise((r) => setTimeout(r, 100)); // the agent's next scrape, not a guess at timing
-      continue;
-    }
-    expect(res.statusCode, `hold on ${replica} (refused:${refusals})`).toBe(200);
-    const it = res.body[Symbol.asyncIterator]();
-    let seen = '';
-    while (!seen.includes('data: {')) {
-      const next = await it.next();
-      if (next.done === true) throw new Error(`hold on ${replica} ended before its first token`);
-      seen += String(next.value);
-    }
-    let ended = false;
-    res.body.on('error', () => {}); // the abort below surfaces here
-    res.body.on('end', () => (ended = true));
-    res.body.on('close', () => (ended = true));
-    res.body.resume();
-    return { abort: () => ac.abort(), ended: () => ended };
+      throw new Error(`hold on ${replica} refused:${refusals}`);
+    },
+    { timeoutMs: 30_000, intervalMs: 100, message: `the agent of ${replica} to admit a held stream` },
+  );
+  expect(res.statusCode, `hold on ${replica} (refused:${refusals})`).toBe(200);
+  const it = res.body[Symbol.asyncIterator]();
+  let seen = '';
+  while (!seen.includes('data: {')) {
+    const next = await it.next();
+    if (next.done === true) throw new Error(`hold on ${replica} ended before its first token`);
+    seen += String(next.value);
   }
+  let ended = false;
+  res.body.on('error', () => {}); // the abort below surfaces here
+  res.body.on('end', () => (ended = true));
+  res.body.on('close', () => (ended = true));
+  res.body.resume();
+  return { abort: () => ac.abort(), ended: () => ended };
 }
 
 /** Until the router sees every replica idle again (held streams gone). */
 async function waitIdle(): Promise<void> {
-  await waitFor(async () => (await replicas()).every((r) => r.load.inflight === 0), 30_000, 'every replica idle');
+  await waitFor(async () => (await replicas()).every((r) => r.load.inflight === 0), { timeoutMs: 30_000, intervalMs: 100, message: 'every replica idle' });
 }
 
 beforeAll(async () => {
@@ -155,7 +158,11 @@ describe('placement end to end', () => {
     const hot = order[order.length - 1]!;
     const h = await hold(hot, ADAPTER);
     try {
-      await waitFor(async () => (await replicas()).find((r) => r.id === hot)?.hotAdapters.includes(ADAPTER) === true, 30_000, `${ADAPTER} hot on ${hot}`);
+      await waitFor(async () => (await replicas()).find((r) => r.id === hot)?.hotAdapters.includes(ADAPTER) === true, {
+        timeoutMs: 30_000,
+        intervalMs: 100,
+        message: `${ADAPTER} hot on ${hot}`,
+      });
       for (let k = 0; k < 4; k++) {
         const r = await chat(router, { model: ADAPTER, messages: [{ role: 'user', content: `query ${k}` }] }, { 'x-warmpath-key': `user-${k}` });
         expect(r.status).toBe(200);

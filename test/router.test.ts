@@ -6,6 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import OpenAI from 'openai';
 import { request } from 'undici';
+import { waitFor } from '@warmpath/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const CLI = new URL('../packages/cli/src/main.ts', import.meta.url).pathname;
@@ -35,14 +36,15 @@ async function startRouter(bootstrap: string[], port = 0): Promise<Fleet['router
 }
 
 async function waitReady(url: string, replicas: number): Promise<void> {
-  const end = Date.now() + 30_000;
-  for (;;) {
-    const res = await request(`${url}/readyz`).catch(() => undefined);
-    const body = res ? ((await res.body.json()) as { replicas?: { ready?: number } }) : undefined;
-    if ((body?.replicas?.ready ?? 0) >= replicas) return;
-    if (Date.now() > end) throw new Error(`router ${url} saw ${body?.replicas?.ready ?? 0}/${replicas} ready replicas`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await waitFor(
+    async () => {
+      const body = (await (await request(`${url}/readyz`)).body.json()) as { replicas?: { ready?: number } };
+      const ready = body.replicas?.ready ?? 0;
+      if (ready < replicas) throw new Error(`router ${url} saw ${ready}/${replicas} ready replicas`);
+      return true;
+    },
+    { timeoutMs: 30_000, intervalMs: 100, message: `router ${url} to see ${replicas} ready replicas` },
+  );
 }
 
 const SYSTEM = 'You are the support assistant of a large company. '.repeat(60);

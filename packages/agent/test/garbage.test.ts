@@ -9,11 +9,13 @@ import { until } from './helpers.ts';
 
 type Reply = { status: number; contentType: string; body: Uint8Array; cut: boolean };
 
-/** A fake engine whose every answer is whatever `reply` currently says. */
-async function fakeEngine(): Promise<{ url: string; set(r: Reply): void; server: Server }> {
+/** A fake engine whose every answer is whatever `reply` currently says; `scraped` counts the agent's GETs since the last `set`. */
+async function fakeEngine(): Promise<{ url: string; set(r: Reply): void; scraped(): number; server: Server }> {
   let reply: Reply = { status: 200, contentType: 'text/plain', body: new Uint8Array(), cut: false };
+  let gets = 0;
   const server = createServer((req, res) => {
     req.resume();
+    if (req.method === 'GET') gets++;
     const r = reply;
     res.writeHead(r.status, { 'content-type': r.contentType });
     if (r.cut) {
@@ -22,7 +24,11 @@ async function fakeEngine(): Promise<{ url: string; set(r: Reply): void; server:
     } else res.end(r.body);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, set: (r) => (reply = r), server };
+  const set = (r: Reply): void => {
+    reply = r;
+    gets = 0;
+  };
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, set, scraped: () => gets, server };
 }
 
 const garbage = fc.record({
@@ -50,7 +56,7 @@ describe('malformed engine output', () => {
       const samples = fc.sample(garbage, { numRuns: 120, seed: 42 });
       for (const [i, g] of samples.entries()) {
         engine.set(g);
-        await new Promise((r) => setTimeout(r, 5));
+        await until(`a scrape of garbage sample ${i}`, () => engine.scraped() > 0, 5_000, 2);
         const res = await fetch(`${agent.url}/v1/chat/completions`, {
           method: 'POST',
           headers: { 'content-type': 'application/json' },

@@ -3,6 +3,7 @@ import { decodeSnapshot, decodeState } from '@warmpath/shared/wire';
 import type { ReplicaState } from '@warmpath/shared/wire';
 import { createGossipNode } from '@warmpath/shared/gossip';
 import type { GossipNode } from '@warmpath/shared/gossip';
+import { waitFor } from '@warmpath/testkit';
 
 export interface Subscriber {
   node: GossipNode;
@@ -79,13 +80,9 @@ export async function subscribe(fleet: string, bootstrap: string[]): Promise<Sub
   return sub;
 }
 
+/** Waits until `check` holds (re-checked every `everyMs`); see @warmpath/testkit's waitFor. */
 export async function until(what: string, check: () => boolean | Promise<boolean>, ms = 10_000, everyMs = 20): Promise<void> {
-  const end = Date.now() + ms;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
+  await waitFor(check, { timeoutMs: ms, intervalMs: everyMs, message: what });
 }
 
 export function chatBody(model: string, system: string, user: string, extra: Record<string, unknown> = {}): Record<string, unknown> {

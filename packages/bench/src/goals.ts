@@ -21,7 +21,7 @@ import { lastArrivalMs } from './loadgen.ts';
 import { markdownTable, type BenchReport, type PolicyResult } from './report.ts';
 import { DEFAULT_MODEL, SCENARIOS } from './scenarios.ts';
 
-/** The peers' emulations (BASELINES.md): warmpath's p99 must beat each of them. */
+/** The peers' emulations (docs/PEERS.md): warmpath's p99 must beat each of them. */
 export const PEER_POLICIES = ['sglang-cache-aware', 'llm-d-approx', 'llm-d-precise', 'dynamo-kv', 'kubeai-prefix-hash'] as const;
 
 const SHORT: Record<string, string> = { 'sglang-cache-aware': 'sglang', 'llm-d-approx': 'llm-d-approx', 'llm-d-precise': 'llm-d-precise', 'dynamo-kv': 'dynamo', 'kubeai-prefix-hash': 'kubeai' };

@@ -1,5 +1,5 @@
 /**
- * Benchmark workloads (DESIGN.md §6). Each scenario turns (seed, rate,
+ * Benchmark workloads (docs/DESIGN-RATIONALE.md §6). Each scenario turns (seed, rate,
  * duration) into a deterministic, open-loop plan of requests on a simulated
  * clock: `at` is simulated ms; the runner divides by the fleet's speed.
  * Multi-turn sessions carry their history forward with deterministic

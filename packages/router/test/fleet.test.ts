@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { encodeSnapshot, encodeState, SNAPSHOT_CONTENT_TYPE } from '@warmpath/shared/wire';
+import { waitFor } from '@warmpath/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
 import { snapshotFetcher } from '../src/fleet/snapshot.ts';
 import type { Replica } from '../src/fleet/view.ts';
@@ -111,7 +112,7 @@ describe('FleetView', () => {
       view.apply(makeState('a', { admin, seq: 8, digest: { from: 7, added: H(14), size: 5 } }));
       expect(a.pulling).toBe(true);
       expect(view.holds(a, H(1)[0]!)).toBe(true); // old digest still serves
-      await until(() => !a.pulling && view.pulls.ok === 1);
+      await waitFor(() => !a.pulling && view.pulls.ok === 1, { timeoutMs: 3_000, intervalMs: 5, message: 'the snapshot pull to finish' });
       expect(hits.n).toBe(1);
       expect(view.holds(a, H(1)[0]!)).toBe(false);
       expect(view.holds(a, H(13)[0]!)).toBe(true); // replayed seq 6 after snapshot seq 5
@@ -127,29 +128,21 @@ describe('FleetView', () => {
       const view = makeView([], { fetchSnapshot: f.fetch });
       view.apply(makeState('a', { admin, boot: 'b1', seq: 1, digest: { from: -1, added: new BigUint64Array(0), size: 2 } }));
       const a = view.replicas.get('a')!;
-      await until(() => view.pulls.ok === 1);
+      await waitFor(() => view.pulls.ok === 1, { timeoutMs: 3_000, intervalMs: 5, message: 'the first snapshot pull' });
       expect(a.digest.size).toBe(2);
       boot = 'b2';
       a.lastPullAt = 0;
       view.apply(makeState('a', { admin, boot: 'b2', bootAt: 2, seq: 1, digest: { from: 0, added: new BigUint64Array(0), size: 2 } }));
-      await until(() => view.pulls.ok === 2);
+      await waitFor(() => view.pulls.ok === 2, { timeoutMs: 3_000, intervalMs: 5, message: 'the pull after the new boot' });
       expect(a.digestBoot).toBe('b2');
       server!.close();
       a.lastPullAt = 0;
       view.apply(makeState('a', { admin: 'http://127.0.0.1:1', boot: 'b2', bootAt: 2, seq: 9, digest: { from: 7, added: new BigUint64Array(0), size: 2 } }));
-      await until(() => view.pulls.failed === 1);
+      await waitFor(() => view.pulls.failed === 1, { timeoutMs: 3_000, intervalMs: 5, message: 'the pull from the dead agent to fail' });
       expect(a.digest.size).toBe(2);
       await f.close();
     });
   });
 });
-
-async function until(cond: () => boolean, ms = 3_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 export type { Replica };

@@ -3,6 +3,7 @@ import { encodeState } from '@warmpath/shared/wire';
 import { request } from 'undici';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createGossipNode, type GossipNode } from '@warmpath/shared/gossip';
+import { waitFor } from '@warmpath/testkit';
 import { startRouter, type Router } from '../src/index.ts';
 import { startFakeAgent, type FakeAgent } from './fake-agent.ts';
 import { chat, makeState } from './helpers.ts';
@@ -32,8 +33,7 @@ describe('router over gossip', () => {
         publisher!.publish(encodeState(makeState(`g${i}`, { fleet: 'gtest', url: a.url, seq, sentAt: Date.now(), digest: { from: -1, added: new BigUint64Array(0), size: 0 } }))).catch(() => {});
     };
     timer = setInterval(publishAll, 100);
-    const end = Date.now() + 15_000;
-    while (routers.some((r) => r.view.replicas.size < 3) && Date.now() < end) await new Promise((x) => setTimeout(x, 50));
+    await waitFor(() => routers.every((r) => r.view.replicas.size >= 3), { timeoutMs: 15_000, intervalMs: 50, message: 'both routers to see 3 replicas' });
     for (const r of routers) expect(r.view.replicas.size).toBe(3);
     for (let k = 0; k < 10; k++) {
       const body = JSON.stringify(chat(`conversation ${k}`));

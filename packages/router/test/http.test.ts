@@ -2,6 +2,7 @@ import { writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
+import { waitFor } from '@warmpath/testkit';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startRouter, type Router } from '../src/index.ts';
 import { startFakeAgent, type FakeAgent } from './fake-agent.ts';
@@ -185,8 +186,7 @@ describe('router HTTP: proxying to fake agents', () => {
       ac.abort();
       break;
     }
-    const end = Date.now() + 2_000;
-    while (agents[0]!.aborted === 0 && Date.now() < end) await new Promise((x) => setTimeout(x, 10));
+    await waitFor(() => agents[0]!.aborted > 0, { timeoutMs: 2_000, intervalMs: 10, message: 'the upstream request to be aborted' });
     expect(agents[0]!.aborted).toBe(1);
   });
 

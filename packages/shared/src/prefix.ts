@@ -1,5 +1,5 @@
 /**
- * Prefix identity (DESIGN.md §2): the one implementation agent, router, sim and
+ * Prefix identity (docs/DESIGN-RATIONALE.md §2): the one implementation agent, router, sim and
  * bench share.
  *
  * Steps: render the request canonically → split into chunks of C characters

@@ -1,5 +1,5 @@
 /**
- * Wire protocol: the one replica-state message (DESIGN.md §3), msgpack-encoded.
+ * Wire protocol: the one replica-state message (docs/DESIGN-RATIONALE.md §3), msgpack-encoded.
  *
  * - Versioned (`v`); an unknown version is dropped, not guessed at.
  * - `decodeState` validates every field against hard limits and returns a

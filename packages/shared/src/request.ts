@@ -56,7 +56,7 @@ export interface RequestInfo extends ModelRef {
   promptTokens: number;
   /** Requested (or assumed) output tokens. */
   maxTokens: number;
-  /** Chained prefix hashes (DESIGN.md §2). */
+  /** Chained prefix hashes (docs/DESIGN-RATIONALE.md §2). */
   hashes: BigUint64Array;
 }
 

@@ -6,7 +6,7 @@
  * 1. TTFT of a 2,048-token prompt on an idle H100 replica, cold vs fully
  *    cached, and inter-token latency at batch 1/32/128 (1k-token contexts):
  *    in the pure model (virtual time) and over real HTTP (in-process server,
- *    streaming, speed 1), beside the ENGINES.md reference ranges.
+ *    streaming, speed 1), beside the docs/ENGINE-SIGNALS.md reference ranges.
  * 2. Simulation cost: the pure model driven in virtual time as fast as it
  *    goes with a realistic mix (shared system prompts + unique suffixes,
  *    Poisson arrivals, 9/s); requests and steps per CPU-second, and

@@ -1,14 +1,9 @@
 import { parsePrometheus } from '@warmpath/shared/runtime';
+import { waitFor as waitUntil } from '@warmpath/testkit';
 
-/** Polls `cond` until it holds (state changes inside the server have no event to await from outside). */
+/** Waits until `cond` holds (state changes inside the server have no event to await from outside); see @warmpath/testkit. */
 export async function waitFor<T>(cond: () => T | Promise<T>, what: string, timeoutMs = 10_000): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await cond();
-    if (v) return v as NonNullable<T>;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
+  return (await waitUntil(cond, { timeoutMs, intervalMs: 10, message: what })) as NonNullable<T>;
 }
 
 export async function postJson(url: string, body: unknown): Promise<Response> {

@@ -1,7 +1,7 @@
 /**
  * One interface for every engine kind: the agent scrapes an EngineSnapshot
  * and reads the models/adapters list; adapters translate each engine's own
- * metric names and endpoints (ENGINES.md). Fields an engine does not expose
+ * metric names and endpoints (docs/ENGINE-SIGNALS.md). Fields an engine does not expose
  * are `undefined`, never guessed.
  */
 import type { Dispatcher } from 'undici';

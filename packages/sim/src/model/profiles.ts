@@ -1,6 +1,6 @@
 /**
  * Engine profiles: the numbers that make the simulator behave like one GPU
- * replica running vLLM (see /work/shared/ENGINES.md for where they come from).
+ * replica running vLLM (see docs/ENGINE-SIGNALS.md for where they come from).
  *
  * Step time (roofline, decode is memory-bound, prefill compute-bound):
  *   step_ms = stepOverheadMs

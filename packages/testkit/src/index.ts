@@ -1,0 +1,82 @@
+/**
+ * Test helpers shared by every package's tests (and only by tests).
+ *
+ * `waitFor(predicate, { timeoutMs, intervalMs, message })` re-evaluates a
+ * condition until it holds and resolves with the predicate's truthy value.
+ * Use it for state that changes without an event the test can await (a
+ * counter in a fleet view, a replica's published load); where there is an
+ * event — a server's 'listening', a process's 'exit', a gossip message — await
+ * the event itself (`once` from node:events, a callback) instead.
+ *
+ * A predicate that throws or rejects counts as "not yet" (a server still
+ * starting refuses connections); on timeout the error names what was awaited
+ * and the last value or error seen, so a failure says why.
+ * The timeout only bounds a failure: a condition that holds resolves at the
+ * next check, never after a fixed wait.
+ */
+import { inspect } from 'node:util';
+
+export interface WaitForOptions {
+  /** Give up after this long, ms. */
+  timeoutMs?: number;
+  /** Re-check period, ms. */
+  intervalMs?: number;
+  /** What is awaited, in words, for the timeout error. */
+  message?: string;
+}
+
+export const WAIT_FOR_DEFAULTS = {
+  timeoutMs: 10_000, // 10 s: far above any healthy wait, well under the 30 s test timeout
+  intervalMs: 20, // 20 ms
+} as const;
+
+/** The values `if (v)` accepts. */
+export type Truthy<T> = Exclude<T, false | 0 | 0n | '' | null | undefined>;
+
+/** Thrown by `waitFor` on timeout; `cause` is the predicate's last error, if its last check threw. */
+export class WaitForTimeoutError extends Error {
+  override readonly name = 'WaitForTimeoutError';
+}
+
+const show = (v: unknown): string => {
+  const s = inspect(v, { depth: 3, breakLength: Infinity, maxArrayLength: 20, maxStringLength: 200 });
+  return s.length > 500 ? `${s.slice(0, 500)}…` : s;
+};
+
+const EXPIRED: unique symbol = Symbol('expired');
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Resolves with the first truthy value of `predicate()`, checked now and then
+ * every `intervalMs`; rejects with a WaitForTimeoutError after `timeoutMs`.
+ * A check still pending at the deadline is not waited for.
+ */
+export async function waitFor<T>(predicate: () => T | Promise<T>, options: WaitForOptions = {}): Promise<Truthy<Awaited<T>>> {
+  const timeoutMs = options.timeoutMs ?? WAIT_FOR_DEFAULTS.timeoutMs;
+  const intervalMs = options.intervalMs ?? WAIT_FOR_DEFAULTS.intervalMs;
+  const what = options.message ?? 'a condition';
+  const deadline = performance.now() + timeoutMs;
+  let last: { value: unknown } | { error: unknown } | undefined;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const expired = new Promise<typeof EXPIRED>((resolve) => (timer = setTimeout(resolve, timeoutMs, EXPIRED)));
+  try {
+    for (;;) {
+      const check = (async () => predicate())().then(
+        (value) => ((last = { value }), value),
+        (error: unknown) => ((last = { error }), undefined),
+      );
+      const v = await Promise.race([check, expired]);
+      if (v === EXPIRED) break;
+      if (v) return v as Truthy<Awaited<T>>;
+      const left = deadline - performance.now();
+      if (left <= 0) break;
+      await sleep(Math.min(intervalMs, left));
+    }
+  } finally {
+    clearTimeout(timer);
+  }
+  const tail =
+    last === undefined ? 'no check finished' : 'error' in last ? `last error: ${last.error instanceof Error ? last.error.message : show(last.error)}` : `last value: ${show(last.value)}`;
+  throw new WaitForTimeoutError(`timed out after ${timeoutMs} ms waiting for ${what}; ${tail}`, last !== undefined && 'error' in last ? { cause: last.error } : undefined);
+}
