@@ -8,3 +8,4 @@ export { createWarmpathPolicy, adapterTier } from './placement/warmpath.ts';
 export { createRoundRobinPolicy, createLeastRequestPolicy, createPowerOfTwoPolicy, createConsistentHashPolicy } from './placement/simple.ts';
 export { BRANCHES, NO_REPLICA, SATURATED, type Branch, type KnownBranch, type Outcome, type Placement, type PlacementRequest, type Policy, type PolicyFactory, type PolicyOptions } from './placement/types.ts';
 export { placementChannel } from './http/proxy.ts';
+export { placeRequest, notifyDispatch, notifyComplete } from './placement/place.ts';

@@ -21,7 +21,7 @@
  * Complexity: O(events log events); an engine step is one event per replica.
  */
 import { AgentCore, agentConfig, createMetrics, Publisher, type Admitted } from '@warmpath/agent';
-import { affinityKey, createPolicy, FleetView, LocalState, routerConfig, type Placement, type PlacementRequest, type Policy, type Replica, type Ticket } from '@warmpath/router';
+import { affinityKey, createPolicy, notifyComplete, notifyDispatch, placeRequest, FleetView, LocalState, routerConfig, type Placement, type PlacementRequest, type Policy, type Replica, type Ticket } from '@warmpath/router';
 import { describeRequest, encodeSnapshot, type RequestInfo } from '@warmpath/shared/wire';
 import { mulberry32 } from '@warmpath/shared/runtime';
 import { EngineModel, PROFILES, promptIdentityOfBody, type EngineProfile, type ProbeResult, type StepResult } from '@warmpath/sim';
@@ -265,7 +265,7 @@ export async function runDes(o: DesOptions): Promise<PolicyResult> {
       if (x.routerTicket !== undefined) {
         const rt = routers[rec.router]!;
         rt.local.complete(x.routerTicket);
-        rt.policy.onComplete?.(placementRequest(rec), x.replicaView!, { kind: 'ok' });
+        notifyComplete(rt.policy, placementRequest(rec), x.replicaView!, { kind: 'ok' });
       }
       finish(rec);
     }
@@ -310,7 +310,7 @@ export async function runDes(o: DesOptions): Promise<PolicyResult> {
       if (routerTicket !== undefined) {
         const rt = routers[rec.router]!;
         rt.local.complete(routerTicket);
-        rt.policy.onComplete?.(placementRequest(rec), replicaView!, { kind: 'error', status: 400 });
+        notifyComplete(rt.policy, placementRequest(rec), replicaView!, { kind: 'error', status: 400 });
       }
       fail(rec, (err as { code?: string }).code ?? 'invalid_request', 400);
       return true;
@@ -323,7 +323,7 @@ export async function runDes(o: DesOptions): Promise<PolicyResult> {
   const route = (rec: Rec): void => {
     const rt = routers[rec.router]!;
     const preq = placementRequest(rec);
-    const placement: Placement = rt.policy.place(preq, rt.view, rt.local);
+    const placement: Placement = placeRequest(rt.policy, preq, rt.view, rt.local);
     const replica = placement.replica;
     if (replica === undefined) {
       if (placement.branch === 'saturated') {
@@ -343,12 +343,12 @@ export async function runDes(o: DesOptions): Promise<PolicyResult> {
     rec.result.route ??= rec.attempt > 0 ? 'retry' : rec.queuedUntil > 0 ? 'queued' : placement.branch;
     rec.result.replica = replica.id;
     const ticket = rt.local.dispatch(replica.id, placement.work ?? rec.prep.info.promptTokens + rec.prep.info.maxTokens, q.now);
-    rt.policy.onDispatch?.(preq, replica, rt.local);
+    notifyDispatch(rt.policy, preq, replica, rt.local);
     q.after(hop, () => {
       if (toAgent(byId.get(replica.id)!, rec, ticket, replica)) return;
       q.after(hop, () => {
         rt.local.complete(ticket);
-        rt.policy.onComplete?.(preq, replica, { kind: 'rejected', status: 429 });
+        notifyComplete(rt.policy, preq, replica, { kind: 'rejected', status: 429 });
         rec.attempt++;
         if (rec.attempt >= rcfg.maxAttempts) return fail(rec, 'fleet_saturated', 429);
         (rec.exclude ??= new Set()).add(replica.id);

@@ -28,6 +28,7 @@ import type { FleetView, Replica } from '../fleet/view.ts';
 import type { RouterMetrics } from '../metrics.ts';
 import { affinityKey } from '../placement/eligible.ts';
 import type { LocalState } from '../placement/local.ts';
+import { notifyComplete, notifyDispatch, placeRequest } from '../placement/place.ts';
 import type { Branch, Outcome, Placement, PlacementRequest, Policy } from '../placement/types.ts';
 import { classify, copyHeaders, type Upstreams } from './upstream.ts';
 import type { WaitQueue } from './queue.ts';
@@ -105,7 +106,7 @@ export function createProxy(ctx: ProxyContext): (req: IncomingMessage, res: Serv
       if (ac.signal.aborted) return;
       const preq: PlacementRequest = { info, endpoint: kind, key, body, exclude, now: Date.now() };
       const t0 = performance.now();
-      const placement: Placement = policy.place(preq, view, local);
+      const placement: Placement = placeRequest(policy, preq, view, local);
       placeTimer.observe((performance.now() - t0) / 1e3);
       if (placementChannel.hasSubscribers) placementChannel.publish({ router: ctx.id, request: preq, placement });
       const replica = placement.replica;
@@ -133,7 +134,7 @@ export function createProxy(ctx: ProxyContext): (req: IncomingMessage, res: Serv
       countBranch(branch);
       const work = placement.work ?? info.promptTokens + info.maxTokens;
       const ticket = local.dispatch(replica.id, work, preq.now);
-      policy.onDispatch?.(preq, replica, local);
+      notifyDispatch(policy, preq, replica, local);
       let outcome: Outcome = { kind: 'error' };
       try {
         last = await forward(ctx, replica, path, raw, req, res, info, branch, attempt, ac.signal);
@@ -141,7 +142,7 @@ export function createProxy(ctx: ProxyContext): (req: IncomingMessage, res: Serv
       } finally {
         local.complete(ticket);
         ctx.queue.wake();
-        policy.onComplete?.(preq, replica, outcome);
+        notifyComplete(policy, preq, replica, outcome);
       }
       if (last.done) return;
       metrics.upstreamErrors.inc({ kind: last.kind });
