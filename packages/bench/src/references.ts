@@ -1,0 +1,214 @@
+/**
+ * References from the physical limit, computed from the plan alone — no
+ * router, no policy — so a policy's figures can be read as a fraction of
+ * what any router could reach on this fleet.
+ *
+ * - Hit-rate ceiling: every request's prompt blocks (the engine's block size)
+ *   looked up, in arrival order, in ONE cache as large as the whole fleet's
+ *   KV capacity, with Belady's optimal eviction (evict the block whose next
+ *   use is farthest away; never-used-again blocks first). A hit is the
+ *   longest run of the prompt's leading blocks present, capped, as engines
+ *   do, one token short of the whole prompt. Also with unlimited capacity.
+ * - TTFT floor: each request alone on an idle replica whose cache already
+ *   holds that request's ceiling hit (and its adapter): the engine model is
+ *   run for real (warm-up request, then the request), so the floor uses the
+ *   same step-time model as every simulated policy. Reported as p50/p99.
+ *
+ * Steps (ceiling): index every block's access times → walk requests in
+ * arrival order: count the hit, then insert/refresh the request's blocks with
+ * their next use as key in a max-heap (lazy deletion) and evict from the top
+ * while over capacity.
+ * Complexity: O(B log B) for B block accesses in the plan; the floor runs
+ * two short engine-model simulations per request.
+ * Trade-off: the ceiling ignores concurrency (blocks pinned by running
+ * requests) and routing (one cache instead of N), so it is an upper bound no
+ * router reaches; it answers "how much reuse is there to find", not "how
+ * much is achievable".
+ */
+import { describeRequest, FLEET_DEFAULTS } from '@warmpath/shared/wire';
+import { EngineModel, PROFILES, promptIdentityOfBody, type EngineProfile, type PromptIdentity } from '@warmpath/sim';
+import { percentile, type PlannedRequest } from './loadgen.ts';
+import { DEFAULT_MODEL, type Scenario } from './scenarios.ts';
+
+export interface PlanRequest extends PromptIdentity {
+  /** Arrival, ms. */
+  readonly at: number;
+  readonly adapter: string;
+  readonly maxTokens: number;
+}
+
+export interface HitCeiling {
+  /** Hit rate with the fleet's KV capacity and optimal eviction. */
+  readonly belady: number;
+  /** Hit rate with unlimited capacity. */
+  readonly unlimited: number;
+  /** Per request (plan order), tokens hit under `belady`. */
+  readonly cachedTokens: Int32Array;
+}
+
+export interface TtftFloor {
+  readonly p50: number;
+  readonly p99: number;
+}
+
+export interface References {
+  readonly hitRateCeiling: { readonly belady: number; readonly unlimited: number; readonly capacityBlocks: number };
+  readonly ttftFloorMs: TtftFloor;
+}
+
+/** Belady's cache over the plan's prompt blocks; capacityBlocks = Infinity for the unlimited case. */
+export function hitCeiling(reqs: readonly PlanRequest[], blockSize: number, capacityBlocks: number): HitCeiling {
+  const order = reqs.map((_, i) => i).sort((a, b) => reqs[a]!.at - reqs[b]!.at || a - b);
+  // Access positions per block (position = rank in arrival order), ascending.
+  const uses = new Map<bigint, number[]>();
+  order.forEach((ri, pos) => {
+    for (const h of reqs[ri]!.blockHashes) {
+      const u = uses.get(h);
+      if (u === undefined) uses.set(h, [pos]);
+      else if (u[u.length - 1] !== pos) u.push(pos);
+    }
+  });
+  const cursor = new Map<bigint, number>(); // block → index of its next use in `uses`
+  const nextUse = (h: bigint, pos: number): number => {
+    const u = uses.get(h)!;
+    let k = cursor.get(h) ?? 0;
+    while (k < u.length && u[k]! <= pos) k++;
+    cursor.set(h, k);
+    return k < u.length ? u[k]! : Number.POSITIVE_INFINITY;
+  };
+  const cached = new Map<bigint, number>(); // block → its current next use (heap key)
+  const heap = new MaxHeap();
+  const cachedTokens = new Int32Array(reqs.length);
+  let hit = 0;
+  let unlimitedHit = 0;
+  let total = 0;
+  const seen = new Set<bigint>();
+  order.forEach((ri, pos) => {
+    const r = reqs[ri]!;
+    const maxHit = Math.max(0, Math.floor((r.promptTokens - 1) / blockSize));
+    let n = 0;
+    while (n < maxHit && n < r.blockHashes.length && cached.has(r.blockHashes[n]!)) n++;
+    let u = 0;
+    while (u < maxHit && u < r.blockHashes.length && seen.has(r.blockHashes[u]!)) u++;
+    cachedTokens[ri] = n * blockSize;
+    hit += n * blockSize;
+    unlimitedHit += u * blockSize;
+    total += r.promptTokens;
+    for (const h of r.blockHashes) {
+      seen.add(h);
+      const next = nextUse(h, pos);
+      cached.set(h, next);
+      heap.push(next, h);
+    }
+    while (cached.size > capacityBlocks) {
+      const top = heap.pop()!;
+      if (cached.get(top.h) === top.key) cached.delete(top.h); // else a stale entry: the block was refreshed
+    }
+  });
+  return { belady: total === 0 ? 0 : hit / total, unlimited: total === 0 ? 0 : unlimitedHit / total, cachedTokens };
+}
+
+/** TTFT of each request alone on an idle engine that already holds `cachedTokens[i]` of its prompt. */
+export function ttftFloor(reqs: readonly PlanRequest[], cachedTokens: Int32Array, profile: EngineProfile, adapters: readonly string[], maxLoras: number): TtftFloor {
+  const ttfts: number[] = [];
+  reqs.forEach((r, i) => {
+    const model = new EngineModel(profile, { maxLoras, adapters: [...adapters] });
+    let now = 0;
+    const cachedBlocks = Math.floor(cachedTokens[i]! / profile.blockSize);
+    if (cachedBlocks > 0 || r.adapter !== '') {
+      // Warm-up: the cached prefix (one token past it, so its last block is full) and the adapter.
+      const warm = Math.max(1, cachedBlocks * profile.blockSize + 1);
+      now = runToFirstToken(model, { id: 'warm', promptTokens: warm, maxTokens: 1, blockHashes: r.blockHashes.subarray(0, cachedBlocks), adapter: r.adapter }, now, true);
+    }
+    const start = now;
+    ttfts.push(runToFirstToken(model, { id: 'req', promptTokens: r.promptTokens, maxTokens: Math.max(1, r.maxTokens), blockHashes: r.blockHashes, adapter: r.adapter }, now, false) - start);
+  });
+  return { p50: round(percentile(ttfts, 50)), p99: round(percentile(ttfts, 99)) };
+}
+
+type Submit = Parameters<EngineModel['submit']>[0];
+
+/** Runs the model until `req` emits its first token (or finishes, when `untilDone`); returns that time. */
+function runToFirstToken(model: EngineModel, req: Submit, now: number, untilDone: boolean): number {
+  model.submit(req, now);
+  for (let guard = 0; guard < 1_000_000; guard++) {
+    const wake = model.nextWakeMs(now);
+    if (wake === Number.POSITIVE_INFINITY) break;
+    const res = model.step(Math.max(now, wake));
+    now = res.durationMs === 0 ? Math.max(now, wake) : res.endMs;
+    if (untilDone ? res.finished.some((s) => s.id === req.id) : res.emitted.some((s) => s.id === req.id)) return now;
+  }
+  throw new Error(`reference run of ${req.id} did not finish`);
+}
+
+const round = (x: number): number => Math.round(x * 10) / 10;
+
+/** A binary max-heap of (key, block) pairs. */
+class MaxHeap {
+  readonly #keys: number[] = [];
+  readonly #hs: bigint[] = [];
+  push(key: number, h: bigint): void {
+    const k = this.#keys;
+    const v = this.#hs;
+    let i = k.length;
+    k.push(key);
+    v.push(h);
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      if (k[p]! >= key) break;
+      k[i] = k[p]!;
+      v[i] = v[p]!;
+      i = p;
+    }
+    k[i] = key;
+    v[i] = h;
+  }
+  pop(): { key: number; h: bigint } | undefined {
+    const k = this.#keys;
+    const v = this.#hs;
+    if (k.length === 0) return undefined;
+    const top = { key: k[0]!, h: v[0]! };
+    const lastK = k.pop()!;
+    const lastV = v.pop()!;
+    if (k.length > 0) {
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1;
+        if (l >= k.length) break;
+        const c = l + 1 < k.length && k[l + 1]! > k[l]! ? l + 1 : l;
+        if (k[c]! <= lastK) break;
+        k[i] = k[c]!;
+        v[i] = v[c]!;
+        i = c;
+      }
+      k[i] = lastK;
+      v[i] = lastV;
+    }
+    return top;
+  }
+}
+
+/** The plan as the engines see it: prompt tokens and block hashes at the engine's block size, adapter, output length. */
+export function planRequests(plan: readonly PlannedRequest[], adapters: ReadonlySet<string>, blockSize: number): PlanRequest[] {
+  return plan.map((p) => {
+    const kind = p.path === '/v1/completions' ? 'completion' : 'chat';
+    const info = describeRequest(p.body, kind, {
+      resolveModel: (name) => (adapters.has(name) ? { model: DEFAULT_MODEL, adapter: name } : { model: name, adapter: '' }),
+    });
+    const id = promptIdentityOfBody(p.body, kind, { model: info.model, adapter: info.adapter, charsPerToken: FLEET_DEFAULTS.charsPerToken, blockSize });
+    return { at: p.at, adapter: info.adapter, maxTokens: info.maxTokens, promptTokens: id.promptTokens, blockHashes: id.blockHashes };
+  });
+}
+
+/** Every reference for one scenario's plan on `replicas` replicas of its profile. */
+export function computeReferences(scenario: Scenario, plan: readonly PlannedRequest[], replicas: number): References {
+  const profile = PROFILES[scenario.fleet.profile as keyof typeof PROFILES];
+  const adapters = scenario.fleet.adapters ?? [];
+  const reqs = planRequests(plan, new Set(adapters), profile.blockSize);
+  const capacityBlocks = replicas * profile.numGpuBlocks;
+  const ceiling = hitCeiling(reqs, profile.blockSize, capacityBlocks);
+  const floor = ttftFloor(reqs, ceiling.cachedTokens, profile, adapters, scenario.fleet.maxLoras ?? 0);
+  return { hitRateCeiling: { belady: round4(ceiling.belady), unlimited: round4(ceiling.unlimited), capacityBlocks }, ttftFloorMs: floor };
+}
+
+const round4 = (x: number): number => Math.round(x * 1e4) / 1e4;

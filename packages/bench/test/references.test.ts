@@ -1,0 +1,49 @@
+import { describe, expect, it } from 'vitest';
+import { PROFILES } from '@warmpath/sim';
+import { hitCeiling, ttftFloor, type PlanRequest } from '../src/references.ts';
+
+const BS = 16;
+/** A request of whole blocks (+1 token so every block can hit) named by block ids. */
+const req = (at: number, ...blocks: number[]): PlanRequest => ({ at, adapter: '', maxTokens: 8, promptTokens: blocks.length * BS + 1, blockHashes: BigUint64Array.from(blocks.map(BigInt)) });
+
+describe('hit-rate ceiling', () => {
+  it('unlimited capacity hits every block seen before, as a prefix', () => {
+    const c = hitCeiling([req(0, 1, 2, 3), req(1, 1, 2, 4), req(2, 9, 2, 3)], BS, Infinity);
+    expect([...c.cachedTokens]).toEqual([0, 2 * BS, 0]); // the third shares block 2 but not its prefix
+    expect(c.unlimited).toBeCloseTo(c.belady);
+  });
+
+  it("keeps the block needed soonest (Belady), where LRU would have evicted it", () => {
+    // Capacity 2: X, Y, Z, X. LRU evicts X when Z arrives; Belady evicts Y or Z (never used again).
+    const c = hitCeiling([req(0, 10), req(1, 20), req(2, 30), req(3, 10)], BS, 2);
+    expect([...c.cachedTokens]).toEqual([0, 0, 0, BS]);
+    expect(c.belady).toBeGreaterThan(0);
+    expect(c.belady).toBeLessThanOrEqual(c.unlimited);
+  });
+
+  it('arrival order, not plan order, decides what is cached', () => {
+    const c = hitCeiling([req(5, 1, 2), req(0, 1, 2)], BS, Infinity);
+    expect([...c.cachedTokens]).toEqual([2 * BS, 0]);
+  });
+
+  it('a smaller cache never hits more', () => {
+    const plan = Array.from({ length: 60 }, (_, i) => req(i, i % 7, (i * 3) % 11, i % 5));
+    let prev = Infinity;
+    for (const cap of [Infinity, 12, 6, 3, 1]) {
+      const b = hitCeiling(plan, BS, cap).belady;
+      expect(b).toBeLessThanOrEqual(prev + 1e-12);
+      prev = b;
+    }
+  });
+});
+
+describe('TTFT floor', () => {
+  it('a cached prefix makes the first token come sooner, on the real engine model', () => {
+    const p = PROFILES['h100-llama3-8b'];
+    const r = { ...req(0, ...Array.from({ length: 256 }, (_, i) => i + 1)) };
+    const cold = ttftFloor([r], Int32Array.of(0), p, [], 0);
+    const warm = ttftFloor([r], Int32Array.of(240 * BS), p, [], 0);
+    expect(cold.p50).toBeGreaterThan(0);
+    expect(warm.p50).toBeLessThan(cold.p50);
+  });
+});
