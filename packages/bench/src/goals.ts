@@ -113,7 +113,7 @@ export function goalsTable(rows: readonly GoalRow[]): string {
 
 export const goalsSchema = {
   scenarios: { type: 'list', default: ['seed', 'chat', 'fanout', 'lora', 'trace'], doc: 'scenarios to check' },
-  trace: { type: 'string', default: '../shared/traces/mooncake-synthetic.jsonl', doc: 'Mooncake-format trace for the trace scenario (skipped when absent)' },
+  trace: { type: 'string', default: '', doc: 'Mooncake-format trace for the trace scenario ("" = the one shipped in packages/bench/traces/)' },
   routersCheck: { type: 'list', default: ['seed', 'chat', 'fanout', 'lora', 'trace'], doc: 'scenarios on which to compare 1 and 4 routers' },
   seeds: { type: 'list', default: ['1'], doc: 'seeds of the workload and the DES random stream (comma-separated): each seed is a full run; several print a summary across seeds' },
   tables: { type: 'boolean', default: false, doc: 'also print each scenario’s full policy table' },
@@ -133,14 +133,12 @@ async function desReport(scenarioName: string, policies: readonly string[], rout
 }
 
 /** Every goal for one workload seed: rows and the reports they came from. */
-async function checkSeed(scenarios: readonly string[], routersCheck: readonly string[], seed: number, trace: string, tables: boolean): Promise<{ rows: GoalRow[]; reports: BenchReport[] }> {
+async function checkSeed(scenarios: readonly string[], routersCheck: readonly string[], seed: number, trace: string | undefined, tables: boolean): Promise<{ rows: GoalRow[]; reports: BenchReport[] }> {
   const rows: GoalRow[] = [];
   const reports: BenchReport[] = [];
   for (const name of scenarios) {
-    if (name === 'trace' && !existsSync(trace)) {
-      console.error(`goals: skipping trace (no file at ${trace}; pass --trace FILE)`);
-      continue;
-    }
+    // A scenario that cannot run fails the whole goals run: no goal is skipped silently.
+    if (name === 'trace' && trace !== undefined && !existsSync(trace)) throw new Error(`goals: no trace file at ${trace}`);
     const t = name === 'trace' ? trace : undefined;
     const started = Date.now();
     const two = await desReport(name, ALL_POLICIES, 2, seed, t);
@@ -173,7 +171,7 @@ export function seedsSummary(bySeed: ReadonlyArray<{ seed: number; rows: readonl
 /** `warmpath goals`: every goal scenario in DES mode at its defaults; prints the goal table. */
 export async function run(argv: string[]): Promise<void> {
   const cfg = configFromProcess('goals', goalsSchema, argv);
-  const trace = resolve(cfg.trace);
+  const trace = cfg.trace === '' ? undefined : resolve(cfg.trace);
   for (const name of cfg.scenarios) if (SCENARIOS[name] === undefined) throw new Error(`unknown scenario "${name}"`);
   const seeds = cfg.seeds.map((x) => {
     const n = Number(x);

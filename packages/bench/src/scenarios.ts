@@ -7,6 +7,7 @@
  * chat client's would.
  */
 import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import type { PlannedRequest } from './loadgen.ts';
 import { poissonGap, rng, textOf, zipf } from './text.ts';
 
@@ -213,6 +214,9 @@ export interface TraceRecord {
 }
 
 export const TRACE_BLOCK_TOKENS = 512;
+/** The Mooncake synthetic trace shipped with the benchmark (see traces/README.md). */
+export const DEFAULT_TRACE = fileURLToPath(new URL('../traces/mooncake-synthetic.jsonl', import.meta.url));
+
 /** The simulated model's context (Llama 3.1: 131,072 tokens); longer trace requests are cut to fit. */
 export const TRACE_MAX_CONTEXT_TOKENS = 131_072;
 
@@ -247,8 +251,7 @@ const traceScenario: Scenario = {
   fleet: { replicas: 10, profile: 'h100-llama3-8b' },
   defaults: { rate: 1, duration: 1100 },
   build(p) {
-    if (p.trace === undefined) throw new Error('scenario "trace" needs --trace FILE (e.g. ../shared/traces/mooncake-synthetic.jsonl)');
-    const recs = readTrace(p.trace);
+    const recs = readTrace(p.trace ?? DEFAULT_TRACE);
     const out: PlannedRequest[] = [];
     for (const rec of recs) {
       const at = rec.timestamp / p.rate;
