@@ -206,6 +206,34 @@ const pianosScenario: Scenario = {
   },
 };
 
+/**
+ * longctx: long prompts (8–32k tokens) with little reuse, as in document
+ * question answering and agents with large contexts: a session's first turn is
+ * either one of 8 shared documents (Zipf, 30% of sessions) or a context of
+ * its own (70%), plus a question; 0–2 follow-up turns resend the history.
+ * Most prefill is unique, so placement is mostly about load and queueing,
+ * and the few reusable prefixes are expensive to miss.
+ */
+const longctxScenario: Scenario = {
+  name: 'longctx',
+  summary: 'long prompts (8-32k tokens), low reuse: shared documents (30%) or unique contexts, 1-3 turns',
+  fleet: { replicas: 10, profile: 'h100-llama3-8b' },
+  // 14 req/s is where round-robin starts refusing; warmpath was not tuned on this scenario.
+  defaults: { rate: 14, duration: 60 },
+  build(p) {
+    const r = rng(p.seed ^ 0x1c7c);
+    const docs = Array.from({ length: 8 }, (_, i) => textOf(`longctx/doc-${i}`, 8_000 + ((i * 2_000) % 16_001)));
+    const pickDoc = zipf(r, docs.length, 1.0);
+    // Sessions arrive at rate / 2 (mean turns) so requests arrive at ≈ rate.
+    return arrivals(p, r, () => p.rate / 2, (at, s) => {
+      const id = `longctx/s${p.seed}/${s}`;
+      const context = r() < 0.3 ? docs[pickDoc()]! : textOf(`${id}/context`, Math.round(8_000 + r() * 24_000));
+      const turns = 1 + Math.floor(r() * 3);
+      return session(p, id, at, context, turns, { user: uniform(r, 50, 200), reply: uniform(r, 100, 400), gapMs: uniform(r, 5000, 15000) }, (t) => (t === 0 ? 'first' : 'follow-up'));
+    });
+  },
+};
+
 export interface TraceRecord {
   timestamp: number;
   input_length: number;
@@ -273,4 +301,5 @@ export const SCENARIOS: Readonly<Record<string, Scenario>> = {
   lora: loraScenario,
   pianos: pianosScenario,
   trace: traceScenario,
+  longctx: longctxScenario,
 };
