@@ -20,8 +20,10 @@ export interface PlannedRequest {
   headers?: Record<string, string>;
   /** Index into the targets (routers); default round-robins by index. */
   target?: number;
-  /** Free-form label (phase of a scenario, session id…). */
+  /** Free-form label (phase of a scenario…). */
   tag?: string;
+  /** The session (or client) this request belongs to: sent as the session header, and kept on one router under sticky L4. */
+  session?: string;
 }
 
 export interface RequestResult {

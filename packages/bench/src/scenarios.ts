@@ -8,6 +8,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { HEADERS } from '@warmpath/shared/wire';
 import type { PlannedRequest } from './loadgen.ts';
 import { poissonGap, rng, textOf, zipf } from './text.ts';
 
@@ -41,8 +42,10 @@ export interface Scenario {
 
 type Message = { role: 'system' | 'user' | 'assistant'; content: string };
 
-function chat(p: ScenarioParams, at: number, messages: Message[], maxTokens: number, tag: string, extra: Record<string, unknown> = {}): PlannedRequest {
-  return { at, tag, body: { model: p.model, messages, max_tokens: maxTokens, ignore_eos: true, ...extra } };
+function chat(p: ScenarioParams, at: number, messages: Message[], maxTokens: number, tag: string, extra: Record<string, unknown> = {}, session?: string): PlannedRequest {
+  const body = { model: p.model, messages, max_tokens: maxTokens, ignore_eos: true, ...extra };
+  // A session's requests carry its id in the session header, as real chat clients send one.
+  return session === undefined ? { at, tag, body } : { at, tag, body, session, headers: { [HEADERS.session]: session } };
 }
 
 /** A session: turns `gapMs` apart, each a user message of `userTokens` and a reply of `replyTokens`. */
@@ -63,7 +66,7 @@ function session(
     if (at >= p.duration * 1000) break;
     history.push({ role: 'user', content: textOf(`${id}/u${t}`, sizes.user()) });
     const reply = sizes.reply();
-    out.push(chat(p, at, [...history], reply, tag(t)));
+    out.push(chat(p, at, [...history], reply, tag(t), {}, id));
     history.push({ role: 'assistant', content: textOf(`${id}/a${t}`, reply) });
     at += sizes.gapMs();
   }
@@ -154,7 +157,7 @@ const fanoutScenario: Scenario = {
         const width = 4 + Math.floor(r() * 13);
         for (let k = 0; k < width; k++) {
           const msgs: Message[] = [...history, { role: 'user', content: textOf(`${id}/st${step}/call${k}`, 60) }];
-          out.push(chat(p, t + k * 5, msgs, 80, `step${step}`, { prompt_cache_key: id }));
+          out.push(chat(p, t + k * 5, msgs, 80, `step${step}`, { prompt_cache_key: id }, id));
         }
         history.push({ role: 'assistant', content: textOf(`${id}/st${step}/results`, 40 * width) });
         t += 4000 + r() * 4000;

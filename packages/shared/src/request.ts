@@ -20,6 +20,8 @@ export const FLEET_DEFAULTS = {
 
 export const HEADERS = {
   key: 'x-warmpath-key',
+  /** A client's session id, as chat clients send it (HAProxy-style session affinity keys on it). */
+  session: 'x-session-id',
   replica: 'x-warmpath-replica',
   route: 'x-warmpath-route',
   router: 'x-warmpath-router',
