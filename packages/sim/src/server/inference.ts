@@ -5,13 +5,13 @@
  * answers the model's probe instead of submitting.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { WarmpathError } from '@warmpath/shared/wire';
+import { readBody, sendJson } from '@warmpath/shared/runtime';
+import { WarmpathError, parseJsonBody } from '@warmpath/shared/wire';
 import { EngineError } from '../model/engine.ts';
 import { promptIdentityOfBody } from '../model/prompt.ts';
 import type { PromptIdentity } from '../model/prompt.ts';
 import type { Sequence } from '../model/sequence.ts';
 import type { SimContext } from './context.ts';
-import { parseJson, readBody, sendJson } from './http.ts';
 import { ChunkWriter, parseInference } from './openai.ts';
 import type { InferenceKind, InferenceRequest } from './openai.ts';
 import type { Inflight } from './streams.ts';
@@ -32,7 +32,7 @@ function parse(ctx: SimContext, body: unknown, kind: InferenceKind): InferenceRe
 }
 
 export async function inference(ctx: SimContext, req: IncomingMessage, res: ServerResponse, kind: InferenceKind): Promise<void> {
-  const body = parseJson(await readBody(req, ctx.bodyLimit));
+  const body = parseJsonBody(await readBody(req, ctx.bodyLimit));
   const parsed = parse(ctx, body, kind);
   const faults = ctx.faults.state;
   if (faults.errorRate > 0 && ctx.random() < faults.errorRate) throw new WarmpathError('internal_error', 'Injected fault: error-rate.');
@@ -79,8 +79,8 @@ function submit(ctx: SimContext, seqId: string, parsed: InferenceRequest, identi
 }
 
 export async function probe(ctx: SimContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const body = parseJson(await readBody(req, ctx.bodyLimit));
-  const kind: InferenceKind = body !== null && typeof body === 'object' && 'messages' in body ? 'chat' : 'completion';
+  const body = parseJsonBody(await readBody(req, ctx.bodyLimit));
+  const kind: InferenceKind = 'messages' in body ? 'chat' : 'completion';
   const parsed = parse(ctx, body, kind);
   const identity = identityOf(ctx, parsed, kind);
   sendJson(res, 200, ctx.model.probe(identity.promptTokens, identity.blockHashes, parsed.adapter));

@@ -6,11 +6,11 @@
  * OpenAI-shaped bodies with the registry's codes.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { WarmpathError, sendError } from '@warmpath/shared/wire';
+import { readBody, sendJson } from '@warmpath/shared/runtime';
+import { WarmpathError, parseJsonBody, sendError } from '@warmpath/shared/wire';
 import type { ErrorCode } from '@warmpath/shared/wire';
 import type { SimContext } from './context.ts';
 import { FaultSyntaxError } from './faults.ts';
-import { parseJson, readBody, sendJson, sendText } from './http.ts';
 import { inference, probe } from './inference.ts';
 import { renderMetrics } from './metrics.ts';
 
@@ -115,6 +115,11 @@ async function controlRoute(ctx: SimContext, req: IncomingMessage, res: ServerRe
   return false;
 }
 
+function sendText(res: ServerResponse, status: number, text: string): void {
+  res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
 function modelsList(ctx: SimContext): Record<string, unknown> {
   const created = Math.floor(Date.now() / 1000);
   const { model, modelName } = ctx;
@@ -162,10 +167,10 @@ function sendMetrics(ctx: SimContext, res: ServerResponse): void {
 }
 
 async function loadLora(ctx: SimContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const b = parseJson(await readBody(req, ctx.bodyLimit)) as Record<string, unknown> | null;
+  const b = parseJsonBody(await readBody(req, ctx.bodyLimit));
   if (!ctx.loraEnabled) throw new WarmpathError('invalid_request', 'LoRA is not enabled on this server (start it with --enable-lora or --adapters).');
-  const name = b?.lora_name;
-  const path = b?.lora_path;
+  const name = b.lora_name;
+  const path = b.lora_path;
   if (typeof name !== 'string' || name === '') throw new WarmpathError('invalid_request', 'lora_name must be a non-empty string', 'lora_name');
   if (typeof path !== 'string' || path === '') throw new WarmpathError('invalid_request', 'lora_path must be a non-empty string', 'lora_path');
   if (name === ctx.modelName || !ctx.model.registerAdapter(name))
@@ -175,8 +180,8 @@ async function loadLora(ctx: SimContext, req: IncomingMessage, res: ServerRespon
 }
 
 async function unloadLora(ctx: SimContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const b = parseJson(await readBody(req, ctx.bodyLimit)) as Record<string, unknown> | null;
-  const name = b?.lora_name;
+  const b = parseJsonBody(await readBody(req, ctx.bodyLimit));
+  const name = b.lora_name;
   if (typeof name !== 'string' || name === '') throw new WarmpathError('invalid_request', 'lora_name must be a non-empty string', 'lora_name');
   if (!ctx.model.unregisterAdapter(name)) throw new WarmpathError('adapter_not_found', `The lora adapter '${name}' cannot be found.`, 'lora_name');
   ctx.loraPaths.delete(name);
@@ -200,7 +205,7 @@ function state(ctx: SimContext): Record<string, unknown> {
 }
 
 async function setFaults(ctx: SimContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const body = parseJson(await readBody(req, ctx.bodyLimit));
+  const body = parseJsonBody(await readBody(req, ctx.bodyLimit));
   try {
     sendJson(res, 200, ctx.faults.set(body));
   } catch (err) {

@@ -9,11 +9,11 @@
  *
  * Modules: routes.ts (the route table), inference.ts (inference and probe),
  * streams.ts (step events → responses), fault-control.ts (faults in effect),
- * http.ts (body and response helpers), context.ts (what handlers share).
+ * context.ts (what handlers share).
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mulberry32 } from '@warmpath/shared/runtime';
+import { DEFAULT_MAX_BODY_BYTES, mulberry32 } from '@warmpath/shared/runtime';
 import { EngineModel } from '../model/engine.ts';
 import { PROFILES, isProfileName } from '../model/profiles.ts';
 import type { EngineProfile, ProfileName } from '../model/profiles.ts';
@@ -148,7 +148,7 @@ function createContext(options: SimServerOptions, crash: () => void): SimContext
     speed,
     charsPerToken: options.charsPerToken ?? 4,
     defaultMaxTokens: options.defaultMaxTokens ?? 16,
-    bodyLimit: options.bodyLimitBytes ?? 16 * 1024 * 1024,
+    bodyLimit: options.bodyLimitBytes ?? DEFAULT_MAX_BODY_BYTES,
     loraEnabled,
     allowRuntimeLora: options.allowRuntimeLora ?? true,
     boot,

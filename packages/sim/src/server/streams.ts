@@ -4,12 +4,12 @@
  * sequence of a client that went away. One map lookup per emitted token.
  */
 import type { ServerResponse } from 'node:http';
+import { sendJson } from '@warmpath/shared/runtime';
 import type { EngineModel } from '../model/engine.ts';
 import type { StepResult } from '../model/scheduler.ts';
 import { SeqStatus } from '../model/sequence.ts';
 import type { Sequence } from '../model/sequence.ts';
 import type { FaultState } from './faults.ts';
-import { sendJson } from './http.ts';
 import { completionResponse, usageOf } from './openai.ts';
 import type { ChunkWriter, InferenceRequest } from './openai.ts';
 
