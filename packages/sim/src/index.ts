@@ -17,7 +17,8 @@ export { estimateTokens, promptIdentity, promptIdentityOfBody } from './model/pr
 export type { PromptIdentity, PromptOptions } from './model/prompt.ts';
 export { BlockPool } from './model/kv.ts';
 export { Histogram, TTFT_BUCKETS, ITL_BUCKETS, E2E_BUCKETS } from './model/histogram.ts';
-export { startSimServer, DEFAULT_MODEL } from './server/server.ts';
+export { startSimServer } from './server/server.ts';
+export { DEFAULT_MODEL } from './server/config.ts';
 export { VLLM_VERSION } from './server/routes.ts';
 export type { SimServer, SimServerOptions } from './server/server.ts';
 export { RealTimeDriver } from './server/driver.ts';

@@ -13,10 +13,11 @@
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { DEFAULT_MAX_BODY_BYTES, mulberry32 } from '@warmpath/shared/runtime';
+import { mulberry32 } from '@warmpath/shared/runtime';
 import { EngineModel } from '../model/engine.ts';
 import { PROFILES, isProfileName } from '../model/profiles.ts';
 import type { EngineProfile, ProfileName } from '../model/profiles.ts';
+import { simSchema } from './config.ts';
 import type { SimContext } from './context.ts';
 import { RealTimeDriver } from './driver.ts';
 import { FaultControl } from './fault-control.ts';
@@ -25,8 +26,6 @@ import type { FaultState } from './faults.ts';
 import { handle } from './routes.ts';
 import { InflightStreams } from './streams.ts';
 
-export const DEFAULT_MODEL = 'meta-llama/Llama-3.1-8B-Instruct';
-
 /**
  * Idle keep-alive connections close after 65 s: longer than the agent's and
  * router's 60 s upstream keep-alive, so the client closes an idle connection
@@ -34,8 +33,9 @@ export const DEFAULT_MODEL = 'meta-llama/Llama-3.1-8B-Instruct';
  */
 const KEEP_ALIVE_TIMEOUT_MS = 65_000;
 
+/** Options left out take simSchema's defaults (config.ts), except `port`. */
 export interface SimServerOptions {
-  /** 0 = chosen by the OS. */
+  /** Default 0: chosen by the OS (the CLI's default is 8000). */
   readonly port?: number;
   readonly host?: string;
   readonly profile?: ProfileName | EngineProfile;
@@ -88,7 +88,7 @@ export async function startSimServer(options: SimServerOptions = {}): Promise<Si
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => {
+    server.listen(options.port ?? 0, options.host ?? simSchema.host.default, () => {
       server.off('error', reject);
       resolve();
     });
@@ -121,16 +121,16 @@ export async function startSimServer(options: SimServerOptions = {}): Promise<Si
 /** Resolves the options (defaults here, once) and builds the model, its driver, the streams and the fault control. */
 function createContext(options: SimServerOptions, crash: () => void): SimContext {
   const profile: EngineProfile =
-    options.profile === undefined ? PROFILES['h100-llama3-8b'] : typeof options.profile === 'string' ? profileByName(options.profile) : options.profile;
+    options.profile === undefined ? profileByName(simSchema.profile.default) : typeof options.profile === 'string' ? profileByName(options.profile) : options.profile;
   const adapters = options.adapters ?? [];
   const loraEnabled = options.enableLora === true || adapters.length > 0;
-  const speed = options.speed ?? 1;
+  const speed = options.speed ?? simSchema.speed.default;
   if (!(speed > 0)) throw new RangeError('speed must be > 0');
   const model = new EngineModel(profile, {
-    maxLoras: loraEnabled ? (options.maxLoras ?? 1) : 0,
-    ...(options.maxCpuLoras !== undefined ? { maxCpuLoras: options.maxCpuLoras } : {}),
+    maxLoras: loraEnabled ? (options.maxLoras ?? simSchema.maxLoras.default) : 0,
+    maxCpuLoras: options.maxCpuLoras ?? simSchema.maxCpuLoras.default,
     adapters,
-    enablePrefixCaching: options.enablePrefixCaching ?? true,
+    enablePrefixCaching: options.enablePrefixCaching ?? simSchema.enablePrefixCaching.default,
   });
   const boot = Math.floor(Math.random() * 0xffffff)
     .toString(16)
@@ -144,18 +144,18 @@ function createContext(options: SimServerOptions, crash: () => void): SimContext
     model,
     driver,
     profile,
-    modelName: options.model ?? DEFAULT_MODEL,
+    modelName: options.model ?? simSchema.model.default,
     speed,
-    charsPerToken: options.charsPerToken ?? 4,
-    defaultMaxTokens: options.defaultMaxTokens ?? 16,
-    bodyLimit: options.bodyLimitBytes ?? DEFAULT_MAX_BODY_BYTES,
+    charsPerToken: options.charsPerToken ?? simSchema.charsPerToken.default,
+    defaultMaxTokens: options.defaultMaxTokens ?? simSchema.maxTokensDefault.default,
+    bodyLimit: options.bodyLimitBytes ?? simSchema.bodyLimitBytes.default,
     loraEnabled,
-    allowRuntimeLora: options.allowRuntimeLora ?? true,
+    allowRuntimeLora: options.allowRuntimeLora ?? simSchema.allowRuntimeLora.default,
     boot,
     createdUnix: Math.floor(Date.now() / 1000),
     cacheInfo: cacheInfoOf(profile, model.enablePrefixCaching),
     loraPaths: new Map<string, string>(adapters.map((a) => [a, `/adapters/${a}`])),
-    random: mulberry32(options.seed ?? 1), // seeded so error-rate faults are reproducible
+    random: mulberry32(options.seed ?? simSchema.seed.default), // seeded so error-rate faults are reproducible
     nextSeqId: () => `${boot}-${(seqCounter++).toString(36)}`,
     streams,
     faults,
