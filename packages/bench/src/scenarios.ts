@@ -9,10 +9,12 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { HEADERS } from '@warmpath/shared/wire';
+import { DEFAULT_MODEL } from '@warmpath/sim';
 import type { PlannedRequest } from './loadgen.ts';
 import { poissonGap, rng, textOf, zipf } from './text.ts';
 
-export const DEFAULT_MODEL = 'meta-llama/Llama-3.1-8B-Instruct';
+/** Requests name the simulator's served base model. */
+export { DEFAULT_MODEL };
 
 export interface ScenarioParams {
   seed: number;

@@ -16,7 +16,7 @@ import type { AddressInfo } from 'node:net';
 import { createInterface } from 'node:readline';
 import { encodeState } from '@warmpath/shared/wire';
 import { Pool } from 'undici';
-import { createGossipNode } from '../src/gossip.ts';
+import { createGossipNode } from '@warmpath/shared/gossip';
 
 const SECONDS = Number(process.argv[2] ?? 5);
 const CONCURRENCY = Number(process.argv[3] ?? 16);

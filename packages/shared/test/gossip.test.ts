@@ -9,9 +9,9 @@ import {
   topicFor,
 } from '../src/gossip.ts';
 import type { GossipNode, GossipOptions, GossipWarning } from '../src/gossip.ts';
-import { GOSSIP_WARNING } from '../src/gossip-constants.ts';
+import { GOSSIP_WARNING } from '../src/gossip/constants.ts';
 
-// Short timings so the suite stays fast; production uses gossip-constants.ts.
+// Short timings so the suite stays fast; production uses gossip/constants.ts.
 const TIMING = { heartbeatIntervalMs: 200, redialIntervalMs: 200, dialTimeoutMs: 1_000, isolationWarningAfterMs: 1_500 };
 const WAIT_MS = 8_000;
 const encode = (text: string): Uint8Array => new TextEncoder().encode(text);

@@ -4,15 +4,22 @@
  * runs behind real HTTP (startSimServer) and inside the discrete-event fleet
  * simulator in virtual time.
  */
-export { EngineModel, EngineError, Sequence, SeqStatus } from './model/engine.ts';
-export type { EngineOptions, EngineSnapshot, LoraState, ProbeResult, SimRequest, StepResult } from './model/engine.ts';
+export { EngineModel, EngineError } from './model/engine.ts';
+export type { EngineOptions } from './model/engine.ts';
+export { Sequence, SeqStatus } from './model/sequence.ts';
+export type { SimRequest } from './model/sequence.ts';
+export type { StepResult } from './model/scheduler.ts';
+export type { EngineSnapshot, ProbeResult } from './model/views.ts';
+export type { LoraState } from './model/lora.ts';
 export { PROFILES, PROFILE_NAMES, isProfileName, stepTimeMs } from './model/profiles.ts';
 export type { EngineProfile, ProfileName } from './model/profiles.ts';
 export { estimateTokens, promptIdentity, promptIdentityOfBody } from './model/prompt.ts';
 export type { PromptIdentity, PromptOptions } from './model/prompt.ts';
 export { BlockPool } from './model/kv.ts';
 export { Histogram, TTFT_BUCKETS, ITL_BUCKETS, E2E_BUCKETS } from './model/histogram.ts';
-export { startSimServer, DEFAULT_MODEL, VLLM_VERSION } from './server/server.ts';
+export { startSimServer } from './server/server.ts';
+export { DEFAULT_MODEL } from './server/config.ts';
+export { VLLM_VERSION } from './server/routes.ts';
 export type { SimServer, SimServerOptions } from './server/server.ts';
 export { RealTimeDriver } from './server/driver.ts';
 export { applyFaultJson, applyFaultSpec, noFaults, parseDuration, FAULT_HELP } from './server/faults.ts';

@@ -12,7 +12,8 @@
  * observed latencies larger than the model's own (the model's histograms stay
  * exact; /metrics reports those).
  */
-import type { EngineModel, StepResult } from '../model/engine.ts';
+import type { EngineModel } from '../model/engine.ts';
+import type { StepResult } from '../model/scheduler.ts';
 
 export class RealTimeDriver {
   readonly model: EngineModel;

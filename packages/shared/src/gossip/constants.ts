@@ -1,6 +1,6 @@
 /**
- * Tunables of the fleet gossip node (gossip.ts). Each value carries its unit;
- * each comment ends with what changing it costs. Per-node overrides go through
+ * Tunables of the fleet gossip node. Each value carries its unit; each
+ * comment ends with what changing it costs. Per-node overrides go through
  * `GossipOptions.timing`; everything else is fixed for the whole fleet.
  */
 

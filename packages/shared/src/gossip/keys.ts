@@ -1,0 +1,60 @@
+/**
+ * The fleet's keys: the private-network swarm key every node of a fleet shares
+ * (libp2p pnet, /key/swarm/psk/1.0.0/) and a node's own persistent identity.
+ */
+import { createHash } from 'node:crypto';
+import { generateKeyPair, privateKeyToProtobuf } from '@libp2p/crypto/keys';
+import { GossipConfigError } from './types.ts';
+
+const SWARM_KEY_HEADER = '/key/swarm/psk/1.0.0/';
+const SWARM_KEY_CODEC = '/base16/';
+const SWARM_KEY_HEX = /^[0-9a-fA-F]{64}$/;
+
+export interface SwarmKey {
+  /** Normalized key-file bytes, as @libp2p/pnet's preSharedKey expects. */
+  file: Uint8Array;
+  /** First 8 hex chars of SHA-256 of the key: lets operators compare keys without revealing them. */
+  fingerprint: string;
+}
+
+/** Contents of a new swarm key file: three lines, 32 random bytes in hex. */
+export function generateSwarmKey(): string {
+  const key = Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('hex');
+  return `${SWARM_KEY_HEADER}\n${SWARM_KEY_CODEC}\n${key}\n`;
+}
+
+/** Validates a swarm key file's contents; throws GossipConfigError saying what a valid file looks like. */
+export function parseSwarmKey(input: string | Uint8Array): SwarmKey {
+  let text: string;
+  if (typeof input === 'string') {
+    text = input;
+  } else {
+    try {
+      text = new TextDecoder('utf-8', { fatal: true }).decode(input);
+    } catch {
+      throw swarmKeyError('it is not UTF-8 text');
+    }
+  }
+  const lines = text.trim().split(/\r?\n/).map((line) => line.trim());
+  if (lines.length !== 3) throw swarmKeyError(`it has ${lines.length} non-blank line(s)`);
+  const [header, codec, hex] = lines as [string, string, string];
+  if (header !== SWARM_KEY_HEADER) throw swarmKeyError(`line 1 is ${JSON.stringify(header.slice(0, 40))}`);
+  if (codec !== SWARM_KEY_CODEC) throw swarmKeyError(`line 2 is ${JSON.stringify(codec.slice(0, 40))} (only /base16/ is supported)`);
+  if (!SWARM_KEY_HEX.test(hex)) throw swarmKeyError(`line 3 has ${hex.length} characters, not 64 hex digits`);
+  const lower = hex.toLowerCase();
+  return {
+    file: new TextEncoder().encode(`${SWARM_KEY_HEADER}\n${SWARM_KEY_CODEC}\n${lower}`),
+    fingerprint: createHash('sha256').update(Buffer.from(lower, 'hex')).digest('hex').slice(0, 8),
+  };
+}
+
+function swarmKeyError(problem: string): GossipConfigError {
+  return new GossipConfigError(
+    `invalid swarmKey: ${problem}; expected three lines: "${SWARM_KEY_HEADER}", "${SWARM_KEY_CODEC}" and 64 hex digits (generate one with generateSwarmKey())`,
+  );
+}
+
+/** A new Ed25519 identity as protobuf bytes, to persist and pass back as `privateKey`. */
+export async function generateIdentity(): Promise<Uint8Array> {
+  return privateKeyToProtobuf(await generateKeyPair('Ed25519'));
+}

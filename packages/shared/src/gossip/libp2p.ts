@@ -1,0 +1,78 @@
+/**
+ * Builds the libp2p node behind a gossip node: TCP, optional pnet protector
+ * (pre-shared swarm key), noise, yamux, identify and gossipsub (signed
+ * messages, flood publish, only the fleet topic allowed, messages over
+ * MAX_MESSAGE_BYTES rejected by the topic validator). Not started.
+ */
+import { noise } from '@chainsafe/libp2p-noise';
+import { yamux } from '@chainsafe/libp2p-yamux';
+import { gossipsub, TopicValidatorResult } from '@libp2p/gossipsub';
+import type { GossipSub } from '@libp2p/gossipsub';
+import { identify } from '@libp2p/identify';
+import type { Identify } from '@libp2p/identify';
+import { preSharedKey } from '@libp2p/pnet';
+import { tcp } from '@libp2p/tcp';
+import { createLibp2p } from 'libp2p';
+import type { Libp2p, Libp2pOptions } from 'libp2p';
+import {
+  INBOUND_CONNECTIONS_PER_HOST_PER_S,
+  INBOUND_UPGRADE_TIMEOUT_MS,
+  IP_COLOCATION_FACTOR_WEIGHT,
+  MAX_CONNECTIONS,
+  MAX_MESSAGE_BYTES,
+  MAX_RPC_BYTES,
+} from './constants.ts';
+import type { ValidatedOptions } from './options.ts';
+
+export type Services = { pubsub: GossipSub; identify: Identify };
+export type GossipLibp2p = Libp2p<Services>;
+
+/**
+ * (author, seqno) is what the StrictSign message id is made of, so it is an
+ * exact, cheap key for the pre-verification duplicate check. gossipsub caches
+ * it only after the message validated, so a forged copy cannot poison it.
+ */
+function fastId(from: Uint8Array, seqno: Uint8Array): string {
+  const author = Buffer.from(from.buffer, from.byteOffset, from.byteLength).toString('base64');
+  return author + Buffer.from(seqno.buffer, seqno.byteOffset, seqno.byteLength).toString('base64');
+}
+let unkeyed = 0;
+
+export async function buildLibp2p(config: ValidatedOptions): Promise<GossipLibp2p> {
+  const init: Libp2pOptions<Services> = {
+    start: false,
+    addresses: { listen: config.listen },
+    transports: [tcp()],
+    connectionEncrypters: [noise()],
+    streamMuxers: [yamux()],
+    connectionManager: {
+      maxConnections: MAX_CONNECTIONS,
+      dialTimeout: config.timing.dialTimeoutMs,
+      inboundUpgradeTimeout: INBOUND_UPGRADE_TIMEOUT_MS,
+      inboundConnectionThreshold: INBOUND_CONNECTIONS_PER_HOST_PER_S,
+    },
+    services: {
+      identify: identify(),
+      pubsub: gossipsub({
+        emitSelf: false,
+        allowPublishToZeroTopicPeers: true,
+        floodPublish: true,
+        fallbackToFloodsub: false,
+        heartbeatInterval: config.timing.heartbeatIntervalMs,
+        allowedTopics: [config.topic],
+        maxInboundDataLength: MAX_RPC_BYTES,
+        scoreParams: { IPColocationFactorWeight: IP_COLOCATION_FACTOR_WEIGHT },
+        // Without a fast id, every duplicate copy (one per mesh peer) has its
+        // signature verified before it is recognised as a duplicate.
+        fastMsgIdFn: (msg) => (msg.from != null && msg.seqno != null ? fastId(msg.from, msg.seqno) : `unkeyed:${++unkeyed}`),
+      }),
+    },
+  };
+  if (config.swarmKey !== undefined) init.connectionProtector = preSharedKey({ psk: config.swarmKey.file });
+  if (config.privateKey !== undefined) init.privateKey = config.privateKey;
+  const libp2p = await createLibp2p<Services>(init);
+  libp2p.services.pubsub.topicValidators.set(config.topic, (_peer, msg) =>
+    msg.data.byteLength > MAX_MESSAGE_BYTES ? TopicValidatorResult.Reject : TopicValidatorResult.Accept,
+  );
+  return libp2p;
+}

@@ -1,0 +1,131 @@
+/**
+ * Gossip options, validated once: unknown keys and bad values throw
+ * GossipConfigError saying what is acceptable; defaults come from
+ * constants.ts; the result is frozen.
+ */
+import { privateKeyFromProtobuf } from '@libp2p/crypto/keys';
+import { multiaddr } from '@multiformats/multiaddr';
+import type { Multiaddr } from '@multiformats/multiaddr';
+import {
+  BOOTSTRAP_REDIAL_INTERVAL_MS,
+  DEFAULT_LISTEN,
+  DIAL_TIMEOUT_MS,
+  FLEET_NAME_PATTERN,
+  HEARTBEAT_INTERVAL_MS,
+  ISOLATION_WARNING_AFTER_MS,
+  SILENT_PEER_GRACE_MS,
+  TOPIC_PREFIX,
+  TOPIC_SUFFIX,
+} from './constants.ts';
+import { parseSwarmKey } from './keys.ts';
+import type { SwarmKey } from './keys.ts';
+import { GossipConfigError } from './types.ts';
+import type { GossipOptions, GossipPrivateKey, GossipTiming, GossipWarning } from './types.ts';
+
+export interface ValidatedOptions {
+  fleet: string;
+  topic: string;
+  listen: string[];
+  bootstrap: Multiaddr[];
+  swarmKey: SwarmKey | undefined;
+  privateKey: GossipPrivateKey | undefined;
+  onWarning: ((warning: GossipWarning) => void) | null;
+  timing: Required<GossipTiming>;
+  subscribe: boolean;
+}
+
+const OPTION_KEYS = new Set(['fleet', 'listen', 'bootstrap', 'swarmKey', 'privateKey', 'onWarning', 'timing', 'subscribe']);
+const TIMING_KEYS = new Set(['heartbeatIntervalMs', 'redialIntervalMs', 'dialTimeoutMs', 'isolationWarningAfterMs', 'silentPeerGraceMs']);
+
+export function topicFor(fleet: string): string {
+  validateFleet(fleet);
+  return `${TOPIC_PREFIX}${fleet}${TOPIC_SUFFIX}`;
+}
+
+function validateFleet(fleet: unknown): asserts fleet is string {
+  if (typeof fleet !== 'string' || !FLEET_NAME_PATTERN.test(fleet)) {
+    throw new GossipConfigError(
+      `invalid fleet ${JSON.stringify(fleet)}: use 1-63 letters, digits, '.', '_' or '-', starting with a letter or digit`,
+    );
+  }
+}
+
+function parseAddrs(key: string, value: unknown): Multiaddr[] {
+  if (!Array.isArray(value)) throw new GossipConfigError(`${key} must be an array of multiaddr strings`);
+  return value.map((text: unknown, i) => {
+    if (typeof text !== 'string') throw new GossipConfigError(`${key}[${i}] must be a multiaddr string`);
+    try {
+      return multiaddr(text);
+    } catch (err) {
+      throw new GossipConfigError(
+        `${key}[${i}] ${JSON.stringify(text)} is not a multiaddr (e.g. /ip4/10.0.0.5/tcp/4001/p2p/12D3Koo...): ${errorText(err)}`,
+      );
+    }
+  });
+}
+
+function validateTiming(timing: unknown): Required<GossipTiming> {
+  const out: Required<GossipTiming> = {
+    heartbeatIntervalMs: HEARTBEAT_INTERVAL_MS,
+    redialIntervalMs: BOOTSTRAP_REDIAL_INTERVAL_MS,
+    dialTimeoutMs: DIAL_TIMEOUT_MS,
+    isolationWarningAfterMs: ISOLATION_WARNING_AFTER_MS,
+    silentPeerGraceMs: SILENT_PEER_GRACE_MS,
+  };
+  if (timing === undefined) return out;
+  if (timing === null || typeof timing !== 'object') throw new GossipConfigError('timing must be an object');
+  for (const [key, value] of Object.entries(timing)) {
+    if (!TIMING_KEYS.has(key)) {
+      throw new GossipConfigError(`unknown option timing.${key}; known: ${[...TIMING_KEYS].join(', ')}`);
+    }
+    if (value === undefined) continue;
+    if (typeof value !== 'number' || !Number.isFinite(value) || value < 10 || value > 600_000) {
+      throw new GossipConfigError(`timing.${key} must be a number of milliseconds between 10 and 600000`);
+    }
+    out[key as keyof GossipTiming] = value;
+  }
+  return out;
+}
+
+export function validateOptions(opts: GossipOptions): ValidatedOptions {
+  if (opts === null || typeof opts !== 'object') throw new GossipConfigError('options must be an object');
+  for (const key of Object.keys(opts)) {
+    if (!OPTION_KEYS.has(key)) throw new GossipConfigError(`unknown option ${key}; known: ${[...OPTION_KEYS].join(', ')}`);
+  }
+  validateFleet(opts.fleet);
+  const listen = parseAddrs('listen', opts.listen ?? [...DEFAULT_LISTEN]).map(String);
+  if (listen.length === 0) throw new GossipConfigError('listen must name at least one multiaddr');
+  const bootstrap = parseAddrs('bootstrap', opts.bootstrap ?? []);
+  let privateKey: GossipPrivateKey | undefined;
+  if (opts.privateKey instanceof Uint8Array) {
+    try {
+      privateKey = privateKeyFromProtobuf(opts.privateKey);
+    } catch (err) {
+      throw new GossipConfigError(`privateKey bytes are not a protobuf-encoded libp2p private key (see generateIdentity()): ${errorText(err)}`);
+    }
+  } else {
+    privateKey = opts.privateKey;
+  }
+  const onWarning = opts.onWarning === undefined ? emitProcessWarning : opts.onWarning;
+  if (onWarning !== null && typeof onWarning !== 'function') throw new GossipConfigError('onWarning must be a function or null');
+  if (opts.subscribe !== undefined && typeof opts.subscribe !== 'boolean') throw new GossipConfigError('subscribe must be true or false');
+  return Object.freeze({
+    subscribe: opts.subscribe ?? true,
+    fleet: opts.fleet,
+    topic: topicFor(opts.fleet),
+    listen,
+    bootstrap,
+    swarmKey: opts.swarmKey === undefined ? undefined : parseSwarmKey(opts.swarmKey),
+    privateKey,
+    onWarning,
+    timing: Object.freeze(validateTiming(opts.timing)),
+  });
+}
+
+function emitProcessWarning(warning: GossipWarning): void {
+  process.emitWarning(warning.message, { code: warning.code });
+}
+
+export function errorText(err: unknown): string {
+  return err instanceof Error ? err.message || err.name : String(err);
+}

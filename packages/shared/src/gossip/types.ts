@@ -1,0 +1,98 @@
+/** The gossip node's public contract: options, events, counters and the node interface. */
+import type { Libp2pOptions } from 'libp2p';
+import type { GOSSIP_WARNING } from './constants.ts';
+
+/** libp2p's private key type, named without depending on @libp2p/interface. */
+export type GossipPrivateKey = NonNullable<Libp2pOptions['privateKey']>;
+
+/** Per-node timing overrides (tests, benches); production uses the constants. */
+export interface GossipTiming {
+  heartbeatIntervalMs?: number;
+  redialIntervalMs?: number;
+  dialTimeoutMs?: number;
+  isolationWarningAfterMs?: number;
+  silentPeerGraceMs?: number;
+}
+
+export interface GossipOptions {
+  /** Fleet name; the topic is `warmpath/<fleet>/state/1`. */
+  fleet: string;
+  /** Multiaddrs to listen on; default ['/ip4/127.0.0.1/tcp/0']. */
+  listen?: string[];
+  /** Multiaddrs of peers to dial, normally ending in /p2p/<peer id>. This node's own address may appear (it is skipped), so every node can share one list. */
+  bootstrap?: string[];
+  /** Contents of a libp2p private-network key file (see generateSwarmKey). */
+  swarmKey?: string | Uint8Array;
+  /** Stable identity: a libp2p private key or its protobuf bytes (see generateIdentity). Without it the peer id changes on every start. */
+  privateKey?: GossipPrivateKey | Uint8Array;
+  /** Operator-facing warnings. Default: process.emitWarning. Pass null to rely on onEvent only. */
+  onWarning?: ((warning: GossipWarning) => void) | null;
+  timing?: GossipTiming;
+  /**
+   * Subscribe to the fleet topic (default true). Agents publish only: they
+   * never receive the fleet's state, so a fleet of N agents costs each agent
+   * O(1) messages, not O(N). A publish-only node must be connected to
+   * subscribers (routers) directly; it relays nothing.
+   */
+  subscribe?: boolean;
+}
+
+export type GossipWarningCode = (typeof GOSSIP_WARNING)[keyof typeof GOSSIP_WARNING];
+
+export interface GossipWarning {
+  code: GossipWarningCode;
+  message: string;
+}
+
+export type GossipEvent =
+  | { type: 'warning'; warning: GossipWarning }
+  | { type: 'peer:connect'; peer: string }
+  | { type: 'peer:disconnect'; peer: string }
+  /** `peer` joined (or left) this node's mesh for the fleet topic: it now relays to/from us. */
+  | { type: 'mesh:join'; peer: string }
+  | { type: 'mesh:leave'; peer: string };
+
+export interface GossipStats {
+  /** publish() calls that reached gossipsub without error. */
+  published: number;
+  /** Of those, how many had no subscribed peer to send to (counted, not thrown). */
+  publishedToNoPeers: number;
+  /** publish() calls that failed inside gossipsub. */
+  publishErrors: number;
+  /** Fleet-topic messages received from other nodes. */
+  received: number;
+  /** Message or event handlers that threw (or rejected). */
+  handlerErrors: number;
+  /** Bootstrap dials that failed or timed out. */
+  dialFailures: number;
+  /** Connections hung up because the peer stayed silent on the fleet topic (see SILENT_PEER_GRACE_MS). */
+  silentPeersDropped: number;
+}
+
+export interface GossipNode {
+  readonly peerId: string;
+  readonly topic: string;
+  /** Listening addresses, each ending in /p2p/<peer id>. */
+  multiaddrs(): string[];
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  /** Publish to the fleet topic; resolves to the number of peers it was sent to. Zero peers is not an error. */
+  publish(data: Uint8Array): Promise<number>;
+  /** Handlers run synchronously on delivery and must not block; throws are caught and counted. */
+  onMessage(handler: (data: Uint8Array, from: string) => void): () => void;
+  onEvent(handler: (event: GossipEvent) => void): () => void;
+  /** Connected peers (any topic). */
+  peers(): string[];
+  /** Peers in this node's fleet-topic mesh. */
+  meshPeers(): string[];
+  stats(): GossipStats;
+}
+
+/** Thrown for invalid options; `code` is stable, the message says what is acceptable. */
+export class GossipConfigError extends Error {
+  readonly code = 'ERR_GOSSIP_CONFIG';
+  constructor(message: string) {
+    super(message);
+    this.name = 'GossipConfigError';
+  }
+}

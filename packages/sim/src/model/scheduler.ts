@@ -1,0 +1,213 @@
+/**
+ * One scheduler iteration + one forward pass of a vLLM-V1-like replica.
+ *
+ * Steps of `runStep(state, now)`:
+ *  1. Arrivals whose front-end delay has passed join the FCFS waiting queue.
+ *  2. Running sequences, in admission order, each get min(remaining, budget)
+ *     tokens (a prefill chunk, or 1 decode token). When blocks run out the
+ *     newest running sequence is preempted (recompute: its blocks are freed,
+ *     it returns to the head of the queue), until the allocation fits.
+ *  3. If nothing was preempted, waiting sequences are admitted FCFS while the
+ *     token budget, max_num_seqs and free blocks allow. Each reuses its longest
+ *     cached prefix (full blocks, at most prompt-1 tokens, as vLLM). A sequence
+ *     whose adapter would exceed max_loras distinct adapters is skipped
+ *     (deferred); a sequence that does not fit in free blocks stops admission.
+ *  4. Adapters in the batch that are not on the GPU take a slot (evicting an
+ *     idle one, LRU) and charge a load time to the step.
+ *  5. Step duration from the roofline in profiles.ts; all effects are applied
+ *     now and stamped at now + duration (the caller must not step again before).
+ * Complexity: O(running + scanned waiting + allocated blocks) per step.
+ * Trade-off: applying a step's effects at its start keeps the model a single
+ * call per step (no in-flight state); drivers deliver the returned events when
+ * the step's time has elapsed and drop events of sequences aborted meanwhile.
+ */
+import { stepTimeMs } from './profiles.ts';
+import { SeqStatus } from './sequence.ts';
+import type { Sequence } from './sequence.ts';
+import { freeBlocks } from './state.ts';
+import type { EngineState } from './state.ts';
+
+export interface StepResult {
+  /** 0 when nothing could be scheduled (idle). */
+  readonly durationMs: number;
+  /** now + durationMs: when the events below happen. */
+  readonly endMs: number;
+  /** Sequences that sampled one token this step (read `generated`; 1 = first token). */
+  readonly emitted: readonly Sequence[];
+  /** Subset of `emitted` that reached max tokens (finish_reason "length"). */
+  readonly finished: readonly Sequence[];
+  readonly preempted: readonly Sequence[];
+  readonly scheduledSeqs: number;
+  readonly scheduledTokens: number;
+  /** Adapter load time charged to this step (ms). */
+  readonly loraLoadMs: number;
+}
+
+/** What this step schedules, built by steps 2 and 3. */
+interface Batch {
+  /** Tokens still schedulable this step. */
+  budget: number;
+  readonly scheduled: Sequence[];
+  /** Tokens scheduled for each of `scheduled`. */
+  readonly counts: number[];
+  readonly preempted: Sequence[];
+  /** Tokens of KV the forward pass reads (context of every scheduled sequence). */
+  contextTokens: number;
+  prefillTokens: number;
+}
+
+export function runStep(st: EngineState, now: number): StepResult {
+  admitArrivals(st, now);
+  const batch: Batch = { budget: st.profile.maxNumBatchedTokens, scheduled: [], counts: [], preempted: [], contextTokens: 0, prefillTokens: 0 };
+  scheduleRunning(st, batch);
+  // vLLM skips admission in a step that preempted.
+  if (batch.preempted.length === 0) admitWaiting(st, batch);
+  if (batch.scheduled.length === 0) {
+    return { durationMs: 0, endMs: now, emitted: [], finished: [], preempted: batch.preempted, scheduledSeqs: 0, scheduledTokens: 0, loraLoadMs: 0 };
+  }
+  const loadMs = st.lora.loadActive();
+  const durationMs = stepTimeMs(st.profile, batch.contextTokens, batch.prefillTokens, loadMs) * st.slowFactor;
+  return applyStep(st, batch, now, durationMs, loadMs);
+}
+
+/** Step 1: arrivals through the front end join the waiting queue. */
+function admitArrivals(st: EngineState, now: number): void {
+  let k = 0;
+  while (k < st.arriving.length && st.arriving[k]!.readyAtMs <= now) {
+    const s = st.arriving[k]!;
+    s.status = SeqStatus.waiting;
+    st.waiting.push(s);
+    k++;
+  }
+  if (k > 0) st.arriving.splice(0, k);
+}
+
+/** Step 2: running sequences get their next chunk, preempting the newest while blocks run out. */
+function scheduleRunning(st: EngineState, batch: Batch): void {
+  const bs = st.blockSize;
+  for (let i = 0; i < st.running.length && batch.budget > 0; i++) {
+    const s = st.running[i]!;
+    const want = Math.min(s.numTokens - s.computed, batch.budget);
+    const need = Math.ceil((s.computed + want) / bs) - s.blocks.length;
+    let ok = need <= 0 || st.pool.allocate(need, s.blocks);
+    while (!ok) {
+      const victim = st.running[st.running.length - 1]!;
+      preempt(st, victim);
+      batch.preempted.push(victim);
+      if (victim === s) break;
+      ok = st.pool.allocate(need, s.blocks);
+    }
+    if (!ok) break;
+    if (s.numTokens - s.computed > 1) batch.prefillTokens += want;
+    batch.contextTokens += s.computed + want;
+    batch.budget -= want;
+    batch.scheduled.push(s);
+    batch.counts.push(want);
+    commitHashes(st, s, s.computed + want);
+  }
+}
+
+/** Step 3: FCFS admission, reusing each sequence's longest cached prefix. */
+function admitWaiting(st: EngineState, batch: Batch): void {
+  const bs = st.blockSize;
+  let j = 0;
+  while (j < st.waiting.length && batch.budget > 0 && st.running.length < st.profile.maxNumSeqs) {
+    const s = st.waiting[j]!;
+    if (st.lora.deferred(s.adapter)) {
+      j++; // deferred: its adapter has no slot
+      continue;
+    }
+    const maxHit = Math.floor((s.numTokens - 1) / bs);
+    const hit = st.enablePrefixCaching ? st.pool.match(s.blockHashes, maxHit) : 0;
+    const computed = hit * bs;
+    const want = Math.min(s.numTokens - computed, batch.budget);
+    const need = Math.ceil((computed + want) / bs) - hit;
+    const available = st.pool.numFree - (hit > 0 ? st.pool.freeAmongMatched(s.blockHashes, hit) : 0);
+    if (need > available) break; // FCFS: the head waits for blocks
+    st.pool.acquireCached(s.blockHashes, hit, s.blocks);
+    st.pool.allocate(need, s.blocks);
+    s.computed = computed;
+    s.hashedBlocks = hit;
+    if (!s.admitted) {
+      s.admitted = true;
+      s.cachedTokens = computed;
+      st.counters.prefixQueries += s.promptTokens;
+      st.counters.prefixHits += computed;
+    }
+    s.status = SeqStatus.running;
+    st.waiting.splice(j, 1);
+    st.running.push(s);
+    st.lora.acquire(s.adapter);
+    if (s.numTokens - computed > 1) batch.prefillTokens += want;
+    batch.contextTokens += computed + want;
+    batch.budget -= want;
+    batch.scheduled.push(s);
+    batch.counts.push(want);
+    commitHashes(st, s, computed + want);
+  }
+}
+
+/** Step 5: the batch's tokens are computed; sequences past their prompt sample one token, stamped at the step's end. */
+function applyStep(st: EngineState, batch: Batch, now: number, durationMs: number, loadMs: number): StepResult {
+  const end = now + durationMs;
+  st.counters.steps++;
+  const emitted: Sequence[] = [];
+  const finished: Sequence[] = [];
+  let tokens = 0;
+  for (let i = 0; i < batch.scheduled.length; i++) {
+    const s = batch.scheduled[i]!;
+    const n = batch.counts[i]!;
+    tokens += n;
+    s.computed += n;
+    if (s.computed < s.numTokens) continue; // mid-prefill chunk
+    s.generated++;
+    st.counters.generationTokens++;
+    if (s.generated === 1) {
+      s.firstTokenMs = end;
+      st.ttft.observe((end - s.arrivalMs) / 1e3);
+      st.counters.promptTokens += s.promptTokens;
+    } else {
+      st.itl.observe((end - s.lastTokenMs) / 1e3);
+    }
+    s.lastTokenMs = end;
+    emitted.push(s);
+    if (s.generated >= s.maxTokens || s.numTokens >= st.maxModelLen) {
+      finish(st, s, end);
+      finished.push(s);
+    }
+  }
+  if (finished.length > 0) st.running = st.running.filter((s) => s.status === SeqStatus.running);
+  const preempted = batch.preempted;
+  return { durationMs, endMs: end, emitted, finished, preempted, scheduledSeqs: batch.scheduled.length, scheduledTokens: tokens, loraLoadMs: loadMs };
+}
+
+function finish(st: EngineState, s: Sequence, end: number): void {
+  s.status = SeqStatus.finished;
+  s.finishedMs = end;
+  st.e2e.observe((end - s.arrivalMs) / 1e3);
+  freeBlocks(st, s);
+  st.lora.release(s.adapter);
+  st.byId.delete(s.id);
+  st.counters.finished++;
+}
+
+/** Recompute preemption of the newest running sequence: blocks freed, back to the head of the queue. */
+function preempt(st: EngineState, s: Sequence): void {
+  st.running.pop();
+  freeBlocks(st, s);
+  s.computed = 0;
+  s.hashedBlocks = 0;
+  s.preemptions++;
+  s.status = SeqStatus.waiting;
+  st.lora.release(s.adapter);
+  st.waiting.unshift(s);
+  st.counters.preemptions++;
+}
+
+/** Registers the sequence's newly completed full blocks in the prefix cache. */
+function commitHashes(st: EngineState, s: Sequence, computedAfter: number): void {
+  if (!st.enablePrefixCaching) return;
+  const full = Math.min(Math.floor(computedAfter / st.blockSize), s.blockHashes.length);
+  for (let b = s.hashedBlocks; b < full; b++) st.pool.commit(s.blocks[b]!, s.blockHashes[b]!);
+  if (full > s.hashedBlocks) s.hashedBlocks = full;
+}

@@ -1,0 +1,61 @@
+/** One request inside the engine model: what the client asked for and where it stands. */
+
+export interface SimRequest {
+  readonly id: string;
+  readonly promptTokens: number;
+  /** Tokens to generate (the sim never stops early: ignore_eos semantics). */
+  readonly maxTokens: number;
+  /** Chain hashes of the prompt's full blocks (see prompt.ts). */
+  readonly blockHashes: BigUint64Array;
+  /** LoRA adapter name; '' or absent for the base model. */
+  readonly adapter?: string | undefined;
+}
+
+export const SeqStatus = {
+  arriving: 'arriving',
+  waiting: 'waiting',
+  running: 'running',
+  finished: 'finished',
+  aborted: 'aborted',
+} as const;
+export type SeqStatus = (typeof SeqStatus)[keyof typeof SeqStatus];
+
+/** A request inside the model. Drivers read it; only the model writes it. */
+export class Sequence {
+  readonly id: string;
+  readonly promptTokens: number;
+  readonly maxTokens: number;
+  readonly blockHashes: BigUint64Array;
+  readonly adapter: string;
+  readonly arrivalMs: number;
+  readonly readyAtMs: number;
+  status: SeqStatus = SeqStatus.arriving;
+  /** Tokens whose KV is computed. */
+  computed = 0;
+  generated = 0;
+  /** Prompt tokens served from the prefix cache at first admission. */
+  cachedTokens = 0;
+  firstTokenMs = Number.NaN;
+  lastTokenMs = Number.NaN;
+  finishedMs = Number.NaN;
+  preemptions = 0;
+  admitted = false;
+  readonly blocks: number[] = [];
+  /** Leading blocks already registered in the prefix cache. */
+  hashedBlocks = 0;
+
+  constructor(r: SimRequest, arrivalMs: number, readyAtMs: number) {
+    this.id = r.id;
+    this.promptTokens = r.promptTokens;
+    this.maxTokens = r.maxTokens;
+    this.blockHashes = r.blockHashes;
+    this.adapter = r.adapter ?? '';
+    this.arrivalMs = arrivalMs;
+    this.readyAtMs = readyAtMs;
+  }
+
+  /** Tokens known so far: prompt plus sampled output. */
+  get numTokens(): number {
+    return this.promptTokens + this.generated;
+  }
+}

@@ -1,0 +1,65 @@
+/**
+ * The engine model's mutable state, one object shared by its modules: the
+ * facade (engine.ts) accepts and aborts requests, the scheduler steps, the
+ * views read. Nothing outside src/model sees it.
+ */
+import type { Histogram } from './histogram.ts';
+import type { BlockPool } from './kv.ts';
+import type { LoraSlots } from './lora.ts';
+import type { EngineProfile } from './profiles.ts';
+import type { Sequence } from './sequence.ts';
+
+/** Cumulative totals, as the engine's Prometheus counters report them. */
+export interface EngineCounters {
+  /** Prompt tokens looked up in the prefix cache at first admission. */
+  prefixQueries: number;
+  /** Of those, tokens found cached. */
+  prefixHits: number;
+  preemptions: number;
+  /** Prompt tokens of sequences that produced their first token. */
+  promptTokens: number;
+  generationTokens: number;
+  finished: number;
+  aborted: number;
+  steps: number;
+}
+
+export interface EngineState {
+  readonly profile: EngineProfile;
+  readonly blockSize: number;
+  /** Largest prompt + output one request may have (tokens). */
+  readonly maxModelLen: number;
+  readonly pool: BlockPool;
+  readonly lora: LoraSlots;
+  /** In-flight sequences (arriving, waiting or running) by id. */
+  readonly byId: Map<string, Sequence>;
+  /** Not yet through the front end, sorted by readyAtMs. */
+  readonly arriving: Sequence[];
+  /** FCFS; preempted sequences return to the head. */
+  readonly waiting: Sequence[];
+  /** In admission order; the newest is preempted first. */
+  running: Sequence[];
+  readonly counters: EngineCounters;
+  readonly ttft: Histogram;
+  readonly itl: Histogram;
+  readonly e2e: Histogram;
+  enablePrefixCaching: boolean;
+  /** Fault injection: step durations are multiplied by this. */
+  slowFactor: number;
+}
+
+/** Front-end delay of a prompt (tokenize, schedule) in ms. */
+export function frontendDelayMs(profile: EngineProfile, promptTokens: number): number {
+  return profile.frontendMs + promptTokens * profile.frontendMsPerToken;
+}
+
+/** Returns a sequence's KV blocks to the pool. */
+export function freeBlocks(st: EngineState, s: Sequence): void {
+  st.pool.release(s.blocks);
+  s.blocks.length = 0;
+}
+
+export function removeFrom(list: Sequence[], s: Sequence): void {
+  const i = list.indexOf(s);
+  if (i >= 0) list.splice(i, 1);
+}

@@ -1,0 +1,129 @@
+/**
+ * Read-only views of the engine model: the snapshot its /metrics and
+ * /sim/v1/state report, and the probe — what would happen to a prompt if it
+ * arrived now (the benchmark's oracle and the agent's cache-model reference).
+ *
+ * Probe steps: longest cached prefix (full blocks, at most prompt-1 tokens);
+ * prefill work ahead of it (every prompt token not yet computed, FCFS) plus
+ * its own uncached part; TTFT = front end + one step per batch of that work at
+ * the current context + the work at prefill speed + an adapter load if the
+ * adapter is not on the GPU.
+ * Complexity: O(in-flight sequences + prefix blocks) per probe or snapshot.
+ * Trade-off: a closed-form estimate, not a simulation of the coming steps:
+ * cheap enough to call per request, but blind to later arrivals and to how
+ * decode tokens share each step's token budget.
+ */
+import { stepTimeMs } from './profiles.ts';
+import type { LoraState } from './lora.ts';
+import { frontendDelayMs } from './state.ts';
+import type { EngineState } from './state.ts';
+
+export interface EngineSnapshot {
+  readonly profile: string;
+  readonly running: number;
+  readonly waiting: number;
+  /** Waiting because their adapter has no slot (vLLM reason="deferred"). */
+  readonly waitingDeferred: number;
+  readonly kvUsedBlocks: number;
+  readonly kvTotalBlocks: number;
+  readonly kvCachedBlocks: number;
+  /** 1 - free/total, as vLLM reports it (cached but unreferenced blocks count as free). */
+  readonly kvUsage: number;
+  readonly prefixQueriesTokens: number;
+  readonly prefixHitsTokens: number;
+  readonly preemptions: number;
+  readonly promptTokens: number;
+  readonly generationTokens: number;
+  readonly finishedRequests: number;
+  readonly abortedRequests: number;
+  readonly evictedBlocks: number;
+  readonly steps: number;
+  readonly lora: LoraState;
+}
+
+export interface ProbeResult {
+  readonly promptTokens: number;
+  readonly cachedTokens: number;
+  readonly running: number;
+  readonly waiting: number;
+  readonly kvUsedBlocks: number;
+  readonly kvTotalBlocks: number;
+  readonly adapterHot: boolean;
+  readonly adapterSlotsFree: number;
+  /** Prompt tokens of queued and running requests still to prefill, ahead of this one. */
+  readonly pendingPrefillTokens: number;
+  /** The model's own estimate of this prompt's TTFT if it arrived now (the benchmark's oracle). */
+  readonly predictedTtftMs: number;
+}
+
+export function probe(st: EngineState, promptTokens: number, blockHashes: BigUint64Array, adapter: string): ProbeResult {
+  const maxHit = Math.floor((promptTokens - 1) / st.blockSize);
+  const hit = st.enablePrefixCaching ? st.pool.match(blockHashes, maxHit) : 0;
+  // Work ahead: every prompt token not yet computed, FCFS; then this prompt's uncached part.
+  let pending = 0;
+  let context = 0;
+  for (const s of st.running) {
+    pending += Math.max(0, s.promptTokens - s.computed);
+    context += s.computed;
+  }
+  for (const s of st.waiting) pending += Math.max(0, s.promptTokens - s.computed);
+  for (const s of st.arriving) pending += s.promptTokens;
+  const work = pending + promptTokens - hit * st.blockSize;
+  const p = st.profile;
+  const steps = Math.max(1, Math.ceil(work / p.maxNumBatchedTokens));
+  const loraMs = adapter !== '' && !st.lora.isOnGpu(adapter) ? p.loraLoadMs : 0;
+  const predictedTtftMs = frontendDelayMs(p, promptTokens) + steps * stepTimeMs(p, context, 0, 0) + (work / p.prefillTokensPerS) * 1e3 + loraMs;
+  return {
+    pendingPrefillTokens: pending,
+    predictedTtftMs,
+    promptTokens,
+    cachedTokens: hit * st.blockSize,
+    running: st.running.length,
+    waiting: st.waiting.length + st.arriving.length,
+    kvUsedBlocks: st.pool.numUsed,
+    kvTotalBlocks: st.pool.numBlocks,
+    adapterHot: adapter !== '' && st.lora.isOnGpu(adapter),
+    adapterSlotsFree: st.lora.slotsFree,
+  };
+}
+
+export function snapshot(st: EngineState): EngineSnapshot {
+  const waitingLoras = new Set<string>();
+  let deferred = 0;
+  for (const s of st.waiting) {
+    if (s.adapter === '') continue;
+    waitingLoras.add(s.adapter);
+    if (st.lora.deferred(s.adapter)) deferred++;
+  }
+  for (const s of st.arriving) if (s.adapter !== '') waitingLoras.add(s.adapter);
+  const c = st.counters;
+  return {
+    profile: st.profile.name,
+    running: st.running.length,
+    waiting: st.waiting.length + st.arriving.length,
+    waitingDeferred: deferred,
+    kvUsedBlocks: st.pool.numUsed,
+    kvTotalBlocks: st.pool.numBlocks,
+    kvCachedBlocks: st.pool.numCached,
+    kvUsage: st.pool.numUsed / st.pool.numBlocks,
+    prefixQueriesTokens: c.prefixQueries,
+    prefixHitsTokens: c.prefixHits,
+    preemptions: c.preemptions,
+    promptTokens: c.promptTokens,
+    generationTokens: c.generationTokens,
+    finishedRequests: c.finished,
+    abortedRequests: c.aborted,
+    evictedBlocks: st.pool.evictions,
+    steps: c.steps,
+    lora: st.lora.state([...waitingLoras]),
+  };
+}
+
+/** Test hook: throws if the block pool's bookkeeping is inconsistent. */
+export function checkInvariants(st: EngineState): void {
+  st.pool.checkInvariants();
+  const held = new Set<number>();
+  for (const s of st.running) for (const b of s.blocks) held.add(b);
+  if (held.size !== st.pool.numUsed) throw new Error(`running sequences hold ${held.size} blocks, pool says ${st.pool.numUsed} used`);
+  for (const s of st.waiting) if (s.blocks.length !== 0) throw new Error(`waiting sequence ${s.id} holds blocks`);
+}

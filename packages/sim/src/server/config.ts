@@ -1,0 +1,29 @@
+/**
+ * The simulator's settings: one schema with each default and its unit. The
+ * CLI fills it from file, environment and flags (`warmpath sim --help`);
+ * startSimServer takes the same defaults for options a caller leaves out.
+ */
+import { DEFAULT_MAX_BODY_BYTES } from '@warmpath/shared/runtime';
+import type { Schema } from '@warmpath/shared/runtime';
+import { PROFILE_NAMES } from '../model/profiles.ts';
+
+export const DEFAULT_MODEL = 'meta-llama/Llama-3.1-8B-Instruct';
+
+export const simSchema = {
+  port: { type: 'number', default: 8000, min: 0, max: 65535, integer: true, doc: 'TCP port; 0 = chosen by the OS' },
+  host: { type: 'string', default: '127.0.0.1', doc: 'address to listen on' },
+  profile: { type: 'string', default: 'h100-llama3-8b', choices: PROFILE_NAMES, doc: 'engine profile (KV size, batch limits, step times)' },
+  model: { type: 'string', default: DEFAULT_MODEL, doc: 'served base model id' },
+  adapters: { type: 'list', default: [], doc: 'LoRA adapters registered at start (comma-separated); turns LoRA on' },
+  enableLora: { type: 'boolean', default: false, doc: 'LoRA on without static adapters (load them at runtime)' },
+  maxLoras: { type: 'number', default: 1, min: 1, max: 1024, integer: true, doc: 'GPU LoRA slots (vLLM --max-loras)' },
+  maxCpuLoras: { type: 'number', default: 4, min: 1, max: 4096, integer: true, doc: 'adapters kept in CPU memory; loads from there are fast' },
+  speed: { type: 'number', default: 1, min: 0.001, max: 10000, doc: 'simulated time runs this many times faster than wall time' },
+  fault: { type: 'list', default: [], doc: 'fault to inject, repeatable (see below)' },
+  charsPerToken: { type: 'number', default: 4, min: 0.5, max: 64, doc: 'characters per token of the token estimate' },
+  maxTokensDefault: { type: 'number', default: 16, min: 1, integer: true, doc: 'output tokens when a request sets no max_tokens' },
+  bodyLimitBytes: { type: 'number', default: DEFAULT_MAX_BODY_BYTES, min: 1024, integer: true, doc: 'largest request body, bytes (16 MiB)' },
+  enablePrefixCaching: { type: 'boolean', default: true, doc: 'prefix caching (--no-enable-prefix-caching to turn off)' },
+  allowRuntimeLora: { type: 'boolean', default: true, doc: 'serve /v1/load_lora_adapter and /v1/unload_lora_adapter' },
+  seed: { type: 'number', default: 1, integer: true, doc: 'seed of the error-rate fault' },
+} as const satisfies Schema;

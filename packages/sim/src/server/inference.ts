@@ -1,0 +1,87 @@
+/**
+ * The inference routes: validate → prompt identity (canonical text, chain
+ * hashes) → model.submit → the response streams as the driver's steps emit
+ * tokens (streams.ts). The probe route runs the same first two steps and
+ * answers the model's probe instead of submitting.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { readBody, sendJson } from '@warmpath/shared/runtime';
+import { WarmpathError, parseJsonBody } from '@warmpath/shared/wire';
+import { EngineError } from '../model/engine.ts';
+import { promptIdentityOfBody } from '../model/prompt.ts';
+import type { PromptIdentity } from '../model/prompt.ts';
+import type { Sequence } from '../model/sequence.ts';
+import type { SimContext } from './context.ts';
+import { ChunkWriter, parseInference } from './openai.ts';
+import type { InferenceKind, InferenceRequest } from './openai.ts';
+import type { Inflight } from './streams.ts';
+
+/** The prompt's token count and block hashes, as the engine would compute them. */
+function identityOf(ctx: SimContext, parsed: InferenceRequest, kind: InferenceKind): PromptIdentity {
+  return promptIdentityOfBody(parsed.body, kind, {
+    model: ctx.modelName,
+    adapter: parsed.adapter,
+    cacheSalt: parsed.cacheSalt,
+    charsPerToken: ctx.charsPerToken,
+    blockSize: ctx.profile.blockSize,
+  });
+}
+
+function parse(ctx: SimContext, body: unknown, kind: InferenceKind): InferenceRequest {
+  return parseInference(body, kind, { baseModel: ctx.modelName, hasAdapter: (a) => ctx.model.hasAdapter(a), defaultMaxTokens: ctx.defaultMaxTokens });
+}
+
+export async function inference(ctx: SimContext, req: IncomingMessage, res: ServerResponse, kind: InferenceKind): Promise<void> {
+  const body = parseJsonBody(await readBody(req, ctx.bodyLimit));
+  const parsed = parse(ctx, body, kind);
+  const faults = ctx.faults.state;
+  if (faults.errorRate > 0 && ctx.random() < faults.errorRate) throw new WarmpathError('internal_error', 'Injected fault: error-rate.');
+  const identity = identityOf(ctx, parsed, kind);
+  const seqId = ctx.nextSeqId();
+  const seq = submit(ctx, seqId, parsed, identity, kind);
+  const id = `${kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${seqId}`;
+  const created = Math.floor(Date.now() / 1000);
+  const f: Inflight = {
+    seq,
+    req: parsed,
+    res,
+    id,
+    created,
+    writer: parsed.stream ? new ChunkWriter(parsed, id, created) : undefined,
+    started: false,
+  };
+  ctx.streams.add(f);
+  if (faults.dieAfterTokens === 0) {
+    ctx.streams.kill(f);
+    res.destroy();
+    return;
+  }
+  ctx.driver.kick();
+}
+
+/** model.submit, with the engine's refusals as OpenAI errors. */
+function submit(ctx: SimContext, seqId: string, parsed: InferenceRequest, identity: PromptIdentity, kind: InferenceKind): Sequence {
+  try {
+    return ctx.model.submit(
+      { id: seqId, promptTokens: identity.promptTokens, maxTokens: parsed.maxTokens, blockHashes: identity.blockHashes, adapter: parsed.adapter },
+      ctx.driver.now(),
+    );
+  } catch (err) {
+    if (err instanceof EngineError) {
+      throw new WarmpathError(
+        err.code === 'adapter_not_found' ? 'model_not_found' : 'invalid_request',
+        err.message,
+        err.code === 'adapter_not_found' ? 'model' : kind === 'chat' ? 'messages' : 'prompt',
+      );
+    }
+    throw err;
+  }
+}
+
+export async function probe(ctx: SimContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const body = parseJsonBody(await readBody(req, ctx.bodyLimit));
+  const kind: InferenceKind = 'messages' in body ? 'chat' : 'completion';
+  const parsed = parse(ctx, body, kind);
+  const identity = identityOf(ctx, parsed, kind);
+  sendJson(res, 200, ctx.model.probe(identity.promptTokens, identity.blockHashes, parsed.adapter));
+}
