@@ -43,7 +43,7 @@ for (const name of POLICIES.keys()) {
     it('never picks an ineligible, excluded, not-ready, stale or foreign replica, and names a known branch', () => {
       const view = fleet();
       // Make 'stale' actually stale for the view's clock.
-      view.replicas.get('stale')!.receivedAt = Date.now() - 60_000;
+      view.apply(makeState('stale', { seq: 2, sentAt: Date.now() - 60_000 }), Date.now() - 60_000);
       view.sweep();
       const policy = make();
       const local = new LocalState();

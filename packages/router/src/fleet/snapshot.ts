@@ -5,14 +5,14 @@
  */
 import { Agent, request } from 'undici';
 import { LIMITS, SNAPSHOT_CONTENT_TYPE } from '@warmpath/shared/wire';
-import type { Replica } from './view.ts';
+import type { ReplicaView } from './replica.ts';
 
 export const DIGEST_PATH = '/warmpath/v1/digest';
 
-export function snapshotFetcher(timeoutMs: number): { fetch: (r: Replica) => Promise<Uint8Array>; close: () => Promise<void> } {
+export function snapshotFetcher(timeoutMs: number): { fetch: (r: ReplicaView) => Promise<Uint8Array>; close: () => Promise<void> } {
   const dispatcher = new Agent({ connectTimeout: timeoutMs, headersTimeout: timeoutMs, bodyTimeout: timeoutMs, connections: 4 });
   return {
-    async fetch(r: Replica): Promise<Uint8Array> {
+    async fetch(r: ReplicaView): Promise<Uint8Array> {
       const url = new URL(`${r.state.admin.replace(/\/+$/, '')}${DIGEST_PATH}`);
       const res = await request(url, { dispatcher, headers: { accept: SNAPSHOT_CONTENT_TYPE }, signal: AbortSignal.timeout(timeoutMs) });
       if (res.statusCode !== 200) {
