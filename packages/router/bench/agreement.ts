@@ -28,7 +28,7 @@ for (const policyName of ['warmpath', 'consistent-hash', 'least-request', 'round
   rng = 99;
   const view = new FleetView({ fleet: 'a', chunkChars: 256, stateTtlMs: 10_000, forgetAfterMs: routerConfig().forgetAfterMs, now: () => t });
   const opts = { chunkChars: 256, charsPerToken: 4, loadFactor: 1.25, boundFloorTokens: 4096 };
-  const routers = [0, 1].map(() => ({ policy: createPolicy(policyName, opts), local: new LocalState() }));
+  const routers = [0, 1].map(() => ({ policy: createPolicy(policyName, opts), local: new LocalState(routerConfig()) }));
   let t = 0;
   const inflight: Array<{ end: number; replica: string; work: number; ticket: Ticket; owner: number }> = [];
   const served = new Map<string, bigint[]>();

@@ -10,6 +10,7 @@
  *   node packages/router/bench/fleet.ts [replicas=1000]
  */
 import { describeRequest, encodeState, hashString, type ReplicaState } from '@warmpath/shared/wire';
+import { routerConfig } from '../src/config.ts';
 import { FleetView } from '../src/fleet/view.ts';
 import { affinityKey } from '../src/placement/eligible.ts';
 import { LocalState } from '../src/placement/local.ts';
@@ -101,7 +102,7 @@ if (view.drops.superseded !== undefined || view.pulls.ok + view.pulls.failed > 0
 
 // Placement: shared system prompt + unique user turn (≈ 2.3k-token prompts), warmpath policy.
 const policy = createWarmpathPolicy({ chunkChars, charsPerToken: 4, loadFactor: 1.25, boundFloorTokens: 4096 });
-const local = new LocalState();
+const local = new LocalState(routerConfig());
 const placeUs: number[] = [];
 const describeUs: number[] = [];
 const branches: Record<string, number> = {};

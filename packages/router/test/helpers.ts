@@ -69,7 +69,7 @@ export function preq(
 }
 
 export function local(): LocalState {
-  return new LocalState();
+  return new LocalState(CONFIG);
 }
 
 /** Digest of a request's chain: the first n hashes of its chain. */
