@@ -1,7 +1,7 @@
 /**
  * Pulls a replica's full digest snapshot from its agent's admin API
  * (`GET {admin}/warmpath/v1/digest`, msgpack). One undici Agent for all admin
- * calls; every pull has a deadline. Deduplication per replica is the view's job.
+ * calls; every pull has a deadline. One pull per replica at a time is digest-sync.ts's job.
  */
 import { Agent, request } from 'undici';
 import { LIMITS, SNAPSHOT_CONTENT_TYPE } from '@warmpath/shared/wire';
