@@ -9,6 +9,7 @@
  *   node packages/router/bench/agreement.ts [replicas=10] [requests/s=40]
  */
 import { describeRequest, type ReplicaState } from '@warmpath/shared/wire';
+import { routerConfig } from '../src/config.ts';
 import { FleetView } from '../src/fleet/view.ts';
 import { affinityKey } from '../src/placement/eligible.ts';
 import { LocalState, type Ticket } from '../src/placement/local.ts';
@@ -25,9 +26,9 @@ const systems = Array.from({ length: 8 }, (_, i) => `Tenant ${i} system prompt. 
 
 for (const policyName of ['warmpath', 'consistent-hash', 'least-request', 'round-robin']) {
   rng = 99;
-  const view = new FleetView({ fleet: 'a', chunkChars: 256, stateTtlMs: 10_000, now: () => t });
+  const view = new FleetView({ fleet: 'a', chunkChars: 256, stateTtlMs: 10_000, forgetAfterMs: routerConfig().forgetAfterMs, now: () => t });
   const opts = { chunkChars: 256, charsPerToken: 4, loadFactor: 1.25, boundFloorTokens: 4096 };
-  const routers = [0, 1].map(() => ({ policy: createPolicy(policyName, opts), local: new LocalState() }));
+  const routers = [0, 1].map(() => ({ policy: createPolicy(policyName, opts), local: new LocalState(routerConfig()) }));
   let t = 0;
   const inflight: Array<{ end: number; replica: string; work: number; ticket: Ticket; owner: number }> = [];
   const served = new Map<string, bigint[]>();
@@ -40,7 +41,7 @@ for (const policyName of ['warmpath', 'consistent-hash', 'least-request', 'round
       const work = inflight.filter((f) => f.replica === id).reduce((s, f) => s + f.work, 0);
       const added = BigUint64Array.from(served.get(id) ?? []);
       served.set(id, []);
-      const prevSize = view.replicas.get(id)?.digest.size ?? 0;
+      const prevSize = view.replicas.get(id)?.digestSize ?? 0;
       const s: ReplicaState = {
         v: 1, fleet: 'a', replica: id, boot: 'b', bootAt: 1, seq, sentAt: t, url: `http://x/${id}`, admin: '', engine: 'vllm', models: ['m'], adapters: [], hotAdapters: [],
         endpoints: ['chat'], capacity: { kvTokens: 400_000, adapterSlots: 0, weight: 1, maxRunning: 256 },

@@ -10,6 +10,7 @@
  *   node packages/router/bench/fleet.ts [replicas=1000]
  */
 import { describeRequest, encodeState, hashString, type ReplicaState } from '@warmpath/shared/wire';
+import { routerConfig } from '../src/config.ts';
 import { FleetView } from '../src/fleet/view.ts';
 import { affinityKey } from '../src/placement/eligible.ts';
 import { LocalState } from '../src/placement/local.ts';
@@ -42,7 +43,7 @@ function state(i: number, seq: number, added: BigUint64Array, removed: BigUint64
   };
 }
 
-const view = new FleetView({ fleet: 'bench', chunkChars, stateTtlMs: 3_600_000 });
+const view = new FleetView({ fleet: 'bench', chunkChars, stateTtlMs: 3_600_000, forgetAfterMs: 3_600_000 });
 const own: BigUint64Array[] = [];
 const t0 = performance.now();
 for (let i = 0; i < N; i++) {
@@ -56,7 +57,7 @@ for (let i = 0; i < N; i++) {
 }
 const buildMs = performance.now() - t0;
 let total = 0;
-for (const r of view.replicas.values()) total += r.digest.size;
+for (const r of view.replicas.values()) total += r.digestSize;
 console.log(`fleet: ${N} replicas, ${total.toLocaleString()} digest hashes (${view.indexSize.toLocaleString()} distinct), built in ${buildMs.toFixed(0)} ms; tables ≈ ${(view.indexBytes / 2 ** 20).toFixed(0)} MiB; heap ${(process.memoryUsage().heapUsed / 2 ** 20).toFixed(0)} MiB`);
 
 // State apply: delta of +40/−40 hashes per message (a request's worth), plus a load-only variant.
@@ -72,7 +73,7 @@ for (let round = 0; round < 20; round++) {
     const added = new BigUint64Array(40);
     for (let k = 0; k < 40; k++) added[k] = hashString(`r${i}new${fresh++}`);
     const r = view.replicas.get(`replica-${i}`)!;
-    const size = r.digest.size;
+    const size = r.digestSize;
     const s = state(i, seqs[i]! + 1, added, removed, size, seqs[i]!);
     seqs[i]!++;
     if (round % 2 === 0) {
@@ -85,7 +86,7 @@ for (let round = 0; round < 20; round++) {
       view.applyBytes(bytes);
       decodeApplyUs.push((performance.now() - t) * 1e3);
     }
-    const l = state(i, seqs[i]! + 1, new BigUint64Array(0), new BigUint64Array(0), view.replicas.get(`replica-${i}`)!.digest.size, seqs[i]!);
+    const l = state(i, seqs[i]! + 1, new BigUint64Array(0), new BigUint64Array(0), view.replicas.get(`replica-${i}`)!.digestSize, seqs[i]!);
     seqs[i]!++;
     const t = performance.now();
     view.apply(l);
@@ -101,7 +102,7 @@ if (view.drops.superseded !== undefined || view.pulls.ok + view.pulls.failed > 0
 
 // Placement: shared system prompt + unique user turn (≈ 2.3k-token prompts), warmpath policy.
 const policy = createWarmpathPolicy({ chunkChars, charsPerToken: 4, loadFactor: 1.25, boundFloorTokens: 4096 });
-const local = new LocalState();
+const local = new LocalState(routerConfig());
 const placeUs: number[] = [];
 const describeUs: number[] = [];
 const branches: Record<string, number> = {};

@@ -9,7 +9,7 @@ import { eligible } from '../src/placement/eligible.ts';
 import { LocalState } from '../src/placement/local.ts';
 import { createPolicy, POLICIES } from '../src/placement/registry.ts';
 import { BRANCHES, type Policy } from '../src/placement/types.ts';
-import { chat, makeState, makeView, preq } from './helpers.ts';
+import { CONFIG, chat, makeState, makeView, preq } from './helpers.ts';
 
 const OPTS = { chunkChars: 256, charsPerToken: 4, loadFactor: 1.25 };
 /** Deterministic policies give the same answer for the same (request, view, local). */
@@ -43,10 +43,10 @@ for (const name of POLICIES.keys()) {
     it('never picks an ineligible, excluded, not-ready, stale or foreign replica, and names a known branch', () => {
       const view = fleet();
       // Make 'stale' actually stale for the view's clock.
-      view.replicas.get('stale')!.receivedAt = Date.now() - 60_000;
+      view.apply(makeState('stale', { seq: 2, sentAt: Date.now() - 60_000 }), Date.now() - 60_000);
       view.sweep();
       const policy = make();
-      const local = new LocalState();
+      const local = new LocalState(CONFIG);
       fc.assert(
         fc.property(fc.string({ maxLength: 600 }), fc.subarray(['ok1', 'ok2', 'ok3']), fc.option(fc.string({ minLength: 1, maxLength: 8 })), (text, excluded, key) => {
           const body = chat(text, key === null ? {} : { prompt_cache_key: key });
@@ -73,7 +73,7 @@ for (const name of POLICIES.keys()) {
 
     it('answers no-replica for an unknown model, an empty fleet and a fleet with nobody ready', () => {
       const policy = make();
-      const local = new LocalState();
+      const local = new LocalState(CONFIG);
       expect(policy.place(preq(chat('hi', { model: 'nope' })), fleet(), local)).toMatchObject({ replica: undefined, branch: 'no-replica' });
       expect(policy.place(preq(chat('hi')), makeView(), local)).toMatchObject({ replica: undefined, branch: 'no-replica' });
       const nobody = makeView([makeState('a', { status: 'draining' }), makeState('b', { status: 'down' })]);
@@ -84,7 +84,7 @@ for (const name of POLICIES.keys()) {
       const view = makeView([makeState('base'), makeState('lora', { adapters: ['fin'], capacity: { adapterSlots: 2 } })]);
       const policy = make();
       for (let i = 0; i < 20; i++) {
-        const p = policy.place(preq(chat(`q${i}`, { model: 'fin' }), { view }), view, new LocalState());
+        const p = policy.place(preq(chat(`q${i}`, { model: 'fin' }), { view }), view, new LocalState(CONFIG));
         expect(p.replica?.id).toBe('lora');
       }
     });
@@ -92,7 +92,7 @@ for (const name of POLICIES.keys()) {
     it('only routes an endpoint to replicas that offer it', () => {
       const view = makeView([makeState('chat'), makeState('emb', { endpoints: ['embedding'] })]);
       const policy = make();
-      const p = policy.place(preq({ model: 'm', input: 'hello' }, { kind: 'embedding' }), view, new LocalState());
+      const p = policy.place(preq({ model: 'm', input: 'hello' }, { kind: 'embedding' }), view, new LocalState(CONFIG));
       expect(p.replica?.id).toBe('emb');
     });
 
@@ -104,7 +104,7 @@ for (const name of POLICIES.keys()) {
       for (let i = 0; i < 50; i++) {
         const body = chat(`question ${i} `.repeat(i));
         const req = preq(body);
-        expect(a.place(req, va, new LocalState()).replica?.id).toBe(b.place(req, vb, new LocalState()).replica?.id);
+        expect(a.place(req, va, new LocalState(CONFIG)).replica?.id).toBe(b.place(req, vb, new LocalState(CONFIG)).replica?.id);
       }
     });
   });

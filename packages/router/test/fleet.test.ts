@@ -110,13 +110,13 @@ describe('FleetView', () => {
       view.apply(makeState('a', { admin, seq: 5, digest: { from: 4, added: H(12), size: 3 } }));
       view.apply(makeState('a', { admin, seq: 6, digest: { from: 5, added: H(13), size: 4 } }));
       view.apply(makeState('a', { admin, seq: 8, digest: { from: 7, added: H(14), size: 5 } }));
-      expect(a.pulling).toBe(true);
+      expect(view.digestOf(a)!.pulling).toBe(true);
       expect(view.holds(a, H(1)[0]!)).toBe(true); // old digest still serves
-      await waitFor(() => !a.pulling && view.pulls.ok === 1, { timeoutMs: 3_000, intervalMs: 5, message: 'the snapshot pull to finish' });
+      await waitFor(() => !view.digestOf(a)!.pulling && view.pulls.ok === 1, { timeoutMs: 3_000, intervalMs: 5, message: 'the snapshot pull to finish' });
       expect(hits.n).toBe(1);
       expect(view.holds(a, H(1)[0]!)).toBe(false);
       expect(view.holds(a, H(13)[0]!)).toBe(true); // replayed seq 6 after snapshot seq 5
-      expect(a.digestSeq).toBe(6); // seq 8 has a gap → another pull is due
+      expect(view.digestOf(a)!.seq).toBe(6); // seq 8 has a gap → another pull is due
       await f.close();
     });
 
@@ -125,21 +125,22 @@ describe('FleetView', () => {
       let boot = 'b1';
       const admin = await agentAdmin(() => encodeSnapshot({ v: 1, replica: 'a', boot, seq: 1, chunkChars: 256, hashes: H(1, 2) }), hits);
       const f = snapshotFetcher(1_000);
-      const view = makeView([], { fetchSnapshot: f.fetch });
+      let now = 1_000_000;
+      const view = makeView([], { fetchSnapshot: f.fetch, now: () => now });
       view.apply(makeState('a', { admin, boot: 'b1', seq: 1, digest: { from: -1, added: new BigUint64Array(0), size: 2 } }));
       const a = view.replicas.get('a')!;
       await waitFor(() => view.pulls.ok === 1, { timeoutMs: 3_000, intervalMs: 5, message: 'the first snapshot pull' });
-      expect(a.digest.size).toBe(2);
+      expect(a.digestSize).toBe(2);
       boot = 'b2';
-      a.lastPullAt = 0;
+      now += 1_000; // past the retry gap between pulls of one replica
       view.apply(makeState('a', { admin, boot: 'b2', bootAt: 2, seq: 1, digest: { from: 0, added: new BigUint64Array(0), size: 2 } }));
       await waitFor(() => view.pulls.ok === 2, { timeoutMs: 3_000, intervalMs: 5, message: 'the pull after the new boot' });
-      expect(a.digestBoot).toBe('b2');
+      expect(view.digestOf(a)!.boot).toBe('b2');
       server!.close();
-      a.lastPullAt = 0;
+      now += 1_000;
       view.apply(makeState('a', { admin: 'http://127.0.0.1:1', boot: 'b2', bootAt: 2, seq: 9, digest: { from: 7, added: new BigUint64Array(0), size: 2 } }));
       await waitFor(() => view.pulls.failed === 1, { timeoutMs: 3_000, intervalMs: 5, message: 'the pull from the dead agent to fail' });
-      expect(a.digest.size).toBe(2);
+      expect(a.digestSize).toBe(2);
       await f.close();
     });
   });

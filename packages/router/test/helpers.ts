@@ -1,5 +1,6 @@
 /** Test fixtures: replica states, requests, views. */
 import { describeRequest, encodeState, type ReplicaState } from '@warmpath/shared/wire';
+import { routerConfig } from '../src/config.ts';
 import { FleetView } from '../src/fleet/view.ts';
 import { affinityKey } from '../src/placement/eligible.ts';
 import { LocalState } from '../src/placement/local.ts';
@@ -40,8 +41,11 @@ export function makeState(id: string, o: StateOverrides = {}): ReplicaState {
 
 export const encode = encodeState;
 
+/** The router's validated default config: what FleetView and LocalState take in tests. */
+export const CONFIG = routerConfig();
+
 export function makeView(states: ReplicaState[] = [], opts: Partial<ConstructorParameters<typeof FleetView>[0]> = {}): FleetView {
-  const view = new FleetView({ fleet: 'test', chunkChars: 256, ...opts });
+  const view = new FleetView({ fleet: 'test', chunkChars: 256, stateTtlMs: CONFIG.stateTtlMs, forgetAfterMs: CONFIG.forgetAfterMs, ...opts });
   for (const s of states) view.apply(s);
   return view;
 }
@@ -65,7 +69,7 @@ export function preq(
 }
 
 export function local(): LocalState {
-  return new LocalState();
+  return new LocalState(CONFIG);
 }
 
 /** Digest of a request's chain: the first n hashes of its chain. */

@@ -7,7 +7,7 @@ import { createLlmdPolicy } from '../src/placement/peers/llmd.ts';
 import { createSglangCacheAwarePolicy } from '../src/placement/peers/sglang.ts';
 import type { Policy, PlacementRequest } from '../src/placement/types.ts';
 import type { FleetView } from '../src/fleet/view.ts';
-import { chainOf, chat, makeState, makeView, preq } from './helpers.ts';
+import { CONFIG, chainOf, chat, makeState, makeView, preq } from './helpers.ts';
 
 const ids = (n: number) => Array.from({ length: n }, (_, i) => `r${i}`);
 
@@ -24,18 +24,18 @@ describe('sglang-cache-aware', () => {
   it('sends a repeated long prefix back to the worker it learned, from its own history only', () => {
     const view = makeView(ids(4).map((id) => makeState(id)));
     const p = createSglangCacheAwarePolicy();
-    const local = new LocalState();
+    const local = new LocalState(CONFIG);
     const first = route(p, preq(chat('question one')), view, local);
     // Same system prompt (≈ 3.5k chars of a ≈ 3.5k-char text): match rate > 0.3 → same worker.
     expect(p.place(preq(chat('question two')), view, local)).toMatchObject({ branch: 'sglang-cache-hit', replica: { id: first } });
     // A fresh instance (another router) has not seen it: no hit.
-    expect(createSglangCacheAwarePolicy().place(preq(chat('question two')), view, new LocalState()).branch).toBe('sglang-least-load');
+    expect(createSglangCacheAwarePolicy().place(preq(chat('question two')), view, new LocalState(CONFIG)).branch).toBe('sglang-least-load');
   });
 
   it('falls back to the least-loaded worker when imbalanced (abs > 64 and rel > 1.5)', () => {
     const view = makeView(ids(2).map((id) => makeState(id)));
     const p = createSglangCacheAwarePolicy();
-    const local = new LocalState();
+    const local = new LocalState(CONFIG);
     const first = route(p, preq(chat('q')), view, local);
     for (let i = 0; i < 70; i++) local.dispatch(first, 1, Date.now());
     const pl = p.place(preq(chat('q2')), view, local);
@@ -48,7 +48,7 @@ describe('llm-d endpoint picker', () => {
   it('approx: scores the prefix it routed before, so a repeated prompt returns to its pod', () => {
     const view = makeView(ids(3).map((id) => makeState(id)));
     const p = createLlmdPolicy('approx', { random: () => 0.5 });
-    const local = new LocalState();
+    const local = new LocalState(CONFIG);
     const first = route(p, preq(chat('hello')), view, local);
     for (let i = 0; i < 5; i++) expect(route(p, preq(chat('hello')), view, local)).toBe(first);
   });
@@ -57,17 +57,17 @@ describe('llm-d endpoint picker', () => {
     const body = chat('precise');
     const chain = chainOf(body);
     const view = makeView(ids(3).map((id) => makeState(id, id === 'r2' ? { digest: { from: -1, added: chain, size: chain.length } } : {})));
-    expect(createLlmdPolicy('precise').place(preq(body), view, new LocalState()).replica?.id).toBe('r2');
+    expect(createLlmdPolicy('precise').place(preq(body), view, new LocalState(CONFIG)).replica?.id).toBe('r2');
   });
 
   it('KV and queue scorers pull away from a loaded pod', () => {
     const view = makeView([makeState('a', { load: { waiting: 3, kvUsedTokens: 70_000 } }), makeState('b')]);
-    expect(createLlmdPolicy('approx').place(preq(chat('x')), view, new LocalState()).replica?.id).toBe('b');
+    expect(createLlmdPolicy('approx').place(preq(chat('x')), view, new LocalState(CONFIG)).replica?.id).toBe('b');
   });
 
   it('saturation detector: every pod saturated (queue ≥ 5 or KV ≥ 0.8) → saturated, not a colder pod', () => {
     const view = makeView([makeState('a', { load: { waiting: 5 } }), makeState('b', { load: { kvUsedTokens: 80_000 } })]);
-    expect(createLlmdPolicy('approx').place(preq(chat('x')), view, new LocalState()).branch).toBe('saturated');
+    expect(createLlmdPolicy('approx').place(preq(chat('x')), view, new LocalState(CONFIG)).branch).toBe('saturated');
   });
 });
 
@@ -76,10 +76,10 @@ describe('dynamo-kv', () => {
     const body = chat('dynamo '.repeat(300));
     const chain = chainOf(body);
     const warm = makeView([makeState('cold'), makeState('warm', { digest: { from: -1, added: chain, size: chain.length } })]);
-    expect(createDynamoKvPolicy({ chunkChars: 256, charsPerToken: 4 }).place(preq(body), warm, new LocalState()).replica?.id).toBe('warm');
+    expect(createDynamoKvPolicy({ chunkChars: 256, charsPerToken: 4 }).place(preq(body), warm, new LocalState(CONFIG)).replica?.id).toBe('warm');
     // Enough active KV on the warm worker outweighs the prefill it would save.
     const busy = makeView([makeState('cold'), makeState('warm', { digest: { from: -1, added: chain, size: chain.length }, load: { kvUsedTokens: 60_000 } })]);
-    expect(createDynamoKvPolicy({ chunkChars: 256, charsPerToken: 4 }).place(preq(body), busy, new LocalState()).replica?.id).toBe('cold');
+    expect(createDynamoKvPolicy({ chunkChars: 256, charsPerToken: 4 }).place(preq(body), busy, new LocalState(CONFIG)).replica?.id).toBe('cold');
   });
 });
 
@@ -87,7 +87,7 @@ describe('kubeai-prefix-hash', () => {
   it('keys on adapter + first 100 chars of the first user message, with (load+1) ≤ (total+1)/n × 1.25', () => {
     const view = makeView(ids(4).map((id) => makeState(id)));
     const p = createKubeaiPrefixHashPolicy();
-    const local = new LocalState();
+    const local = new LocalState(CONFIG);
     const user = 'u'.repeat(100);
     const home = route(p, preq(chat(user + 'tail one')), view, local);
     // Same first 100 chars, different tail and system prompt: same key, same home.

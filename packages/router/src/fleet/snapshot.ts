@@ -1,18 +1,18 @@
 /**
  * Pulls a replica's full digest snapshot from its agent's admin API
  * (`GET {admin}/warmpath/v1/digest`, msgpack). One undici Agent for all admin
- * calls; every pull has a deadline. Deduplication per replica is the view's job.
+ * calls; every pull has a deadline. One pull per replica at a time is digest-sync.ts's job.
  */
 import { Agent, request } from 'undici';
 import { LIMITS, SNAPSHOT_CONTENT_TYPE } from '@warmpath/shared/wire';
-import type { Replica } from './view.ts';
+import type { ReplicaView } from './replica.ts';
 
 export const DIGEST_PATH = '/warmpath/v1/digest';
 
-export function snapshotFetcher(timeoutMs: number): { fetch: (r: Replica) => Promise<Uint8Array>; close: () => Promise<void> } {
+export function snapshotFetcher(timeoutMs: number): { fetch: (r: ReplicaView) => Promise<Uint8Array>; close: () => Promise<void> } {
   const dispatcher = new Agent({ connectTimeout: timeoutMs, headersTimeout: timeoutMs, bodyTimeout: timeoutMs, connections: 4 });
   return {
-    async fetch(r: Replica): Promise<Uint8Array> {
+    async fetch(r: ReplicaView): Promise<Uint8Array> {
       const url = new URL(`${r.state.admin.replace(/\/+$/, '')}${DIGEST_PATH}`);
       const res = await request(url, { dispatcher, headers: { accept: SNAPSHOT_CONTENT_TYPE }, signal: AbortSignal.timeout(timeoutMs) });
       if (res.statusCode !== 200) {

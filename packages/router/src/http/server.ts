@@ -93,7 +93,7 @@ export function fleet(view: FleetView): { fleet: string; replicas: Array<Record<
       hotAdapters: r.state.hotAdapters,
       capacity: r.state.capacity,
       load: r.state.load,
-      digestSize: r.digest.size,
+      digestSize: r.digestSize,
       boot: r.state.boot,
       seq: r.state.seq,
     }))

@@ -12,10 +12,15 @@
  * report covers it.
  * Complexity: dispatch and complete O(1) (+ O(overlay chunks) for the
  * overlay); addedTokens O(1) amortized.
+ * The overlay is a holder source for the fleet's one warmth scan
+ * (fleet/warmth.ts): the same chained longest-prefix rule as the digest index,
+ * over holders that expire.
  * Trade-off: the overlay is only a guess (the engine may evict), so it expires
  * after overlayTtlMs; gossip is the truth after that.
  */
-import type { Replica } from '../fleet/view.ts';
+import type { RouterConfig } from '../config.ts';
+import type { ReplicaView } from '../fleet/replica.ts';
+import { WarmthScan, type HolderSource } from '../fleet/warmth.ts';
 
 export interface Ticket {
   readonly replica: string;
@@ -41,14 +46,58 @@ interface Track {
 
 interface OverlayEntry {
   slots: number[];
+  /** Local clock, ms, until which slots[j] counts as holding the hash. */
   until: number[];
 }
 
-export interface LocalOptions {
-  overlayTtlMs?: number;
-  overlayMaxChunks?: number;
-  suspectMs?: number;
+/** Chain hash → the slots this router just sent it to, each with an expiry. */
+class Overlay implements HolderSource<BigUint64Array> {
+  readonly #entries = new Map<bigint, OverlayEntry>();
+
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  /** `slot` holds the first `n` hashes until `until`. */
+  add(hashes: BigUint64Array, n: number, slot: number, until: number): void {
+    for (let i = 0; i < n; i++) {
+      const h = hashes[i]!;
+      const e = this.#entries.get(h);
+      if (e === undefined) {
+        this.#entries.set(h, { slots: [slot], until: [until] });
+        continue;
+      }
+      const j = e.slots.indexOf(slot);
+      if (j >= 0) e.until[j] = until;
+      else {
+        e.slots.push(slot);
+        e.until.push(until);
+      }
+    }
+  }
+
+  offerHolders(hashes: BigUint64Array, i: number, now: number, scan: WarmthScan): void {
+    const e = this.#entries.get(hashes[i]!);
+    if (e === undefined) return;
+    for (let j = 0; j < e.slots.length; j++) if (e.until[j]! > now) scan.offer(e.slots[j]!, i);
+  }
+
+  /** Drops holders expired at `now`, and hashes left without one. */
+  prune(now: number): void {
+    for (const [h, e] of this.#entries) {
+      for (let j = e.slots.length - 1; j >= 0; j--) {
+        if (e.until[j]! <= now) {
+          e.slots.splice(j, 1);
+          e.until.splice(j, 1);
+        }
+      }
+      if (e.slots.length === 0) this.#entries.delete(h);
+    }
+  }
 }
+
+/** Validated router config (config.ts holds the defaults). */
+export type LocalOptions = Pick<RouterConfig, 'overlayTtlMs' | 'overlayMaxChunks' | 'suspectMs'>;
 
 export class LocalState {
   readonly overlayTtlMs: number;
@@ -57,14 +106,13 @@ export class LocalState {
   readonly #tracks = new Map<string, Track>();
   /** Replicas marked suspect and not yet pruned: lets isSuspect skip the lookup when zero. */
   #suspects = 0;
-  readonly #overlay = new Map<bigint, OverlayEntry>();
-  #depth = new Int32Array(64);
-  #touched: number[] = [];
+  readonly #overlay = new Overlay();
+  readonly #warmth = new WarmthScan();
 
-  constructor(opts: LocalOptions = {}) {
-    this.overlayTtlMs = opts.overlayTtlMs ?? 5_000;
-    this.overlayMaxChunks = opts.overlayMaxChunks ?? 256;
-    this.suspectMs = opts.suspectMs ?? 5_000;
+  constructor(opts: LocalOptions) {
+    this.overlayTtlMs = opts.overlayTtlMs;
+    this.overlayMaxChunks = opts.overlayMaxChunks;
+    this.suspectMs = opts.suspectMs;
   }
 
   #track(id: string): Track {
@@ -82,7 +130,7 @@ export class LocalState {
   }
 
   /** Work (tokens) this router sent to r after r's last report and still open. O(1) amortized. */
-  addedTokens(r: Replica): number {
+  addedTokens(r: ReplicaView): number {
     if (this.#tracks.size === 0) return 0;
     const t = this.#tracks.get(r.id);
     if (t === undefined) return 0;
@@ -134,7 +182,7 @@ export class LocalState {
     t.suspectUntil = now + this.suspectMs;
   }
 
-  isSuspect(r: Replica, now: number): boolean {
+  isSuspect(r: ReplicaView, now: number): boolean {
     if (this.#suspects === 0) return false;
     const t = this.#tracks.get(r.id);
     return t !== undefined && now < t.suspectUntil && r.receivedAt <= t.suspectAt;
@@ -142,58 +190,22 @@ export class LocalState {
 
   /** Optimistic warmth: treat the first chunks of `hashes` as cached on `slot` until now + overlayTtlMs. */
   overlayAdd(hashes: BigUint64Array, slot: number, now: number): void {
-    const n = Math.min(hashes.length, this.overlayMaxChunks);
-    const until = now + this.overlayTtlMs;
-    for (let i = 0; i < n; i++) {
-      const h = hashes[i]!;
-      const e = this.#overlay.get(h);
-      if (e === undefined) {
-        this.#overlay.set(h, { slots: [slot], until: [until] });
-        continue;
-      }
-      const j = e.slots.indexOf(slot);
-      if (j >= 0) e.until[j] = until;
-      else {
-        e.slots.push(slot);
-        e.until.push(until);
-      }
-    }
-    if (this.#depth.length <= slot) {
-      const d = new Int32Array(Math.max(slot + 1, this.#depth.length * 2));
-      d.set(this.#depth);
-      this.#depth = d;
-    }
+    this.#overlay.add(hashes, Math.min(hashes.length, this.overlayMaxChunks), slot, now + this.overlayTtlMs);
+    this.#warmth.grow(slot);
   }
 
-  /** Like FleetView.scanWarmth, over the overlay; read with overlayDepthOf. */
+  /** FleetView.scanWarmth's scan over the overlay's unexpired holders; read with overlayDepthOf / overlaySlots. */
   scanOverlay(hashes: BigUint64Array, now: number): void {
-    const depth = this.#depth;
-    for (const s of this.#touched) depth[s] = 0;
-    this.#touched.length = 0;
-    if (this.#overlay.size === 0) return;
-    for (let i = 0; i < hashes.length; i++) {
-      const e = this.#overlay.get(hashes[i]!);
-      if (e === undefined) break;
-      let advanced = false;
-      for (let j = 0; j < e.slots.length; j++) {
-        const s = e.slots[j]!;
-        if (e.until[j]! > now && depth[s] === i) {
-          depth[s] = i + 1;
-          if (i === 0) this.#touched.push(s);
-          advanced = true;
-        }
-      }
-      if (!advanced) break;
-    }
+    this.#warmth.scan(hashes, hashes.length, this.#overlay, now);
   }
 
   /** Slots with a non-zero depth in the last scanOverlay (do not modify). */
   get overlaySlots(): readonly number[] {
-    return this.#touched;
+    return this.#warmth.slots;
   }
 
   overlayDepthOf(slot: number): number {
-    return this.#depth[slot] ?? 0;
+    return this.#warmth.depthOf(slot);
   }
 
   get overlaySize(): number {
@@ -202,15 +214,7 @@ export class LocalState {
 
   /** Periodic: drop expired overlay entries and idle trackers. */
   prune(now: number): void {
-    for (const [h, e] of this.#overlay) {
-      for (let j = e.slots.length - 1; j >= 0; j--) {
-        if (e.until[j]! <= now) {
-          e.slots.splice(j, 1);
-          e.until.splice(j, 1);
-        }
-      }
-      if (e.slots.length === 0) this.#overlay.delete(h);
-    }
+    this.#overlay.prune(now);
     for (const [id, t] of this.#tracks) {
       // Closed tickets need no bookkeeping; keep the open ones for the next report.
       if (t.recent.length > 0) {

@@ -1,0 +1,33 @@
+/**
+ * What the fleet view hands out about one replica, and the mutable record
+ * behind it. Policies and the HTTP layer read `ReplicaView`; only the fleet
+ * modules write, through `ReplicaRecord`. The digest's sync state (table,
+ * pulls, buffered deltas) is not on the record at all: digest-sync.ts keeps it
+ * by slot.
+ */
+import type { ReplicaState } from '@warmpath/shared/wire';
+
+export interface ReplicaView {
+  readonly id: string;
+  /** Small integer, reused after the replica is forgotten; indexes per-slot arrays. */
+  readonly slot: number;
+  readonly state: ReplicaState;
+  /** Local clock, ms, when the latest state arrived. */
+  readonly receivedAt: number;
+  /** Local clock, ms, that the published load corresponds to (for "own in-flight since that report"). */
+  readonly reportAt: number;
+  /** Published chunkChars differs from the router's: excluded and reported. */
+  readonly chunkMismatch: boolean;
+  /** status ready and state fresh (maintained by apply/sweep). */
+  readonly live: boolean;
+  /** Hashes in the digest the router holds for it (lags the agent while a snapshot is pulled). */
+  readonly digestSize: number;
+}
+
+/** The fleet modules' writable form of a ReplicaView (the same object). */
+export type ReplicaRecord = { -readonly [K in keyof ReplicaView]: ReplicaView[K] };
+
+export type ViewEvent =
+  | { type: 'chunk_mismatch'; replica: string; theirs: number; ours: number }
+  | { type: 'snapshot_failed'; replica: string; error: string }
+  | { type: 'joined' | 'forgotten'; replica: string };

@@ -1,0 +1,91 @@
+/**
+ * One warmth scan, several holder sources: the digest holder index (through
+ * FleetView.scanWarmth), the optimistic overlay (through
+ * LocalState.scanOverlay) and a plain list give the same answer for the same
+ * holders — the longest prefix of the chain each slot holds in full.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { WarmthScan, type HolderSource } from '../src/fleet/warmth.ts';
+import { LocalState } from '../src/placement/local.ts';
+import { CONFIG, makeState, makeView } from './helpers.ts';
+
+const hash = (i: number): bigint => (BigInt(i + 1) * 0x9e3779b97f4a7c15n) & 0xffffffffffffffffn;
+
+/** holders[i] = the slots holding chunk i. */
+const listSource: HolderSource<number[][]> = {
+  size: 1,
+  offerHolders(holders, i, _now, scan) {
+    for (const s of holders[i] ?? []) scan.offer(s, i);
+  },
+};
+
+/** Reference: the first chunk slot s does not hold. */
+function expected(held: boolean[][], s: number): number {
+  const d = held[s]!.indexOf(false);
+  return d < 0 ? held[s]!.length : d;
+}
+
+/** held[s][i]: slot s holds chunk i of `chain` (replica `r{s}` gets slot s in a fresh view). */
+function sources(chain: BigUint64Array, held: boolean[][]) {
+  const view = makeView(
+    held.map((row, s) => {
+      const added = chain.filter((_, i) => row[i]!);
+      return makeState(`r${s}`, { digest: { from: -1, added, size: added.length } });
+    }),
+  );
+  const local = new LocalState(CONFIG);
+  held.forEach((row, s) => row.forEach((h, i) => h && local.overlayAdd(chain.subarray(i, i + 1), s, 0)));
+  const list = Array.from(chain, (_, i) => held.flatMap((row, s) => (row[i]! ? [s] : [])));
+  return { view, local, list };
+}
+
+describe('warmth scan', () => {
+  it('gives the digest index, the overlay and a plain list the same chained depths', () => {
+    const shape = fc.integer({ min: 1, max: 10 }).chain((n) => fc.array(fc.array(fc.boolean(), { minLength: n, maxLength: n }), { minLength: 1, maxLength: 6 }));
+    fc.assert(
+      fc.property(shape, fc.integer({ min: 0, max: 10 }), (held, offset) => {
+        const chain = BigUint64Array.from(held[0]!, (_, i) => hash(i + offset * 100));
+        const { view, local, list } = sources(chain, held);
+        const scan = new WarmthScan();
+        for (let s = 0; s < held.length; s++) scan.grow(s);
+        // A scan of another chain first: each scan must start from zero.
+        const other = BigUint64Array.from(chain).reverse();
+        view.scanWarmth(other);
+        local.scanOverlay(other, 1);
+        scan.scan([...list].reverse(), list.length, listSource, 1);
+
+        view.scanWarmth(chain);
+        local.scanOverlay(chain, 1);
+        scan.scan(list, list.length, listSource, 1);
+        for (let s = 0; s < held.length; s++) {
+          const want = expected(held, s);
+          expect(view.depthOf(view.replicas.get(`r${s}`)!.slot)).toBe(want);
+          expect(local.overlayDepthOf(s)).toBe(want);
+          expect(scan.depthOf(s)).toBe(want);
+        }
+        const warm = held.flatMap((_, s) => (expected(held, s) > 0 ? [s] : []));
+        expect(view.warmSlots).toEqual(warm);
+        expect(local.overlaySlots).toEqual(warm);
+        expect(scan.slots).toEqual(warm);
+      }),
+    );
+  });
+
+  it('stops at a hole even if deeper chunks are held, and skips expired overlay holders', () => {
+    const chain = BigUint64Array.from([0, 1, 2, 3], hash);
+    const { view, local } = sources(chain, [
+      [true, true, false, true],
+      [true, true, true, true],
+    ]);
+    view.scanWarmth(chain);
+    expect([view.depthOf(0), view.depthOf(1)]).toEqual([2, 4]);
+    // Slot 0 re-dispatched the whole chain later: its overlay outlives slot 1's.
+    local.overlayAdd(chain, 0, 1_000);
+    local.scanOverlay(chain, CONFIG.overlayTtlMs);
+    expect(local.overlaySlots).toEqual([0]);
+    expect([local.overlayDepthOf(0), local.overlayDepthOf(1)]).toEqual([4, 0]);
+    local.prune(CONFIG.overlayTtlMs + 1_000);
+    expect(local.overlaySize).toBe(0);
+  });
+});
