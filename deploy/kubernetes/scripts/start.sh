@@ -1,0 +1,15 @@
+#!/bin/sh
+# Starts `warmpath <agent|router>` with a --bootstrap flag for every gossip
+# peer that the headless Service $GOSSIP_PEERS_SERVICE resolves to right now
+# (agents dial the routers, routers dial the agents, so whichever starts later
+# connects the pair), and writes its PID to $AGENT_PID_FILE for the engine
+# container's preStop hook (drain-agent.sh).
+set -eu
+: "${GOSSIP_PEERS_SERVICE:?set it to the headless Service of the other side}"
+role=$1
+shift
+for ip in $(getent ahostsv4 "$GOSSIP_PEERS_SERVICE" | cut -d' ' -f1 | sort -u); do
+  set -- "$@" --bootstrap "/ip4/$ip/tcp/${GOSSIP_PEERS_PORT:-4001}"
+done
+if [ -n "${AGENT_PID_FILE:-}" ]; then echo $$ > "$AGENT_PID_FILE"; fi
+exec "${CLI_PATH:-/opt/warmpath/bin/warmpath}" "$role" "$@"
