@@ -27,7 +27,7 @@ describe('deploy/kubernetes/scripts', () => {
     const pidFile = join(dir, 'agent.pid');
     const res = spawnSync('/bin/sh', [START, 'agent', '--fleet', 'f'], {
       encoding: 'utf8',
-      env: { PATH: process.env.PATH, GOSSIP_PEERS_SERVICE: 'localhost', GOSSIP_PEERS_PORT: '4101', CLI_PATH: cli, AGENT_PID_FILE: pidFile },
+      env: { PATH: process.env.PATH, GOSSIP_PEERS_SERVICE: 'localhost', GOSSIP_PEERS_WAIT_S: '0', GOSSIP_PEERS_PORT: '4101', CLI_PATH: cli, AGENT_PID_FILE: pidFile },
     });
     expect(res.stderr).toBe('');
     const [pid, ...args] = res.stdout.trim().split(' ');
