@@ -2,8 +2,11 @@
  * The npm package as a user gets it: bundle (src/build.ts), `npm pack`, install
  * the tarball with npm into an empty directory — offline, its one third-party
  * dependency (chart.js) packed from the workspace's copy — and run the
- * installed `warmpath`: --version, the simulator, and one request through a
- * router + agent + simulator started from the installed copy.
+ * installed `warmpath`: --version, the simulator, a short discrete-event
+ * benchmark (the same JSON as the sources give: bundling changes nothing,
+ * and the relocated trace is found), the demo (which spawns the CLI's own
+ * entry point), and one request through a router +
+ * agent + simulator started from the installed copy.
  */
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -130,6 +133,22 @@ describe('the warmpath npm package', () => {
     expect((await fetch(`${/(http:\/\/\S+)/.exec(line)![1]!}/health`)).status).toBe(200);
     child.kill('SIGTERM');
     expect((await once(child, 'exit'))[0]).toBe(0);
+  });
+
+  it('computes the same benchmark as the sources: a short DES run of the shipped trace gives byte-identical JSON', () => {
+    const args = ['bench', '--scenario', 'trace', '--mode', 'des', '--duration', '5', '--policies', 'warmpath,round-robin', '--no-progress', '--json'];
+    const [installed, source] = [join(dir, 'bench-installed.json'), join(dir, 'bench-source.json')];
+    execFileSync(bin, [...args, installed], { env: ENV, stdio: 'ignore' });
+    execFileSync(process.execPath, [join(CLI_ROOT, 'src/main.ts'), ...args, source], { stdio: 'ignore' });
+    const json = readFileSync(installed, 'utf8');
+    expect(json).toContain('"warmpath"');
+    expect(json).toBe(readFileSync(source, 'utf8'));
+  });
+
+  it('`warmpath demo --smoke` starts its fleet from the installed copy (the bundle finds its own entry point) and exits 0', () => {
+    const res = spawnSync(bin, ['demo', '--smoke', '--replicas', '1', '--routers', '1', '--duration', '1', '--profile', 'tiny'], { env: ENV, encoding: 'utf8', timeout: 60_000 });
+    expect(res.status, res.stderr).toBe(0);
+    expect(res.stdout).toMatch(/\| warmpath \| 1 \| 0 \|/);
   });
 
   it('serves one request through router → agent → simulator, all from the installed copy', async () => {
