@@ -128,7 +128,7 @@ describe('deploy/kubernetes: the kustomization', () => {
     expect(kustomization.images?.find((i) => i.name === 'warmpath')?.newTag).toBe(version);
   });
 
-  it.skipIf(spawnSync('kubectl', ['version', '--client'], { stdio: 'ignore' }).status !== 0)('builds with kubectl kustomize', () => {
+  it.skipIf(spawnSync('kubectl', ['version', '--client'], { stdio: 'ignore' }).status !== 0)('builds with kubectl kustomize (when kubectl is installed)', () => {
     const out = execFileSync('kubectl', ['kustomize', KUBE_DIR], { encoding: 'utf8' });
     const kinds = parseAllDocuments(out).map((d) => d.toJS() as { kind: string; metadata: { name: string } });
     expect(kinds.map((k) => k.kind).sort()).toEqual([...docs.map((d) => d.obj.kind), 'ConfigMap'].sort());
