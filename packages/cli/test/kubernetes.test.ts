@@ -128,9 +128,12 @@ describe('deploy/kubernetes: the kustomization', () => {
     expect(kustomization.images?.find((i) => i.name === 'warmpath')?.newTag).toBe(version);
   });
 
-  it.skipIf(spawnSync('kubectl', ['version', '--client'], { stdio: 'ignore' }).status !== 0)('builds with kubectl kustomize (when kubectl is installed)', () => {
+  it.skipIf(spawnSync('kubectl', ['version', '--client'], { stdio: 'ignore' }).status !== 0)('builds with kubectl kustomize (when kubectl is installed), into valid objects', async () => {
     const out = execFileSync('kubectl', ['kustomize', KUBE_DIR], { encoding: 'utf8' });
-    const kinds = parseAllDocuments(out).map((d) => d.toJS() as { kind: string; metadata: { name: string } });
+    const rendered = parseAllDocuments(out).map((d, i) => ({ where: `kustomize#${i}`, obj: d.toJS() as Doc['obj'] }));
+    expect(await schemaErrors(rendered)).toEqual([]);
+    expect(unknownFieldErrors(rendered)).toEqual([]);
+    const kinds = rendered.map((d) => d.obj);
     expect(kinds.map((k) => k.kind).sort()).toEqual([...docs.map((d) => d.obj.kind), 'ConfigMap'].sort());
     // The generated ConfigMap's hashed name is what the pods mount.
     const scripts = kinds.find((k) => k.kind === 'ConfigMap' && k.metadata.name.startsWith('warmpath-scripts-'));
