@@ -45,7 +45,7 @@
  * giving up some cache hits to keep tail latency; c = 1.25 spills early, a
  * larger c keeps more hits on hot replicas.
  */
-import { hashString, withinBound } from '@warmpath/shared/wire';
+import { hashString, underFloor, withinBound } from '@warmpath/shared/wire';
 import type { FleetView, Group, Replica } from '../fleet/view.ts';
 import { eligible } from './eligible.ts';
 import type { LocalState } from './local.ts';
@@ -168,9 +168,8 @@ export function createWarmpathPolicy(opts: PolicyOptions): Policy {
     // request of this size (as the count-based rule does); below the floor a replica is not busy at all.
     // The floor scales with the request: two requests' worth of work is never "busy".
     const unit = Math.max(1, info.promptTokens + info.maxTokens);
-    const floorOf = Math.max(floor, Math.min(2 * unit, 32 * floor));
     const within = (i: number, factor = c): boolean =>
-      load[i]! <= floorOf * wt[i]! || withinBound(load[i]! / unit, 1, total / unit, wt[i]! / weight, factor);
+      withinBound({ load: load[i]!, weight: wt[i]!, totalLoad: total, totalWeight: weight, cost: unit, factor, floor });
     const work = (i: number): number => Math.max(0, info.promptTokens - Math.floor(depth[i]! * tokensPerChunk)) + info.maxTokens;
     const headroom = (i: number): boolean => kvFree[i]! >= work(i);
     const ok = (i: number): boolean => within(i) && headroom(i);
@@ -247,7 +246,7 @@ export function createWarmpathPolicy(opts: PolicyOptions): Policy {
     // 109 ms, DES).
     const balanceTarget = (w: number): number => {
       const share = total / weight;
-      if (info.routingKey !== undefined || load[w]! <= floorOf * wt[w]! || load[w]! / wt[w]! <= share) return -1;
+      if (info.routingKey !== undefined || underFloor({ load: load[w]!, weight: wt[w]!, cost: unit, floor }) || load[w]! / wt[w]! <= share) return -1;
       let holders = 0;
       for (let i = 0; i < n; i++) if (depth[i]! >= depth[w]!) holders++;
       if (holders < 2) return -1;
