@@ -1,6 +1,6 @@
 /**
  * Emulation of SGLang model gateway's `cache_aware` policy (its default), per
- * BASELINES.md, for the benchmark. One instance per router: the tree is built
+ * docs/PEERS.md, for the benchmark. One instance per router: the tree is built
  * only from this router's own routing history, exactly as the gateway does
  * without its mesh.
  *
@@ -21,9 +21,8 @@
  * it learns only from its own decisions.
  */
 import { canonicalText, chainHashes, prefixSeed } from '@warmpath/shared/wire';
-import type { Replica } from '../../fleet/view.ts';
-import { candidates } from '../eligible.ts';
-import { NO_REPLICA, type Placement, type PlacementRequest, type Policy } from '../types.ts';
+import { rowOf, type Candidate, type CandidateTable } from '../candidates.ts';
+import type { Placement, PlacementRequest, Policy } from '../types.ts';
 
 export const SGLANG_DEFAULTS = {
   cacheThreshold: 0.3,
@@ -43,7 +42,7 @@ export function createSglangCacheAwarePolicy(): Policy {
   const trees = new Map<string, Map<bigint, Node>>(); // per model
   let lastEviction = 0;
   let entries = 0;
-  const cands: Replica[] = [];
+  // A memo keyed by the request body: select and onDispatch hash the text once; it cannot change an answer.
   const texts = new WeakMap<object, BigUint64Array>();
 
   const chain = (req: PlacementRequest): BigUint64Array => {
@@ -74,52 +73,46 @@ export function createSglangCacheAwarePolicy(): Policy {
     }
   }
 
+  /** The longest prefix of `hashes` in the tree that a candidate holds: its depth (chunks) and those candidates. */
+  function longestMatch(tree: Map<bigint, Node>, hashes: BigUint64Array, t: CandidateTable): { depth: number; holders: string[] } {
+    let depth = 0;
+    let holders: string[] = [];
+    for (let i = 0; i < hashes.length; i++) {
+      const n = tree.get(hashes[i]!);
+      if (n === undefined) break;
+      const live = [...n.workers.keys()].filter((w) => rowOf(t, w) >= 0);
+      if (live.length === 0) break;
+      depth = i + 1;
+      holders = live;
+    }
+    return { depth, holders };
+  }
+
   return {
     name: 'sglang-cache-aware',
-    place(req, view, local): Placement {
-      candidates(req, view, local, cands);
-      if (cands.length === 0) return NO_REPLICA;
+    select(req, t): Placement {
       let min = Infinity;
       let max = -Infinity;
-      let least = cands[0]!;
-      for (const r of cands) {
-        const f = local.inflight(r.id);
-        if (f < min) {
-          min = f;
-          least = r;
+      let least = t.rows[0]!;
+      for (const c of t.rows) {
+        if (c.inflight < min) {
+          min = c.inflight;
+          least = c;
         }
-        if (f > max) max = f;
+        if (c.inflight > max) max = c.inflight;
       }
-      if (max - min > d.balanceAbsThreshold && max > d.balanceRelThreshold * min) return { replica: least, branch: 'sglang-balance' };
+      if (max - min > d.balanceAbsThreshold && max > d.balanceRelThreshold * min) return { replica: least.replica, branch: 'sglang-balance' };
       const hashes = chain(req);
       const tree = trees.get(req.info.requested);
-      if (tree === undefined || hashes.length === 0) return { replica: least, branch: 'sglang-least-load' };
-      const ids = new Set(cands.map((r) => r.id));
-      let depth = 0;
-      let holders: string[] = [];
-      for (let i = 0; i < hashes.length; i++) {
-        const n = tree.get(hashes[i]!);
-        if (n === undefined) break;
-        const live = [...n.workers.keys()].filter((w) => ids.has(w));
-        if (live.length === 0) break;
-        depth = i + 1;
-        holders = live;
-      }
+      if (tree === undefined || hashes.length === 0) return { replica: least.replica, branch: 'sglang-least-load' };
+      const { depth, holders } = longestMatch(tree, hashes, t);
       const textChars = Math.max(1, req.info.promptChars);
       if ((depth * d.chunkChars) / textChars > d.cacheThreshold) {
-        let pick: Replica | undefined;
-        let best = Infinity;
-        for (const r of cands) {
-          if (!holders.includes(r.id)) continue;
-          const f = local.inflight(r.id);
-          if (f < best) {
-            best = f;
-            pick = r;
-          }
-        }
-        if (pick !== undefined) return { replica: pick, branch: 'sglang-cache-hit' };
+        let pick: Candidate | undefined;
+        for (const c of t.rows) if (holders.includes(c.replica.id) && (pick === undefined || c.inflight < pick.inflight)) pick = c;
+        if (pick !== undefined) return { replica: pick.replica, branch: 'sglang-cache-hit' };
       }
-      return { replica: least, branch: 'sglang-least-load' };
+      return { replica: least.replica, branch: 'sglang-least-load' };
     },
     onDispatch(req, replica) {
       const hashes = chain(req);
