@@ -28,17 +28,17 @@ import { TIER_FREE, TIER_HOT } from './tier.ts';
  * 155/128/141). Returns the row, or -1.
  */
 export function adapterHotOverride(ctx: Ctx, warm: number): number {
-  if (ctx.req.info.adapter === '' || ctx.tier[warm]! === TIER_HOT) return -1;
-  return firstInRing(ctx.t, ctx.req.key, (i) => ctx.tier[i] === TIER_HOT && ctx.hardOk(i))?.i ?? -1;
+  if (ctx.req.info.adapter === '' || ctx.tier(warm) === TIER_HOT) return -1;
+  return firstInRing(ctx.t, ctx.req.key, (i) => ctx.tier(i) === TIER_HOT && ctx.hardOk(i))?.i ?? -1;
 }
 
 /** A cold prefix of an adapter request: adapter-hot, else the adapter's ring home or spill. */
 export function adapterCold(ctx: Ctx): Placement | undefined {
   const info = ctx.req.info;
-  const hot = firstInRing(ctx.t, ctx.req.key, (i) => ctx.tier[i] === TIER_HOT && ctx.ok(i));
+  const hot = firstInRing(ctx.t, ctx.req.key, (i) => ctx.tier(i) === TIER_HOT && ctx.ok(i));
   if (hot !== undefined) return pick(ctx, hot.i, 'adapter-hot');
   const key = hashString(`adapter\u0000${info.model}\u0000${info.adapter}`);
-  const any = firstInRing(ctx.t, key, (i) => ctx.tier[i]! >= TIER_FREE && ctx.ok(i)) ?? firstInRing(ctx.t, key, ctx.ok);
+  const any = firstInRing(ctx.t, key, (i) => ctx.tier(i) >= TIER_FREE && ctx.ok(i)) ?? firstInRing(ctx.t, key, ctx.ok);
   if (any === undefined) return undefined;
   return pick(ctx, any.i, any.rank === 0 ? 'adapter-home' : 'adapter-spill');
 }

@@ -52,5 +52,5 @@ export function balanceTarget(ctx: Ctx, w: number): number {
   if (holders < 2) return -1;
   // Under its share by the factor c: well below the bound, so one more prefix there costs little.
   const under = (i: number): boolean => t.rows[i]!.load * ctx.c < share * t.rows[i]!.weight;
-  return firstInRing(t, ctx.req.key, (i) => under(i) && ctx.depth[i]! < ctx.depth[w]! && ctx.headroom(i) && ctx.tier[i]! >= ctx.tier[w]!)?.i ?? -1;
+  return firstInRing(t, ctx.req.key, (i) => under(i) && ctx.depth[i]! < ctx.depth[w]! && ctx.headroom(i) && ctx.tier(i) >= ctx.tier(w))?.i ?? -1;
 }

@@ -22,8 +22,8 @@ export interface Ctx {
   readonly t: CandidateTable;
   /** Matched chain depth per row, chunks: max(digest, overlay); 0 for embeddings (no prefix reuse). */
   readonly depth: readonly number[];
-  /** Adapter tier per row (TIER_HOT when the request has no adapter). */
-  readonly tier: readonly number[];
+  /** Adapter tier of row i (TIER_HOT when the request has no adapter). */
+  tier(i: number): number;
   readonly tokensPerChunk: number;
   /** Bounded-load factor c. */
   readonly c: number;
@@ -47,7 +47,8 @@ export function derive(req: PlacementRequest, t: CandidateTable, warmth: Warmth,
   const c = opts.loadFactor;
   const tokensPerChunk = opts.chunkChars / opts.charsPerToken;
   const unit = Math.max(1, info.promptTokens + info.maxTokens);
-  const depth = info.kind === 'embedding' ? rows.map(() => 0) : warmth.digest.map((d, i) => Math.max(d, warmth.overlay[i]!));
+  const depth = new Array<number>(rows.length);
+  for (let i = 0; i < rows.length; i++) depth[i] = info.kind === 'embedding' ? 0 : Math.max(warmth.digest[i]!, warmth.overlay[i]!);
   const floor = opts.boundFloorTokens;
   const within = (i: number, factor = c): boolean => {
     const r = rows[i]!;
@@ -59,7 +60,7 @@ export function derive(req: PlacementRequest, t: CandidateTable, warmth: Warmth,
     req,
     t,
     depth,
-    tier: rows.map((r) => adapterTier(r.replica, info.adapter)),
+    tier: (i) => adapterTier(rows[i]!.replica, info.adapter),
     tokensPerChunk,
     c,
     underFloor: (i) => underFloor({ load: rows[i]!.load, weight: rows[i]!.weight, cost: unit, floor }),

@@ -50,8 +50,9 @@ export { adapterTier } from './tier.ts';
 
 /** Step 1: a placement on a warm replica (or one that should warm the prefix), if any is warm. */
 function warmStep(ctx: Ctx): Placement | undefined {
-  const warm = keyTieBreak(ctx, warmest(ctx, ctx.ok), ctx.ok);
-  const deeper = keyTieBreak(ctx, warmest(ctx, ctx.hardOk), ctx.hardOk);
+  const choices = warmest(ctx);
+  const warm = keyTieBreak(ctx, choices.within, ctx.ok);
+  const deeper = keyTieBreak(ctx, choices.hard, ctx.hardOk);
   const over = overBound(ctx, warm, deeper);
   if (over >= 0) return pick(ctx, over, 'warm-over-bound');
   if (warm < 0) return undefined;

@@ -16,10 +16,10 @@ export function leastLoaded(ctx: Ctx, branch: Branch): Placement {
     if (!ctx.headroom(i)) continue;
     const l = loadPerWeight(ctx, i);
     if (l > bestLoad) continue;
-    if (l < bestLoad || ctx.tier[i]! > bestTier) {
+    if (l < bestLoad || ctx.tier(i) > bestTier) {
       best = i;
       bestLoad = l;
-      bestTier = ctx.tier[i]!;
+      bestTier = ctx.tier(i);
     }
   }
   return best < 0 ? SATURATED : pick(ctx, best, branch);
