@@ -37,9 +37,56 @@ interface Node {
   workers: Map<string, number>; // worker id → last access (ms)
 }
 
+type Tree = Map<bigint, Node>;
+
+/** The longest prefix of `hashes` in the tree that a candidate holds: its depth (chunks) and those candidates. */
+function longestMatch(tree: Tree, hashes: BigUint64Array, t: CandidateTable): { depth: number; holders: string[] } {
+  let depth = 0;
+  let holders: string[] = [];
+  for (let i = 0; i < hashes.length; i++) {
+    const n = tree.get(hashes[i]!);
+    if (n === undefined) break;
+    const live = [...n.workers.keys()].filter((w) => rowOf(t, w) >= 0);
+    if (live.length === 0) break;
+    depth = i + 1;
+    holders = live;
+  }
+  return { depth, holders };
+}
+
+/** Drops the `count` least recently used (chunk, worker) entries across the trees; returns how many it dropped. */
+function evictOldest(trees: Map<string, Tree>, count: number): number {
+  const all: Array<[Tree, bigint, string, number]> = [];
+  for (const tree of trees.values()) for (const [h, n] of tree) for (const [w, t] of n.workers) all.push([tree, h, w, t]);
+  all.sort((a, b) => a[3] - b[3]);
+  let i = 0;
+  for (; i < all.length && i < count; i++) {
+    const [tree, h, w] = all[i]!;
+    const n = tree.get(h)!;
+    n.workers.delete(w);
+    if (n.workers.size === 0) tree.delete(h);
+  }
+  return i;
+}
+
+/** The candidate with the fewest in-flight requests here (the first such), and the min and max of those counts. */
+function leastInflight(t: CandidateTable): { least: Candidate; min: number; max: number } {
+  let min = Infinity;
+  let max = -Infinity;
+  let least = t.rows[0]!;
+  for (const c of t.rows) {
+    if (c.inflight < min) {
+      min = c.inflight;
+      least = c;
+    }
+    if (c.inflight > max) max = c.inflight;
+  }
+  return { least, min, max };
+}
+
 export function createSglangCacheAwarePolicy(): Policy {
   const d = SGLANG_DEFAULTS;
-  const trees = new Map<string, Map<bigint, Node>>(); // per model
+  const trees = new Map<string, Tree>(); // per model
   let lastEviction = 0;
   let entries = 0;
   // A memo keyed by the request body: select and onDispatch hash the text once; it cannot change an answer.
@@ -61,46 +108,13 @@ export function createSglangCacheAwarePolicy(): Policy {
     lastEviction = now;
     const limit = d.maxTreeSizeChars / d.chunkChars;
     if (entries <= limit) return;
-    const all: Array<[Map<bigint, Node>, bigint, string, number]> = [];
-    for (const tree of trees.values()) for (const [h, n] of tree) for (const [w, t] of n.workers) all.push([tree, h, w, t]);
-    all.sort((a, b) => a[3] - b[3]);
-    for (let i = 0; i < all.length && entries > limit; i++) {
-      const [tree, h, w] = all[i]!;
-      const n = tree.get(h)!;
-      n.workers.delete(w);
-      if (n.workers.size === 0) tree.delete(h);
-      entries--;
-    }
-  }
-
-  /** The longest prefix of `hashes` in the tree that a candidate holds: its depth (chunks) and those candidates. */
-  function longestMatch(tree: Map<bigint, Node>, hashes: BigUint64Array, t: CandidateTable): { depth: number; holders: string[] } {
-    let depth = 0;
-    let holders: string[] = [];
-    for (let i = 0; i < hashes.length; i++) {
-      const n = tree.get(hashes[i]!);
-      if (n === undefined) break;
-      const live = [...n.workers.keys()].filter((w) => rowOf(t, w) >= 0);
-      if (live.length === 0) break;
-      depth = i + 1;
-      holders = live;
-    }
-    return { depth, holders };
+    entries -= evictOldest(trees, entries - limit);
   }
 
   return {
     name: 'sglang-cache-aware',
     select(req, t): Placement {
-      let min = Infinity;
-      let max = -Infinity;
-      let least = t.rows[0]!;
-      for (const c of t.rows) {
-        if (c.inflight < min) {
-          min = c.inflight;
-          least = c;
-        }
-        if (c.inflight > max) max = c.inflight;
-      }
+      const { least, min, max } = leastInflight(t);
       if (max - min > d.balanceAbsThreshold && max > d.balanceRelThreshold * min) return { replica: least.replica, branch: 'sglang-balance' };
       const hashes = chain(req);
       const tree = trees.get(req.info.requested);
