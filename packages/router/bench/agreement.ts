@@ -13,7 +13,8 @@ import { routerConfig } from '../src/config.ts';
 import { FleetView } from '../src/fleet/view.ts';
 import { affinityKey } from '../src/placement/eligible.ts';
 import { LocalState, type Ticket } from '../src/placement/local.ts';
-import { createPolicy } from '../src/placement/registry.ts';
+import { notifyDispatch, placeRequest } from '../src/placement/place.ts';
+import { createPolicy, policyOptions } from '../src/placement/registry.ts';
 import type { PlacementRequest } from '../src/placement/types.ts';
 
 const N = Number(process.argv[2] ?? 10);
@@ -27,7 +28,7 @@ const systems = Array.from({ length: 8 }, (_, i) => `Tenant ${i} system prompt. 
 for (const policyName of ['warmpath', 'consistent-hash', 'least-request', 'round-robin']) {
   rng = 99;
   const view = new FleetView({ fleet: 'a', chunkChars: 256, stateTtlMs: 10_000, forgetAfterMs: routerConfig().forgetAfterMs, now: () => t });
-  const opts = { chunkChars: 256, charsPerToken: 4, loadFactor: 1.25, boundFloorTokens: 4096 };
+  const opts = policyOptions(routerConfig({ chunkChars: 256 }));
   const routers = [0, 1].map(() => ({ policy: createPolicy(policyName, opts), local: new LocalState(routerConfig()) }));
   let t = 0;
   const inflight: Array<{ end: number; replica: string; work: number; ticket: Ticket; owner: number }> = [];
@@ -84,7 +85,7 @@ for (const policyName of ['warmpath', 'consistent-hash', 'least-request', 'round
     const body = { model: 'm', messages: [{ role: 'system', content: systems[c % systems.length]! }, { role: 'user', content: history }], max_tokens: 200 };
     const info = describeRequest(body, 'chat');
     const req: PlacementRequest = { info, endpoint: 'chat', key: affinityKey(info, 8), body, exclude: undefined, now: t };
-    const picks = routers.map((r) => r.policy.place(req, view, r.local));
+    const picks = routers.map((r) => placeRequest(r.policy, req, view, r.local));
     const owner = k % 2;
     total++;
     if (picks[0]!.replica?.id === picks[1]!.replica?.id) same++;
@@ -93,7 +94,7 @@ for (const policyName of ['warmpath', 'consistent-hash', 'least-request', 'round
     const o = routers[owner]!;
     const work = p.work ?? info.promptTokens + info.maxTokens;
     const ticket = o.local.dispatch(p.replica.id, work, t);
-    o.policy.onDispatch?.(req, p.replica, o.local);
+    notifyDispatch(o.policy, req, p.replica, o.local);
     inflight.push({ end: t + SERVICE_MS, replica: p.replica.id, work, ticket, owner });
     served.get(p.replica.id)!.push(...info.hashes);
   }

@@ -15,7 +15,9 @@ import { FleetView } from '../src/fleet/view.ts';
 import { affinityKey } from '../src/placement/eligible.ts';
 import { LocalState } from '../src/placement/local.ts';
 import type { PlacementRequest } from '../src/placement/types.ts';
-import { createWarmpathPolicy } from '../src/placement/warmpath.ts';
+import { notifyDispatch, placeRequest } from '../src/placement/place.ts';
+import { policyOptions } from '../src/placement/registry.ts';
+import { createWarmpathPolicy } from '../src/placement/warmpath/index.ts';
 
 const N = Number(process.argv[2] ?? 1000);
 const PROMPTS = 200;
@@ -101,7 +103,7 @@ console.log(`  → ${N} replicas × 4 msg/s = ${(N * 4).toLocaleString()} msg/s 
 if (view.drops.superseded !== undefined || view.pulls.ok + view.pulls.failed > 0) console.log('  (unexpected drops/pulls)', view.drops, view.pulls);
 
 // Placement: shared system prompt + unique user turn (≈ 2.3k-token prompts), warmpath policy.
-const policy = createWarmpathPolicy({ chunkChars, charsPerToken: 4, loadFactor: 1.25, boundFloorTokens: 4096 });
+const policy = createWarmpathPolicy(policyOptions(routerConfig({ chunkChars })));
 const local = new LocalState(routerConfig());
 const placeUs: number[] = [];
 const describeUs: number[] = [];
@@ -114,12 +116,12 @@ for (let k = 0; k < 20_000; k++) {
   const now = Date.now();
   const req: PlacementRequest = { info, endpoint: 'chat', key: affinityKey(info, 8), body, exclude: undefined, now };
   const t = performance.now();
-  const p = policy.place(req, view, local);
+  const p = placeRequest(policy, req, view, local);
   placeUs.push((performance.now() - t) * 1e3);
   branches[p.branch] = (branches[p.branch] ?? 0) + 1;
   if (p.replica !== undefined) {
     const ticket = local.dispatch(p.replica.id, p.work ?? 0, now);
-    policy.onDispatch!(req, p.replica, local);
+    notifyDispatch(policy, req, p.replica, local);
     if (k % 2 === 0) local.complete(ticket);
   }
 }

@@ -5,20 +5,9 @@
  */
 import { FLEET_DEFAULTS, DEFAULT_LOAD_FACTOR } from '@warmpath/shared/wire';
 import { DEFAULT_MAX_BODY_BYTES, loadConfig, type ConfigOf, type Schema } from '@warmpath/shared/runtime';
+import { POLICY_NAMES } from './placement/registry.ts';
 
-export const POLICY_NAMES = [
-  'warmpath',
-  'round-robin',
-  'least-request',
-  'power-of-two',
-  'consistent-hash',
-  // emulations of the peers' policies (BASELINES.md), for benchmarks
-  'sglang-cache-aware',
-  'llm-d-approx',
-  'llm-d-precise',
-  'dynamo-kv',
-  'kubeai-prefix-hash',
-] as const;
+export { POLICY_NAMES };
 
 export const ROUTER_SCHEMA = {
   port: { type: 'number', default: 8080, min: 0, max: 65535, integer: true, doc: 'HTTP port (0 = OS-chosen)' },

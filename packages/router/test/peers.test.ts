@@ -1,6 +1,7 @@
 /** Behaviour of the peers' emulations, rule by rule from BASELINES.md. */
 import { describe, expect, it } from 'vitest';
 import { LocalState } from '../src/placement/local.ts';
+import { notifyDispatch, placeRequest } from '../src/placement/place.ts';
 import { createDynamoKvPolicy } from '../src/placement/peers/dynamo.ts';
 import { createKubeaiPrefixHashPolicy } from '../src/placement/peers/kubeai.ts';
 import { createLlmdPolicy } from '../src/placement/peers/llmd.ts';
@@ -13,10 +14,10 @@ const ids = (n: number) => Array.from({ length: n }, (_, i) => `r${i}`);
 
 /** Places and dispatches like the router does; returns the replica id. */
 function route(p: Policy, req: PlacementRequest, view: FleetView, local: LocalState): string {
-  const pl = p.place(req, view, local);
+  const pl = placeRequest(p, req, view, local);
   if (pl.replica === undefined) return pl.branch;
   local.dispatch(pl.replica.id, 1, req.now);
-  p.onDispatch?.(req, pl.replica, local);
+  notifyDispatch(p, req, pl.replica, local);
   return pl.replica.id;
 }
 
@@ -27,9 +28,9 @@ describe('sglang-cache-aware', () => {
     const local = new LocalState(CONFIG);
     const first = route(p, preq(chat('question one')), view, local);
     // Same system prompt (≈ 3.5k chars of a ≈ 3.5k-char text): match rate > 0.3 → same worker.
-    expect(p.place(preq(chat('question two')), view, local)).toMatchObject({ branch: 'sglang-cache-hit', replica: { id: first } });
+    expect(placeRequest(p, preq(chat('question two')), view, local)).toMatchObject({ branch: 'sglang-cache-hit', replica: { id: first } });
     // A fresh instance (another router) has not seen it: no hit.
-    expect(createSglangCacheAwarePolicy().place(preq(chat('question two')), view, new LocalState(CONFIG)).branch).toBe('sglang-least-load');
+    expect(placeRequest(createSglangCacheAwarePolicy(), preq(chat('question two')), view, new LocalState(CONFIG)).branch).toBe('sglang-least-load');
   });
 
   it('falls back to the least-loaded worker when imbalanced (abs > 64 and rel > 1.5)', () => {
@@ -38,7 +39,7 @@ describe('sglang-cache-aware', () => {
     const local = new LocalState(CONFIG);
     const first = route(p, preq(chat('q')), view, local);
     for (let i = 0; i < 70; i++) local.dispatch(first, 1, Date.now());
-    const pl = p.place(preq(chat('q2')), view, local);
+    const pl = placeRequest(p, preq(chat('q2')), view, local);
     expect(pl.branch).toBe('sglang-balance');
     expect(pl.replica!.id).not.toBe(first);
   });
@@ -57,17 +58,17 @@ describe('llm-d endpoint picker', () => {
     const body = chat('precise');
     const chain = chainOf(body);
     const view = makeView(ids(3).map((id) => makeState(id, id === 'r2' ? { digest: { from: -1, added: chain, size: chain.length } } : {})));
-    expect(createLlmdPolicy('precise').place(preq(body), view, new LocalState(CONFIG)).replica?.id).toBe('r2');
+    expect(placeRequest(createLlmdPolicy('precise'), preq(body), view, new LocalState(CONFIG)).replica?.id).toBe('r2');
   });
 
   it('KV and queue scorers pull away from a loaded pod', () => {
     const view = makeView([makeState('a', { load: { waiting: 3, kvUsedTokens: 70_000 } }), makeState('b')]);
-    expect(createLlmdPolicy('approx').place(preq(chat('x')), view, new LocalState(CONFIG)).replica?.id).toBe('b');
+    expect(placeRequest(createLlmdPolicy('approx'), preq(chat('x')), view, new LocalState(CONFIG)).replica?.id).toBe('b');
   });
 
   it('saturation detector: every pod saturated (queue ≥ 5 or KV ≥ 0.8) → saturated, not a colder pod', () => {
     const view = makeView([makeState('a', { load: { waiting: 5 } }), makeState('b', { load: { kvUsedTokens: 80_000 } })]);
-    expect(createLlmdPolicy('approx').place(preq(chat('x')), view, new LocalState(CONFIG)).branch).toBe('saturated');
+    expect(placeRequest(createLlmdPolicy('approx'), preq(chat('x')), view, new LocalState(CONFIG)).branch).toBe('saturated');
   });
 });
 
@@ -76,10 +77,10 @@ describe('dynamo-kv', () => {
     const body = chat('dynamo '.repeat(300));
     const chain = chainOf(body);
     const warm = makeView([makeState('cold'), makeState('warm', { digest: { from: -1, added: chain, size: chain.length } })]);
-    expect(createDynamoKvPolicy({ chunkChars: 256, charsPerToken: 4 }).place(preq(body), warm, new LocalState(CONFIG)).replica?.id).toBe('warm');
+    expect(placeRequest(createDynamoKvPolicy({ chunkChars: 256, charsPerToken: 4 }), preq(body), warm, new LocalState(CONFIG)).replica?.id).toBe('warm');
     // Enough active KV on the warm worker outweighs the prefill it would save.
     const busy = makeView([makeState('cold'), makeState('warm', { digest: { from: -1, added: chain, size: chain.length }, load: { kvUsedTokens: 60_000 } })]);
-    expect(createDynamoKvPolicy({ chunkChars: 256, charsPerToken: 4 }).place(preq(body), busy, new LocalState(CONFIG)).replica?.id).toBe('cold');
+    expect(placeRequest(createDynamoKvPolicy({ chunkChars: 256, charsPerToken: 4 }), preq(body), busy, new LocalState(CONFIG)).replica?.id).toBe('cold');
   });
 });
 
@@ -91,11 +92,21 @@ describe('kubeai-prefix-hash', () => {
     const user = 'u'.repeat(100);
     const home = route(p, preq(chat(user + 'tail one')), view, local);
     // Same first 100 chars, different tail and system prompt: same key, same home.
-    expect(p.place(preq(chat(user + 'tail two', {}, 'other system')), view, local).replica?.id).toBe(home);
+    expect(placeRequest(p, preq(chat(user + 'tail two', {}, 'other system')), view, local).replica?.id).toBe(home);
     // Load the home until the bound refuses it: with total 4 on 4 endpoints, limit = (5/4) × 1.25 = 1.56.
     for (let i = 0; i < 3; i++) local.dispatch(home, 1, Date.now());
-    const pl = p.place(preq(chat(user)), view, local);
+    const pl = placeRequest(p, preq(chat(user)), view, local);
     expect(pl.branch).toBe('kubeai-walk');
     expect(pl.replica!.id).not.toBe(home);
+  });
+
+  it('every endpoint over the bound → the key\'s home anyway (kubeai-home-over-bound); an idle fleet of 4 is: 0 + 1 > (0 + 1) / 4 × 1.25', () => {
+    const view = makeView(ids(4).map((id) => makeState(id)));
+    const p = createKubeaiPrefixHashPolicy();
+    const first = placeRequest(p, preq(chat('idle')), view, new LocalState(CONFIG));
+    expect(first.branch).toBe('kubeai-home-over-bound');
+    expect(placeRequest(p, preq(chat('idle')), view, new LocalState(CONFIG)).replica?.id).toBe(first.replica!.id);
+    // One endpoint alone: 1 ≤ 1 × 1.25, within the bound.
+    expect(placeRequest(p, preq(chat('idle')), makeView([makeState('solo')]), new LocalState(CONFIG)).branch).toBe('kubeai-home');
   });
 });

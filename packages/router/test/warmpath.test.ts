@@ -1,40 +1,41 @@
 import { describe, expect, it } from 'vitest';
 import { LocalState } from '../src/placement/local.ts';
+import { notifyDispatch, placeRequest } from '../src/placement/place.ts';
 import type { PlacementRequest } from '../src/placement/types.ts';
-import { createWarmpathPolicy } from '../src/placement/warmpath.ts';
-import { CONFIG, chainOf, chat, makeState, makeView, preq } from './helpers.ts';
+import { createWarmpathPolicy } from '../src/placement/warmpath/index.ts';
+import { CONFIG, chainOf, chat, makeState, makeView, options, preq } from './helpers.ts';
 
-const policy = () => createWarmpathPolicy({ chunkChars: 256, charsPerToken: 4, loadFactor: 1.25 });
+const policy = () => createWarmpathPolicy(options());
 const ids = (n: number) => Array.from({ length: n }, (_, i) => `r${i}`);
 
 describe('warmpath placement branches', () => {
   it('ring: a cold key goes to its ring home; the same key always lands there', () => {
     const view = makeView(ids(5).map((id) => makeState(id)));
     const p = policy();
-    const first = p.place(preq(chat('a')), view, new LocalState(CONFIG));
+    const first = placeRequest(p, preq(chat('a')), view, new LocalState(CONFIG));
     expect(first.branch).toBe('ring');
-    for (let i = 0; i < 10; i++) expect(p.place(preq(chat(`other turn ${i}`)), view, new LocalState(CONFIG)).replica?.id).toBe(first.replica!.id);
+    for (let i = 0; i < 10; i++) expect(placeRequest(p, preq(chat(`other turn ${i}`)), view, new LocalState(CONFIG)).replica?.id).toBe(first.replica!.id);
   });
 
   it('warm: the replica holding the longest prefix wins over the ring home', () => {
     const body = chat('a long user turn '.repeat(60));
     const states = ids(5).map((id) => makeState(id));
     const view0 = makeView(states);
-    const home = policy().place(preq(body), view0, new LocalState(CONFIG)).replica!.id;
+    const home = placeRequest(policy(), preq(body), view0, new LocalState(CONFIG)).replica!.id;
     const other = ids(5).find((id) => id !== home)!;
     const chain = chainOf(body);
     const view = makeView(ids(5).map((id) => makeState(id, id === other ? { digest: { from: -1, added: chain, size: chain.length } } : id === home ? { digest: { from: -1, added: chain.slice(0, 4), size: 4 } } : {})));
-    expect(policy().place(preq(body), view, new LocalState(CONFIG))).toMatchObject({ branch: 'warm', replica: { id: other } });
+    expect(placeRequest(policy(), preq(body), view, new LocalState(CONFIG))).toMatchObject({ branch: 'warm', replica: { id: other } });
   });
 
   it('warm ties (a system prompt cached everywhere) go to the shortest prefill queue, not one hot replica', () => {
     const sysChain = chainOf(chat(''), 13);
     const queues = [4_000, 3_000, 500, 2_000, 1_000, 2_500];
     const view = makeView(ids(6).map((id, i) => makeState(id, { load: { prefillTokens: queues[i]! }, digest: { from: -1, added: sysChain, size: sysChain.length } })));
-    for (let i = 0; i < 5; i++) expect(policy().place(preq(chat(`turn ${i}`)), view, new LocalState(CONFIG))).toMatchObject({ branch: 'warm', replica: { id: 'r2' } });
+    for (let i = 0; i < 5; i++) expect(placeRequest(policy(), preq(chat(`turn ${i}`)), view, new LocalState(CONFIG))).toMatchObject({ branch: 'warm', replica: { id: 'r2' } });
     // Equal queues: the id breaks the tie, identically on every router.
     const even = makeView(ids(6).map((id) => makeState(id, { digest: { from: -1, added: sysChain, size: sysChain.length } })));
-    expect(policy().place(preq(chat('x')), even, new LocalState(CONFIG)).replica?.id).toBe('r0');
+    expect(placeRequest(policy(), preq(chat('x')), even, new LocalState(CONFIG)).replica?.id).toBe('r0');
   });
 
   it('warm ties with an explicit routing key follow the key ring: every router sends a fan-out to one replica', () => {
@@ -44,11 +45,11 @@ describe('warmpath placement branches', () => {
     const cold = makeView(ids(6).map((id) => makeState(id)));
     for (const key of ['session-1', 'session-2', 'session-3']) {
       // The key's ring home, as the ring branch picks it on a cold fleet.
-      const home = policy().place(preq(chat('call 0', { prompt_cache_key: key })), cold, new LocalState(CONFIG)).replica!.id;
+      const home = placeRequest(policy(), preq(chat('call 0', { prompt_cache_key: key })), cold, new LocalState(CONFIG)).replica!.id;
       // Two routers, each with its own (empty) local state, place the key's calls alike, despite the queues.
       for (let call = 0; call < 4; call++) {
-        const a = policy().place(preq(chat(`call ${call}`, { prompt_cache_key: key })), view, new LocalState(CONFIG));
-        const b = policy().place(preq(chat(`call ${call}`), { keyHeader: key }), view, new LocalState(CONFIG));
+        const a = placeRequest(policy(), preq(chat(`call ${call}`, { prompt_cache_key: key })), view, new LocalState(CONFIG));
+        const b = placeRequest(policy(), preq(chat(`call ${call}`), { keyHeader: key }), view, new LocalState(CONFIG));
         expect(a).toMatchObject({ branch: 'warm', replica: { id: home } });
         expect(b.replica?.id).toBe(home);
       }
@@ -61,7 +62,7 @@ describe('warmpath placement branches', () => {
     const view = makeView(ids(6).map((id, i) => makeState(id, { load: { inflightTokens: loads[i]! }, digest: { from: -1, added: sysChain, size: sysChain.length } })));
     for (const key of ['task-1', 'task-2', 'task-3']) {
       const body = chat(`a long new task for ${key} `.repeat(300), { prompt_cache_key: key });
-      expect(policy().place(preq(body), view, new LocalState(CONFIG))).toMatchObject({ branch: 'warm', replica: { id: 'r2' } });
+      expect(placeRequest(policy(), preq(body), view, new LocalState(CONFIG))).toMatchObject({ branch: 'warm', replica: { id: 'r2' } });
     }
   });
 
@@ -72,10 +73,10 @@ describe('warmpath placement branches', () => {
       makeState('deep', { load: { prefillTokens: 3_000 }, digest: { from: -1, added: chain, size: chain.length } }),
       makeState('shallow', { digest: { from: -1, added: chain.slice(0, 13), size: 13 } }),
     ]);
-    expect(policy().place(preq(body), view, new LocalState(CONFIG))).toMatchObject({ branch: 'warm', replica: { id: 'deep' } });
+    expect(placeRequest(policy(), preq(body), view, new LocalState(CONFIG))).toMatchObject({ branch: 'warm', replica: { id: 'deep' } });
   });
 
-  it('warm: a deeper replica a little over the bound still wins when its prefill is cheaper', () => {
+  it('warm-over-bound: a deeper replica a little over the bound still wins when its prefill is cheaper', () => {
     // A long conversation lives on "home"; home is busy (over c × mean) but not past 2c: re-prefilling
     // the whole history on a shallower replica would cost more than home's queue.
     const body = chat('a long conversation turn '.repeat(400), { max_tokens: 16 });
@@ -83,19 +84,19 @@ describe('warmpath placement branches', () => {
     const sys = chain.slice(0, 13);
     const others = ids(4).map((id) => makeState(id, { load: { inflightTokens: 20_000 }, digest: { from: -1, added: sys, size: sys.length } }));
     const home = makeState('home', { load: { inflightTokens: 34_000, prefillTokens: 500 }, digest: { from: -1, added: chain, size: chain.length } });
-    expect(policy().place(preq(body), makeView([home, ...others]), new LocalState(CONFIG))).toMatchObject({ branch: 'warm', replica: { id: 'home' } });
+    expect(placeRequest(policy(), preq(body), makeView([home, ...others]), new LocalState(CONFIG))).toMatchObject({ branch: 'warm-over-bound', replica: { id: 'home' } });
     // Far past the hard bound, the shallower replica takes it.
     const swamped = makeState('home', { load: { inflightTokens: 400_000, prefillTokens: 500 }, digest: { from: -1, added: chain, size: chain.length } });
-    expect(policy().place(preq(body), makeView([swamped, ...others]), new LocalState(CONFIG)).replica?.id).not.toBe('home');
+    expect(placeRequest(policy(), preq(body), makeView([swamped, ...others]), new LocalState(CONFIG)).replica?.id).not.toBe('home');
   });
 
   it('spill: over the bound, the key grows onto the next replicas in ring order, deterministically', () => {
     const states = ids(4).map((id) => makeState(id));
     const req = preq(chat('x'));
-    const home = policy().place(req, makeView(states), new LocalState(CONFIG)).replica!.id;
+    const home = placeRequest(policy(), req, makeView(states), new LocalState(CONFIG)).replica!.id;
     const loaded = makeView(ids(4).map((id) => makeState(id, { load: { inflightTokens: id === home ? 50_000 : 1_000 } })));
-    const a = policy().place(req, loaded, new LocalState(CONFIG));
-    const b = policy().place(req, loaded, new LocalState(CONFIG));
+    const a = placeRequest(policy(), req, loaded, new LocalState(CONFIG));
+    const b = placeRequest(policy(), req, loaded, new LocalState(CONFIG));
     expect(a.branch).toBe('spill');
     expect(a.replica!.id).not.toBe(home);
     expect(b.replica!.id).toBe(a.replica!.id);
@@ -103,35 +104,35 @@ describe('warmpath placement branches', () => {
 
   it('two choices on the ring: a cold prompt takes the next ring member when the home has the longer prefill queue', () => {
     const req = preq(chat('a cold prompt'));
-    const home = policy().place(req, makeView(ids(5).map((id) => makeState(id))), new LocalState(CONFIG)).replica!.id;
+    const home = placeRequest(policy(), req, makeView(ids(5).map((id) => makeState(id))), new LocalState(CONFIG)).replica!.id;
     const busy = makeView(ids(5).map((id) => makeState(id, { load: { prefillTokens: id === home ? 6_000 : 0 } })));
-    const a = policy().place(req, busy, new LocalState(CONFIG));
-    expect(a.branch).toBe('spill');
+    const a = placeRequest(policy(), req, busy, new LocalState(CONFIG));
+    expect(a.branch).toBe('spill-two-choices');
     expect(a.replica!.id).not.toBe(home);
     // Deterministic: every router picks the same second member.
-    expect(policy().place(req, busy, new LocalState(CONFIG)).replica!.id).toBe(a.replica!.id);
+    expect(placeRequest(policy(), req, busy, new LocalState(CONFIG)).replica!.id).toBe(a.replica!.id);
     // A routing key keeps the request at its home.
     const keyed = preq(chat('a cold prompt', { prompt_cache_key: 'k' }));
-    const keyHome = policy().place(keyed, makeView(ids(5).map((id) => makeState(id))), new LocalState(CONFIG)).replica!.id;
+    const keyHome = placeRequest(policy(), keyed, makeView(ids(5).map((id) => makeState(id))), new LocalState(CONFIG)).replica!.id;
     const keyBusy = makeView(ids(5).map((id) => makeState(id, { load: { prefillTokens: id === keyHome ? 6_000 : 0 } })));
-    expect(policy().place(keyed, keyBusy, new LocalState(CONFIG))).toMatchObject({ branch: 'ring', replica: { id: keyHome } });
+    expect(placeRequest(policy(), keyed, keyBusy, new LocalState(CONFIG))).toMatchObject({ branch: 'ring', replica: { id: keyHome } });
   });
 
   it('balance: a prefix warm on several replicas, all over their share, warms an idle replica too', () => {
     const sysChain = chainOf(chat(''), 13);
     const warm = (id: string) => makeState(id, { load: { inflightTokens: 40_000 }, digest: { from: -1, added: sysChain, size: sysChain.length } });
     const view = makeView([...ids(7).map(warm), makeState('idle')]);
-    expect(policy().place(preq(chat('a new session')), view, new LocalState(CONFIG))).toMatchObject({ branch: 'balance', replica: { id: 'idle' } });
+    expect(placeRequest(policy(), preq(chat('a new session')), view, new LocalState(CONFIG))).toMatchObject({ branch: 'balance', replica: { id: 'idle' } });
     // A routing key asks for affinity: it stays on a warm replica.
-    expect(policy().place(preq(chat('a new session', { prompt_cache_key: 's1' })), view, new LocalState(CONFIG)).branch).toBe('warm');
+    expect(placeRequest(policy(), preq(chat('a new session', { prompt_cache_key: 's1' })), view, new LocalState(CONFIG)).branch).toBe('warm');
     // A history warm on one replica only (a session's home) stays home.
     const body = chat('a long conversation turn '.repeat(100));
     const chain = chainOf(body);
     const home = makeState('home', { load: { inflightTokens: 40_000 }, digest: { from: -1, added: chain, size: chain.length } });
-    expect(policy().place(preq(body), makeView([home, ...ids(6).map(warm), makeState('idle')]), new LocalState(CONFIG))).toMatchObject({ branch: 'warm', replica: { id: 'home' } });
+    expect(placeRequest(policy(), preq(body), makeView([home, ...ids(6).map(warm), makeState('idle')]), new LocalState(CONFIG))).toMatchObject({ branch: 'warm', replica: { id: 'home' } });
     // Balanced load: the warm replicas keep it.
     const even = makeView([...ids(7).map(warm), makeState('idle', { load: { inflightTokens: 36_000 } })]);
-    expect(policy().place(preq(chat('a new session')), even, new LocalState(CONFIG)).branch).toBe('warm');
+    expect(placeRequest(policy(), preq(chat('a new session')), even, new LocalState(CONFIG)).branch).toBe('warm');
   });
 
   it('least-loaded: when every replica is over the bound, the least loaded with headroom', () => {
@@ -141,12 +142,12 @@ describe('warmpath placement branches', () => {
       makeState('b', { load: { inflightTokens: 70_000 }, capacity: { kvTokens: 1_000_000 } }),
     ]);
     const body = chat('y', { max_tokens: 400_000 });
-    expect(policy().place(preq(body), view, new LocalState(CONFIG))).toMatchObject({ branch: 'least-loaded', replica: { id: 'b' } });
+    expect(placeRequest(policy(), preq(body), view, new LocalState(CONFIG))).toMatchObject({ branch: 'least-loaded', replica: { id: 'b' } });
   });
 
   it('saturated: no replica has KV headroom', () => {
     const view = makeView(ids(3).map((id) => makeState(id, { capacity: { kvTokens: 10_000 }, load: { kvUsedTokens: 9_990 } })));
-    expect(policy().place(preq(chat('z', { max_tokens: 100 })), view, new LocalState(CONFIG))).toEqual({ replica: undefined, branch: 'saturated' });
+    expect(placeRequest(policy(), preq(chat('z', { max_tokens: 100 })), view, new LocalState(CONFIG))).toEqual({ replica: undefined, branch: 'saturated' });
   });
 
   it("counts this router's own work sent since the last report", () => {
@@ -154,9 +155,9 @@ describe('warmpath placement branches', () => {
     const local = new LocalState(CONFIG);
     const p = policy();
     const req = preq(chat('q', { max_tokens: 2_000 }), { now: Date.now() + 10 });
-    const home = p.place(req, view, local).replica!;
+    const home = placeRequest(p, req, view, local).replica!;
     for (let i = 0; i < 4; i++) local.dispatch(home.id, 2_000, req.now);
-    const next = p.place(req, view, local);
+    const next = placeRequest(p, req, view, local);
     expect(next.branch).toBe('spill');
     expect(next.replica!.id).not.toBe(home.id);
   });
@@ -167,28 +168,28 @@ describe('warmpath placement branches', () => {
     const local = new LocalState(CONFIG);
     const p = policy();
     const now = Date.now();
-    const first = p.place(preq(chat('u0', { prompt_cache_key: 'k0' }, sys), { now }), view, local);
+    const first = placeRequest(p, preq(chat('u0', { prompt_cache_key: 'k0' }, sys), { now }), view, local);
     const firstReq: PlacementRequest = preq(chat('u0', { prompt_cache_key: 'k0' }, sys), { now });
-    p.onDispatch!(firstReq, first.replica!, local);
+    notifyDispatch(p, firstReq, first.replica!, local);
     // Different routing keys would scatter on the ring; the overlay keeps them warm on the first replica.
     for (let i = 1; i < 6; i++) {
-      const r = p.place(preq(chat(`u${i}`, { prompt_cache_key: `k${i}` }, sys), { now: now + i }), view, local);
+      const r = placeRequest(p, preq(chat(`u${i}`, { prompt_cache_key: `k${i}` }, sys), { now: now + i }), view, local);
       expect(r).toMatchObject({ branch: 'warm', replica: { id: first.replica!.id } });
     }
     // After the overlay expires, routing keys spread again.
-    const later = p.place(preq(chat('u9', { prompt_cache_key: 'k9' }, sys), { now: now + 60_000 }), view, local);
+    const later = placeRequest(p, preq(chat('u9', { prompt_cache_key: 'k9' }, sys), { now: now + 60_000 }), view, local);
     expect(later.branch).not.toBe('warm');
   });
 
   it('excluded and suspect replicas are skipped (retry path)', () => {
     const view = makeView(ids(3).map((id) => makeState(id)));
     const req = preq(chat('q'));
-    const home = policy().place(req, view, new LocalState(CONFIG)).replica!.id;
-    const retry = policy().place({ ...req, exclude: new Set([home]) }, view, new LocalState(CONFIG));
+    const home = placeRequest(policy(), req, view, new LocalState(CONFIG)).replica!.id;
+    const retry = placeRequest(policy(), { ...req, exclude: new Set([home]) }, view, new LocalState(CONFIG));
     expect(retry.replica!.id).not.toBe(home);
     const local = new LocalState(CONFIG);
     local.markSuspect(home, req.now);
-    expect(policy().place(req, view, local).replica!.id).not.toBe(home);
+    expect(placeRequest(policy(), req, view, local).replica!.id).not.toBe(home);
   });
 
   describe('adapters', () => {
@@ -196,7 +197,7 @@ describe('warmpath placement branches', () => {
 
     it('prefers a replica with the adapter hot', () => {
       const view = makeView([lora('r0', []), lora('r1', ['a2']), lora('r2', [])]);
-      expect(policy().place(preq(chat('q', { model: 'a2' }), { view }), view, new LocalState(CONFIG))).toMatchObject({ branch: 'adapter-hot', replica: { id: 'r1' } });
+      expect(placeRequest(policy(), preq(chat('q', { model: 'a2' }), { view }), view, new LocalState(CONFIG))).toMatchObject({ branch: 'adapter-hot', replica: { id: 'r1' } });
     });
 
     it('an adapter hot elsewhere, even a little over the bound, beats a warm prefix without it', () => {
@@ -208,17 +209,17 @@ describe('warmpath placement branches', () => {
       const busyHot = (inflightTokens: number) => makeState('hot', { adapters: ['a1', 'a2', 'a3'], hotAdapters: ['a2'], capacity: { adapterSlots: 2 }, load: { inflightTokens } });
       // 'hot' carries 1.33× the fleet mean: over c = 1.25, within 2c.
       const view = makeView([warm, busyHot(30_000), other('r2'), other('r3')]);
-      expect(policy().place(preq(body, { view }), view, new LocalState(CONFIG))).toMatchObject({ branch: 'adapter-hot', replica: { id: 'hot' } });
+      expect(placeRequest(policy(), preq(body, { view }), view, new LocalState(CONFIG))).toMatchObject({ branch: 'adapter-hot-override', replica: { id: 'hot' } });
       // Far past 2c, the warm replica loads the adapter.
       const swamped = makeView([warm, busyHot(400_000), other('r2'), other('r3')]);
-      expect(policy().place(preq(body, { view: swamped }), swamped, new LocalState(CONFIG))).toMatchObject({ branch: 'warm', replica: { id: 'warm' } });
+      expect(placeRequest(policy(), preq(body, { view: swamped }), swamped, new LocalState(CONFIG))).toMatchObject({ branch: 'warm', replica: { id: 'warm' } });
     });
 
     it('sends cold loads of one adapter to its ring home, whatever the prompt', () => {
       const view = makeView([lora('r0', []), lora('r1', []), lora('r2', []), lora('r3', [])]);
       const picks = new Set<string>();
       for (let i = 0; i < 20; i++) {
-        const p = policy().place(preq(chat(`prompt ${i}`, { model: 'a3' }), { view }), view, new LocalState(CONFIG));
+        const p = placeRequest(policy(), preq(chat(`prompt ${i}`, { model: 'a3' }), { view }), view, new LocalState(CONFIG));
         expect(p.branch).toBe('adapter-home');
         picks.add(p.replica!.id);
       }
@@ -226,9 +227,9 @@ describe('warmpath placement branches', () => {
     });
 
     it('a free slot beats evicting: walks past full replicas', () => {
-      const home = policy().place(preq(chat('q', { model: 'a3' }), { view: makeView([lora('r0', []), lora('r1', []), lora('r2', [])]) }), makeView([lora('r0', []), lora('r1', []), lora('r2', [])]), new LocalState(CONFIG)).replica!.id;
+      const home = placeRequest(policy(), preq(chat('q', { model: 'a3' }), { view: makeView([lora('r0', []), lora('r1', []), lora('r2', [])]) }), makeView([lora('r0', []), lora('r1', []), lora('r2', [])]), new LocalState(CONFIG)).replica!.id;
       const view = makeView(['r0', 'r1', 'r2'].map((id) => (id === home ? lora(id, ['a1', 'a2'], 2) : lora(id, []))));
-      const p = policy().place(preq(chat('q', { model: 'a3' }), { view }), view, new LocalState(CONFIG));
+      const p = placeRequest(policy(), preq(chat('q', { model: 'a3' }), { view }), view, new LocalState(CONFIG));
       expect(p.branch).toBe('adapter-spill');
       expect(p.replica!.id).not.toBe(home);
     });
@@ -240,6 +241,6 @@ describe('warmpath placement branches', () => {
       makeState('e2', { endpoints: ['embedding'], load: { inflightTokens: 10 } }),
       makeState('c', { load: { inflightTokens: 0 } }),
     ]);
-    expect(policy().place(preq({ model: 'm', input: 'x' }, { kind: 'embedding' }), view, new LocalState(CONFIG))).toMatchObject({ branch: 'least-loaded', replica: { id: 'e2' } });
+    expect(placeRequest(policy(), preq({ model: 'm', input: 'x' }, { kind: 'embedding' }), view, new LocalState(CONFIG))).toMatchObject({ branch: 'embedding-least-loaded', replica: { id: 'e2' } });
   });
 });

@@ -4,10 +4,10 @@
  *
  * Steps: each member owns round(vnodes × weight) points at xxh32(id#i); a key
  * lands on the first point clockwise; `walk` yields distinct members in ring
- * order from there (the key's preference list). The bounded-load rule admits a
- * member only if its load after adding this request stays within
- * ceil(c × (total + cost) × share), share = weight / Σ weight (1/n when
- * weights are equal).
+ * order from there (the key's preference list). The bounded-load rule
+ * (`withinBound`) admits a member only if, counted in units of this request,
+ * its load after adding it stays within ceil(c × (total + 1) × share), share =
+ * weight / Σ weight (1/n when weights are equal), or its load is under a floor.
  * Complexity: build O(P log P) for P points; lookup O(log P) binary search; a
  * walk visits points until every member is seen (O(P) worst, O(n log n)
  * expected for n members).
@@ -96,14 +96,54 @@ export function keyPosition(key: number | bigint): number {
   return (Number(key & 0xffffffffn) ^ Number((key >> 32n) & 0xffffffffn)) >>> 0;
 }
 
+/** One member's side of the bounded-load rule; all loads in one unit (tokens or requests). */
+export interface BoundInput {
+  /** The member's load before this request. */
+  readonly load: number;
+  /** The member's relative capacity (> 0). */
+  readonly weight: number;
+  /** Σ load over the members that could take the request. */
+  readonly totalLoad: number;
+  /** Σ weight over the same members. */
+  readonly totalWeight: number;
+  /** This request's work: the bound is counted in multiples of it (1 for request counts). */
+  readonly cost: number;
+  /** c: a member may carry up to c × its share of the fleet's work. */
+  readonly factor: number;
+  /** Per unit of weight, in the load's unit: below boundFloor(cost, floor) × weight a member is never full; 0 = no floor. */
+  readonly floor?: number;
+  /** Compare with c × share itself rather than its ceiling (KubeAI's inequality); default false. */
+  readonly exact?: boolean;
+}
+
 /**
- * The bounded-load rule, in one place: may a member whose load is `load` take
- * a request of `cost` when the fleet's total load is `total` and the member's
- * share of capacity is `share`? Load is in any unit (requests or tokens) as
- * long as all four arguments agree.
+ * The floor of the bounded-load rule per unit of weight: max(floor, min(2 × cost,
+ * 32 × floor)). Two requests' worth of work never makes a member "full", and
+ * the floor grows with the request up to 32 × floor (measured on the Mooncake
+ * trace, DES: without the growth 15k-token prompts spilled off warm replicas).
  */
-export function withinBound(load: number, cost: number, total: number, share: number, c = DEFAULT_LOAD_FACTOR): boolean {
-  return load + cost <= Math.ceil(c * (total + cost) * share);
+export function boundFloor(cost: number, floor: number): number {
+  return Math.max(floor, Math.min(2 * cost, 32 * floor));
+}
+
+/** The floor half of the rule: is the member's load under boundFloor(cost, floor) × weight? Never with floor 0. */
+export function underFloor(b: Pick<BoundInput, 'load' | 'weight' | 'cost' | 'floor'>): boolean {
+  const floor = b.floor ?? 0;
+  return floor > 0 && b.load <= boundFloor(b.cost, floor) * b.weight;
+}
+
+/**
+ * The bounded-load rule, in one place (Mirrokni et al.; HAProxy's
+ * hash-balance-factor): may a member take a request of `cost`? Yes when its
+ * load is under the floor × weight, or when, counted in units of the request,
+ * load + 1 ≤ ceil(c × (total + 1) × share), share = weight / Σ weight. The
+ * ceiling in request units admits at least one request of this size, as the
+ * count-based rule does; `exact` drops it (KubeAI's variant).
+ */
+export function withinBound(b: BoundInput): boolean {
+  if (underFloor(b)) return true;
+  const bound = b.factor * (b.totalLoad / b.cost + 1) * (b.weight / b.totalWeight);
+  return b.load / b.cost + 1 <= (b.exact === true ? bound : Math.ceil(bound));
 }
 
 /**
@@ -129,7 +169,7 @@ export function pickBounded(
   let rank = 0;
   for (const m of ring.walk(key)) {
     if (!eligible(m)) continue;
-    if (withinBound(loadOf(m.id), cost, total, m.weight / weight, c)) return { member: m, rank };
+    if (withinBound({ load: loadOf(m.id), weight: m.weight, totalLoad: total, totalWeight: weight, cost, factor: c })) return { member: m, rank };
     rank++;
   }
   return undefined;

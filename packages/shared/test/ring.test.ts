@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { HashRing, pickBounded, withinBound } from '../src/ring.ts';
+import { boundFloor, HashRing, pickBounded, withinBound } from '../src/ring.ts';
 
 const members = (n: number, prefix = 'r') => Array.from({ length: n }, (_, i) => ({ id: `${prefix}${i}`, weight: 1 }));
 const order = (ring: HashRing, key: number) => [...ring.walk(key)].map((m) => m.id);
@@ -67,10 +67,39 @@ describe('HashRing', () => {
 });
 
 describe('bounded loads', () => {
+  const member = { weight: 1, totalWeight: 4, factor: 1.25 };
+
   it('withinBound is ceil(c × (total + cost) × share)', () => {
     // 4 members, total 8 requests, c 1.25: bound = ceil(1.25 × 9 / 4) = 3.
-    expect(withinBound(2, 1, 8, 0.25)).toBe(true);
-    expect(withinBound(3, 1, 8, 0.25)).toBe(false);
+    expect(withinBound({ ...member, load: 2, totalLoad: 8, cost: 1 })).toBe(true);
+    expect(withinBound({ ...member, load: 3, totalLoad: 8, cost: 1 })).toBe(false);
+    // Counted in units of the request's work: the same fleet in tokens of 1,000-token requests.
+    expect(withinBound({ ...member, load: 2_000, totalLoad: 8_000, cost: 1_000 })).toBe(true);
+    expect(withinBound({ ...member, load: 3_000, totalLoad: 8_000, cost: 1_000 })).toBe(false);
+  });
+
+  it('exact compares with c × (total + cost) × share itself, without the ceiling (KubeAI)', () => {
+    // bound = 1.25 × 9 / 4 = 2.81: load 2 → 3 > 2.81.
+    expect(withinBound({ ...member, load: 1, totalLoad: 8, cost: 1, exact: true })).toBe(true);
+    expect(withinBound({ ...member, load: 2, totalLoad: 8, cost: 1, exact: true })).toBe(false);
+    expect(withinBound({ ...member, load: 2, totalLoad: 8, cost: 1 })).toBe(true);
+  });
+
+  it('the floor: under max(floor, min(2 × cost, 32 × floor)) × weight a member is always within', () => {
+    expect(boundFloor(1_000, 2_048)).toBe(2_048);
+    expect(boundFloor(5_000, 2_048)).toBe(10_000);
+    expect(boundFloor(1_000_000, 2_048)).toBe(32 * 2_048);
+    // Far over the share (the rest of the fleet is idle), yet under the floor: within.
+    const over = { weight: 1, totalWeight: 4, factor: 1.25, totalLoad: 9_000, cost: 1_000 };
+    expect(withinBound({ ...over, load: 9_000 })).toBe(false);
+    expect(withinBound({ ...over, load: 9_000, floor: 2_048 })).toBe(false);
+    expect(withinBound({ ...over, load: 9_000, floor: 9_000 })).toBe(true);
+    // The floor scales with weight and with the request: two requests' worth is never full.
+    expect(withinBound({ ...over, load: 9_000, floor: 4_500 })).toBe(false);
+    expect(withinBound({ ...over, load: 9_000, weight: 2, totalWeight: 5, floor: 4_500 })).toBe(true);
+    expect(withinBound({ ...over, load: 9_000, cost: 4_500, floor: 300 })).toBe(true); // 2 × 4,500 ≤ 32 × 300
+    expect(withinBound({ ...over, load: 9_001, cost: 4_500, floor: 300 })).toBe(false);
+    expect(withinBound({ ...over, load: 9_000, cost: 4_500, floor: 200 })).toBe(false); // capped at 32 × 200
   });
 
   it('property: the pick stays within the bound and is the first admitted member in walk order', () => {

@@ -1,7 +1,8 @@
 /**
  * Eligibility and the affinity key: the two things every policy must agree on.
- * A policy may only ever return a replica `eligible` admits; the conformance
- * suite checks exactly this.
+ * The candidate table (candidates.ts) applies `eligible` once per request, so a
+ * policy can only ever return a replica it admits; the conformance suite
+ * checks exactly this.
  */
 import { hashString, type RequestInfo } from '@warmpath/shared/wire';
 import type { FleetView, Replica } from '../fleet/view.ts';
@@ -25,15 +26,6 @@ export function eligible(r: Replica, req: PlacementRequest, view: FleetView, loc
     (req.exclude === undefined || !req.exclude.has(r.id)) &&
     !local.isSuspect(r, req.now)
   );
-}
-
-/** Eligible members of the request's group, into `out` (reused by the caller). */
-export function candidates(req: PlacementRequest, view: FleetView, local: LocalState, out: Replica[]): Replica[] {
-  out.length = 0;
-  const g = view.group(req.info.model, req.info.adapter);
-  if (g === undefined) return out;
-  for (const r of g.members) if (eligible(r, req, view, local)) out.push(r);
-  return out;
 }
 
 /**

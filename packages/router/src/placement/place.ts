@@ -3,13 +3,20 @@
  * policy: place a request, then tell the policy where it went and how it
  * ended. Everything around placement calls these three functions, never the
  * policy's methods directly.
+ *
+ * placeRequest builds the candidate table and the warmth once, here, so every
+ * policy sees the same eligibility rule and none of them reads the fleet view
+ * or this router's local state itself.
  */
 import type { FleetView, Replica } from '../fleet/view.ts';
+import { buildCandidates, scanWarmth } from './candidates.ts';
 import type { LocalState } from './local.ts';
-import type { Outcome, Placement, PlacementRequest, Policy } from './types.ts';
+import { NO_REPLICA, type Outcome, type Placement, type PlacementRequest, type Policy } from './types.ts';
 
 export function placeRequest(policy: Policy, req: PlacementRequest, view: FleetView, local: LocalState): Placement {
-  return policy.place(req, view, local);
+  const table = buildCandidates(req, view, local);
+  if (table === undefined) return NO_REPLICA;
+  return policy.select(req, table, scanWarmth(req, table, view, local));
 }
 
 export function notifyDispatch(policy: Policy, req: PlacementRequest, replica: Replica, local: LocalState): void {

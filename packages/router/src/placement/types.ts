@@ -2,30 +2,45 @@
  * The one placement interface every policy implements — Warmpath's own, the
  * plain load balancers, and the benchmark's emulations of peer routers.
  *
- * `place(request, view, local)` is pure: it reads the fleet view and this
- * router's local state and returns `{ replica, branch }`; the router does all
- * I/O, metrics and bookkeeping around it. Policies that learn from their own
- * routing decisions (SGLang's radix tree, KubeAI's in-flight counts…) keep
- * that state in their instance and update it from `onDispatch`/`onComplete`,
- * one instance per router, exactly as those systems do.
+ * `select(request, candidates, warmth)` is pure: it reads a candidate table
+ * built once per request (placement/candidates.ts) and returns
+ * `{ replica, branch }`, writing nothing — not the table, not the fleet view,
+ * not this router's local state, not the policy's own state. The router does
+ * all I/O, metrics and bookkeeping around it (placement/place.ts). Policies
+ * that learn from their own routing decisions (SGLang's radix tree, llm-d's
+ * LRU, round-robin's counter…) keep that state in their instance and update
+ * it only from `onDispatch`/`onComplete`, one instance per router, exactly as
+ * those systems do.
  */
 import type { Endpoint, RequestInfo } from '@warmpath/shared/wire';
-import type { FleetView, Replica } from '../fleet/view.ts';
+import type { Replica } from '../fleet/view.ts';
+import type { CandidateTable, Warmth } from './candidates.ts';
 import type { LocalState } from './local.ts';
 
-/** Why a replica was chosen (or none): counted per policy and returned in x-warmpath-route. */
+/**
+ * Why a replica was chosen (or none): one name per reason, counted per policy
+ * in warmpath_router_placements_total and returned in x-warmpath-route. The
+ * router's README has the table of which policy emits which.
+ */
 export const BRANCHES = [
-  'warm', // the warmest replica within the load bound with KV headroom
-  'ring', // the key's ring home (first eligible in ring order) within the bound
-  'spill', // a later replica in the key's ring order: deterministic overflow
-  'balance', // a prefix warm on several replicas, all over their share: an under-loaded replica warms it too
-  'adapter-hot', // no warm prefix; a replica with the adapter loaded, in key ring order
-  'adapter-home', // the adapter's ring home (free slot preferred): a cold adapter load
-  'adapter-spill', // a later replica in the adapter's ring order
-  'least-loaded', // every replica over the bound; the least loaded with headroom
+  // Warmpath (placement/warmpath/).
+  'warm', // the deepest warm replica within the load bound with KV headroom
+  'warm-over-bound', // a deeper warm replica over the bound (within 2c) whose prefill is cheaper than the pick within it
+  'balance', // a prefix warm on several replicas, the pick over its share: an under-loaded replica warms it too
+  'adapter-hot-override', // the warm pick lacks the adapter: a replica with it hot (within 2c), in key ring order
+  'ring', // cold prefix: the key's ring home within the bound (consistent-hash: its first eligible replica, no bound)
+  'spill', // cold prefix, ring home over the bound or full: the next replica within it in key ring order
+  'spill-two-choices', // cold prefix: the second replica within the bound in key ring order, whose published prefill queue is shorter
+  'adapter-hot', // cold prefix: a replica with the adapter hot within the bound, in key ring order
+  'adapter-home', // cold adapter: the adapter's ring home (free slot preferred): a cold adapter load
+  'adapter-spill', // cold adapter: a later replica in the adapter's ring order
+  'least-loaded', // every replica over the bound: the least loaded with headroom
+  'embedding-least-loaded', // an embedding (no prefix reuse): the least loaded with headroom
+  // The plain load balancers (placement/simple.ts).
   'round-robin',
   'least-request',
   'power-of-two',
+  // Set by the router around any policy.
   'queued', // waited in the router queue for room, then placed
   'retry', // placed again after a replica refused or failed to connect
   'saturated', // no replica has room: queue, then 429 fleet_saturated
@@ -36,8 +51,9 @@ export const BRANCHES = [
   'sglang-least-load', // SGLang cache_aware: low match rate, least in-flight
   'llm-d-score', // llm-d endpoint picker: max weighted score
   'dynamo-cost', // Dynamo KV router: minimum cost
-  'kubeai-home', // KubeAI PrefixHash: the key's ring home
+  'kubeai-home', // KubeAI PrefixHash: the key's ring home within the bound
   'kubeai-walk', // KubeAI PrefixHash: a later endpoint clockwise (bounded load)
+  'kubeai-home-over-bound', // KubeAI PrefixHash: every endpoint over the bound, the key's ring home anyway
 ] as const;
 export type KnownBranch = (typeof BRANCHES)[number];
 /** Emulations may add their own branch names. */
@@ -74,23 +90,25 @@ export interface Outcome {
 
 export interface Policy {
   readonly name: string;
-  place(req: PlacementRequest, view: FleetView, local: LocalState): Placement;
-  /** The router sent `req` to `replica` (after place, before the first upstream byte). */
+  /** Pure (see above); called only with at least one candidate. */
+  select(req: PlacementRequest, candidates: CandidateTable, warmth: Warmth): Placement;
+  /** The router sent `req` to `replica` (after select, before the first upstream byte). */
   onDispatch?(req: PlacementRequest, replica: Replica, local: LocalState): void;
   /** The request to `replica` ended. */
   onComplete?(req: PlacementRequest, replica: Replica, outcome: Outcome): void;
 }
 
+/** What a policy is built with: the router's validated config (see policyOptions in registry.ts). */
 export interface PolicyOptions {
   /** Prefix chunk size, characters (for warm-token estimates). */
-  chunkChars: number;
-  charsPerToken: number;
+  readonly chunkChars: number;
+  readonly charsPerToken: number;
   /** Bounded-load factor c. */
-  loadFactor: number;
-  /** Below this much work per unit of weight (tokens) a replica is always within the bound. */
-  boundFloorTokens?: number;
+  readonly loadFactor: number;
+  /** The bounded-load floor per unit of weight, tokens (withinBound's `floor`). */
+  readonly boundFloorTokens: number;
   /** Random source in [0, 1) for randomized policies; tests pass a seeded one. */
-  random?: () => number;
+  readonly random?: () => number;
 }
 
 export type PolicyFactory = (opts: PolicyOptions) => Policy;

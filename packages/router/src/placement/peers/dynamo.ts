@@ -1,5 +1,5 @@
 /**
- * Emulation of NVIDIA Dynamo's KV router (BASELINES.md).
+ * Emulation of NVIDIA Dynamo's KV router (docs/PEERS.md).
  *
  * Steps: for each worker, cost = kv_overlap_score_weight (1.0) × blocks this
  * request would have to prefill there (prompt blocks − blocks already cached,
@@ -13,9 +13,8 @@
  * prefix can keep attracting work until its cost of active blocks outweighs
  * the prefill it saves.
  */
-import type { Replica } from '../../fleet/view.ts';
-import { candidates } from '../eligible.ts';
-import { NO_REPLICA, type Placement, type Policy, type PolicyOptions } from '../types.ts';
+import type { Candidate } from '../candidates.ts';
+import type { Placement, Policy, PolicyOptions } from '../types.ts';
 
 export const DYNAMO_DEFAULTS = {
   overlapScoreWeight: 1.0,
@@ -25,29 +24,26 @@ export const DYNAMO_DEFAULTS = {
 export function createDynamoKvPolicy(opts: Pick<PolicyOptions, 'chunkChars' | 'charsPerToken'>): Policy {
   const d = DYNAMO_DEFAULTS;
   const tokensPerChunk = opts.chunkChars / opts.charsPerToken;
-  const cands: Replica[] = [];
   return {
     name: 'dynamo-kv',
-    place(req, view, local): Placement {
-      candidates(req, view, local, cands);
-      if (cands.length === 0) return NO_REPLICA;
-      view.scanWarmth(req.info.hashes);
+    select(req, t, warmth): Placement {
       const promptBlocks = Math.ceil(req.info.promptTokens / d.blockTokens);
       const requestBlocks = Math.ceil((req.info.promptTokens + req.info.maxTokens) / d.blockTokens);
-      let best: Replica | undefined;
+      let best: Candidate | undefined;
       let bestCost = Infinity;
       let bestActive = Infinity;
-      for (const r of cands) {
-        const cached = Math.min(promptBlocks, Math.floor((view.depthOf(r.slot) * tokensPerChunk) / d.blockTokens));
-        const active = (r.state.load.kvUsedTokens + local.addedTokens(r)) / d.blockTokens + requestBlocks;
+      for (let i = 0; i < t.rows.length; i++) {
+        const c = t.rows[i]!;
+        const cached = Math.min(promptBlocks, Math.floor((warmth.digest[i]! * tokensPerChunk) / d.blockTokens));
+        const active = (c.replica.state.load.kvUsedTokens + c.added) / d.blockTokens + requestBlocks;
         const cost = d.overlapScoreWeight * (promptBlocks - cached) + active;
         if (cost < bestCost || (cost === bestCost && active < bestActive)) {
-          best = r;
+          best = c;
           bestCost = cost;
           bestActive = active;
         }
       }
-      return { replica: best!, branch: 'dynamo-cost' };
+      return { replica: best!.replica, branch: 'dynamo-cost' };
     },
   };
 }

@@ -1,18 +1,18 @@
 /**
- * Emulation of KubeAI's `PrefixHash` load balancing (BASELINES.md).
+ * Emulation of KubeAI's `PrefixHash` load balancing (docs/PEERS.md).
  *
  * Steps: key = adapter + the first 100 characters of the first user message,
  * hashed with xxhash; a ring with 256 virtual nodes per endpoint over the
  * endpoints serving the adapter; walk clockwise from the key and take the
  * first endpoint with (load + 1) ≤ ((total + 1) / n) × 1.25, where load is
- * this proxy's in-flight count. (KubeAI's own inequality, without the ceil of
- * the shared `withinBound`; kept verbatim for a faithful emulation.)
+ * this proxy's in-flight count: the shared `withinBound` in request units,
+ * `exact` (KubeAI compares with the bound itself, not its ceiling). When every
+ * endpoint is over, KubeAI falls back to the key's home.
  * Complexity: O(log P) + walk; the ring is rebuilt when membership changes.
  */
-import { HashRing, hashString } from '@warmpath/shared/wire';
-import type { Replica } from '../../fleet/view.ts';
-import { candidates } from '../eligible.ts';
-import { NO_REPLICA, type Placement, type PlacementRequest, type Policy } from '../types.ts';
+import { HashRing, hashString, withinBound } from '@warmpath/shared/wire';
+import { rowOf, type Candidate, type CandidateTable } from '../candidates.ts';
+import type { Placement, PlacementRequest, Policy } from '../types.ts';
 
 export const KUBEAI_DEFAULTS = {
   prefixChars: 100,
@@ -36,32 +36,30 @@ function firstUserText(req: PlacementRequest): string {
 
 export function createKubeaiPrefixHashPolicy(): Policy {
   const d = KUBEAI_DEFAULTS;
-  const cands: Replica[] = [];
-  let ring: HashRing | undefined;
-  let ringIds = '';
+  // A memo, not state: the ring is a function of the candidates' ids alone, so it cannot change an answer.
+  let memo: { ids: string; ring: HashRing } | undefined;
+  const ringOf = (t: CandidateTable): HashRing => {
+    const ids = t.rows.map((c) => c.replica.id).sort().join('\u0000');
+    if (memo?.ids !== ids) memo = { ids, ring: new HashRing(t.rows.map((c) => ({ id: c.replica.id, weight: 1 })), d.replication) };
+    return memo.ring;
+  };
   return {
     name: 'kubeai-prefix-hash',
-    place(req, view, local): Placement {
-      candidates(req, view, local, cands);
-      const n = cands.length;
-      if (n === 0) return NO_REPLICA;
-      const ids = cands.map((r) => r.id).sort().join('\u0000');
-      if (ring === undefined || ids !== ringIds) {
-        ring = new HashRing(cands.map((r) => ({ id: r.id, weight: 1 })), d.replication);
-        ringIds = ids;
-      }
-      const byId = new Map(cands.map((r) => [r.id, r]));
+    select(req, t): Placement {
+      const n = t.rows.length;
+      const ring = ringOf(t);
       let total = 0;
-      for (const r of cands) total += local.inflight(r.id);
+      for (const c of t.rows) total += c.inflight;
       const key = hashString(req.info.adapter + firstUserText(req).slice(0, d.prefixChars));
-      const limit = ((total + 1) / n) * d.meanLoadFactor;
+      const within = (c: Candidate): boolean =>
+        withinBound({ load: c.inflight, weight: 1, totalLoad: total, totalWeight: n, cost: 1, factor: d.meanLoadFactor, exact: true });
       let rank = 0;
       for (const m of ring.walk(key)) {
-        const r = byId.get(m.id)!;
-        if (local.inflight(r.id) + 1 <= limit) return { replica: r, branch: rank === 0 ? 'kubeai-home' : 'kubeai-walk' };
+        const c = t.rows[rowOf(t, m.id)]!;
+        if (within(c)) return { replica: c.replica, branch: rank === 0 ? 'kubeai-home' : 'kubeai-walk' };
         rank++;
       }
-      return { replica: byId.get(ring.home(key)!.id)!, branch: 'kubeai-home' };
+      return { replica: t.rows[rowOf(t, ring.home(key)!.id)]!.replica, branch: 'kubeai-home-over-bound' };
     },
   };
 }

@@ -1,6 +1,6 @@
 /**
  * Emulation of the llm-d / Gateway API Inference Extension endpoint picker
- * (BASELINES.md), approximate and precise variants.
+ * (docs/PEERS.md), approximate and precise variants.
  *
  * Steps:
  *  1. Saturation detector: a pod with waiting queue ≥ 5 or KV usage ≥ 0.8 (or
@@ -24,8 +24,8 @@
  */
 import { chainHashes, prefixSeed, stableJson } from '@warmpath/shared/wire';
 import type { Replica } from '../../fleet/view.ts';
-import { candidates } from '../eligible.ts';
-import { NO_REPLICA, SATURATED, type Placement, type PlacementRequest, type Policy, type PolicyOptions } from '../types.ts';
+import type { CandidateTable, Warmth } from '../candidates.ts';
+import { SATURATED, type Placement, type PlacementRequest, type Policy, type PolicyOptions } from '../types.ts';
 
 export const LLMD_DEFAULTS = {
   prefixWeight: 3,
@@ -68,7 +68,7 @@ export function createLlmdPolicy(variant: 'approx' | 'precise', opts: Pick<Polic
   const d = LLMD_DEFAULTS;
   const random = opts.random ?? Math.random;
   const index = new Map<string, Lru>(); // pod id → blocks it was sent
-  const cands: Replica[] = [];
+  // A memo keyed by the request body: select and onDispatch hash the prompt once; it cannot change an answer.
   const blocksOf = new WeakMap<object, BigUint64Array>();
   const blocks = (req: PlacementRequest): BigUint64Array => {
     const key = req.body ?? req.info;
@@ -76,56 +76,51 @@ export function createLlmdPolicy(variant: 'approx' | 'precise', opts: Pick<Polic
     if (h === undefined) blocksOf.set(key, (h = chainHashes(promptBytes(req), d.blockChars, prefixSeed(req.info.requested), d.maxBlocks)));
     return h;
   };
+  const kvUsage = (r: Readonly<Replica>): number => (r.state.capacity.kvTokens > 0 ? r.state.load.kvUsedTokens / r.state.capacity.kvTokens : 0);
+
+  /** Prefix score per row in [0, 1]: from this router's LRU (approx) or the published digests (precise). */
+  function prefixScores(req: PlacementRequest, t: CandidateTable, warmth: Warmth): number[] {
+    if (variant === 'precise') {
+      const total = req.info.hashes.length;
+      return warmth.digest.map((depth) => (total === 0 ? 0 : depth / total));
+    }
+    const h = blocks(req);
+    return t.rows.map((c) => {
+      const lru = index.get(c.replica.id);
+      if (lru === undefined || h.length === 0) return 0;
+      let i = 0;
+      while (i < h.length && lru.has(h[i]!)) i++;
+      return i / h.length;
+    });
+  }
 
   return {
     name: variant === 'approx' ? 'llm-d-approx' : 'llm-d-precise',
-    place(req, view, local): Placement {
-      candidates(req, view, local, cands);
-      const n = cands.length;
-      if (n === 0) return NO_REPLICA;
-      const saturated = (r: Replica): boolean => {
-        const s = r.state;
-        const kv = s.capacity.kvTokens > 0 ? s.load.kvUsedTokens / s.capacity.kvTokens : 0;
-        return s.load.waiting >= d.saturationQueue || kv >= d.saturationKv || req.now - r.receivedAt > d.staleMs;
-      };
-      if (cands.every(saturated)) return SATURATED;
-
-      let prefix: (r: Replica) => number;
-      if (variant === 'approx') {
-        const h = blocks(req);
-        prefix = (r) => {
-          const lru = index.get(r.id);
-          if (lru === undefined || h.length === 0) return 0;
-          let i = 0;
-          while (i < h.length && lru.has(h[i]!)) i++;
-          return i / h.length;
-        };
-      } else {
-        view.scanWarmth(req.info.hashes);
-        const total = req.info.hashes.length;
-        prefix = (r) => (total === 0 ? 0 : view.depthOf(r.slot) / total);
-      }
+    select(req, t, warmth): Placement {
+      const saturated = (r: Readonly<Replica>): boolean =>
+        r.state.load.waiting >= d.saturationQueue || kvUsage(r) >= d.saturationKv || req.now - r.receivedAt > d.staleMs;
+      if (t.rows.every((c) => saturated(c.replica))) return SATURATED;
+      const prefix = prefixScores(req, t, warmth);
       let qMin = Infinity;
       let qMax = -Infinity;
-      for (const r of cands) {
-        qMin = Math.min(qMin, r.state.load.waiting);
-        qMax = Math.max(qMax, r.state.load.waiting);
+      for (const c of t.rows) {
+        qMin = Math.min(qMin, c.replica.state.load.waiting);
+        qMax = Math.max(qMax, c.replica.state.load.waiting);
       }
       const adapter = req.info.adapter;
       let best = -Infinity;
-      let picks: Replica[] = [];
-      for (const r of cands) {
+      let picks: Array<Readonly<Replica>> = [];
+      t.rows.forEach(({ replica: r }, i) => {
         const s = r.state;
-        const kv = s.capacity.kvTokens > 0 ? s.load.kvUsedTokens / s.capacity.kvTokens : 0;
         const queue = qMax === qMin ? 1 : (qMax - s.load.waiting) / (qMax - qMin);
-        let score = d.prefixWeight * prefix(r) + d.kvWeight * (1 - kv) + d.queueWeight * queue;
+        let score = d.prefixWeight * prefix[i]! + d.kvWeight * (1 - kvUsage(r)) + d.queueWeight * queue;
         if (adapter !== '')
           score += d.loraWeight * (s.hotAdapters.includes(adapter) ? 1 : s.hotAdapters.length < s.capacity.adapterSlots ? 0.8 : 0);
         if (score > best + 1e-12) {
           best = score;
           picks = [r];
         } else if (Math.abs(score - best) <= 1e-12) picks.push(r);
-      }
+      });
       return { replica: picks[Math.floor(random() * picks.length)]!, branch: 'llm-d-score' };
     },
     onDispatch(req, replica) {

@@ -1,6 +1,6 @@
 /**
  * Emulation of SGLang model gateway's `cache_aware` policy (its default), per
- * BASELINES.md, for the benchmark. One instance per router: the tree is built
+ * docs/PEERS.md, for the benchmark. One instance per router: the tree is built
  * only from this router's own routing history, exactly as the gateway does
  * without its mesh.
  *
@@ -21,9 +21,8 @@
  * it learns only from its own decisions.
  */
 import { canonicalText, chainHashes, prefixSeed } from '@warmpath/shared/wire';
-import type { Replica } from '../../fleet/view.ts';
-import { candidates } from '../eligible.ts';
-import { NO_REPLICA, type Placement, type PlacementRequest, type Policy } from '../types.ts';
+import { rowOf, type Candidate, type CandidateTable } from '../candidates.ts';
+import type { Placement, PlacementRequest, Policy } from '../types.ts';
 
 export const SGLANG_DEFAULTS = {
   cacheThreshold: 0.3,
@@ -38,12 +37,59 @@ interface Node {
   workers: Map<string, number>; // worker id → last access (ms)
 }
 
+type Tree = Map<bigint, Node>;
+
+/** The longest prefix of `hashes` in the tree that a candidate holds: its depth (chunks) and those candidates. */
+function longestMatch(tree: Tree, hashes: BigUint64Array, t: CandidateTable): { depth: number; holders: string[] } {
+  let depth = 0;
+  let holders: string[] = [];
+  for (let i = 0; i < hashes.length; i++) {
+    const n = tree.get(hashes[i]!);
+    if (n === undefined) break;
+    const live = [...n.workers.keys()].filter((w) => rowOf(t, w) >= 0);
+    if (live.length === 0) break;
+    depth = i + 1;
+    holders = live;
+  }
+  return { depth, holders };
+}
+
+/** Drops the `count` least recently used (chunk, worker) entries across the trees; returns how many it dropped. */
+function evictOldest(trees: Map<string, Tree>, count: number): number {
+  const all: Array<[Tree, bigint, string, number]> = [];
+  for (const tree of trees.values()) for (const [h, n] of tree) for (const [w, t] of n.workers) all.push([tree, h, w, t]);
+  all.sort((a, b) => a[3] - b[3]);
+  let i = 0;
+  for (; i < all.length && i < count; i++) {
+    const [tree, h, w] = all[i]!;
+    const n = tree.get(h)!;
+    n.workers.delete(w);
+    if (n.workers.size === 0) tree.delete(h);
+  }
+  return i;
+}
+
+/** The candidate with the fewest in-flight requests here (the first such), and the min and max of those counts. */
+function leastInflight(t: CandidateTable): { least: Candidate; min: number; max: number } {
+  let min = Infinity;
+  let max = -Infinity;
+  let least = t.rows[0]!;
+  for (const c of t.rows) {
+    if (c.inflight < min) {
+      min = c.inflight;
+      least = c;
+    }
+    if (c.inflight > max) max = c.inflight;
+  }
+  return { least, min, max };
+}
+
 export function createSglangCacheAwarePolicy(): Policy {
   const d = SGLANG_DEFAULTS;
-  const trees = new Map<string, Map<bigint, Node>>(); // per model
+  const trees = new Map<string, Tree>(); // per model
   let lastEviction = 0;
   let entries = 0;
-  const cands: Replica[] = [];
+  // A memo keyed by the request body: select and onDispatch hash the text once; it cannot change an answer.
   const texts = new WeakMap<object, BigUint64Array>();
 
   const chain = (req: PlacementRequest): BigUint64Array => {
@@ -62,64 +108,25 @@ export function createSglangCacheAwarePolicy(): Policy {
     lastEviction = now;
     const limit = d.maxTreeSizeChars / d.chunkChars;
     if (entries <= limit) return;
-    const all: Array<[Map<bigint, Node>, bigint, string, number]> = [];
-    for (const tree of trees.values()) for (const [h, n] of tree) for (const [w, t] of n.workers) all.push([tree, h, w, t]);
-    all.sort((a, b) => a[3] - b[3]);
-    for (let i = 0; i < all.length && entries > limit; i++) {
-      const [tree, h, w] = all[i]!;
-      const n = tree.get(h)!;
-      n.workers.delete(w);
-      if (n.workers.size === 0) tree.delete(h);
-      entries--;
-    }
+    entries -= evictOldest(trees, entries - limit);
   }
 
   return {
     name: 'sglang-cache-aware',
-    place(req, view, local): Placement {
-      candidates(req, view, local, cands);
-      if (cands.length === 0) return NO_REPLICA;
-      let min = Infinity;
-      let max = -Infinity;
-      let least = cands[0]!;
-      for (const r of cands) {
-        const f = local.inflight(r.id);
-        if (f < min) {
-          min = f;
-          least = r;
-        }
-        if (f > max) max = f;
-      }
-      if (max - min > d.balanceAbsThreshold && max > d.balanceRelThreshold * min) return { replica: least, branch: 'sglang-balance' };
+    select(req, t): Placement {
+      const { least, min, max } = leastInflight(t);
+      if (max - min > d.balanceAbsThreshold && max > d.balanceRelThreshold * min) return { replica: least.replica, branch: 'sglang-balance' };
       const hashes = chain(req);
       const tree = trees.get(req.info.requested);
-      if (tree === undefined || hashes.length === 0) return { replica: least, branch: 'sglang-least-load' };
-      const ids = new Set(cands.map((r) => r.id));
-      let depth = 0;
-      let holders: string[] = [];
-      for (let i = 0; i < hashes.length; i++) {
-        const n = tree.get(hashes[i]!);
-        if (n === undefined) break;
-        const live = [...n.workers.keys()].filter((w) => ids.has(w));
-        if (live.length === 0) break;
-        depth = i + 1;
-        holders = live;
-      }
+      if (tree === undefined || hashes.length === 0) return { replica: least.replica, branch: 'sglang-least-load' };
+      const { depth, holders } = longestMatch(tree, hashes, t);
       const textChars = Math.max(1, req.info.promptChars);
       if ((depth * d.chunkChars) / textChars > d.cacheThreshold) {
-        let pick: Replica | undefined;
-        let best = Infinity;
-        for (const r of cands) {
-          if (!holders.includes(r.id)) continue;
-          const f = local.inflight(r.id);
-          if (f < best) {
-            best = f;
-            pick = r;
-          }
-        }
-        if (pick !== undefined) return { replica: pick, branch: 'sglang-cache-hit' };
+        let pick: Candidate | undefined;
+        for (const c of t.rows) if (holders.includes(c.replica.id) && (pick === undefined || c.inflight < pick.inflight)) pick = c;
+        if (pick !== undefined) return { replica: pick.replica, branch: 'sglang-cache-hit' };
       }
-      return { replica: least, branch: 'sglang-least-load' };
+      return { replica: least.replica, branch: 'sglang-least-load' };
     },
     onDispatch(req, replica) {
       const hashes = chain(req);

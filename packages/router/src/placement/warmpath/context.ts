@@ -1,0 +1,83 @@
+/**
+ * What every warmpath step derives from (request, candidate table, warmth)
+ * before choosing: the depth each row matched, its adapter tier, and the
+ * request's bound — all computed once per request, read by pure steps.
+ *
+ * The bound is counted in units of this request's work u = promptTokens +
+ * maxTokens (withinBound in the shared ring module, floor included): a
+ * replica with little work is never "full", and the floor grows with the
+ * request. Headroom: KV free (after this router's own recent work) ≥ the
+ * uncached prompt + maxTokens.
+ */
+import { underFloor, withinBound } from '@warmpath/shared/wire';
+import type { CandidateTable, Warmth } from '../candidates.ts';
+import type { Branch, Placement, PlacementRequest, PolicyOptions } from '../types.ts';
+import { adapterTier } from './tier.ts';
+
+/** How far over the load bound (× c) a deeper warm replica, or one with the adapter hot, may still be chosen. */
+export const HARD_BOUND = 2;
+
+export interface Ctx {
+  readonly req: PlacementRequest;
+  readonly t: CandidateTable;
+  /** Matched chain depth per row, chunks: max(digest, overlay); 0 for embeddings (no prefix reuse). */
+  readonly depth: readonly number[];
+  /** Adapter tier of row i (TIER_HOT when the request has no adapter). */
+  tier(i: number): number;
+  readonly tokensPerChunk: number;
+  /** Bounded-load factor c. */
+  readonly c: number;
+  /** Row i is under the bound's floor for this request: not busy at all. */
+  underFloor(i: number): boolean;
+  /** Within c (or `factor`) × its share, in units of this request's work, or under the floor. */
+  within(i: number, factor?: number): boolean;
+  /** Tokens the request adds to row i: its uncached prompt there + maxTokens. */
+  work(i: number): number;
+  /** Row i has the KV room for work(i). */
+  headroom(i: number): boolean;
+  /** Within the bound, with headroom. */
+  ok(i: number): boolean;
+  /** Within HARD_BOUND × the bound, with headroom. */
+  hardOk(i: number): boolean;
+}
+
+export function derive(req: PlacementRequest, t: CandidateTable, warmth: Warmth, opts: PolicyOptions): Ctx {
+  const info = req.info;
+  const rows = t.rows;
+  const c = opts.loadFactor;
+  const tokensPerChunk = opts.chunkChars / opts.charsPerToken;
+  const unit = Math.max(1, info.promptTokens + info.maxTokens);
+  const depth = new Array<number>(rows.length);
+  for (let i = 0; i < rows.length; i++) depth[i] = info.kind === 'embedding' ? 0 : Math.max(warmth.digest[i]!, warmth.overlay[i]!);
+  const floor = opts.boundFloorTokens;
+  const within = (i: number, factor = c): boolean => {
+    const r = rows[i]!;
+    return withinBound({ load: r.load, weight: r.weight, totalLoad: t.totalLoad, totalWeight: t.totalWeight, cost: unit, factor, floor });
+  };
+  const work = (i: number): number => Math.max(0, info.promptTokens - Math.floor(depth[i]! * tokensPerChunk)) + info.maxTokens;
+  const headroom = (i: number): boolean => rows[i]!.kvFree >= work(i);
+  return {
+    req,
+    t,
+    depth,
+    tier: (i) => adapterTier(rows[i]!.replica, info.adapter),
+    tokensPerChunk,
+    c,
+    underFloor: (i) => underFloor({ load: rows[i]!.load, weight: rows[i]!.weight, cost: unit, floor }),
+    within,
+    work,
+    headroom,
+    ok: (i) => within(i) && headroom(i),
+    hardOk: (i) => headroom(i) && within(i, c * HARD_BOUND),
+  };
+}
+
+/** Row i's work per unit of weight, tokens. */
+export function loadPerWeight(ctx: Ctx, i: number): number {
+  const r = ctx.t.rows[i]!;
+  return r.load / r.weight;
+}
+
+export function pick(ctx: Ctx, i: number, branch: Branch): Placement {
+  return { replica: ctx.t.rows[i]!.replica, branch, work: ctx.work(i) };
+}

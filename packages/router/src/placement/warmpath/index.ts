@@ -1,0 +1,79 @@
+/**
+ * Warmpath placement: cache-aware consistent hashing with bounded loads, in
+ * work units (tokens). A pure composition of named steps over the candidate
+ * table (docs/DESIGN-RATIONALE.md explains each choice); each step is a
+ * function of (request, table, warmth, derived bound) in this folder.
+ *
+ * Steps (branch names in quotes):
+ *  0. derive (context.ts): depth(r) = longest matched chain prefix in r's
+ *     digest or in this router's optimistic overlay; the bound in units of
+ *     this request's work u = promptTokens + maxTokens, floor included
+ *     (withinBound); headroom: KV free ≥ uncached prompt + maxTokens.
+ *     Embeddings have no prefix reuse: least-loaded directly
+ *     ("embedding-least-loaded").
+ *  1. warm (warmest.ts, balance.ts, adapter.ts): the deepest match within the
+ *     bound with headroom, ties broken by adapter tier, routing-key ring
+ *     order (or least-loaded for a keyed new task), prefill queue, id
+ *     ("warm"); a deeper replica within HARD_BOUND × c whose prefill is
+ *     cheaper ("warm-over-bound"); an adapter request whose pick lacks the
+ *     adapter → a replica with it hot ("adapter-hot-override"); a prefix warm
+ *     on several replicas, the pick over its share → an under-loaded replica
+ *     warms it too ("balance").
+ *  2. cold (ring-or-spill.ts, adapter.ts): the key's ring home within the
+ *     bound ("ring"), a later replica in ring order ("spill"), or the second
+ *     with a shorter published prefill queue ("spill-two-choices"); with an
+ *     adapter: hot in key ring order ("adapter-hot"), else the adapter's own
+ *     ring ("adapter-home" / "adapter-spill").
+ *  3. least-loaded (least-loaded.ts): every replica over the bound → the
+ *     lowest load per weight with headroom ("least-loaded"); none has
+ *     headroom → "saturated".
+ * Complexity: O(candidates) for the derived arrays and scans + a few ring
+ * walks that stop at the first admissible member (O(log P) + a few steps
+ * typically); the table and warmth cost O(candidates + matched depth +
+ * holders) before select.
+ * Trade-off: the bound caps any replica at c × its share of the fleet's work,
+ * giving up some cache hits to keep tail latency; c = 1.25 spills early, a
+ * larger c keeps more hits on hot replicas. The floor (boundFloorTokens,
+ * measured on the Mooncake trace: 15k-token prompts spilled off warm replicas
+ * without it) keeps a replica with little work from ever counting as full.
+ */
+import type { CandidateTable, Warmth } from '../candidates.ts';
+import type { Placement, PlacementRequest, Policy, PolicyOptions } from '../types.ts';
+import { adapterCold, adapterHotOverride } from './adapter.ts';
+import { balanceTarget, overBound } from './balance.ts';
+import { type Ctx, derive, pick } from './context.ts';
+import { leastLoaded } from './least-loaded.ts';
+import { ringOrSpill } from './ring-or-spill.ts';
+import { keyTieBreak, warmest } from './warmest.ts';
+
+export { adapterTier } from './tier.ts';
+
+/** Step 1: a placement on a warm replica (or one that should warm the prefix), if any is warm. */
+function warmStep(ctx: Ctx): Placement | undefined {
+  const choices = warmest(ctx);
+  const warm = keyTieBreak(ctx, choices.within, ctx.ok);
+  const deeper = keyTieBreak(ctx, choices.hard, ctx.hardOk);
+  const over = overBound(ctx, warm, deeper);
+  if (over >= 0) return pick(ctx, over, 'warm-over-bound');
+  if (warm < 0) return undefined;
+  const hot = adapterHotOverride(ctx, warm);
+  if (hot >= 0) return pick(ctx, hot, 'adapter-hot-override');
+  const target = balanceTarget(ctx, warm);
+  return target >= 0 ? pick(ctx, target, 'balance') : pick(ctx, warm, 'warm');
+}
+
+export function createWarmpathPolicy(opts: PolicyOptions): Policy {
+  return {
+    name: 'warmpath',
+    select(req: PlacementRequest, t: CandidateTable, warmth: Warmth): Placement {
+      const ctx = derive(req, t, warmth, opts);
+      if (req.info.kind === 'embedding') return leastLoaded(ctx, 'embedding-least-loaded');
+      const cold = (): Placement | undefined => (req.info.adapter === '' ? ringOrSpill(ctx) : adapterCold(ctx));
+      return warmStep(ctx) ?? cold() ?? leastLoaded(ctx, 'least-loaded');
+    },
+    onDispatch(req, replica, local) {
+      // The optimistic overlay: later requests see this prefix warm here before gossip confirms it.
+      if (req.endpoint !== 'embedding' && req.info.hashes.length > 0) local.overlayAdd(req.info.hashes, replica.slot, req.now);
+    },
+  };
+}
