@@ -33,6 +33,7 @@ export interface PolicyResult {
     byTag?: Record<string, { n: number; ttft_p50: number; ttft_p99: number }>;
     /** TTFT p50 over every request sent, an unanswered one counting as the slowest (null in JSON = more than half unanswered). */
     ttftP50AllRequests?: number | null;
+    ttftP99AllRequests?: number | null;
   };
 }
 
@@ -51,14 +52,19 @@ export interface EngineTotals {
 }
 
 /**
- * TTFT p50 over every request sent: a request that never got a first token
- * (refused, timed out) counts as slower than any that did. `ttft_ms` covers
- * answered requests only, which flatters a policy that sheds load.
+ * A TTFT percentile over every request sent: a request that never got a first
+ * token (refused, timed out) counts as slower than any that did (Infinity
+ * when the percentile falls among those). `ttft_ms` covers answered requests
+ * only, which flatters a policy that sheds load.
  */
-export function p50OverAllRequests(answeredTtfts: readonly number[], requests: number): number {
+export function percentileOverAllRequests(answeredTtfts: readonly number[], requests: number, p: number): number {
   const sorted = [...answeredTtfts].sort((a, b) => a - b);
-  const idx = Math.max(0, Math.ceil(0.5 * requests) - 1);
+  const idx = Math.max(0, Math.ceil((p / 100) * requests) - 1);
   return idx < sorted.length ? sorted[idx]! : Number.POSITIVE_INFINITY;
+}
+
+export function p50OverAllRequests(answeredTtfts: readonly number[], requests: number): number {
+  return percentileOverAllRequests(answeredTtfts, requests, 50);
 }
 
 const round = (x: number, d = 1) => (Number.isFinite(x) ? Math.round(x * 10 ** d) / 10 ** d : null);
@@ -111,6 +117,7 @@ export function summarize(
       branches,
       ttftSamples: ttft.map((x) => round(x)!),
       ttftP50AllRequests: round(p50OverAllRequests(ttft, results.length)),
+      ttftP99AllRequests: round(percentileOverAllRequests(ttft, results.length, 99)),
       ...(extra.perReplicaLoad !== undefined ? { perReplicaLoad: extra.perReplicaLoad } : {}),
       byTag,
     },
