@@ -6,11 +6,13 @@ import { resolve } from 'node:path';
 import cliProgress from 'cli-progress';
 import { POLICY_NAMES } from '@warmpath/router';
 import { configFromProcess, ConfigError, type Schema } from '@warmpath/shared/runtime';
-import { runDes } from './des/run.ts';
-import { lastArrivalMs } from './loadgen.ts';
+import { assignRouters, L4_MODES, type L4Mode } from './l4.ts';
+import { lastArrivalMs, type PlannedRequest } from './loadgen.ts';
 import { runLive } from './live.ts';
+import { DesPool, type DesJob } from './pool.ts';
+import { computeReferences } from './references.ts';
 import { markdownTable, writeHtml, writeJson, type BenchReport, type PolicyResult } from './report.ts';
-import { DEFAULT_MODEL, SCENARIOS } from './scenarios.ts';
+import { DEFAULT_MODEL, SCENARIOS, type Scenario } from './scenarios.ts';
 
 /** Every router policy, plus the oracle (which routes around the routers). */
 export const ALL_POLICIES = [...POLICY_NAMES, 'oracle'] as const;
@@ -29,45 +31,85 @@ export const benchSchema = {
   requestTimeoutS: { type: 'number', default: 30, min: 1, doc: 'live: a client gives up on a request after this many simulated seconds (an error)' },
   json: { type: 'string', default: '', doc: 'write the JSON result here' },
   report: { type: 'string', default: '', doc: 'write the HTML report here' },
-  progress: { type: 'boolean', default: true, doc: 'show a progress bar on stderr' },
+  progress: { type: 'boolean', default: true, doc: 'live: show a progress bar on stderr' },
+  l4: { type: 'string', default: 'random', choices: L4_MODES, doc: 'how clients reach routers: random (a seeded draw per request) or sticky (a session always reaches the same router)' },
+  workers: { type: 'number', default: 2, min: 1, max: 64, integer: true, doc: 'des: policies simulated at once (worker threads, each under a heap limit)' },
   routerSet: { type: 'list', default: [], doc: 'router config overrides as key=value (e.g. loadFactor=1.5), for every policy' },
 } as const satisfies Schema;
+
+type BenchConfig = ReturnType<typeof configFromProcess<typeof benchSchema>>;
 
 export async function run(argv: string[]): Promise<void> {
   const cfg = configFromProcess('bench', benchSchema, argv);
   const scenario = SCENARIOS[cfg.scenario]!;
   for (const p of cfg.policies) if (!(ALL_POLICIES as readonly string[]).includes(p)) throw new ConfigError(`command line: unknown policy "${p}"; known: ${ALL_POLICIES.join(', ')}`);
-  const routerOverrides: Record<string, string> = {};
-  for (const kv of cfg.routerSet) {
-    const eq = kv.indexOf('=');
-    if (eq <= 0) throw new ConfigError(`command line: --router-set expects key=value (got "${kv}")`);
-    routerOverrides[kv.slice(0, eq)] = kv.slice(eq + 1);
-  }
+  const routerOverrides = parseRouterSet(cfg.routerSet);
   const replicas = cfg.replicas > 0 ? cfg.replicas : scenario.fleet.replicas;
   const duration = cfg.duration > 0 ? cfg.duration : scenario.defaults.duration;
   const rate = cfg.rate > 0 ? cfg.rate : scenario.defaults.rate;
-  const plan = scenario.build({ seed: cfg.seed, rate, duration, model: DEFAULT_MODEL, trace: cfg.trace === '' ? undefined : resolve(cfg.trace) });
-  const spanS = Math.max(duration, lastArrivalMs(plan) / 1000);
-  const config = { ...(cfg.routerSet.length > 0 ? { router: routerOverrides } : {}), replicas, routers: cfg.routers, duration, rate, seed: cfg.seed, timeScale: cfg.timeScale, profile: scenario.fleet.profile, requests: plan.length, ...(cfg.trace !== '' ? { trace: cfg.trace } : {}) };
-  console.error(`warmpath bench: scenario ${scenario.name} (${scenario.summary}), ${cfg.mode} mode, ${plan.length} requests, ${replicas} replicas, ${cfg.routers} routers, policies: ${cfg.policies.join(', ')}`);
+  const trace = cfg.trace === '' ? undefined : resolve(cfg.trace);
+  const l4 = cfg.l4 as L4Mode;
+  const plan = assignRouters(scenario.build({ seed: cfg.seed, rate, duration, model: DEFAULT_MODEL, trace }), cfg.routers, l4, cfg.seed);
+  const config = { ...(cfg.routerSet.length > 0 ? { router: routerOverrides } : {}), replicas, routers: cfg.routers, l4, duration, rate, seed: cfg.seed, timeScale: cfg.timeScale, profile: scenario.fleet.profile, requests: plan.length, ...(cfg.trace !== '' ? { trace: cfg.trace } : {}) };
+  console.error(`warmpath bench: scenario ${scenario.name} (${scenario.summary}), ${cfg.mode} mode, ${plan.length} requests, ${replicas} replicas, ${cfg.routers} routers (${l4} L4), policies: ${cfg.policies.join(', ')}`);
+  const report: BenchReport = { scenario: scenario.name, mode: cfg.mode as 'live' | 'des', config, references: computeReferences(scenario, plan, replicas), results: [], failures: [] };
+  // Each policy's result is written as soon as it finishes; a failed policy is reported, never fatal.
+  const save = (): void => {
+    if (cfg.json !== '') writeJson(cfg.json, report);
+  };
+  const settle = (policy: string, r: PolicyResult | Error, seconds: number): void => {
+    if (r instanceof Error) {
+      report.failures!.push({ policy, error: r.message });
+      console.error(`  ${policy}: FAILED after ${seconds.toFixed(0)} s: ${r.message.split('\n')[0]}`);
+    } else {
+      report.results.push(r);
+      console.error(`  ${policy}: ${r.completed}/${r.requests} ok, TTFT p50 ${r.ttft_ms.p50} ms, hit rate ${(r.cache_hit_rate * 100).toFixed(1)}% (${seconds.toFixed(0)} s)`);
+    }
+    save();
+  };
+  if (cfg.mode === 'des') await runDesPolicies(cfg, { replicas, trace, l4, routerOverrides }, settle);
+  else await runLivePolicies(cfg, { scenario, plan, replicas, duration, routerOverrides }, settle);
+  // Table rows in the order the policies were asked for.
+  report.results.sort((a, b) => cfg.policies.indexOf(a.policy) - cfg.policies.indexOf(b.policy));
+  console.log(markdownTable(report));
+  save();
+  if (cfg.report !== '') writeHtml(cfg.report, [report]);
+}
 
+function parseRouterSet(list: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const kv of list) {
+    const eq = kv.indexOf('=');
+    if (eq <= 0) throw new ConfigError(`command line: --router-set expects key=value (got "${kv}")`);
+    out[kv.slice(0, eq)] = kv.slice(eq + 1);
+  }
+  return out;
+}
+
+type Settle = (policy: string, r: PolicyResult | Error, seconds: number) => void;
+
+/** DES: every policy on the worker pool (a policy that runs out of memory or throws is reported as failed). */
+async function runDesPolicies(cfg: BenchConfig, o: { replicas: number; trace: string | undefined; l4: L4Mode; routerOverrides: Record<string, string> }, settle: Settle): Promise<void> {
+  const pool = new DesPool(cfg.workers);
+  const job = (policy: string): DesJob => ({ scenario: cfg.scenario, seed: cfg.seed, rate: cfg.rate, duration: cfg.duration, trace: o.trace, replicas: o.replicas, routers: cfg.routers, l4: o.l4, policy, routerOverrides: o.routerOverrides });
+  await Promise.all(cfg.policies.map((p) => pool.run(job(p)).then((r) => settle(p, r.ok ? r.result : new Error(r.error), r.seconds))));
+  await pool.close();
+}
+
+/** Live: one fresh fleet per policy, one policy at a time (they would share the 2 cores otherwise). */
+async function runLivePolicies(cfg: BenchConfig, o: { scenario: Scenario; plan: PlannedRequest[]; replicas: number; duration: number; routerOverrides: Record<string, string> }, settle: Settle): Promise<void> {
+  const spanS = Math.max(o.duration, lastArrivalMs(o.plan) / 1000);
   const bars = cfg.progress && process.stderr.isTTY ? new cliProgress.MultiBar({ format: ' {policy} [{bar}] {value}/{total} {duration_formatted}', clearOnComplete: false, hideCursor: true }, cliProgress.Presets.shades_classic) : undefined;
-  const results: PolicyResult[] = [];
   for (const policy of cfg.policies) {
-    const bar = bars?.create(plan.length, 0, { policy: policy.padEnd(20) });
-    const onProgress = (done: number) => bar?.update(done);
+    const bar = bars?.create(o.plan.length, 0, { policy: policy.padEnd(20) });
     const started = Date.now();
-    const r =
-      cfg.mode === 'live'
-        ? await runLive({ scenario, plan, policy, replicas, routers: cfg.routers, timeScale: cfg.timeScale, durationS: spanS, onProgress, routerOverrides, requestTimeoutMs: cfg.requestTimeoutS * 1000 })
-        : await runDes({ scenario, plan, policy, replicas, routers: cfg.routers, durationS: spanS, onProgress, routerOverrides, seed: cfg.seed });
-    bar?.update(plan.length);
-    if (bars === undefined) console.error(`  ${policy}: ${r.completed}/${r.requests} ok, TTFT p50 ${r.ttft_ms.p50} ms, hit rate ${(r.cache_hit_rate * 100).toFixed(1)}% (${((Date.now() - started) / 1000).toFixed(0)} s)`);
-    results.push(r);
+    try {
+      const r = await runLive({ scenario: o.scenario, plan: o.plan, policy, replicas: o.replicas, routers: cfg.routers, timeScale: cfg.timeScale, durationS: spanS, onProgress: (done) => bar?.update(done), routerOverrides: o.routerOverrides, requestTimeoutMs: cfg.requestTimeoutS * 1000 });
+      bar?.update(o.plan.length);
+      settle(policy, r, (Date.now() - started) / 1000);
+    } catch (err) {
+      settle(policy, err instanceof Error ? err : new Error(String(err)), (Date.now() - started) / 1000);
+    }
   }
   bars?.stop();
-  const report: BenchReport = { scenario: scenario.name, mode: cfg.mode as 'live' | 'des', config, results };
-  console.log(markdownTable(report));
-  if (cfg.json !== '') writeJson(cfg.json, report);
-  if (cfg.report !== '') writeHtml(cfg.report, [report]);
 }

@@ -7,6 +7,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { mean, percentile, type RequestResult } from './loadgen.ts';
+import type { References } from './references.ts';
 
 export interface PolicyResult {
   policy: string;
@@ -41,7 +42,11 @@ export interface BenchReport {
   scenario: string;
   mode: 'live' | 'des';
   config: Record<string, unknown>;
+  /** What no router can beat on this plan and fleet (references.ts). */
+  references?: References;
   results: PolicyResult[];
+  /** Policies whose run failed (out of memory, an exception): reported, never fatal to the others. */
+  failures?: Array<{ policy: string; error: string }>;
 }
 
 export interface EngineTotals {
@@ -131,7 +136,13 @@ export function markdownTable(report: BenchReport): string {
     (r) =>
       `| ${r.policy} | ${r.routers} | ${r.completed}/${r.requests} | ${r.errors} | ${r.ttft_ms.p50} | ${r.ttft_ms.p90} | ${r.ttft_ms.p99} | ${r.itl_ms.p50} | ${r.e2e_ms.p99} | ${r.output_tokens_per_s} | ${(r.cache_hit_rate * 100).toFixed(1)}% | ${r.preemptions} | ${r.spills} | ${r.adapter_loads} |`,
   );
-  return [`### ${report.scenario} (${report.mode}; times in simulated ms)`, '', head, sep, ...rows].join('\n');
+  const failed = (report.failures ?? []).map((f) => `| ${f.policy} | failed: ${f.error.split('\n')[0]} |`);
+  const refs = report.references;
+  const ref =
+    refs === undefined
+      ? []
+      : ['', `References (no router can do better on this plan and fleet): hit-rate ceiling ${(refs.hitRateCeiling.belady * 100).toFixed(1)}% (the fleet's KV as one cache, optimal eviction; ${(refs.hitRateCeiling.unlimited * 100).toFixed(1)}% unlimited); TTFT floor p50 ${refs.ttftFloorMs.p50} ms, p99 ${refs.ttftFloorMs.p99} ms (each request alone on an idle replica holding its ceiling hit).`];
+  return [`### ${report.scenario} (${report.mode}; times in simulated ms)`, '', head, sep, ...rows, ...failed, ...ref].join('\n');
 }
 
 export function writeJson(path: string, report: BenchReport): void {

@@ -33,6 +33,8 @@ import { build, type OutputChunk, type Plugin } from 'rolldown';
 export const CLI_ROOT = fileURLToPath(new URL('..', import.meta.url));
 const REPO_ROOT = resolve(CLI_ROOT, '../..');
 const ENTRY = join(CLI_ROOT, 'src/main.ts');
+/** Worker threads' entry points: bundled as entries of their own, found by the URL the source uses. */
+const WORKERS: Record<string, string> = { 'des-worker': join(REPO_ROOT, 'packages/bench/src/pool-worker.ts') };
 /** Node's own version floor for the bundle's syntax; package.json's engines is the floor users see. */
 const TARGET = 'node22';
 /** `msgpackr-extract` is msgpackr's optional native speed-up; msgpackr falls back to JavaScript without it. */
@@ -54,6 +56,8 @@ function relocateAssets(outDir: string): Plugin {
       const rewritten = code.replace(ASSET_URL, (_match, _quote: string, rel: string) => {
         const target = resolve(dirname(id), rel);
         if (target === ENTRY) return `new URL('./main.js', import.meta.url)`;
+        const worker = Object.keys(WORKERS).find((name) => WORKERS[name] === target);
+        if (worker !== undefined) return `new URL('./${worker}.js', import.meta.url)`;
         if (!existsSync(target)) throw new Error(`${relative(REPO_ROOT, id)} refers to ${rel}, which does not exist`);
         const asset = join('assets', relative(REPO_ROOT, target));
         mkdirSync(dirname(join(outDir, asset)), { recursive: true });
@@ -95,7 +99,7 @@ export async function buildCli(outDir = join(CLI_ROOT, 'dist')): Promise<BuiltCl
   rmSync(outDir, { recursive: true, force: true });
   mkdirSync(outDir, { recursive: true });
   const result = await build({
-    input: { main: ENTRY },
+    input: { main: ENTRY, ...WORKERS },
     cwd: CLI_ROOT,
     platform: 'node',
     external: EXTERNAL,
