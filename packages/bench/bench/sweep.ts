@@ -1,31 +1,37 @@
 /**
- * Load sweep: warmpath against round-robin as the arrival rate grows (DES).
- * The p50 ratio depends on load: at light load every router is near the
- * engine's floor and a warm hit saves one prefill; as round-robin starts to
- * queue, the gap widens. Prints one Markdown row per (scenario, rate).
+ * Load sweep: warmpath against round-robin as the arrival rate grows (DES,
+ * held-out seed 101 unless told, random L4, 2 routers). The p50 ratio depends
+ * on load: at light load every router is near the engine's floor and a warm
+ * hit saves one prefill; as round-robin starts to queue, the gap widens.
+ * Prints one Markdown row per (scenario, rate); TTFT over every request sent.
  *
- *   node packages/bench/bench/sweep.ts [seed:60,80,100,120 chat:10,15,20 fanout:2,3,4,5]
+ *   node packages/bench/bench/sweep.ts [--seed N] [seed:60,80,100,120 chat:10,15,20 …]
  */
-import { p50AllRequests } from '../src/goals.ts';
-import { runDes } from '../src/des/run.ts';
-import { DEFAULT_MODEL, SCENARIOS } from '../src/scenarios.ts';
+import { p50AllRequests, p99AllRequests } from '../src/goals.ts';
+import { DesPool, type DesJob } from '../src/pool.ts';
+import { SCENARIOS } from '../src/scenarios.ts';
 
-const specs = process.argv.length > 2 ? process.argv.slice(2) : ['seed:60,80,100,120', 'chat:10,15,20,25', 'fanout:2,3,4,5,6'];
-console.log('| scenario | rate | warmpath p50 / p99 | round-robin p50 (all requests) | ratio | warmpath answered | round-robin answered |');
-console.log('|---|--:|--:|--:|--:|--:|--:|');
-for (const spec of specs) {
+const args = process.argv.slice(2);
+const seedAt = args.indexOf('--seed');
+const seed = seedAt >= 0 ? Number(args.splice(seedAt, 2)[1]) : 101;
+const specs = args.length > 0 ? args : ['seed:60,80,100,120', 'chat:10,15,20,25', 'fanout:2,3,4,5,6', 'lora:10,20,30', 'pianos:10,20,30', 'longctx:7,10,14,18', 'trace:1,2,3'];
+const pool = new DesPool();
+const rows = specs.flatMap((spec) => {
   const [name, rates] = spec.split(':') as [string, string];
   const scenario = SCENARIOS[name];
   if (scenario === undefined) throw new Error(`unknown scenario "${name}"`);
-  for (const rate of rates.split(',').map(Number)) {
-    const duration = scenario.defaults.duration;
-    const plan = scenario.build({ seed: 1, rate, duration, model: DEFAULT_MODEL });
-    const run = (policy: string) => runDes({ scenario, plan, policy, replicas: scenario.fleet.replicas, routers: 2, durationS: duration });
-    const w = await run('warmpath');
-    const rr = await run('round-robin');
-    const wp = p50AllRequests(w);
-    const rp = p50AllRequests(rr);
+  return rates.split(',').map(Number).map(async (rate) => {
+    const job = (policy: string): DesJob => ({ scenario: name, seed, rate, duration: 0, replicas: 0, routers: 2, l4: 'random', policy });
+    const [w, rr] = await Promise.all([pool.run(job('warmpath')), pool.run(job('round-robin'))]);
+    if (!w.ok || !rr.ok) return `| ${name} | ${rate} | failed: ${!w.ok ? w.error : !rr.ok ? rr.error : ''} |`;
+    const wp = p50AllRequests(w.result);
+    const rp = p50AllRequests(rr.result);
     const mark = rate === scenario.defaults.rate ? ' (default)' : '';
-    console.log(`| ${name} | ${rate}${mark} | ${wp.toFixed(0)} / ${w.ttft_ms.p99.toFixed(0)} | ${Number.isFinite(rp) ? rp.toFixed(0) : '∞'} | ${(wp / rp).toFixed(2)}× | ${w.completed}/${w.requests} | ${rr.completed}/${rr.requests} |`);
-  }
-}
+    const f = (x: number) => (Number.isFinite(x) ? x.toFixed(0) : '∞');
+    return `| ${name} | ${rate}${mark} | ${f(wp)} / ${f(p99AllRequests(w.result))} | ${f(rp)} / ${f(p99AllRequests(rr.result))} | ${(wp / rp).toFixed(2)}× | ${w.result.completed}/${w.result.requests} | ${rr.result.completed}/${rr.result.requests} |`;
+  });
+});
+console.log(`| scenario | rate | warmpath p50 / p99 | round-robin p50 / p99 | p50 ratio | warmpath answered | round-robin answered |  (seed ${seed})`);
+console.log('|---|--:|--:|--:|--:|--:|--:|');
+for (const row of await Promise.all(rows)) console.log(row);
+await pool.close();
