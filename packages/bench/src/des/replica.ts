@@ -4,7 +4,7 @@
  * timers; requests are admitted (or refused), submitted to the engine, and
  * stepped one engine step per event.
  */
-import { AgentCore, agentConfig, createMetrics, Publisher, type Admitted } from '@warmpath/agent';
+import { AgentLedger, agentConfig, createMetrics, Publisher, type Admitted } from '@warmpath/agent';
 import type { SendResult } from '@warmpath/router';
 import type { ReplicaState } from '@warmpath/shared/wire';
 import { EngineModel, type EngineProfile, type StepResult } from '@warmpath/sim';
@@ -32,7 +32,7 @@ interface Live {
 export class DesReplica {
   readonly id: string;
   readonly model: EngineModel;
-  readonly core: AgentCore;
+  readonly core: AgentLedger;
   readonly publisher: Publisher;
   readonly #q: EventQueue;
   readonly #hop: number;
@@ -52,13 +52,13 @@ export class DesReplica {
     this.model = new EngineModel(profile, { maxLoras: shape.maxLoras ?? 0, adapters: shape.adapters ?? [] });
     const config = agentConfig({ fleet: 'des', replicaId: id, gossip: false });
     const now = () => q.now;
-    this.core = new AgentCore(config, createMetrics(), now);
+    this.core = new AgentLedger(config, createMetrics(), now);
     this.core.engineUp = true;
     this.core.defaultEndpoints = ['chat', 'completion', 'responses'];
     this.core.setModels([{ id: DEFAULT_MODEL, parent: undefined }, ...(shape.adapters ?? []).map((a) => ({ id: a, parent: DEFAULT_MODEL }))]);
     this.publisher = new Publisher(this.core, {
-      fleet: 'des', replica: id, boot: `${id}-boot`, bootAt: 0, url: `des://${id}`, admin: `des://${id}/admin`, engine: 'vllm',
-      intervalMs: config.publishIntervalMs, minGapMs: config.minPublishGapMs, send: undefined, wallClock: now,
+      identity: { fleet: 'des', replica: id, boot: `${id}-boot`, bootAt: 0, url: `des://${id}`, admin: `des://${id}/admin`, engine: 'vllm' },
+      intervalMs: config.publishIntervalMs, minGapMs: config.minPublishGapMs, send: undefined, clock: q.clock(), wallClock: now,
     });
   }
 
@@ -99,8 +99,7 @@ export class DesReplica {
   }
 
   #publish(): void {
-    void this.publisher.publishNow();
-    this.#hooks.published(this.publisher.last!);
+    this.#hooks.published(this.publisher.publishNow());
   }
 
   #poke(): void {
