@@ -18,6 +18,3 @@ export { parseVllmMetrics } from './engines/vllm.ts';
 export type { EngineAdapter, EngineSnapshot, EngineSource, ModelEntry } from './engines/index.ts';
 export { createMetrics } from './metrics.ts';
 export type { AgentMetrics } from './metrics.ts';
-// Internals the simulator still builds by hand (until it runs on AgentCore).
-export { AgentLedger } from './ledger.ts';
-export { Publisher } from './publisher.ts';

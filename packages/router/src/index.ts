@@ -10,8 +10,3 @@ export type { Clock, CoreMetrics, Dispatch, RouteError, Send, SendResult, Upstre
 export type { Replica, ViewEvent } from './fleet/view.ts';
 export { createPolicy, registerPolicy, POLICIES } from './placement/registry.ts';
 export { BRANCHES, type Branch, type KnownBranch, type Outcome, type Placement, type PlacementRequest, type Policy, type PolicyFactory, type PolicyOptions } from './placement/types.ts';
-// Internals the simulator still builds by hand (until it runs on RouterCore).
-export { FleetView } from './fleet/view.ts';
-export { LocalState, type Ticket } from './placement/local.ts';
-export { affinityKey } from './placement/eligible.ts';
-export { placeRequest, notifyDispatch, notifyComplete } from './placement/place.ts';

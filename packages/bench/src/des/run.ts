@@ -12,7 +12,7 @@
  * significant change); each router receives each message after a gossip
  * delay; a router that sees a gap pulls the digest snapshot (instantly).
  * Network hops cost `hopMs`. What is not: HTTP parsing CPU, TCP, gossip
- * message loss, the agent's engine-restart detection.
+ * message loss, engine failures.
  *
  * Steps: build every replica, router and request record → schedule arrivals,
  * scrapes, publishes and sweeps → run the queue, yielding to the microtask
@@ -80,7 +80,7 @@ export async function runDes(o: DesOptions): Promise<PolicyResult> {
 
   const fleet = buildFleet(o, q, profile, hop, random, { finish, fail });
   const endAt = WARMUP_MS + lastArrivalMs(o.plan) + 1;
-  for (const r of fleet.replicas) r.start(random() * r.core.config.scrapeIntervalMs, random() * r.core.config.publishIntervalMs, endAt);
+  for (const r of fleet.replicas) r.start(random() * r.core.config.scrapeIntervalMs, random() * r.core.config.publishIntervalMs);
 
   const recs = scheduleArrivals(o, q, hop, fleet);
   // Per-replica load over time, once a simulated second.
@@ -166,7 +166,7 @@ function buildFleet(o: DesOptions, q: EventQueue, profile: EngineProfile, hop: n
         answer: (rec, e) => out.fail(rec, e.code, ERRORS[e.code].status),
         fetchSnapshot: (rv) => {
           pulls++;
-          const bytes = encodeSnapshot(byId.get(rv.id)!.publisher.snapshot());
+          const bytes = encodeSnapshot(byId.get(rv.id)!.core.publisher.snapshot());
           return Promise.resolve(bytes).finally(() => pulls--);
         },
         random,

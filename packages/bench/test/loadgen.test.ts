@@ -1,7 +1,7 @@
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { lastArrivalMs, runLoad, type PlannedRequest } from './loadgen.ts';
+import { lastArrivalMs, runLoad, type PlannedRequest } from '../src/loadgen.ts';
 
 let close: (() => Promise<void>) | undefined;
 afterEach(async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { checkReport, checkRouters, goalsTable, p50AllRequests, seedsSummary } from './goals.ts';
-import { p50OverAllRequests, type BenchReport, type PolicyResult } from './report.ts';
+import { checkReport, checkRouters, goalsTable, p50AllRequests, seedsSummary } from '../src/goals.ts';
+import { p50OverAllRequests, type BenchReport, type PolicyResult } from '../src/report.ts';
 
 function result(policy: string, o: { p50?: number; p99?: number; hit?: number; loads?: number; errors?: number; preemptions?: number; routers?: number } = {}): PolicyResult {
   const errors = o.errors ?? 0;
