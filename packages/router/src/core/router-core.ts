@@ -92,7 +92,7 @@ export class RouterCore<T> {
   readonly #o: RouterCoreOptions<T>;
   readonly #queue: WaitQueue<Job<T>>;
   readonly #resolveModel: FleetView['resolveModel'];
-  #stopSweep: () => void;
+  readonly #stopSweep: () => void;
 
   constructor(o: RouterCoreOptions<T>) {
     const c = o.config;
