@@ -87,7 +87,7 @@ async function worker(): Promise<void> {
     if (i === warmup) gossipStart = { bytes: agent.publisher.bytes, messages: agent.publisher.messages, at: performance.now() };
     const body = nextBody();
     const info = describeRequest(body, 'chat', { chunkChars });
-    const predicted = agent.core.cache.predict(info.hashes);
+    const predicted = agent.core.ledger.cache.predict(info.hashes);
     const probe = (await (await fetch(`${sim.url}/sim/v1/probe`, { method: 'POST', body: JSON.stringify(body) })).json()) as { cachedTokens: number };
     const trueDepth = Math.floor((probe.cachedTokens * 4) / chunkChars);
     if (i >= warmup) {
@@ -111,11 +111,11 @@ const seconds = (performance.now() - gossipStart.at) / 1000;
 const gossipBps = (agent.publisher.bytes - gossipStart.bytes) / seconds;
 const msgs = (agent.publisher.messages - gossipStart.messages) / seconds;
 const st = agent.state();
-const stats = agent.core.cache.stats;
+const stats = agent.core.ledger.cache.stats;
 console.log(`cache-model bench: ${N} requests (${warmup} warm-up), concurrency ${C}, engine KV ${profile.numGpuBlocks * 16} tokens, ${((performance.now() - t0) / 1000).toFixed(1)} s, errors ${errors}`);
 console.log(`  chunks scored: ${tp + fp + fn + tn} (cached in truth: ${tp + fn})`);
 console.log(`  precision ${(tp / (tp + fp)).toFixed(3)}  recall ${(tp / (tp + fn)).toFixed(3)}  (tp ${tp} fp ${fp} fn ${fn} tn ${tn})`);
-console.log(`  model: ${st.cache.size} chunks, effective capacity ${st.cache.capacity} of nominal ${agent.core.cache.nominalCapacity}; corrections ${stats.corrections} (dropped ${stats.dropped}), promotions ${stats.promotions}`);
+console.log(`  model: ${st.cache.size} chunks, effective capacity ${st.cache.capacity} of nominal ${agent.core.ledger.cache.nominalCapacity}; corrections ${stats.corrections} (dropped ${stats.dropped}), promotions ${stats.promotions}`);
 console.log(`  gossip: ${gossipBps.toFixed(0)} B/s per agent at this load (${msgs.toFixed(1)} msgs/s, ${(gossipBps / msgs).toFixed(0)} B/msg), ${(st.load.inflight)} in flight at end`);
 await agent.close();
 await sim.close();

@@ -44,6 +44,6 @@ const load = (async () => {
 })();
 const busy = await window(seconds * 1000, load);
 const f = (w: { bps: number; mps: number }) => `${w.bps.toFixed(0)} B/s (${w.mps.toFixed(1)} msg/s, ${(w.bps / w.mps).toFixed(0)} B/msg)`;
-console.log(`gossip bytes per agent: idle ${f(idle)}; steady ${rate} req/s ${f(busy)}; digest ${agent.core.cache.size} chunks`);
+console.log(`gossip bytes per agent: idle ${f(idle)}; steady ${rate} req/s ${f(busy)}; digest ${agent.core.ledger.cache.size} chunks`);
 await agent.close();
 await sim.close();

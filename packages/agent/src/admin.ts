@@ -6,19 +6,16 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { encodeSnapshot, sendError, SNAPSHOT_CONTENT_TYPE } from '@warmpath/shared/wire';
 import { sendJson } from '@warmpath/shared/runtime';
 import type { AgentCore } from './core.ts';
-import type { Publisher } from './publisher.ts';
 
 export interface AdminDeps {
   core: AgentCore;
-  publisher: Publisher;
-  replica: string;
   boot: string;
   /** Extra state for /warmpath/v1/state (engine, gossip). */
   extra: () => Record<string, unknown>;
 }
 
 export function createAdminHandler(deps: AdminDeps): (req: IncomingMessage, res: ServerResponse) => void {
-  const { core, publisher } = deps;
+  const { ledger, publisher } = deps.core;
   return (req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (req.method !== 'GET' && req.method !== 'HEAD') return sendError(res, 'method_not_allowed');
@@ -32,18 +29,18 @@ export function createAdminHandler(deps: AdminDeps): (req: IncomingMessage, res:
       case '/warmpath/v1/state': {
         const last = publisher.last;
         sendJson(res, 200, {
-          replica: deps.replica,
+          replica: deps.core.replica,
           boot: deps.boot,
           seq: publisher.seq,
-          status: core.status,
-          models: core.models,
-          adapters: core.adapters,
-          endpoints: core.endpoints(),
-          capacity: core.capacity(),
-          load: core.load(),
-          engine: core.snapshot ?? null,
-          engineUp: core.engineUp,
-          cache: { size: core.cache.size, capacity: core.cache.capacity, nominalCapacity: core.cache.nominalCapacity, ...core.cache.stats },
+          status: ledger.status,
+          models: ledger.models,
+          adapters: ledger.adapters,
+          endpoints: ledger.endpoints(),
+          capacity: ledger.capacity(),
+          load: ledger.load(),
+          engine: ledger.snapshot ?? null,
+          engineUp: ledger.engineUp,
+          cache: { size: ledger.cache.size, capacity: ledger.cache.capacity, nominalCapacity: ledger.cache.nominalCapacity, ...ledger.cache.stats },
           lastPublished: last === undefined ? null : { seq: last.seq, sentAt: last.sentAt, status: last.status, digestSize: last.digest.size },
           gossip: { bytes: publisher.bytes, messages: publisher.messages },
           ...deps.extra(),
@@ -54,14 +51,14 @@ export function createAdminHandler(deps: AdminDeps): (req: IncomingMessage, res:
         res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
         return;
       case '/readyz': {
-        const ready = core.status === 'ready';
-        res.writeHead(ready ? 200 : 503, { 'content-type': 'text/plain' }).end(ready ? 'ready' : core.status);
+        const ready = ledger.status === 'ready';
+        res.writeHead(ready ? 200 : 503, { 'content-type': 'text/plain' }).end(ready ? 'ready' : ledger.status);
         return;
       }
       case '/metrics':
-        core.metrics.registry.metrics().then(
+        ledger.metrics.registry.metrics().then(
           (text) => {
-            res.writeHead(200, { 'content-type': core.metrics.registry.contentType }).end(text);
+            res.writeHead(200, { 'content-type': ledger.metrics.registry.contentType }).end(text);
           },
           (err: unknown) => sendError(res, 'internal_error', (err as Error).message),
         );

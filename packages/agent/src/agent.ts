@@ -1,26 +1,28 @@
 /**
- * Wires one agent: engine monitor → core state ← proxy; publisher → gossip;
- * admin API. `startAgent` is what the CLI, tests, the demo and benches call.
+ * One live agent: the agent core (admission, cache model, monitor,
+ * publisher) with its I/O around it — the engine adapter over HTTP, the proxy
+ * and admin servers, gossip. `startAgent` is what the CLI, tests, the demo
+ * and benches call; the discrete-event simulator drives the same core.
  */
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import { Pool } from 'undici';
 import { createGossipNode } from '@warmpath/shared/gossip';
-import type { EngineKind } from '@warmpath/shared/wire';
 import type { GossipNode } from '@warmpath/shared/gossip';
+import { SERVER_TIMEOUTS, UPSTREAM_KEEP_ALIVE_MS } from '@warmpath/shared/runtime';
+import { sendError, type EngineKind } from '@warmpath/shared/wire';
 import { createAdminHandler } from './admin.ts';
 import { agentConfig } from './config.ts';
 import type { AgentConfig } from './config.ts';
 import { AgentCore } from './core.ts';
-import { createAdapter } from './engines/index.ts';
-import { createMetrics } from './metrics.ts';
-import { EngineMonitor } from './monitor.ts';
-import { Publisher } from './publisher.ts';
+import { adapterSource, createAdapter } from './engines/index.ts';
+import type { AgentLedger } from './ledger.ts';
 import { createProxyHandler } from './proxy.ts';
+import type { Publisher } from './publisher.ts';
 
 export interface AgentState {
   replica: string;
@@ -31,8 +33,8 @@ export interface AgentState {
   models: string[];
   adapters: string[];
   hotAdapters: string[];
-  load: ReturnType<AgentCore['load']>;
-  capacity: ReturnType<AgentCore['capacity']>;
+  load: ReturnType<AgentLedger['load']>;
+  capacity: ReturnType<AgentLedger['capacity']>;
   cache: { size: number; capacity: number };
   gossip: { bytes: number; messages: number };
 }
@@ -48,7 +50,7 @@ export interface Agent {
   readonly replica: string;
   readonly boot: string;
   readonly config: AgentConfig;
-  /** Internals for benches and tests. */
+  /** The agent core (its ledger and publisher: for benches and tests). */
   readonly core: AgentCore;
   readonly publisher: Publisher;
   state(): AgentState;
@@ -56,6 +58,143 @@ export interface Agent {
   drain(): Promise<void>;
   /** Close at once (in-flight requests are cut). */
   close(): Promise<void>;
+}
+
+/** An announcement on close waits at most this long for gossip, ms. */
+const CLOSE_ANNOUNCE_MS = 500;
+
+/** Starts an agent. `overrides` are AGENT_SCHEMA keys (validated; unknown keys throw ConfigError). */
+export async function startAgent(overrides: Record<string, unknown> = {}): Promise<Agent> {
+  const config = agentConfig(overrides);
+  const engine = config.engine as EngineKind;
+  const engineOrigin = new URL(config.engineUrl).origin;
+  const pool = new Pool(engineOrigin, { connections: config.upstreamConnections, keepAliveTimeout: UPSTREAM_KEEP_ALIVE_MS, pipelining: 1 });
+  const control = new Pool(engineOrigin, { connections: 4, keepAliveTimeout: UPSTREAM_KEEP_ALIVE_MS, pipelining: 1 });
+  const adapter = createAdapter(engine, { dispatcher: control, baseUrl: engineOrigin });
+  // The proxy port is bound before the core exists (its URL and the replica id are part of the
+  // core's identity); until then the engine is not even scraped, so the answer is engine_unavailable.
+  let proxy: (req: IncomingMessage, res: ServerResponse) => void = (req, res) => {
+    req.resume();
+    sendError(res, 'engine_unavailable', undefined, { headers: { 'retry-after': 1 } });
+  };
+  const proxyServer = createServer(SERVER_TIMEOUTS, (req, res) => proxy(req, res));
+  const proxyAddr = await listen(proxyServer, config.port, config.host);
+  const advertise = urlHost(config.advertiseHost !== '' ? config.advertiseHost : config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host);
+  const gossip = config.gossip ? await joinGossip(config) : undefined;
+  const boot = randomUUID();
+  const agentCore = new AgentCore({
+    config,
+    identity: {
+      fleet: config.fleet,
+      replica: config.replicaId !== '' ? config.replicaId : `${hostname()}:${proxyAddr.port}`,
+      boot,
+      bootAt: Date.now(),
+      url: `http://${advertise}:${proxyAddr.port}`,
+      admin: '', // set once the admin port is bound
+      engine,
+    },
+    engine: adapterSource(adapter, config.scrapeTimeoutMs),
+    ...(gossip !== undefined ? { send: (bytes: Uint8Array) => gossip.publish(bytes) } : {}),
+  });
+  proxy = createProxyHandler({ core: agentCore, pool, engineOrigin });
+  const adminServer = createServer(
+    createAdminHandler({
+      core: agentCore,
+      boot,
+      extra: () => ({
+        engineKind: engine,
+        engineUrl: engineOrigin,
+        engineError: agentCore.monitor.lastError,
+        peerId: gossip?.peerId ?? null,
+        peers: gossip?.peers().length ?? 0,
+        gossipStats: gossip?.stats() ?? null,
+      }),
+    }),
+  );
+  const adminAddr = await listen(adminServer, config.adminPort, config.host);
+  const adminUrl = `http://${advertise}:${adminAddr.port}`;
+  agentCore.setAdminUrl(adminUrl);
+  await new Promise<void>((resolve) => agentCore.startMonitor(resolve));
+  agentCore.startPublishing();
+
+  const close = closer(agentCore, [proxyServer, adminServer], gossip, [pool, control]);
+  return {
+    url: `http://${advertise}:${proxyAddr.port}`,
+    adminUrl,
+    peerAddrs: gossip?.multiaddrs() ?? [],
+    peerId: gossip?.peerId,
+    replica: agentCore.replica,
+    boot,
+    config,
+    core: agentCore,
+    publisher: agentCore.publisher,
+    state: () => stateOf(agentCore, boot),
+    drain: drainer(agentCore, close),
+    close,
+  };
+}
+
+function stateOf(core: AgentCore, boot: string): AgentState {
+  const l = core.ledger;
+  return {
+    replica: core.replica,
+    boot,
+    seq: core.publisher.seq,
+    status: l.status,
+    engineUp: l.engineUp,
+    models: [...l.models],
+    adapters: [...l.adapters],
+    hotAdapters: [...(l.snapshot?.hotAdapters ?? [])],
+    load: l.load(),
+    capacity: l.capacity(),
+    cache: { size: l.cache.size, capacity: l.cache.capacity },
+    gossip: { bytes: core.publisher.bytes, messages: core.publisher.messages },
+  };
+}
+
+/** Close at once: stop the loops, tell routers (best effort), close the servers, gossip and pools. */
+function closer(core: AgentCore, servers: Server[], gossip: GossipNode | undefined, pools: Pool[]): () => Promise<void> {
+  let closing: Promise<void> | undefined;
+  return () =>
+    (closing ??= (async () => {
+      const announced = core.ledger.closed;
+      core.ledger.closed = true;
+      core.stop();
+      // Best effort: tell routers at once rather than letting them time the replica out.
+      if (!announced && gossip !== undefined) await Promise.race([core.publisher.announce(), new Promise((r) => setTimeout(r, CLOSE_ANNOUNCE_MS))]);
+      await Promise.all(servers.map(closeServer));
+      await gossip?.stop().catch(() => {});
+      await Promise.all(pools.map((p) => p.destroy().catch(() => {})));
+    })());
+}
+
+/** Drain: announce draining, wait for in-flight requests (at most drainTimeoutMs), announce down, close. */
+function drainer(core: AgentCore, close: () => Promise<void>): () => Promise<void> {
+  let draining: Promise<void> | undefined;
+  return () =>
+    (draining ??= (async () => {
+      core.ledger.draining = true;
+      await core.publisher.announce();
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([core.ledger.idle(), new Promise<void>((r) => (timer = setTimeout(r, core.config.drainTimeoutMs)))]);
+      clearTimeout(timer);
+      core.ledger.closed = true;
+      await core.publisher.announce();
+      await close();
+    })());
+}
+
+async function joinGossip(config: AgentConfig): Promise<GossipNode> {
+  const gossip = await createGossipNode({
+    fleet: config.fleet,
+    listen: [...config.gossipListen],
+    bootstrap: [...config.bootstrap],
+    // Agents publish; routers subscribe. An agent never receives the fleet's state.
+    subscribe: false,
+    ...(config.swarmKey !== '' ? { swarmKey: readFileSync(config.swarmKey, 'utf8') } : {}),
+  });
+  await gossip.start();
+  return gossip;
 }
 
 function listen(server: Server, port: number, host: string): Promise<AddressInfo> {
@@ -76,174 +215,3 @@ function closeServer(server: Server): Promise<void> {
 }
 
 const urlHost = (h: string): string => (h.includes(':') && !h.startsWith('[') ? `[${h}]` : h);
-
-/** Starts an agent. `overrides` are AGENT_SCHEMA keys (validated; unknown keys throw ConfigError). */
-export async function startAgent(overrides: Record<string, unknown> = {}): Promise<Agent> {
-  const config = agentConfig(overrides);
-  const engine = config.engine as EngineKind;
-  const engineOrigin = new URL(config.engineUrl).origin;
-  const metrics = createMetrics();
-  const core = new AgentCore(config, metrics);
-  const pool = new Pool(engineOrigin, { connections: config.upstreamConnections, keepAliveTimeout: 60_000, pipelining: 1 });
-  const control = new Pool(engineOrigin, { connections: 4, keepAliveTimeout: 60_000, pipelining: 1 });
-  const adapter = createAdapter(engine, { dispatcher: control, baseUrl: engineOrigin });
-  core.defaultEndpoints = adapter.endpoints;
-
-  let publisher: Publisher | undefined;
-  const poke = (force = false): void => publisher?.poke(force);
-  core.onSignificant = () => poke(true);
-  const monitor = new EngineMonitor(
-    adapter,
-    { intervalMs: config.scrapeIntervalMs, timeoutMs: config.scrapeTimeoutMs, modelsIntervalMs: config.modelsIntervalMs, downAfterFailures: config.downAfterFailures },
-    {
-      onScrape(snap, startedAt) {
-        metrics.scrapes.inc();
-        core.setSnapshot(snap, startedAt);
-        if (core.cacheClearedPerCounters(snap)) {
-          metrics.cacheResets.inc({ cause: 'cleared' });
-          core.cache.reset();
-          poke(true);
-        }
-        poke();
-      },
-      onUp() {
-        core.engineUp = true;
-        metrics.engineUp.set(1);
-        poke(true);
-      },
-      onDown() {
-        core.engineUp = false;
-        metrics.engineUp.set(0);
-        poke(true);
-      },
-      onRestart(cause) {
-        metrics.engineRestarts.inc();
-        metrics.cacheResets.inc({ cause });
-        core.cache.reset();
-        poke(true);
-      },
-      onModels(models) {
-        core.setModels(models);
-      },
-      onError(code) {
-        metrics.scrapeErrors.inc({ code });
-      },
-    },
-  );
-
-  const proxyServer = createServer(
-    { keepAliveTimeout: 72_000, requestTimeout: 0, headersTimeout: 60_000 },
-    createProxyHandler({ core, pool, engineOrigin, kick: () => monitor.kick(), poke: () => poke() }),
-  );
-  const proxyAddr = await listen(proxyServer, config.port, config.host);
-  const advertise = urlHost(config.advertiseHost !== '' ? config.advertiseHost : config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host);
-  const url = `http://${advertise}:${proxyAddr.port}`;
-  const replica = config.replicaId !== '' ? config.replicaId : `${hostname()}:${proxyAddr.port}`;
-  const boot = randomUUID();
-  const bootAt = Date.now();
-
-  let gossip: GossipNode | undefined;
-  if (config.gossip) {
-    gossip = await createGossipNode({
-      fleet: config.fleet,
-      listen: [...config.gossipListen],
-      bootstrap: [...config.bootstrap],
-      // Agents publish; routers subscribe. An agent never receives the fleet's state.
-      subscribe: false,
-      ...(config.swarmKey !== '' ? { swarmKey: readFileSync(config.swarmKey, 'utf8') } : {}),
-    });
-    await gossip.start();
-  }
-
-  const pub = new Publisher(core, {
-    fleet: config.fleet,
-    replica,
-    boot,
-    bootAt,
-    url,
-    admin: '', // set once the admin port is bound (the admin handler needs the publisher)
-    engine,
-    intervalMs: config.publishIntervalMs,
-    minGapMs: config.minPublishGapMs,
-    send: gossip === undefined ? undefined : (bytes) => gossip.publish(bytes),
-  });
-  const adminServer = createServer(
-    createAdminHandler({
-      core,
-      publisher: pub,
-      replica,
-      boot,
-      extra: () => ({
-        engineKind: engine,
-        engineUrl: engineOrigin,
-        engineError: monitor.lastError,
-        peerId: gossip?.peerId ?? null,
-        peers: gossip?.peers().length ?? 0,
-        gossipStats: gossip?.stats() ?? null,
-      }),
-    }),
-  );
-  const adminAddr = await listen(adminServer, config.adminPort, config.host);
-  const adminUrl = `http://${advertise}:${adminAddr.port}`;
-  pub.setAdmin(adminUrl);
-  publisher = pub;
-
-  await monitor.start();
-  pub.start();
-  await pub.publishNow();
-
-  let closing: Promise<void> | undefined;
-  const close = (): Promise<void> =>
-    (closing ??= (async () => {
-      const announced = core.closed;
-      core.closed = true;
-      monitor.stop();
-      pub.stop();
-      // Best effort: tell routers at once rather than letting them time the replica out.
-      if (!announced && gossip !== undefined) await Promise.race([pub.publishNow(), new Promise((r) => setTimeout(r, 500))]);
-      await Promise.all([closeServer(proxyServer), closeServer(adminServer)]);
-      await gossip?.stop().catch(() => {});
-      await Promise.all([pool.destroy().catch(() => {}), control.destroy().catch(() => {})]);
-    })());
-
-  let draining: Promise<void> | undefined;
-  const drain = (): Promise<void> =>
-    (draining ??= (async () => {
-      core.draining = true;
-      await pub.publishNow();
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      await Promise.race([core.idle(), new Promise<void>((r) => (timer = setTimeout(r, config.drainTimeoutMs)))]);
-      clearTimeout(timer);
-      core.closed = true;
-      await pub.publishNow();
-      await close();
-    })());
-
-  return {
-    url,
-    adminUrl,
-    peerAddrs: gossip?.multiaddrs() ?? [],
-    peerId: gossip?.peerId,
-    replica,
-    boot,
-    config,
-    core,
-    publisher: pub,
-    state: () => ({
-      replica,
-      boot,
-      seq: pub.seq,
-      status: core.status,
-      engineUp: core.engineUp,
-      models: [...core.models],
-      adapters: [...core.adapters],
-      hotAdapters: [...(core.snapshot?.hotAdapters ?? [])],
-      load: core.load(),
-      capacity: core.capacity(),
-      cache: { size: core.cache.size, capacity: core.cache.capacity },
-      gossip: { bytes: pub.bytes, messages: pub.messages },
-    }),
-    drain,
-    close,
-  };
-}

@@ -17,7 +17,7 @@ export async function run(argv: string[]): Promise<void> {
   const onSignal = (sig: string): void => {
     signals++;
     if (signals > 1) process.exit(1);
-    process.stderr.write(`warmpath agent: ${sig}, draining (${agent.core.inflight.size} in flight)\n`);
+    process.stderr.write(`warmpath agent: ${sig}, draining (${agent.core.ledger.inflight.size} in flight)\n`);
     agent.drain().then(
       () => process.exit(0),
       (err: unknown) => {

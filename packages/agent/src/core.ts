@@ -1,302 +1,169 @@
 /**
- * The agent's shared state: engine view, cache model, in-flight work,
- * status. The proxy, the publisher and the admin API read and update it;
- * nothing here does I/O and the clock is injected, so the discrete-event
- * fleet simulator runs this same logic in virtual time.
+ * The agent core: everything an agent decides, with no transport. The live
+ * agent (agent.ts) is this core + the HTTP proxy + the admin server + engine
+ * adapters over HTTP + gossip; the discrete-event simulator is this core + the
+ * simulator's engine model, in virtual time.
  *
- * Per request: `admit(info)` (admission decision; on admit, predict the
- * cached prefix, start the in-flight record and record the chain in the
- * cache model) → the engine answers → `feedback(…)` with the engine's
- * cached_tokens → `end(flight)`.
+ * It owns the ledger (engine snapshot, models, cache model, in-flight work,
+ * status), the engine monitor (scrape loop, up/down, restart detection) and
+ * the publisher (state messages, digest deltas and snapshots), and wires them
+ * the one way both worlds share:
+ *  - a scrape updates the ledger; a cache clear seen in the engine's prefix
+ *    counters or a detected restart resets the cache model; the engine going
+ *    up or down, new models or hot adapters publish at once; any scrape
+ *    publishes if the load moved significantly.
+ *  - per request: gate (draining, engine down) → admit (admission control,
+ *    cache prediction, in-flight) → first byte → finish (cached_tokens
+ *    feedback, end).
+ * Clock, timers, engine and send are injected; nothing here does I/O.
  */
-import type { Endpoint, ModelRef, ReplicaCapacity, ReplicaLoad, ReplicaStatus, RequestInfo } from '@warmpath/shared/wire';
-import { admit } from './admission.ts';
+import type { ReplicaState, RequestInfo } from '@warmpath/shared/wire';
+import { realClock, type Clock } from '@warmpath/shared/runtime';
 import type { RejectReason } from './admission.ts';
-import { CacheModel, chunksFor } from './cache-model.ts';
 import type { AgentConfig } from './config.ts';
-import type { EngineSnapshot, ModelEntry } from './engines/types.ts';
-import type { AgentMetrics } from './metrics.ts';
+import type { EngineSnapshot, EngineSource } from './engines/types.ts';
+import { AgentLedger, type Admitted } from './ledger.ts';
+import { createMetrics, type AgentMetrics } from './metrics.ts';
+import { EngineMonitor, type RestartCause } from './monitor.ts';
+import { Publisher, type ReplicaIdentity } from './publisher.ts';
 
-/** Tokens of slack when turning cached_tokens into chunks: engines never report the last block of a prompt as cached. */
-const FEEDBACK_SLACK_TOKENS = 32;
+/** Why the agent refused a request: admission control, or the replica takes none now. */
+export type Refusal = RejectReason | 'draining' | 'engine_down';
 
-/** An admitted request: its in-flight record and what the cache model predicted for it. */
-export interface Admitted {
-  flight: Inflight;
-  /** Chunks the cache model predicted cached. */
-  predicted: number;
-  /** LRU stamps of the predicted chunks at admission (-1: recorded by a request still in flight). */
-  stamps: Float64Array;
+export interface AgentCoreOptions {
+  /** Validated agent config (agentConfig / loadConfig). */
+  config: AgentConfig;
+  identity: ReplicaIdentity;
+  engine: EngineSource;
+  /** Monotonic ms and timers; default performance.now with real timers. */
+  clock?: Clock;
+  /** Wall-clock ms for state messages; default Date.now. */
+  wallClock?: () => number;
+  /** Sends a state message; undefined = no gossip. */
+  send?: (bytes: Uint8Array, state: ReplicaState) => Promise<unknown> | void;
+  metrics?: AgentMetrics;
 }
-
-export interface Inflight {
-  need: number;
-  work: number;
-  /** Uncached prompt tokens, counted in the prefill queue until the first token. */
-  prefill: number;
-  admittedAt: number;
-  firstByte: boolean;
-  /** Cache stamp before this request recorded its chain. */
-  startStamp: number;
-}
-
-/** Default cache model size before the engine reports capacity: 64k chunks (≈ 4M tokens of 256-char chunks). */
-const INITIAL_CHUNKS = 65_536;
 
 export class AgentCore {
   readonly config: AgentConfig;
   readonly metrics: AgentMetrics;
-  readonly cache: CacheModel;
-  readonly inflight = new Set<Inflight>();
-  inflightTokens = 0;
-  /** Σ prefill of in-flight requests without a first token yet. */
-  pendingPrefillTokens = 0;
-  draining = false;
-  closed = false;
-  engineUp = false;
-  snapshot: EngineSnapshot | undefined;
-  snapshotStartedAt = 0;
-  models: string[] = [];
-  adapters: string[] = [];
-  defaultEndpoints: readonly Endpoint[] = [];
-  #byName = new Map<string, ModelRef>();
-  /** Cumulative prompt tokens the cache model predicted cached at admission. */
-  predictedTokens = 0;
-  /** Cumulative responses that reported cached_tokens. */
-  feedbacks = 0;
-  #clearWindow: { predicted: number; hits: number; queries: number; feedbacks: number } | undefined;
-  /** Called when something routers should learn at once changed. */
-  onSignificant: () => void = () => {};
+  readonly ledger: AgentLedger;
+  readonly publisher: Publisher;
+  readonly monitor: EngineMonitor;
+  readonly #identity: ReplicaIdentity;
 
-  /** Monotonic clock, ms (performance.now() in the agent, virtual time in the simulator). */
-  readonly now: () => number;
-  constructor(config: AgentConfig, metrics: AgentMetrics, now: () => number = () => performance.now()) {
-    this.config = config;
-    this.metrics = metrics;
-    this.now = now;
-    this.cache = new CacheModel({ capacity: config.cacheCapacityChunks > 0 ? config.cacheCapacityChunks : INITIAL_CHUNKS });
-  }
-
-  get status(): ReplicaStatus {
-    if (this.closed) return 'down';
-    if (this.draining) return 'draining';
-    return this.engineUp ? 'ready' : 'down';
-  }
-
-  get kvCapacityTokens(): number {
-    if (this.config.kvCapacityTokens > 0) return this.config.kvCapacityTokens;
-    return this.snapshot?.kvCapacityTokens ?? 0;
-  }
-
-  setSnapshot(snap: EngineSnapshot, startedAt: number): void {
-    const prevHot = this.snapshot?.hotAdapters.join(',');
-    this.snapshot = snap;
-    this.snapshotStartedAt = startedAt;
-    const cap = this.kvCapacityTokens;
-    if (this.config.cacheCapacityChunks === 0 && cap > 0) this.cache.resize(chunksFor(cap, this.config.charsPerToken, this.config.chunkChars));
-    if (prevHot !== snap.hotAdapters.join(',')) this.onSignificant();
-  }
-
-  /**
-   * Cache cleared without a restart (e.g. vLLM /reset_prefix_cache), seen only
-   * in the engine's prefix counters: over one scrape interval the engine
-   * processed at least the tokens we predicted as hits, we predicted ≥ 1024
-   * hit tokens, it reported zero hits, and no response carried cached_tokens
-   * (when they do, per-request feedback corrects the model instead).
-   */
-  cacheClearedPerCounters(snap: EngineSnapshot): boolean {
-    if (snap.prefixHits === undefined || snap.prefixQueries === undefined) return false;
-    const prev = this.#clearWindow;
-    const now = { predicted: this.predictedTokens, hits: snap.prefixHits, queries: snap.prefixQueries, feedbacks: this.feedbacks };
-    this.#clearWindow = now;
-    if (prev === undefined || now.hits < prev.hits || now.queries < prev.queries) return false;
-    const predicted = now.predicted - prev.predicted;
-    return now.feedbacks === prev.feedbacks && predicted >= 1024 && now.queries - prev.queries >= predicted && now.hits === prev.hits;
-  }
-
-  setModels(entries: ModelEntry[]): void {
-    const models: string[] = [];
-    const adapters: string[] = [];
-    const byName = new Map<string, ModelRef>();
-    for (const e of entries) {
-      if (e.parent !== undefined) {
-        adapters.push(e.id);
-        byName.set(e.id, { model: e.parent, adapter: e.id });
-      } else {
-        models.push(e.id);
-        byName.set(e.id, { model: e.id, adapter: '' });
-      }
-    }
-    this.models = models;
-    this.adapters = adapters;
-    this.#byName = byName;
-    this.onSignificant();
-  }
-
-  /** Requested model name → (base, adapter). Unknown names pass through as base models; the engine answers 404 itself. */
-  resolveModel = (name: string): ModelRef => this.#byName.get(name) ?? { model: name, adapter: '' };
-
-  endpoints(): Endpoint[] {
-    return this.config.endpoints.length > 0 ? (this.config.endpoints as Endpoint[]) : [...this.defaultEndpoints];
-  }
-
-  /** Prompt tokens the cache model expects the engine to find cached for `predicted` chunks. */
-  private cachedTokensOf(info: RequestInfo, predicted: number): number {
-    return Math.min(info.promptTokens, (predicted * this.config.chunkChars) / this.config.charsPerToken);
-  }
-
-  /** New KV a request takes: its uncached prompt plus the output reserve (a cached prefix's blocks are shared). */
-  private needOf(info: RequestInfo, cachedTokens: number): number {
-    return Math.max(0, info.promptTokens - cachedTokens) + this.config.outputReserve * info.maxTokens;
-  }
-
-  /**
-   * Admission decision for a described request whose first `predicted` chunks
-   * the cache model expects cached; undefined = admit.
-   */
-  check(info: RequestInfo, predicted = 0): RejectReason | undefined {
-    const need = this.needOf(info, this.cachedTokensOf(info, predicted));
-    const snap = this.snapshot;
-    let sinceCount = 0;
-    let sinceNeed = 0;
-    let totalNeed = 0;
-    for (const r of this.inflight) {
-      totalNeed += r.need;
-      if (r.admittedAt >= this.snapshotStartedAt) {
-        sinceCount++;
-        sinceNeed += r.need;
-      }
-    }
-    const cap = this.kvCapacityTokens;
-    return admit(
-      {
-        running: snap?.running ?? 0,
-        waiting: snap?.waiting ?? 0,
-        kvUsedTokens: (snap?.kvUsedFraction ?? 0) * cap,
-        kvCapacityTokens: cap,
-        inflight: this.inflight.size,
-        sinceCount,
-        sinceNeed,
-        meanNeed: this.inflight.size > 0 ? totalNeed / this.inflight.size : need,
-        need,
-        size: this.needOf(info, 0),
+  constructor(o: AgentCoreOptions) {
+    const clock = o.clock ?? realClock(() => performance.now());
+    this.config = o.config;
+    this.metrics = o.metrics ?? createMetrics();
+    this.#identity = o.identity;
+    this.ledger = new AgentLedger(o.config, this.metrics, () => clock.now());
+    this.ledger.defaultEndpoints = o.engine.endpoints;
+    this.publisher = new Publisher(this.ledger, {
+      identity: o.identity,
+      intervalMs: o.config.publishIntervalMs,
+      minGapMs: o.config.minPublishGapMs,
+      clock,
+      wallClock: o.wallClock ?? Date.now,
+      send: o.send,
+    });
+    this.monitor = new EngineMonitor(o.engine, { intervalMs: o.config.scrapeIntervalMs, modelsIntervalMs: o.config.modelsIntervalMs, downAfterFailures: o.config.downAfterFailures }, clock, {
+      onScrape: (snap, startedAt) => this.#scraped(snap, startedAt),
+      onUp: () => this.#engineUp(true),
+      onDown: () => this.#engineUp(false),
+      onRestart: (cause) => this.#reset(cause),
+      onModels: (models) => {
+        this.ledger.setModels(models);
+        this.publisher.poke(true);
       },
-      this.config,
-    );
+      onError: (code) => this.metrics.scrapeErrors.inc({ code }),
+    });
   }
 
-  /** Oldest start stamp among requests in flight: chunks stamped after it may not be in the engine yet. */
-  inflightStampFloor(): number {
-    let min = Number.POSITIVE_INFINITY;
-    for (const r of this.inflight) if (r.startStamp < min) min = r.startStamp;
-    return min;
+  get replica(): string {
+    return this.#identity.replica;
   }
 
-  begin(info: RequestInfo, predictedChunks: number): Inflight {
-    const cachedTokens = this.cachedTokensOf(info, predictedChunks);
-    this.predictedTokens += cachedTokens;
-    const prefill = Math.max(0, Math.round(info.promptTokens - cachedTokens));
-    const r: Inflight = {
-      need: this.needOf(info, cachedTokens),
-      work: prefill + info.maxTokens,
-      prefill,
-      admittedAt: this.now(),
-      firstByte: false,
-      startStamp: this.cache.stampNow,
-    };
-    this.inflight.add(r);
-    this.inflightTokens += r.work;
-    this.pendingPrefillTokens += prefill;
-    this.metrics.inflight.set(this.inflight.size);
-    this.metrics.inflightTokens.set(this.inflightTokens);
-    return r;
+  get status(): ReplicaState['status'] {
+    return this.ledger.status;
+  }
+
+  /** Starts the scrape loop; `firstDone` runs when the first scrape (and models read) has ended. */
+  startMonitor(firstDone?: () => void): void {
+    this.monitor.start(firstDone);
+  }
+
+  /** Publishes now, then periodically and on change. */
+  startPublishing(): void {
+    this.publisher.start();
+  }
+
+  /** Stops the scrape loop and the publisher's timers. */
+  stop(): void {
+    this.monitor.stop();
+    this.publisher.stop();
+  }
+
+  setAdminUrl(url: string): void {
+    this.#identity.admin = url;
+  }
+
+  /** Scrape now: the proxy saw the engine fail. */
+  kick(): void {
+    this.monitor.kick();
+  }
+
+  /** The agent takes nothing now (counted); undefined = it may. Cheap: checked before reading a body. */
+  gate(): 'draining' | 'engine_down' | undefined {
+    const l = this.ledger;
+    const reason = l.draining || l.closed ? 'draining' : !l.engineUp ? 'engine_down' : undefined;
+    if (reason !== undefined) this.metrics.rejected.inc({ reason });
+    return reason;
+  }
+
+  /** Admission for one described request: a refusal (counted), or the admitted record (in flight; routers hear of a load jump). */
+  admit(info: RequestInfo): { reason: Refusal } | Admitted {
+    const gated = this.gate();
+    if (gated !== undefined) return { reason: gated };
+    const a = this.ledger.admit(info);
+    if ('reason' in a) {
+      this.metrics.rejected.inc({ reason: a.reason });
+      return a;
+    }
+    this.metrics.admitted.inc();
+    this.publisher.poke();
+    return a;
   }
 
   /** The engine produced the request's first byte: it has left the prefill queue. */
-  firstByte(r: Inflight): void {
-    if (r.firstByte) return;
-    r.firstByte = true;
-    if (this.inflight.has(r)) this.pendingPrefillTokens -= r.prefill;
+  firstByte(a: Admitted): void {
+    this.ledger.firstByte(a.flight);
   }
 
-  end(r: Inflight): void {
-    if (!this.inflight.delete(r)) return;
-    this.inflightTokens -= r.work;
-    if (!r.firstByte) this.pendingPrefillTokens -= r.prefill;
-    this.metrics.inflight.set(this.inflight.size);
-    this.metrics.inflightTokens.set(this.inflightTokens);
-    this.#drainWaiters();
+  /** The request ended; `usage` is what the engine reported (cached_tokens corrects the cache model). */
+  finish(info: RequestInfo, a: Admitted, usage?: { cachedTokens: number; promptTokens: number | undefined }): void {
+    if (usage !== undefined) this.ledger.feedback(info, a, usage.cachedTokens, usage.promptTokens);
+    this.ledger.end(a.flight);
   }
 
-  #idleWaiters: Array<() => void> = [];
-  /** Resolves when no request is in flight. */
-  idle(): Promise<void> {
-    if (this.inflight.size === 0) return Promise.resolve();
-    return new Promise((resolve) => this.#idleWaiters.push(resolve));
-  }
-  #drainWaiters(): void {
-    if (this.inflight.size !== 0) return;
-    const w = this.#idleWaiters;
-    this.#idleWaiters = [];
-    for (const f of w) f();
+  #scraped(snap: EngineSnapshot, startedAt: number): void {
+    this.metrics.scrapes.inc();
+    if (this.ledger.setSnapshot(snap, startedAt)) this.publisher.poke(true);
+    if (this.ledger.cacheClearedPerCounters(snap)) this.#reset('cleared');
+    this.publisher.poke();
   }
 
-  /**
-   * Admission control and bookkeeping for one described request: a reject
-   * reason, or the admitted record (in flight, chain recorded in the cache model).
-   */
-  admit(info: RequestInfo): { reason: RejectReason } | Admitted {
-    const cache = this.cache;
-    const predicted = cache.predict(info.hashes);
-    const reason = this.check(info, predicted);
-    if (reason !== undefined) return { reason };
-    const stamps = new Float64Array(predicted);
-    for (let i = 0; i < predicted; i++) stamps[i] = cache.stampOf(info.hashes[i]!);
-    // Chunks recorded by requests still in flight may not be in the engine yet; a miss there is no eviction.
-    const guard = this.inflightStampFloor();
-    for (let i = 0; i < predicted; i++) if (stamps[i]! > guard) stamps[i] = -1;
-    const flight = this.begin(info, predicted);
-    cache.record(info.hashes);
-    return { flight, predicted, stamps };
+  #engineUp(up: boolean): void {
+    this.ledger.engineUp = up;
+    this.metrics.engineUp.set(up ? 1 : 0);
+    this.publisher.poke(true);
   }
 
-  /** The engine's answer for an admitted request: correct the cache model with its cached_tokens. */
-  feedback(info: RequestInfo, a: Admitted, cachedTokens: number, promptTokens: number | undefined): void {
-    if (info.hashes.length === 0) return;
-    const cfg = this.config;
-    const m = this.metrics;
-    const charsPerToken = promptTokens !== undefined && promptTokens > 0 ? info.promptChars / promptTokens : cfg.charsPerToken;
-    // Lenient for misses (slack: the engine never reports a prompt's last block), strict for promotions.
-    const atMost = Math.min(info.hashes.length, Math.floor(((cachedTokens + (cachedTokens > 0 ? FEEDBACK_SLACK_TOKENS : 0)) * charsPerToken) / cfg.chunkChars));
-    const atLeast = Math.min(info.hashes.length, Math.floor((cachedTokens * charsPerToken) / cfg.chunkChars));
-    const predicted = a.predicted;
-    const actual = atMost < predicted ? atMost : atLeast > predicted ? atLeast : predicted;
-    m.predictedCached.inc(Math.round((predicted * cfg.chunkChars) / charsPerToken));
-    m.reportedCached.inc(cachedTokens);
-    this.feedbacks++;
-    if (actual < predicted) m.cacheCorrections.inc({ kind: 'missed' });
-    else if (actual > predicted) m.cacheCorrections.inc({ kind: 'promoted' });
-    this.cache.feedback(predicted, actual, actual < predicted ? a.stamps[actual]! : -1);
-  }
-
-  capacity(): ReplicaCapacity {
-    return {
-      kvTokens: this.kvCapacityTokens,
-      adapterSlots: this.snapshot?.adapterSlots ?? 0,
-      weight: this.config.weight,
-      maxRunning: this.snapshot?.maxRunning ?? 0,
-    };
-  }
-
-  load(): ReplicaLoad {
-    const snap = this.snapshot;
-    return {
-      running: snap?.running ?? 0,
-      waiting: snap?.waiting ?? 0,
-      kvUsedTokens: Math.round((snap?.kvUsedFraction ?? 0) * this.kvCapacityTokens),
-      inflight: this.inflight.size,
-      inflightTokens: this.inflightTokens,
-      prefillTokens: this.pendingPrefillTokens,
-    };
+  /** The engine's cache is gone (restart or clear): so is the cache model's; routers pull a fresh snapshot. */
+  #reset(cause: RestartCause | 'cleared'): void {
+    if (cause !== 'cleared') this.metrics.engineRestarts.inc();
+    this.metrics.cacheResets.inc({ cause });
+    this.ledger.cache.reset();
+    this.publisher.poke(true);
   }
 }

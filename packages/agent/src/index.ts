@@ -1,16 +1,21 @@
-/** @warmpath/agent: the sidecar proxy + state publisher beside one inference engine. */
+/**
+ * @warmpath/agent: the sidecar proxy + state publisher beside one inference
+ * engine (`startAgent`), and the transport-free agent core the live agent and
+ * the discrete-event simulator both drive.
+ */
 export { startAgent } from './agent.ts';
 export type { Agent, AgentState } from './agent.ts';
 export { AGENT_SCHEMA, agentConfig } from './config.ts';
 export type { AgentConfig } from './config.ts';
-export { CacheModel, chunksFor } from './cache-model.ts';
-export { admit, REJECT_REASONS } from './admission.ts';
-export type { RejectReason } from './admission.ts';
-export { createAdapter } from './engines/index.ts';
-export type { EngineAdapter, EngineSnapshot, ModelEntry } from './engines/index.ts';
 export { AgentCore } from './core.ts';
-export type { Admitted, Inflight } from './core.ts';
-export { Publisher } from './publisher.ts';
-export type { PublisherOptions } from './publisher.ts';
+export type { AgentCoreOptions, Refusal } from './core.ts';
+export type { Admitted } from './ledger.ts';
+export type { ReplicaIdentity } from './publisher.ts';
+export { REJECT_REASONS } from './admission.ts';
+export type { RejectReason } from './admission.ts';
+export { createAdapter, adapterSource } from './engines/index.ts';
+export { parseVllmMetrics, readVllm, vllmSnapshot } from './engines/vllm.ts';
+export type { VllmReadings } from './engines/vllm.ts';
+export type { EngineAdapter, EngineSnapshot, EngineSource, ModelEntry } from './engines/index.ts';
 export { createMetrics } from './metrics.ts';
 export type { AgentMetrics } from './metrics.ts';

@@ -1,120 +1,126 @@
 /**
- * Engine monitor: scrapes the engine on a fixed period and keeps the latest
- * EngineSnapshot, up/down status, the models list, and detects restarts.
+ * Engine monitor: scrapes the engine on a fixed period, tracks up/down, reads
+ * the models list, and detects restarts — with an injected clock and an
+ * injected engine source (the engine adapters over HTTP live, the
+ * simulator's engine model in the discrete-event simulator).
  *
- * Steps per tick: scrape with a timeout → on success compare with the last
- * good snapshot (a counter went backwards, or the configuration fingerprint
- * changed, or the engine came back from down without comparable counters →
- * restart) → on failure count consecutive failures; `downAfterFailures` of
- * them mark the engine down. The models list is re-read every
- * `modelsIntervalMs` and at every recovery.
- * Complexity: one scrape in flight at a time (setTimeout chain, no overlap).
+ * Steps per tick: scrape → on success compare with the last good snapshot (a
+ * counter went backwards, or the configuration fingerprint changed, or the
+ * engine came back from down without comparable counters → restart) → on
+ * failure count consecutive failures; `downAfterFailures` of them mark the
+ * engine down. The models list is re-read every `modelsIntervalMs` and at
+ * every recovery. The next tick is scheduled when this one ends.
+ * Complexity: one scrape in flight at a time (no overlap).
  * Trade-off: a restart is inferred, not observed; a false positive only costs
  * one cache-model reset (routers pull a fresh snapshot).
  */
-import type { EngineAdapter, EngineSnapshot, ModelEntry } from './engines/types.ts';
+import type { Clock } from '@warmpath/shared/runtime';
+import type { EngineSnapshot, EngineSource, ModelEntry } from './engines/types.ts';
 
 export interface MonitorOptions {
   intervalMs: number;
-  timeoutMs: number;
   modelsIntervalMs: number;
   downAfterFailures: number;
 }
 
+export type RestartCause = 'counters' | 'config' | 'recovered';
+
 export interface MonitorHooks {
+  /** A good scrape that started at `startedAt` (clock ms). */
   onScrape(snap: EngineSnapshot, startedAt: number): void;
   onUp(): void;
   onDown(error: string): void;
-  onRestart(cause: 'counters' | 'config' | 'recovered'): void;
+  onRestart(cause: RestartCause): void;
   onModels(models: ModelEntry[]): void;
   onError(code: string): void;
 }
 
 export class EngineMonitor {
-  readonly #adapter: EngineAdapter;
+  readonly #engine: EngineSource;
   readonly #opts: MonitorOptions;
+  readonly #clock: Clock;
   readonly #hooks: MonitorHooks;
-  #timer: ReturnType<typeof setTimeout> | undefined;
+  #cancel: (() => void) | undefined;
   #running = false;
   #inTick = false;
   #failures = 0;
-  #modelsAt = 0;
+  /** When the models list was last read; undefined = read it at the next good scrape. */
+  #modelsAt: number | undefined;
   #everUp = false;
   #lastGood: EngineSnapshot | undefined;
   #wasDown = false;
+  #models: ModelEntry[] = [];
   up = false;
-  snapshot: EngineSnapshot | undefined;
-  /** When the latest successful scrape started (ms, performance.now()). */
-  snapshotStartedAt = 0;
-  models: ModelEntry[] = [];
   lastError = '';
 
-  constructor(adapter: EngineAdapter, opts: MonitorOptions, hooks: MonitorHooks) {
-    this.#adapter = adapter;
+  constructor(engine: EngineSource, opts: MonitorOptions, clock: Clock, hooks: MonitorHooks) {
+    this.#engine = engine;
     this.#opts = opts;
+    this.#clock = clock;
     this.#hooks = hooks;
   }
 
-  /** Starts the loop; resolves after the first scrape attempt. */
-  async start(): Promise<void> {
+  /** Starts the loop; `firstDone` runs once the first tick (scrape, models) has ended. */
+  start(firstDone?: () => void): void {
     this.#running = true;
-    await this.#tick();
+    this.#tick(firstDone);
   }
 
   stop(): void {
     this.#running = false;
-    clearTimeout(this.#timer);
+    this.#cancel?.();
   }
 
   /** Scrape now (e.g. the proxy saw a connection error). */
   kick(): void {
     if (!this.#running || this.#inTick) return;
-    clearTimeout(this.#timer);
-    void this.#tick();
+    this.#cancel?.();
+    this.#tick();
   }
 
-  async #tick(): Promise<void> {
+  #tick(done?: () => void): void {
     if (this.#inTick) return;
     this.#inTick = true;
-    const startedAt = performance.now();
-    try {
-      const snap = await this.#adapter.scrape(AbortSignal.timeout(this.#opts.timeoutMs));
-      this.#onSuccess(snap, startedAt);
-      if (this.#running && Date.now() - this.#modelsAt >= this.#opts.modelsIntervalMs) await this.#refreshModels();
-    } catch (err) {
-      this.#onFailure(err);
-    } finally {
+    const startedAt = this.#clock.now();
+    const end = (): void => {
       this.#inTick = false;
-      if (this.#running) {
-        this.#timer = setTimeout(() => void this.#tick(), this.#opts.intervalMs);
-        this.#timer.unref?.();
+      if (this.#running) this.#cancel = this.#clock.schedule(this.#opts.intervalMs, () => this.#tick());
+      done?.();
+    };
+    this.#engine.scrape((err, snap) => {
+      if (snap === undefined) {
+        this.#onFailure(err);
+        return end();
       }
-    }
+      this.#onSuccess(snap, startedAt);
+      const now = this.#clock.now();
+      if (this.#running && (this.#modelsAt === undefined || now - this.#modelsAt >= this.#opts.modelsIntervalMs)) this.#refreshModels(end);
+      else end();
+    });
   }
 
-  async #refreshModels(): Promise<void> {
-    try {
-      const models = await this.#adapter.models(AbortSignal.timeout(this.#opts.timeoutMs));
-      this.#modelsAt = Date.now();
-      const changed = models.length !== this.models.length || models.some((m, i) => m.id !== this.models[i]?.id || m.parent !== this.models[i]?.parent);
-      this.models = models;
-      if (changed) this.#hooks.onModels(models);
-    } catch (err) {
-      this.#hooks.onError(codeOf(err));
-    }
+  #refreshModels(then: () => void): void {
+    this.#engine.models((err, models) => {
+      if (models === undefined) this.#hooks.onError(codeOf(err));
+      else {
+        this.#modelsAt = this.#clock.now();
+        const prev = this.#models;
+        this.#models = models;
+        if (models.length !== prev.length || models.some((m, i) => m.id !== prev[i]?.id || m.parent !== prev[i]?.parent)) this.#hooks.onModels(models);
+      }
+      then();
+    });
   }
 
   #onSuccess(snap: EngineSnapshot, startedAt: number): void {
     const prev = this.#lastGood;
-    let restart: 'counters' | 'config' | 'recovered' | undefined;
+    let restart: RestartCause | undefined;
     if (prev !== undefined) {
       if (prev.configHint !== '' && snap.configHint !== '' && prev.configHint !== snap.configHint) restart = 'config';
       else if (snap.counters.some((c, i) => c < (prev.counters[i] ?? 0))) restart = 'counters';
       else if (this.#wasDown && snap.counters.length === 0) restart = 'recovered';
     }
     this.#lastGood = snap;
-    this.snapshot = snap;
-    this.snapshotStartedAt = startedAt;
     this.#failures = 0;
     this.lastError = '';
     const cameUp = !this.up;
@@ -123,7 +129,7 @@ export class EngineMonitor {
     if (restart !== undefined) this.#hooks.onRestart(restart);
     if (cameUp) {
       this.#everUp = true;
-      this.#modelsAt = 0;
+      this.#modelsAt = undefined;
       this.#hooks.onUp();
     }
     this.#hooks.onScrape(snap, startedAt);

@@ -1,55 +1,65 @@
 /**
- * Publisher: the replica's state on gossip, periodically and on change.
+ * Publisher: the replica's state on gossip, periodically and on change, with
+ * an injected clock and an injected send (gossip live, the event queue in
+ * the discrete-event simulator).
  *
- * Steps: every `publishIntervalMs`, or as soon as `minPublishGapMs` allows
- * after a significant change (status, models, hot adapters, a load jump of
- * ≥ 10% of KV capacity, or of max(4, 50%) in the in-flight count), build a ReplicaState with
- * seq + 1 and the cache model's delta since the previous message
- * (`digest.from` = previous seq). A reset or a delta over LIMITS.deltaHashes
- * goes out as from = -1 with no hashes: routers pull the snapshot instead.
+ * Steps: every `intervalMs` after the last message, or as soon as `minGapMs`
+ * allows after a significant change (status, models, hot adapters, a load
+ * jump of ≥ 10% of KV capacity, or of max(4, 50%) in the in-flight count),
+ * build a ReplicaState with seq + 1 and the cache model's delta since the
+ * previous message (`digest.from` = previous seq). A reset or a delta over
+ * LIMITS.deltaHashes goes out as from = -1 with no hashes: routers pull the
+ * snapshot instead.
  * Complexity: O(delta) per message; the snapshot is O(digest) on demand.
  * Trade-off: a fixed period keeps state fresh with no acknowledgements; a lost
  * message costs a receiver one snapshot pull (it sees the gap in `from`).
  */
 import { encodeState, LIMITS, PROTOCOL_VERSION } from '@warmpath/shared/wire';
 import type { DigestSnapshot, EngineKind, ReplicaState } from '@warmpath/shared/wire';
-import type { AgentCore } from './core.ts';
+import type { Clock } from '@warmpath/shared/runtime';
+import type { AgentLedger } from './ledger.ts';
 
-export interface PublisherOptions {
+/** Who this replica is, as its state messages say. */
+export interface ReplicaIdentity {
   fleet: string;
   replica: string;
   boot: string;
+  /** Wall-clock ms of this boot (supersede order across restarts). */
   bootAt: number;
+  /** Proxy base URL routers send requests to. */
   url: string;
+  /** Admin base URL routers pull digest snapshots from. */
   admin: string;
   engine: EngineKind;
+}
+
+export interface PublisherOptions {
+  identity: ReplicaIdentity;
   intervalMs: number;
   minGapMs: number;
-  /** Sends bytes; undefined = no gossip (state is still built and counted). */
-  send: ((bytes: Uint8Array) => Promise<unknown>) | undefined;
-  /** Wall clock for `sentAt`, ms since the epoch (virtual time in the fleet simulator). */
-  wallClock?: () => number;
+  clock: Clock;
+  /** Wall clock for `sentAt`, ms since the epoch (virtual time in the simulator). */
+  wallClock: () => number;
+  /** Sends one message (the decoded state rides along for in-process receivers); undefined = no gossip (state is still built and counted). */
+  send: ((bytes: Uint8Array, state: ReplicaState) => Promise<unknown> | void) | undefined;
 }
 
 export class Publisher {
-  readonly #core: AgentCore;
+  readonly #ledger: AgentLedger;
   readonly #o: PublisherOptions;
   #seq = 0;
-  #timer: ReturnType<typeof setTimeout> | undefined;
-  #soon: ReturnType<typeof setTimeout> | undefined;
+  #cancelPeriodic: (() => void) | undefined;
+  #cancelSoon: (() => void) | undefined;
   #lastAt = 0;
   #last: ReplicaState | undefined;
+  #sending: Promise<unknown> | undefined;
   #running = false;
   bytes = 0;
   messages = 0;
 
-  constructor(core: AgentCore, o: PublisherOptions) {
-    this.#core = core;
+  constructor(ledger: AgentLedger, o: PublisherOptions) {
+    this.#ledger = ledger;
     this.#o = o;
-  }
-
-  setAdmin(url: string): void {
-    this.#o.admin = url;
   }
 
   get seq(): number {
@@ -60,115 +70,105 @@ export class Publisher {
     return this.#last;
   }
 
+  /** Publishes now and then periodically. */
   start(): void {
     this.#running = true;
-    this.#schedule();
+    this.publishNow();
   }
 
   stop(): void {
     this.#running = false;
-    clearTimeout(this.#timer);
-    clearTimeout(this.#soon);
+    this.#cancelPeriodic?.();
+    this.#cancelSoon?.();
+    this.#cancelSoon = undefined;
   }
 
-  /** Publish soon if the state changed significantly since the last message. */
+  /** Publish soon if the state changed significantly since the last message (or `force`). */
   poke(force = false): void {
-    if (!this.#running || this.#soon !== undefined) return;
+    if (!this.#running || this.#cancelSoon !== undefined) return;
     if (!force && !this.significant()) return;
-    const wait = Math.max(0, this.#lastAt + this.#o.minGapMs - performance.now());
-    this.#soon = setTimeout(() => {
-      this.#soon = undefined;
-      void this.publishNow();
-    }, wait);
+    const wait = Math.max(0, this.#lastAt + this.#o.minGapMs - this.#o.clock.now());
+    this.#cancelSoon = this.#o.clock.schedule(wait, () => {
+      this.#cancelSoon = undefined;
+      this.publishNow();
+    });
   }
 
-  /** Builds and sends one message now; resolves when sent (errors are counted, not thrown). */
-  async publishNow(): Promise<ReplicaState> {
+  /** Builds and sends one message now (send errors are counted, not thrown). */
+  publishNow(): ReplicaState {
     const state = this.build();
     const bytes = encodeState(state);
     this.#last = state;
-    this.#lastAt = performance.now();
+    this.#lastAt = this.#o.clock.now();
     this.bytes += bytes.byteLength;
     this.messages++;
-    const m = this.#core.metrics;
+    const m = this.#ledger.metrics;
     m.gossipBytes.inc(bytes.byteLength);
     m.gossipMessages.inc();
-    m.cacheChunks.set(this.#core.cache.size);
-    m.cacheCapacity.set(this.#core.cache.capacity);
-    if (this.#running) this.#schedule();
-    if (this.#o.send !== undefined) {
-      try {
-        await this.#o.send(bytes);
-      } catch {
-        m.gossipErrors.inc();
-      }
+    m.cacheChunks.set(this.#ledger.cache.size);
+    m.cacheCapacity.set(this.#ledger.cache.capacity);
+    if (this.#running) {
+      this.#cancelPeriodic?.();
+      this.#cancelPeriodic = this.#o.clock.schedule(this.#o.intervalMs, () => this.publishNow());
     }
+    const sending = this.#o.send?.(bytes, state);
+    if (sending !== undefined) this.#sending = sending.catch(() => m.gossipErrors.inc());
     return state;
+  }
+
+  /** Publishes now and resolves once the message is sent (drain and close announce this way). */
+  async announce(): Promise<void> {
+    this.publishNow();
+    await this.#sending;
   }
 
   /** The full digest as of the last published message (served to routers that missed deltas). */
   snapshot(): DigestSnapshot {
-    return {
-      v: PROTOCOL_VERSION,
-      replica: this.#o.replica,
-      boot: this.#o.boot,
-      seq: this.#seq,
-      chunkChars: this.#core.config.chunkChars,
-      hashes: this.#core.cache.published(),
-    };
+    const id = this.#o.identity;
+    return { v: PROTOCOL_VERSION, replica: id.replica, boot: id.boot, seq: this.#seq, chunkChars: this.#ledger.config.chunkChars, hashes: this.#ledger.cache.published() };
   }
 
   /** Next message (advances seq and takes the delta). */
   build(): ReplicaState {
-    const core = this.#core;
+    const l = this.#ledger;
+    const id = this.#o.identity;
     const prev = this.#seq;
     const seq = ++this.#seq;
-    const delta = core.cache.takeDelta(LIMITS.deltaHashes);
+    const delta = l.cache.takeDelta(LIMITS.deltaHashes);
     return {
       v: PROTOCOL_VERSION,
-      fleet: this.#o.fleet,
-      replica: this.#o.replica,
-      boot: this.#o.boot,
-      bootAt: this.#o.bootAt,
+      fleet: id.fleet,
+      replica: id.replica,
+      boot: id.boot,
+      bootAt: id.bootAt,
       seq,
-      sentAt: (this.#o.wallClock ?? Date.now)(),
-      url: this.#o.url,
-      admin: this.#o.admin,
-      engine: this.#o.engine,
-      models: core.models.slice(0, LIMITS.listItems),
-      adapters: core.adapters.slice(0, LIMITS.listItems),
-      hotAdapters: (core.snapshot?.hotAdapters ?? []).slice(0, LIMITS.listItems),
-      endpoints: core.endpoints(),
-      capacity: core.capacity(),
-      load: core.load(),
-      status: core.status,
-      chunkChars: core.config.chunkChars,
-      digest: {
-        from: delta.full || prev === 0 ? -1 : prev,
-        added: delta.added,
-        removed: delta.removed,
-        size: core.cache.size,
-      },
+      sentAt: this.#o.wallClock(),
+      url: id.url,
+      admin: id.admin,
+      engine: id.engine,
+      models: l.models.slice(0, LIMITS.listItems),
+      adapters: l.adapters.slice(0, LIMITS.listItems),
+      hotAdapters: (l.snapshot?.hotAdapters ?? []).slice(0, LIMITS.listItems),
+      endpoints: l.endpoints(),
+      capacity: l.capacity(),
+      load: l.load(),
+      status: l.status,
+      chunkChars: l.config.chunkChars,
+      digest: { from: delta.full || prev === 0 ? -1 : prev, added: delta.added, removed: delta.removed, size: l.cache.size },
     };
-  }
-
-  #schedule(): void {
-    clearTimeout(this.#timer);
-    this.#timer = setTimeout(() => void this.publishNow(), this.#o.intervalMs);
-    this.#timer.unref?.();
   }
 
   /** Has the state changed enough since the last message that routers should hear it now? */
   significant(): boolean {
     const last = this.#last;
-    const core = this.#core;
+    const l = this.#ledger;
     if (last === undefined) return true;
-    if (last.status !== core.status) return true;
-    if (last.models.length !== core.models.length || last.adapters.length !== core.adapters.length) return true;
-    if (last.hotAdapters.join(',') !== (core.snapshot?.hotAdapters ?? []).join(',')) return true;
-    const cap = core.kvCapacityTokens;
-    if (cap > 0 && Math.abs(core.inflightTokens - last.load.inflightTokens) >= 0.1 * cap) return true;
-    const n = core.inflight.size;
+    if (last.status !== l.status) return true;
+    if (last.models.length !== l.models.length || last.adapters.length !== l.adapters.length) return true;
+    if (last.hotAdapters.join(',') !== (l.snapshot?.hotAdapters ?? []).join(',')) return true;
+    const cap = l.kvCapacityTokens;
+    if (cap > 0 && Math.abs(l.inflightTokens - last.load.inflightTokens) >= 0.1 * cap) return true;
+    const n = l.inflight.size;
     if (Math.abs(n - last.load.inflight) >= Math.max(4, 0.5 * last.load.inflight)) return true;
     return false;
   }

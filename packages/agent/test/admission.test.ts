@@ -65,14 +65,14 @@ describe('admission control against the simulator (tiny profile)', () => {
 });
 
 describe('admission counts a shared prefix once', async () => {
-  const { AgentCore } = await import('../src/core.ts');
+  const { AgentLedger } = await import('../src/ledger.ts');
   const { agentConfig } = await import('../src/config.ts');
   const { createMetrics } = await import('../src/metrics.ts');
   const { emptySnapshot } = await import('../src/engines/types.ts');
   const { describeRequest } = await import('@warmpath/shared/wire');
   it('a fan-out of one long prompt needs its uncached part per call, not the whole prompt', () => {
     // 100k tokens of KV; each call: an 8k-token shared prefix + a short question + 100 output tokens.
-    const core = new AgentCore(agentConfig({ kvCapacityTokens: 100_000, maxWaiting: 0 }), createMetrics());
+    const core = new AgentLedger(agentConfig({ kvCapacityTokens: 100_000, maxWaiting: 0 }), createMetrics());
     core.setSnapshot({ ...emptySnapshot(), running: 1, kvUsedFraction: 0.1 }, 0);
     const shared = 'the shared conversation so far '.repeat(1_100);
     const call = (k: number) => describeRequest({ model: 'm', messages: [{ role: 'user', content: `${shared} call ${k}` }], max_tokens: 100 }, 'chat');

@@ -65,13 +65,13 @@ describe('CacheModel', () => {
 });
 
 describe('cache clear seen in prefix counters', async () => {
-  const { AgentCore } = await import('../src/core.ts');
+  const { AgentLedger } = await import('../src/ledger.ts');
   const { agentConfig } = await import('../src/config.ts');
   const { createMetrics } = await import('../src/metrics.ts');
   const { emptySnapshot } = await import('../src/engines/types.ts');
   const snap = (queries: number, hits: number) => ({ ...emptySnapshot(), prefixQueries: queries, prefixHits: hits });
   it('fires only when predicted hits went unmatched and no per-request feedback arrived', () => {
-    const core = new AgentCore(agentConfig(), createMetrics());
+    const core = new AgentLedger(agentConfig(), createMetrics());
     expect(core.cacheClearedPerCounters(snap(0, 0))).toBe(false);
     core.predictedTokens += 2000;
     expect(core.cacheClearedPerCounters(snap(3000, 1900))).toBe(false); // hits matched

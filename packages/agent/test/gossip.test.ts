@@ -44,7 +44,7 @@ describe('agent state over gossip', () => {
       const r = await post(`${agent.url}/v1/completions`, { model: sim.modelName, prompt: `${i}:`.padEnd(256 * (1 + (i % 4)) + 10, String.fromCharCode(97 + (i % 26))), max_tokens: 2 });
       expect(r.status).toBe(200);
     }
-    expect(agent.core.cache.stats.evictions).toBeGreaterThan(0);
+    expect(agent.core.ledger.cache.stats.evictions).toBeGreaterThan(0);
     // Quiet: wait until the subscriber has applied a message at or after the last change.
     const seq = agent.publisher.seq;
     await until('mirror caught up', () => sub.mirrorSeq > seq);
@@ -54,7 +54,7 @@ describe('agent state over gossip', () => {
     if (!snap.ok) return;
     expect(snap.value.seq).toBeGreaterThanOrEqual(sub.mirrorSeq);
     expect([...sub.mirror].sort()).toEqual([...snap.value.hashes].sort());
-    expect(sub.mirror.size).toBe(agent.core.cache.size);
+    expect(sub.mirror.size).toBe(agent.core.ledger.cache.size);
     const deltaMessages = sub.states.filter((s) => s.digest.from >= 0 && (s.digest.added.length > 0 || s.digest.removed.length > 0));
     expect(deltaMessages.length).toBeGreaterThan(0);
   });

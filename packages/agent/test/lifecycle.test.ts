@@ -72,7 +72,7 @@ describe('engine death and recovery', () => {
     try {
       await sub.waitFor('ready', (s) => s.status === 'ready');
       expect((await post(`${agent.url}/v1/completions`, { model: sim.modelName, prompt: 'x'.repeat(600), max_tokens: 3 })).status).toBe(200);
-      await until('scraped traffic', () => (agent.core.snapshot?.counters[0] ?? 0) > 0);
+      await until('scraped traffic', () => (agent.core.ledger.snapshot?.counters[0] ?? 0) > 0);
       await sim.close();
       const down = await sub.waitFor('down', (s) => s.status === 'down');
       const refused = await post(`${agent.url}/v1/completions`, { model: sim.modelName, prompt: 'y', max_tokens: 3 });
@@ -84,7 +84,7 @@ describe('engine death and recovery', () => {
       expect((await fetch(`${agent.adminUrl}/readyz`)).status).toBe(200);
       expect((await post(`${agent.url}/v1/completions`, { model: sim.modelName, prompt: 'z', max_tokens: 3 })).status).toBe(200);
       // The restarted engine's cache is empty: the model was reset and routers told to pull a snapshot.
-      expect(agent.core.cache.stats.resets).toBeGreaterThan(0);
+      expect(agent.core.ledger.cache.stats.resets).toBeGreaterThan(0);
       expect(sub.states.some((s) => s.seq > down.seq && s.digest.from === -1)).toBe(true);
     } finally {
       await sub.close();

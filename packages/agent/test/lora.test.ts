@@ -12,7 +12,7 @@ describe('vLLM adapter live against the simulator', () => {
       expect(s.models).toEqual([sim.modelName]);
       expect([...s.adapters].sort()).toEqual(['chat', 'sql']);
       expect(s.capacity.kvTokens).toBe(4096);
-      expect(agent.core.resolveModel('sql')).toEqual({ model: sim.modelName, adapter: 'sql' });
+      expect(agent.core.ledger.resolveModel('sql')).toEqual({ model: sim.modelName, adapter: 'sql' });
       const pending = post(`${agent.url}/v1/completions`, { model: 'sql', prompt: 'select '.repeat(100), max_tokens: 200 });
       await until('sql hot', () => agent.state().hotAdapters.includes('sql'));
       expect(agent.state().capacity.adapterSlots).toBe(2);

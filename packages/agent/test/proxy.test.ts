@@ -64,14 +64,14 @@ describe('engine cache cleared behind the agent', () => {
       const p = { model: sim.modelName, prompt: 'P'.repeat(1100), max_tokens: 2 };
       expect((await post(`${agent.url}/v1/completions`, q)).status).toBe(200);
       expect((await post(`${agent.url}/v1/completions`, p)).status).toBe(200);
-      const sizeBefore = agent.core.cache.size;
+      const sizeBefore = agent.core.ledger.cache.size;
       expect(sizeBefore).toBe(8);
       await fetch(`${sim.url}/sim/v1/reset_prefix_cache`, { method: 'POST' });
       const again = await post(`${agent.url}/v1/completions`, p);
       expect(JSON.parse(again.text).usage.prompt_tokens_details.cached_tokens).toBe(0);
       // Q (older than P) is gone from the model; P was just recomputed and is cached again.
-      expect(agent.core.cache.size).toBe(4);
-      expect(agent.core.cache.stats.corrections).toBe(1);
+      expect(agent.core.ledger.cache.size).toBe(4);
+      expect(agent.core.ledger.cache.stats.corrections).toBe(1);
     } finally {
       await agent.close();
       await sim.close();

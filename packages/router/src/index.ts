@@ -1,12 +1,13 @@
+/**
+ * @warmpath/router: the live router (`startRouter`), the transport-free
+ * router core both the HTTP server and the discrete-event simulator drive,
+ * its config, and the policy registry.
+ */
 export { startRouter, type Router, type RouterOptions } from './router.ts';
 export { ROUTER_SCHEMA, POLICY_NAMES, routerConfig, type RouterConfig } from './config.ts';
-export { FleetView, type Replica, type Group, type FleetViewOptions, type ViewEvent } from './fleet/view.ts';
-export { LocalState, type Ticket } from './placement/local.ts';
-export { eligible, affinityKey } from './placement/eligible.ts';
-export { firstInRing, rowOf, type Candidate, type CandidateTable, type Warmth } from './placement/candidates.ts';
+export { RouterCore, describeFor, placementChannel, SWEEP_MS, QUEUE_POLL_MS, type RouterCoreOptions, type RouteJob } from './core/router-core.ts';
+export type { Clock, CoreMetrics, Dispatch, RouteError, Send, SendResult, UpstreamErrorKind } from './core/types.ts';
+export type { Replica, ViewEvent } from './fleet/view.ts';
 export { createPolicy, registerPolicy, policyOptions, POLICIES, type PolicyName } from './placement/registry.ts';
-export { createWarmpathPolicy, adapterTier } from './placement/warmpath/index.ts';
-export { createRoundRobinPolicy, createLeastRequestPolicy, createPowerOfTwoPolicy, createConsistentHashPolicy } from './placement/simple.ts';
-export { BRANCHES, NO_REPLICA, SATURATED, type Branch, type KnownBranch, type Outcome, type Placement, type PlacementRequest, type Policy, type PolicyFactory, type PolicyOptions } from './placement/types.ts';
-export { placementChannel } from './http/proxy.ts';
-export { placeRequest, notifyDispatch, notifyComplete } from './placement/place.ts';
+export type { Candidate, CandidateTable, Warmth } from './placement/candidates.ts';
+export { BRANCHES, type Branch, type KnownBranch, type Outcome, type Placement, type PlacementRequest, type Policy, type PolicyFactory, type PolicyOptions } from './placement/types.ts';

@@ -1,24 +1,27 @@
 /**
- * One router: config → fleet view (fed by gossip) → policy → HTTP server.
- * `startRouter` is what the CLI, tests, the demo and the benchmark call.
+ * One live router: config → router core (fleet view fed by gossip, local
+ * state, policy, retries and queue) → HTTP transport (undici upstreams) and
+ * HTTP server. `startRouter` is what the CLI, tests, the demo and the live
+ * benchmark call; the discrete-event simulator drives the same core.
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ROUTER_SCHEMA, type RouterConfig } from './config.ts';
-import { loadConfig } from '@warmpath/shared/runtime';
-import { snapshotFetcher } from './fleet/snapshot.ts';
-import { FleetView, type Replica, type ViewEvent } from './fleet/view.ts';
+import { loadConfig, realClock, SERVER_TIMEOUTS } from '@warmpath/shared/runtime';
 import { createGossipNode, type GossipNode } from '@warmpath/shared/gossip';
-import { createProxy } from './http/proxy.ts';
-import { WaitQueue } from './http/queue.ts';
+import { RouterCore } from './core/router-core.ts';
+import type { CoreMetrics } from './core/types.ts';
+import { snapshotFetcher } from './fleet/snapshot.ts';
+import type { FleetView, Replica, ViewEvent } from './fleet/view.ts';
+import { createSend, type Exchange } from './http/forward.ts';
+import { createAnswer, createProxy } from './http/proxy.ts';
 import { createHandler } from './http/server.ts';
 import { Upstreams } from './http/upstream.ts';
 import { createMetrics, type RouterMetrics } from './metrics.ts';
-import { LocalState } from './placement/local.ts';
-import { createPolicy } from './placement/registry.ts';
-import type { Policy } from './placement/types.ts';
+import type { LocalState } from './placement/local.ts';
+import type { Branch, Policy } from './placement/types.ts';
 
 export type RouterOptions = Partial<{ -readonly [K in keyof RouterConfig]: RouterConfig[K] extends readonly string[] ? string[] : RouterConfig[K] }> & {
   /** false: no gossip node (feed state with `router.ingest`); a node: use it (not stopped on close). */
@@ -49,109 +52,48 @@ export interface Router {
   close(): Promise<void>;
 }
 
-/** Sweep period: staleness transitions, overlay expiry, idle pools. */
-const SWEEP_MS = 250;
-
 export async function startRouter(options: RouterOptions = {}): Promise<Router> {
   const { gossip: gossipOpt, policyInstance, fetchSnapshot, log: logOpt, ...overrides } = options;
   const config = loadConfig(ROUTER_SCHEMA, { overrides: overrides as Record<string, unknown> });
-  const log = logOpt ?? ((line: string) => console.error(line));
   const id = config.id !== '' ? config.id : `router-${randomBytes(4).toString('hex')}`;
   const apiKeys = config.apiKeys !== '' ? readKeys(config.apiKeys) : undefined;
-
   const fetcher = snapshotFetcher(config.snapshotTimeoutMs);
-  const mismatchLogged = new Set<string>();
-  const onEvent = (e: ViewEvent): void => {
-    if (e.type === 'chunk_mismatch' && !mismatchLogged.has(e.replica)) {
-      mismatchLogged.add(e.replica);
-      log(`warmpath router ${id}: replica ${e.replica} publishes chunkChars=${e.theirs} but this router uses ${e.ours}; excluding it from routing (set the same --chunk-chars fleet-wide)`);
-    } else if (e.type === 'snapshot_failed') {
-      log(`warmpath router ${id}: digest snapshot from ${e.replica} failed: ${e.error}`);
-    }
-  };
-  const view = new FleetView({
-    fleet: config.fleet,
-    chunkChars: config.chunkChars,
-    stateTtlMs: config.stateTtlMs,
-    forgetAfterMs: config.forgetAfterMs,
-    fetchSnapshot: fetchSnapshot ?? fetcher.fetch,
-    onEvent,
-  });
-  const local = new LocalState({ overlayTtlMs: config.overlayTtlMs, overlayMaxChunks: config.overlayMaxChunks, suspectMs: config.suspectMs });
-  const policy =
-    policyInstance ??
-    createPolicy(config.policy, { chunkChars: config.chunkChars, charsPerToken: config.charsPerToken, loadFactor: config.loadFactor, boundFloorTokens: config.boundFloorTokens });
-  const queue = new WaitQueue(config.queueMax);
-  const metrics = createMetrics(view, { queueLength: () => queue.length, overlaySize: () => local.overlaySize });
   const upstreams = new Upstreams({
     connections: config.upstreamConnections,
     connectTimeoutMs: config.connectTimeoutMs,
     headersTimeoutMs: config.headersTimeoutMs,
     bodyTimeoutMs: config.bodyTimeoutMs,
   });
-  let seenReady = false;
-  view.onChange(() => queue.wake());
-
-  const proxy = createProxy({ id, config, view, local, policy, metrics, upstreams, queue });
-  const server: Server = createServer({ keepAliveTimeout: 72_000, requestTimeout: 0, headersTimeout: 60_000 }, createHandler({
+  // The core counts into prom-client metrics that need the core's view: bound once both exist.
+  let metrics: RouterMetrics | undefined;
+  const core: RouterCore<Exchange> = new RouterCore<Exchange>({
+    config,
     id,
-    view,
-    metrics,
-    proxy,
-    apiKeys,
-    ready: () => {
-      if (!seenReady) for (const r of view.replicas.values()) if (r.live && !r.chunkMismatch) seenReady = true;
-      return seenReady;
-    },
-  }));
+    clock: realClock(),
+    send: createSend(id, upstreams),
+    answer: (ex, e) => answer(ex, e),
+    fetchSnapshot: fetchSnapshot ?? fetcher.fetch,
+    ...(policyInstance !== undefined ? { policy: policyInstance } : {}),
+    metrics: coreMetrics(() => metrics!, () => core.policy.name),
+    onViewEvent: viewLogger(id, logOpt ?? ((line: string) => console.error(line))),
+    onSweep: () => upstreams.retain(originsOf(core.view)),
+  });
+  metrics = createMetrics(core.view, { queueLength: () => core.waiting, overlaySize: () => core.local.overlaySize });
+  const answer = createAnswer(id, config.retryAfterS, metrics);
+  const server: Server = createServer(SERVER_TIMEOUTS, createHandler({ id, view: core.view, metrics, proxy: createProxy(core, metrics), apiKeys, ready: readiness(core.view) }));
   server.on('clientError', (_err, socket) => socket.destroy());
 
-  const sweep = setInterval(() => {
-    const now = Date.now();
-    view.sweep(now);
-    local.prune(now);
-    const origins = new Set<string>();
-    for (const r of view.replicas.values()) {
-      const u = r.state.url;
-      const s = u.indexOf('/', u.indexOf('//') + 2);
-      origins.add(s < 0 ? u : u.slice(0, s));
-    }
-    upstreams.retain(origins);
-  }, SWEEP_MS);
-  sweep.unref();
-
-  let gossip: GossipNode | undefined;
-  let ownGossip = false;
-  let unsubscribe: (() => void) | undefined;
+  let gossip: Awaited<ReturnType<typeof joinGossip>> | undefined;
   try {
-    if (gossipOpt !== false) {
-      if (gossipOpt !== undefined) gossip = gossipOpt;
-      else {
-        gossip = await createGossipNode({
-          fleet: config.fleet,
-          listen: [...config.gossipListen],
-          bootstrap: [...config.bootstrap],
-          ...(config.swarmKey !== '' ? { swarmKey: readFileSync(config.swarmKey, 'utf8') } : {}),
-        });
-        ownGossip = true;
-      }
-      unsubscribe = gossip.onMessage((bytes) => view.applyBytes(bytes));
-      if (ownGossip) await gossip.start();
-    }
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(config.port, config.host, () => {
-        server.off('error', reject);
-        resolve();
-      });
-    });
+    gossip = await joinGossip(config, gossipOpt, (bytes) => core.receiveBytes(bytes));
+    await listen(server, config.port, config.host);
   } catch (err) {
-    clearInterval(sweep);
-    unsubscribe?.();
-    if (ownGossip) await gossip?.stop().catch(() => {});
+    core.stop();
+    await gossip?.leave();
     await fetcher.close();
     throw err;
   }
+  const joined = gossip;
   const port = (server.address() as AddressInfo).port;
   const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host.includes(':') ? `[${config.host}]` : config.host;
 
@@ -160,26 +102,112 @@ export async function startRouter(options: RouterOptions = {}): Promise<Router> 
     id,
     url: `http://${host}:${port}`,
     port,
-    peerId: gossip?.peerId,
-    peerAddrs: gossip?.multiaddrs() ?? [],
+    peerId: joined.node?.peerId,
+    peerAddrs: joined.node?.multiaddrs() ?? [],
     config,
-    view,
-    local,
-    policy,
+    view: core.view,
+    local: core.local,
+    policy: core.policy,
     metrics,
-    ingest: (bytes) => view.applyBytes(bytes),
+    ingest: (bytes) => core.receiveBytes(bytes),
     close: () =>
       (closing ??= (async () => {
-        clearInterval(sweep);
-        unsubscribe?.();
+        core.stop();
         server.closeIdleConnections();
         const closed = new Promise<void>((resolve) => server.close(() => resolve()));
         setTimeout(() => server.closeAllConnections(), 1_000).unref();
-        if (ownGossip) await gossip?.stop().catch(() => {});
+        await joined.leave();
         await closed;
         await Promise.all([upstreams.close(), fetcher.close().catch(() => {})]);
       })()),
   };
+}
+
+/** The core's counters, backed by the router's prom-client metrics (bound lazily: they need the core's view). */
+function coreMetrics(metrics: () => RouterMetrics, policy: () => string): CoreMetrics {
+  const branchCounters = new Map<string, { inc(): void }>();
+  let placeTimer: { observe(v: number): void } | undefined;
+  return {
+    placed(b: Branch) {
+      let c = branchCounters.get(b);
+      if (c === undefined) branchCounters.set(b, (c = metrics().branches.labels(policy(), b)));
+      c.inc();
+    },
+    placementSeconds: (s) => (placeTimer ??= metrics().placementSeconds.labels(policy())).observe(s),
+    retried: () => metrics().retries.inc(),
+    upstreamError: (kind) => metrics().upstreamErrors.inc({ kind }),
+  };
+}
+
+/** Operator log lines for fleet-view events: a chunk-size mismatch once per replica, every failed snapshot pull. */
+function viewLogger(id: string, log: (line: string) => void): (e: ViewEvent) => void {
+  const mismatchLogged = new Set<string>();
+  return (e) => {
+    if (e.type === 'chunk_mismatch' && !mismatchLogged.has(e.replica)) {
+      mismatchLogged.add(e.replica);
+      log(`warmpath router ${id}: replica ${e.replica} publishes chunkChars=${e.theirs} but this router uses ${e.ours}; excluding it from routing (set the same --chunk-chars fleet-wide)`);
+    } else if (e.type === 'snapshot_failed') {
+      log(`warmpath router ${id}: digest snapshot from ${e.replica} failed: ${e.error}`);
+    }
+  };
+}
+
+/** Ready once the router has seen one routable replica (and stays ready: a fleet restart is not a router fault). */
+function readiness(view: FleetView): () => boolean {
+  let seen = false;
+  return () => {
+    if (!seen) for (const r of view.replicas.values()) if (r.live && !r.chunkMismatch) seen = true;
+    return seen;
+  };
+}
+
+/** Origins of every known replica: upstream pools of the others are closed. */
+function originsOf(view: FleetView): Set<string> {
+  const origins = new Set<string>();
+  for (const r of view.replicas.values()) {
+    const u = r.state.url;
+    const s = u.indexOf('/', u.indexOf('//') + 2);
+    origins.add(s < 0 ? u : u.slice(0, s));
+  }
+  return origins;
+}
+
+/** Subscribe to the fleet's gossip: our own node (started, stopped on leave), a given one (left running), or none. */
+async function joinGossip(config: RouterConfig, opt: false | GossipNode | undefined, onMessage: (bytes: Uint8Array) => void): Promise<{ node: GossipNode | undefined; leave(): Promise<void> }> {
+  if (opt === false) return { node: undefined, leave: async () => {} };
+  const own = opt === undefined;
+  const node =
+    opt ??
+    (await createGossipNode({
+      fleet: config.fleet,
+      listen: [...config.gossipListen],
+      bootstrap: [...config.bootstrap],
+      ...(config.swarmKey !== '' ? { swarmKey: readFileSync(config.swarmKey, 'utf8') } : {}),
+    }));
+  const unsubscribe = node.onMessage(onMessage);
+  const leave = async (): Promise<void> => {
+    unsubscribe();
+    if (own) await node.stop().catch(() => {});
+  };
+  if (own) {
+    try {
+      await node.start();
+    } catch (err) {
+      await leave();
+      throw err;
+    }
+  }
+  return { node, leave };
+}
+
+function listen(server: Server, port: number, host: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
 }
 
 function readKeys(path: string): Set<string> {

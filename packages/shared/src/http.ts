@@ -57,3 +57,52 @@ export function drained(res: import('node:http').ServerResponse): Promise<void> 
     res.on('close', done);
   });
 }
+
+/**
+ * Hop-by-hop headers (RFC 9110 §7.6.1, plus the legacy `keep-alive` and
+ * `proxy-connection`): they describe one connection, not the message, so a
+ * proxy never forwards them, in either direction. The router and the agent
+ * both filter through `forwardHeaders`.
+ */
+export const HOP_BY_HOP_HEADERS: ReadonlySet<string> = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+]);
+
+/** Request headers a proxy sets itself when it forwards: its own Host, and the framing of the body it sends. */
+const REQUEST_OWN_HEADERS: ReadonlySet<string> = new Set(['host', 'content-length', 'expect']);
+
+/**
+ * The headers of a request (or response) a proxy passes on: all but the
+ * hop-by-hop ones (and, for a request, the ones it sets itself); undefined
+ * values dropped. Returns a new object.
+ */
+export function forwardHeaders(headers: Readonly<Record<string, string | string[] | undefined>>, of: 'request' | 'response'): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const k in headers) {
+    const v = headers[k];
+    if (v === undefined || HOP_BY_HOP_HEADERS.has(k) || (of === 'request' && REQUEST_OWN_HEADERS.has(k))) continue;
+    out[k] = v;
+  }
+  return out;
+}
+
+/**
+ * node:http server timeouts of the router's and the agent's proxy ports, ms.
+ * keepAliveTimeout 72 s: longer than clients' and load balancers' own idle
+ * timeout (commonly 60 s), so the client closes an idle connection, never
+ * the server while a request is on its way. requestTimeout 0 = none: a
+ * generation may stream for many minutes. headersTimeout 60 s: a client has a
+ * minute to send its request headers.
+ */
+export const SERVER_TIMEOUTS = Object.freeze({ keepAliveTimeout: 72_000, requestTimeout: 0, headersTimeout: 60_000 });
+
+/** Idle time of a keep-alive connection in the proxies' upstream undici pools, ms: below the agent's 72 s server keep-alive, so the pool closes first. */
+export const UPSTREAM_KEEP_ALIVE_MS = 60_000;

@@ -1,5 +1,6 @@
-/** Runtime helpers shared by every process: config loading, bounded HTTP bodies, Prometheus text parsing, a seeded PRNG. */
+/** Runtime helpers shared by every process: config loading, HTTP helpers, Prometheus text parsing, a seeded PRNG, clocks. */
 export * from './config.ts';
 export * from './http.ts';
 export * from './prometheus.ts';
 export * from './random.ts';
+export * from './clock.ts';

@@ -48,6 +48,17 @@ export interface EngineAdapter {
   models(signal: AbortSignal): Promise<ModelEntry[]>;
 }
 
+/**
+ * The agent core's view of its engine: a snapshot and the models list, each
+ * answered through a callback (at once in the simulator, after HTTP live).
+ * `endpoints`: what the engine serves by default.
+ */
+export interface EngineSource {
+  readonly endpoints: readonly Endpoint[];
+  scrape(done: (error: unknown, snap?: EngineSnapshot) => void): void;
+  models(done: (error: unknown, models?: ModelEntry[]) => void): void;
+}
+
 export interface AdapterContext {
   /** Keep-alive dispatcher for control traffic to the engine. */
   dispatcher: Dispatcher;

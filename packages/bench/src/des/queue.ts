@@ -1,9 +1,14 @@
 /**
  * Event queue of the discrete-event simulator: a binary min-heap on
  * (time, insertion order), so events at equal times run in the order they were
- * scheduled and a run is deterministic.
- * Complexity: O(log n) push and pop.
+ * scheduled and a run is deterministic. A cancelled event stays in the heap
+ * and does nothing when its time comes.
+ * Complexity: O(log n) push and pop, O(1) cancel.
  */
+import type { Clock } from '@warmpath/shared/runtime';
+
+const NOTHING = (): void => {};
+
 export interface SimEvent {
   at: number;
   seq: number;
@@ -25,7 +30,7 @@ export class EventQueue {
   }
 
   /** Schedules `run` at absolute virtual time `at` (never in the past). */
-  at(at: number, run: () => void): void {
+  at(at: number, run: () => void): SimEvent {
     if (Number.isNaN(at)) throw new Error('event scheduled at NaN: a bug in the caller');
     const e = { at: Math.max(at, this.now), seq: this.#seq++, run };
     const h = this.#heap;
@@ -38,10 +43,26 @@ export class EventQueue {
       i = p;
     }
     h[i] = e;
+    return e;
   }
 
-  after(delayMs: number, run: () => void): void {
-    this.at(this.now + delayMs, run);
+  after(delayMs: number, run: () => void): SimEvent {
+    return this.at(this.now + delayMs, run);
+  }
+
+  cancel(e: SimEvent): void {
+    e.run = NOTHING;
+  }
+
+  /** This queue as the cores' clock: virtual now, events as timers. */
+  clock(): Clock {
+    return {
+      now: () => this.now,
+      schedule: (ms, fn) => {
+        const e = this.after(ms, fn);
+        return () => this.cancel(e);
+      },
+    };
   }
 
   #pop(): SimEvent | undefined {

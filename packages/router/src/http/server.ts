@@ -8,13 +8,13 @@ import { HEADERS, ROUTES, sendError } from '@warmpath/shared/wire';
 import { sendJson } from '@warmpath/shared/runtime';
 import type { FleetView } from '../fleet/view.ts';
 import type { RouterMetrics } from '../metrics.ts';
-import type { createProxy } from './proxy.ts';
+import type { ProxyHandler } from './proxy.ts';
 
 export interface ServerContext {
   id: string;
   view: FleetView;
   metrics: RouterMetrics;
-  proxy: ReturnType<typeof createProxy>;
+  proxy: ProxyHandler;
   apiKeys: ReadonlySet<string> | undefined;
   /** Has the router ever seen a ready replica? */
   ready: () => boolean;

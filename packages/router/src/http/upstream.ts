@@ -4,6 +4,7 @@
  * classified once here into the kinds the router acts on.
  */
 import { Pool } from 'undici';
+import { UPSTREAM_KEEP_ALIVE_MS } from '@warmpath/shared/runtime';
 
 export interface UpstreamOptions {
   connections: number;
@@ -28,7 +29,7 @@ export class Upstreams {
         connectTimeout: this.#opts.connectTimeoutMs,
         headersTimeout: this.#opts.headersTimeoutMs,
         bodyTimeout: this.#opts.bodyTimeoutMs,
-        keepAliveTimeout: 60_000,
+        keepAliveTimeout: UPSTREAM_KEEP_ALIVE_MS,
         pipelining: 1,
       });
       this.#pools.set(origin, p);
@@ -63,15 +64,4 @@ export function classify(err: unknown): FailureKind {
     return 'connect';
   if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') return 'timeout';
   return 'error';
-}
-
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'upgrade', 'date']);
-
-/** Upstream response headers minus hop-by-hop ones, onto `out`. */
-export function copyHeaders(src: Record<string, string | string[] | undefined>, out: Record<string, string | string[]>): Record<string, string | string[]> {
-  for (const k in src) {
-    const v = src[k];
-    if (v !== undefined && !HOP_BY_HOP.has(k)) out[k] = v;
-  }
-  return out;
 }

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { EventQueue } from './queue.ts';
+import { EventQueue } from '../../src/des/queue.ts';
 
 describe('EventQueue', () => {
   it('runs events in (time, insertion) order', () => {

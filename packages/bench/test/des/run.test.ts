@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_MODEL, SCENARIOS } from '../scenarios.ts';
-import { runDes } from './run.ts';
+import { DEFAULT_MODEL, SCENARIOS } from '../../src/scenarios.ts';
+import { runDes } from '../../src/des/run.ts';
 
 const seed = SCENARIOS.seed!;
 

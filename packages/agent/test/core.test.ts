@@ -1,0 +1,108 @@
+/**
+ * The agent core without I/O: a scripted engine source, a manual clock and a
+ * capturing send — the same wiring the live agent and the simulator use.
+ */
+import { describeRequest, type ReplicaState } from '@warmpath/shared/wire';
+import { describe, expect, it } from 'vitest';
+import { agentConfig } from '../src/config.ts';
+import { AgentCore } from '../src/core.ts';
+import { emptySnapshot, type EngineSnapshot, type ModelEntry } from '../src/engines/types.ts';
+
+function manualClock() {
+  let now = 0;
+  let seq = 0;
+  const timers: Array<{ at: number; seq: number; fn: () => void; live: boolean }> = [];
+  return {
+    now: () => now,
+    schedule(ms: number, fn: () => void) {
+      const t = { at: now + Math.max(0, ms), seq: seq++, fn, live: true };
+      timers.push(t);
+      return () => {
+        t.live = false;
+      };
+    },
+    advance(ms: number) {
+      const end = now + ms;
+      for (;;) {
+        timers.sort((a, b) => a.at - b.at || a.seq - b.seq);
+        const i = timers.findIndex((t) => t.live);
+        if (i < 0 || timers[i]!.at > end) break;
+        const [t] = timers.splice(i, 1);
+        now = t!.at;
+        t!.fn();
+      }
+      now = end;
+    },
+  };
+}
+
+function setup() {
+  const clock = manualClock();
+  const engine = {
+    snap: { ...emptySnapshot(), kvCapacityTokens: 100_000, kvUsedFraction: 0, counters: [10] } as EngineSnapshot | Error,
+    models: [{ id: 'm', parent: undefined }, { id: 'fin', parent: 'm' }] as ModelEntry[],
+  };
+  const sent: ReplicaState[] = [];
+  const core = new AgentCore({
+    config: agentConfig({ gossip: false, downAfterFailures: 2 }),
+    identity: { fleet: 'f', replica: 'r1', boot: 'b', bootAt: 1, url: 'http://r1', admin: 'http://r1-admin', engine: 'vllm' },
+    engine: {
+      endpoints: ['chat'],
+      scrape: (done) => (engine.snap instanceof Error ? done(engine.snap) : done(undefined, engine.snap)),
+      models: (done) => done(undefined, engine.models),
+    },
+    clock,
+    wallClock: clock.now,
+    send: (_bytes, state) => {
+      sent.push(state);
+    },
+  });
+  return { clock, engine, sent, core };
+}
+
+describe('agent core', () => {
+  it('first scrape brings the engine up with its models; publishing starts ready and repeats every interval', () => {
+    const { core, sent, clock } = setup();
+    let first = false;
+    core.startMonitor(() => (first = true));
+    expect(first).toBe(true);
+    core.startPublishing();
+    expect(sent).toHaveLength(1);
+    expect(sent[0]).toMatchObject({ status: 'ready', models: ['m'], adapters: ['fin'], endpoints: ['chat'], seq: 1 });
+    clock.advance(core.config.publishIntervalMs);
+    expect(sent.map((s) => s.seq)).toEqual([1, 2]);
+  });
+
+  it('failed scrapes mark the engine down and announce it at once; a restart resets the cache model', () => {
+    const { core, sent, clock, engine } = setup();
+    core.startMonitor();
+    core.startPublishing();
+    engine.snap = Object.assign(new Error('refused'), { code: 'ECONNREFUSED' });
+    clock.advance(2 * core.config.scrapeIntervalMs + core.config.minPublishGapMs);
+    expect(core.status).toBe('down');
+    expect(sent.at(-1)!.status).toBe('down');
+    expect(core.admit(info())).toEqual({ reason: 'engine_down' });
+
+    engine.snap = { ...emptySnapshot(), kvCapacityTokens: 100_000, counters: [0] }; // counters back at zero
+    core.ledger.cache.record(info().hashes);
+    clock.advance(core.config.scrapeIntervalMs);
+    expect(core.status).toBe('ready');
+    expect(core.ledger.cache.size).toBe(0);
+  });
+
+  it('an admitted request counts in flight until it finishes; its cached_tokens correct the cache model', () => {
+    const { core } = setup();
+    core.startMonitor();
+    const a = core.admit(info());
+    if ('reason' in a) throw new Error(`refused: ${a.reason}`);
+    expect(core.ledger.inflight.size).toBe(1);
+    core.firstByte(a);
+    core.finish(info(), a, { cachedTokens: 0, promptTokens: 2_000 });
+    expect(core.ledger.inflight.size).toBe(0);
+    expect(core.ledger.feedbacks).toBe(1);
+  });
+});
+
+function info() {
+  return describeRequest({ model: 'm', messages: [{ role: 'user', content: 'a long shared prompt '.repeat(400) }], max_tokens: 16 }, 'chat');
+}

@@ -1,0 +1,134 @@
+/**
+ * One simulated replica: the simulator's engine model behind the agent core,
+ * in virtual time. The core scrapes the engine and publishes state on its own
+ * timers (the event queue); requests are admitted (or refused), submitted to
+ * the engine, and stepped one engine step per event.
+ */
+import { AgentCore, agentConfig, type Admitted } from '@warmpath/agent';
+import type { SendResult } from '@warmpath/router';
+import type { ReplicaState } from '@warmpath/shared/wire';
+import { EngineModel, type EngineProfile, type StepResult } from '@warmpath/sim';
+import { DEFAULT_MODEL, type FleetShape } from '../scenarios.ts';
+import { simEngineSource } from './engine.ts';
+import type { EventQueue } from './queue.ts';
+import type { Rec } from './request.ts';
+
+/** What a replica tells the run about its requests. */
+export interface ReplicaHooks {
+  /** A state message left the agent (the run delivers it to every router). */
+  published(state: ReplicaState): void;
+  /** A token reached the client (one hop after the engine step ended). */
+  token(rec: Rec, generated: number, at: number): void;
+  /** The request ended (ok, or the engine refused it with `error`). */
+  finished(rec: Rec, end: { promptTokens: number; cachedTokens: number; outputTokens: number; at: number } | { error: string; status: number }): void;
+}
+
+interface Live {
+  rec: Rec;
+  admitted: Admitted;
+  /** The router's attempt to tell how it ended (undefined: the oracle, no router). */
+  report: ((r: SendResult) => void) | undefined;
+}
+
+export class DesReplica {
+  readonly id: string;
+  readonly model: EngineModel;
+  readonly core: AgentCore;
+  readonly #q: EventQueue;
+  readonly #hop: number;
+  readonly #hooks: ReplicaHooks;
+  #stepping = false;
+  /** seq id → what the agent and router need when it finishes. */
+  readonly #live = new Map<string, Live>();
+
+  constructor(id: string, q: EventQueue, profile: EngineProfile, shape: FleetShape, hop: number, hooks: ReplicaHooks) {
+    this.id = id;
+    this.#q = q;
+    this.#hop = hop;
+    this.#hooks = hooks;
+    this.model = new EngineModel(profile, { maxLoras: shape.maxLoras ?? 0, adapters: shape.adapters ?? [] });
+    this.core = new AgentCore({
+      config: agentConfig({ fleet: 'des', replicaId: id, gossip: false }),
+      identity: { fleet: 'des', replica: id, boot: `${id}-boot`, bootAt: 0, url: `des://${id}`, admin: `des://${id}/admin`, engine: 'vllm' },
+      engine: simEngineSource(this.model, profile, DEFAULT_MODEL, shape.adapters ?? []),
+      clock: q.clock(),
+      wallClock: () => q.now,
+      send: (_bytes, state) => hooks.published(state),
+    });
+  }
+
+  /** The agent starts its scrape loop and its publisher at these phases (agents are not synchronized). */
+  start(scrapePhase: number, publishPhase: number): void {
+    this.#q.at(scrapePhase, () => this.core.startMonitor());
+    this.#q.at(publishPhase, () => this.core.startPublishing());
+  }
+
+  /** The agent's side of one attempt: admission, then the engine. False when the agent refuses it. */
+  offer(rec: Rec, attempt: number, report: ((r: SendResult) => void) | undefined): boolean {
+    const info = rec.prep.info;
+    const a = this.core.admit(info);
+    if ('reason' in a) return false;
+    const id = `req-${rec.i}-${attempt}`;
+    this.#live.set(id, { rec, admitted: a, report });
+    try {
+      this.model.submit({ id, promptTokens: rec.prep.promptTokens, maxTokens: info.maxTokens, blockHashes: rec.prep.blockHashes, adapter: info.adapter }, this.#q.now);
+    } catch (err) {
+      // The engine refuses the request itself (context length, unknown adapter): a 400, as over HTTP.
+      this.#live.delete(id);
+      this.core.finish(info, a);
+      report?.({ kind: 'done', outcome: 'error', status: 400 });
+      this.#hooks.finished(rec, { error: (err as { code?: string }).code ?? 'invalid_request', status: 400 });
+      return true;
+    }
+    this.#kick();
+    return true;
+  }
+
+  // ---- the engine: one step event at a time ------------------------------
+  #kick(): void {
+    if (this.#stepping) return;
+    const wake = this.model.nextWakeMs(this.#q.now);
+    if (wake === Number.POSITIVE_INFINITY) return;
+    this.#stepping = true;
+    this.#q.at(wake, () => this.#step());
+  }
+
+  #step(): void {
+    const q = this.#q;
+    const res = this.model.step(q.now);
+    if (res.durationMs === 0) {
+      // Nothing schedulable now. Sleep until the next front-end arrival if there is one; else
+      // until something changes (a submit or an abort kicks the engine again) — never spin.
+      this.#stepping = false;
+      const next = this.model.nextWakeMs(q.now);
+      if (next !== Number.POSITIVE_INFINITY && next > q.now) {
+        this.#stepping = true;
+        q.at(next, () => this.#step());
+      }
+      return;
+    }
+    q.at(res.endMs, () => {
+      this.#deliver(res);
+      this.#stepping = false;
+      this.#kick();
+    });
+  }
+
+  #deliver(res: StepResult): void {
+    const at = res.endMs + this.#hop;
+    for (const s of res.emitted) {
+      const x = this.#live.get(s.id);
+      if (x === undefined) continue;
+      if (s.generated === 1) this.core.firstByte(x.admitted);
+      this.#hooks.token(x.rec, s.generated, at);
+    }
+    for (const s of res.finished) {
+      const x = this.#live.get(s.id);
+      if (x === undefined) continue;
+      this.#live.delete(s.id);
+      this.core.finish(x.rec.prep.info, x.admitted, { cachedTokens: s.cachedTokens, promptTokens: s.promptTokens });
+      x.report?.({ kind: 'done', outcome: 'ok' });
+      this.#hooks.finished(x.rec, { promptTokens: s.promptTokens, cachedTokens: s.cachedTokens, outputTokens: s.generated, at });
+    }
+  }
+}

@@ -1,0 +1,64 @@
+/**
+ * One simulated request: its description (computed once per planned request
+ * and shared by every policy's run: describing hashes the whole prompt), the
+ * engine's view of its prompt, and its result as the client sees it.
+ */
+import { describeFor, type RouterConfig } from '@warmpath/router';
+import type { RequestInfo } from '@warmpath/shared/wire';
+import { promptIdentityOfBody } from '@warmpath/sim';
+import type { PlannedRequest, RequestResult } from '../loadgen.ts';
+import { DEFAULT_MODEL } from '../scenarios.ts';
+
+/** Per planned request, computed once and shared by every policy's run. */
+export interface Prepared {
+  info: RequestInfo;
+  promptTokens: number;
+  blockHashes: BigUint64Array;
+}
+
+export interface Rec {
+  i: number;
+  plan: PlannedRequest;
+  prep: Prepared;
+  /** Index of the router the client sends it to. */
+  router: number;
+  arrivedAt: number;
+  lastTokenAt: number;
+  result: RequestResult;
+}
+
+type DescribeSettings = Pick<RouterConfig, 'chunkChars' | 'maxChunks' | 'charsPerToken' | 'defaultMaxTokens'>;
+
+/** Caches per describe settings (a run with other prefix settings describes again). */
+const prepared = new Map<string, WeakMap<PlannedRequest, Prepared>>();
+
+/** The router's description of `p` (adapters resolve to the scenario's base model, as the fleet's model list says). */
+export function prepare(p: PlannedRequest, adapters: ReadonlySet<string>, settings: DescribeSettings): Prepared {
+  const cacheKey = `${settings.chunkChars}/${settings.maxChunks}/${settings.charsPerToken}/${settings.defaultMaxTokens}`;
+  let cache = prepared.get(cacheKey);
+  if (cache === undefined) prepared.set(cacheKey, (cache = new WeakMap()));
+  let x = cache.get(p);
+  if (x !== undefined) return x;
+  const kind = p.path === '/v1/completions' ? 'completion' : 'chat';
+  const resolveModel = (name: string) => (adapters.has(name) ? { model: DEFAULT_MODEL, adapter: name } : { model: name, adapter: '' });
+  const info = describeFor(settings, p.body, kind, resolveModel, p.headers?.['x-warmpath-key']);
+  const id = promptIdentityOfBody(p.body, kind, { model: info.model, adapter: info.adapter, charsPerToken: 4, blockSize: 16 });
+  x = { info, promptTokens: id.promptTokens, blockHashes: id.blockHashes };
+  cache.set(p, x);
+  return x;
+}
+
+export function newRec(i: number, plan: PlannedRequest, prep: Prepared, router: number, arrivedAt: number): Rec {
+  return {
+    i,
+    plan,
+    prep,
+    router,
+    arrivedAt,
+    lastTokenAt: 0,
+    result: {
+      tag: plan.tag, target: router, ok: false, status: 0, error: undefined, ttftMs: Number.NaN, e2eMs: Number.NaN, itlMs: [],
+      promptTokens: 0, cachedTokens: 0, outputTokens: 0, replica: undefined, route: undefined, sentAt: plan.at,
+    },
+  };
+}

@@ -1,0 +1,64 @@
+/**
+ * The router core's seams: what a transport (the HTTP server, the
+ * discrete-event simulator) gives the core and what the core asks of it.
+ * The core never does I/O and never reads a clock of its own.
+ */
+import type { RequestInfo } from '@warmpath/shared/wire';
+import type { Replica } from '../fleet/view.ts';
+import type { Branch } from '../placement/types.ts';
+
+/** Time and timers: the wall clock and setTimeout live, the event queue in the simulator. */
+export type { Clock } from '@warmpath/shared/runtime';
+
+/** One attempt: send the request (the transport's context `ctx`) to `replica`. */
+export interface Dispatch<T> {
+  readonly ctx: T;
+  readonly info: RequestInfo;
+  readonly replica: Replica;
+  /** Why this replica, as reported in x-warmpath-route (relabelled `queued` / `retry`). */
+  readonly branch: Branch;
+  /** 0 for the first attempt. */
+  readonly attempt: number;
+}
+
+/**
+ * How an attempt ended, reported exactly once by the transport.
+ * Before the first byte (the core may try another replica): `rejected` (the
+ * agent's 429/503, with its x-warmpath-reject-reason), `connect` (never
+ * reached it), `reset` (failed before the response headers).
+ * `timeout`: no response headers in time; the core answers upstream_timeout
+ * (no retry: the replica may be working on it).
+ * `done`: the response was committed to the client (its first byte sent) and
+ * has ended; `error` names a failure after the first byte, for metrics.
+ */
+export type SendResult =
+  | { readonly kind: 'rejected'; readonly status: number; readonly reason?: string }
+  | { readonly kind: 'connect' }
+  | { readonly kind: 'reset' }
+  | { readonly kind: 'timeout' }
+  | { readonly kind: 'done'; readonly outcome: 'ok' | 'aborted' | 'error'; readonly status?: number; readonly error?: 'aborted' | 'interrupted' };
+
+/** The transport: forward one attempt and call `report` once when it ends (never synchronously inside a core call it was not given). */
+export type Send<T> = (d: Dispatch<T>, report: (r: SendResult) => void) => void;
+
+/** An error answer the core decided on; the transport renders it (HTTP: sendError with Retry-After). */
+export interface RouteError {
+  readonly code: 'no_replica' | 'fleet_saturated' | 'upstream_error' | 'upstream_timeout';
+  readonly message?: string;
+  /** Send Retry-After (config.retryAfterS): the fleet may have room later. */
+  readonly retryAfter: boolean;
+}
+
+/** Upstream failure kinds counted in metrics. */
+export type UpstreamErrorKind = 'connect' | 'reset' | 'rejected' | 'timeout' | 'aborted' | 'interrupted';
+
+/** What the core counts; the HTTP server backs it with prom-client, the simulator with nothing. */
+export interface CoreMetrics {
+  /** A placement decision by branch (`saturated` once per queued request, `no-replica` per failure). */
+  placed(branch: Branch): void;
+  /** Time placement took, seconds; when given, the core times each placement. */
+  placementSeconds?(seconds: number): void;
+  /** A request placed again after a failure before its first byte. */
+  retried(): void;
+  upstreamError(kind: UpstreamErrorKind): void;
+}

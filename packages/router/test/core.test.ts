@@ -1,0 +1,135 @@
+/**
+ * The router core without a transport: retries, the queue and relabelling,
+ * driven by a manual clock and a scripted `send`.
+ */
+import { describe, expect, it } from 'vitest';
+import { routerConfig } from '../src/config.ts';
+import { RouterCore } from '../src/core/router-core.ts';
+import type { Dispatch, RouteError, SendResult } from '../src/core/types.ts';
+import { chat, makeState } from './helpers.ts';
+
+/** Timers in virtual time: run them with advance(). */
+function manualClock() {
+  let now = 1_000;
+  let seq = 0;
+  const timers: Array<{ at: number; seq: number; fn: () => void; live: boolean }> = [];
+  return {
+    now: () => now,
+    schedule(ms: number, fn: () => void) {
+      const t = { at: now + Math.max(0, ms), seq: seq++, fn, live: true };
+      timers.push(t);
+      return () => {
+        t.live = false;
+      };
+    },
+    advance(ms: number) {
+      const end = now + ms;
+      for (;;) {
+        timers.sort((a, b) => a.at - b.at || a.seq - b.seq);
+        const i = timers.findIndex((t) => t.live);
+        if (i < 0 || timers[i]!.at > end) break;
+        const [t] = timers.splice(i, 1);
+        now = t!.at;
+        t!.fn();
+      }
+      now = end;
+    },
+  };
+}
+
+type Ctx = { n: number };
+
+function setup(replicas: string[], overrides: Record<string, unknown> = {}) {
+  const clock = manualClock();
+  const sent: Array<{ d: Dispatch<Ctx>; report: (r: SendResult) => void }> = [];
+  const answers: Array<{ ctx: Ctx; e: RouteError }> = [];
+  const counts = { retried: 0, branches: [] as string[], upstream: [] as string[] };
+  const core = new RouterCore<Ctx>({
+    config: routerConfig({ fleet: 'test', ...overrides }),
+    id: 'r',
+    clock,
+    send: (d, report) => sent.push({ d, report }),
+    answer: (ctx, e) => answers.push({ ctx, e }),
+    fetchSnapshot: () => Promise.reject(new Error('none')),
+    metrics: { placed: (b) => counts.branches.push(b), retried: () => counts.retried++, upstreamError: (k) => counts.upstream.push(k) },
+  });
+  for (const id of replicas) core.receive(makeState(id, { sentAt: clock.now() }));
+  const route = (n: number, user = 'q') => {
+    const body = chat(user);
+    return core.route({ n }, core.describe(body, 'chat', undefined), body);
+  };
+  return { clock, core, sent, answers, counts, route };
+}
+
+describe('router core', () => {
+  it("tries another replica after an agent's refusal, relabelled retry", () => {
+    const { sent, answers, counts, route } = setup(['a', 'b']);
+    route(1);
+    expect(sent).toHaveLength(1);
+    const first = sent[0]!.d.replica.id;
+    sent[0]!.report({ kind: 'rejected', status: 429, reason: 'kv' });
+    expect(sent).toHaveLength(2);
+    expect(sent[1]!.d.replica.id).not.toBe(first);
+    expect(sent[1]!.d.branch).toBe('retry');
+    expect(sent[1]!.d.attempt).toBe(1);
+    sent[1]!.report({ kind: 'done', outcome: 'ok' });
+    expect(answers).toHaveLength(0);
+    expect(counts.retried).toBe(1);
+    expect(counts.upstream).toEqual(['rejected']);
+  });
+
+  it('after a refusal with no other replica, queues and places again when a completion wakes the queue', () => {
+    const { clock, core, sent, answers, route } = setup(['a']);
+    route(1);
+    route(2, 'another prompt');
+    sent[0]!.report({ kind: 'rejected', status: 429 });
+    expect(core.waiting).toBe(1);
+    expect(answers).toHaveLength(0);
+    sent[1]!.report({ kind: 'done', outcome: 'ok' }); // our own completion: wake
+    clock.advance(0);
+    expect(core.waiting).toBe(0);
+    expect(sent).toHaveLength(3);
+    expect(sent[2]!.d.ctx.n).toBe(1);
+    expect(sent[2]!.d.replica.id).toBe('a'); // the tried set is cleared after waiting
+  });
+
+  it('a saturated request waits until queueTimeoutMs, then 429 fleet_saturated; placed after waiting it is queued', () => {
+    const { clock, core, sent, answers, counts, route } = setup([], { queueTimeoutMs: 200 });
+    core.receive(makeState('full', { sentAt: clock.now(), capacity: { kvTokens: 100 }, load: { kvUsedTokens: 100 } }));
+    route(1);
+    expect(core.waiting).toBe(1);
+    clock.advance(150);
+    expect(answers).toHaveLength(0);
+    clock.advance(100);
+    expect(answers.map((a) => a.e.code)).toEqual(['fleet_saturated']);
+    expect(answers[0]!.e.retryAfter).toBe(true);
+    expect(counts.branches).toEqual(['saturated']);
+
+    route(2);
+    core.receive(makeState('roomy', { sentAt: clock.now(), seq: 2 }));
+    clock.advance(0);
+    expect(sent.map((s) => [s.d.replica.id, s.d.branch])).toEqual([['roomy', 'queued']]);
+  });
+
+  it('a cancelled request leaves the queue and is never placed', () => {
+    const { clock, core, sent, answers, route } = setup([], { queueTimeoutMs: 1_000 });
+    core.receive(makeState('full', { sentAt: clock.now(), capacity: { kvTokens: 100 }, load: { kvUsedTokens: 100 } }));
+    const job = route(1);
+    core.cancel(job);
+    expect(core.waiting).toBe(0);
+    core.receive(makeState('roomy', { sentAt: clock.now() }));
+    clock.advance(2_000);
+    expect(sent).toHaveLength(0);
+    expect(answers).toHaveLength(0);
+  });
+
+  it('a connect failure marks the replica suspect; maxAttempts failures → upstream_error', () => {
+    const { sent, answers, core, route } = setup(['a', 'b', 'c'], { maxAttempts: 2 });
+    route(1);
+    const first = sent[0]!.d.replica;
+    sent[0]!.report({ kind: 'connect' });
+    expect(core.local.isSuspect(first, 1_000)).toBe(true);
+    sent[1]!.report({ kind: 'reset' });
+    expect(answers.map((a) => a.e.code)).toEqual(['upstream_error']);
+  });
+});
