@@ -1,4 +1,4 @@
-/** Behaviour of the peers' emulations, rule by rule from BASELINES.md. */
+/** Behaviour of the peers' emulations, rule by rule as docs/PEERS.md states them. */
 import { describe, expect, it } from 'vitest';
 import { LocalState } from '../src/placement/local.ts';
 import { notifyDispatch, placeRequest } from '../src/placement/place.ts';
