@@ -49,10 +49,16 @@ export function registerPolicy(name: string, factory: PolicyFactory): void {
 
 /** A policy's options from the router's validated config: every policy is built from these. */
 export function policyOptions(
-  config: Pick<RouterConfig, 'chunkChars' | 'charsPerToken' | 'loadFactor' | 'boundFloorTokens'>,
+  config: Pick<RouterConfig, 'chunkChars' | 'charsPerToken' | 'loadFactor' | 'boundFloorTokens' | 'placementOff'>,
   random?: () => number,
 ): PolicyOptions {
-  const o = { chunkChars: config.chunkChars, charsPerToken: config.charsPerToken, loadFactor: config.loadFactor, boundFloorTokens: config.boundFloorTokens };
+  const o = {
+    chunkChars: config.chunkChars,
+    charsPerToken: config.charsPerToken,
+    loadFactor: config.loadFactor,
+    boundFloorTokens: config.boundFloorTokens,
+    placementOff: config.placementOff,
+  };
   return random === undefined ? o : { ...o, random };
 }
 

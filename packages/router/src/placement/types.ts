@@ -115,6 +115,8 @@ export interface PolicyOptions {
   readonly boundFloorTokens: number;
   /** Random source in [0, 1) for randomized policies; tests pass a seeded one. */
   readonly random?: () => number;
+  /** Warmpath steps switched off, for ablation (SWITCHABLE_STEPS in placement/warmpath/steps.ts); default none. */
+  readonly placementOff?: readonly string[];
 }
 
 export type PolicyFactory = (opts: PolicyOptions) => Policy;
