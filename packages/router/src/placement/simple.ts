@@ -126,7 +126,7 @@ function keylessRotation(): {
       let start = 0;
       if (last !== undefined) while (start < n && t.rows[start]!.replica.id <= last) start++;
       for (let k = 0; k < n; k++) if (ok((start + k) % n)) return (start + k) % n;
-      return start % n;
+      return start % n; // no row admitted: unreachable under the request-count bound (see the header)
     },
     onDispatch(req, replica) {
       if (req.info.sessionKey === undefined) last = replica.id;
