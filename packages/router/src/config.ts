@@ -6,6 +6,7 @@
 import { FLEET_DEFAULTS, DEFAULT_LOAD_FACTOR } from '@warmpath/shared/wire';
 import { DEFAULT_MAX_BODY_BYTES, loadConfig, type ConfigOf, type Schema } from '@warmpath/shared/runtime';
 import { POLICY_NAMES } from './placement/registry.ts';
+import { SWITCHABLE_STEP_NAMES } from './placement/warmpath/steps.ts';
 
 export { POLICY_NAMES };
 
@@ -29,6 +30,7 @@ export const ROUTER_SCHEMA = {
   keyDepthChunks: { type: 'number', default: 8, min: 1, integer: true, doc: 'affinity key = chain hash at this depth, chunks (8 × 256 chars ≈ 512 tokens)' },
   loadFactor: { type: 'number', default: DEFAULT_LOAD_FACTOR, min: 1, doc: 'bounded-load factor c (1.25 = 25% over the mean)' },
   boundFloorTokens: { type: 'number', default: 2_048, min: 0, doc: 'a replica with less work than max(this, 2 × the request up to 32 × this) (tokens per unit weight) is always within the bound; measured (DES): 16,384 let a system prompt pile onto its ring home in the seed scenario (p50 +15%), a cap below 65,536 spilled long trace prompts off warm replicas' },
+  placementOff: { type: 'list', default: [], choices: SWITCHABLE_STEP_NAMES, doc: `warmpath steps to switch off, for ablation (none by default): ${SWITCHABLE_STEP_NAMES.join(', ')}` },
   overlayTtlMs: { type: 'number', default: 5_000, min: 0, doc: 'treat a dispatched prefix as warm on its replica this long, ms (until gossip confirms)' },
   overlayMaxChunks: { type: 'number', default: 256, min: 0, integer: true, doc: 'overlay remembers at most this many chunks per dispatch' },
   // Fleet view.

@@ -13,7 +13,7 @@ import { createPolicy, POLICIES } from '../src/placement/registry.ts';
 import { BRANCHES, type PlacementRequest, type Policy } from '../src/placement/types.ts';
 import { CONFIG, chainOf, chat, makeState, makeView, options, preq } from './helpers.ts';
 /** Deterministic policies give the same answer for the same (request, view, local). */
-const DETERMINISTIC = new Set(['warmpath', 'round-robin', 'least-request', 'consistent-hash']);
+const DETERMINISTIC = new Set(['warmpath', 'round-robin', 'least-request', 'consistent-hash', 'chwbl-header']);
 
 function seeded(seed: number): () => number {
   let s = seed >>> 0;
@@ -70,9 +70,9 @@ for (const name of POLICIES.keys()) {
       const policy = make();
       const local = new LocalState(CONFIG);
       fc.assert(
-        fc.property(fc.string({ maxLength: 600 }), fc.subarray(['ok1', 'ok2', 'ok3']), fc.option(fc.string({ minLength: 1, maxLength: 8 })), (text, excluded, key) => {
+        fc.property(fc.string({ maxLength: 600 }), fc.subarray(['ok1', 'ok2', 'ok3']), fc.option(fc.string({ minLength: 1, maxLength: 8 })), fc.option(fc.string({ maxLength: 8 })), (text, excluded, key, session) => {
           const body = chat(text, key === null ? {} : { prompt_cache_key: key });
-          const req = preq(body, { exclude: new Set(excluded) });
+          const req = preq(body, { exclude: new Set(excluded), ...(session === null ? {} : { sessionHeader: session }) });
           const p = placeRequest(policy, req, view, local);
           expect(BRANCHES as readonly string[]).toContain(p.branch);
           if (excluded.length === 3) {
@@ -125,7 +125,7 @@ for (const name of POLICIES.keys()) {
       const vb = fleet();
       for (let i = 0; i < 50; i++) {
         const body = chat(`question ${i} `.repeat(i));
-        const req = preq(body);
+        const req = preq(body, i % 2 === 0 ? {} : { sessionHeader: `s${i % 7}` });
         expect(placeRequest(a, req, va, new LocalState(CONFIG)).replica?.id).toBe(placeRequest(b, req, vb, new LocalState(CONFIG)).replica?.id);
       }
     });
@@ -146,13 +146,14 @@ for (const name of POLICIES.keys()) {
         preq(warmBody),
         preq(chat('a cold prompt')),
         preq(chat('a keyed call', { prompt_cache_key: 'session-1' })),
+        preq(chat('a session turn'), { sessionHeader: 'session-2' }),
         preq(chat('an adapter call', { model: 'fin' }), { view }),
         preq(chat('y', { max_tokens: 400_000 })),
         preq({ model: 'm', input: 'embed me' }, { kind: 'embedding' }),
       ];
       // Learn something first, as a running router would (trees, LRUs, counters, the overlay).
       const learner = createPolicy(name, options(() => 0.37));
-      for (const req of requests.slice(0, 3)) {
+      for (const req of requests.slice(0, 4)) {
         const p = placeRequest(learner, req, view, local);
         if (p.replica !== undefined) notifyDispatch(learner, req, p.replica, local);
       }

@@ -63,11 +63,12 @@ export function chat(user: string, extra: Record<string, unknown> = {}, system =
 
 export function preq(
   body: Record<string, unknown>,
-  o: { exclude?: Set<string>; now?: number; keyHeader?: string; kind?: 'chat' | 'completion' | 'embedding' | 'responses'; view?: FleetView } = {},
+  o: { exclude?: Set<string>; now?: number; keyHeader?: string; sessionHeader?: string; kind?: 'chat' | 'completion' | 'embedding' | 'responses'; view?: FleetView } = {},
 ): PlacementRequest {
   const kind = o.kind ?? 'chat';
   const info = describeRequest(body, kind, {
     keyHeader: o.keyHeader,
+    sessionHeader: o.sessionHeader,
     resolveModel: o.view ? (n) => o.view!.resolveModel(n) : (n) => ({ model: n, adapter: '' }),
   });
   return { info, endpoint: kind, key: affinityKey(info, 8), body, exclude: o.exclude, now: o.now ?? Date.now() };

@@ -15,7 +15,7 @@ export type FieldSpec =
   | { type: 'number'; default: number; min?: number; max?: number; integer?: boolean; doc: string }
   | { type: 'string'; default: string; choices?: readonly string[]; doc: string }
   | { type: 'boolean'; default: boolean; doc: string }
-  | { type: 'list'; default: readonly string[]; doc: string };
+  | { type: 'list'; default: readonly string[]; choices?: readonly string[]; doc: string };
 
 export type Schema = Record<string, FieldSpec>;
 
@@ -68,7 +68,10 @@ function coerce(spec: FieldSpec, key: string, raw: unknown, source: string): unk
       const items = typeof raw === 'string' ? raw.split(',') : Array.isArray(raw) ? raw : undefined;
       if (items === undefined || !items.every((s) => typeof s === 'string'))
         throw new ConfigError(`${where} must be a list of strings (got ${JSON.stringify(raw)})`);
-      return Object.freeze(items.map((s: string) => s.trim()).filter((s: string) => s !== ''));
+      const list = items.map((s: string) => s.trim()).filter((s: string) => s !== '');
+      const unknown = spec.choices === undefined ? undefined : list.find((s: string) => !spec.choices!.includes(s));
+      if (unknown !== undefined) throw new ConfigError(`${where} may list only ${spec.choices!.join(', ')} (got "${unknown}")`);
+      return Object.freeze(list);
     }
   }
 }

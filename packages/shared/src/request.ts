@@ -50,8 +50,10 @@ export interface RequestInfo extends ModelRef {
   /** The `model` field as the client sent it. */
   requested: string;
   stream: boolean;
-  /** Explicit affinity key: x-warmpath-key header or prompt_cache_key. */
+  /** Explicit affinity key: x-warmpath-key header or prompt_cache_key (see `requestKey`). */
   routingKey: string | undefined;
+  /** The client's session id (x-session-id), for the session-keyed plain balancers (see `requestKey`). */
+  sessionKey?: string;
   /** Characters of canonical prompt text. */
   promptChars: number;
   /** Estimated prompt tokens. */
@@ -71,6 +73,18 @@ export interface DescribeOptions {
   resolveModel?: (name: string) => ModelRef | undefined;
   /** The x-warmpath-key header, if any. */
   keyHeader?: string | undefined;
+  /** The x-session-id header, if any. */
+  sessionHeader?: string | undefined;
+}
+
+/** Longest key kept, characters: a key only has to tell sessions apart, and its hash is taken per request. */
+export const MAX_KEY_CHARS = 256;
+
+/** A client-supplied key as routing uses it: trimmed, at most MAX_KEY_CHARS; undefined when missing or blank. */
+export function requestKey(raw: unknown): string | undefined {
+  if (typeof raw !== 'string') return undefined;
+  const key = raw.trim().slice(0, MAX_KEY_CHARS);
+  return key === '' ? undefined : key;
 }
 
 const isObject = (x: unknown): x is Record<string, unknown> => x !== null && typeof x === 'object' && !Array.isArray(x);
@@ -131,15 +145,15 @@ export function describeRequest(body: Record<string, unknown>, kind: RequestKind
     (kind === 'embedding' ? 0 : (opts.defaultMaxTokens ?? FLEET_DEFAULTS.defaultMaxTokens));
   const salt = typeof body.cache_salt === 'string' ? body.cache_salt : '';
   const text = canonicalText(body, kind);
-  const pck = typeof body.prompt_cache_key === 'string' && body.prompt_cache_key !== '' ? body.prompt_cache_key : undefined;
-  const header = opts.keyHeader !== undefined && opts.keyHeader !== '' ? opts.keyHeader : undefined;
+  const session = requestKey(opts.sessionHeader);
   return {
     kind,
     requested,
     model: ref.model,
     adapter: ref.adapter,
     stream: body.stream === true,
-    routingKey: header ?? pck,
+    routingKey: requestKey(opts.keyHeader) ?? requestKey(body.prompt_cache_key),
+    ...(session !== undefined ? { sessionKey: session } : {}),
     promptChars: text.length,
     promptTokens: Math.ceil(text.length / charsPerToken),
     maxTokens,

@@ -10,6 +10,7 @@ const schema = {
   policy: { type: 'string', default: 'warmpath', choices: ['warmpath', 'round-robin'], doc: 'placement policy' },
   stateTtlMs: { type: 'number', default: 3000, min: 1, doc: 'state TTL, ms' },
   bootstrap: { type: 'list', default: [], doc: 'peers' },
+  off: { type: 'list', default: [], choices: ['balance', 'overlay'], doc: 'steps switched off' },
   verbose: { type: 'boolean', default: false, doc: 'log more' },
 } as const satisfies Schema;
 
@@ -57,6 +58,15 @@ describe('config', () => {
     expect(() => loadConfig(schema, { env: { WARMPATH_POLICY: 'random' } })).toThrow(/one of warmpath, round-robin/);
     expect(() => loadConfig(schema, { env: { WARMPATH_VERBOSE: 'maybe' } })).toThrow(/true or false/);
     expect(() => loadConfig(schema, { file: join(dir, 'missing.yaml') })).toThrow(/cannot read config file/);
+  });
+
+  it('checks every item of a list with choices, from flags, env, files and overrides alike', () => {
+    expect(loadConfig(schema, { argv: ['--off', 'balance,overlay'] }).off).toEqual(['balance', 'overlay']);
+    expect(loadConfig(schema, { env: { WARMPATH_OFF: ' overlay ' } }).off).toEqual(['overlay']);
+    expect(loadConfig(schema, { overrides: { off: 'balance' } }).off).toEqual(['balance']);
+    expect(loadConfig(schema, { overrides: { off: [] } }).off).toEqual([]);
+    expect(() => loadConfig(schema, { argv: ['--off', 'balance,warp'] })).toThrow(/"off" may list only balance, overlay \(got "warp"\)/);
+    expect(() => loadConfig(schema, { overrides: { off: ['nope'] } })).toThrow(ConfigError);
   });
 
   it('generates help from the schema', () => {

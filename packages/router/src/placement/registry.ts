@@ -10,7 +10,14 @@ import { createDynamoKvPolicy } from './peers/dynamo.ts';
 import { createKubeaiPrefixHashPolicy } from './peers/kubeai.ts';
 import { createLlmdPolicy } from './peers/llmd.ts';
 import { createSglangCacheAwarePolicy } from './peers/sglang.ts';
-import { createConsistentHashPolicy, createLeastRequestPolicy, createPowerOfTwoPolicy, createRoundRobinPolicy } from './simple.ts';
+import {
+  createChwblHeaderPolicy,
+  createConsistentHashPolicy,
+  createLeastRequestPolicy,
+  createPowerOfTwoPolicy,
+  createRandomPolicy,
+  createRoundRobinPolicy,
+} from './simple.ts';
 import type { Policy, PolicyFactory, PolicyOptions } from './types.ts';
 import { createWarmpathPolicy } from './warmpath/index.ts';
 
@@ -20,6 +27,8 @@ const BUILT_IN = {
   'least-request': () => createLeastRequestPolicy(),
   'power-of-two': (o) => createPowerOfTwoPolicy(o),
   'consistent-hash': () => createConsistentHashPolicy(),
+  random: (o) => createRandomPolicy(o),
+  'chwbl-header': () => createChwblHeaderPolicy(),
   // Faithful emulations of the peers' policies (docs/PEERS.md), for side-by-side benchmarks.
   'sglang-cache-aware': () => createSglangCacheAwarePolicy(),
   'llm-d-approx': (o) => createLlmdPolicy('approx', o),
@@ -40,10 +49,16 @@ export function registerPolicy(name: string, factory: PolicyFactory): void {
 
 /** A policy's options from the router's validated config: every policy is built from these. */
 export function policyOptions(
-  config: Pick<RouterConfig, 'chunkChars' | 'charsPerToken' | 'loadFactor' | 'boundFloorTokens'>,
+  config: Pick<RouterConfig, 'chunkChars' | 'charsPerToken' | 'loadFactor' | 'boundFloorTokens' | 'placementOff'>,
   random?: () => number,
 ): PolicyOptions {
-  const o = { chunkChars: config.chunkChars, charsPerToken: config.charsPerToken, loadFactor: config.loadFactor, boundFloorTokens: config.boundFloorTokens };
+  const o = {
+    chunkChars: config.chunkChars,
+    charsPerToken: config.charsPerToken,
+    loadFactor: config.loadFactor,
+    boundFloorTokens: config.boundFloorTokens,
+    placementOff: config.placementOff,
+  };
   return random === undefined ? o : { ...o, random };
 }
 

@@ -28,7 +28,7 @@ export const BRANCHES = [
   'warm-over-bound', // a deeper warm replica over the bound (within 2c) whose prefill is cheaper than the pick within it
   'balance', // a prefix warm on several replicas, the pick over its share: an under-loaded replica warms it too
   'adapter-hot-override', // the warm pick lacks the adapter: a replica with it hot (within 2c), in key ring order
-  'ring', // cold prefix: the key's ring home within the bound (consistent-hash: its first eligible replica, no bound)
+  'ring', // cold prefix: the key's ring home within the bound
   'spill', // cold prefix, ring home over the bound or full: the next replica within it in key ring order
   'spill-two-choices', // cold prefix: the second replica within the bound in key ring order, whose published prefill queue is shorter
   'adapter-hot', // cold prefix: a replica with the adapter hot within the bound, in key ring order
@@ -38,8 +38,14 @@ export const BRANCHES = [
   'embedding-least-loaded', // an embedding (no prefix reuse): the least loaded with headroom
   // The plain load balancers (placement/simple.ts).
   'round-robin',
+  'random',
   'least-request',
   'power-of-two',
+  'chash-home', // consistent-hash: the session key's first candidate in ring order, no bound
+  'chash-no-key', // consistent-hash: no session key: round-robin (HAProxy's rule for a missing header)
+  'chwbl-home', // chwbl-header: the session key's home, within the bound
+  'chwbl-walk', // chwbl-header: the home over the bound: a later candidate in the session's ring order
+  'chwbl-no-key', // chwbl-header: no session key: round-robin over the candidates within the bound
   // Set by the router around any policy.
   'queued', // waited in the router queue for room, then placed
   'retry', // placed again after a replica refused or failed to connect
@@ -109,6 +115,8 @@ export interface PolicyOptions {
   readonly boundFloorTokens: number;
   /** Random source in [0, 1) for randomized policies; tests pass a seeded one. */
   readonly random?: () => number;
+  /** Warmpath steps switched off, for ablation (SWITCHABLE_STEPS in placement/warmpath/steps.ts); default none. */
+  readonly placementOff?: readonly string[];
 }
 
 export type PolicyFactory = (opts: PolicyOptions) => Policy;

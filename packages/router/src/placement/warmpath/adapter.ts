@@ -19,6 +19,7 @@ import { hashString } from '@warmpath/shared/wire';
 import { firstInRing } from '../candidates.ts';
 import type { Placement } from '../types.ts';
 import { type Ctx, pick } from './context.ts';
+import { ringOrSpill } from './ring-or-spill.ts';
 import { TIER_FREE, TIER_HOT } from './tier.ts';
 
 /**
@@ -35,8 +36,9 @@ export function adapterHotOverride(ctx: Ctx, warm: number): number {
 /** A cold prefix of an adapter request: adapter-hot, else the adapter's ring home or spill. */
 export function adapterCold(ctx: Ctx): Placement | undefined {
   const info = ctx.req.info;
-  const hot = firstInRing(ctx.t, ctx.req.key, (i) => ctx.tier(i) === TIER_HOT && ctx.ok(i));
+  const hot = ctx.on('adapter-hot') ? firstInRing(ctx.t, ctx.req.key, (i) => ctx.tier(i) === TIER_HOT && ctx.ok(i)) : undefined;
   if (hot !== undefined) return pick(ctx, hot.i, 'adapter-hot');
+  if (!ctx.on('adapter-home')) return ringOrSpill(ctx);
   const key = hashString(`adapter\u0000${info.model}\u0000${info.adapter}`);
   const any = firstInRing(ctx.t, key, (i) => ctx.tier(i) >= TIER_FREE && ctx.ok(i)) ?? firstInRing(ctx.t, key, ctx.ok);
   if (any === undefined) return undefined;

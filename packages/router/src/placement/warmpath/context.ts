@@ -12,12 +12,15 @@
 import { underFloor, withinBound } from '@warmpath/shared/wire';
 import type { CandidateTable, Warmth } from '../candidates.ts';
 import type { Branch, Placement, PlacementRequest, PolicyOptions } from '../types.ts';
+import type { SwitchableStep } from './steps.ts';
 import { adapterTier } from './tier.ts';
 
 /** How far over the load bound (× c) a deeper warm replica, or one with the adapter hot, may still be chosen. */
 export const HARD_BOUND = 2;
 
 export interface Ctx {
+  /** Is this step switched on (not in the router's placementOff)? */
+  on(step: SwitchableStep): boolean;
   readonly req: PlacementRequest;
   readonly t: CandidateTable;
   /** Matched chain depth per row, chunks: max(digest, overlay); 0 for embeddings (no prefix reuse). */
@@ -41,15 +44,18 @@ export interface Ctx {
   hardOk(i: number): boolean;
 }
 
-export function derive(req: PlacementRequest, t: CandidateTable, warmth: Warmth, opts: PolicyOptions): Ctx {
+/** `off`: the steps switched off (placementOff), as a set built once per policy. */
+export function derive(req: PlacementRequest, t: CandidateTable, warmth: Warmth, opts: PolicyOptions, off: ReadonlySet<string>): Ctx {
   const info = req.info;
   const rows = t.rows;
   const c = opts.loadFactor;
+  const on = (step: SwitchableStep): boolean => !off.has(step);
   const tokensPerChunk = opts.chunkChars / opts.charsPerToken;
   const unit = Math.max(1, info.promptTokens + info.maxTokens);
   const depth = new Array<number>(rows.length);
-  for (let i = 0; i < rows.length; i++) depth[i] = info.kind === 'embedding' ? 0 : Math.max(warmth.digest[i]!, warmth.overlay[i]!);
-  const floor = opts.boundFloorTokens;
+  const overlay = on('overlay');
+  for (let i = 0; i < rows.length; i++) depth[i] = info.kind === 'embedding' ? 0 : Math.max(warmth.digest[i]!, overlay ? warmth.overlay[i]! : 0);
+  const floor = on('bound-floor') ? opts.boundFloorTokens : 0;
   const within = (i: number, factor = c): boolean => {
     const r = rows[i]!;
     return withinBound({ load: r.load, weight: r.weight, totalLoad: t.totalLoad, totalWeight: t.totalWeight, cost: unit, factor, floor });
@@ -57,6 +63,7 @@ export function derive(req: PlacementRequest, t: CandidateTable, warmth: Warmth,
   const work = (i: number): number => Math.max(0, info.promptTokens - Math.floor(depth[i]! * tokensPerChunk)) + info.maxTokens;
   const headroom = (i: number): boolean => rows[i]!.kvFree >= work(i);
   return {
+    on,
     req,
     t,
     depth,

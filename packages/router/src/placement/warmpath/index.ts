@@ -31,6 +31,8 @@
  * walks that stop at the first admissible member (O(log P) + a few steps
  * typically); the table and warmth cost O(candidates + matched depth +
  * holders) before select.
+ * Ablation: the router's `placementOff` switches steps off one at a time
+ * (steps.ts lists them and what each falls back to).
  * Trade-off: the bound caps any replica at c × its share of the fleet's work,
  * giving up some cache hits to keep tail latency; c = 1.25 spills early, a
  * larger c keeps more hits on hot replicas. The floor (boundFloorTokens,
@@ -47,33 +49,42 @@ import { ringOrSpill } from './ring-or-spill.ts';
 import { keyTieBreak, warmest } from './warmest.ts';
 
 export { adapterTier } from './tier.ts';
+export { SWITCHABLE_STEPS, SWITCHABLE_STEP_NAMES, type SwitchableStep } from './steps.ts';
 
-/** Step 1: a placement on a warm replica (or one that should warm the prefix), if any is warm. */
+/**
+ * Step 1: a placement on a warm replica (or one that should warm the prefix),
+ * if any is warm. A step switched off (placementOff) is skipped: the pick it
+ * would have refined stands.
+ */
 function warmStep(ctx: Ctx): Placement | undefined {
+  if (!ctx.on('warm')) return undefined;
   const choices = warmest(ctx);
   const warm = keyTieBreak(ctx, choices.within, ctx.ok);
-  const deeper = keyTieBreak(ctx, choices.hard, ctx.hardOk);
-  const over = overBound(ctx, warm, deeper);
-  if (over >= 0) return pick(ctx, over, 'warm-over-bound');
+  if (ctx.on('warm-over-bound')) {
+    const over = overBound(ctx, warm, keyTieBreak(ctx, choices.hard, ctx.hardOk));
+    if (over >= 0) return pick(ctx, over, 'warm-over-bound');
+  }
   if (warm < 0) return undefined;
-  const hot = adapterHotOverride(ctx, warm);
+  const hot = ctx.on('adapter-hot-override') ? adapterHotOverride(ctx, warm) : -1;
   if (hot >= 0) return pick(ctx, hot, 'adapter-hot-override');
-  const target = balanceTarget(ctx, warm);
+  const target = ctx.on('balance') ? balanceTarget(ctx, warm) : -1;
   return target >= 0 ? pick(ctx, target, 'balance') : pick(ctx, warm, 'warm');
 }
 
 export function createWarmpathPolicy(opts: PolicyOptions): Policy {
+  const off: ReadonlySet<string> = new Set(opts.placementOff ?? []);
   return {
     name: 'warmpath',
     select(req: PlacementRequest, t: CandidateTable, warmth: Warmth): Placement {
-      const ctx = derive(req, t, warmth, opts);
+      const ctx = derive(req, t, warmth, opts, off);
       if (req.info.kind === 'embedding') return leastLoaded(ctx, 'embedding-least-loaded');
       const cold = (): Placement | undefined => (req.info.adapter === '' ? ringOrSpill(ctx) : adapterCold(ctx));
       return warmStep(ctx) ?? cold() ?? leastLoaded(ctx, 'least-loaded');
     },
     onDispatch(req, replica, local) {
       // The optimistic overlay: later requests see this prefix warm here before gossip confirms it.
-      if (req.endpoint !== 'embedding' && req.info.hashes.length > 0) local.overlayAdd(req.info.hashes, replica.slot, req.now);
+      if (off.has('overlay') || req.endpoint === 'embedding' || req.info.hashes.length === 0) return;
+      local.overlayAdd(req.info.hashes, replica.slot, req.now);
     },
   };
 }

@@ -21,9 +21,10 @@ import { type Ctx, pick } from './context.ts';
 
 export function ringOrSpill(ctx: Ctx): Placement | undefined {
   const t = ctx.t;
-  const hit = firstInRing(t, ctx.req.key, ctx.ok);
-  if (hit === undefined) return undefined;
-  if (ctx.req.info.routingKey === undefined) {
+  // With spill switched off only the key's home among the candidates may take it.
+  const hit = ctx.on('spill') ? firstInRing(t, ctx.req.key, ctx.ok) : firstInRing(t, ctx.req.key, () => true);
+  if (hit === undefined || !ctx.ok(hit.i)) return undefined;
+  if (ctx.req.info.routingKey === undefined && ctx.on('spill-two-choices')) {
     const next = firstInRing(t, ctx.req.key, (i) => i !== hit.i && ctx.ok(i));
     const published = (i: number): number => t.rows[i]!.replica.state.load.prefillTokens / t.rows[i]!.weight;
     if (next !== undefined && published(next.i) < published(hit.i)) return pick(ctx, next.i, 'spill-two-choices');

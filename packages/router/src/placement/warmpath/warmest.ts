@@ -69,7 +69,7 @@ export function warmest(ctx: Ctx): { within: Choice | undefined; hard: Choice | 
 export function keyTieBreak(ctx: Ctx, choice: Choice | undefined, admit: (i: number) => boolean): number {
   if (choice === undefined) return -1;
   const info = ctx.req.info;
-  if (info.routingKey === undefined) return choice.i;
+  if (info.routingKey === undefined || !ctx.on('key-tie-break')) return choice.i;
   const tied = (i: number): boolean => ctx.depth[i] === choice.depth && ctx.tier(i) === choice.tier && admit(i);
   if (choice.depth * ctx.tokensPerChunk < 0.5 * info.promptTokens) {
     let best = choice.i;

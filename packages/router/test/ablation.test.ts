@@ -1,0 +1,181 @@
+/**
+ * The ablation switches (router config `placementOff`): each warmpath step
+ * switched off alone makes its branch disappear and the simpler rule it
+ * refines take over. One case per switchable step (the Record's type demands
+ * every one), each on a fleet where the step fires when switched on.
+ */
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '@warmpath/shared/runtime';
+import { ROUTER_SCHEMA, routerConfig } from '../src/config.ts';
+import type { FleetView } from '../src/fleet/view.ts';
+import { LocalState } from '../src/placement/local.ts';
+import { notifyDispatch, placeRequest } from '../src/placement/place.ts';
+import { policyOptions } from '../src/placement/registry.ts';
+import type { Placement, PlacementRequest, Policy } from '../src/placement/types.ts';
+import { createWarmpathPolicy } from '../src/placement/warmpath/index.ts';
+import { SWITCHABLE_STEP_NAMES, type SwitchableStep } from '../src/placement/warmpath/steps.ts';
+import { CONFIG, chainOf, chat, makeState, makeView, preq } from './helpers.ts';
+
+/** Warmpath built as the router builds it, from validated config. */
+const warmpath = (...off: SwitchableStep[]): Policy => createWarmpathPolicy(policyOptions(routerConfig({ placementOff: off })));
+const place = (p: Policy, req: PlacementRequest, view: FleetView, local = new LocalState(CONFIG)): Placement => placeRequest(p, req, view, local);
+const ids = (n: number) => Array.from({ length: n }, (_, i) => `r${i}`);
+const warmOn = (chain: BigUint64Array) => ({ digest: { from: -1, added: chain, size: chain.length } });
+const lora = (id: string, hot: string[]) => makeState(id, { adapters: ['a1', 'a2', 'a3'], hotAdapters: hot, capacity: { adapterSlots: 2 } });
+
+describe('placementOff: config', () => {
+  it('is empty by default and reaches the policy options', () => {
+    expect(routerConfig().placementOff).toEqual([]);
+    expect(policyOptions(routerConfig({ placementOff: ['balance', 'overlay'] })).placementOff).toEqual(['balance', 'overlay']);
+  });
+
+  it('parses from the string form of flags, env and --router-set key=value', () => {
+    expect(routerConfig({ placementOff: 'balance' }).placementOff).toEqual(['balance']);
+    expect(loadConfig(ROUTER_SCHEMA, { argv: ['--placement-off', 'balance,overlay'] }).placementOff).toEqual(['balance', 'overlay']);
+    expect(loadConfig(ROUTER_SCHEMA, { env: { WARMPATH_PLACEMENT_OFF: 'spill, bound-floor' } }).placementOff).toEqual(['spill', 'bound-floor']);
+  });
+
+  it('rejects an unknown step, naming the known ones', () => {
+    expect(() => routerConfig({ placementOff: ['balance', 'warmth'] })).toThrow(ConfigError);
+    expect(() => routerConfig({ placementOff: 'warmth' })).toThrow(`may list only ${SWITCHABLE_STEP_NAMES.join(', ')} (got "warmth")`);
+  });
+});
+
+const CASES: Record<SwitchableStep, () => void> = {
+  warm() {
+    // The deepest prefix is on `other`; without warmth the key's ring home takes it.
+    const body = chat('a long user turn '.repeat(60));
+    const home = place(warmpath(), preq(body), makeView(ids(5).map((id) => makeState(id)))).replica!.id;
+    const other = ids(5).find((id) => id !== home)!;
+    const view = makeView(ids(5).map((id) => makeState(id, id === other ? warmOn(chainOf(body)) : {})));
+    expect(place(warmpath(), preq(body), view)).toMatchObject({ branch: 'warm', replica: { id: other } });
+    expect(place(warmpath('warm'), preq(body), view)).toMatchObject({ branch: 'ring', replica: { id: home } });
+  },
+
+  'warm-over-bound'() {
+    const body = chat('a long conversation turn '.repeat(400), { max_tokens: 16 });
+    const chain = chainOf(body);
+    const others = ids(4).map((id) => makeState(id, { load: { inflightTokens: 20_000 }, ...warmOn(chain.slice(0, 13)) }));
+    const view = makeView([makeState('home', { load: { inflightTokens: 34_000, prefillTokens: 500 }, ...warmOn(chain) }), ...others]);
+    expect(place(warmpath(), preq(body), view)).toMatchObject({ branch: 'warm-over-bound', replica: { id: 'home' } });
+    // Off: the warmest within the bound (the system prompt's holders; queues tie → the lowest id).
+    expect(place(warmpath('warm-over-bound'), preq(body), view)).toMatchObject({ branch: 'warm', replica: { id: 'r0' } });
+  },
+
+  'adapter-hot-override'() {
+    const body = chat('q '.repeat(400), { model: 'a2' });
+    const chain = preq(body, { view: makeView([lora('r0', ['a2'])]) }).info.hashes;
+    const busy = { inflightTokens: 20_000 };
+    const warm = makeState('warm', { adapters: ['a1', 'a2', 'a3'], hotAdapters: ['a1'], capacity: { adapterSlots: 2 }, load: busy, ...warmOn(chain) });
+    const other = (id: string) => makeState(id, { adapters: ['a1', 'a2', 'a3'], capacity: { adapterSlots: 2 }, load: busy });
+    const hot = makeState('hot', { adapters: ['a1', 'a2', 'a3'], hotAdapters: ['a2'], capacity: { adapterSlots: 2 }, load: { inflightTokens: 30_000 } });
+    const view = makeView([warm, hot, other('r2'), other('r3')]);
+    expect(place(warmpath(), preq(body, { view }), view)).toMatchObject({ branch: 'adapter-hot-override', replica: { id: 'hot' } });
+    expect(place(warmpath('adapter-hot-override'), preq(body, { view }), view)).toMatchObject({ branch: 'warm', replica: { id: 'warm' } });
+  },
+
+  balance() {
+    const sys = chainOf(chat(''), 13);
+    const view = makeView([...ids(7).map((id) => makeState(id, { load: { inflightTokens: 40_000 }, ...warmOn(sys) })), makeState('idle')]);
+    expect(place(warmpath(), preq(chat('a new session')), view)).toMatchObject({ branch: 'balance', replica: { id: 'idle' } });
+    // Off: the warm pick keeps it (queues tie → the lowest id).
+    expect(place(warmpath('balance'), preq(chat('a new session')), view)).toMatchObject({ branch: 'warm', replica: { id: 'r0' } });
+  },
+
+  'key-tie-break'() {
+    // A system prompt warm everywhere; r2 has the shortest prefill queue.
+    const sys = chainOf(chat(''), 13);
+    const queues = [4_000, 3_000, 500, 2_000, 1_000, 2_500];
+    const view = makeView(ids(6).map((id, i) => makeState(id, { load: { prefillTokens: queues[i]! }, ...warmOn(sys) })));
+    const keys = ['session-1', 'session-2', 'session-3', 'session-4'];
+    const keyed = (p: Policy, key: string) => place(p, preq(chat('call 1', { prompt_cache_key: key })), view);
+    // On: keyed calls follow their key's ring order, so they do not all land on r2.
+    expect(new Set(keys.map((k) => keyed(warmpath(), k).replica!.id)).size).toBeGreaterThan(1);
+    // Off: every keyed call breaks the tie as a keyless one does — the shortest queue.
+    for (const k of keys) expect(keyed(warmpath('key-tie-break'), k)).toMatchObject({ branch: 'warm', replica: { id: 'r2' } });
+  },
+
+  overlay() {
+    const sys = 'A brand-new shared system prompt. '.repeat(100);
+    const view = makeView(ids(8).map((id) => makeState(id)));
+    const now = Date.now();
+    const burst = (p: Policy): Placement[] => {
+      const local = new LocalState(CONFIG);
+      const first: PlacementRequest = preq(chat('u0', { prompt_cache_key: 'k0' }, sys), { now });
+      notifyDispatch(p, first, place(p, first, view, local).replica!, local);
+      return [1, 2, 3, 4, 5].map((i) => place(p, preq(chat(`u${i}`, { prompt_cache_key: `k${i}` }, sys), { now: now + i }), view, local));
+    };
+    expect(burst(warmpath()).every((p) => p.branch === 'warm')).toBe(true);
+    // Off: nothing is warm until gossip says so; each key goes to its own ring home.
+    const off = burst(warmpath('overlay'));
+    expect(off.every((p) => p.branch === 'ring')).toBe(true);
+    expect(new Set(off.map((p) => p.replica!.id)).size).toBeGreaterThan(1);
+    // …and the policy no longer feeds the overlay.
+    const local = new LocalState(CONFIG);
+    const p = warmpath('overlay');
+    const req = preq(chat('u0', {}, sys), { now });
+    notifyDispatch(p, req, place(p, req, view, local).replica!, local);
+    expect(local.overlaySize).toBe(0);
+  },
+
+  'bound-floor'() {
+    // The home carries 1,500 tokens: under the floor (2,048), though over c × its share of so little work.
+    const req = preq(chat('x'));
+    const home = place(warmpath(), req, makeView(ids(4).map((id) => makeState(id)))).replica!.id;
+    const view = makeView(ids(4).map((id) => makeState(id, { load: { inflightTokens: id === home ? 1_500 : 0 } })));
+    expect(place(warmpath(), req, view)).toMatchObject({ branch: 'ring', replica: { id: home } });
+    const off = place(warmpath('bound-floor'), req, view);
+    expect(off.branch).toBe('spill');
+    expect(off.replica!.id).not.toBe(home);
+  },
+
+  spill() {
+    const req = preq(chat('x'));
+    const home = place(warmpath(), req, makeView(ids(4).map((id) => makeState(id)))).replica!.id;
+    const view = makeView(ids(4).map((id) => makeState(id, { load: { inflightTokens: id === home ? 50_000 : 1_000 } })));
+    expect(place(warmpath(), req, view).branch).toBe('spill');
+    // Off: the home over the bound → the least loaded (ties → the first in id order).
+    const least = ids(4).find((id) => id !== home)!;
+    expect(place(warmpath('spill'), req, view)).toMatchObject({ branch: 'least-loaded', replica: { id: least } });
+  },
+
+  'spill-two-choices'() {
+    const req = preq(chat('a cold prompt'));
+    const home = place(warmpath(), req, makeView(ids(5).map((id) => makeState(id)))).replica!.id;
+    const view = makeView(ids(5).map((id) => makeState(id, { load: { prefillTokens: id === home ? 6_000 : 0 } })));
+    expect(place(warmpath(), req, view).branch).toBe('spill-two-choices');
+    expect(place(warmpath('spill-two-choices'), req, view)).toMatchObject({ branch: 'ring', replica: { id: home } });
+  },
+
+  'adapter-hot'() {
+    const view = makeView([lora('r0', []), lora('r1', ['a2']), lora('r2', [])]);
+    expect(place(warmpath(), preq(chat('q', { model: 'a2' }), { view }), view)).toMatchObject({ branch: 'adapter-hot', replica: { id: 'r1' } });
+    // Off: the adapter's own ring decides, hot or not.
+    const adapterRing = place(warmpath(), preq(chat('q', { model: 'a3' }), { view }), view).replica!.id;
+    const view2 = makeView(['r0', 'r1', 'r2'].map((id) => lora(id, id === adapterRing ? [] : ['a3'])));
+    expect(place(warmpath(), preq(chat('q', { model: 'a3' }), { view: view2 }), view2).branch).toBe('adapter-hot');
+    expect(place(warmpath('adapter-hot'), preq(chat('q', { model: 'a3' }), { view: view2 }), view2)).toMatchObject({ branch: 'adapter-home', replica: { id: adapterRing } });
+  },
+
+  'adapter-home'() {
+    const view = makeView(ids(4).map((id) => lora(id, [])));
+    const spread = (p: Policy) => {
+      const picks = new Set<string>();
+      for (let i = 0; i < 20; i++) {
+        const r = place(p, preq(chat(`prompt ${i}`, { model: 'a3' }, `system ${i} `.repeat(200)), { view }), view);
+        picks.add(`${r.branch}:${r.replica!.id}`);
+      }
+      return picks;
+    };
+    // On: every cold load of a3 goes to its adapter ring home.
+    expect(spread(warmpath()).size).toBe(1);
+    // Off: each prompt follows its own key's ring, like a base-model request.
+    const off = [...spread(warmpath('adapter-home'))];
+    expect(off.every((x) => /^(ring|spill|spill-two-choices):/.test(x))).toBe(true);
+    expect(new Set(off.map((x) => x.split(':')[1])).size).toBeGreaterThan(1);
+  },
+};
+
+describe('placementOff: each step switched off alone', () => {
+  for (const step of SWITCHABLE_STEP_NAMES) it(step, CASES[step]);
+});
