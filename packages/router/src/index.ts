@@ -5,7 +5,7 @@
  */
 export { startRouter, type Router, type RouterOptions } from './router.ts';
 export { ROUTER_SCHEMA, POLICY_NAMES, routerConfig, type RouterConfig } from './config.ts';
-export { RouterCore, describeFor, placementChannel, SWEEP_MS, QUEUE_POLL_MS, type RouterCoreOptions, type RouteJob } from './core/router-core.ts';
+export { RouterCore, describeFor, placementChannel, SWEEP_MS, QUEUE_POLL_MS, type RouterCoreOptions, type RouteJob, type RequestHeaders } from './core/router-core.ts';
 export type { Clock, CoreMetrics, Dispatch, RouteError, Send, SendResult, UpstreamErrorKind } from './core/types.ts';
 export type { Replica, ViewEvent } from './fleet/view.ts';
 export { createPolicy, registerPolicy, policyOptions, POLICIES, type PolicyName } from './placement/registry.ts';

@@ -56,7 +56,7 @@ function setup(replicas: string[], overrides: Record<string, unknown> = {}) {
   for (const id of replicas) core.receive(makeState(id, { sentAt: clock.now() }));
   const route = (n: number, user = 'q') => {
     const body = chat(user);
-    return core.route({ n }, core.describe(body, 'chat', undefined), body);
+    return core.route({ n }, core.describe(body, 'chat', {}), body);
   };
   return { clock, core, sent, answers, counts, route };
 }

@@ -4,7 +4,7 @@
  * engine's view of its prompt, and its result as the client sees it.
  */
 import { describeFor, type RouterConfig } from '@warmpath/router';
-import type { RequestInfo } from '@warmpath/shared/wire';
+import { HEADERS, type RequestInfo } from '@warmpath/shared/wire';
 import { promptIdentityOfBody } from '@warmpath/sim';
 import type { PlannedRequest, RequestResult } from '../loadgen.ts';
 import { DEFAULT_MODEL } from '../scenarios.ts';
@@ -41,7 +41,7 @@ export function prepare(p: PlannedRequest, adapters: ReadonlySet<string>, settin
   if (x !== undefined) return x;
   const kind = p.path === '/v1/completions' ? 'completion' : 'chat';
   const resolveModel = (name: string) => (adapters.has(name) ? { model: DEFAULT_MODEL, adapter: name } : { model: name, adapter: '' });
-  const info = describeFor(settings, p.body, kind, resolveModel, p.headers?.['x-warmpath-key']);
+  const info = describeFor(settings, p.body, kind, resolveModel, { key: p.headers?.[HEADERS.key], session: p.headers?.[HEADERS.session] });
   const id = promptIdentityOfBody(p.body, kind, { model: info.model, adapter: info.adapter, charsPerToken: 4, blockSize: 16 });
   x = { info, promptTokens: id.promptTokens, blockHashes: id.blockHashes };
   cache.set(p, x);

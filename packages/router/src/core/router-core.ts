@@ -31,7 +31,7 @@ import { FleetView, type Replica, type ViewEvent } from '../fleet/view.ts';
 import { affinityKey } from '../placement/eligible.ts';
 import { LocalState, type Ticket } from '../placement/local.ts';
 import { notifyComplete, notifyDispatch, placeRequest } from '../placement/place.ts';
-import { createPolicy } from '../placement/registry.ts';
+import { createPolicy, policyOptions } from '../placement/registry.ts';
 import type { Outcome, Placement, PlacementRequest, Policy } from '../placement/types.ts';
 import { WaitQueue } from './queue.ts';
 import type { Clock, CoreMetrics, RouteError, Send, SendResult } from './types.ts';
@@ -112,7 +112,7 @@ export class RouterCore<T> {
     this.local = new LocalState({ overlayTtlMs: c.overlayTtlMs, overlayMaxChunks: c.overlayMaxChunks, suspectMs: c.suspectMs });
     this.policy =
       o.policy ??
-      createPolicy(c.policy, { chunkChars: c.chunkChars, charsPerToken: c.charsPerToken, loadFactor: c.loadFactor, boundFloorTokens: c.boundFloorTokens, ...(o.random !== undefined ? { random: o.random } : {}) });
+      createPolicy(c.policy, policyOptions(c, o.random));
     this.#queue = new WaitQueue(c.queueMax, QUEUE_POLL_MS, o.clock, (job) => {
       job.exclude?.clear();
       this.#place(job);
@@ -128,8 +128,8 @@ export class RouterCore<T> {
   }
 
   /** Parsed body → RequestInfo with this router's prefix settings and the fleet's model names; throws WarmpathError. */
-  describe(body: Record<string, unknown>, kind: RequestKind, keyHeader: string | undefined): RequestInfo {
-    return describeFor(this.config, body, kind, this.#resolveModel, keyHeader);
+  describe(body: Record<string, unknown>, kind: RequestKind, headers: RequestHeaders): RequestInfo {
+    return describeFor(this.config, body, kind, this.#resolveModel, headers);
   }
 
   /** Does some known replica serve the request's model (and adapter) on its endpoint? */
@@ -259,13 +259,19 @@ function outcomeOf(r: SendResult): Outcome {
   }
 }
 
+/** The request headers placement reads: the explicit routing key and the client's session id. */
+export interface RequestHeaders {
+  readonly key?: string | undefined;
+  readonly session?: string | undefined;
+}
+
 /** describeRequest with a router config's prefix and work settings: the one description both transports use. */
 export function describeFor(
   config: Pick<RouterConfig, 'chunkChars' | 'maxChunks' | 'charsPerToken' | 'defaultMaxTokens'>,
   body: Record<string, unknown>,
   kind: RequestKind,
   resolveModel: (name: string) => { model: string; adapter: string } | undefined,
-  keyHeader: string | undefined,
+  headers: RequestHeaders,
 ): RequestInfo {
   return describeRequest(body, kind, {
     chunkChars: config.chunkChars,
@@ -273,6 +279,7 @@ export function describeFor(
     charsPerToken: config.charsPerToken,
     defaultMaxTokens: config.defaultMaxTokens,
     resolveModel,
-    keyHeader,
+    keyHeader: headers.key,
+    sessionHeader: headers.session,
   });
 }

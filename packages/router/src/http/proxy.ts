@@ -41,8 +41,11 @@ export function createProxy(core: RouterCore<Exchange>, metrics: RouterMetrics):
     try {
       raw = await readBody(req, core.config.maxBodyBytes);
       body = parseJsonBody(raw);
-      const keyHeader = req.headers[HEADERS.key];
-      info = core.describe(body, kind, typeof keyHeader === 'string' ? keyHeader : undefined);
+      const header = (name: string): string | undefined => {
+        const v = req.headers[name];
+        return typeof v === 'string' ? v : undefined;
+      };
+      info = core.describe(body, kind, { key: header(HEADERS.key), session: header(HEADERS.session) });
     } catch (err) {
       if (err instanceof WarmpathError) fail(res, err.code, err.message, err.param);
       else if (!res.headersSent) res.destroy();
