@@ -41,6 +41,11 @@ export interface Inflight {
   startStamp: number;
 }
 
+/** A cache clear is read from the counters only when at least this many prompt tokens were predicted cached… */
+const CLEAR_MIN_TOKENS = 1_024;
+/** …by at least this many admissions in one scrape window. */
+const CLEAR_MIN_ADMISSIONS = 2;
+
 /** Default cache model size before the engine reports capacity: 64k chunks (≈ 4M tokens of 256-char chunks). */
 const INITIAL_CHUNKS = 65_536;
 
@@ -61,11 +66,16 @@ export class AgentLedger {
   adapters: string[] = [];
   defaultEndpoints: readonly Endpoint[] = [];
   #byName = new Map<string, ModelRef>();
-  /** Cumulative prompt tokens the cache model predicted cached at admission. */
-  predictedTokens = 0;
+  /**
+   * Cumulative prompt tokens predicted cached at admission from chunks that
+   * requests no longer in flight recorded — what the engine holds unless it
+   * lost it — and how many admissions predicted any. A chunk a request still
+   * in flight recorded may not be computed yet, so a miss on it says nothing.
+   */
+  readonly settledPredictions = { tokens: 0, admissions: 0 };
   /** Cumulative responses that reported cached_tokens. */
   feedbacks = 0;
-  #clearWindow: { predicted: number; hits: number; queries: number; feedbacks: number } | undefined;
+  #clearWindow: { predicted: number; admissions: number; hits: number; queries: number; feedbacks: number } | undefined;
 
   /** Monotonic clock, ms (performance.now() in the agent, virtual time in the simulator). */
   readonly now: () => number;
@@ -107,11 +117,14 @@ export class AgentLedger {
   cacheClearedPerCounters(snap: EngineSnapshot): boolean {
     if (snap.prefixHits === undefined || snap.prefixQueries === undefined) return false;
     const prev = this.#clearWindow;
-    const now = { predicted: this.predictedTokens, hits: snap.prefixHits, queries: snap.prefixQueries, feedbacks: this.feedbacks };
+    const p = this.settledPredictions;
+    const now = { predicted: p.tokens, admissions: p.admissions, hits: snap.prefixHits, queries: snap.prefixQueries, feedbacks: this.feedbacks };
     this.#clearWindow = now;
     if (prev === undefined || now.hits < prev.hits || now.queries < prev.queries) return false;
     const predicted = now.predicted - prev.predicted;
-    return now.feedbacks === prev.feedbacks && predicted >= 1024 && now.queries - prev.queries >= predicted && now.hits === prev.hits;
+    // Several admissions' settled predictions all missed: one request's evicted prefix is no clear.
+    const several = now.admissions - prev.admissions >= CLEAR_MIN_ADMISSIONS;
+    return now.feedbacks === prev.feedbacks && several && predicted >= CLEAR_MIN_TOKENS && now.queries - prev.queries >= predicted && now.hits === prev.hits;
   }
 
   setModels(entries: ModelEntry[]): void {
@@ -193,7 +206,6 @@ export class AgentLedger {
 
   begin(info: RequestInfo, predictedChunks: number): Inflight {
     const cachedTokens = this.cachedTokensOf(info, predictedChunks);
-    this.predictedTokens += cachedTokens;
     const prefill = Math.max(0, Math.round(info.promptTokens - cachedTokens));
     const r: Inflight = {
       need: this.needOf(info, cachedTokens),
@@ -254,6 +266,12 @@ export class AgentLedger {
     // Chunks recorded by requests still in flight may not be in the engine yet; a miss there is no eviction.
     const guard = this.inflightStampFloor();
     for (let i = 0; i < predicted; i++) if (stamps[i]! > guard) stamps[i] = -1;
+    let settled = 0;
+    while (settled < predicted && stamps[settled] !== -1) settled++;
+    if (settled > 0) {
+      this.settledPredictions.tokens += this.cachedTokensOf(info, settled);
+      this.settledPredictions.admissions++;
+    }
     const flight = this.begin(info, predicted);
     cache.record(info.hashes);
     return { flight, predicted, stamps };

@@ -70,17 +70,45 @@ describe('cache clear seen in prefix counters', async () => {
   const { createMetrics } = await import('../src/metrics.ts');
   const { emptySnapshot } = await import('../src/engines/types.ts');
   const snap = (queries: number, hits: number) => ({ ...emptySnapshot(), prefixQueries: queries, prefixHits: hits });
+  /** `admissions` admissions predicted `tokens` cached in all, from chunks finished requests recorded. */
+  const predict = (core: InstanceType<typeof AgentLedger>, tokens: number, admissions = 2) => {
+    core.settledPredictions.tokens += tokens;
+    core.settledPredictions.admissions += admissions;
+  };
   it('fires only when predicted hits went unmatched and no per-request feedback arrived', () => {
     const core = new AgentLedger(agentConfig(), createMetrics());
     expect(core.cacheClearedPerCounters(snap(0, 0))).toBe(false);
-    core.predictedTokens += 2000;
+    predict(core, 2000);
     expect(core.cacheClearedPerCounters(snap(3000, 1900))).toBe(false); // hits matched
-    core.predictedTokens += 2000;
+    predict(core, 2000);
     expect(core.cacheClearedPerCounters(snap(6000, 1900))).toBe(true); // zero new hits
-    core.predictedTokens += 2000;
+    predict(core, 2000);
     core.feedbacks++;
     expect(core.cacheClearedPerCounters(snap(9000, 1900))).toBe(false); // feedback handles it
-    core.predictedTokens += 2000;
+    predict(core, 2000);
     expect(core.cacheClearedPerCounters(snap(9500, 1900))).toBe(false); // engine has not processed them yet
+  });
+
+  it('one request whose prefix the engine evicted is no cache clear', () => {
+    const core = new AgentLedger(agentConfig(), createMetrics());
+    core.cacheClearedPerCounters(snap(0, 0));
+    predict(core, 4000, 1);
+    expect(core.cacheClearedPerCounters(snap(5000, 0))).toBe(false);
+  });
+
+  it('chunks recorded by a request still in flight do not count as predicted hits', async () => {
+    const { describeRequest } = await import('@warmpath/shared/wire');
+    const core = new AgentLedger(agentConfig({ kvCapacityTokens: 1_000_000 }), createMetrics());
+    core.setSnapshot({ ...emptySnapshot(), running: 0 }, 0);
+    const info = describeRequest({ model: 'm', prompt: 'shared prefix '.repeat(400) }, 'completion', { resolveModel: (m) => ({ model: m, adapter: '' }) });
+    const first = core.admit(info);
+    const second = core.admit(info); // a burst: the first is still prefilling the shared prefix
+    expect('flight' in first && 'flight' in second).toBe(true);
+    expect(core.settledPredictions).toEqual({ tokens: 0, admissions: 0 });
+    if ('flight' in first) core.end(first.flight);
+    if ('flight' in second) core.end(second.flight);
+    core.admit(info); // both finished: the prefix is settled now
+    expect(core.settledPredictions.admissions).toBe(1);
+    expect(core.settledPredictions.tokens).toBeGreaterThan(1000);
   });
 });
