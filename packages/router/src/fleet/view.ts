@@ -20,7 +20,6 @@
  * sync state is not on the record at all.
  */
 import { decodeState, supersedes, type Endpoint, type ModelRef, type ReplicaState } from '@warmpath/shared/wire';
-import type { RouterConfig } from '../config.ts';
 import { DigestSync, type DigestStatus } from './digest-sync.ts';
 import { Groups, membershipChanged, type Group } from './groups.ts';
 import { halves } from './hash64.ts';
@@ -35,7 +34,13 @@ export type { ReplicaView, ViewEvent } from './replica.ts';
 export type Replica = ReplicaView;
 
 /** Validated router config (config.ts holds the defaults) plus the view's collaborators. */
-export type FleetViewOptions = Pick<RouterConfig, 'fleet' | 'chunkChars' | 'stateTtlMs' | 'forgetAfterMs'> & {
+/** The router config's fleet-view settings (validated there; no defaults here). */
+export type FleetViewOptions = {
+  readonly fleet: string;
+  readonly chunkChars: number;
+  readonly stateTtlMs: number;
+  readonly forgetAfterMs: number;
+} & {
   /** Fetch a digest snapshot (msgpack bytes); the router passes an HTTP GET {admin}/warmpath/v1/digest. */
   fetchSnapshot?: (r: ReplicaView) => Promise<Uint8Array>;
   now?: () => number;

@@ -15,50 +15,12 @@
  * microseconds per hundred replicas — so a policy cannot leave state in them
  * and two policies can read one table.
  */
-import type { HashRing } from '@warmpath/shared/wire';
 import type { FleetView, Replica } from '../fleet/view.ts';
 import { eligible } from './eligible.ts';
 import type { LocalState } from './local.ts';
-import type { PlacementRequest } from './types.ts';
+import type { Candidate, CandidateTable, PlacementRequest, Warmth } from './types.ts';
 
-export interface Candidate {
-  readonly replica: Readonly<Replica>;
-  /** Published inflightTokens + `added`: the replica's work as this router sees it, tokens. */
-  readonly load: number;
-  /** Work this router sent to the replica after its last report and still open, tokens. */
-  readonly added: number;
-  /** Relative capacity (> 0). */
-  readonly weight: number;
-  /** KV tokens free after `added` (Infinity when the replica publishes no KV size). */
-  readonly kvFree: number;
-  /** Published prefillTokens + `added`: the prefill queue this request would wait behind, tokens. */
-  readonly queue: number;
-  /** This router's requests in flight on the replica. */
-  readonly inflight: number;
-}
-
-export interface CandidateTable {
-  /** Eligible members of the request's group, in group order; never empty. */
-  readonly rows: readonly Candidate[];
-  /** Σ load over rows, tokens. */
-  readonly totalLoad: number;
-  /** Σ weight over rows. */
-  readonly totalWeight: number;
-  /** The group's ring (over its live members, a superset of the rows). */
-  readonly ring: HashRing;
-  /** The group's members by id (read with `rowOf`). */
-  readonly members: ReadonlyMap<string, Readonly<Replica>>;
-  /** Replica slot → row index, -1 (or past the end) when not a candidate. */
-  readonly rowOfSlot: readonly number[];
-}
-
-/** Matched chain depth (chunks) per row of a CandidateTable. */
-export interface Warmth {
-  /** From the replicas' published digests: the engines' caches as of their last report. */
-  readonly digest: readonly number[];
-  /** From this router's optimistic overlay: prefixes it sent in the last overlayTtlMs. */
-  readonly overlay: readonly number[];
-}
+export type { Candidate, CandidateTable, Warmth } from './types.ts';
 
 /** The table for `req` (eligibility is applied here, once), or undefined when no replica is eligible. */
 export function buildCandidates(req: PlacementRequest, view: FleetView, local: LocalState): CandidateTable | undefined {

@@ -18,7 +18,6 @@
  * Trade-off: the overlay is only a guess (the engine may evict), so it expires
  * after overlayTtlMs; gossip is the truth after that.
  */
-import type { RouterConfig } from '../config.ts';
 import type { ReplicaView } from '../fleet/replica.ts';
 import { WarmthScan, type HolderSource } from '../fleet/warmth.ts';
 
@@ -97,7 +96,12 @@ class Overlay implements HolderSource<BigUint64Array> {
 }
 
 /** Validated router config (config.ts holds the defaults). */
-export type LocalOptions = Pick<RouterConfig, 'overlayTtlMs' | 'overlayMaxChunks' | 'suspectMs'>;
+/** The router config's local-state settings (validated there; no defaults here). */
+export interface LocalOptions {
+  readonly overlayTtlMs: number;
+  readonly overlayMaxChunks: number;
+  readonly suspectMs: number;
+}
 
 export class LocalState {
   readonly overlayTtlMs: number;

@@ -5,7 +5,6 @@
  * `registerPolicy` and gets them through the same path, without changing the
  * router.
  */
-import type { RouterConfig } from '../config.ts';
 import { createDynamoKvPolicy } from './peers/dynamo.ts';
 import { createKubeaiPrefixHashPolicy } from './peers/kubeai.ts';
 import { createLlmdPolicy } from './peers/llmd.ts';
@@ -49,7 +48,7 @@ export function registerPolicy(name: string, factory: PolicyFactory): void {
 
 /** A policy's options from the router's validated config: every policy is built from these. */
 export function policyOptions(
-  config: Pick<RouterConfig, 'chunkChars' | 'charsPerToken' | 'loadFactor' | 'boundFloorTokens' | 'placementOff'>,
+  config: Pick<PolicyOptions, 'chunkChars' | 'charsPerToken' | 'loadFactor' | 'boundFloorTokens'> & { readonly placementOff: readonly string[] },
   random?: () => number,
 ): PolicyOptions {
   const o = {

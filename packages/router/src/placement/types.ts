@@ -12,9 +12,8 @@
  * it only from `onDispatch`/`onComplete`, one instance per router, exactly as
  * those systems do.
  */
-import type { Endpoint, RequestInfo } from '@warmpath/shared/wire';
+import type { Endpoint, HashRing, RequestInfo } from '@warmpath/shared/wire';
 import type { Replica } from '../fleet/view.ts';
-import type { CandidateTable, Warmth } from './candidates.ts';
 import type { LocalState } from './local.ts';
 
 /**
@@ -123,3 +122,43 @@ export type PolicyFactory = (opts: PolicyOptions) => Policy;
 
 export const NO_REPLICA: Placement = Object.freeze({ replica: undefined, branch: 'no-replica' });
 export const SATURATED: Placement = Object.freeze({ replica: undefined, branch: 'saturated' });
+
+/** The candidate table (built by candidates.ts once per request): what a policy may read about the request's candidates. */
+export interface Candidate {
+  readonly replica: Readonly<Replica>;
+  /** Published inflightTokens + `added`: the replica's work as this router sees it, tokens. */
+  readonly load: number;
+  /** Work this router sent to the replica after its last report and still open, tokens. */
+  readonly added: number;
+  /** Relative capacity (> 0). */
+  readonly weight: number;
+  /** KV tokens free after `added` (Infinity when the replica publishes no KV size). */
+  readonly kvFree: number;
+  /** Published prefillTokens + `added`: the prefill queue this request would wait behind, tokens. */
+  readonly queue: number;
+  /** This router's requests in flight on the replica. */
+  readonly inflight: number;
+}
+
+export interface CandidateTable {
+  /** Eligible members of the request's group, in group order; never empty. */
+  readonly rows: readonly Candidate[];
+  /** Σ load over rows, tokens. */
+  readonly totalLoad: number;
+  /** Σ weight over rows. */
+  readonly totalWeight: number;
+  /** The group's ring (over its live members, a superset of the rows). */
+  readonly ring: HashRing;
+  /** The group's members by id (read with `rowOf`). */
+  readonly members: ReadonlyMap<string, Readonly<Replica>>;
+  /** Replica slot → row index, -1 (or past the end) when not a candidate. */
+  readonly rowOfSlot: readonly number[];
+}
+
+/** Matched chain depth (chunks) per row of a CandidateTable. */
+export interface Warmth {
+  /** From the replicas' published digests: the engines' caches as of their last report. */
+  readonly digest: readonly number[];
+  /** From this router's optimistic overlay: prefixes it sent in the last overlayTtlMs. */
+  readonly overlay: readonly number[];
+}
