@@ -1,0 +1,112 @@
+/**
+ * One conformance suite for every engine adapter: each is started against a
+ * small HTTP server that answers with that engine's own output formats (the
+ * fixtures beside this file), and every adapter must keep the same contract.
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { readFileSync } from 'node:fs';
+import { Agent as Dispatcher } from 'undici';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ENDPOINTS, type EngineKind } from '@warmpath/shared/wire';
+import { ADAPTERS, createAdapter, type EngineSnapshot } from '../src/engines/index.ts';
+import { EngineError } from '../src/engines/types.ts';
+
+const fixture = (name: string): string => readFileSync(new URL(`./fixtures/${name}`, import.meta.url), 'utf8');
+/** OpenAI-style /v1/models as vLLM, SGLang and llama.cpp answer it (vLLM marks adapters with `parent`). */
+const openAiModels = JSON.stringify({ object: 'list', data: [{ id: 'meta-llama/Llama-3.1-8B-Instruct', object: 'model', owned_by: 'vllm', parent: null }, { id: 'sql-lora', object: 'model', owned_by: 'vllm', parent: 'meta-llama/Llama-3.1-8B-Instruct' }] });
+
+interface Case {
+  /** Path → body, in the engine's own format. */
+  routes: Record<string, string>;
+  running: number;
+  model: string;
+}
+
+const CASES: Record<EngineKind, Case> = {
+  vllm: { routes: { '/metrics': fixture('vllm-0.9.txt'), '/v1/models': openAiModels }, running: 5, model: 'meta-llama/Llama-3.1-8B-Instruct' },
+  sglang: { routes: { '/metrics': fixture('sglang.txt'), '/v1/models': openAiModels }, running: 10, model: 'meta-llama/Llama-3.1-8B-Instruct' },
+  tgi: { routes: { '/metrics': fixture('tgi.txt'), '/info': JSON.stringify({ model_id: 'bigscience/bloom', max_total_tokens: 4096 }) }, running: 12, model: 'bigscience/bloom' },
+  llamacpp: { routes: { '/slots': fixture('llamacpp-slots.json'), '/metrics': fixture('llamacpp-metrics.txt'), '/props': fixture('llamacpp-props.json'), '/v1/models': openAiModels }, running: 1, model: 'meta-llama/Llama-3.1-8B-Instruct' },
+};
+
+const servers: Server[] = [];
+const dispatcher = new Dispatcher();
+afterAll(async () => {
+  for (const s of servers) s.closeAllConnections();
+  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+  await dispatcher.close();
+});
+
+/** A fake engine: `answer(path)` gives status and body; undefined = never answer. */
+async function engine(answer: (path: string) => { status: number; body: string } | undefined): Promise<string> {
+  const server = createServer((req, res) => {
+    const a = answer(req.url ?? '/');
+    if (a === undefined) return; // hang
+    res.writeHead(a.status, { 'content-type': a.body.startsWith('{') || a.body.startsWith('[') ? 'application/json' : 'text/plain' });
+    res.end(a.body);
+  });
+  servers.push(server);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+function expectValidSnapshot(s: EngineSnapshot): void {
+  for (const v of [s.running, s.waiting]) {
+    expect(Number.isFinite(v)).toBe(true);
+    expect(v).toBeGreaterThanOrEqual(0);
+  }
+  if (s.kvUsedFraction !== undefined) expect(s.kvUsedFraction >= 0 && s.kvUsedFraction <= 1).toBe(true);
+  if (s.kvCapacityTokens !== undefined) expect(s.kvCapacityTokens).toBeGreaterThan(0);
+  for (const v of [s.prefixQueries, s.prefixHits, s.preemptions, s.maxRunning]) if (v !== undefined) expect(Number.isFinite(v) && v >= 0).toBe(true);
+  expect(s.counters.every((c) => Number.isFinite(c))).toBe(true);
+  expect(s.hotAdapters.every((a) => typeof a === 'string')).toBe(true);
+  expect(Number.isInteger(s.adapterSlots) && s.adapterSlots >= 0).toBe(true);
+  expect(typeof s.configHint).toBe('string');
+}
+
+const kinds = Object.keys(ADAPTERS) as EngineKind[];
+
+describe.each(kinds)('engine adapter conformance: %s', (kind) => {
+  const c = CASES[kind];
+
+  it("reads the engine's own output into a valid snapshot and model list", async () => {
+    const baseUrl = await engine((path) => (c.routes[path] !== undefined ? { status: 200, body: c.routes[path]! } : { status: 404, body: 'not found' }));
+    const a = createAdapter(kind, { dispatcher, baseUrl });
+    expect(a.kind).toBe(kind);
+    expect(a.endpoints.length).toBeGreaterThan(0);
+    expect(a.endpoints.every((e) => (ENDPOINTS as readonly string[]).includes(e))).toBe(true);
+    const s = await a.scrape(AbortSignal.timeout(5_000));
+    expectValidSnapshot(s);
+    expect(s.running).toBe(c.running);
+    const models = await a.models(AbortSignal.timeout(5_000));
+    expect(models.map((m) => m.id)).toContain(c.model);
+    expect(models.every((m) => typeof m.id === 'string' && (m.parent === undefined || typeof m.parent === 'string'))).toBe(true);
+  });
+
+  it('rejects with a stable EngineError code when the engine answers errors', async () => {
+    const baseUrl = await engine(() => ({ status: 500, body: 'internal error' }));
+    const a = createAdapter(kind, { dispatcher, baseUrl });
+    await expect(a.scrape(AbortSignal.timeout(5_000))).rejects.toSatisfy((e: unknown) => e instanceof EngineError && e.code === 'ENGINE_HTTP');
+    await expect(a.models(AbortSignal.timeout(5_000))).rejects.toSatisfy((e: unknown) => e instanceof EngineError && e.code === 'ENGINE_HTTP');
+  });
+
+  it('answers junk with a valid snapshot or an ENGINE_FORMAT error, never NaN or a stray exception', async () => {
+    const baseUrl = await engine((path) => ({ status: 200, body: path === '/metrics' ? 'vllm:num_requests_running{ NaN\n# junk\nx y z' : '{"slots": "no", "data": 7' }));
+    const a = createAdapter(kind, { dispatcher, baseUrl });
+    const outcome = await a.scrape(AbortSignal.timeout(5_000)).then(
+      (s) => ({ s }),
+      (e: unknown) => ({ e }),
+    );
+    if ('s' in outcome) expectValidSnapshot(outcome.s);
+    else expect(outcome.e instanceof EngineError && outcome.e.code === 'ENGINE_FORMAT').toBe(true);
+  });
+
+  it('gives up when its signal aborts, even if the engine never answers', async () => {
+    const baseUrl = await engine(() => undefined);
+    const a = createAdapter(kind, { dispatcher, baseUrl });
+    const started = performance.now();
+    await expect(a.scrape(AbortSignal.timeout(200))).rejects.toBeDefined();
+    expect(performance.now() - started).toBeLessThan(5_000);
+  });
+});
