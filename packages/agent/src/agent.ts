@@ -13,7 +13,7 @@ import { hostname } from 'node:os';
 import { Pool } from 'undici';
 import { createGossipNode } from '@warmpath/shared/gossip';
 import type { GossipNode } from '@warmpath/shared/gossip';
-import { SERVER_TIMEOUTS, UPSTREAM_KEEP_ALIVE_MS } from '@warmpath/shared/runtime';
+import { isLoadedConfig, SERVER_TIMEOUTS, UPSTREAM_KEEP_ALIVE_MS } from '@warmpath/shared/runtime';
 import { sendError, type EngineKind } from '@warmpath/shared/wire';
 import { createAdminHandler } from './admin.ts';
 import { agentConfig } from './config.ts';
@@ -63,9 +63,13 @@ export interface Agent {
 /** An announcement on close waits at most this long for gossip, ms. */
 const CLOSE_ANNOUNCE_MS = 500;
 
-/** Starts an agent. `overrides` are AGENT_SCHEMA keys (validated; unknown keys throw ConfigError). */
-export async function startAgent(overrides: Record<string, unknown> = {}): Promise<Agent> {
-  const config = agentConfig(overrides);
+/**
+ * Starts an agent. `overrides` are AGENT_SCHEMA keys (validated; unknown keys
+ * throw ConfigError), or a config agentConfig()/loadConfig() already validated
+ * (the CLI's), used as is.
+ */
+export async function startAgent(overrides: Record<string, unknown> | AgentConfig = {}): Promise<Agent> {
+  const config = isLoadedConfig(overrides) ? (overrides as AgentConfig) : agentConfig(overrides);
   const engine = config.engine as EngineKind;
   const engineOrigin = new URL(config.engineUrl).origin;
   const pool = new Pool(engineOrigin, { connections: config.upstreamConnections, keepAliveTimeout: UPSTREAM_KEEP_ALIVE_MS, pipelining: 1 });

@@ -10,7 +10,7 @@ import { AGENT_SCHEMA } from './config.ts';
 
 export async function run(argv: string[]): Promise<void> {
   const config = configFromProcess('agent', AGENT_SCHEMA, argv);
-  const agent = await startAgent({ ...config });
+  const agent = await startAgent(config);
   const peer = agent.peerAddrs[0] ?? 'none';
   process.stdout.write(`warmpath agent ready proxy=${agent.url} admin=${agent.adminUrl} peer=${peer} replica=${agent.replica} engine=${config.engine} status=${agent.state().status}\n`);
   let signals = 0;

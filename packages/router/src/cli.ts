@@ -5,7 +5,7 @@ import { startRouter } from './router.ts';
 
 export async function run(argv: string[]): Promise<void> {
   const config = configFromProcess('router', ROUTER_SCHEMA, argv);
-  const router = await startRouter({ ...config, bootstrap: [...config.bootstrap], gossipListen: [...config.gossipListen], placementOff: [...config.placementOff] });
+  const router = await startRouter({ config });
   const peer = router.peerAddrs[0] ?? '';
   console.log(`warmpath router ready url=${router.url} peer=${peer} id=${router.id} policy=${router.policy.name}`);
   const stop = (): void => {

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ROUTER_SCHEMA, type RouterConfig } from './config.ts';
-import { loadConfig, realClock, SERVER_TIMEOUTS } from '@warmpath/shared/runtime';
+import { ConfigError, isLoadedConfig, loadConfig, realClock, SERVER_TIMEOUTS } from '@warmpath/shared/runtime';
 import { createGossipNode, type GossipNode } from '@warmpath/shared/gossip';
 import { RouterCore } from './core/router-core.ts';
 import type { CoreMetrics } from './core/types.ts';
@@ -32,6 +32,8 @@ export type RouterOptions = Partial<{ -readonly [K in keyof RouterConfig]: Route
   fetchSnapshot?: (r: Replica) => Promise<Uint8Array>;
   /** Operator log lines (chunk mismatch, snapshot failures); default console.error. */
   log?: (line: string) => void;
+  /** A config already validated by loadConfig (the CLI's): used as is, without the keys above it. */
+  config?: RouterConfig;
 };
 
 export interface Router {
@@ -53,8 +55,9 @@ export interface Router {
 }
 
 export async function startRouter(options: RouterOptions = {}): Promise<Router> {
-  const { gossip: gossipOpt, policyInstance, fetchSnapshot, log: logOpt, ...overrides } = options;
-  const config = loadConfig(ROUTER_SCHEMA, { overrides: overrides as Record<string, unknown> });
+  const { gossip: gossipOpt, policyInstance, fetchSnapshot, log: logOpt, config: validated, ...overrides } = options;
+  if (validated !== undefined && !isLoadedConfig(validated)) throw new ConfigError('startRouter: `config` must come from routerConfig()/loadConfig(); pass plain keys to have them validated');
+  const config = validated ?? loadConfig(ROUTER_SCHEMA, { overrides: overrides as Record<string, unknown> });
   const id = config.id !== '' ? config.id : `router-${randomBytes(4).toString('hex')}`;
   const apiKeys = config.apiKeys !== '' ? readKeys(config.apiKeys) : undefined;
   const fetcher = snapshotFetcher(config.snapshotTimeoutMs);

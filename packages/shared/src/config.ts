@@ -135,6 +135,14 @@ export function parseFlags(schema: Schema, argv: readonly string[]): { values: R
 }
 
 /** Builds, validates and freezes a config. Throws ConfigError naming the offending key. */
+/** Every config loadConfig produced: components take one of these as is instead of validating again. */
+const loaded = new WeakSet<object>();
+
+/** Was `value` produced (validated and frozen) by loadConfig? */
+export function isLoadedConfig(value: unknown): boolean {
+  return typeof value === 'object' && value !== null && loaded.has(value);
+}
+
 export function loadConfig<S extends Schema>(schema: S, sources: ConfigSources = {}): ConfigOf<S> {
   const out: Record<string, unknown> = {};
   for (const [key, spec] of Object.entries(schema)) out[key] = spec.default;
@@ -159,7 +167,9 @@ export function loadConfig<S extends Schema>(schema: S, sources: ConfigSources =
   }
   if (flags !== undefined) apply(flags.values, 'command line');
   if (sources.overrides !== undefined) apply(sources.overrides, 'overrides');
-  return Object.freeze(out) as ConfigOf<S>;
+  const config = Object.freeze(out) as ConfigOf<S>;
+  loaded.add(config);
+  return config;
 }
 
 /** `--help` text generated from the schema: flag, default, doc. */

@@ -75,3 +75,13 @@ describe('config', () => {
     expect(h).toContain('WARMPATH_STATE_TTL_MS');
   });
 });
+
+describe('validated once', () => {
+  it('marks what loadConfig produced, and nothing else', async () => {
+    const { isLoadedConfig, loadConfig } = await import('../src/config.ts');
+    const c = loadConfig({ port: { type: 'number', default: 1, doc: 'p' } }, { overrides: {} });
+    expect(isLoadedConfig(c)).toBe(true);
+    expect(isLoadedConfig({ ...c })).toBe(false);
+    expect(isLoadedConfig(undefined)).toBe(false);
+  });
+});
