@@ -2,42 +2,16 @@
  * The agent core without I/O: a scripted engine source, a manual clock and a
  * capturing send — the same wiring the live agent and the simulator use.
  */
+import { manualClock } from '@warmpath/testkit';
 import { describeRequest, type ReplicaState } from '@warmpath/shared/wire';
 import { describe, expect, it } from 'vitest';
 import { agentConfig } from '../src/config.ts';
 import { AgentCore } from '../src/core.ts';
 import { emptySnapshot, type EngineSnapshot, type ModelEntry } from '../src/engines/types.ts';
 
-function manualClock() {
-  let now = 0;
-  let seq = 0;
-  const timers: Array<{ at: number; seq: number; fn: () => void; live: boolean }> = [];
-  return {
-    now: () => now,
-    schedule(ms: number, fn: () => void) {
-      const t = { at: now + Math.max(0, ms), seq: seq++, fn, live: true };
-      timers.push(t);
-      return () => {
-        t.live = false;
-      };
-    },
-    advance(ms: number) {
-      const end = now + ms;
-      for (;;) {
-        timers.sort((a, b) => a.at - b.at || a.seq - b.seq);
-        const i = timers.findIndex((t) => t.live);
-        if (i < 0 || timers[i]!.at > end) break;
-        const [t] = timers.splice(i, 1);
-        now = t!.at;
-        t!.fn();
-      }
-      now = end;
-    },
-  };
-}
 
 function setup() {
-  const clock = manualClock();
+  const clock = manualClock(0);
   const engine = {
     snap: { ...emptySnapshot(), kvCapacityTokens: 100_000, kvUsedFraction: 0, counters: [10] } as EngineSnapshot | Error,
     models: [{ id: 'm', parent: undefined }, { id: 'fin', parent: 'm' }] as ModelEntry[],

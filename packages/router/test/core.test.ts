@@ -2,45 +2,18 @@
  * The router core without a transport: retries, the queue and relabelling,
  * driven by a manual clock and a scripted `send`.
  */
+import { manualClock } from '@warmpath/testkit';
 import { describe, expect, it } from 'vitest';
 import { routerConfig } from '../src/config.ts';
 import { RouterCore } from '../src/core/router-core.ts';
 import type { Dispatch, RouteError, SendResult } from '../src/core/types.ts';
 import { chat, makeState } from './helpers.ts';
 
-/** Timers in virtual time: run them with advance(). */
-function manualClock() {
-  let now = 1_000;
-  let seq = 0;
-  const timers: Array<{ at: number; seq: number; fn: () => void; live: boolean }> = [];
-  return {
-    now: () => now,
-    schedule(ms: number, fn: () => void) {
-      const t = { at: now + Math.max(0, ms), seq: seq++, fn, live: true };
-      timers.push(t);
-      return () => {
-        t.live = false;
-      };
-    },
-    advance(ms: number) {
-      const end = now + ms;
-      for (;;) {
-        timers.sort((a, b) => a.at - b.at || a.seq - b.seq);
-        const i = timers.findIndex((t) => t.live);
-        if (i < 0 || timers[i]!.at > end) break;
-        const [t] = timers.splice(i, 1);
-        now = t!.at;
-        t!.fn();
-      }
-      now = end;
-    },
-  };
-}
 
 type Ctx = { n: number };
 
 function setup(replicas: string[], overrides: Record<string, unknown> = {}) {
-  const clock = manualClock();
+  const clock = manualClock(1_000);
   const sent: Array<{ d: Dispatch<Ctx>; report: (r: SendResult) => void }> = [];
   const answers: Array<{ ctx: Ctx; e: RouteError }> = [];
   const counts = { retried: 0, branches: [] as string[], upstream: [] as string[] };

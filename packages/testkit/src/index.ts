@@ -80,3 +80,37 @@ export async function waitFor<T>(predicate: () => T | Promise<T>, options: WaitF
     last === undefined ? 'no check finished' : 'error' in last ? `last error: ${last.error instanceof Error ? last.error.message : show(last.error)}` : `last value: ${show(last.value)}`;
   throw new WaitForTimeoutError(`timed out after ${timeoutMs} ms waiting for ${what}; ${tail}`, last !== undefined && 'error' in last ? { cause: last.error } : undefined);
 }
+
+/**
+ * A clock for transport-free cores in tests: `now()` and `schedule(ms, fn) →
+ * cancel` as the cores take them, in virtual time that moves only when the
+ * test calls `advance(ms)`, running due timers in time order (ties in the
+ * order they were scheduled).
+ */
+export function manualClock(start = 0) {
+  let now = start;
+  let seq = 0;
+  const timers: Array<{ at: number; seq: number; fn: () => void; live: boolean }> = [];
+  return {
+    now: () => now,
+    schedule(ms: number, fn: () => void): () => void {
+      const t = { at: now + Math.max(0, ms), seq: seq++, fn, live: true };
+      timers.push(t);
+      return () => {
+        t.live = false;
+      };
+    },
+    advance(ms: number): void {
+      const end = now + ms;
+      for (;;) {
+        timers.sort((a, b) => a.at - b.at || a.seq - b.seq);
+        const i = timers.findIndex((t) => t.live);
+        if (i < 0 || timers[i]!.at > end) break;
+        const [t] = timers.splice(i, 1);
+        now = t!.at;
+        t!.fn();
+      }
+      now = end;
+    },
+  };
+}
