@@ -52,7 +52,7 @@ export async function run(argv: string[]): Promise<void> {
   const scenario = SCENARIOS[cfg.scenario]!;
   for (const p of cfg.policies) if (!KNOWN_POLICIES.includes(p)) throw new ConfigError(`command line: unknown policy "${p}"; known: ${KNOWN_POLICIES.join(', ')}`);
   const desOnly = cfg.policies.filter(isDesOnly);
-  if (cfg.mode === 'live' && desOnly.length > 0) throw new ConfigError(`command line: ${desOnly.join(', ')} exist only in --mode des (they need the engines' true state or the simulator's feeds); drop them from --policies in live mode`);
+  if (cfg.mode === 'live' && desOnly.length > 0) throw new ConfigError(`command line: DES-only policies ${desOnly.join(', ')} run only in --mode des (they need the engines' true state or the simulator's feeds); drop them from --policies in live mode`);
   const routerOverrides = parseRouterSet(cfg.routerSet);
   const replicas = cfg.replicas > 0 ? cfg.replicas : scenario.fleet.replicas;
   const duration = cfg.duration > 0 ? cfg.duration : scenario.defaults.duration;
