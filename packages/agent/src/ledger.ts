@@ -167,6 +167,7 @@ export class AgentLedger {
    * the cache model expects cached; undefined = admit.
    */
   check(info: RequestInfo, predicted = 0): RejectReason | undefined {
+    if (!this.config.admission) return undefined;
     const need = this.needOf(info, this.cachedTokensOf(info, predicted));
     const snap = this.snapshot;
     let sinceCount = 0;

@@ -83,6 +83,17 @@ describe('admission counts a shared prefix once', async () => {
     const distinct = Array.from({ length: 16 }, (_, k) => core.admit(describeRequest({ model: 'm', messages: [{ role: 'user', content: `${k} ${shared}` }], max_tokens: 100 }, 'chat')));
     expect(distinct.some((a) => 'reason' in a && a.reason === 'kv')).toBe(true);
   });
+  it('admission off admits everything the rules would refuse (engines without Warmpath, in the benchmark)', () => {
+    const shared = 'a long prompt of its own '.repeat(2_000);
+    const fill = (l: InstanceType<typeof AgentLedger>) =>
+      Array.from({ length: 16 }, (_, k) => l.admit(describeRequest({ model: 'm', messages: [{ role: 'user', content: `${k} ${shared}` }], max_tokens: 100 }, 'chat')));
+    const on = new AgentLedger(agentConfig({ kvCapacityTokens: 20_000 }), createMetrics());
+    const off = new AgentLedger(agentConfig({ kvCapacityTokens: 20_000, admission: false }), createMetrics());
+    for (const l of [on, off]) l.setSnapshot({ ...emptySnapshot(), running: 8, waiting: 100, kvUsedFraction: 0.9 }, 0);
+    expect(fill(on).every((a) => 'reason' in a)).toBe(true);
+    expect(fill(off).some((a) => 'reason' in a)).toBe(false);
+    expect(off.inflight.size).toBe(16);
+  });
   it('a request whose whole prompt exceeds the cache is too_large even when mostly cached', () => {
     expect(admit({ ...base, need: 100, size: 1_001 }, limits)).toBe('too_large');
   });

@@ -9,13 +9,16 @@ import { configFromProcess, ConfigError, type Schema } from '@warmpath/shared/ru
 import { assignRouters, L4_MODES, type L4Mode } from './l4.ts';
 import { lastArrivalMs, type PlannedRequest } from './loadgen.ts';
 import { runLive } from './live.ts';
+import { DES_ONLY_POLICIES } from './des/feeds.ts';
 import { DesPool, type DesJob } from './pool.ts';
 import { computeReferences } from './references.ts';
 import { markdownTable, writeHtml, writeJson, type BenchReport, type PolicyResult } from './report.ts';
 import { DEFAULT_MODEL, SCENARIOS, type Scenario } from './scenarios.ts';
 
-/** Every router policy, plus the oracle (which routes around the routers). */
-export const ALL_POLICIES = [...POLICY_NAMES, 'oracle'] as const;
+/** Every router policy, warmpath over the engines' true state (DES only), and the oracle. */
+export const ALL_POLICIES = [...POLICY_NAMES, 'warmpath-instant', 'oracle'] as const;
+/** Accepted on request: the DES-only names, among them each peer behind Warmpath's agents (`<peer>@agents`; des/feeds.ts). */
+const KNOWN_POLICIES: readonly string[] = [...new Set([...ALL_POLICIES, ...DES_ONLY_POLICIES])];
 
 export const benchSchema = {
   scenario: { type: 'string', default: 'seed', choices: Object.keys(SCENARIOS), doc: 'workload' },
@@ -37,12 +40,19 @@ export const benchSchema = {
   routerSet: { type: 'list', default: [], doc: 'router config overrides as key=value (e.g. loadFactor=1.5), for every policy' },
 } as const satisfies Schema;
 
+const isDesOnly = (p: string): boolean => (DES_ONLY_POLICIES as readonly string[]).includes(p);
+
 type BenchConfig = ReturnType<typeof configFromProcess<typeof benchSchema>>;
 
 export async function run(argv: string[]): Promise<void> {
-  const cfg = configFromProcess('bench', benchSchema, argv);
+  const parsed = configFromProcess('bench', benchSchema, argv);
+  // The default list in live mode: every policy live mode can run.
+  const liveDefault = parsed.mode === 'live' && parsed.policies.join() === ALL_POLICIES.join();
+  const cfg = liveDefault ? { ...parsed, policies: parsed.policies.filter((p) => !isDesOnly(p)) } : parsed;
   const scenario = SCENARIOS[cfg.scenario]!;
-  for (const p of cfg.policies) if (!(ALL_POLICIES as readonly string[]).includes(p)) throw new ConfigError(`command line: unknown policy "${p}"; known: ${ALL_POLICIES.join(', ')}`);
+  for (const p of cfg.policies) if (!KNOWN_POLICIES.includes(p)) throw new ConfigError(`command line: unknown policy "${p}"; known: ${KNOWN_POLICIES.join(', ')}`);
+  const desOnly = cfg.policies.filter(isDesOnly);
+  if (cfg.mode === 'live' && desOnly.length > 0) throw new ConfigError(`command line: DES-only policies ${desOnly.join(', ')} run only in --mode des (they need the engines' true state or the simulator's feeds); drop them from --policies in live mode`);
   const routerOverrides = parseRouterSet(cfg.routerSet);
   const replicas = cfg.replicas > 0 ? cfg.replicas : scenario.fleet.replicas;
   const duration = cfg.duration > 0 ? cfg.duration : scenario.defaults.duration;

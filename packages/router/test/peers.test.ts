@@ -78,8 +78,8 @@ describe('dynamo-kv', () => {
     const chain = chainOf(body);
     const warm = makeView([makeState('cold'), makeState('warm', { digest: { from: -1, added: chain, size: chain.length } })]);
     expect(placeRequest(createDynamoKvPolicy({ chunkChars: 256, charsPerToken: 4 }), preq(body), warm, new LocalState(CONFIG)).replica?.id).toBe('warm');
-    // Enough active KV on the warm worker outweighs the prefill it would save.
-    const busy = makeView([makeState('cold'), makeState('warm', { digest: { from: -1, added: chain, size: chain.length }, load: { kvUsedTokens: 60_000 } })]);
+    // Enough active work on the warm worker (requests routed there, queued or running) outweighs the prefill it would save.
+    const busy = makeView([makeState('cold'), makeState('warm', { digest: { from: -1, added: chain, size: chain.length }, load: { inflightTokens: 60_000 } })]);
     expect(placeRequest(createDynamoKvPolicy({ chunkChars: 256, charsPerToken: 4 }), preq(body), busy, new LocalState(CONFIG)).replica?.id).toBe('cold');
   });
 });

@@ -173,6 +173,20 @@ describe('EngineModel', () => {
     expect(queued.predictedTtftMs).toBeGreaterThan(cached.predictedTtftMs);
   });
 
+  it("probe counts a queued request's cached prefix as no work ahead (the scheduler will not recompute it)", () => {
+    const m = new EngineModel(PROFILES['h100-llama3-8b']);
+    const text = words(2000, 'shared');
+    drain(m, m.submit(req('warm', text, 1), 0).arrivalMs);
+    const p = promptIdentity(text, opts);
+    // Two queued requests: one on the cached prefix, one cold, of the same size.
+    m.submit(req('again', text, 1), 1e6);
+    const withWarm = m.probe(p.promptTokens, p.blockHashes).pendingPrefillTokens;
+    const cold = m.submit(req('cold', words(2000, 'cold'), 1), 1e6);
+    const withBoth = m.probe(p.promptTokens, p.blockHashes).pendingPrefillTokens;
+    expect(withWarm).toBeLessThan(p.promptTokens / 4);
+    expect(withBoth - withWarm).toBe(cold.promptTokens);
+  });
+
   it('keeps its block bookkeeping consistent under random load (property)', () => {
     const profile: EngineProfile = { ...PROFILES.tiny, numGpuBlocks: 64, maxNumBatchedTokens: 128, maxNumSeqs: 6 };
     fc.assert(

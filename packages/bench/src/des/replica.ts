@@ -1,8 +1,10 @@
 /**
  * One simulated replica: the simulator's engine model behind the agent core,
  * in virtual time. The core scrapes the engine and publishes state on its own
- * timers (the event queue); requests are admitted (or refused), submitted to
- * the engine, and stepped one engine step per event.
+ * timers (the event queue) — or, for a policy with another feed
+ * (feeds.ts), the run asks for a report (scrape and publish now) at that
+ * feed's cadence; requests are admitted (or refused), submitted to the
+ * engine, and stepped one engine step per event.
  */
 import { AgentCore, agentConfig, type Admitted } from '@warmpath/agent';
 import type { SendResult } from '@warmpath/router';
@@ -21,6 +23,8 @@ export interface ReplicaHooks {
   token(rec: Rec, generated: number, at: number): void;
   /** The request ended (ok, or the engine refused it with `error`). */
   finished(rec: Rec, end: { promptTokens: number; cachedTokens: number; outputTokens: number; at: number } | { error: string; status: number }): void;
+  /** The engine changed (an admission, a step's start or end): the events feed reports it. */
+  changed?(replica: DesReplica): void;
 }
 
 interface Live {
@@ -41,14 +45,14 @@ export class DesReplica {
   /** seq id → what the agent and router need when it finishes. */
   readonly #live = new Map<string, Live>();
 
-  constructor(id: string, q: EventQueue, profile: EngineProfile, shape: FleetShape, hop: number, hooks: ReplicaHooks) {
+  constructor(id: string, q: EventQueue, profile: EngineProfile, shape: FleetShape, hop: number, hooks: ReplicaHooks, admission = true) {
     this.id = id;
     this.#q = q;
     this.#hop = hop;
     this.#hooks = hooks;
     this.model = new EngineModel(profile, { maxLoras: shape.maxLoras ?? 0, adapters: shape.adapters ?? [] });
     this.core = new AgentCore({
-      config: agentConfig({ fleet: 'des', replicaId: id, gossip: false }),
+      config: agentConfig({ fleet: 'des', replicaId: id, gossip: false, admission }),
       identity: { fleet: 'des', replica: id, boot: `${id}-boot`, bootAt: 0, url: `des://${id}`, admin: `des://${id}/admin`, engine: 'vllm' },
       engine: simEngineSource(this.model, profile, DEFAULT_MODEL, shape.adapters ?? []),
       clock: q.clock(),
@@ -57,10 +61,16 @@ export class DesReplica {
     });
   }
 
-  /** The agent starts its scrape loop and its publisher at these phases (agents are not synchronized). */
-  start(scrapePhase: number, publishPhase: number): void {
-    this.#q.at(scrapePhase, () => this.core.startMonitor());
-    this.#q.at(publishPhase, () => this.core.startPublishing());
+  /** The agent starts its scrape loop and (unless the run's feed reports instead) its publisher at these phases (agents are not synchronized). */
+  start(scrapePhase: number, publishPhase: number | undefined, started?: () => void): void {
+    this.#q.at(scrapePhase, () => this.core.startMonitor(started));
+    if (publishPhase !== undefined) this.#q.at(publishPhase, () => this.core.startPublishing());
+  }
+
+  /** Scrape the engine and publish now: one state message whose load and digest are of this instant. */
+  report(): void {
+    this.core.kick();
+    this.core.publisher.publishNow();
   }
 
   /** The agent's side of one attempt: admission, then the engine. False when the agent refuses it. */
@@ -80,6 +90,7 @@ export class DesReplica {
       this.#hooks.finished(rec, { error: (err as { code?: string }).code ?? 'invalid_request', status: 400 });
       return true;
     }
+    this.#hooks.changed?.(this);
     this.#kick();
     return true;
   }
@@ -107,8 +118,10 @@ export class DesReplica {
       }
       return;
     }
+    this.#hooks.changed?.(this);
     q.at(res.endMs, () => {
       this.#deliver(res);
+      this.#hooks.changed?.(this);
       this.#stepping = false;
       this.#kick();
     });

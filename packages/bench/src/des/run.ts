@@ -8,9 +8,13 @@
  * What is modelled, per request: client → router core (placement, retries on
  * an agent's refusal, the bounded router queue) → agent (admission, in-flight
  * work) → engine (batching, prefix cache, preemption, LoRA) → tokens back.
- * Agents scrape their engine and publish state every 250 ms (and sooner on a
- * significant change); each router receives each message after a gossip
- * delay; a router that sees a gap pulls the digest snapshot (instantly).
+ * How routers learn the engines' state is the policy's deployment
+ * (feeds.ts): Warmpath's gossip (agents scrape and publish every 250 ms and
+ * sooner on a significant change; each router receives each message after a
+ * gossip delay), or the peer's own cadence (llm-d's 50 ms scrapes, KV events
+ * within milliseconds), with or without the agents' admission control; a
+ * router that sees a gap pulls the digest snapshot (instantly). The oracle
+ * is a router policy over the engines' true state (oracle.ts).
  * Network hops cost `hopMs`. What is not: HTTP parsing CPU, TCP, gossip
  * message loss, engine failures.
  *
@@ -20,15 +24,17 @@
  * Complexity: O(events log events); an engine step is one event per replica.
  */
 import { routerConfig, RouterCore, type Send } from '@warmpath/router';
-import { encodeSnapshot, ERRORS } from '@warmpath/shared/wire';
+import { encodeSnapshot, ERRORS, type ReplicaState, type RequestInfo } from '@warmpath/shared/wire';
 import { mulberry32 } from '@warmpath/shared/runtime';
-import { PROFILES, type EngineProfile, type ProbeResult } from '@warmpath/sim';
+import { PROFILES, type EngineProfile } from '@warmpath/sim';
 import { lastArrivalMs, type PlannedRequest, type RequestResult } from '../loadgen.ts';
 import { summarize, type EngineTotals, type PolicyResult } from '../report.ts';
 import type { Scenario } from '../scenarios.ts';
+import { deploymentOf, type Feed } from './feeds.ts';
+import { createOraclePolicy } from './oracle.ts';
 import { EventQueue } from './queue.ts';
 import { DesReplica, type ReplicaHooks } from './replica.ts';
-import { newRec, prepare, type Rec } from './request.ts';
+import { newRec, prepare, type Prepared, type Rec } from './request.ts';
 
 export interface DesOptions {
   scenario: Scenario;
@@ -78,11 +84,11 @@ export async function runDes(o: DesOptions): Promise<PolicyResult> {
     finish(rec);
   };
 
-  const fleet = buildFleet(o, q, profile, hop, random, { finish, fail });
+  const prepared = new WeakMap<RequestInfo, Prepared>();
+  const fleet = buildFleet(o, q, profile, hop, random, { finish, fail }, prepared);
   const endAt = WARMUP_MS + lastArrivalMs(o.plan) + 1;
-  for (const r of fleet.replicas) r.start(random() * r.core.config.scrapeIntervalMs, random() * r.core.config.publishIntervalMs);
 
-  const recs = scheduleArrivals(o, q, hop, fleet);
+  const recs = scheduleArrivals(o, q, hop, fleet, prepared);
   // Per-replica load over time, once a simulated second.
   const perReplicaLoad: Array<{ t: number; running: number[] }> = [];
   const sample = () => {
@@ -116,21 +122,19 @@ export async function runDes(o: DesOptions): Promise<PolicyResult> {
 interface Fleet {
   replicas: DesReplica[];
   routers: Array<RouterCore<Rec>>;
-  /** The oracle's way in: no router. */
-  oracle(rec: Rec): void;
   /** Snapshot pulls in flight (promises the run must let settle). */
   pulls(): number;
 }
 
-/** Replicas (engine + agent), router cores with the simulator as their transport, gossip between them. */
-function buildFleet(o: DesOptions, q: EventQueue, profile: EngineProfile, hop: number, random: () => number, out: { finish(rec: Rec): void; fail(rec: Rec, code: string, status: number): void }): Fleet {
-  const gossipDelay = o.gossipDelayMs ?? 5;
-  const gossipJitter = o.gossipJitterMs ?? 15;
+type Outcomes = { finish(rec: Rec): void; fail(rec: Rec, code: string, status: number): void };
+
+/** Replicas (engine + agent), router cores with the simulator as their transport, the policy's feed between them. */
+function buildFleet(o: DesOptions, q: EventQueue, profile: EngineProfile, hop: number, random: () => number, out: Outcomes, prepared: WeakMap<RequestInfo, Prepared>): Fleet {
+  const deployment = deploymentOf(o.policy);
   const routers: Array<RouterCore<Rec>> = [];
+  const feed = feedHooks(deployment.feed, q, routers, random, { delayMs: o.gossipDelayMs ?? 5, jitterMs: o.gossipJitterMs ?? 15 });
   const hooks: ReplicaHooks = {
-    published: (state) => {
-      for (const rt of routers) q.after(gossipDelay + random() * gossipJitter, () => rt.receive(state));
-    },
+    ...feed.hooks,
     token: (rec, generated, at) => {
       if (generated === 1) rec.result.ttftMs = at - rec.arrivedAt;
       else rec.result.itlMs.push(at - rec.lastTokenAt);
@@ -142,9 +146,8 @@ function buildFleet(o: DesOptions, q: EventQueue, profile: EngineProfile, hop: n
       out.finish(rec);
     },
   };
-  const replicas = Array.from({ length: o.replicas }, (_, i) => new DesReplica(`replica-${i}`, q, profile, o.scenario.fleet, hop, hooks));
+  const replicas = Array.from({ length: o.replicas }, (_, i) => new DesReplica(`replica-${i}`, q, profile, o.scenario.fleet, hop, hooks, deployment.admission));
   const byId = new Map(replicas.map((r) => [r.id, r]));
-
   // The router → agent hop: the agent admits (or refuses, answered one hop later) on arrival.
   const send: Send<Rec> = (d, report) => {
     const rec = d.ctx;
@@ -155,8 +158,9 @@ function buildFleet(o: DesOptions, q: EventQueue, profile: EngineProfile, hop: n
     });
   };
   let pulls = 0;
-  const config = routerConfig({ ...o.routerOverrides, policy: o.policy === 'oracle' ? 'warmpath' : o.policy, fleet: 'des' });
-  for (let i = 0; o.policy !== 'oracle' && i < o.routers; i++) {
+  const config = routerConfig({ ...o.routerOverrides, policy: deployment.routerPolicy, fleet: 'des' });
+  const oracle = o.policy === 'oracle' ? createOraclePolicy(new Map(replicas.map((r) => [r.id, r.model])), prepared) : undefined;
+  for (let i = 0; i < o.routers; i++) {
     routers.push(
       new RouterCore<Rec>({
         config,
@@ -170,40 +174,53 @@ function buildFleet(o: DesOptions, q: EventQueue, profile: EngineProfile, hop: n
           return Promise.resolve(bytes).finally(() => pulls--);
         },
         random,
+        ...(oracle !== undefined ? { policy: oracle } : {}),
       }),
     );
   }
-
-  /** The oracle: every engine's true cache and queue, lowest predicted TTFT; agents still admit. */
-  const oracle = (rec: Rec): void => {
-    const ranked = replicas
-      .map((r) => [r, r.model.probe(rec.prep.promptTokens, rec.prep.blockHashes, rec.prep.info.adapter)] as [DesReplica, ProbeResult])
-      .sort((a, b) => a[1].predictedTtftMs - b[1].predictedTtftMs);
-    rec.result.route = 'oracle';
-    q.after(hop, () => {
-      for (const [r] of ranked) {
-        if (r.offer(rec, 0, undefined)) {
-          rec.result.replica = r.id;
-          return;
-        }
-      }
-      out.fail(rec, 'fleet_saturated', 429);
-    });
-  };
-  return { replicas, routers, oracle, pulls: () => pulls };
+  // Scrape and publish phases: two draws per replica whatever the feed (the stream stays the same).
+  for (const r of replicas) feed.start(r, random() * r.core.config.scrapeIntervalMs, random() * r.core.config.publishIntervalMs);
+  return { replicas, routers, pulls: () => pulls };
 }
 
-/** One record per planned request, arriving at its router (or the oracle) one hop after it is sent. */
-function scheduleArrivals(o: DesOptions, q: EventQueue, hop: number, fleet: Fleet): Rec[] {
-  const adapters = new Set(o.scenario.fleet.adapters ?? []);
-  const settings = fleet.routers[0]?.config ?? routerConfig(o.routerOverrides ?? {});
-  return o.plan.map((p, i) => {
-    const rec = newRec(i, p, prepare(p, adapters, settings), (p.target ?? i) % Math.max(1, fleet.routers.length), WARMUP_MS + p.at);
-    q.at(rec.arrivedAt + hop, () => {
-      const rt = fleet.routers[rec.router];
-      if (rt === undefined) fleet.oracle(rec);
-      else rt.route(rec, rec.prep.info, rec.plan.body);
+/** The feed's side of the replicas (feeds.ts): how their state messages reach the routers, and when they are built. */
+function feedHooks(feed: Feed, q: EventQueue, routers: ReadonlyArray<RouterCore<Rec>>, random: () => number, gossip: { delayMs: number; jitterMs: number }) {
+  const deliver = (state: ReplicaState): void => {
+    for (const rt of routers) rt.receive(state);
+  };
+  if (feed.kind === 'gossip') {
+    return {
+      hooks: { published: (state: ReplicaState) => { for (const rt of routers) q.after(gossip.delayMs + random() * gossip.jitterMs, () => rt.receive(state)); } },
+      start: (r: DesReplica, scrapeAt: number, publishAt: number) => r.start(scrapeAt, publishAt),
+    };
+  }
+  const published = feed.delayMs === 0 ? deliver : (state: ReplicaState): void => void q.after(feed.delayMs, () => deliver(state));
+  const poll = (r: DesReplica, everyMs: number): void => {
+    r.report();
+    q.after(everyMs, () => poll(r, everyMs));
+  };
+  if (feed.kind === 'poll') return { hooks: { published }, start: (r: DesReplica, scrapeAt: number) => r.start(scrapeAt, undefined, () => poll(r, feed.everyMs)) };
+  // events: one report per replica per instant, however many changes it saw; and a heartbeat, or an idle replica would go stale.
+  const pending = new Set<DesReplica>();
+  const changed = (r: DesReplica): void => {
+    if (pending.has(r)) return;
+    pending.add(r);
+    q.after(0, () => {
+      pending.delete(r);
+      r.report();
     });
+  };
+  return { hooks: { published, changed }, start: (r: DesReplica, scrapeAt: number) => r.start(scrapeAt, undefined, () => poll(r, r.core.config.publishIntervalMs)) };
+}
+
+/** One record per planned request, arriving at its router one hop after it is sent. */
+function scheduleArrivals(o: DesOptions, q: EventQueue, hop: number, fleet: Fleet, prepared: WeakMap<RequestInfo, Prepared>): Rec[] {
+  const adapters = new Set(o.scenario.fleet.adapters ?? []);
+  const settings = fleet.routers[0]!.config;
+  return o.plan.map((p, i) => {
+    const rec = newRec(i, p, prepare(p, adapters, settings), (p.target ?? i) % fleet.routers.length, WARMUP_MS + p.at);
+    prepared.set(rec.prep.info, rec.prep);
+    q.at(rec.arrivedAt + hop, () => fleet.routers[rec.router]!.route(rec, rec.prep.info, rec.plan.body));
     return rec;
   });
 }

@@ -15,7 +15,7 @@ describe('discrete-event fleet simulator', () => {
     expect(r.cache_hit_rate).toBeGreaterThan(0.3);
   });
 
-  it('crosses idle gaps longer than its time slice (the oracle has no router ticks)', async () => {
+  it('crosses idle gaps longer than its time slice (one router, three requests minutes apart)', async () => {
     const body = { model: DEFAULT_MODEL, messages: [{ role: 'user', content: 'hello '.repeat(100) }], max_tokens: 4 };
     const plan = [0, 5_000, 60_000].map((at) => ({ at, body }));
     const r = await runDes({ scenario: seed, plan, policy: 'oracle', replicas: 2, routers: 1, durationS: 60 });

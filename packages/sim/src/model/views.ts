@@ -4,8 +4,10 @@
  * arrived now (the benchmark's oracle and the agent's cache-model reference).
  *
  * Probe steps: longest cached prefix (full blocks, at most prompt-1 tokens);
- * prefill work ahead of it (every prompt token not yet computed, FCFS) plus
- * its own uncached part; TTFT = front end + one step per batch of that work at
+ * prefill work ahead of it (FCFS: every running prompt token not yet
+ * computed; for a waiting or arriving request, its prompt minus what the pool
+ * would match for it now, since the scheduler will not recompute that part)
+ * plus its own uncached part; TTFT = front end + one step per batch of that work at
  * the current context + the work at prefill speed + an adapter load if the
  * adapter is not on the GPU.
  * Complexity: O(in-flight sequences + prefix blocks) per probe or snapshot.
@@ -66,8 +68,8 @@ export function probe(st: EngineState, promptTokens: number, blockHashes: BigUin
     pending += Math.max(0, s.promptTokens - s.computed);
     context += s.computed;
   }
-  for (const s of st.waiting) pending += Math.max(0, s.promptTokens - s.computed);
-  for (const s of st.arriving) pending += s.promptTokens;
+  for (const s of st.waiting) pending += Math.max(0, s.promptTokens - Math.max(s.computed, cachedNow(st, s)));
+  for (const s of st.arriving) pending += s.promptTokens - cachedNow(st, s);
   const work = pending + promptTokens - hit * st.blockSize;
   const p = st.profile;
   const steps = Math.max(1, Math.ceil(work / p.maxNumBatchedTokens));
@@ -85,6 +87,12 @@ export function probe(st: EngineState, promptTokens: number, blockHashes: BigUin
     adapterHot: adapter !== '' && st.lora.isOnGpu(adapter),
     adapterSlotsFree: st.lora.slotsFree,
   };
+}
+
+/** Tokens of a not-yet-running request the pool would match now (full blocks, at most prompt-1). */
+function cachedNow(st: EngineState, s: { promptTokens: number; blockHashes: BigUint64Array }): number {
+  if (!st.enablePrefixCaching) return 0;
+  return st.pool.match(s.blockHashes, Math.floor((s.promptTokens - 1) / st.blockSize)) * st.blockSize;
 }
 
 export function snapshot(st: EngineState): EngineSnapshot {

@@ -3,8 +3,10 @@
  *
  * Steps: for each worker, cost = kv_overlap_score_weight (1.0) × blocks this
  * request would have to prefill there (prompt blocks − blocks already cached,
- * from the global cache view) + decode blocks already active on it (published
- * KV in use plus what this router sent since, plus this request's own); pick
+ * from the global cache view) + blocks active on it — every request routed
+ * there and not finished, queued in the engine or running (the replica's
+ * in-flight work as published, plus what this router sent since), as
+ * Dynamo's router counts its own active sequences — plus this request's; pick
  * the minimum (temperature 0; ties → fewest active blocks, then id).
  * The cache view: Dynamo builds a global radix tree from the engines' KV
  * events; here it is the replicas' published digests, Warmpath's equivalent.
@@ -35,7 +37,7 @@ export function createDynamoKvPolicy(opts: Pick<PolicyOptions, 'chunkChars' | 'c
       for (let i = 0; i < t.rows.length; i++) {
         const c = t.rows[i]!;
         const cached = Math.min(promptBlocks, Math.floor((warmth.digest[i]! * tokensPerChunk) / d.blockTokens));
-        const active = (c.replica.state.load.kvUsedTokens + c.added) / d.blockTokens + requestBlocks;
+        const active = c.load / d.blockTokens + requestBlocks;
         const cost = d.overlapScoreWeight * (promptBlocks - cached) + active;
         if (cost < bestCost || (cost === bestCost && active < bestActive)) {
           best = c;
