@@ -11,3 +11,4 @@ export type { Replica, ViewEvent } from './fleet/view.ts';
 export { createPolicy, registerPolicy, policyOptions, POLICIES, type PolicyName } from './placement/registry.ts';
 export type { Candidate, CandidateTable, Warmth } from './placement/candidates.ts';
 export { BRANCHES, type Branch, type KnownBranch, type Outcome, type Placement, type PlacementRequest, type Policy, type PolicyFactory, type PolicyOptions } from './placement/types.ts';
+export { SWITCHABLE_STEPS, SWITCHABLE_STEP_NAMES, type SwitchableStep } from './placement/warmpath/steps.ts';
