@@ -2,26 +2,20 @@
  * End to end across real processes: simulators, agents and routers talking
  * real HTTP and real gossip on loopback, driven by the official openai SDK.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createInterface } from 'node:readline';
+import type { ChildProcess } from 'node:child_process';
 import OpenAI from 'openai';
 import { request } from 'undici';
-import { waitFor } from '@warmpath/testkit';
+import { spawnUntilLine, waitFor } from '@warmpath/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const CLI = new URL('../packages/cli/src/main.ts', import.meta.url).pathname;
 const children: ChildProcess[] = [];
 
 /** Starts `warmpath <args>` and resolves with its first stdout line. */
-function start(args: string[]): Promise<{ child: ChildProcess; line: string }> {
-  const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+async function start(args: string[]): Promise<{ child: ChildProcess; line: string }> {
+  const { child, line } = spawnUntilLine(process.execPath, [CLI, ...args]);
   children.push(child);
-  let err = '';
-  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-  return new Promise((resolve, reject) => {
-    createInterface({ input: child.stdout! }).once('line', (line) => resolve({ child, line }));
-    child.once('exit', (code) => reject(new Error(`warmpath ${args[0]} exited ${code}: ${err}`)));
-  });
+  return { child, line: await line };
 }
 const field = (line: string, key: string): string => new RegExp(`${key}=(\\S+)`).exec(line)![1]!;
 

@@ -25,10 +25,11 @@
  * router reaches; it answers "how much reuse is there to find", not "how
  * much is achievable".
  */
-import { describeRequest, FLEET_DEFAULTS } from '@warmpath/shared/wire';
-import { EngineModel, PROFILES, promptIdentityOfBody, type EngineProfile, type PromptIdentity } from '@warmpath/sim';
+import { routerConfig } from '@warmpath/router';
+import { EngineModel, PROFILES, type EngineProfile, type PromptIdentity } from '@warmpath/sim';
+import { prepare } from './des/request.ts';
 import { percentile, type PlannedRequest } from './loadgen.ts';
-import { DEFAULT_MODEL, type Scenario } from './scenarios.ts';
+import type { Scenario } from './scenarios.ts';
 
 export interface PlanRequest extends PromptIdentity {
   /** Arrival, ms. */
@@ -188,15 +189,12 @@ class MaxHeap {
   }
 }
 
-/** The plan as the engines see it: prompt tokens and block hashes at the engine's block size, adapter, output length. */
-export function planRequests(plan: readonly PlannedRequest[], adapters: ReadonlySet<string>, blockSize: number): PlanRequest[] {
+/** The plan as the simulated engines see it: the DES's own description of each request (one source for both). */
+export function planRequests(plan: readonly PlannedRequest[], adapters: ReadonlySet<string>): PlanRequest[] {
+  const settings = routerConfig();
   return plan.map((p) => {
-    const kind = p.path === '/v1/completions' ? 'completion' : 'chat';
-    const info = describeRequest(p.body, kind, {
-      resolveModel: (name) => (adapters.has(name) ? { model: DEFAULT_MODEL, adapter: name } : { model: name, adapter: '' }),
-    });
-    const id = promptIdentityOfBody(p.body, kind, { model: info.model, adapter: info.adapter, charsPerToken: FLEET_DEFAULTS.charsPerToken, blockSize });
-    return { at: p.at, adapter: info.adapter, maxTokens: info.maxTokens, promptTokens: id.promptTokens, blockHashes: id.blockHashes };
+    const x = prepare(p, adapters, settings);
+    return { at: p.at, adapter: x.info.adapter, maxTokens: x.info.maxTokens, promptTokens: x.promptTokens, blockHashes: x.blockHashes };
   });
 }
 
@@ -204,7 +202,7 @@ export function planRequests(plan: readonly PlannedRequest[], adapters: Readonly
 export function computeReferences(scenario: Scenario, plan: readonly PlannedRequest[], replicas: number): References {
   const profile = PROFILES[scenario.fleet.profile as keyof typeof PROFILES];
   const adapters = scenario.fleet.adapters ?? [];
-  const reqs = planRequests(plan, new Set(adapters), profile.blockSize);
+  const reqs = planRequests(plan, new Set(adapters));
   const capacityBlocks = replicas * profile.numGpuBlocks;
   const ceiling = hitCeiling(reqs, profile.blockSize, capacityBlocks);
   const floor = ttftFloor(reqs, ceiling.cachedTokens, profile, adapters, scenario.fleet.maxLoras ?? 0);

@@ -8,13 +8,12 @@
  * entry point), and one request through a router +
  * agent + simulator started from the installed copy.
  */
-import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
-import { createInterface } from 'node:readline';
-import { waitFor } from '@warmpath/testkit';
+import { spawnUntilLine, waitFor } from '@warmpath/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildCli, CLI_ROOT, type BuiltCli } from '../src/build.ts';
 
@@ -58,15 +57,10 @@ function packDependencies(deps: Record<string, string>, fromDir: string, out: st
 }
 
 /** Starts the installed `warmpath <args>` and resolves with its first stdout line. */
-function start(args: string[]): Promise<{ child: ChildProcess; line: string }> {
-  const child = spawn(bin, args, { env: ENV, stdio: ['ignore', 'pipe', 'pipe'] });
+async function start(args: string[]): Promise<{ child: ChildProcess; line: string }> {
+  const { child, line } = spawnUntilLine(bin, args, { env: ENV });
   children.push(child);
-  let err = '';
-  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-  return new Promise((resolve, reject) => {
-    createInterface({ input: child.stdout! }).once('line', (line) => resolve({ child, line }));
-    child.once('exit', (code) => reject(new Error(`warmpath ${args[0]} exited ${code}: ${err}`)));
-  });
+  return { child, line: await line };
 }
 const field = (line: string, key: string): string => new RegExp(`${key}=(\\S+)`).exec(line)?.[1] ?? '';
 

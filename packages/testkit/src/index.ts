@@ -14,6 +14,8 @@
  * The timeout only bounds a failure: a condition that holds resolves at the
  * next check, never after a fixed wait.
  */
+import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
+import { createInterface } from 'node:readline';
 import { inspect } from 'node:util';
 
 export interface WaitForOptions {
@@ -113,4 +115,20 @@ export function manualClock(start = 0) {
       now = end;
     },
   };
+}
+
+/**
+ * Spawns a process; `line` resolves with its first stdout line (the "ready"
+ * line the warmpath commands print) and rejects, with its stderr, if it exits
+ * first. The child is returned at once so the caller can always stop it.
+ */
+export function spawnUntilLine(command: string, args: readonly string[], options: SpawnOptions = {}): { child: ChildProcess; line: Promise<string> } {
+  const child = spawn(command, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
+  let err = '';
+  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  const line = new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).once('line', resolve);
+    child.once('exit', (code) => reject(new Error(`${[command, ...args].join(' ')} exited ${code}: ${err}`)));
+  });
+  return { child, line };
 }
