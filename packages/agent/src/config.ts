@@ -43,6 +43,7 @@ export const AGENT_SCHEMA = {
   headersTimeoutMs: { type: 'number', default: 300_000, min: 100, max: 3_600_000, doc: 'wait for the engine response headers at most this long, ms' },
   bodyTimeoutMs: { type: 'number', default: 300_000, min: 100, max: 3_600_000, doc: 'idle gap allowed between response body chunks, ms' },
   drainTimeoutMs: { type: 'number', default: 120_000, min: 0, max: 3_600_000, doc: 'drain waits this long for in-flight requests, ms, then closes anyway' },
+  usageFeedback: { type: 'boolean', default: true, doc: 'ask vLLM and SGLang for usage (stream_options.include_usage) on streams whose client did not, and strip that usage chunk from the client\'s stream, so the cache model learns cached_tokens from every request; off: forward bodies unchanged (streams without usage then teach the cache model nothing)' },
 } as const satisfies Schema;
 
 export type AgentConfig = ConfigOf<typeof AGENT_SCHEMA>;

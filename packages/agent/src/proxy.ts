@@ -20,9 +20,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
 import { describeRequest, HEADERS, parseJsonBody, ROUTES, sendError, sseErrorEvent, WarmpathError } from '@warmpath/shared/wire';
 import { drained, forwardHeaders, readBody } from '@warmpath/shared/runtime';
-import type { RequestInfo } from '@warmpath/shared/wire';
+import type { EngineKind, RequestInfo } from '@warmpath/shared/wire';
 import type { AgentCore, Refusal } from './core.ts';
 import type { Admitted } from './ledger.ts';
+import { askForUsage, UsageStrip, type UsageAsk } from './stream-usage.ts';
 import { UsageTap } from './usage.ts';
 
 const CONNECT_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'EHOSTUNREACH', 'ENOTFOUND', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_SOCKET', 'EPIPE']);
@@ -42,6 +43,8 @@ interface Flight {
   info: RequestInfo;
   admitted: Admitted;
   t0: number;
+  /** The agent asked the engine for usage the client did not want: strip it from the answer. */
+  asked: UsageAsk | undefined;
 }
 
 export function createProxyHandler(deps: ProxyDeps): (req: IncomingMessage, res: ServerResponse) => void {
@@ -79,10 +82,13 @@ async function handle(deps: ProxyDeps, req: IncomingMessage, res: ServerResponse
   }
   let body: Buffer;
   let info: RequestInfo;
+  let asked: UsageAsk | undefined;
   try {
     body = await readBody(req, core.config.maxBodyBytes);
     const keyHeader = req.headers[HEADERS.key];
-    info = describeRequest(parseJsonBody(body), kind, {
+    const parsed = parseJsonBody(body);
+    if (core.config.usageFeedback) asked = askForUsage(core.config.engine as EngineKind, kind, parsed, body);
+    info = describeRequest(parsed, kind, {
       chunkChars: core.config.chunkChars,
       maxChunks: core.config.maxChunks,
       charsPerToken: core.config.charsPerToken,
@@ -100,7 +106,7 @@ async function handle(deps: ProxyDeps, req: IncomingMessage, res: ServerResponse
   core.metrics.overhead.observe((performance.now() - t0) / 1000);
   let usage: { cachedTokens: number; promptTokens: number | undefined } | undefined;
   try {
-    usage = await forward(deps, { req, res, url, body, info, admitted, t0 });
+    usage = await forward(deps, { req, res, url, body: asked?.body ?? body, info, admitted, t0, asked });
   } finally {
     core.finish(info, admitted, usage);
     core.metrics.duration.observe((performance.now() - t0) / 1000);
@@ -145,7 +151,10 @@ async function forward(deps: ProxyDeps, f: Flight): Promise<{ cachedTokens: numb
   }
   const contentType = String(upstream.headers['content-type'] ?? '');
   const tap = upstream.statusCode < 300 ? new UsageTap(contentType) : undefined;
-  res.writeHead(upstream.statusCode, forwardHeaders(upstream.headers, 'response'));
+  const strip = f.asked !== undefined && tap !== undefined && contentType.includes('text/event-stream') ? new UsageStrip(f.asked.dropNullUsage) : undefined;
+  const headers = forwardHeaders(upstream.headers, 'response');
+  if (strip !== undefined) delete headers['content-length'];
+  res.writeHead(upstream.statusCode, headers);
   res.flushHeaders();
   let first = true;
   try {
@@ -157,9 +166,10 @@ async function forward(deps: ProxyDeps, f: Flight): Promise<{ cachedTokens: numb
       }
       tap?.write(chunk);
       if (res.destroyed) break;
-      if (!res.write(chunk)) await drained(res);
+      const out = strip === undefined ? chunk : strip.push(chunk);
+      if (out.length > 0 && !res.write(out)) await drained(res);
     }
-    if (!res.destroyed) res.end();
+    if (!res.destroyed) res.end(strip?.end());
   } catch {
     if (ac.signal.aborted || res.destroyed) {
       upstream.body.destroy();

@@ -27,25 +27,21 @@ export function usageOf(obj: unknown): Usage | undefined {
   const o = rec(obj);
   if (o === undefined) return undefined;
   const u = rec(o.usage) ?? rec(rec(o.response)?.usage);
-  if (u !== undefined) {
-    const details = rec(u.prompt_tokens_details) ?? rec(u.input_tokens_details);
-    return {
-      promptTokens: num(u.prompt_tokens) ?? num(u.input_tokens),
-      cachedTokens: num(details?.cached_tokens),
-      completionTokens: num(u.completion_tokens) ?? num(u.output_tokens),
-    };
-  }
-  const t = rec(o.timings);
-  if (t !== undefined) {
-    const cached = num(t.cache_n);
-    const processed = num(t.prompt_n);
-    return {
-      promptTokens: cached !== undefined && processed !== undefined ? cached + processed : undefined,
-      cachedTokens: cached,
-      completionTokens: num(t.predicted_n),
-    };
-  }
-  return undefined;
+  const details = rec(u?.prompt_tokens_details) ?? rec(u?.input_tokens_details);
+  const fromUsage: Usage | undefined =
+    u === undefined
+      ? undefined
+      : { promptTokens: num(u.prompt_tokens) ?? num(u.input_tokens), cachedTokens: num(details?.cached_tokens), completionTokens: num(u.completion_tokens) ?? num(u.output_tokens) };
+  // llama.cpp's last chunk carries both: `usage` without cached tokens, `timings` with them.
+  const t = fromUsage?.cachedTokens === undefined ? rec(o.timings) : undefined;
+  if (t === undefined) return fromUsage;
+  const cached = num(t.cache_n);
+  const processed = num(t.prompt_n);
+  return {
+    promptTokens: cached !== undefined && processed !== undefined ? cached + processed : fromUsage?.promptTokens,
+    cachedTokens: cached,
+    completionTokens: num(t.predicted_n) ?? fromUsage?.completionTokens,
+  };
 }
 
 export class UsageTap {
