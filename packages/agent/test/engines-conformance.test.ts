@@ -1,7 +1,11 @@
 /**
  * One conformance suite for every engine adapter: each is started against a
  * small HTTP server that answers with that engine's own output formats (the
- * fixtures beside this file), and every adapter must keep the same contract.
+ * fixtures beside this file; their provenance is in fixtures/README.md), and
+ * every adapter must keep the same contract. The stream suite puts a real
+ * agent in front of each fake engine: the client must see the engine's
+ * unasked stream byte for byte, and the agent must learn cached tokens
+ * wherever the engine reports them.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -10,9 +14,11 @@ import { Agent as Dispatcher } from 'undici';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ENDPOINTS, type EngineKind } from '@warmpath/shared/wire';
 import { ADAPTERS, createAdapter, type EngineSnapshot } from '../src/engines/index.ts';
+import { startAgent } from '../src/index.ts';
 import { EngineError } from '../src/engines/types.ts';
 
 const fixture = (name: string): string => readFileSync(new URL(`./fixtures/${name}`, import.meta.url), 'utf8');
+const readStream = (name: string): Buffer => readFileSync(new URL(`./fixtures/streams/${name}`, import.meta.url));
 /** OpenAI-style /v1/models as vLLM, SGLang and llama.cpp answer it (vLLM marks adapters with `parent`). */
 const openAiModels = JSON.stringify({ object: 'list', data: [{ id: 'meta-llama/Llama-3.1-8B-Instruct', object: 'model', owned_by: 'vllm', parent: null }, { id: 'sql-lora', object: 'model', owned_by: 'vllm', parent: 'meta-llama/Llama-3.1-8B-Instruct' }] });
 
@@ -108,5 +114,59 @@ describe.each(kinds)('engine adapter conformance: %s', (kind) => {
     const started = performance.now();
     await expect(a.scrape(AbortSignal.timeout(200))).rejects.toBeDefined();
     expect(performance.now() - started).toBeLessThan(5_000);
+  });
+});
+
+/** Each engine's chat stream: as sent unasked, as sent with include_usage (when the agent asks that engine), and the cached tokens it reports. */
+const STREAMS: Record<EngineKind, { plain: string; asked: string | undefined; cached: number | undefined }> = {
+  vllm: { plain: 'vllm-0.10-chat.sse', asked: 'vllm-0.10-chat-usage.sse', cached: 1024 },
+  sglang: { plain: 'sglang-chat.sse', asked: 'sglang-chat-usage.sse', cached: 1024 },
+  llamacpp: { plain: 'llamacpp-chat.sse', asked: undefined, cached: 1024 },
+  tgi: { plain: 'tgi-chat.sse', asked: undefined, cached: undefined },
+};
+
+describe.each(kinds)('engine stream conformance through the agent: %s', (kind) => {
+  const c = CASES[kind];
+  const st = STREAMS[kind];
+
+  it('the client sees the engine stream it would get unasked, byte for byte, and the agent learns what the engine reports', async () => {
+    let askedUsage: unknown;
+    const server = createServer((req, res) => {
+      const path = req.url ?? '/';
+      if (req.method === 'POST') {
+        const parts: Buffer[] = [];
+        req.on('data', (b: Buffer) => parts.push(b));
+        req.on('end', () => {
+          const body = JSON.parse(Buffer.concat(parts).toString()) as { stream_options?: { include_usage?: boolean } };
+          askedUsage = body.stream_options?.include_usage;
+          const bytes = readStream(askedUsage === true && st.asked !== undefined ? st.asked : st.plain);
+          res.writeHead(200, { 'content-type': 'text/event-stream' });
+          // Cut mid-event (and mid-character) to exercise reassembly.
+          res.write(bytes.subarray(0, 301));
+          res.end(bytes.subarray(301));
+        });
+        return;
+      }
+      const body = c.routes[path];
+      res.writeHead(body === undefined ? 404 : 200, { 'content-type': body?.startsWith('{') ? 'application/json' : 'text/plain' });
+      res.end(body ?? 'not found');
+    });
+    servers.push(server);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const engineUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const agent = await startAgent({ engine: kind, engineUrl, gossip: false, scrapeIntervalMs: 50 });
+    try {
+      const res = await fetch(`${agent.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: c.model, messages: [{ role: 'user', content: 'The capital of France? '.repeat(60) }], max_tokens: 4, stream: true }),
+      });
+      expect(res.status).toBe(200);
+      expect(Buffer.from(await res.arrayBuffer()).equals(readStream(st.plain))).toBe(true);
+      expect(askedUsage === true).toBe(st.asked !== undefined);
+      expect(agent.core.ledger.feedbacks).toBe(st.cached !== undefined ? 1 : 0);
+    } finally {
+      await agent.close();
+    }
   });
 });

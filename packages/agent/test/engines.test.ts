@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parseLlamacppState } from '../src/engines/llamacpp.ts';
-import { parseSglangMetrics } from '../src/engines/sglang.ts';
+import { parseSglangMetrics, sglangHotAdapters } from '../src/engines/sglang.ts';
 import { parseTgiInfo, parseTgiMetrics } from '../src/engines/tgi.ts';
 import { parseModelList } from '../src/engines/types.ts';
 import { parseVllmMetrics } from '../src/engines/vllm.ts';
@@ -93,6 +93,21 @@ describe('SGLang, TGI, llama.cpp adapters', () => {
     expect(s.prefixHits).toBe(45000);
     expect(s.prefixQueries).toBe(95000);
     expect(s.adapterSlots).toBe(8);
+  });
+  it('SGLang 0.5: preemptions from the retraction counter, not the per-interval gauge; hot adapters while they fit the GPU pool', () => {
+    const s = parseSglangMetrics(parsePrometheus(fixture('sglang-0.5.txt')));
+    expect(s.running).toBe(6);
+    expect(s.kvCapacityTokens).toBe(204800);
+    expect(s.preemptions).toBe(17);
+    expect(s.adapterSlots).toBe(4);
+    expect(s.prefixHits).toBe(740000);
+    // The old fixture has only the gauge: preemptions stay unknown rather than a number that goes down.
+    expect(parseSglangMetrics(parsePrometheus(fixture('sglang.txt'))).preemptions).toBeUndefined();
+    const models = parseModelList(JSON.parse(fixture('sglang-models.json')));
+    expect(sglangHotAdapters(models, 4)).toEqual(['sql-lora', 'chat-lora']);
+    // Two adapters and two slots (one serves the base model): which is resident is unknown.
+    expect(sglangHotAdapters(models, 2)).toEqual([]);
+    expect(sglangHotAdapters(models, 0)).toEqual([]);
   });
   it('TGI: utilization from batch tokens, model from /info', () => {
     const s = parseTgiMetrics(parsePrometheus(fixture('tgi.txt')));
