@@ -12,7 +12,7 @@ import { ROUTER_SCHEMA, type RouterConfig } from './config.ts';
 import { ConfigError, isLoadedConfig, loadConfig, realClock, SERVER_TIMEOUTS } from '@warmpath/shared/runtime';
 import { createGossipNode, type GossipNode } from '@warmpath/shared/gossip';
 import { RouterCore } from './core/router-core.ts';
-import type { CoreMetrics } from './core/types.ts';
+import type { CoreMetrics, Send } from './core/types.ts';
 import { snapshotFetcher } from './fleet/snapshot.ts';
 import type { FleetView, Replica, ViewEvent } from './fleet/view.ts';
 import { createSend, type Exchange } from './http/forward.ts';
@@ -22,6 +22,8 @@ import { Upstreams } from './http/upstream.ts';
 import { createMetrics, type RouterMetrics } from './metrics.ts';
 import type { LocalState } from './placement/local.ts';
 import type { Branch, Policy } from './placement/types.ts';
+import { StatusRecorder } from './status/recorder.ts';
+import { statusJson, statusPage } from './status/status.ts';
 
 export type RouterOptions = Partial<{ -readonly [K in keyof RouterConfig]: RouterConfig[K] extends readonly string[] ? string[] : RouterConfig[K] }> & {
   /** false: no gossip node (feed state with `router.ingest`); a node: use it (not stopped on close). */
@@ -49,6 +51,8 @@ export interface Router {
   readonly local: LocalState;
   readonly policy: Policy;
   readonly metrics: RouterMetrics;
+  /** Recent placements and hottest prefixes, as the status page shows them. */
+  readonly recorder: StatusRecorder;
   /** Apply one gossip payload directly (tests, in-process benches). */
   ingest(bytes: Uint8Array): void;
   close(): Promise<void>;
@@ -69,24 +73,31 @@ export async function startRouter(options: RouterOptions = {}): Promise<Router> 
   });
   // The core counts into prom-client metrics that need the core's view: bound once both exist.
   let metrics: RouterMetrics | undefined;
+  const startedAt = Date.now();
+  const recorder = new StatusRecorder(config.keyDepthChunks);
   const core: RouterCore<Exchange> = new RouterCore<Exchange>({
     config,
     id,
     clock: realClock(),
-    send: createSend(id, upstreams),
+    send: recording(recorder, createSend(id, upstreams)),
     answer: (ex, e) => answer(ex, e),
     fetchSnapshot: fetchSnapshot ?? fetcher.fetch,
     ...(policyInstance !== undefined ? { policy: policyInstance } : {}),
-    metrics: coreMetrics(() => metrics!, () => core.policy.name),
+    metrics: coreMetrics(() => metrics!, () => core.policy.name, recorder),
     onViewEvent: viewLogger(id, logOpt ?? ((line: string) => console.error(line))),
     onSweep: () => upstreams.retain(originsOf(core.view)),
   });
   metrics = createMetrics(core.view, { queueLength: () => core.waiting, overlaySize: () => core.local.overlaySize });
   const answer = createAnswer(id, config.retryAfterS, metrics);
-  const server: Server = createServer(SERVER_TIMEOUTS, createHandler({ id, view: core.view, metrics, proxy: createProxy(core, metrics), apiKeys, ready: readiness(core.view) }));
+  let gossip: Awaited<ReturnType<typeof joinGossip>> | undefined;
+  const status = {
+    json: () =>
+      statusJson({ id, policy: core.policy.name, chunkChars: config.chunkChars, charsPerToken: config.charsPerToken, view: core.view, local: core.local, recorder, waiting: () => core.waiting, gossip: gossip?.node, startedAt }),
+    page: statusPage,
+  };
+  const server: Server = createServer(SERVER_TIMEOUTS, createHandler({ id, view: core.view, metrics, proxy: createProxy(core, metrics), apiKeys, ready: readiness(core.view), status }));
   server.on('clientError', (_err, socket) => socket.destroy());
 
-  let gossip: Awaited<ReturnType<typeof joinGossip>> | undefined;
   try {
     gossip = await joinGossip(config, gossipOpt, (bytes) => core.receiveBytes(bytes));
     await listen(server, config.port, config.host);
@@ -112,6 +123,7 @@ export async function startRouter(options: RouterOptions = {}): Promise<Router> 
     local: core.local,
     policy: core.policy,
     metrics,
+    recorder,
     ingest: (bytes) => core.receiveBytes(bytes),
     close: () =>
       (closing ??= (async () => {
@@ -126,12 +138,21 @@ export async function startRouter(options: RouterOptions = {}): Promise<Router> 
   };
 }
 
-/** The core's counters, backed by the router's prom-client metrics (bound lazily: they need the core's view). */
-function coreMetrics(metrics: () => RouterMetrics, policy: () => string): CoreMetrics {
+/** Every dispatch, as the core hands it to the transport, goes into the status recorder first. */
+function recording<T>(recorder: StatusRecorder, send: Send<T>): Send<T> {
+  return (d, report) => {
+    recorder.record(d.info, d.branch, d.replica.id);
+    send(d, report);
+  };
+}
+
+/** The core's counters, backed by the router's prom-client metrics (bound lazily: they need the core's view); refusals also go to the status recorder. */
+function coreMetrics(metrics: () => RouterMetrics, policy: () => string, recorder: StatusRecorder): CoreMetrics {
   const branchCounters = new Map<string, { inc(): void }>();
   let placeTimer: { observe(v: number): void } | undefined;
   return {
     placed(b: Branch) {
+      if (b === 'saturated' || b === 'no-replica') recorder.recordRefusal(b);
       let c = branchCounters.get(b);
       if (c === undefined) branchCounters.set(b, (c = metrics().branches.labels(policy(), b)));
       c.inc();

@@ -18,7 +18,16 @@ export interface ServerContext {
   apiKeys: ReadonlySet<string> | undefined;
   /** Has the router ever seen a ready replica? */
   ready: () => boolean;
+  /** The live status document (/warmpath/v1/status.json) and its page (/warmpath/v1/status). */
+  status?: { json: () => Record<string, unknown>; page: () => string };
 }
+
+/** The status page loads nothing but its own JSON. */
+const STATUS_PAGE_HEADERS = {
+  'content-type': 'text/html; charset=utf-8',
+  'content-security-policy': "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self'",
+  'cache-control': 'no-store',
+} as const;
 
 export function createHandler(ctx: ServerContext): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
@@ -55,6 +64,14 @@ export function createHandler(ctx: ServerContext): (req: IncomingMessage, res: S
       }
       case '/warmpath/v1/fleet':
         return sendJson(res, 200, fleet(ctx.view), { [HEADERS.router]: ctx.id });
+      case '/warmpath/v1/status.json':
+        if (ctx.status === undefined) return sendError(res, 'not_found', `No route ${path}.`);
+        return sendJson(res, 200, ctx.status.json(), { [HEADERS.router]: ctx.id, 'cache-control': 'no-store' });
+      case '/warmpath/v1/status':
+        if (ctx.status === undefined) return sendError(res, 'not_found', `No route ${path}.`);
+        res.writeHead(200, STATUS_PAGE_HEADERS);
+        res.end(req.method === 'HEAD' ? undefined : ctx.status.page());
+        return;
       case '/metrics':
         ctx.metrics.registry.metrics().then(
           (text) => {
