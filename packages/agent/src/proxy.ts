@@ -7,7 +7,9 @@
  * token estimates) → the core admits or refuses it (429 admission_rejected +
  * x-warmpath-reject-reason) → forward with undici (keep-alive pool) → pipe
  * the response through as it arrives, honouring back-pressure both ways,
- * tapping SSE/JSON for usage → the core takes the engine's cached_tokens.
+ * tapping SSE/JSON for usage → the core takes the engine's cached_tokens. A
+ * stream whose client did not ask for usage is asked for it on the client's
+ * behalf, and the extra event is stripped on the way back (stream-usage.ts).
  * A client that disconnects aborts the upstream request. A failure after the
  * first byte ends an SSE stream with an error event (no retry: bytes reached
  * the client).
