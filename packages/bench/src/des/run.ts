@@ -116,7 +116,11 @@ export async function runDes(o: DesOptions): Promise<PolicyResult> {
     totals.preemptions += s.preemptions;
     totals.adapterLoads += s.lora.loads;
   }
-  return summarize(o.policy, { routers: fleet.routers.length, replicas: o.replicas }, results, totals, o.durationS, { perReplicaLoad });
+  // Per agent per simulated second of the whole run (warm-up and drain included): what gossip carried.
+  const perS = (n: number): number => Math.round((10 * n) / fleet.replicas.length / Math.max(1e-9, q.now / 1000)) / 10;
+  const published = fleet.replicas.reduce((a, r) => ({ messages: a.messages + r.core.publisher.messages, bytes: a.bytes + r.core.publisher.bytes }), { messages: 0, bytes: 0 });
+  const gossip = published.messages > 0 ? { messagesPerReplicaS: perS(published.messages), bytesPerReplicaS: perS(published.bytes) } : undefined;
+  return summarize(o.policy, { routers: fleet.routers.length, replicas: o.replicas }, results, totals, o.durationS, { perReplicaLoad, ...(gossip ? { gossip } : {}) });
 }
 
 interface Fleet {
