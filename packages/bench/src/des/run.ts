@@ -53,6 +53,8 @@ export interface DesOptions {
   gossipJitterMs?: number;
   /** Router config overrides (e.g. loadFactor). */
   routerOverrides?: Record<string, unknown>;
+  /** Agent config overrides (e.g. publishChangeTokens), for every replica. */
+  agentOverrides?: Record<string, unknown>;
   /** Seed of the run's random stream (gossip jitter, scrape phases, randomized policies); default 1. */
   seed?: number;
 }
@@ -150,7 +152,7 @@ function buildFleet(o: DesOptions, q: EventQueue, profile: EngineProfile, hop: n
       out.finish(rec);
     },
   };
-  const replicas = Array.from({ length: o.replicas }, (_, i) => new DesReplica(`replica-${i}`, q, profile, o.scenario.fleet, hop, hooks, deployment.admission));
+  const replicas = Array.from({ length: o.replicas }, (_, i) => new DesReplica(`replica-${i}`, q, profile, o.scenario.fleet, hop, hooks, { ...o.agentOverrides, admission: deployment.admission }));
   const byId = new Map(replicas.map((r) => [r.id, r]));
   // The router → agent hop: the agent admits (or refuses, answered one hop later) on arrival.
   const send: Send<Rec> = (d, report) => {
