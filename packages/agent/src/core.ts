@@ -63,6 +63,7 @@ export class AgentCore {
       identity: o.identity,
       intervalMs: o.config.publishIntervalMs,
       minGapMs: o.config.minPublishGapMs,
+      changeTokens: o.config.publishChangeTokens,
       clock,
       wallClock: o.wallClock ?? Date.now,
       send: o.send,

@@ -38,6 +38,7 @@ export const benchSchema = {
   l4: { type: 'string', default: 'random', choices: L4_MODES, doc: 'how clients reach routers: random (a seeded draw per request) or sticky (a session always reaches the same router)' },
   workers: { type: 'number', default: 2, min: 1, max: 64, integer: true, doc: 'des: policies simulated at once (worker threads, each under a heap limit)' },
   routerSet: { type: 'list', default: [], doc: 'router config overrides as key=value (e.g. loadFactor=1.5), for every policy' },
+  agentSet: { type: 'list', default: [], doc: 'agent config overrides as key=value (e.g. publishChangeTokens=0), for every replica' },
 } as const satisfies Schema;
 
 const isDesOnly = (p: string): boolean => (DES_ONLY_POLICIES as readonly string[]).includes(p);
@@ -53,14 +54,15 @@ export async function run(argv: string[]): Promise<void> {
   for (const p of cfg.policies) if (!KNOWN_POLICIES.includes(p)) throw new ConfigError(`command line: unknown policy "${p}"; known: ${KNOWN_POLICIES.join(', ')}`);
   const desOnly = cfg.policies.filter(isDesOnly);
   if (cfg.mode === 'live' && desOnly.length > 0) throw new ConfigError(`command line: DES-only policies ${desOnly.join(', ')} run only in --mode des (they need the engines' true state or the simulator's feeds); drop them from --policies in live mode`);
-  const routerOverrides = parseRouterSet(cfg.routerSet);
+  const routerOverrides = parseSet('--router-set', cfg.routerSet);
+  const agentOverrides = parseSet('--agent-set', cfg.agentSet);
   const replicas = cfg.replicas > 0 ? cfg.replicas : scenario.fleet.replicas;
   const duration = cfg.duration > 0 ? cfg.duration : scenario.defaults.duration;
   const rate = cfg.rate > 0 ? cfg.rate : scenario.defaults.rate;
   const trace = cfg.trace === '' ? undefined : resolve(cfg.trace);
   const l4 = cfg.l4 as L4Mode;
   const plan = assignRouters(scenario.build({ seed: cfg.seed, rate, duration, model: DEFAULT_MODEL, trace }), cfg.routers, l4, cfg.seed);
-  const config = { ...(cfg.routerSet.length > 0 ? { router: routerOverrides } : {}), replicas, routers: cfg.routers, l4, duration, rate, seed: cfg.seed, timeScale: cfg.timeScale, profile: scenario.fleet.profile, requests: plan.length, ...(cfg.trace !== '' ? { trace: cfg.trace } : {}) };
+  const config = { ...(cfg.routerSet.length > 0 ? { router: routerOverrides } : {}), ...(cfg.agentSet.length > 0 ? { agent: agentOverrides } : {}), replicas, routers: cfg.routers, l4, duration, rate, seed: cfg.seed, timeScale: cfg.timeScale, profile: scenario.fleet.profile, requests: plan.length, ...(cfg.trace !== '' ? { trace: cfg.trace } : {}) };
   console.error(`warmpath bench: scenario ${scenario.name} (${scenario.summary}), ${cfg.mode} mode, ${plan.length} requests, ${replicas} replicas, ${cfg.routers} routers (${l4} L4), policies: ${cfg.policies.join(', ')}`);
   const report: BenchReport = { scenario: scenario.name, mode: cfg.mode as 'live' | 'des', config, references: computeReferences(scenario, plan, replicas), results: [], failures: [] };
   // Each policy's result is written as soon as it finishes; a failed policy is reported, never fatal.
@@ -77,8 +79,8 @@ export async function run(argv: string[]): Promise<void> {
     }
     save();
   };
-  if (cfg.mode === 'des') await runDesPolicies(cfg, { replicas, trace, l4, routerOverrides }, settle);
-  else await runLivePolicies(cfg, { scenario, plan, replicas, duration, routerOverrides }, settle);
+  if (cfg.mode === 'des') await runDesPolicies(cfg, { replicas, trace, l4, routerOverrides, agentOverrides }, settle);
+  else await runLivePolicies(cfg, { scenario, plan, replicas, duration, routerOverrides, agentOverrides }, settle);
   // Table rows in the order the policies were asked for.
   report.results.sort((a, b) => cfg.policies.indexOf(a.policy) - cfg.policies.indexOf(b.policy));
   console.log(markdownTable(report));
@@ -86,11 +88,11 @@ export async function run(argv: string[]): Promise<void> {
   if (cfg.report !== '') writeHtml(cfg.report, [report]);
 }
 
-function parseRouterSet(list: readonly string[]): Record<string, string> {
+function parseSet(flag: string, list: readonly string[]): Record<string, string> {
   const out: Record<string, string> = {};
   for (const kv of list) {
     const eq = kv.indexOf('=');
-    if (eq <= 0) throw new ConfigError(`command line: --router-set expects key=value (got "${kv}")`);
+    if (eq <= 0) throw new ConfigError(`command line: ${flag} expects key=value (got "${kv}")`);
     out[kv.slice(0, eq)] = kv.slice(eq + 1);
   }
   return out;
@@ -99,22 +101,22 @@ function parseRouterSet(list: readonly string[]): Record<string, string> {
 type Settle = (policy: string, r: PolicyResult | Error, seconds: number) => void;
 
 /** DES: every policy on the worker pool (a policy that runs out of memory or throws is reported as failed). */
-async function runDesPolicies(cfg: BenchConfig, o: { replicas: number; trace: string | undefined; l4: L4Mode; routerOverrides: Record<string, string> }, settle: Settle): Promise<void> {
+async function runDesPolicies(cfg: BenchConfig, o: { replicas: number; trace: string | undefined; l4: L4Mode; routerOverrides: Record<string, string>; agentOverrides: Record<string, string> }, settle: Settle): Promise<void> {
   const pool = new DesPool(cfg.workers);
-  const job = (policy: string): DesJob => ({ scenario: cfg.scenario, seed: cfg.seed, rate: cfg.rate, duration: cfg.duration, trace: o.trace, replicas: o.replicas, routers: cfg.routers, l4: o.l4, policy, routerOverrides: o.routerOverrides });
+  const job = (policy: string): DesJob => ({ scenario: cfg.scenario, seed: cfg.seed, rate: cfg.rate, duration: cfg.duration, trace: o.trace, replicas: o.replicas, routers: cfg.routers, l4: o.l4, policy, routerOverrides: o.routerOverrides, agentOverrides: o.agentOverrides });
   await Promise.all(cfg.policies.map((p) => pool.run(job(p)).then((r) => settle(p, r.ok ? r.result : new Error(r.error), r.seconds))));
   await pool.close();
 }
 
 /** Live: one fresh fleet per policy, one policy at a time (they would share the 2 cores otherwise). */
-async function runLivePolicies(cfg: BenchConfig, o: { scenario: Scenario; plan: PlannedRequest[]; replicas: number; duration: number; routerOverrides: Record<string, string> }, settle: Settle): Promise<void> {
+async function runLivePolicies(cfg: BenchConfig, o: { scenario: Scenario; plan: PlannedRequest[]; replicas: number; duration: number; routerOverrides: Record<string, string>; agentOverrides: Record<string, string> }, settle: Settle): Promise<void> {
   const spanS = Math.max(o.duration, lastArrivalMs(o.plan) / 1000);
   const bars = cfg.progress && process.stderr.isTTY ? new cliProgress.MultiBar({ format: ' {policy} [{bar}] {value}/{total} {duration_formatted}', clearOnComplete: false, hideCursor: true }, cliProgress.Presets.shades_classic) : undefined;
   for (const policy of cfg.policies) {
     const bar = bars?.create(o.plan.length, 0, { policy: policy.padEnd(20) });
     const started = Date.now();
     try {
-      const r = await runLive({ scenario: o.scenario, plan: o.plan, policy, replicas: o.replicas, routers: cfg.routers, timeScale: cfg.timeScale, durationS: spanS, onProgress: (done) => bar?.update(done), routerOverrides: o.routerOverrides, requestTimeoutMs: cfg.requestTimeoutS * 1000 });
+      const r = await runLive({ scenario: o.scenario, plan: o.plan, policy, replicas: o.replicas, routers: cfg.routers, timeScale: cfg.timeScale, durationS: spanS, onProgress: (done) => bar?.update(done), routerOverrides: o.routerOverrides, agentOverrides: o.agentOverrides, requestTimeoutMs: cfg.requestTimeoutS * 1000 });
       bar?.update(o.plan.length);
       settle(policy, r, (Date.now() - started) / 1000);
     } catch (err) {

@@ -33,6 +33,7 @@ export interface LiveOptions {
   requestTimeoutMs?: number;
   /** Router config overrides (key → value), passed as flags. */
   routerOverrides?: Record<string, string>;
+  agentOverrides?: Record<string, string>;
   log?: (line: string) => void;
 }
 
@@ -70,7 +71,8 @@ export async function runLive(o: LiveOptions): Promise<PolicyResult> {
     ...(shape.adapters !== undefined ? { adapters: shape.adapters } : {}),
     ...(shape.maxLoras !== undefined ? { maxLoras: shape.maxLoras } : {}),
     policy: oracle ? 'warmpath' : o.policy,
-    routerArgs: Object.entries(o.routerOverrides ?? {}).flatMap(([k, v]) => [`--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`, v]),
+    routerArgs: flags(o.routerOverrides),
+    agentArgs: flags(o.agentOverrides),
   });
   try {
     if (!oracle) await fleet.waitConverged(30_000);
@@ -106,4 +108,9 @@ export async function runLive(o: LiveOptions): Promise<PolicyResult> {
   } finally {
     await fleet.stop();
   }
+}
+
+/** Config overrides as command-line flags (loadFactor=1.5 → --load-factor 1.5). */
+function flags(overrides: Record<string, string> | undefined): string[] {
+  return Object.entries(overrides ?? {}).flatMap(([k, v]) => [`--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`, v]);
 }

@@ -33,6 +33,7 @@ parentPort!.on('message', async (job: DesJob) => {
       durationS: spanS,
       seed: job.seed,
       ...(job.routerOverrides !== undefined ? { routerOverrides: job.routerOverrides } : {}),
+      ...(job.agentOverrides !== undefined ? { agentOverrides: job.agentOverrides } : {}),
     });
     parentPort!.postMessage({ result });
   } catch (err) {

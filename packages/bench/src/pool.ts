@@ -27,6 +27,7 @@ export interface DesJob {
   l4: L4Mode;
   policy: string;
   routerOverrides?: Record<string, string> | undefined;
+  agentOverrides?: Record<string, string> | undefined;
 }
 
 export type JobOutcome = { ok: true; job: DesJob; result: PolicyResult; seconds: number } | { ok: false; job: DesJob; error: string; seconds: number };

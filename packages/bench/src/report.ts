@@ -35,6 +35,8 @@ export interface PolicyResult {
     /** TTFT p50 over every request sent, an unanswered one counting as the slowest (null in JSON = more than half unanswered). */
     ttftP50AllRequests?: number | null;
     ttftP99AllRequests?: number | null;
+    /** DES, gossip feed: state messages and bytes each agent published per simulated second (the price of fresh state). */
+    gossip?: { messagesPerReplicaS: number; bytesPerReplicaS: number };
   };
 }
 
@@ -84,7 +86,7 @@ export function summarize(
   results: readonly RequestResult[],
   engine: EngineTotals,
   durationS: number,
-  extra: { perReplicaLoad?: Array<{ t: number; running: number[] }> } = {},
+  extra: { perReplicaLoad?: Array<{ t: number; running: number[] }>; gossip?: { messagesPerReplicaS: number; bytesPerReplicaS: number } } = {},
 ): PolicyResult {
   const ok = results.filter((r) => r.ok);
   const branches: Record<string, number> = {};
@@ -124,6 +126,7 @@ export function summarize(
       ttftP50AllRequests: round(p50OverAllRequests(ttft, results.length)),
       ttftP99AllRequests: round(percentileOverAllRequests(ttft, results.length, 99)),
       ...(extra.perReplicaLoad !== undefined ? { perReplicaLoad: extra.perReplicaLoad } : {}),
+      ...(extra.gossip !== undefined ? { gossip: extra.gossip } : {}),
       byTag,
     },
   };

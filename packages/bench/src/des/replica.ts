@@ -45,14 +45,15 @@ export class DesReplica {
   /** seq id → what the agent and router need when it finishes. */
   readonly #live = new Map<string, Live>();
 
-  constructor(id: string, q: EventQueue, profile: EngineProfile, shape: FleetShape, hop: number, hooks: ReplicaHooks, admission = true) {
+  /** `agent`: agent config overrides (admission among them). */
+  constructor(id: string, q: EventQueue, profile: EngineProfile, shape: FleetShape, hop: number, hooks: ReplicaHooks, agent: Record<string, unknown> = {}) {
     this.id = id;
     this.#q = q;
     this.#hop = hop;
     this.#hooks = hooks;
     this.model = new EngineModel(profile, { maxLoras: shape.maxLoras ?? 0, adapters: shape.adapters ?? [] });
     this.core = new AgentCore({
-      config: agentConfig({ fleet: 'des', replicaId: id, gossip: false, admission }),
+      config: agentConfig({ ...agent, fleet: 'des', replicaId: id, gossip: false }),
       identity: { fleet: 'des', replica: id, boot: `${id}-boot`, bootAt: 0, url: `des://${id}`, admin: `des://${id}/admin`, engine: 'vllm' },
       engine: simEngineSource(this.model, profile, DEFAULT_MODEL, shape.adapters ?? []),
       clock: q.clock(),

@@ -53,6 +53,8 @@ export interface DesOptions {
   gossipJitterMs?: number;
   /** Router config overrides (e.g. loadFactor). */
   routerOverrides?: Record<string, unknown>;
+  /** Agent config overrides (e.g. publishChangeTokens), for every replica. */
+  agentOverrides?: Record<string, unknown>;
   /** Seed of the run's random stream (gossip jitter, scrape phases, randomized policies); default 1. */
   seed?: number;
 }
@@ -116,7 +118,11 @@ export async function runDes(o: DesOptions): Promise<PolicyResult> {
     totals.preemptions += s.preemptions;
     totals.adapterLoads += s.lora.loads;
   }
-  return summarize(o.policy, { routers: fleet.routers.length, replicas: o.replicas }, results, totals, o.durationS, { perReplicaLoad });
+  // Per agent per simulated second of the whole run (warm-up and drain included): what gossip carried.
+  const perS = (n: number): number => Math.round((10 * n) / fleet.replicas.length / Math.max(1e-9, q.now / 1000)) / 10;
+  const published = fleet.replicas.reduce((a, r) => ({ messages: a.messages + r.core.publisher.messages, bytes: a.bytes + r.core.publisher.bytes }), { messages: 0, bytes: 0 });
+  const gossip = published.messages > 0 ? { messagesPerReplicaS: perS(published.messages), bytesPerReplicaS: perS(published.bytes) } : undefined;
+  return summarize(o.policy, { routers: fleet.routers.length, replicas: o.replicas }, results, totals, o.durationS, { perReplicaLoad, ...(gossip ? { gossip } : {}) });
 }
 
 interface Fleet {
@@ -146,7 +152,7 @@ function buildFleet(o: DesOptions, q: EventQueue, profile: EngineProfile, hop: n
       out.finish(rec);
     },
   };
-  const replicas = Array.from({ length: o.replicas }, (_, i) => new DesReplica(`replica-${i}`, q, profile, o.scenario.fleet, hop, hooks, deployment.admission));
+  const replicas = Array.from({ length: o.replicas }, (_, i) => new DesReplica(`replica-${i}`, q, profile, o.scenario.fleet, hop, hooks, { ...o.agentOverrides, admission: deployment.admission }));
   const byId = new Map(replicas.map((r) => [r.id, r]));
   // The router → agent hop: the agent admits (or refuses, answered one hop later) on arrival.
   const send: Send<Rec> = (d, report) => {
