@@ -10,7 +10,7 @@ import { AgentCore } from '../src/core.ts';
 import { emptySnapshot, type EngineSnapshot, type ModelEntry } from '../src/engines/types.ts';
 
 
-function setup() {
+function setup(config: Record<string, unknown> = {}) {
   const clock = manualClock(0);
   const engine = {
     snap: { ...emptySnapshot(), kvCapacityTokens: 100_000, kvUsedFraction: 0, counters: [10] } as EngineSnapshot | Error,
@@ -18,7 +18,7 @@ function setup() {
   };
   const sent: ReplicaState[] = [];
   const core = new AgentCore({
-    config: agentConfig({ gossip: false, downAfterFailures: 2 }),
+    config: agentConfig({ gossip: false, downAfterFailures: 2, ...config }),
     identity: { fleet: 'f', replica: 'r1', boot: 'b', bootAt: 1, url: 'http://r1', admin: 'http://r1-admin', engine: 'vllm' },
     engine: {
       endpoints: ['chat'],
@@ -62,6 +62,22 @@ describe('agent core', () => {
     clock.advance(core.config.scrapeIntervalMs);
     expect(core.status).toBe('ready');
     expect(core.ledger.cache.size).toBe(0);
+  });
+
+  it('an admission that moves the prefill queue by publishChangeTokens is published within the gap, not at the next period', () => {
+    for (const changeTokens of [1024, 0]) {
+      const { core, sent, clock } = setup({ publishChangeTokens: changeTokens });
+      core.startMonitor();
+      core.startPublishing();
+      clock.advance(core.config.minPublishGapMs);
+      const before = sent.length;
+      const a = core.admit(info()); // ≈ 2,100 prompt tokens: under 10% of the 100k-token KV and one request in flight
+      if ('reason' in a) throw new Error(`refused: ${a.reason}`);
+      clock.advance(core.config.minPublishGapMs);
+      expect(core.ledger.pendingPrefillTokens).toBeGreaterThan(1024);
+      if (changeTokens > 0) expect(sent.slice(before).map((s) => s.load.prefillTokens)).toEqual([core.ledger.pendingPrefillTokens]);
+      else expect(sent.length).toBe(before); // only the period (or a larger jump) publishes then
+    }
   });
 
   it('an admitted request counts in flight until it finishes; its cached_tokens correct the cache model', () => {
