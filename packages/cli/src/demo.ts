@@ -84,8 +84,13 @@ export async function run(argv: string[]): Promise<void> {
     await fleet.stop();
     process.exit(code);
   };
-  process.on('SIGINT', () => void stop(0));
-  process.on('SIGTERM', () => void stop(0));
+  // Ctrl-C reaches every process of the terminal's group at once, the fleet's too: each stops on its own, and stop() waits for them.
+  const onSignal = (): void => {
+    if (!stopping) console.log('\nstopping the fleet…');
+    void stop(0);
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
   try {
     await fleet.waitConverged();
   } catch (err) {

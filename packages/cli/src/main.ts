@@ -5,31 +5,16 @@
  * so `warmpath sim` does not pay for libp2p.
  *
  * The same file runs as TypeScript in the workspace and, bundled by
- * src/build.ts, as dist/main.js of the npm package. It loads nothing before
- * checking the Node.js version against package.json's `engines`, so an old
- * Node prints what it needs instead of failing inside a dependency.
+ * src/build.ts, as dist/main.js of the npm package. Its first import checks
+ * the Node.js version against package.json's `engines`, so an old Node prints
+ * what it needs instead of failing inside a dependency.
  */
+import './require-node.js';
 import pkg from '../package.json' with { type: 'json' };
 
 if (process.argv[2] === '--version' || process.argv[2] === '-v') {
   console.log(pkg.version);
   process.exit(0);
-}
-const tooOld = nodeTooOld(pkg.engines.node, process.versions.node);
-if (tooOld !== undefined) {
-  console.error(`warmpath ${pkg.version} needs Node.js ${tooOld} (this is ${process.version}); install a current Node.js LTS or use the container image.`);
-  process.exit(1);
-}
-
-/** The required range when `version` is below engines' `>=X.Y.Z`, else undefined. */
-function nodeTooOld(range: string, version: string): string | undefined {
-  const need = /^>=(\d+)\.(\d+)\.(\d+)$/.exec(range)?.slice(1).map(Number);
-  if (need === undefined) throw new Error(`package.json engines.node must be ">=X.Y.Z" (is "${range}")`);
-  const have = version.split('.').map(Number);
-  for (let i = 0; i < 3; i++) {
-    if ((have[i] ?? 0) !== need[i]) return (have[i] ?? 0) < need[i]! ? range : undefined;
-  }
-  return undefined;
 }
 
 const commands: Record<string, { summary: string; load: () => Promise<{ run(argv: string[]): Promise<void> }> }> = {
