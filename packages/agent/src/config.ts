@@ -4,7 +4,7 @@
  * changing the value costs.
  */
 import { ENGINE_KINDS, FLEET_DEFAULTS } from '@warmpath/shared/wire';
-import { loadConfig } from '@warmpath/shared/runtime';
+import { LOG_LEVELS, loadConfig } from '@warmpath/shared/runtime';
 import type { ConfigOf, Schema } from '@warmpath/shared/runtime';
 
 export const AGENT_SCHEMA = {
@@ -43,6 +43,8 @@ export const AGENT_SCHEMA = {
   headersTimeoutMs: { type: 'number', default: 300_000, min: 100, max: 3_600_000, doc: 'wait for the engine response headers at most this long, ms' },
   bodyTimeoutMs: { type: 'number', default: 300_000, min: 100, max: 3_600_000, doc: 'idle gap allowed between response body chunks, ms' },
   drainTimeoutMs: { type: 'number', default: 120_000, min: 0, max: 3_600_000, doc: 'drain waits this long for in-flight requests, ms, then closes anyway' },
+  logLevel: { type: 'string', default: 'info', choices: LOG_LEVELS, doc: 'least severe level logged (JSON lines on stderr); info includes one access-log line per request' },
+  logPrompts: { type: 'boolean', default: false, doc: "put each request's prompt (messages, prompt or input) in its access-log line; off: prompts never reach the logs" },
 } as const satisfies Schema;
 
 export type AgentConfig = ConfigOf<typeof AGENT_SCHEMA>;

@@ -21,6 +21,7 @@ import type { Dispatcher } from 'undici';
 import { describeRequest, HEADERS, parseJsonBody, ROUTES, sendError, sseErrorEvent, WarmpathError } from '@warmpath/shared/wire';
 import { drained, forwardHeaders, readBody } from '@warmpath/shared/runtime';
 import type { RequestInfo } from '@warmpath/shared/wire';
+import { noteFirstByte, noteRefusal, noteRequest, noteUsage, observe, type AccessLogDeps } from './access-log.ts';
 import type { AgentCore, Refusal } from './core.ts';
 import type { Admitted } from './ledger.ts';
 import { UsageTap } from './usage.ts';
@@ -31,6 +32,8 @@ export interface ProxyDeps {
   core: AgentCore;
   pool: Dispatcher;
   engineOrigin: string;
+  /** Request ids and the access log (access-log.ts). */
+  accessLog: AccessLogDeps;
 }
 
 /** One admitted request on its way through. */
@@ -58,6 +61,7 @@ export function createProxyHandler(deps: ProxyDeps): (req: IncomingMessage, res:
 async function handle(deps: ProxyDeps, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const { core } = deps;
   const t0 = performance.now();
+  observe(req, res, deps.accessLog);
   const url = req.url ?? '/';
   const q = url.indexOf('?');
   const path = q === -1 ? url : url.slice(0, q);
@@ -82,13 +86,15 @@ async function handle(deps: ProxyDeps, req: IncomingMessage, res: ServerResponse
   try {
     body = await readBody(req, core.config.maxBodyBytes);
     const keyHeader = req.headers[HEADERS.key];
-    info = describeRequest(parseJsonBody(body), kind, {
+    const parsed = parseJsonBody(body);
+    info = describeRequest(parsed, kind, {
       chunkChars: core.config.chunkChars,
       maxChunks: core.config.maxChunks,
       charsPerToken: core.config.charsPerToken,
       resolveModel: core.ledger.resolveModel,
       keyHeader: typeof keyHeader === 'string' ? keyHeader : undefined,
     });
+    noteRequest(res, info, parsed);
   } catch (err) {
     core.metrics.rejected.inc({ reason: 'invalid' });
     if (err instanceof WarmpathError) return sendError(res, err.code, err.message, { param: err.param });
@@ -108,6 +114,7 @@ async function handle(deps: ProxyDeps, req: IncomingMessage, res: ServerResponse
 }
 
 function refuse(res: ServerResponse, reason: Refusal): void {
+  noteRefusal(res, reason);
   if (reason === 'draining') return sendError(res, 'draining', undefined, { headers: { 'retry-after': 1, [HEADERS.rejectReason]: reason } });
   if (reason === 'engine_down') return sendError(res, 'engine_unavailable', undefined, { headers: { 'retry-after': 1, [HEADERS.rejectReason]: reason } });
   sendError(res, 'admission_rejected', `This replica cannot take the request now (${reason}); try another replica.`, { headers: { [HEADERS.rejectReason]: reason } });
@@ -153,6 +160,7 @@ async function forward(deps: ProxyDeps, f: Flight): Promise<{ cachedTokens: numb
       if (first) {
         first = false;
         core.firstByte(f.admitted);
+        noteFirstByte(res);
         m.firstByte.observe((performance.now() - f.t0) / 1000);
       }
       tap?.write(chunk);
@@ -173,6 +181,7 @@ async function forward(deps: ProxyDeps, f: Flight): Promise<{ cachedTokens: numb
     res.off('close', onClose);
   }
   const usage = tap?.end();
+  noteUsage(res, usage);
   return usage?.cachedTokens !== undefined ? { cachedTokens: usage.cachedTokens, promptTokens: usage.promptTokens } : undefined;
 }
 

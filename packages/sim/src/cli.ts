@@ -1,9 +1,9 @@
 /**
  * `warmpath sim`: one simulated vLLM replica on a port. The first stdout line
  * is `warmpath sim listening on http://HOST:PORT model=... profile=...`; other
- * packages' tests parse the URL from it.
+ * packages' tests parse the URL from it. Logs are JSON lines on stderr.
  */
-import { configFromProcess, helpText } from '@warmpath/shared/runtime';
+import { configFromProcess, createLogger, helpText } from '@warmpath/shared/runtime';
 import type { PROFILE_NAMES } from './model/profiles.ts';
 import { simSchema } from './server/config.ts';
 import { FAULT_HELP } from './server/faults.ts';
@@ -17,6 +17,7 @@ export async function run(argv: string[]): Promise<void> {
     return;
   }
   const c = configFromProcess('sim', simSchema, argv);
+  const log = createLogger({ level: c.logLevel, name: 'sim' });
   const server = await startSimServer({
     port: c.port,
     host: c.host,
@@ -35,13 +36,15 @@ export async function run(argv: string[]): Promise<void> {
     allowRuntimeLora: c.allowRuntimeLora,
     seed: c.seed,
     onCrash: () => {
-      process.stderr.write('warmpath sim: injected crash\n');
+      log.fatal('injected crash');
       process.exit(1);
     },
   });
   process.stdout.write(`warmpath sim listening on ${server.url} model=${server.modelName} profile=${c.profile} speed=${c.speed}\n`);
+  log.info({ url: server.url, model: server.modelName, profile: c.profile, speed: c.speed }, 'listening');
   await new Promise<void>((resolve) => {
-    const stop = (): void => {
+    const stop = (signal: NodeJS.Signals): void => {
+      log.info({ signal }, 'stopping');
       process.off('SIGTERM', stop);
       process.off('SIGINT', stop);
       void server.close().then(resolve);

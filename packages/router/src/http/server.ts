@@ -8,6 +8,7 @@ import { HEADERS, ROUTES, sendError } from '@warmpath/shared/wire';
 import { sendJson } from '@warmpath/shared/runtime';
 import type { FleetView } from '../fleet/view.ts';
 import type { RouterMetrics } from '../metrics.ts';
+import { observe, type ObserveDeps } from './observe.ts';
 import type { ProxyHandler } from './proxy.ts';
 
 export interface ServerContext {
@@ -18,10 +19,13 @@ export interface ServerContext {
   apiKeys: ReadonlySet<string> | undefined;
   /** Has the router ever seen a ready replica? */
   ready: () => boolean;
+  /** Request ids, access log, request metrics (observe.ts). */
+  observe: ObserveDeps;
 }
 
 export function createHandler(ctx: ServerContext): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
+    observe(req, res, ctx.observe);
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);
