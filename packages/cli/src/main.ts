@@ -26,9 +26,26 @@ const commands: Record<string, { summary: string; load: () => Promise<{ run(argv
   goals: { summary: "check the benchmark's goals on every scenario (discrete-event mode)", load: () => import('@warmpath/bench/goals') },
 };
 
+/** Lines of `warmpath --help` after the command list. */
+const EXAMPLES = [
+  '# a local fleet: 4 simulated GPUs with agents, 2 routers (Ctrl-C stops it)',
+  'warmpath demo',
+  '# beside each engine: an agent; then any number of routers',
+  'warmpath agent --engine vllm --engine-url http://127.0.0.1:8000 --host 0.0.0.0 --fleet prod --swarm-key swarm.key',
+  'warmpath router --host 0.0.0.0 --fleet prod --swarm-key swarm.key --bootstrap /ip4/10.0.0.17/tcp/4001/p2p/12D3KooW…',
+  '# compare routing policies on a workload, in virtual time',
+  'warmpath bench --scenario chat --mode des',
+];
+
 function usage(): string {
   const rows = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(8)} ${c.summary}`);
-  return `usage: warmpath <command> [options]\n\ncommands:\n${rows.join('\n')}\n\nRun "warmpath <command> --help" for a command's options, "warmpath --version" for the version.`;
+  return [
+    'usage: warmpath <command> [options]',
+    'Warmpath places each LLM request where its prompt prefix and LoRA adapter are already warm: an agent beside each inference engine, stateless routers in front, joined by gossip.',
+    `commands:\n${rows.join('\n')}`,
+    `examples:\n${EXAMPLES.map((l) => `  ${l}`).join('\n')}`,
+    'Every option is also a WARMPATH_* environment variable and a key of a --config YAML/JSON file. "warmpath <command> --help" lists a command\'s options with examples; "warmpath --version" prints the version.',
+  ].join('\n\n');
 }
 
 const [name, ...rest] = process.argv.slice(2);

@@ -3,7 +3,7 @@
  * is `warmpath sim listening on http://HOST:PORT model=... profile=...`; other
  * packages' tests parse the URL from it. Logs are JSON lines on stderr.
  */
-import { configFromProcess, createLogger, helpText } from '@warmpath/shared/runtime';
+import { configFromProcess, createLogger, helpText, type CommandHelp } from '@warmpath/shared/runtime';
 import type { PROFILE_NAMES } from './model/profiles.ts';
 import { simSchema } from './server/config.ts';
 import { FAULT_HELP } from './server/faults.ts';
@@ -11,12 +11,25 @@ import { startSimServer } from './server/server.ts';
 
 export { simSchema };
 
+export const SIM_HELP: CommandHelp = {
+  description:
+    "One simulated inference engine that speaks vLLM's HTTP API and /metrics: a calibrated GPU model with paged KV and a prefix cache, continuous batching, chunked prefill, preemption and LoRA slots. Answers with placeholder text. Prints one line on stdout (its URL); logs JSON lines on stderr.",
+  more: FAULT_HELP,
+  examples: [
+    'warmpath sim --port 8000 --profile h100-llama3-8b',
+    '# LoRA: two adapters registered, two GPU slots',
+    'warmpath sim --adapters sql-lora,chat-lora --max-loras 2',
+    '# ten times faster than real time; dies after 30 simulated seconds',
+    'warmpath sim --speed 10 --fault crash-after=30s',
+  ],
+};
+
 export async function run(argv: string[]): Promise<void> {
   if (argv.includes('--help') || argv.includes('-h')) {
-    console.log(`${helpText('sim', simSchema)}\n\n${FAULT_HELP}`);
+    console.log(helpText('sim', simSchema, SIM_HELP));
     return;
   }
-  const c = configFromProcess('sim', simSchema, argv);
+  const c = configFromProcess('sim', simSchema, argv, SIM_HELP);
   const log = createLogger({ level: c.logLevel, name: 'sim' });
   const server = await startSimServer({
     port: c.port,
