@@ -76,6 +76,31 @@ describe.each(COMMANDS.map((c) => [c.name, c] as const))('warmpath %s --help', (
   });
 });
 
+describe("the README's commands", () => {
+  const readme = readFileSync(join(CLI_ROOT, '../../README.md'), 'utf8');
+  const scripts = Object.keys((JSON.parse(readFileSync(join(CLI_ROOT, '../../package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts);
+
+  it('name npm scripts that exist', () => {
+    const named = [...readme.matchAll(/\bnpm run ([\w:-]+)/g)].map((m) => m[1]!);
+    expect(named.length).toBeGreaterThan(3);
+    for (const name of named) expect(scripts, name).toContain(name);
+  });
+
+  it('give each warmpath command flags and values its schema accepts', () => {
+    // Code blocks (continuation lines joined) and inline code; `npm run warmpath -- x` is `warmpath x`.
+    const blocks = [...readme.matchAll(/```\w*\n([\s\S]*?)```/g)].flatMap((m) => m[1]!.replace(/\\\n\s*/g, '').split('\n'));
+    const inline = [...readme.matchAll(/`([^`\n]*warmpath [^`\n]*)`/g)].map((m) => m[1]!);
+    const lines = [...blocks, ...inline]
+      .map((l) => l.replace(/#.*$/, '').replace('npm run warmpath -- ', 'warmpath ').trim())
+      // Command lines, not the list of commands (`warmpath sim | agent | …`).
+      .filter((l) => /^warmpath (sim|agent|router|demo|bench|goals)\b/.test(l) && !l.includes(' | '))
+      // A placeholder value (`--scenario <name>`) stands for any of the choices.
+      .map((l) => l.replace(/ --[\w-]+ <[^>]+>/g, ''));
+    expect(lines.length).toBeGreaterThanOrEqual(5);
+    for (const line of lines) expect(() => parseExample(line), line).not.toThrow();
+  });
+});
+
 describe('docs/CONFIGURATION.md', () => {
   it('is what the schemas generate (run `npm run docs:config` after changing a schema)', () => {
     expect(readFileSync(CONFIGURATION_MD, 'utf8')).toBe(configurationReference());
