@@ -154,7 +154,7 @@ describe('router series budget', () => {
       for (const code of Object.keys(ERRORS)) m.responses.inc({ code });
       for (const kind of ['connect', 'reset', 'rejected', 'timeout', 'aborted', 'interrupted']) m.upstreamErrors.inc({ kind });
       for (const result of ['ok', 'rejected', 'connect', 'reset', 'timeout', 'aborted', 'error']) m.attempts.inc({ result });
-      const routes = ['/v1/chat/completions', '/v1/completions', '/v1/responses', '/v1/embeddings', '/v1/models', '/healthz', '/readyz', '/metrics', '/warmpath/v1/fleet', '/warmpath/v1/status', 'other'];
+      const routes = ['/v1/chat/completions', '/v1/completions', '/v1/responses', '/v1/embeddings', '/v1/models', '/healthz', '/readyz', '/metrics', '/warmpath/v1/fleet', '/warmpath/v1/status', '/warmpath/v1/status.json', 'other'];
       const statuses = [200, 499, ...Object.values(ERRORS).map((e) => e.status), 301, 418, 501];
       for (const route of routes) for (const status of statuses) await request(`${router.url}${route === 'other' ? '/x' : route}`).then((r) => r.body.text()), m.requests.inc({ route, status: String(status) });
       for (const route of routes.slice(0, 4)) m.ttftSeconds.observe({ route }, 0.1), m.durationSeconds.observe({ route }, 1);

@@ -53,7 +53,7 @@ interface Entry {
  * The paths the route label takes; any other is "other", so clients cannot
  * grow the series count. A new route the router serves belongs here.
  */
-export const ROUTE_LABELS: ReadonlySet<string> = new Set([...Object.keys(ROUTES), '/v1/models', '/healthz', '/readyz', '/metrics', '/warmpath/v1/fleet', '/warmpath/v1/status']);
+export const ROUTE_LABELS: ReadonlySet<string> = new Set([...Object.keys(ROUTES), '/v1/models', '/healthz', '/readyz', '/metrics', '/warmpath/v1/fleet', '/warmpath/v1/status', '/warmpath/v1/status.json']);
 /** Status labels kept as they are; any other becomes its class ("3xx"). 499: the client left before the answer (nginx's code). */
 const STATUS_LABELS: ReadonlySet<number> = new Set([200, 499, ...Object.values(ERRORS).map((e) => e.status)]);
 
