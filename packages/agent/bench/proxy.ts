@@ -7,7 +7,8 @@
  * Reports p50/p99 of time-to-first-byte (streaming) and total time
  * (non-streaming), direct vs agent, at concurrency 1 and 8. Simulator and
  * agent run as separate processes (the `warmpath` CLI), as deployed; the load
- * generator is this process.
+ * generator is this process. Their logs (the agent's access log at the
+ * default level) go to /dev/null, their cost included.
  *
  * Run: node packages/agent/bench/proxy.ts [--requests N] [--prompt-chars C]
  */
@@ -21,7 +22,7 @@ import { Pool } from 'undici';
 const MAIN = fileURLToPath(new URL('../../cli/src/main.ts', import.meta.url));
 const children: ChildProcess[] = [];
 async function launch(args: string[]): Promise<string> {
-  const child = spawn(process.execPath, [MAIN, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [MAIN, ...args], { stdio: ['ignore', 'pipe', 'ignore'] });
   children.push(child);
   return new Promise((resolve, reject) => {
     createInterface({ input: child.stdout! }).once('line', resolve);

@@ -13,12 +13,13 @@ import { hostname } from 'node:os';
 import { Pool } from 'undici';
 import { createGossipNode } from '@warmpath/shared/gossip';
 import type { GossipNode } from '@warmpath/shared/gossip';
-import { isLoadedConfig, SERVER_TIMEOUTS, UPSTREAM_KEEP_ALIVE_MS } from '@warmpath/shared/runtime';
+import { collectDefaultMetrics } from 'prom-client';
+import { createLogger, isLoadedConfig, LINT_FAILING_DEFAULT_METRICS, SERVER_TIMEOUTS, UPSTREAM_KEEP_ALIVE_MS, type Logger } from '@warmpath/shared/runtime';
 import { sendError, type EngineKind } from '@warmpath/shared/wire';
 import { createAdminHandler } from './admin.ts';
 import { agentConfig } from './config.ts';
 import type { AgentConfig } from './config.ts';
-import { AgentCore } from './core.ts';
+import { AgentCore, type EngineEvent } from './core.ts';
 import { adapterSource, createAdapter } from './engines/index.ts';
 import type { AgentLedger } from './ledger.ts';
 import { createProxyHandler } from './proxy.ts';
@@ -53,6 +54,7 @@ export interface Agent {
   /** The agent core (its ledger and publisher: for benches and tests). */
   readonly core: AgentCore;
   readonly publisher: Publisher;
+  readonly logger: Logger;
   state(): AgentState;
   /** Announce draining, refuse new work, finish in-flight requests, announce down, close. */
   drain(): Promise<void>;
@@ -63,12 +65,17 @@ export interface Agent {
 /** An announcement on close waits at most this long for gossip, ms. */
 const CLOSE_ANNOUNCE_MS = 500;
 
+export interface AgentOptions {
+  /** Where log lines go, one JSON line per call (at config.logLevel); default stderr. */
+  log?: (line: string) => void;
+}
+
 /**
  * Starts an agent. `overrides` are AGENT_SCHEMA keys (validated; unknown keys
  * throw ConfigError), or a config agentConfig()/loadConfig() already validated
  * (the CLI's), used as is.
  */
-export async function startAgent(overrides: Record<string, unknown> | AgentConfig = {}): Promise<Agent> {
+export async function startAgent(overrides: Record<string, unknown> | AgentConfig = {}, options: AgentOptions = {}): Promise<Agent> {
   const config = isLoadedConfig(overrides) ? (overrides as AgentConfig) : agentConfig(overrides);
   const engine = config.engine as EngineKind;
   const engineOrigin = new URL(config.engineUrl).origin;
@@ -84,13 +91,15 @@ export async function startAgent(overrides: Record<string, unknown> | AgentConfi
   const proxyServer = createServer(SERVER_TIMEOUTS, (req, res) => proxy(req, res));
   const proxyAddr = await listen(proxyServer, config.port, config.host);
   const advertise = urlHost(config.advertiseHost !== '' ? config.advertiseHost : config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host);
-  const gossip = config.gossip ? await joinGossip(config) : undefined;
+  const replica = config.replicaId !== '' ? config.replicaId : `${hostname()}:${proxyAddr.port}`;
+  const logger = createLogger({ level: config.logLevel, name: 'agent', bindings: { replica }, ...(options.log !== undefined ? { write: options.log } : {}) });
+  const gossip = config.gossip ? await joinGossip(config, logger) : undefined;
   const boot = randomUUID();
   const agentCore = new AgentCore({
     config,
     identity: {
       fleet: config.fleet,
-      replica: config.replicaId !== '' ? config.replicaId : `${hostname()}:${proxyAddr.port}`,
+      replica,
       boot,
       bootAt: Date.now(),
       url: `http://${advertise}:${proxyAddr.port}`,
@@ -99,8 +108,11 @@ export async function startAgent(overrides: Record<string, unknown> | AgentConfi
     },
     engine: adapterSource(adapter, config.scrapeTimeoutMs),
     ...(gossip !== undefined ? { send: (bytes: Uint8Array) => gossip.publish(bytes) } : {}),
+    onEngine: (e) => logEngine(logger, e, () => agentCore.monitor.lastError),
   });
-  proxy = createProxyHandler({ core: agentCore, pool, engineOrigin });
+  collectDefaultMetrics({ register: agentCore.metrics.registry });
+  for (const name of LINT_FAILING_DEFAULT_METRICS) agentCore.metrics.registry.removeSingleMetric(name);
+  proxy = createProxyHandler({ core: agentCore, pool, engineOrigin, accessLog: { logger, logPrompts: config.logPrompts } });
   const adminServer = createServer(
     createAdminHandler({
       core: agentCore,
@@ -132,6 +144,7 @@ export async function startAgent(overrides: Record<string, unknown> | AgentConfi
     config,
     core: agentCore,
     publisher: agentCore.publisher,
+    logger,
     state: () => stateOf(agentCore, boot),
     drain: drainer(agentCore, close),
     close,
@@ -188,7 +201,14 @@ function drainer(core: AgentCore, close: () => Promise<void>): () => Promise<voi
     })());
 }
 
-async function joinGossip(config: AgentConfig): Promise<GossipNode> {
+/** Operator log lines for the engine's transitions. */
+function logEngine(logger: Logger, e: EngineEvent, lastError: () => unknown): void {
+  if (e.type === 'reset') logger.info({ cause: e.cause }, 'engine cache reset: the cache model starts empty');
+  else if (e.type === 'up') logger.info('engine up');
+  else logger.warn({ error: lastError() }, 'engine down: the replica takes no requests until it answers again');
+}
+
+async function joinGossip(config: AgentConfig, logger: Logger): Promise<GossipNode> {
   const gossip = await createGossipNode({
     fleet: config.fleet,
     listen: [...config.gossipListen],
@@ -196,6 +216,7 @@ async function joinGossip(config: AgentConfig): Promise<GossipNode> {
     // Agents publish; routers subscribe. An agent never receives the fleet's state.
     subscribe: false,
     ...(config.swarmKey !== '' ? { swarmKey: readFileSync(config.swarmKey, 'utf8') } : {}),
+    onWarning: (w) => logger.warn({ code: w.code }, w.message),
   });
   await gossip.start();
   return gossip;

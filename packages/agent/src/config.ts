@@ -4,7 +4,7 @@
  * changing the value costs.
  */
 import { ENGINE_KINDS, FLEET_DEFAULTS } from '@warmpath/shared/wire';
-import { loadConfig } from '@warmpath/shared/runtime';
+import { LOG_LEVELS, loadConfig } from '@warmpath/shared/runtime';
 import type { ConfigOf, Schema } from '@warmpath/shared/runtime';
 
 export const AGENT_SCHEMA = {
@@ -45,6 +45,8 @@ export const AGENT_SCHEMA = {
   bodyTimeoutMs: { type: 'number', default: 300_000, min: 100, max: 3_600_000, doc: 'idle gap allowed between response body chunks, ms' },
   drainTimeoutMs: { type: 'number', default: 120_000, min: 0, max: 3_600_000, doc: 'drain waits this long for in-flight requests, ms, then closes anyway' },
   usageFeedback: { type: 'boolean', default: true, doc: 'ask vLLM and SGLang for usage (stream_options.include_usage) on streams whose client did not, and strip that usage chunk from the client\'s stream, so the cache model learns cached_tokens from every request; off: forward bodies unchanged (streams without usage then teach the cache model nothing)' },
+  logLevel: { type: 'string', default: 'info', choices: LOG_LEVELS, doc: 'least severe level logged (JSON lines on stderr); info includes one access-log line per request' },
+  logPrompts: { type: 'boolean', default: false, doc: "put each request's prompt (messages, prompt or input) in its access-log line; off: prompts never reach the logs" },
 } as const satisfies Schema;
 
 export type AgentConfig = ConfigOf<typeof AGENT_SCHEMA>;

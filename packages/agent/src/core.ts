@@ -42,7 +42,11 @@ export interface AgentCoreOptions {
   /** Sends a state message; undefined = no gossip. */
   send?: (bytes: Uint8Array, state: ReplicaState) => Promise<unknown> | void;
   metrics?: AgentMetrics;
+  /** The engine came up, went down, or lost its cache (operator logs; the simulator passes none). */
+  onEngine?: (event: EngineEvent) => void;
 }
+
+export type EngineEvent = { readonly type: 'up' | 'down' } | { readonly type: 'reset'; readonly cause: RestartCause | 'cleared' };
 
 export class AgentCore {
   readonly config: AgentConfig;
@@ -51,12 +55,14 @@ export class AgentCore {
   readonly publisher: Publisher;
   readonly monitor: EngineMonitor;
   readonly #identity: ReplicaIdentity;
+  readonly #onEngine: ((event: EngineEvent) => void) | undefined;
 
   constructor(o: AgentCoreOptions) {
     const clock = o.clock ?? realClock(() => performance.now());
     this.config = o.config;
     this.metrics = o.metrics ?? createMetrics();
     this.#identity = o.identity;
+    this.#onEngine = o.onEngine;
     this.ledger = new AgentLedger(o.config, this.metrics, () => clock.now());
     this.ledger.defaultEndpoints = o.engine.endpoints;
     this.publisher = new Publisher(this.ledger, {
@@ -158,6 +164,7 @@ export class AgentCore {
     this.ledger.engineUp = up;
     this.metrics.engineUp.set(up ? 1 : 0);
     this.publisher.poke(true);
+    this.#onEngine?.({ type: up ? 'up' : 'down' });
   }
 
   /** The engine's cache is gone (restart or clear): so is the cache model's; routers pull a fresh snapshot. */
@@ -166,5 +173,6 @@ export class AgentCore {
     this.metrics.cacheResets.inc({ cause });
     this.ledger.cache.reset();
     this.publisher.poke(true);
+    this.#onEngine?.({ type: 'reset', cause });
   }
 }

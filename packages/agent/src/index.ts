@@ -4,11 +4,11 @@
  * the discrete-event simulator both drive.
  */
 export { startAgent } from './agent.ts';
-export type { Agent, AgentState } from './agent.ts';
+export type { Agent, AgentOptions, AgentState } from './agent.ts';
 export { AGENT_SCHEMA, agentConfig } from './config.ts';
 export type { AgentConfig } from './config.ts';
 export { AgentCore } from './core.ts';
-export type { AgentCoreOptions, Refusal } from './core.ts';
+export type { AgentCoreOptions, EngineEvent, Refusal } from './core.ts';
 export type { Admitted } from './ledger.ts';
 export type { ReplicaIdentity } from './publisher.ts';
 export { REJECT_REASONS } from './admission.ts';

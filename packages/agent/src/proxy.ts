@@ -23,6 +23,7 @@ import type { Dispatcher } from 'undici';
 import { describeRequest, HEADERS, parseJsonBody, ROUTES, sendError, sseErrorEvent, WarmpathError } from '@warmpath/shared/wire';
 import { drained, forwardHeaders, readBody } from '@warmpath/shared/runtime';
 import type { EngineKind, RequestInfo } from '@warmpath/shared/wire';
+import { noteFirstByte, noteRefusal, noteRequest, noteUsage, observe, type AccessLogDeps } from './access-log.ts';
 import type { AgentCore, Refusal } from './core.ts';
 import type { Admitted } from './ledger.ts';
 import { askForUsage, UsageStrip, type UsageAsk } from './stream-usage.ts';
@@ -34,6 +35,8 @@ export interface ProxyDeps {
   core: AgentCore;
   pool: Dispatcher;
   engineOrigin: string;
+  /** Request ids and the access log (access-log.ts). */
+  accessLog: AccessLogDeps;
 }
 
 /** One admitted request on its way through. */
@@ -63,6 +66,7 @@ export function createProxyHandler(deps: ProxyDeps): (req: IncomingMessage, res:
 async function handle(deps: ProxyDeps, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const { core } = deps;
   const t0 = performance.now();
+  observe(req, res, deps.accessLog);
   const url = req.url ?? '/';
   const q = url.indexOf('?');
   const path = q === -1 ? url : url.slice(0, q);
@@ -97,6 +101,7 @@ async function handle(deps: ProxyDeps, req: IncomingMessage, res: ServerResponse
       resolveModel: core.ledger.resolveModel,
       keyHeader: typeof keyHeader === 'string' ? keyHeader : undefined,
     });
+    noteRequest(res, info, parsed);
   } catch (err) {
     core.metrics.rejected.inc({ reason: 'invalid' });
     if (err instanceof WarmpathError) return sendError(res, err.code, err.message, { param: err.param });
@@ -116,6 +121,7 @@ async function handle(deps: ProxyDeps, req: IncomingMessage, res: ServerResponse
 }
 
 function refuse(res: ServerResponse, reason: Refusal): void {
+  noteRefusal(res, reason);
   if (reason === 'draining') return sendError(res, 'draining', undefined, { headers: { 'retry-after': 1, [HEADERS.rejectReason]: reason } });
   if (reason === 'engine_down') return sendError(res, 'engine_unavailable', undefined, { headers: { 'retry-after': 1, [HEADERS.rejectReason]: reason } });
   sendError(res, 'admission_rejected', `This replica cannot take the request now (${reason}); try another replica.`, { headers: { [HEADERS.rejectReason]: reason } });
@@ -164,6 +170,7 @@ async function forward(deps: ProxyDeps, f: Flight): Promise<{ cachedTokens: numb
       if (first) {
         first = false;
         core.firstByte(f.admitted);
+        noteFirstByte(res);
         m.firstByte.observe((performance.now() - f.t0) / 1000);
       }
       tap?.write(chunk);
@@ -185,6 +192,7 @@ async function forward(deps: ProxyDeps, f: Flight): Promise<{ cachedTokens: numb
     res.off('close', onClose);
   }
   const usage = tap?.end();
+  noteUsage(res, usage);
   return usage?.cachedTokens !== undefined ? { cachedTokens: usage.cachedTokens, promptTokens: usage.promptTokens } : undefined;
 }
 

@@ -5,7 +5,7 @@
 import { resolve } from 'node:path';
 import cliProgress from 'cli-progress';
 import { POLICY_NAMES } from '@warmpath/router';
-import { configFromProcess, ConfigError, type Schema } from '@warmpath/shared/runtime';
+import { configFromProcess, ConfigError, type CommandHelp, type Schema } from '@warmpath/shared/runtime';
 import { assignRouters, L4_MODES, type L4Mode } from './l4.ts';
 import { lastArrivalMs, type PlannedRequest } from './loadgen.ts';
 import { runLive } from './live.ts';
@@ -41,12 +41,23 @@ export const benchSchema = {
   agentSet: { type: 'list', default: [], doc: 'agent config overrides as key=value (e.g. publishChangeTokens=0), for every replica' },
 } as const satisfies Schema;
 
+export const BENCH_HELP: CommandHelp = {
+  description:
+    'One scenario with several routing policies side by side: live (real simulator processes, agents, routers and gossip, driven over HTTP) or in the discrete-event simulator (--mode des: the same engine model, agent core and router core in virtual time). Prints a Markdown table with the hit-rate ceiling and the TTFT floor; writes JSON and an HTML report on request.',
+  examples: [
+    'warmpath bench --scenario seed --mode live',
+    'warmpath bench --scenario chat --mode des --routers 4 --l4 sticky --json out.json --report out.html',
+    '# two policies on the shipped trace, with a router setting changed',
+    'warmpath bench --scenario trace --mode des --policies warmpath,round-robin --router-set loadFactor=1.5',
+  ],
+};
+
 const isDesOnly = (p: string): boolean => (DES_ONLY_POLICIES as readonly string[]).includes(p);
 
 type BenchConfig = ReturnType<typeof configFromProcess<typeof benchSchema>>;
 
 export async function run(argv: string[]): Promise<void> {
-  const parsed = configFromProcess('bench', benchSchema, argv);
+  const parsed = configFromProcess('bench', benchSchema, argv, BENCH_HELP);
   // The default list in live mode: every policy live mode can run.
   const liveDefault = parsed.mode === 'live' && parsed.policies.join() === ALL_POLICIES.join();
   const cfg = liveDefault ? { ...parsed, policies: parsed.policies.filter((p) => !isDesOnly(p)) } : parsed;

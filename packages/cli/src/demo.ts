@@ -9,7 +9,7 @@
  * round-robin (fresh caches each time), prints TTFT, cache hit rate and
  * spills side by side, and exits: 0 when every request was answered.
  */
-import { configFromProcess, type Schema } from '@warmpath/shared/runtime';
+import { configFromProcess, type CommandHelp, type Schema } from '@warmpath/shared/runtime';
 import { SCENARIOS, DEFAULT_MODEL } from '@warmpath/bench';
 import { startFleet, type Fleet } from '@warmpath/bench';
 import { runLoad, percentile, type RequestResult } from '@warmpath/bench';
@@ -24,6 +24,12 @@ export const demoSchema = {
   duration: { type: 'number', default: 20, min: 1, doc: 'smoke workload length, simulated seconds' },
   rate: { type: 'number', default: 0, min: 0, doc: 'smoke requests per simulated second (0 = 1.2 per replica)' },
 } as const satisfies Schema;
+
+export const DEMO_HELP: CommandHelp = {
+  description:
+    'A local fleet on this machine: simulator replicas, each with its agent, and routers, joined by real gossip under a generated swarm key. Prints the router URLs, a curl and an openai SDK snippet, and runs until Ctrl-C. --smoke sends a short workload through it with warmpath and with round-robin, prints the comparison and exits.',
+  examples: ['warmpath demo', '# 8 replicas behind 3 routers', 'warmpath demo --replicas 8 --routers 3', '# the comparison table, then exit (0 when every request was answered)', 'warmpath demo --smoke --duration 30'],
+};
 
 interface Row {
   policy: string;
@@ -74,7 +80,7 @@ function printTable(rows: Row[]): void {
 }
 
 export async function run(argv: string[]): Promise<void> {
-  const cfg = configFromProcess('demo', demoSchema, argv);
+  const cfg = configFromProcess('demo', demoSchema, argv, DEMO_HELP);
   console.log(`warmpath demo: starting ${cfg.replicas} simulator replicas (${cfg.profile}, speed ${cfg.speed}×), ${cfg.replicas} agents and ${cfg.routers} routers…`);
   const fleet = await startFleet({ replicas: cfg.replicas, routers: cfg.routers, profile: cfg.profile, speed: cfg.speed, policy: 'warmpath' });
   let stopping = false;
@@ -84,8 +90,13 @@ export async function run(argv: string[]): Promise<void> {
     await fleet.stop();
     process.exit(code);
   };
-  process.on('SIGINT', () => void stop(0));
-  process.on('SIGTERM', () => void stop(0));
+  // Ctrl-C reaches every process of the terminal's group at once, the fleet's too: each stops on its own, and stop() waits for them.
+  const onSignal = (): void => {
+    if (!stopping) console.log('\nstopping the fleet…');
+    void stop(0);
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
   try {
     await fleet.waitConverged();
   } catch (err) {

@@ -5,31 +5,16 @@
  * so `warmpath sim` does not pay for libp2p.
  *
  * The same file runs as TypeScript in the workspace and, bundled by
- * src/build.ts, as dist/main.js of the npm package. It loads nothing before
- * checking the Node.js version against package.json's `engines`, so an old
- * Node prints what it needs instead of failing inside a dependency.
+ * src/build.ts, as dist/main.js of the npm package. Its first import checks
+ * the Node.js version against package.json's `engines`, so an old Node prints
+ * what it needs instead of failing inside a dependency.
  */
+import './require-node.js';
 import pkg from '../package.json' with { type: 'json' };
 
 if (process.argv[2] === '--version' || process.argv[2] === '-v') {
   console.log(pkg.version);
   process.exit(0);
-}
-const tooOld = nodeTooOld(pkg.engines.node, process.versions.node);
-if (tooOld !== undefined) {
-  console.error(`warmpath ${pkg.version} needs Node.js ${tooOld} (this is ${process.version}); install a current Node.js LTS or use the container image.`);
-  process.exit(1);
-}
-
-/** The required range when `version` is below engines' `>=X.Y.Z`, else undefined. */
-function nodeTooOld(range: string, version: string): string | undefined {
-  const need = /^>=(\d+)\.(\d+)\.(\d+)$/.exec(range)?.slice(1).map(Number);
-  if (need === undefined) throw new Error(`package.json engines.node must be ">=X.Y.Z" (is "${range}")`);
-  const have = version.split('.').map(Number);
-  for (let i = 0; i < 3; i++) {
-    if ((have[i] ?? 0) !== need[i]) return (have[i] ?? 0) < need[i]! ? range : undefined;
-  }
-  return undefined;
 }
 
 const commands: Record<string, { summary: string; load: () => Promise<{ run(argv: string[]): Promise<void> }> }> = {
@@ -41,9 +26,26 @@ const commands: Record<string, { summary: string; load: () => Promise<{ run(argv
   goals: { summary: "check the benchmark's goals on every scenario (discrete-event mode)", load: () => import('@warmpath/bench/goals') },
 };
 
+/** Lines of `warmpath --help` after the command list. */
+const EXAMPLES = [
+  '# a local fleet: 4 simulated GPUs with agents, 2 routers (Ctrl-C stops it)',
+  'warmpath demo',
+  '# beside each engine: an agent; then any number of routers',
+  'warmpath agent --engine vllm --engine-url http://127.0.0.1:8000 --host 0.0.0.0 --fleet prod --swarm-key swarm.key',
+  'warmpath router --host 0.0.0.0 --fleet prod --swarm-key swarm.key --bootstrap /ip4/10.0.0.17/tcp/4001/p2p/12D3KooW…',
+  '# compare routing policies on a workload, in virtual time',
+  'warmpath bench --scenario chat --mode des',
+];
+
 function usage(): string {
   const rows = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(8)} ${c.summary}`);
-  return `usage: warmpath <command> [options]\n\ncommands:\n${rows.join('\n')}\n\nRun "warmpath <command> --help" for a command's options, "warmpath --version" for the version.`;
+  return [
+    'usage: warmpath <command> [options]',
+    'Warmpath places each LLM request where its prompt prefix and LoRA adapter are already warm: an agent beside each inference engine, stateless routers in front, joined by gossip.',
+    `commands:\n${rows.join('\n')}`,
+    `examples:\n${EXAMPLES.map((l) => `  ${l}`).join('\n')}`,
+    'Every option is also a WARMPATH_* environment variable and a key of a --config YAML/JSON file. "warmpath <command> --help" lists a command\'s options with examples; "warmpath --version" prints the version.',
+  ].join('\n\n');
 }
 
 const [name, ...rest] = process.argv.slice(2);

@@ -7,6 +7,9 @@
  * Grafana dashboard query must exist: in the live expositions (a router, an
  * agent and the simulator, which speaks vLLM's metrics), or for error codes
  * and refusal reasons that appear only once they happen, in their registries.
+ * The same live processes show the logs: JSON lines on stderr, one
+ * access-log line per request at the router and at the agent under the same
+ * request id.
  *
  * promtool comes from Debian's `prometheus` package (.ci/run installs it).
  */
@@ -15,6 +18,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { REJECT_REASONS } from '@warmpath/agent';
+import { ROUTE_LABELS } from '@warmpath/router';
 import { DROP_REASONS, ERRORS } from '@warmpath/shared/wire';
 import { waitFor } from '@warmpath/testkit';
 import { parse as parseYaml } from 'yaml';
@@ -36,11 +40,16 @@ function promtool(args: string[], input?: string): { status: number | null; outp
 }
 
 const children: ChildProcess[] = [];
+/** Each command's stderr so far (its JSON log lines). */
+const stderr: Record<string, string> = {};
 function start(args: string[]): Promise<string> {
   const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   children.push(child);
   let err = '';
-  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => {
+    err += d.toString();
+    stderr[args[0]!] = err;
+  });
   return new Promise((resolve, reject) => {
     createInterface({ input: child.stdout! }).once('line', resolve);
     child.once('exit', (code) => reject(new Error(`warmpath ${args[0]} exited ${code}: ${err}`)));
@@ -49,6 +58,7 @@ function start(args: string[]): Promise<string> {
 const field = (line: string, key: string): string => new RegExp(`${key}=(\\S+)`).exec(line)?.[1] ?? '';
 
 const live = { router: '', agent: '', engine: '' };
+const REQUEST_ID = `obs-request-${process.pid}`;
 beforeAll(async () => {
   const fleet = `obs-${process.pid}`;
   const simUrl = /(http:\/\/\S+)/.exec(await start(['sim', '--port', '0', '--profile', 'tiny']))![1]!;
@@ -59,10 +69,11 @@ beforeAll(async () => {
   const models = (await (await fetch(`${routerUrl}/v1/models`)).json()) as { data: Array<{ id: string }> };
   const res = await fetch(`${routerUrl}/v1/chat/completions`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', 'x-request-id': REQUEST_ID },
     body: JSON.stringify({ model: models.data[0]!.id, messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 }),
   });
   expect(res.status).toBe(200);
+  expect(res.headers.get('x-request-id')).toBe(REQUEST_ID);
   await res.arrayBuffer();
   live.router = await (await fetch(`${routerUrl}/metrics`)).text();
   live.agent = await (await fetch(`${field(agent, 'admin')}/metrics`)).text();
@@ -129,6 +140,35 @@ describe('deploy/observability with promtool', () => {
   });
 });
 
+describe('the live metrics and logs', () => {
+  it('count requests by route and status, TTFT, duration and attempts, with the process metrics', () => {
+    const router = families(live.router);
+    for (const name of ['warmpath_router_requests_total', 'warmpath_router_ttft_seconds', 'warmpath_router_request_duration_seconds', 'warmpath_router_upstream_attempts_total', 'process_cpu_seconds_total', 'nodejs_eventloop_lag_seconds']) {
+      expect(router.has(name), name).toBe(true);
+    }
+    expect(router.get('warmpath_router_requests_total')!.get('status')).toContain('200');
+    expect(families(live.agent).has('process_resident_memory_bytes')).toBe(true);
+  });
+
+  it('name every counter `_total` and nothing else so', () => {
+    for (const text of [live.router, live.agent]) {
+      for (const [, name, type] of text.matchAll(/^# TYPE (\S+) (\w+)$/gm)) expect(`${name} ${type}`).toBe(`${name} ${name!.endsWith('_total') ? 'counter' : type === 'counter' ? '(a counter named _total)' : type}`);
+    }
+  });
+
+  it('log JSON lines on stderr: one access-log line at the router and one at the agent, under the same request id', async () => {
+    const access = (who: string) =>
+      (stderr[who] ?? '')
+        .split('\n')
+        .filter((l) => l !== '')
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .filter((l) => l.msg === 'request' && l.requestId === REQUEST_ID);
+    await waitFor(() => access('router').length === 1 && access('agent').length === 1, { timeoutMs: 5_000, message: 'both access-log lines' });
+    expect(access('router')[0]).toMatchObject({ level: 'info', name: 'router', status: 200, replica: 'obs-0', attempts: 1 });
+    expect(access('agent')[0]).toMatchObject({ level: 'info', name: 'agent', replica: 'obs-0', status: 200, attempt: 1, completionTokens: 2 });
+  });
+});
+
 describe('deploy/observability queries what the components expose', () => {
   it('every metric the alerts and the dashboard query exists', () => {
     const exposed = new Set([live.router, live.agent, live.engine].flatMap((t) => [...families(t).keys()]));
@@ -144,7 +184,8 @@ describe('deploy/observability queries what the components expose', () => {
       'warmpath_router_errors_total/code': Object.keys(ERRORS),
       'warmpath_agent_rejected_total/reason': REJECT_REASONS,
       // The decoder's reasons, plus the two the router's fleet view adds.
-      'warmpath_router_gossip_drops/reason': [...DROP_REASONS, 'fleet', 'superseded'],
+      'warmpath_router_gossip_drops_total/reason': [...DROP_REASONS, 'fleet', 'superseded'],
+      'warmpath_router_requests_total/route': [...ROUTE_LABELS, 'other'],
     };
     const unknown: string[] = [];
     for (const expr of expressions()) {

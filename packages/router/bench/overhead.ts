@@ -5,7 +5,9 @@
  * The upstream is an instant OpenAI-shaped responder (so the figures are the
  * router's own cost, not an engine's); the router runs as a separate
  * `warmpath router` process fed by real gossip, and its CPU time is read from
- * /proc to give requests/s per core.
+ * /proc to give requests/s per core. Its logs (one access-log line per
+ * request at the default level) go to /dev/null, their cost included;
+ * WARMPATH_LOG_LEVEL=warn measures without them.
  *
  *   node packages/router/bench/overhead.ts [seconds=5] [concurrency=16]
  */
@@ -48,7 +50,7 @@ const publish = (): void => {
 };
 const timer = setInterval(publish, 250);
 
-const child = spawn(process.execPath, [CLI, 'router', '--port', '0', '--fleet', 'overhead', '--bootstrap', gossip.multiaddrs()[0]!], { stdio: ['ignore', 'pipe', 'inherit'] });
+const child = spawn(process.execPath, [CLI, 'router', '--port', '0', '--fleet', 'overhead', '--bootstrap', gossip.multiaddrs()[0]!], { stdio: ['ignore', 'pipe', 'ignore'] });
 const line = await new Promise<string>((resolve, reject) => {
   createInterface({ input: child.stdout! }).once('line', resolve);
   child.once('exit', (code) => reject(new Error(`router exited ${code}`)));

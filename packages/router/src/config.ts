@@ -4,7 +4,7 @@
  * validated once and frozen. Field `fooBarMs` is `--foo-bar-ms`.
  */
 import { FLEET_DEFAULTS, DEFAULT_LOAD_FACTOR } from '@warmpath/shared/wire';
-import { DEFAULT_MAX_BODY_BYTES, loadConfig, type ConfigOf, type Schema } from '@warmpath/shared/runtime';
+import { DEFAULT_MAX_BODY_BYTES, LOG_LEVELS, loadConfig, type ConfigOf, type Schema } from '@warmpath/shared/runtime';
 import { POLICY_NAMES } from './placement/registry.ts';
 import { SWITCHABLE_STEP_NAMES } from './placement/warmpath/steps.ts';
 
@@ -48,6 +48,9 @@ export const ROUTER_SCHEMA = {
   queueTimeoutMs: { type: 'number', default: 2_000, min: 0, doc: 'a saturated request waits this long for room before 429, ms' },
   queueMax: { type: 'number', default: 1_024, min: 0, integer: true, doc: 'requests waiting at most in the router queue' },
   retryAfterS: { type: 'number', default: 1, min: 0, integer: true, doc: 'Retry-After on 429/503, seconds' },
+  // Logs.
+  logLevel: { type: 'string', default: 'info', choices: LOG_LEVELS, doc: 'least severe level logged (JSON lines on stderr); info includes one access-log line per request' },
+  logPrompts: { type: 'boolean', default: false, doc: "put each request's prompt (messages, prompt or input) in its access-log line; off: prompts never reach the logs" },
 } as const satisfies Schema;
 
 export type RouterConfig = ConfigOf<typeof ROUTER_SCHEMA>;

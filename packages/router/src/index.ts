@@ -12,3 +12,4 @@ export { createPolicy, registerPolicy, policyOptions, POLICIES, type PolicyName 
 export type { Candidate, CandidateTable, Warmth } from './placement/candidates.ts';
 export { BRANCHES, type Branch, type KnownBranch, type Outcome, type Placement, type PlacementRequest, type Policy, type PolicyFactory, type PolicyOptions } from './placement/types.ts';
 export { SWITCHABLE_STEPS, SWITCHABLE_STEP_NAMES, type SwitchableStep } from './placement/warmpath/steps.ts';
+export { ROUTE_LABELS } from './http/observe.ts';

@@ -9,13 +9,14 @@ import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ROUTER_SCHEMA, type RouterConfig } from './config.ts';
-import { ConfigError, isLoadedConfig, loadConfig, realClock, SERVER_TIMEOUTS } from '@warmpath/shared/runtime';
+import { ConfigError, createLogger, isLoadedConfig, loadConfig, realClock, SERVER_TIMEOUTS, type Logger } from '@warmpath/shared/runtime';
 import { createGossipNode, type GossipNode } from '@warmpath/shared/gossip';
 import { RouterCore } from './core/router-core.ts';
 import type { CoreMetrics, Send } from './core/types.ts';
 import { snapshotFetcher } from './fleet/snapshot.ts';
 import type { FleetView, Replica, ViewEvent } from './fleet/view.ts';
 import { createSend, type Exchange } from './http/forward.ts';
+import { observeAttempts } from './http/observe.ts';
 import { createAnswer, createProxy } from './http/proxy.ts';
 import { createHandler } from './http/server.ts';
 import { Upstreams } from './http/upstream.ts';
@@ -32,7 +33,7 @@ export type RouterOptions = Partial<{ -readonly [K in keyof RouterConfig]: Route
   policyInstance?: Policy;
   /** Snapshot fetcher override (tests). */
   fetchSnapshot?: (r: Replica) => Promise<Uint8Array>;
-  /** Operator log lines (chunk mismatch, snapshot failures); default console.error. */
+  /** Where log lines go, one JSON line per call (at config.logLevel); default stderr. */
   log?: (line: string) => void;
   /** A config already validated by loadConfig (the CLI's): used as is, without the keys above it. */
   config?: RouterConfig;
@@ -53,6 +54,7 @@ export interface Router {
   readonly metrics: RouterMetrics;
   /** Recent placements and hottest prefixes, as the status page shows them. */
   readonly recorder: StatusRecorder;
+  readonly logger: Logger;
   /** Apply one gossip payload directly (tests, in-process benches). */
   ingest(bytes: Uint8Array): void;
   close(): Promise<void>;
@@ -63,6 +65,7 @@ export async function startRouter(options: RouterOptions = {}): Promise<Router> 
   if (validated !== undefined && !isLoadedConfig(validated)) throw new ConfigError('startRouter: `config` must come from routerConfig()/loadConfig(); pass plain keys to have them validated');
   const config = validated ?? loadConfig(ROUTER_SCHEMA, { overrides: overrides as Record<string, unknown> });
   const id = config.id !== '' ? config.id : `router-${randomBytes(4).toString('hex')}`;
+  const logger = createLogger({ level: config.logLevel, name: 'router', bindings: { router: id }, ...(logOpt !== undefined ? { write: logOpt } : {}) });
   const apiKeys = config.apiKeys !== '' ? readKeys(config.apiKeys) : undefined;
   const fetcher = snapshotFetcher(config.snapshotTimeoutMs);
   const upstreams = new Upstreams({
@@ -79,12 +82,12 @@ export async function startRouter(options: RouterOptions = {}): Promise<Router> 
     config,
     id,
     clock: realClock(),
-    send: recording(recorder, createSend(id, upstreams)),
+    send: observeAttempts(recording(recorder, createSend(id, upstreams)), () => metrics!),
     answer: (ex, e) => answer(ex, e),
     fetchSnapshot: fetchSnapshot ?? fetcher.fetch,
     ...(policyInstance !== undefined ? { policy: policyInstance } : {}),
     metrics: coreMetrics(() => metrics!, () => core.policy.name, recorder),
-    onViewEvent: viewLogger(id, logOpt ?? ((line: string) => console.error(line))),
+    onViewEvent: viewLogger(logger),
     onSweep: () => upstreams.retain(originsOf(core.view)),
   });
   metrics = createMetrics(core.view, { queueLength: () => core.waiting, overlaySize: () => core.local.overlaySize });
@@ -95,11 +98,11 @@ export async function startRouter(options: RouterOptions = {}): Promise<Router> 
       statusJson({ id, policy: core.policy.name, chunkChars: config.chunkChars, charsPerToken: config.charsPerToken, view: core.view, local: core.local, recorder, waiting: () => core.waiting, gossip: gossip?.node, startedAt }),
     page: statusPage,
   };
-  const server: Server = createServer(SERVER_TIMEOUTS, createHandler({ id, view: core.view, metrics, proxy: createProxy(core, metrics), apiKeys, ready: readiness(core.view), status }));
+  const server: Server = createServer(SERVER_TIMEOUTS, createHandler({ id, view: core.view, metrics, proxy: createProxy(core, metrics), apiKeys, ready: readiness(core.view), status, observe: { logger, metrics, logPrompts: config.logPrompts } }));
   server.on('clientError', (_err, socket) => socket.destroy());
 
   try {
-    gossip = await joinGossip(config, gossipOpt, (bytes) => core.receiveBytes(bytes));
+    gossip = await joinGossip(config, gossipOpt, (bytes) => core.receiveBytes(bytes), logger);
     await listen(server, config.port, config.host);
   } catch (err) {
     core.stop();
@@ -124,6 +127,7 @@ export async function startRouter(options: RouterOptions = {}): Promise<Router> 
     policy: core.policy,
     metrics,
     recorder,
+    logger,
     ingest: (bytes) => core.receiveBytes(bytes),
     close: () =>
       (closing ??= (async () => {
@@ -164,14 +168,14 @@ function coreMetrics(metrics: () => RouterMetrics, policy: () => string, recorde
 }
 
 /** Operator log lines for fleet-view events: a chunk-size mismatch once per replica, every failed snapshot pull. */
-function viewLogger(id: string, log: (line: string) => void): (e: ViewEvent) => void {
+function viewLogger(logger: Logger): (e: ViewEvent) => void {
   const mismatchLogged = new Set<string>();
   return (e) => {
     if (e.type === 'chunk_mismatch' && !mismatchLogged.has(e.replica)) {
       mismatchLogged.add(e.replica);
-      log(`warmpath router ${id}: replica ${e.replica} publishes chunkChars=${e.theirs} but this router uses ${e.ours}; excluding it from routing (set the same --chunk-chars fleet-wide)`);
+      logger.warn({ replica: e.replica, theirs: e.theirs, ours: e.ours }, `replica ${e.replica} publishes chunkChars=${e.theirs} but this router uses ${e.ours}; excluding it from routing (set the same --chunk-chars fleet-wide)`);
     } else if (e.type === 'snapshot_failed') {
-      log(`warmpath router ${id}: digest snapshot from ${e.replica} failed: ${e.error}`);
+      logger.warn({ replica: e.replica, error: e.error }, `digest snapshot from ${e.replica} failed`);
     }
   };
 }
@@ -197,7 +201,7 @@ function originsOf(view: FleetView): Set<string> {
 }
 
 /** Subscribe to the fleet's gossip: our own node (started, stopped on leave), a given one (left running), or none. */
-async function joinGossip(config: RouterConfig, opt: false | GossipNode | undefined, onMessage: (bytes: Uint8Array) => void): Promise<{ node: GossipNode | undefined; leave(): Promise<void> }> {
+async function joinGossip(config: RouterConfig, opt: false | GossipNode | undefined, onMessage: (bytes: Uint8Array) => void, logger: Logger): Promise<{ node: GossipNode | undefined; leave(): Promise<void> }> {
   if (opt === false) return { node: undefined, leave: async () => {} };
   const own = opt === undefined;
   const node =
@@ -207,6 +211,7 @@ async function joinGossip(config: RouterConfig, opt: false | GossipNode | undefi
       listen: [...config.gossipListen],
       bootstrap: [...config.bootstrap],
       ...(config.swarmKey !== '' ? { swarmKey: readFileSync(config.swarmKey, 'utf8') } : {}),
+      onWarning: (w) => logger.warn({ code: w.code }, w.message),
     }));
   const unsubscribe = node.onMessage(onMessage);
   const leave = async (): Promise<void> => {

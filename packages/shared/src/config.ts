@@ -172,19 +172,66 @@ export function loadConfig<S extends Schema>(schema: S, sources: ConfigSources =
   return config;
 }
 
-/** `--help` text generated from the schema: flag, default, doc. */
-export function helpText(command: string, schema: Schema): string {
+/** What a command's `--help` says besides its options. */
+export interface CommandHelp {
+  /** What the command does: a paragraph. */
+  description?: string;
+  /** Example command lines; a line starting with `#` comments the next one. */
+  examples?: readonly string[];
+  /** Text after the options and before the examples (the simulator's faults). */
+  more?: string;
+}
+
+/** A field's default as written on a command line: lists comma-separated, "" for empty. */
+export function defaultText(spec: FieldSpec): string {
+  const def = spec.type === 'list' ? spec.default.join(',') : String(spec.default);
+  return def === '' ? '""' : def;
+}
+
+const choicesOf = (spec: FieldSpec): readonly string[] | undefined => (spec.type === 'string' || spec.type === 'list' ? spec.choices : undefined);
+/** Choices short enough to stand as a flag's value placeholder. */
+const SHORT_CHOICES_CHARS = 40;
+
+/** The value placeholder of a field's flag: its choices when short, else its type. */
+function placeholder(spec: FieldSpec): string {
+  const choices = choicesOf(spec);
+  if (choices !== undefined && choices.join('|').length <= SHORT_CHOICES_CHARS) return choices.join('|') + (spec.type === 'list' ? ',…' : '');
+  return spec.type === 'number' ? 'N' : spec.type === 'string' ? 'TEXT' : 'A,B,…';
+}
+
+/** Words of `text` in lines of at most `width` characters, each after `indent`. */
+function wrap(text: string, width: number, indent: string): string {
+  const lines: string[] = [];
+  let line = '';
+  for (const word of text.split(/\s+/)) {
+    if (line !== '' && line.length + 1 + word.length > width) lines.push(line), (line = '');
+    line = line === '' ? word : `${line} ${word}`;
+  }
+  if (line !== '') lines.push(line);
+  return lines.map((l) => indent + l).join('\n');
+}
+
+/** `--help` text generated from the schema: each flag with its value, doc, default, choices and environment name; then the examples. */
+export function helpText(command: string, schema: Schema, help: CommandHelp = {}): string {
+  const indent = ' '.repeat(6);
   const rows = Object.entries(schema).map(([key, spec]) => {
-    const def = spec.type === 'list' ? spec.default.join(',') : String(spec.default);
-    return `  --${flagName(key).padEnd(26)} ${spec.doc} (default: ${def === '' ? '""' : def}; env ${envName(key)})`;
+    const long = choicesOf(spec);
+    const choices = long !== undefined && long.join('|').length > SHORT_CHOICES_CHARS ? ` One of: ${long.join(', ')}.` : '';
+    const flag = spec.type === 'boolean' ? `--${flagName(key)} | --no-${flagName(key)}` : `--${flagName(key)} ${placeholder(spec)}`;
+    return `  ${flag}\n${wrap(`${spec.doc.charAt(0).toUpperCase()}${spec.doc.slice(1)}.${choices} Default ${defaultText(spec)}; env ${envName(key)}.`, 74, indent)}`;
   });
-  return `usage: warmpath ${command} [options]\n\n${rows.join('\n')}\n  --config FILE               YAML or JSON file with any of the keys above`;
+  const parts = [`usage: warmpath ${command} [options]`];
+  if (help.description !== undefined) parts.push(wrap(help.description, 78, ''));
+  parts.push(`options (flags win over WARMPATH_* environment variables, which win over the --config file):\n${rows.join('\n')}\n  --config FILE\n${indent}YAML or JSON file with any of the keys above, as camelCase (e.g. ${Object.keys(schema)[0] ?? 'port'}: …).\n  --help\n${indent}This text.`);
+  if (help.more !== undefined) parts.push(help.more);
+  if (help.examples !== undefined && help.examples.length > 0) parts.push(`examples:\n${help.examples.map((l) => `  ${l}`).join('\n')}`);
+  return parts.join('\n\n');
 }
 
 /** A subcommand's config from process argv/env; prints help and exits on --help. */
-export function configFromProcess<S extends Schema>(command: string, schema: S, argv: readonly string[]): ConfigOf<S> {
+export function configFromProcess<S extends Schema>(command: string, schema: S, argv: readonly string[], help: CommandHelp = {}): ConfigOf<S> {
   if (argv.includes('--help') || argv.includes('-h')) {
-    console.log(helpText(command, schema));
+    console.log(helpText(command, schema, help));
     process.exit(0);
   }
   return loadConfig(schema, { argv, env: process.env });

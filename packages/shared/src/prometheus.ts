@@ -185,3 +185,12 @@ export function mean(m: Metrics, names: readonly string[]): number | undefined {
   }
   return k > 0 ? total / k : undefined;
 }
+
+/**
+ * prom-client's default process metrics that Prometheus' own lint (`promtool
+ * check metrics`) refuses: gauges named `_total`. The router and the agent
+ * drop them after collectDefaultMetrics; the same counts are exposed by type
+ * in `nodejs_active_handles`, `nodejs_active_requests` and
+ * `nodejs_active_resources`.
+ */
+export const LINT_FAILING_DEFAULT_METRICS = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'] as const;

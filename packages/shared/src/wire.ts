@@ -9,3 +9,4 @@ export * from './prefix.ts';
 export * from './request.ts';
 export * from './ring.ts';
 export * from './protocol.ts';
+export * from './tracing.ts';

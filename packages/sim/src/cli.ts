@@ -1,9 +1,9 @@
 /**
  * `warmpath sim`: one simulated vLLM replica on a port. The first stdout line
  * is `warmpath sim listening on http://HOST:PORT model=... profile=...`; other
- * packages' tests parse the URL from it.
+ * packages' tests parse the URL from it. Logs are JSON lines on stderr.
  */
-import { configFromProcess, helpText } from '@warmpath/shared/runtime';
+import { configFromProcess, createLogger, helpText, type CommandHelp } from '@warmpath/shared/runtime';
 import type { PROFILE_NAMES } from './model/profiles.ts';
 import { simSchema } from './server/config.ts';
 import { FAULT_HELP } from './server/faults.ts';
@@ -11,12 +11,26 @@ import { startSimServer } from './server/server.ts';
 
 export { simSchema };
 
+export const SIM_HELP: CommandHelp = {
+  description:
+    "One simulated inference engine that speaks vLLM's HTTP API and /metrics: a calibrated GPU model with paged KV and a prefix cache, continuous batching, chunked prefill, preemption and LoRA slots. Answers with placeholder text. Prints one line on stdout (its URL); logs JSON lines on stderr.",
+  more: FAULT_HELP,
+  examples: [
+    'warmpath sim --port 8000 --profile h100-llama3-8b',
+    '# LoRA: two adapters registered, two GPU slots',
+    'warmpath sim --adapters sql-lora,chat-lora --max-loras 2',
+    '# ten times faster than real time; dies after 30 simulated seconds',
+    'warmpath sim --speed 10 --fault crash-after=30s',
+  ],
+};
+
 export async function run(argv: string[]): Promise<void> {
   if (argv.includes('--help') || argv.includes('-h')) {
-    console.log(`${helpText('sim', simSchema)}\n\n${FAULT_HELP}`);
+    console.log(helpText('sim', simSchema, SIM_HELP));
     return;
   }
-  const c = configFromProcess('sim', simSchema, argv);
+  const c = configFromProcess('sim', simSchema, argv, SIM_HELP);
+  const log = createLogger({ level: c.logLevel, name: 'sim' });
   const server = await startSimServer({
     port: c.port,
     host: c.host,
@@ -35,13 +49,15 @@ export async function run(argv: string[]): Promise<void> {
     allowRuntimeLora: c.allowRuntimeLora,
     seed: c.seed,
     onCrash: () => {
-      process.stderr.write('warmpath sim: injected crash\n');
+      log.fatal('injected crash');
       process.exit(1);
     },
   });
   process.stdout.write(`warmpath sim listening on ${server.url} model=${server.modelName} profile=${c.profile} speed=${c.speed}\n`);
+  log.info({ url: server.url, model: server.modelName, profile: c.profile, speed: c.speed }, 'listening');
   await new Promise<void>((resolve) => {
-    const stop = (): void => {
+    const stop = (signal: NodeJS.Signals): void => {
+      log.info({ signal }, 'stopping');
       process.off('SIGTERM', stop);
       process.off('SIGINT', stop);
       void server.close().then(resolve);

@@ -15,6 +15,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HEADERS, sendError, sseErrorEvent } from '@warmpath/shared/wire';
 import { drained, forwardHeaders } from '@warmpath/shared/runtime';
 import type { Dispatch, Send, SendResult } from '../core/types.ts';
+import { noteFirstByte, upstreamHeaders } from './observe.ts';
 import { classify, type Upstreams } from './upstream.ts';
 
 /** One client exchange: what the transport needs on every attempt. */
@@ -53,6 +54,7 @@ async function forward(id: string, upstreams: Upstreams, d: Dispatch<Exchange>):
     accept: typeof req.headers.accept === 'string' ? req.headers.accept : d.info.stream ? 'text/event-stream' : 'application/json',
     [HEADERS.router]: id,
     [HEADERS.attempt]: String(d.attempt + 1),
+    ...upstreamHeaders(res),
   };
   if (d.info.routingKey !== undefined) headers[HEADERS.key] = d.info.routingKey;
   let up;
@@ -80,6 +82,7 @@ async function forward(id: string, upstreams: Upstreams, d: Dispatch<Exchange>):
   if (sse) res.flushHeaders();
   try {
     for await (const chunk of up.body) {
+      noteFirstByte(res);
       if (!res.write(chunk)) await drained(res);
       if (res.destroyed) break;
     }

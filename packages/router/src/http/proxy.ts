@@ -6,7 +6,8 @@
  * `send` (forward.ts). A client that leaves cancels the request: it leaves
  * the queue, and an attempt in flight is aborted.
  * Observability: metrics counters and diagnostics_channel
- * `warmpath:router:placement` (in the core); no logging on this path.
+ * `warmpath:router:placement` (in the core); the access log and request
+ * metrics are observe.ts's, fed by one note per step.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HEADERS, parseJsonBody, sendError, WarmpathError, type ErrorCode, type RequestInfo, type RequestKind } from '@warmpath/shared/wire';
@@ -15,6 +16,7 @@ import type { RouterCore } from '../core/router-core.ts';
 import type { RouteError } from '../core/types.ts';
 import type { RouterMetrics } from '../metrics.ts';
 import type { Exchange } from './forward.ts';
+import { noteError, noteRequest } from './observe.ts';
 
 export type ProxyHandler = (req: IncomingMessage, res: ServerResponse, kind: RequestKind, path: string) => Promise<void>;
 
@@ -22,6 +24,7 @@ export type ProxyHandler = (req: IncomingMessage, res: ServerResponse, kind: Req
 export function createAnswer(id: string, retryAfterS: number, metrics: RouterMetrics): (ex: Exchange, e: RouteError) => void {
   return (ex, e) => {
     metrics.responses.inc({ code: e.code });
+    noteError(ex.res, e.code);
     const headers: Record<string, string> = { [HEADERS.router]: id };
     if (e.retryAfter) headers['retry-after'] = String(retryAfterS);
     sendError(ex.res, e.code, e.message, { headers });
@@ -31,6 +34,7 @@ export function createAnswer(id: string, retryAfterS: number, metrics: RouterMet
 export function createProxy(core: RouterCore<Exchange>, metrics: RouterMetrics): ProxyHandler {
   const fail = (res: ServerResponse, code: ErrorCode, message: string | undefined, param: string | null): void => {
     metrics.responses.inc({ code });
+    noteError(res, code);
     sendError(res, code, message, { param, headers: { [HEADERS.router]: core.id } });
   };
 
@@ -46,6 +50,7 @@ export function createProxy(core: RouterCore<Exchange>, metrics: RouterMetrics):
         return typeof v === 'string' ? v : undefined;
       };
       info = core.describe(body, kind, { key: header(HEADERS.key), session: header(HEADERS.session) });
+      noteRequest(res, info, body);
     } catch (err) {
       if (err instanceof WarmpathError) fail(res, err.code, err.message, err.param);
       else if (!res.headersSent) res.destroy();

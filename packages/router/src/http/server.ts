@@ -8,6 +8,7 @@ import { HEADERS, ROUTES, sendError } from '@warmpath/shared/wire';
 import { sendJson } from '@warmpath/shared/runtime';
 import type { FleetView } from '../fleet/view.ts';
 import type { RouterMetrics } from '../metrics.ts';
+import { observe, type ObserveDeps } from './observe.ts';
 import type { ProxyHandler } from './proxy.ts';
 
 export interface ServerContext {
@@ -20,6 +21,8 @@ export interface ServerContext {
   ready: () => boolean;
   /** The live status document (/warmpath/v1/status.json) and its page (/warmpath/v1/status). */
   status?: { json: () => Record<string, unknown>; page: () => string };
+  /** Request ids, access log, request metrics (observe.ts). */
+  observe: ObserveDeps;
 }
 
 /** The status page loads nothing but its own JSON. */
@@ -31,6 +34,7 @@ const STATUS_PAGE_HEADERS = {
 
 export function createHandler(ctx: ServerContext): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
+    observe(req, res, ctx.observe);
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);

@@ -3,7 +3,7 @@
  * CLI fills it from file, environment and flags (`warmpath sim --help`);
  * startSimServer takes the same defaults for options a caller leaves out.
  */
-import { DEFAULT_MAX_BODY_BYTES } from '@warmpath/shared/runtime';
+import { DEFAULT_MAX_BODY_BYTES, LOG_LEVELS } from '@warmpath/shared/runtime';
 import type { Schema } from '@warmpath/shared/runtime';
 import { PROFILE_NAMES } from '../model/profiles.ts';
 
@@ -26,4 +26,5 @@ export const simSchema = {
   enablePrefixCaching: { type: 'boolean', default: true, doc: 'prefix caching (--no-enable-prefix-caching to turn off)' },
   allowRuntimeLora: { type: 'boolean', default: true, doc: 'serve /v1/load_lora_adapter and /v1/unload_lora_adapter' },
   seed: { type: 'number', default: 1, integer: true, doc: 'seed of the error-rate fault' },
+  logLevel: { type: 'string', default: 'info', choices: LOG_LEVELS, doc: 'least severe level logged (JSON lines on stderr)' },
 } as const satisfies Schema;
