@@ -13,7 +13,7 @@ import { hostname } from 'node:os';
 import { Pool } from 'undici';
 import { createGossipNode } from '@warmpath/shared/gossip';
 import type { GossipNode } from '@warmpath/shared/gossip';
-import { isLoadedConfig, SERVER_TIMEOUTS, UPSTREAM_KEEP_ALIVE_MS } from '@warmpath/shared/runtime';
+import { answerClientError, isLoadedConfig, SERVER_TIMEOUTS, UPSTREAM_KEEP_ALIVE_MS } from '@warmpath/shared/runtime';
 import { sendError, type EngineKind } from '@warmpath/shared/wire';
 import { createAdminHandler } from './admin.ts';
 import { agentConfig } from './config.ts';
@@ -81,7 +81,7 @@ export async function startAgent(overrides: Record<string, unknown> | AgentConfi
     req.resume();
     sendError(res, 'engine_unavailable', undefined, { headers: { 'retry-after': 1 } });
   };
-  const proxyServer = createServer(SERVER_TIMEOUTS, (req, res) => proxy(req, res));
+  const proxyServer = createServer(SERVER_TIMEOUTS, (req, res) => proxy(req, res)).on('clientError', answerClientError);
   const proxyAddr = await listen(proxyServer, config.port, config.host);
   const advertise = urlHost(config.advertiseHost !== '' ? config.advertiseHost : config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host);
   const gossip = config.gossip ? await joinGossip(config) : undefined;
@@ -115,6 +115,7 @@ export async function startAgent(overrides: Record<string, unknown> | AgentConfi
       }),
     }),
   );
+  adminServer.on('clientError', answerClientError);
   const adminAddr = await listen(adminServer, config.adminPort, config.host);
   const adminUrl = `http://${advertise}:${adminAddr.port}`;
   agentCore.setAdminUrl(adminUrl);

@@ -92,7 +92,7 @@ async function handle(deps: ProxyDeps, req: IncomingMessage, res: ServerResponse
   } catch (err) {
     core.metrics.rejected.inc({ reason: 'invalid' });
     if (err instanceof WarmpathError) return sendError(res, err.code, err.message, { param: err.param });
-    res.destroy();
+    if (!req.readableAborted) sendError(res, 'internal_error');
     return;
   }
   const admitted = core.admit(info);
@@ -110,6 +110,8 @@ async function handle(deps: ProxyDeps, req: IncomingMessage, res: ServerResponse
 function refuse(res: ServerResponse, reason: Refusal): void {
   if (reason === 'draining') return sendError(res, 'draining', undefined, { headers: { 'retry-after': 1, [HEADERS.rejectReason]: reason } });
   if (reason === 'engine_down') return sendError(res, 'engine_unavailable', undefined, { headers: { 'retry-after': 1, [HEADERS.rejectReason]: reason } });
+  // Larger than this replica's whole KV cache: it can never run here, so not retryable (a router still tries a larger replica).
+  if (reason === 'too_large') return sendError(res, 'context_length_exceeded', "The prompt plus max_tokens is larger than this replica's KV cache.", { headers: { [HEADERS.rejectReason]: reason } });
   sendError(res, 'admission_rejected', `This replica cannot take the request now (${reason}); try another replica.`, { headers: { [HEADERS.rejectReason]: reason } });
 }
 

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ROUTER_SCHEMA, type RouterConfig } from './config.ts';
-import { ConfigError, isLoadedConfig, loadConfig, realClock, SERVER_TIMEOUTS } from '@warmpath/shared/runtime';
+import { answerClientError, ConfigError, isLoadedConfig, loadConfig, realClock, SERVER_TIMEOUTS } from '@warmpath/shared/runtime';
 import { createGossipNode, type GossipNode } from '@warmpath/shared/gossip';
 import { RouterCore } from './core/router-core.ts';
 import type { CoreMetrics } from './core/types.ts';
@@ -84,7 +84,7 @@ export async function startRouter(options: RouterOptions = {}): Promise<Router> 
   metrics = createMetrics(core.view, { queueLength: () => core.waiting, overlaySize: () => core.local.overlaySize });
   const answer = createAnswer(id, config.retryAfterS, metrics);
   const server: Server = createServer(SERVER_TIMEOUTS, createHandler({ id, view: core.view, metrics, proxy: createProxy(core, metrics), apiKeys, ready: readiness(core.view) }));
-  server.on('clientError', (_err, socket) => socket.destroy());
+  server.on('clientError', answerClientError);
 
   let gossip: Awaited<ReturnType<typeof joinGossip>> | undefined;
   try {

@@ -7,5 +7,6 @@
 export * from './errors.ts';
 export * from './prefix.ts';
 export * from './request.ts';
+export * from './request-schema.ts';
 export * from './ring.ts';
 export * from './protocol.ts';

@@ -65,8 +65,9 @@ async function forward(id: string, upstreams: Upstreams, d: Dispatch<Exchange>):
     return { kind: kind === 'connect' ? 'connect' : 'reset' };
   }
   const status = up.statusCode;
-  if (status === 429 || status === 503) {
-    const reason = up.headers[HEADERS.rejectReason];
+  const reason = up.headers[HEADERS.rejectReason];
+  // The agent's refusals: 429/503 (admission), and 400 too_large (this replica is too small; a larger one may fit).
+  if (status === 429 || status === 503 || (status === 400 && reason === 'too_large')) {
     up.body.dump().catch(() => {});
     return { kind: 'rejected', status, ...(typeof reason === 'string' ? { reason } : {}) };
   }
