@@ -13,7 +13,7 @@ import { hostname } from 'node:os';
 import { Pool } from 'undici';
 import { createGossipNode } from '@warmpath/shared/gossip';
 import type { GossipNode } from '@warmpath/shared/gossip';
-import { answerClientError, isLoadedConfig, SERVER_TIMEOUTS, UPSTREAM_KEEP_ALIVE_MS } from '@warmpath/shared/runtime';
+import { answerClientError, isLoadedConfig, readSecret, SERVER_TIMEOUTS, UPSTREAM_KEEP_ALIVE_MS } from '@warmpath/shared/runtime';
 import { sendError, type EngineKind } from '@warmpath/shared/wire';
 import { createAdminHandler } from './admin.ts';
 import { agentConfig } from './config.ts';
@@ -72,9 +72,11 @@ export async function startAgent(overrides: Record<string, unknown> | AgentConfi
   const config = isLoadedConfig(overrides) ? (overrides as AgentConfig) : agentConfig(overrides);
   const engine = config.engine as EngineKind;
   const engineOrigin = new URL(config.engineUrl).origin;
+  const token = config.agentToken !== '' ? readSecret(config.agentToken, 'agentToken') : undefined;
+  const engineKey = config.engineApiKey !== '' ? readSecret(config.engineApiKey, 'engineApiKey') : undefined;
   const pool = new Pool(engineOrigin, { connections: config.upstreamConnections, keepAliveTimeout: UPSTREAM_KEEP_ALIVE_MS, pipelining: 1 });
   const control = new Pool(engineOrigin, { connections: 4, keepAliveTimeout: UPSTREAM_KEEP_ALIVE_MS, pipelining: 1 });
-  const adapter = createAdapter(engine, { dispatcher: control, baseUrl: engineOrigin });
+  const adapter = createAdapter(engine, { dispatcher: control, baseUrl: engineOrigin, ...(engineKey !== undefined ? { headers: { authorization: `Bearer ${engineKey}` } } : {}) });
   // The proxy port is bound before the core exists (its URL and the replica id are part of the
   // core's identity); until then the engine is not even scraped, so the answer is engine_unavailable.
   let proxy: (req: IncomingMessage, res: ServerResponse) => void = (req, res) => {
@@ -100,11 +102,12 @@ export async function startAgent(overrides: Record<string, unknown> | AgentConfi
     engine: adapterSource(adapter, config.scrapeTimeoutMs),
     ...(gossip !== undefined ? { send: (bytes: Uint8Array) => gossip.publish(bytes) } : {}),
   });
-  proxy = createProxyHandler({ core: agentCore, pool, engineOrigin });
+  proxy = createProxyHandler({ core: agentCore, pool, engineOrigin, token, engineKey });
   const adminServer = createServer(
     createAdminHandler({
       core: agentCore,
       boot,
+      token,
       extra: () => ({
         engineKind: engine,
         engineUrl: engineOrigin,

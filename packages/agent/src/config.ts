@@ -43,6 +43,9 @@ export const AGENT_SCHEMA = {
   headersTimeoutMs: { type: 'number', default: 300_000, min: 100, max: 3_600_000, doc: 'wait for the engine response headers at most this long, ms' },
   bodyTimeoutMs: { type: 'number', default: 300_000, min: 100, max: 3_600_000, doc: 'idle gap allowed between response body chunks, ms' },
   drainTimeoutMs: { type: 'number', default: 120_000, min: 0, max: 3_600_000, doc: 'drain waits this long for in-flight requests, ms, then closes anyway' },
+  // Security (docs/SECURITY.md).
+  agentToken: { type: 'string', default: '', doc: 'file holding the token routers must present (Authorization: Bearer) on the proxy port and the admin API (all but /healthz and /readyz); "" = no auth' },
+  engineApiKey: { type: 'string', default: '', doc: "file holding the engine's API key, sent as Authorization: Bearer to the engine (proxied requests, metrics and model scrapes); \"\" = the client's Authorization passes through (unless agentToken is set)" },
 } as const satisfies Schema;
 
 export type AgentConfig = ConfigOf<typeof AGENT_SCHEMA>;

@@ -19,7 +19,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
 import { describeRequest, HEADERS, parseJsonBody, ROUTES, sendError, sseErrorEvent, WarmpathError } from '@warmpath/shared/wire';
-import { drained, forwardHeaders, readBody } from '@warmpath/shared/runtime';
+import { bearerToken, drained, forwardHeaders, readBody, secretMatches } from '@warmpath/shared/runtime';
 import type { RequestInfo } from '@warmpath/shared/wire';
 import type { AgentCore, Refusal } from './core.ts';
 import type { Admitted } from './ledger.ts';
@@ -31,6 +31,9 @@ export interface ProxyDeps {
   core: AgentCore;
   pool: Dispatcher;
   engineOrigin: string;
+  /** The routers' shared token (required on every route but /healthz) and the engine's API key; undefined = none. */
+  token?: string | undefined;
+  engineKey?: string | undefined;
 }
 
 /** One admitted request on its way through. */
@@ -61,13 +64,18 @@ async function handle(deps: ProxyDeps, req: IncomingMessage, res: ServerResponse
   const url = req.url ?? '/';
   const q = url.indexOf('?');
   const path = q === -1 ? url : url.slice(0, q);
-  if (path === '/v1/models') {
-    if (req.method !== 'GET') return sendError(res, 'method_not_allowed');
-    return passthrough(deps, req, res, url);
-  }
   if (path === '/healthz') {
     res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
     return;
+  }
+  if (deps.token !== undefined && !secretMatches(bearerToken(req.headers.authorization), deps.token)) {
+    req.resume();
+    core.metrics.rejected.inc({ reason: 'unauthorized' });
+    return sendError(res, 'unauthorized', 'This agent takes requests only from routers presenting its token.', { headers: { 'www-authenticate': 'Bearer' } });
+  }
+  if (path === '/v1/models') {
+    if (req.method !== 'GET') return sendError(res, 'method_not_allowed');
+    return passthrough(deps, req, res, url);
   }
   const kind = ROUTES[path];
   if (kind === undefined) return sendError(res, 'not_found', `No route ${req.method} ${path}.`);
@@ -107,6 +115,17 @@ async function handle(deps: ProxyDeps, req: IncomingMessage, res: ServerResponse
   }
 }
 
+/**
+ * The client's headers as the engine gets them: hop-by-hop ones dropped; the
+ * routers' token never passed on; the engine's own key when configured.
+ */
+function engineHeaders(deps: ProxyDeps, req: IncomingMessage): Record<string, string | string[]> {
+  const headers = forwardHeaders(req.headers, 'request');
+  if (deps.token !== undefined || deps.engineKey !== undefined) delete headers.authorization;
+  if (deps.engineKey !== undefined) headers.authorization = `Bearer ${deps.engineKey}`;
+  return headers;
+}
+
 function refuse(res: ServerResponse, reason: Refusal): void {
   if (reason === 'draining') return sendError(res, 'draining', undefined, { headers: { 'retry-after': 1, [HEADERS.rejectReason]: reason } });
   if (reason === 'engine_down') return sendError(res, 'engine_unavailable', undefined, { headers: { 'retry-after': 1, [HEADERS.rejectReason]: reason } });
@@ -134,7 +153,7 @@ async function forward(deps: ProxyDeps, f: Flight): Promise<{ cachedTokens: numb
       origin: deps.engineOrigin,
       path: f.url,
       method: 'POST',
-      headers: { ...forwardHeaders(req.headers, 'request'), 'content-length': String(f.body.length) },
+      headers: { ...engineHeaders(deps, req), 'content-length': String(f.body.length) },
       body: f.body,
       signal: ac.signal,
       headersTimeout: core.config.headersTimeoutMs,
@@ -192,7 +211,7 @@ function engineFailed(deps: ProxyDeps, res: ServerResponse, err: unknown): void 
 
 async function passthrough(deps: ProxyDeps, req: IncomingMessage, res: ServerResponse, url: string): Promise<void> {
   try {
-    const up = await deps.pool.request({ origin: deps.engineOrigin, path: url, method: 'GET', headers: forwardHeaders(req.headers, 'request') });
+    const up = await deps.pool.request({ origin: deps.engineOrigin, path: url, method: 'GET', headers: engineHeaders(deps, req) });
     res.writeHead(up.statusCode, forwardHeaders(up.headers, 'response'));
     for await (const chunk of up.body as AsyncIterable<Buffer>) if (!res.write(chunk)) await drained(res);
     res.end();

@@ -48,6 +48,8 @@ export const ROUTER_SCHEMA = {
   queueTimeoutMs: { type: 'number', default: 2_000, min: 0, doc: 'a saturated request waits this long for room before 429, ms' },
   queueMax: { type: 'number', default: 1_024, min: 0, integer: true, doc: 'requests waiting at most in the router queue' },
   retryAfterS: { type: 'number', default: 1, min: 0, integer: true, doc: 'Retry-After on 429/503, seconds' },
+  // Security (docs/SECURITY.md).
+  agentToken: { type: 'string', default: '', doc: 'file holding the token this router presents to agents (Authorization: Bearer, on proxied requests and digest pulls); "" = none' },
 } as const satisfies Schema;
 
 export type RouterConfig = ConfigOf<typeof ROUTER_SCHEMA>;

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ROUTER_SCHEMA, type RouterConfig } from './config.ts';
-import { answerClientError, ConfigError, isLoadedConfig, loadConfig, realClock, SERVER_TIMEOUTS } from '@warmpath/shared/runtime';
+import { answerClientError, ConfigError, isLoadedConfig, loadConfig, readSecret, realClock, SERVER_TIMEOUTS } from '@warmpath/shared/runtime';
 import { createGossipNode, type GossipNode } from '@warmpath/shared/gossip';
 import { RouterCore } from './core/router-core.ts';
 import type { CoreMetrics } from './core/types.ts';
@@ -60,7 +60,8 @@ export async function startRouter(options: RouterOptions = {}): Promise<Router> 
   const config = validated ?? loadConfig(ROUTER_SCHEMA, { overrides: overrides as Record<string, unknown> });
   const id = config.id !== '' ? config.id : `router-${randomBytes(4).toString('hex')}`;
   const apiKeys = config.apiKeys !== '' ? readKeys(config.apiKeys) : undefined;
-  const fetcher = snapshotFetcher(config.snapshotTimeoutMs);
+  const agentAuth = config.agentToken !== '' ? `Bearer ${readSecret(config.agentToken, 'agentToken')}` : undefined;
+  const fetcher = snapshotFetcher(config.snapshotTimeoutMs, agentAuth);
   const upstreams = new Upstreams({
     connections: config.upstreamConnections,
     connectTimeoutMs: config.connectTimeoutMs,
@@ -73,7 +74,7 @@ export async function startRouter(options: RouterOptions = {}): Promise<Router> 
     config,
     id,
     clock: realClock(),
-    send: createSend(id, upstreams),
+    send: createSend(id, upstreams, agentAuth),
     answer: (ex, e) => answer(ex, e),
     fetchSnapshot: fetchSnapshot ?? fetcher.fetch,
     ...(policyInstance !== undefined ? { policy: policyInstance } : {}),
