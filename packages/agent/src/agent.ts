@@ -200,6 +200,7 @@ async function joinGossip(config: AgentConfig): Promise<GossipNode> {
     // Agents publish; routers subscribe. An agent never receives the fleet's state.
     subscribe: false,
     ...(config.swarmKey !== '' ? { swarmKey: readFileSync(config.swarmKey, 'utf8') } : {}),
+      ...(config.insecureNoSwarmKey ? { insecureNoSwarmKey: true } : {}),
   });
   await gossip.start();
   return gossip;

@@ -187,6 +187,7 @@ async function joinGossip(config: RouterConfig, opt: false | GossipNode | undefi
       listen: [...config.gossipListen],
       bootstrap: [...config.bootstrap],
       ...(config.swarmKey !== '' ? { swarmKey: readFileSync(config.swarmKey, 'utf8') } : {}),
+      ...(config.insecureNoSwarmKey ? { insecureNoSwarmKey: true } : {}),
     }));
   const unsubscribe = node.onMessage(onMessage);
   const leave = async (): Promise<void> => {

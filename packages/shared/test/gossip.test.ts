@@ -84,6 +84,9 @@ describe('options', () => {
     await expect(createGossipNode({ fleet: 'x', swarmKey: 'nope' })).rejects.toThrow(/invalid swarmKey/);
     await expect(createGossipNode({ fleet: 'x', listne: [] } as GossipOptions)).rejects.toThrow(/unknown option listne/);
     await expect(createGossipNode({ fleet: 'x', timing: { dialTimeoutMs: -1 } })).rejects.toThrow(/timing\.dialTimeoutMs/);
+    // No swarm key: refused unless the operator says so explicitly.
+    await expect(createGossipNode({ fleet: 'x' })).rejects.toThrow(/a swarm key is required/);
+    await expect(createGossipNode({ fleet: 'x', insecureNoSwarmKey: 'yes' } as unknown as GossipOptions)).rejects.toThrow(/insecureNoSwarmKey must be/);
   });
 });
 
@@ -231,6 +234,7 @@ describe('gossip node over TCP', () => {
 });
 
 describe('gossip node in a hub-and-spoke fleet on one IP', () => {
+  const swarmKey = generateSwarmKey();
   const nodes: GossipNode[] = [];
   afterAll(async () => {
     await Promise.all(nodes.map((n) => n.stop()));
@@ -242,12 +246,12 @@ describe('gossip node in a hub-and-spoke fleet on one IP', () => {
   it('relays through a hub with more than 10 peers on the same IP', async () => {
     const LEAVES = 12;
     const fleet = 'hub';
-    const hub = await createGossipNode({ fleet, onWarning: null, timing: TIMING });
+    const hub = await createGossipNode({ fleet, swarmKey, onWarning: null, timing: TIMING });
     await hub.start();
     nodes.push(hub);
     const leaves: GossipNode[] = [];
     for (let i = 0; i < LEAVES; i++) {
-      const leaf = await createGossipNode({ fleet, bootstrap: hub.multiaddrs(), onWarning: null, timing: TIMING });
+      const leaf = await createGossipNode({ fleet, swarmKey, bootstrap: hub.multiaddrs(), onWarning: null, timing: TIMING });
       await leaf.start();
       leaves.push(leaf);
       nodes.push(leaf);
@@ -268,11 +272,11 @@ describe('gossip node in a hub-and-spoke fleet on one IP', () => {
   it('a publish-only node hangs up peers silent on the fleet topic; subscribers keep publish-only peers', async () => {
     const timing = { ...TIMING, silentPeerGraceMs: 300 };
     // x is an agent (publish-only), mate a router of the same fleet, stranger a router of another fleet.
-    const x = await createGossipNode({ fleet: 'silent-x', onWarning: null, timing, subscribe: false });
+    const x = await createGossipNode({ fleet: 'silent-x', swarmKey, onWarning: null, timing, subscribe: false });
     await x.start();
     nodes.push(x);
-    const mate = await createGossipNode({ fleet: 'silent-x', bootstrap: x.multiaddrs(), onWarning: null, timing });
-    const stranger = await createGossipNode({ fleet: 'silent-y', bootstrap: x.multiaddrs(), onWarning: null, timing });
+    const mate = await createGossipNode({ fleet: 'silent-x', swarmKey, bootstrap: x.multiaddrs(), onWarning: null, timing });
+    const stranger = await createGossipNode({ fleet: 'silent-y', swarmKey, bootstrap: x.multiaddrs(), onWarning: null, timing });
     for (const n of [mate, stranger]) {
       await n.start();
       nodes.push(n);

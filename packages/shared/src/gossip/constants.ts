@@ -105,4 +105,6 @@ export const IP_COLOCATION_FACTOR_WEIGHT = 0;
 export const GOSSIP_WARNING = {
   /** No bootstrap peer and no other peer reachable for ISOLATION_WARNING_AFTER_MS. */
   isolated: 'WARMPATH_GOSSIP_ISOLATED',
+  /** Started with insecureNoSwarmKey: anyone who reaches the gossip port can join and publish. */
+  insecure: 'WARMPATH_GOSSIP_INSECURE',
 } as const;

@@ -5,7 +5,7 @@
  * handler is counted, never propagated into libp2p.
  */
 import type { Message } from '@libp2p/gossipsub';
-import { MAX_MESSAGE_BYTES } from './constants.ts';
+import { GOSSIP_WARNING, MAX_MESSAGE_BYTES } from './constants.ts';
 import { buildLibp2p } from './libp2p.ts';
 import type { GossipLibp2p } from './libp2p.ts';
 import { validateOptions } from './options.ts';
@@ -78,6 +78,9 @@ class GossipNodeImpl implements GossipNode {
     await this.#libp2p.start();
     if (this.#config.subscribe) this.#libp2p.services.pubsub.subscribe(this.topic);
     this.#upkeep.startTicking();
+    if (this.#config.swarmKey === undefined) {
+      this.#warn({ code: GOSSIP_WARNING.insecure, message: `gossip (fleet ${this.#config.fleet}): no swarm key (insecureNoSwarmKey): anyone who reaches this node's gossip port can join the fleet and publish replica state` });
+    }
   }
 
   async stop(): Promise<void> {

@@ -21,8 +21,10 @@ export interface GossipOptions {
   listen?: string[];
   /** Multiaddrs of peers to dial, normally ending in /p2p/<peer id>. This node's own address may appear (it is skipped), so every node can share one list. */
   bootstrap?: string[];
-  /** Contents of a libp2p private-network key file (see generateSwarmKey). */
+  /** Contents of a libp2p private-network key file (see generateSwarmKey). Required unless `insecureNoSwarmKey`. */
   swarmKey?: string | Uint8Array;
+  /** Join without a swarm key: anyone who reaches the gossip port can join and publish. Tests and experiments only. */
+  insecureNoSwarmKey?: boolean;
   /** Stable identity: a libp2p private key or its protobuf bytes (see generateIdentity). Without it the peer id changes on every start. */
   privateKey?: GossipPrivateKey | Uint8Array;
   /** Operator-facing warnings. Default: process.emitWarning. Pass null to rely on onEvent only. */
