@@ -11,7 +11,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import { Pool } from 'undici';
-import { createGossipNode } from '@warmpath/shared/gossip';
+import { createGossipNode, loadIdentity } from '@warmpath/shared/gossip';
 import type { GossipNode } from '@warmpath/shared/gossip';
 import { answerClientError, isLoadedConfig, readSecret, SERVER_TIMEOUTS, UPSTREAM_KEEP_ALIVE_MS } from '@warmpath/shared/runtime';
 import { sendError, type EngineKind } from '@warmpath/shared/wire';
@@ -200,7 +200,8 @@ async function joinGossip(config: AgentConfig): Promise<GossipNode> {
     // Agents publish; routers subscribe. An agent never receives the fleet's state.
     subscribe: false,
     ...(config.swarmKey !== '' ? { swarmKey: readFileSync(config.swarmKey, 'utf8') } : {}),
-      ...(config.insecureNoSwarmKey ? { insecureNoSwarmKey: true } : {}),
+    ...(config.insecureNoSwarmKey ? { insecureNoSwarmKey: true } : {}),
+    ...(config.identityFile !== '' ? { privateKey: await loadIdentity(config.identityFile) } : {}),
   });
   await gossip.start();
   return gossip;

@@ -20,6 +20,7 @@ export const AGENT_SCHEMA = {
   bootstrap: { type: 'list', default: [], doc: 'multiaddrs of gossip peers to dial (routers or agents)' },
   swarmKey: { type: 'string', default: '', doc: 'path of the fleet\'s libp2p swarm key file (required for gossip unless --insecure-no-swarm-key; `warmpath swarm-key` makes one)' },
   insecureNoSwarmKey: { type: 'boolean', default: false, doc: 'join gossip without a swarm key: anyone who reaches the gossip port can publish fleet state (tests and experiments only)' },
+  identityFile: { type: 'string', default: '', doc: 'file holding this agent\'s libp2p private key, created if missing: a stable peer id, so a restarted agent keeps its replica id at once and routers can allowlist it (--agent-peers) ("" = a new id each start, and a restart waits one state TTL)' },
   gossip: { type: 'boolean', default: true, doc: 'join gossip (off: admin API only; tests and benches)' },
   publishIntervalMs: { type: 'number', default: 250, min: 20, max: 60_000, doc: 'state publish period, ms; lower = fresher routers, more gossip bytes' },
   minPublishGapMs: { type: 'number', default: 50, min: 0, max: 10_000, doc: 'least gap between change-triggered publishes, ms; bounds bursts' },

@@ -51,6 +51,9 @@ export const ROUTER_SCHEMA = {
   retryAfterS: { type: 'number', default: 1, min: 0, integer: true, doc: 'Retry-After on 429/503, seconds' },
   // Security (docs/SECURITY.md).
   agentToken: { type: 'string', default: '', doc: 'file holding the token this router presents to agents (Authorization: Bearer, on proxied requests and digest pulls); "" = none' },
+  agentPeers: { type: 'list', default: [], doc: 'gossip peer ids of the agents allowed to publish replica state (empty = any peer holding the swarm key); a listed peer may take over any replica id at once' },
+  agentNetworks: { type: 'list', default: [], doc: 'networks (CIDR) and host names (name or *.suffix) agent URLs may point to whatever address the agent publishes from (default: only its own address, or this machine over loopback)' },
+  identityFile: { type: 'string', default: '', doc: 'file holding this node\'s libp2p private key, created if missing: a stable gossip peer id across restarts ("" = a new id each start)' },
 } as const satisfies Schema;
 
 export type RouterConfig = ConfigOf<typeof ROUTER_SCHEMA>;

@@ -10,7 +10,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ROUTER_SCHEMA, type RouterConfig } from './config.ts';
 import { answerClientError, ConfigError, isLoadedConfig, loadConfig, readSecret, realClock, SERVER_TIMEOUTS } from '@warmpath/shared/runtime';
-import { createGossipNode, type GossipNode } from '@warmpath/shared/gossip';
+import { createGossipNode, loadIdentity, type GossipNode, type GossipOrigin } from '@warmpath/shared/gossip';
 import { RouterCore } from './core/router-core.ts';
 import type { CoreMetrics } from './core/types.ts';
 import { snapshotFetcher } from './fleet/snapshot.ts';
@@ -89,7 +89,7 @@ export async function startRouter(options: RouterOptions = {}): Promise<Router> 
 
   let gossip: Awaited<ReturnType<typeof joinGossip>> | undefined;
   try {
-    gossip = await joinGossip(config, gossipOpt, (bytes) => core.receiveBytes(bytes));
+    gossip = await joinGossip(config, gossipOpt, core.view, (bytes, origin) => core.receiveBytes(bytes, origin));
     await listen(server, config.port, config.host);
   } catch (err) {
     core.stop();
@@ -176,8 +176,13 @@ function originsOf(view: FleetView): Set<string> {
   return origins;
 }
 
-/** Subscribe to the fleet's gossip: our own node (started, stopped on leave), a given one (left running), or none. */
-async function joinGossip(config: RouterConfig, opt: false | GossipNode | undefined, onMessage: (bytes: Uint8Array) => void): Promise<{ node: GossipNode | undefined; leave(): Promise<void> }> {
+/**
+ * Subscribe to the fleet's gossip: our own node (started, stopped on leave), a
+ * given one (left running), or none. Either way the fleet view judges each
+ * message before it is delivered or relayed (trust.ts), and applies it with
+ * its origin.
+ */
+async function joinGossip(config: RouterConfig, opt: false | GossipNode | undefined, view: FleetView, onMessage: (bytes: Uint8Array, origin: GossipOrigin) => void): Promise<{ node: GossipNode | undefined; leave(): Promise<void> }> {
   if (opt === false) return { node: undefined, leave: async () => {} };
   const own = opt === undefined;
   const node =
@@ -188,10 +193,13 @@ async function joinGossip(config: RouterConfig, opt: false | GossipNode | undefi
       bootstrap: [...config.bootstrap],
       ...(config.swarmKey !== '' ? { swarmKey: readFileSync(config.swarmKey, 'utf8') } : {}),
       ...(config.insecureNoSwarmKey ? { insecureNoSwarmKey: true } : {}),
+      ...(config.identityFile !== '' ? { privateKey: await loadIdentity(config.identityFile) } : {}),
     }));
-  const unsubscribe = node.onMessage(onMessage);
+  node.setValidator((bytes, origin) => view.judge(bytes, origin));
+  const unsubscribe = node.onMessage((bytes, _from, origin) => onMessage(bytes, origin));
   const leave = async (): Promise<void> => {
     unsubscribe();
+    node.setValidator(undefined);
     if (own) await node.stop().catch(() => {});
   };
   if (own) {
