@@ -1,10 +1,14 @@
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createGossipNode,
   GossipConfigError,
   generateIdentity,
   generateSwarmKey,
+  loadIdentity,
   parseSwarmKey,
   topicFor,
 } from '../src/gossip.ts';
@@ -73,6 +77,21 @@ describe('swarm key', () => {
   ])('rejects a malformed key (%s) with a clear error', (_name, text) => {
     expect(() => parseSwarmKey(text)).toThrow(GossipConfigError);
     expect(() => parseSwarmKey(text)).toThrow(/expected three lines/);
+  });
+});
+
+describe('identity file', () => {
+  it('is created on first use and gives the same peer id on every later start', async () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'wp-identity-')), 'peer.key');
+    const first = await loadIdentity(path);
+    expect(statSync(path).mode & 0o777).toBe(0o600);
+    expect(await loadIdentity(path)).toEqual(first);
+    const ids = [];
+    for (let i = 0; i < 2; i++) {
+      const n = await createGossipNode({ fleet: 'id', insecureNoSwarmKey: true, onWarning: null, privateKey: await loadIdentity(path) });
+      ids.push(n.peerId);
+    }
+    expect(ids[0]).toBe(ids[1]);
   });
 });
 
