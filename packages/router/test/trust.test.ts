@@ -3,7 +3,9 @@
  * verdicts (FleetView.judge), on a virtual clock: ids bound to keys, clocks,
  * addresses, rates.
  */
-import { encodeState } from '@warmpath/shared/wire';
+import fc from 'fast-check';
+import { decodeState, encodeState } from '@warmpath/shared/wire';
+import { FUZZ_SEED } from '@warmpath/testkit/fuzz';
 import { describe, expect, it } from 'vitest';
 import { MAX_CLOCK_AHEAD_MS, MAX_REPLICAS_PER_PEER, PEER_MESSAGE_BURST, PEER_MESSAGES_PER_S, PublisherTrust, type Origin } from '../src/fleet/trust.ts';
 import { makeState, makeView } from './helpers.ts';
@@ -123,5 +125,19 @@ describe('the topic validator (FleetView.judge)', () => {
     v.applyBytes(b, from('B'));
     expect(v.replicas.get('r1')?.state.seq).toBe(1);
     expect(v.trust.ownerOf('r1')).toBe('A');
+  });
+
+  it('property: whatever the decoder refuses, the validator rejects (1,000 mutated messages)', () => {
+    const v = view(() => T0);
+    const good = bytes('r1', { seq: 1 });
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.nat(good.length - 1), fc.nat(255)), { minLength: 1, maxLength: 6 }), fc.nat(good.length), (flips, cut) => {
+        const b = Uint8Array.from(good.subarray(0, Math.max(1, cut)));
+        for (const [i, x] of flips) b[i % b.length] = x;
+        const verdict = v.judge(b, from('A'));
+        if (!decodeState(b).ok) expect(verdict).toBe('reject');
+      }),
+      { seed: FUZZ_SEED, numRuns: 1_000 },
+    );
   });
 });
