@@ -41,7 +41,7 @@ export function createMetrics(view: FleetView, extra: { queueLength: () => numbe
   });
   new Gauge({
     name: 'warmpath_router_gossip_drops',
-    help: 'State messages dropped, by reason (too_large, malformed, version, invalid, fleet, superseded)',
+    help: 'State messages dropped, by reason (too_large, malformed, version, invalid, fleet, superseded, stale; not_allowed, future, not_owner, too_many_ids, foreign_url, relayed, rate: docs/SECURITY.md)',
     labelNames: ['reason'] as const,
     registers: [registry],
     collect() {
