@@ -14,7 +14,7 @@ import { Pool } from 'undici';
 import { createGossipNode, loadIdentity } from '@warmpath/shared/gossip';
 import type { GossipNode } from '@warmpath/shared/gossip';
 import { answerClientError, isLoadedConfig, readSecret, SERVER_TIMEOUTS, UPSTREAM_KEEP_ALIVE_MS } from '@warmpath/shared/runtime';
-import { sendError, type EngineKind } from '@warmpath/shared/wire';
+import { prepareRequestSchemas, sendError, type EngineKind } from '@warmpath/shared/wire';
 import { createAdminHandler } from './admin.ts';
 import { agentConfig } from './config.ts';
 import type { AgentConfig } from './config.ts';
@@ -70,6 +70,7 @@ const CLOSE_ANNOUNCE_MS = 500;
  */
 export async function startAgent(overrides: Record<string, unknown> | AgentConfig = {}): Promise<Agent> {
   const config = isLoadedConfig(overrides) ? (overrides as AgentConfig) : agentConfig(overrides);
+  prepareRequestSchemas();
   const engine = config.engine as EngineKind;
   const engineOrigin = new URL(config.engineUrl).origin;
   const token = config.agentToken !== '' ? readSecret(config.agentToken, 'agentToken') : undefined;

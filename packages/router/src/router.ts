@@ -10,6 +10,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ROUTER_SCHEMA, type RouterConfig } from './config.ts';
 import { answerClientError, ConfigError, isLoadedConfig, loadConfig, readSecret, realClock, SERVER_TIMEOUTS } from '@warmpath/shared/runtime';
+import { prepareRequestSchemas } from '@warmpath/shared/wire';
 import { createGossipNode, loadIdentity, type GossipNode, type GossipOrigin } from '@warmpath/shared/gossip';
 import { RouterCore } from './core/router-core.ts';
 import type { CoreMetrics } from './core/types.ts';
@@ -58,6 +59,7 @@ export async function startRouter(options: RouterOptions = {}): Promise<Router> 
   const { gossip: gossipOpt, policyInstance, fetchSnapshot, log: logOpt, config: validated, ...overrides } = options;
   if (validated !== undefined && !isLoadedConfig(validated)) throw new ConfigError('startRouter: `config` must come from routerConfig()/loadConfig(); pass plain keys to have them validated');
   const config = validated ?? loadConfig(ROUTER_SCHEMA, { overrides: overrides as Record<string, unknown> });
+  prepareRequestSchemas();
   const id = config.id !== '' ? config.id : `router-${randomBytes(4).toString('hex')}`;
   const apiKeys = config.apiKeys !== '' ? readKeys(config.apiKeys) : undefined;
   const agentAuth = config.agentToken !== '' ? `Bearer ${readSecret(config.agentToken, 'agentToken')}` : undefined;

@@ -70,7 +70,7 @@ export function createHandler(ctx: ServerContext): (req: IncomingMessage, res: S
   };
 }
 
-/** Routes open even with API keys: the liveness and readiness probes, which reveal nothing. */
+/** Routes open even with API keys: the liveness and readiness probes (readiness shows replica counts, no URLs). */
 const OPEN_PATHS: ReadonlySet<string> = new Set(['/healthz', '/readyz']);
 
 function authorized(req: IncomingMessage, keys: ReadonlySet<string>): boolean {
