@@ -2,13 +2,19 @@
  * End to end across real processes: simulators, agents and routers talking
  * real HTTP and real gossip on loopback, driven by the official openai SDK.
  */
-import type { ChildProcess } from 'node:child_process';
+import { execFileSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import OpenAI from 'openai';
 import { request } from 'undici';
 import { spawnUntilLine, waitFor } from '@warmpath/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const CLI = new URL('../packages/cli/src/main.ts', import.meta.url).pathname;
+/** The fleet's swarm key, made as an operator would: `warmpath swarm-key > swarm.key`. */
+const SWARM_KEY = join(mkdtempSync(join(tmpdir(), 'wp-e2e-')), 'swarm.key');
+writeFileSync(SWARM_KEY, execFileSync(process.execPath, [CLI, 'swarm-key']));
 const children: ChildProcess[] = [];
 
 /** Starts `warmpath <args>` and resolves with its first stdout line. */
@@ -21,11 +27,11 @@ const field = (line: string, key: string): string => new RegExp(`${key}=(\\S+)`)
 
 interface Fleet {
   routers: Array<{ child: ChildProcess; url: string; peer: string }>;
-  agents: Array<{ child: ChildProcess; url: string; replica: string }>;
+  agents: Array<{ child: ChildProcess; url: string; replica: string; peer: string }>;
 }
 
 async function startRouter(bootstrap: string[], port = 0): Promise<Fleet['routers'][number]> {
-  const { child, line } = await start(['router', '--port', String(port), '--fleet', 'e2e', ...bootstrap.flatMap((b) => ['--bootstrap', b])]);
+  const { child, line } = await start(['router', '--port', String(port), '--fleet', 'e2e', '--swarm-key', SWARM_KEY, ...bootstrap.flatMap((b) => ['--bootstrap', b])]);
   return { child, url: field(line, 'url'), peer: field(line, 'peer') };
 }
 
@@ -51,8 +57,8 @@ beforeAll(async () => {
   const sims = await Promise.all([0, 1, 2].map(() => start(['sim', '--port', '0', '--profile', 'tiny', '--speed', '4'])));
   for (const [i, s] of sims.entries()) {
     const simUrl = /(http:\/\/\S+)/.exec(s.line)![1]!;
-    const a = await start(['agent', '--engine', 'vllm', '--engine-url', simUrl, '--port', '0', '--admin-port', '0', '--fleet', 'e2e', '--replica-id', `agent-${i}`, '--bootstrap', r0.peer, '--bootstrap', r1.peer]);
-    fleet.agents.push({ child: a.child, url: field(a.line, 'proxy'), replica: `agent-${i}` });
+    const a = await start(['agent', '--engine', 'vllm', '--engine-url', simUrl, '--port', '0', '--admin-port', '0', '--fleet', 'e2e', '--swarm-key', SWARM_KEY, '--replica-id', `agent-${i}`, '--bootstrap', r0.peer, '--bootstrap', r1.peer]);
+    fleet.agents.push({ child: a.child, url: field(a.line, 'proxy'), replica: `agent-${i}`, peer: field(a.line, 'peer') });
   }
   await Promise.all(fleet.routers.map((r) => waitReady(r.url, 3)));
 });
@@ -149,7 +155,8 @@ describe('warmpath router end to end', () => {
     const port = Number(new URL(old.url).port);
     old.child.kill('SIGTERM');
     await new Promise((r) => old.child.once('exit', r));
-    const again = await startRouter([fleet.routers[0]!.peer], port);
+    // It dials the agents itself: a router takes an agent's state only over a direct connection (docs/SECURITY.md).
+    const again = await startRouter([fleet.routers[0]!.peer, ...fleet.agents.filter((a) => a.child.exitCode === null && a.child.signalCode === null).map((a) => a.peer)], port);
     fleet.routers[1] = again;
     await waitReady(again.url, 2);
     const model = (await client(again.url).models.list()).data[0]!.id;

@@ -15,6 +15,10 @@
 import { parseArgs } from 'node:util';
 import { describeRequest } from '@warmpath/shared/wire';
 import { PROFILES, startSimServer } from '@warmpath/sim';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { generateSwarmKey } from '@warmpath/shared/gossip';
 import { startAgent } from '../src/index.ts';
 
 const { values } = parseArgs({
@@ -49,8 +53,11 @@ const zipf = (n: number): number => {
 };
 
 const profile = { ...PROFILES.tiny, name: 'bench-cache', numGpuBlocks: Number(values.blocks), maxNumSeqs: 32, maxModelLen: 16384, maxNumBatchedTokens: 2048 };
+/** The fleet's swarm key, as every deployment has one. */
+const swarmKey = join(mkdtempSync(join(tmpdir(), 'wp-bench-')), 'swarm.key');
+writeFileSync(swarmKey, generateSwarmKey(), { mode: 0o600 });
 const sim = await startSimServer({ port: 0, profile, speed: Number(values.speed) });
-const agent = await startAgent({ engineUrl: sim.url, gossip: true, fleet: 'bench-cache', maxWaiting: 0, kvHighWatermark: 1 });
+const agent = await startAgent({ engineUrl: sim.url, gossip: true, fleet: 'bench-cache', swarmKey, maxWaiting: 0, kvHighWatermark: 1 });
 
 const systems = Array.from({ length: 12 }, (_, i) => words(250 + 50 * i, `s${i}`));
 const convs = Array.from({ length: 60 }, () => ({ sys: zipf(12), turns: [] as string[] }));

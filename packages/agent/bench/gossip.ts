@@ -8,13 +8,20 @@
  */
 import { parseArgs } from 'node:util';
 import { startSimServer } from '@warmpath/sim';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { generateSwarmKey } from '@warmpath/shared/gossip';
 import { startAgent } from '../src/index.ts';
 
 const { values } = parseArgs({ options: { rate: { type: 'string', default: '10' }, seconds: { type: 'string', default: '10' } } });
 const rate = Number(values.rate);
 const seconds = Number(values.seconds);
+/** The fleet's swarm key, as every deployment has one. */
+const swarmKey = join(mkdtempSync(join(tmpdir(), 'wp-bench-')), 'swarm.key');
+writeFileSync(swarmKey, generateSwarmKey(), { mode: 0o600 });
 const sim = await startSimServer({ port: 0, profile: 'h100-llama3-8b' });
-const agent = await startAgent({ engineUrl: sim.url, fleet: 'bench-gossip' });
+const agent = await startAgent({ engineUrl: sim.url, fleet: 'bench-gossip', swarmKey });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function window(ms: number, during?: Promise<unknown>): Promise<{ bps: number; mps: number }> {

@@ -18,6 +18,10 @@ import type { ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { generateSwarmKey } from '@warmpath/shared/gossip';
 
 const MAIN = fileURLToPath(new URL('../../cli/src/main.ts', import.meta.url));
 const children: ChildProcess[] = [];
@@ -40,9 +44,13 @@ const { values } = parseArgs({
 const N = Number(values.requests);
 const PROMPT = Number(values['prompt-chars']);
 
+/** The fleet's swarm key, as every deployment has one. */
+const swarmKey = join(mkdtempSync(join(tmpdir(), 'wp-bench-')), 'swarm.key');
+writeFileSync(swarmKey, generateSwarmKey(), { mode: 0o600 });
+
 const simLine = await launch(['sim', '--port', '0', '--profile', 'h100-llama3-8b', '--speed', String(values.speed)]);
 const simUrl = /http:\/\/127\.0\.0\.1:\d+/.exec(simLine)![0];
-const agentLine = await launch(['agent', '--engine', 'vllm', '--engine-url', simUrl, '--port', '0', '--admin-port', '0', '--fleet', 'bench-proxy']);
+const agentLine = await launch(['agent', '--engine', 'vllm', '--engine-url', simUrl, '--port', '0', '--admin-port', '0', '--fleet', 'bench-proxy', '--swarm-key', swarmKey]);
 const agentUrl = /proxy=(\S+)/.exec(agentLine)![1]!;
 const model = ((await (await fetch(`${simUrl}/v1/models`)).json()) as { data: Array<{ id: string }> }).data[0]!.id;
 const direct = new Pool(simUrl, { connections: 64 });

@@ -1,10 +1,12 @@
 /**
  * Admin API (separate port): digest snapshot for routers that missed deltas,
- * JSON state, liveness, readiness, Prometheus metrics.
+ * JSON state, liveness, readiness, Prometheus metrics. With the routers'
+ * shared token configured, everything but /healthz and /readyz (the probes)
+ * needs it.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { encodeSnapshot, sendError, SNAPSHOT_CONTENT_TYPE } from '@warmpath/shared/wire';
-import { sendJson } from '@warmpath/shared/runtime';
+import { bearerToken, secretMatches, sendJson } from '@warmpath/shared/runtime';
 import type { AgentCore } from './core.ts';
 
 export interface AdminDeps {
@@ -12,12 +14,21 @@ export interface AdminDeps {
   boot: string;
   /** Extra state for /warmpath/v1/state (engine, gossip). */
   extra: () => Record<string, unknown>;
+  /** The routers' shared token; undefined = no auth. */
+  token?: string | undefined;
 }
+
+/** Routes open even with a token: the liveness and readiness probes, which reveal nothing. */
+const OPEN_PATHS: ReadonlySet<string | undefined> = new Set(['/healthz', '/readyz']);
 
 export function createAdminHandler(deps: AdminDeps): (req: IncomingMessage, res: ServerResponse) => void {
   const { ledger, publisher } = deps.core;
   return (req, res) => {
     const path = (req.url ?? '/').split('?')[0];
+    if (deps.token !== undefined && !OPEN_PATHS.has(path) && !secretMatches(bearerToken(req.headers.authorization), deps.token)) {
+      req.resume();
+      return sendError(res, 'unauthorized', undefined, { headers: { 'www-authenticate': 'Bearer' } });
+    }
     if (req.method !== 'GET' && req.method !== 'HEAD') return sendError(res, 'method_not_allowed');
     switch (path) {
       case '/warmpath/v1/digest': {

@@ -11,11 +11,11 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import { Pool } from 'undici';
-import { createGossipNode } from '@warmpath/shared/gossip';
+import { createGossipNode, loadIdentity } from '@warmpath/shared/gossip';
 import type { GossipNode } from '@warmpath/shared/gossip';
 import { collectDefaultMetrics } from 'prom-client';
-import { createLogger, isLoadedConfig, LINT_FAILING_DEFAULT_METRICS, SERVER_TIMEOUTS, UPSTREAM_KEEP_ALIVE_MS, type Logger } from '@warmpath/shared/runtime';
-import { sendError, type EngineKind } from '@warmpath/shared/wire';
+import { answerClientError, createLogger, isLoadedConfig, LINT_FAILING_DEFAULT_METRICS, readSecret, SERVER_TIMEOUTS, UPSTREAM_KEEP_ALIVE_MS, type Logger } from '@warmpath/shared/runtime';
+import { prepareRequestSchemas, sendError, type EngineKind } from '@warmpath/shared/wire';
 import { createAdminHandler } from './admin.ts';
 import { agentConfig } from './config.ts';
 import type { AgentConfig } from './config.ts';
@@ -77,18 +77,21 @@ export interface AgentOptions {
  */
 export async function startAgent(overrides: Record<string, unknown> | AgentConfig = {}, options: AgentOptions = {}): Promise<Agent> {
   const config = isLoadedConfig(overrides) ? (overrides as AgentConfig) : agentConfig(overrides);
+  prepareRequestSchemas();
   const engine = config.engine as EngineKind;
   const engineOrigin = new URL(config.engineUrl).origin;
+  const token = config.agentToken !== '' ? readSecret(config.agentToken, 'agentToken') : undefined;
+  const engineKey = config.engineApiKey !== '' ? readSecret(config.engineApiKey, 'engineApiKey') : undefined;
   const pool = new Pool(engineOrigin, { connections: config.upstreamConnections, keepAliveTimeout: UPSTREAM_KEEP_ALIVE_MS, pipelining: 1 });
   const control = new Pool(engineOrigin, { connections: 4, keepAliveTimeout: UPSTREAM_KEEP_ALIVE_MS, pipelining: 1 });
-  const adapter = createAdapter(engine, { dispatcher: control, baseUrl: engineOrigin });
+  const adapter = createAdapter(engine, { dispatcher: control, baseUrl: engineOrigin, ...(engineKey !== undefined ? { headers: { authorization: `Bearer ${engineKey}` } } : {}) });
   // The proxy port is bound before the core exists (its URL and the replica id are part of the
   // core's identity); until then the engine is not even scraped, so the answer is engine_unavailable.
   let proxy: (req: IncomingMessage, res: ServerResponse) => void = (req, res) => {
     req.resume();
     sendError(res, 'engine_unavailable', undefined, { headers: { 'retry-after': 1 } });
   };
-  const proxyServer = createServer(SERVER_TIMEOUTS, (req, res) => proxy(req, res));
+  const proxyServer = createServer(SERVER_TIMEOUTS, (req, res) => proxy(req, res)).on('clientError', answerClientError);
   const proxyAddr = await listen(proxyServer, config.port, config.host);
   const advertise = urlHost(config.advertiseHost !== '' ? config.advertiseHost : config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host);
   const replica = config.replicaId !== '' ? config.replicaId : `${hostname()}:${proxyAddr.port}`;
@@ -112,11 +115,12 @@ export async function startAgent(overrides: Record<string, unknown> | AgentConfi
   });
   collectDefaultMetrics({ register: agentCore.metrics.registry });
   for (const name of LINT_FAILING_DEFAULT_METRICS) agentCore.metrics.registry.removeSingleMetric(name);
-  proxy = createProxyHandler({ core: agentCore, pool, engineOrigin, accessLog: { logger, logPrompts: config.logPrompts } });
+  proxy = createProxyHandler({ core: agentCore, pool, engineOrigin, accessLog: { logger, logPrompts: config.logPrompts }, token, engineKey });
   const adminServer = createServer(
     createAdminHandler({
       core: agentCore,
       boot,
+      token,
       extra: () => ({
         engineKind: engine,
         engineUrl: engineOrigin,
@@ -127,6 +131,7 @@ export async function startAgent(overrides: Record<string, unknown> | AgentConfi
       }),
     }),
   );
+  adminServer.on('clientError', answerClientError);
   const adminAddr = await listen(adminServer, config.adminPort, config.host);
   const adminUrl = `http://${advertise}:${adminAddr.port}`;
   agentCore.setAdminUrl(adminUrl);
@@ -217,6 +222,8 @@ async function joinGossip(config: AgentConfig, logger: Logger): Promise<GossipNo
     subscribe: false,
     ...(config.swarmKey !== '' ? { swarmKey: readFileSync(config.swarmKey, 'utf8') } : {}),
     onWarning: (w) => logger.warn({ code: w.code }, w.message),
+    ...(config.insecureNoSwarmKey ? { insecureNoSwarmKey: true } : {}),
+    ...(config.identityFile !== '' ? { privateKey: await loadIdentity(config.identityFile) } : {}),
   });
   await gossip.start();
   return gossip;

@@ -18,7 +18,9 @@ export const AGENT_SCHEMA = {
   replicaId: { type: 'string', default: '', doc: 'stable replica id (default: hostname:proxy-port)' },
   gossipListen: { type: 'list', default: ['/ip4/127.0.0.1/tcp/0'], doc: 'libp2p listen multiaddrs' },
   bootstrap: { type: 'list', default: [], doc: 'multiaddrs of gossip peers to dial (routers or agents)' },
-  swarmKey: { type: 'string', default: '', doc: 'path of a libp2p private-network key file (empty = public network)' },
+  swarmKey: { type: 'string', default: '', doc: 'path of the fleet\'s libp2p swarm key file (required for gossip unless --insecure-no-swarm-key; `warmpath swarm-key` makes one)' },
+  insecureNoSwarmKey: { type: 'boolean', default: false, doc: 'join gossip without a swarm key: anyone who reaches the gossip port can publish fleet state (tests and experiments only)' },
+  identityFile: { type: 'string', default: '', doc: 'file holding this agent\'s libp2p private key, created if missing: a stable peer id, so a restarted agent keeps its replica id at once and routers can allowlist it (--agent-peers) ("" = a new id each start, and a restart waits one state TTL)' },
   gossip: { type: 'boolean', default: true, doc: 'join gossip (off: admin API only; tests and benches)' },
   publishIntervalMs: { type: 'number', default: 250, min: 20, max: 60_000, doc: 'state publish period, ms; lower = fresher routers, more gossip bytes' },
   minPublishGapMs: { type: 'number', default: 10, min: 0, max: 10_000, doc: 'least gap between change-triggered publishes, ms; bounds bursts' },
@@ -47,6 +49,9 @@ export const AGENT_SCHEMA = {
   usageFeedback: { type: 'boolean', default: true, doc: 'ask vLLM and SGLang for usage (stream_options.include_usage) on streams whose client did not, and strip that usage chunk from the client\'s stream, so the cache model learns cached_tokens from every request; off: forward bodies unchanged (streams without usage then teach the cache model nothing)' },
   logLevel: { type: 'string', default: 'info', choices: LOG_LEVELS, doc: 'least severe level logged (JSON lines on stderr); info includes one access-log line per request' },
   logPrompts: { type: 'boolean', default: false, doc: "put each request's prompt (messages, prompt or input) in its access-log line; off: prompts never reach the logs" },
+  // Security (docs/SECURITY.md).
+  agentToken: { type: 'string', default: '', doc: 'file holding the token routers must present (Authorization: Bearer) on the proxy port and the admin API (all but /healthz and /readyz); "" = no auth' },
+  engineApiKey: { type: 'string', default: '', doc: "file holding the engine's API key, sent as Authorization: Bearer to the engine (proxied requests, metrics and model scrapes); \"\" = the client's Authorization passes through (unless agentToken is set)" },
 } as const satisfies Schema;
 
 export type AgentConfig = ConfigOf<typeof AGENT_SCHEMA>;

@@ -21,7 +21,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
 import { describeRequest, HEADERS, parseJsonBody, ROUTES, sendError, sseErrorEvent, WarmpathError } from '@warmpath/shared/wire';
-import { drained, forwardHeaders, readBody } from '@warmpath/shared/runtime';
+import { bearerToken, drained, forwardHeaders, readBody, secretMatches } from '@warmpath/shared/runtime';
 import type { EngineKind, RequestInfo } from '@warmpath/shared/wire';
 import { noteFirstByte, noteRefusal, noteRequest, noteUsage, observe, type AccessLogDeps } from './access-log.ts';
 import type { AgentCore, Refusal } from './core.ts';
@@ -37,6 +37,9 @@ export interface ProxyDeps {
   engineOrigin: string;
   /** Request ids and the access log (access-log.ts). */
   accessLog: AccessLogDeps;
+  /** The routers' shared token (required on every route but /healthz) and the engine's API key; undefined = none. */
+  token?: string | undefined;
+  engineKey?: string | undefined;
 }
 
 /** One admitted request on its way through. */
@@ -70,13 +73,18 @@ async function handle(deps: ProxyDeps, req: IncomingMessage, res: ServerResponse
   const url = req.url ?? '/';
   const q = url.indexOf('?');
   const path = q === -1 ? url : url.slice(0, q);
-  if (path === '/v1/models') {
-    if (req.method !== 'GET') return sendError(res, 'method_not_allowed');
-    return passthrough(deps, req, res, url);
-  }
   if (path === '/healthz') {
     res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
     return;
+  }
+  if (deps.token !== undefined && !secretMatches(bearerToken(req.headers.authorization), deps.token)) {
+    req.resume();
+    core.metrics.rejected.inc({ reason: 'unauthorized' });
+    return sendError(res, 'unauthorized', 'This agent takes requests only from routers presenting its token.', { headers: { 'www-authenticate': 'Bearer' } });
+  }
+  if (path === '/v1/models') {
+    if (req.method !== 'GET') return sendError(res, 'method_not_allowed');
+    return passthrough(deps, req, res, url);
   }
   const kind = ROUTES[path];
   if (kind === undefined) return sendError(res, 'not_found', `No route ${req.method} ${path}.`);
@@ -105,7 +113,7 @@ async function handle(deps: ProxyDeps, req: IncomingMessage, res: ServerResponse
   } catch (err) {
     core.metrics.rejected.inc({ reason: 'invalid' });
     if (err instanceof WarmpathError) return sendError(res, err.code, err.message, { param: err.param });
-    res.destroy();
+    if (!req.readableAborted) sendError(res, 'internal_error');
     return;
   }
   const admitted = core.admit(info);
@@ -120,10 +128,23 @@ async function handle(deps: ProxyDeps, req: IncomingMessage, res: ServerResponse
   }
 }
 
+/**
+ * The client's headers as the engine gets them: hop-by-hop ones dropped; the
+ * routers' token never passed on; the engine's own key when configured.
+ */
+function engineHeaders(deps: ProxyDeps, req: IncomingMessage): Record<string, string | string[]> {
+  const headers = forwardHeaders(req.headers, 'request');
+  if (deps.token !== undefined || deps.engineKey !== undefined) delete headers.authorization;
+  if (deps.engineKey !== undefined) headers.authorization = `Bearer ${deps.engineKey}`;
+  return headers;
+}
+
 function refuse(res: ServerResponse, reason: Refusal): void {
   noteRefusal(res, reason);
   if (reason === 'draining') return sendError(res, 'draining', undefined, { headers: { 'retry-after': 1, [HEADERS.rejectReason]: reason } });
   if (reason === 'engine_down') return sendError(res, 'engine_unavailable', undefined, { headers: { 'retry-after': 1, [HEADERS.rejectReason]: reason } });
+  // Larger than this replica's whole KV cache: it can never run here, so not retryable (a router still tries a larger replica).
+  if (reason === 'too_large') return sendError(res, 'context_length_exceeded', "The prompt plus max_tokens is larger than this replica's KV cache.", { headers: { [HEADERS.rejectReason]: reason } });
   sendError(res, 'admission_rejected', `This replica cannot take the request now (${reason}); try another replica.`, { headers: { [HEADERS.rejectReason]: reason } });
 }
 
@@ -146,7 +167,7 @@ async function forward(deps: ProxyDeps, f: Flight): Promise<{ cachedTokens: numb
       origin: deps.engineOrigin,
       path: f.url,
       method: 'POST',
-      headers: { ...forwardHeaders(req.headers, 'request'), 'content-length': String(f.body.length) },
+      headers: { ...engineHeaders(deps, req), 'content-length': String(f.body.length) },
       body: f.body,
       signal: ac.signal,
       headersTimeout: core.config.headersTimeoutMs,
@@ -210,7 +231,7 @@ function engineFailed(deps: ProxyDeps, res: ServerResponse, err: unknown): void 
 
 async function passthrough(deps: ProxyDeps, req: IncomingMessage, res: ServerResponse, url: string): Promise<void> {
   try {
-    const up = await deps.pool.request({ origin: deps.engineOrigin, path: url, method: 'GET', headers: forwardHeaders(req.headers, 'request') });
+    const up = await deps.pool.request({ origin: deps.engineOrigin, path: url, method: 'GET', headers: engineHeaders(deps, req) });
     res.writeHead(up.statusCode, forwardHeaders(up.headers, 'response'));
     for await (const chunk of up.body as AsyncIterable<Buffer>) if (!res.write(chunk)) await drained(res);
     res.end();

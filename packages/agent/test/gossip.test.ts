@@ -4,7 +4,7 @@ import { startSimServer } from '@warmpath/sim';
 import type { SimServer } from '@warmpath/sim';
 import { startAgent } from '../src/index.ts';
 import type { Agent } from '../src/index.ts';
-import { chatBody, post, subscribe, until } from './helpers.ts';
+import { chatBody, post, subscribe, SWARM_KEY_FILE, until } from './helpers.ts';
 import type { Subscriber } from './helpers.ts';
 
 describe('agent state over gossip', () => {
@@ -13,7 +13,7 @@ describe('agent state over gossip', () => {
   let sub: Subscriber;
   beforeAll(async () => {
     sim = await startSimServer({ port: 0, profile: 'tiny', speed: 1 });
-    agent = await startAgent({ engineUrl: sim.url, fleet: 'gossip-test', cacheCapacityChunks: 24, publishIntervalMs: 100 });
+    agent = await startAgent({ engineUrl: sim.url, fleet: 'gossip-test', swarmKey: SWARM_KEY_FILE, cacheCapacityChunks: 24, publishIntervalMs: 100 });
     sub = await subscribe('gossip-test', agent.peerAddrs);
   });
   afterAll(async () => {

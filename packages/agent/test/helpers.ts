@@ -1,7 +1,10 @@
 /** Test helpers: a gossip subscriber that mirrors one agent's digest, and waiting on conditions. */
 import { decodeSnapshot, decodeState } from '@warmpath/shared/wire';
 import type { ReplicaState } from '@warmpath/shared/wire';
-import { createGossipNode } from '@warmpath/shared/gossip';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createGossipNode, generateSwarmKey } from '@warmpath/shared/gossip';
 import type { GossipNode } from '@warmpath/shared/gossip';
 import { waitFor } from '@warmpath/testkit';
 
@@ -17,8 +20,18 @@ export interface Subscriber {
   close(): Promise<void>;
 }
 
+/** The tests' fleet swarm key, as a file (agents and `warmpath agent` take a path); subscribers use the same key. */
+export const SWARM_KEY_FILE = join(mkdtempSync(join(tmpdir(), 'wp-agent-test-')), 'swarm.key');
+writeFileSync(SWARM_KEY_FILE, generateSwarmKey(), { mode: 0o600 });
+
 export async function subscribe(fleet: string, bootstrap: string[]): Promise<Subscriber> {
-  const node = await createGossipNode({ fleet, bootstrap, onWarning: null, timing: { heartbeatIntervalMs: 200, redialIntervalMs: 200, dialTimeoutMs: 2000 } });
+  const node = await createGossipNode({
+    fleet,
+    bootstrap,
+    swarmKey: readFileSync(SWARM_KEY_FILE, 'utf8'),
+    onWarning: null,
+    timing: { heartbeatIntervalMs: 200, redialIntervalMs: 200, dialTimeoutMs: 2000 },
+  });
   type Got = ReplicaState & { receivedAt: number };
   const waiters = new Set<{ check: (s: ReplicaState) => boolean; resolve: (s: Got) => void }>();
   const sub: Subscriber = {

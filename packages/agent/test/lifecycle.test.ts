@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { startSimServer } from '@warmpath/sim';
 import { startAgent } from '../src/index.ts';
-import { chatBody, post, subscribe, until } from './helpers.ts';
+import { chatBody, post, subscribe, SWARM_KEY_FILE, until } from './helpers.ts';
 
 const MAIN = fileURLToPath(new URL('../../cli/src/main.ts', import.meta.url));
 const NODE = process.execPath;
@@ -13,7 +13,7 @@ const NODE = process.execPath;
 describe('drain', () => {
   it('SIGTERM mid-stream: announces draining, refuses new work, finishes the stream, announces down, exits 0', async () => {
     const sim = await startSimServer({ port: 0, profile: 'tiny', speed: 0.5 });
-    const child = spawn(NODE, [MAIN, 'agent', '--engine', 'vllm', '--engine-url', sim.url, '--port', '0', '--admin-port', '0', '--fleet', 'drain-test'], {
+    const child = spawn(NODE, [MAIN, 'agent', '--engine', 'vllm', '--engine-url', sim.url, '--port', '0', '--admin-port', '0', '--fleet', 'drain-test', '--swarm-key', SWARM_KEY_FILE], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stderr = '';
@@ -67,7 +67,7 @@ describe('engine death and recovery', () => {
   it('announces down, answers 503 engine_unavailable, and comes back ready on its own', async () => {
     let sim = await startSimServer({ port: 0, profile: 'tiny', speed: 4 });
     const port = sim.port;
-    const agent = await startAgent({ engineUrl: sim.url, fleet: 'death-test', scrapeIntervalMs: 100, scrapeTimeoutMs: 500 });
+    const agent = await startAgent({ engineUrl: sim.url, fleet: 'death-test', swarmKey: SWARM_KEY_FILE, scrapeIntervalMs: 100, scrapeTimeoutMs: 500 });
     const sub = await subscribe('death-test', agent.peerAddrs);
     try {
       await sub.waitFor('ready', (s) => s.status === 'ready');

@@ -81,7 +81,7 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
     swarmKeyFile = join(dir, 'swarm.key');
     writeFileSync(swarmKeyFile, generateSwarmKey(), { mode: 0o600 });
   }
-  const common = ['--fleet', fleetName, ...(swarmKeyFile !== undefined ? ['--swarm-key', swarmKeyFile] : [])];
+  const common = ['--fleet', fleetName, ...(swarmKeyFile !== undefined ? ['--swarm-key', swarmKeyFile] : ['--insecure-no-swarm-key'])];
   const sims: Proc[] = [];
   const agents: Proc[] = [];
   const routers: Proc[] = [];

@@ -24,6 +24,7 @@ const commands: Record<string, { summary: string; load: () => Promise<{ run(argv
   demo: { summary: 'start a local fleet: simulators, agents and two routers', load: () => import('./demo.ts') },
   bench: { summary: 'run a benchmark scenario across routing policies', load: () => import('@warmpath/bench/cli') },
   goals: { summary: "check the benchmark's goals on every scenario (discrete-event mode)", load: () => import('@warmpath/bench/goals') },
+  'swarm-key': { summary: "print a new swarm key (the fleet's gossip network key) to stdout", load: () => import('./swarm-key.ts') },
 };
 
 /** Lines of `warmpath --help` after the command list. */

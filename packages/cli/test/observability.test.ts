@@ -14,11 +14,13 @@
  * promtool comes from Debian's `prometheus` package (.ci/run installs it).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { REJECT_REASONS } from '@warmpath/agent';
 import { ROUTE_LABELS } from '@warmpath/router';
+import { generateSwarmKey } from '@warmpath/shared/gossip';
 import { DROP_REASONS, ERRORS } from '@warmpath/shared/wire';
 import { waitFor } from '@warmpath/testkit';
 import { parse as parseYaml } from 'yaml';
@@ -62,8 +64,10 @@ const REQUEST_ID = `obs-request-${process.pid}`;
 beforeAll(async () => {
   const fleet = `obs-${process.pid}`;
   const simUrl = /(http:\/\/\S+)/.exec(await start(['sim', '--port', '0', '--profile', 'tiny']))![1]!;
-  const agent = await start(['agent', '--engine', 'vllm', '--engine-url', simUrl, '--port', '0', '--admin-port', '0', '--fleet', fleet, '--replica-id', 'obs-0']);
-  const routerUrl = field(await start(['router', '--port', '0', '--fleet', fleet, '--bootstrap', field(agent, 'peer')]), 'url');
+  const key = join(mkdtempSync(join(tmpdir(), 'wp-obs-')), 'swarm.key');
+  writeFileSync(key, generateSwarmKey());
+  const agent = await start(['agent', '--engine', 'vllm', '--engine-url', simUrl, '--port', '0', '--admin-port', '0', '--fleet', fleet, '--swarm-key', key, '--replica-id', 'obs-0']);
+  const routerUrl = field(await start(['router', '--port', '0', '--fleet', fleet, '--swarm-key', key, '--bootstrap', field(agent, 'peer')]), 'url');
   await waitFor(async () => (await fetch(`${routerUrl}/readyz`)).status === 200, { timeoutMs: 20_000, message: 'the router to see the replica' });
   // One request, so that labelled series (placements by branch…) exist.
   const models = (await (await fetch(`${routerUrl}/v1/models`)).json()) as { data: Array<{ id: string }> };

@@ -149,8 +149,10 @@ describe('the warmpath npm package', () => {
     const fleet = `pack-smoke-${process.pid}`;
     const sim = await start(['sim', '--port', '0', '--profile', 'tiny']);
     const simUrl = /(http:\/\/\S+)/.exec(sim.line)![1]!;
-    const agent = await start(['agent', '--engine', 'vllm', '--engine-url', simUrl, '--port', '0', '--admin-port', '0', '--fleet', fleet, '--replica-id', 'smoke-0']);
-    const router = await start(['router', '--port', '0', '--fleet', fleet, '--bootstrap', field(agent.line, 'peer')]);
+    const key = join(dir, 'swarm.key');
+    writeFileSync(key, execFileSync(bin, ['swarm-key'], { env: ENV }));
+    const agent = await start(['agent', '--engine', 'vllm', '--engine-url', simUrl, '--port', '0', '--admin-port', '0', '--fleet', fleet, '--swarm-key', key, '--replica-id', 'smoke-0']);
+    const router = await start(['router', '--port', '0', '--fleet', fleet, '--swarm-key', key, '--bootstrap', field(agent.line, 'peer')]);
     const url = field(router.line, 'url');
     await waitFor(async () => (await fetch(`${url}/readyz`)).status === 200, { timeoutMs: 20_000, message: 'the router to see the replica' });
     const models = (await (await fetch(`${url}/v1/models`)).json()) as { data: Array<{ id: string }> };

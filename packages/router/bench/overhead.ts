@@ -12,13 +12,15 @@
  *   node packages/router/bench/overhead.ts [seconds=5] [concurrency=16]
  */
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createInterface } from 'node:readline';
 import { encodeState } from '@warmpath/shared/wire';
 import { Pool } from 'undici';
-import { createGossipNode } from '@warmpath/shared/gossip';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createGossipNode, generateSwarmKey } from '@warmpath/shared/gossip';
 
 const SECONDS = Number(process.argv[2] ?? 5);
 const CONCURRENCY = Number(process.argv[3] ?? 16);
@@ -35,7 +37,10 @@ const upstream = createServer((req, res) => {
 await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
 const upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
 
-const gossip = await createGossipNode({ fleet: 'overhead', onWarning: null });
+const swarmKeyText = generateSwarmKey();
+const swarmKey = join(mkdtempSync(join(tmpdir(), 'wp-bench-')), 'swarm.key');
+writeFileSync(swarmKey, swarmKeyText, { mode: 0o600 });
+const gossip = await createGossipNode({ fleet: 'overhead', swarmKey: swarmKeyText, onWarning: null });
 await gossip.start();
 let seq = 0;
 const publish = (): void => {
@@ -50,7 +55,7 @@ const publish = (): void => {
 };
 const timer = setInterval(publish, 250);
 
-const child = spawn(process.execPath, [CLI, 'router', '--port', '0', '--fleet', 'overhead', '--bootstrap', gossip.multiaddrs()[0]!], { stdio: ['ignore', 'pipe', 'ignore'] });
+const child = spawn(process.execPath, [CLI, 'router', '--port', '0', '--fleet', 'overhead', '--swarm-key', swarmKey, '--bootstrap', gossip.multiaddrs()[0]!], { stdio: ['ignore', 'pipe', 'ignore'] });
 const line = await new Promise<string>((resolve, reject) => {
   createInterface({ input: child.stdout! }).once('line', resolve);
   child.once('exit', (code) => reject(new Error(`router exited ${code}`)));

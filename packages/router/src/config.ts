@@ -17,7 +17,8 @@ export const ROUTER_SCHEMA = {
   fleet: { type: 'string', default: 'default', doc: 'fleet name (gossip topic)' },
   bootstrap: { type: 'list', default: [], doc: 'gossip peers to dial (multiaddrs)' },
   gossipListen: { type: 'list', default: ['/ip4/127.0.0.1/tcp/0'], doc: 'gossip listen multiaddrs' },
-  swarmKey: { type: 'string', default: '', doc: 'path of a libp2p swarm key file ("" = public network)' },
+  swarmKey: { type: 'string', default: '', doc: 'path of the fleet\'s libp2p swarm key file (required for gossip unless --insecure-no-swarm-key; `warmpath swarm-key` makes one)' },
+  insecureNoSwarmKey: { type: 'boolean', default: false, doc: 'join gossip without a swarm key: anyone who reaches the gossip port can publish fleet state (tests and experiments only)' },
   policy: { type: 'string', default: 'warmpath', choices: POLICY_NAMES, doc: 'placement policy' },
   apiKeys: { type: 'string', default: '', doc: 'file of bearer API keys, one per line ("" = no auth)' },
   maxBodyBytes: { type: 'number', default: DEFAULT_MAX_BODY_BYTES, min: 1024, integer: true, doc: 'request body limit, bytes (16 MiB)' },
@@ -51,6 +52,11 @@ export const ROUTER_SCHEMA = {
   // Logs.
   logLevel: { type: 'string', default: 'info', choices: LOG_LEVELS, doc: 'least severe level logged (JSON lines on stderr); info includes one access-log line per request' },
   logPrompts: { type: 'boolean', default: false, doc: "put each request's prompt (messages, prompt or input) in its access-log line; off: prompts never reach the logs" },
+  // Security (docs/SECURITY.md).
+  agentToken: { type: 'string', default: '', doc: 'file holding the token this router presents to agents (Authorization: Bearer, on proxied requests and digest pulls); "" = none' },
+  agentPeers: { type: 'list', default: [], doc: 'gossip peer ids of the agents allowed to publish replica state (empty = any peer holding the swarm key); a listed peer may take over any replica id at once' },
+  agentNetworks: { type: 'list', default: [], doc: 'networks (CIDR) and host names (name or *.suffix) agent URLs may point to whatever address the agent publishes from (default: only its own address, or this machine over loopback)' },
+  identityFile: { type: 'string', default: '', doc: 'file holding this node\'s libp2p private key, created if missing: a stable gossip peer id across restarts ("" = a new id each start)' },
 } as const satisfies Schema;
 
 export type RouterConfig = ConfigOf<typeof ROUTER_SCHEMA>;

@@ -67,7 +67,7 @@ export function createMetrics(view: FleetView, extra: { queueLength: () => numbe
       for (const [status, n] of Object.entries(view.statusCounts())) this.set({ status }, n);
     },
   });
-  countOf(registry, 'warmpath_router_gossip_drops_total', 'State messages dropped, by reason (too_large, malformed, version, invalid, fleet, superseded)', 'reason', () => view.drops);
+  countOf(registry, 'warmpath_router_gossip_drops_total', 'State messages dropped, by reason (too_large, malformed, version, invalid, fleet, superseded, stale; not_allowed, future, not_owner, too_many_ids, foreign_url, relayed, rate: docs/SECURITY.md)', 'reason', () => view.drops);
   countOf(registry, 'warmpath_router_gossip_applied_total', 'State messages applied', undefined, () => view.applied);
   countOf(registry, 'warmpath_router_snapshot_pulls_total', 'Digest snapshot pulls by result', 'result', () => ({ ok: view.pulls.ok, failed: view.pulls.failed }));
   new Gauge({ name: 'warmpath_router_digest_index_hashes', help: 'Distinct chain hashes in the digest index', registers: [registry], collect() { this.set(view.indexSize); } });

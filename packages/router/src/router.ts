@@ -9,8 +9,9 @@ import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ROUTER_SCHEMA, type RouterConfig } from './config.ts';
-import { ConfigError, createLogger, isLoadedConfig, loadConfig, realClock, SERVER_TIMEOUTS, type Logger } from '@warmpath/shared/runtime';
-import { createGossipNode, type GossipNode } from '@warmpath/shared/gossip';
+import { answerClientError, ConfigError, createLogger, isLoadedConfig, loadConfig, readSecret, realClock, SERVER_TIMEOUTS, type Logger } from '@warmpath/shared/runtime';
+import { prepareRequestSchemas } from '@warmpath/shared/wire';
+import { createGossipNode, loadIdentity, type GossipNode, type GossipOrigin } from '@warmpath/shared/gossip';
 import { RouterCore } from './core/router-core.ts';
 import type { CoreMetrics, Send } from './core/types.ts';
 import { snapshotFetcher } from './fleet/snapshot.ts';
@@ -64,10 +65,12 @@ export async function startRouter(options: RouterOptions = {}): Promise<Router> 
   const { gossip: gossipOpt, policyInstance, fetchSnapshot, log: logOpt, config: validated, ...overrides } = options;
   if (validated !== undefined && !isLoadedConfig(validated)) throw new ConfigError('startRouter: `config` must come from routerConfig()/loadConfig(); pass plain keys to have them validated');
   const config = validated ?? loadConfig(ROUTER_SCHEMA, { overrides: overrides as Record<string, unknown> });
+  prepareRequestSchemas();
   const id = config.id !== '' ? config.id : `router-${randomBytes(4).toString('hex')}`;
   const logger = createLogger({ level: config.logLevel, name: 'router', bindings: { router: id }, ...(logOpt !== undefined ? { write: logOpt } : {}) });
   const apiKeys = config.apiKeys !== '' ? readKeys(config.apiKeys) : undefined;
-  const fetcher = snapshotFetcher(config.snapshotTimeoutMs);
+  const agentAuth = config.agentToken !== '' ? `Bearer ${readSecret(config.agentToken, 'agentToken')}` : undefined;
+  const fetcher = snapshotFetcher(config.snapshotTimeoutMs, agentAuth);
   const upstreams = new Upstreams({
     connections: config.upstreamConnections,
     connectTimeoutMs: config.connectTimeoutMs,
@@ -82,7 +85,7 @@ export async function startRouter(options: RouterOptions = {}): Promise<Router> 
     config,
     id,
     clock: realClock(),
-    send: observeAttempts(recording(recorder, createSend(id, upstreams)), () => metrics!),
+    send: observeAttempts(recording(recorder, createSend(id, upstreams, agentAuth)), () => metrics!),
     answer: (ex, e) => answer(ex, e),
     fetchSnapshot: fetchSnapshot ?? fetcher.fetch,
     ...(policyInstance !== undefined ? { policy: policyInstance } : {}),
@@ -99,10 +102,10 @@ export async function startRouter(options: RouterOptions = {}): Promise<Router> 
     page: statusPage,
   };
   const server: Server = createServer(SERVER_TIMEOUTS, createHandler({ id, view: core.view, metrics, proxy: createProxy(core, metrics), apiKeys, ready: readiness(core.view), status, observe: { logger, metrics, logPrompts: config.logPrompts } }));
-  server.on('clientError', (_err, socket) => socket.destroy());
+  server.on('clientError', answerClientError);
 
   try {
-    gossip = await joinGossip(config, gossipOpt, (bytes) => core.receiveBytes(bytes), logger);
+    gossip = await joinGossip(config, gossipOpt, core.view, (bytes, origin) => core.receiveBytes(bytes, origin), logger);
     await listen(server, config.port, config.host);
   } catch (err) {
     core.stop();
@@ -200,8 +203,13 @@ function originsOf(view: FleetView): Set<string> {
   return origins;
 }
 
-/** Subscribe to the fleet's gossip: our own node (started, stopped on leave), a given one (left running), or none. */
-async function joinGossip(config: RouterConfig, opt: false | GossipNode | undefined, onMessage: (bytes: Uint8Array) => void, logger: Logger): Promise<{ node: GossipNode | undefined; leave(): Promise<void> }> {
+/**
+ * Subscribe to the fleet's gossip: our own node (started, stopped on leave), a
+ * given one (left running), or none. Either way the fleet view judges each
+ * message before it is delivered or relayed (trust.ts), and applies it with
+ * its origin.
+ */
+async function joinGossip(config: RouterConfig, opt: false | GossipNode | undefined, view: FleetView, onMessage: (bytes: Uint8Array, origin: GossipOrigin) => void, logger: Logger): Promise<{ node: GossipNode | undefined; leave(): Promise<void> }> {
   if (opt === false) return { node: undefined, leave: async () => {} };
   const own = opt === undefined;
   const node =
@@ -212,10 +220,14 @@ async function joinGossip(config: RouterConfig, opt: false | GossipNode | undefi
       bootstrap: [...config.bootstrap],
       ...(config.swarmKey !== '' ? { swarmKey: readFileSync(config.swarmKey, 'utf8') } : {}),
       onWarning: (w) => logger.warn({ code: w.code }, w.message),
+      ...(config.insecureNoSwarmKey ? { insecureNoSwarmKey: true } : {}),
+      ...(config.identityFile !== '' ? { privateKey: await loadIdentity(config.identityFile) } : {}),
     }));
-  const unsubscribe = node.onMessage(onMessage);
+  node.setValidator((bytes, origin) => view.judge(bytes, origin));
+  const unsubscribe = node.onMessage((bytes, _from, origin) => onMessage(bytes, origin));
   const leave = async (): Promise<void> => {
     unsubscribe();
+    node.setValidator(undefined);
     if (own) await node.stop().catch(() => {});
   };
   if (own) {

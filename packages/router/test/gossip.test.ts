@@ -2,7 +2,10 @@
 import { encodeState } from '@warmpath/shared/wire';
 import { request } from 'undici';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createGossipNode, type GossipNode } from '@warmpath/shared/gossip';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createGossipNode, generateSwarmKey, type GossipNode } from '@warmpath/shared/gossip';
 import { waitFor } from '@warmpath/testkit';
 import { startRouter, type Router } from '../src/index.ts';
 import { startFakeAgent, type FakeAgent } from './fake-agent.ts';
@@ -22,10 +25,13 @@ describe('router over gossip', () => {
 
   it('two routers on one gossip topic see the same fleet and agree on placement', async () => {
     for (let i = 0; i < 3; i++) agents.push(await startFakeAgent(`g${i}`));
-    publisher = await createGossipNode({ fleet: 'gtest', onWarning: null });
+    const swarmKey = generateSwarmKey();
+    const keyFile = join(mkdtempSync(join(tmpdir(), 'wp-router-gossip-')), 'swarm.key');
+    writeFileSync(keyFile, swarmKey);
+    publisher = await createGossipNode({ fleet: 'gtest', swarmKey, onWarning: null });
     await publisher.start();
     const boot = [publisher.multiaddrs()[0]!];
-    routers = await Promise.all([0, 1].map((i) => startRouter({ port: 0, fleet: 'gtest', bootstrap: boot, id: `gr${i}`, log: () => {} })));
+    routers = await Promise.all([0, 1].map((i) => startRouter({ port: 0, fleet: 'gtest', swarmKey: keyFile, bootstrap: boot, id: `gr${i}`, log: () => {} })));
     let seq = 1;
     const publishAll = (): void => {
       seq++;

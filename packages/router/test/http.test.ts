@@ -54,7 +54,8 @@ describe('router HTTP: error shapes', () => {
   });
 
   it('saturated → waits in the queue, then 429 fleet_saturated with Retry-After', async () => {
-    announce(router, 'full', 'http://127.0.0.1:1', { models: ['big'], capacity: { kvTokens: 100 }, load: { kvUsedTokens: 100 } });
+    // Full, not too small: a request larger than every replica's KV is a 400 context_length_exceeded (input.test.ts).
+    announce(router, 'full', 'http://127.0.0.1:1', { models: ['big'], capacity: { kvTokens: 100_000 }, load: { kvUsedTokens: 100_000 } });
     const t0 = Date.now();
     const r = await post(router.url, chat('x', { model: 'big' }));
     expect(Date.now() - t0).toBeGreaterThanOrEqual(90);

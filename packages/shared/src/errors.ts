@@ -24,6 +24,7 @@ export const ERRORS = {
   stream_interrupted: { status: 502, type: 'api_error', message: 'The upstream replica failed in the middle of the stream.' },
   adapter_not_found: { status: 404, type: 'invalid_request_error', message: 'The LoRA adapter is not registered.' },
   internal_error: { status: 500, type: 'api_error', message: 'Internal error.' },
+  context_length_exceeded: { status: 400, type: 'invalid_request_error', message: "The prompt plus max_tokens is larger than any replica's KV cache can hold." },
 } as const satisfies Record<string, { status: number; type: string; message: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;

@@ -35,16 +35,20 @@
 // publish, delivery), constants.ts (tunables with units).
 export { createGossipNode } from './gossip/node.ts';
 export { topicFor } from './gossip/options.ts';
-export { generateIdentity, generateSwarmKey, parseSwarmKey } from './gossip/keys.ts';
+export { GRAYLIST_THRESHOLD, GOSSIP_THRESHOLD } from './gossip/constants.ts';
+export { generateIdentity, generateSwarmKey, loadIdentity, parseSwarmKey } from './gossip/keys.ts';
 export type { SwarmKey } from './gossip/keys.ts';
 export { GossipConfigError } from './gossip/types.ts';
 export type {
   GossipEvent,
   GossipNode,
   GossipOptions,
+  GossipOrigin,
   GossipPrivateKey,
   GossipStats,
   GossipTiming,
+  GossipValidator,
+  GossipVerdict,
   GossipWarning,
   GossipWarningCode,
 } from './gossip/types.ts';

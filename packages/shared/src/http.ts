@@ -1,6 +1,7 @@
 /** Small HTTP helpers shared by the agent, the router and the simulator. */
 import type { IncomingMessage } from 'node:http';
-import { WarmpathError } from './errors.ts';
+import type { Duplex } from 'node:stream';
+import { errorBody, WarmpathError } from './errors.ts';
 
 /** Default request body limit: 16 MiB (long-context chats with images as URLs fit). */
 export const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
@@ -106,3 +107,21 @@ export const SERVER_TIMEOUTS = Object.freeze({ keepAliveTimeout: 72_000, request
 
 /** Idle time of a keep-alive connection in the proxies' upstream undici pools, ms: below the agent's 72 s server keep-alive, so the pool closes first. */
 export const UPSTREAM_KEEP_ALIVE_MS = 60_000;
+
+/**
+ * A server's 'clientError' listener: a request node:http could not parse
+ * (bad request line or headers, headers too large, a header timeout) gets an
+ * OpenAI-shaped answer and the connection is closed, rather than a reset.
+ * 431 and 408 keep node's own status codes; the body's code is
+ * invalid_request either way.
+ */
+export function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
+  if (!socket.writable || (socket as Duplex & { _httpMessage?: unknown })._httpMessage != null) {
+    socket.destroy();
+    return;
+  }
+  const [status, reason] =
+    err.code === 'HPE_HEADER_OVERFLOW' ? [431, 'Request Header Fields Too Large'] : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'Request Timeout'] : [400, 'Bad Request'];
+  const body = JSON.stringify(errorBody('invalid_request', `Malformed HTTP request (${err.code ?? 'parse error'}).`));
+  socket.end(`HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+}

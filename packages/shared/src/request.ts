@@ -5,6 +5,7 @@
  */
 import { WarmpathError } from './errors.ts';
 import { canonicalText, chainHashes, prefixSeed, type RequestKind } from './prefix.ts';
+import { checkBody, checkDepth } from './request-schema.ts';
 
 /** Fleet-wide settings: agents publish theirs and routers check for a match. */
 export const FLEET_DEFAULTS = {
@@ -89,7 +90,7 @@ export function requestKey(raw: unknown): string | undefined {
 
 const isObject = (x: unknown): x is Record<string, unknown> => x !== null && typeof x === 'object' && !Array.isArray(x);
 
-/** Parses a JSON body; malformed JSON or a non-object is an invalid_json / invalid_request error. */
+/** Parses a JSON body; malformed JSON, a non-object or nesting deeper than MAX_JSON_DEPTH is an invalid_json / invalid_request error. */
 export function parseJsonBody(buf: Uint8Array): Record<string, unknown> {
   let body: unknown;
   try {
@@ -98,20 +99,21 @@ export function parseJsonBody(buf: Uint8Array): Record<string, unknown> {
     throw new WarmpathError('invalid_json', `Request body is not valid JSON: ${(err as Error).message}`);
   }
   if (!isObject(body)) throw new WarmpathError('invalid_request', 'Request body must be a JSON object.');
+  checkDepth(body);
   return body;
 }
 
-function optionalPositiveInt(body: Record<string, unknown>, key: string): number | undefined {
+/** A token count the schema already checked (an integer in range, or null/absent). */
+function tokenCount(body: Record<string, unknown>, key: string): number | undefined {
   const v = body[key];
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1) throw new WarmpathError('invalid_request', `"${key}" must be a positive integer.`, key);
-  return v;
+  return typeof v === 'number' ? v : undefined;
 }
 
 /**
- * Validates the fields routing depends on and computes the request's prefix
- * chain and work estimate. Throws WarmpathError on invalid input; the
- * `resolveModel` callback returning undefined means model_not_found.
+ * Validates the body against its endpoint's schema (request-schema.ts) and
+ * computes the request's prefix chain and work estimate. Throws WarmpathError
+ * on invalid input; the `resolveModel` callback returning undefined means
+ * model_not_found.
  */
 export function describeRequest(body: Record<string, unknown>, kind: RequestKind, opts: DescribeOptions = {}): RequestInfo {
   const chunkChars = opts.chunkChars ?? FLEET_DEFAULTS.chunkChars;
@@ -120,28 +122,13 @@ export function describeRequest(body: Record<string, unknown>, kind: RequestKind
   const requested = body.model;
   if (requested === undefined || requested === null || requested === '') throw new WarmpathError('model_required', undefined, 'model');
   if (typeof requested !== 'string') throw new WarmpathError('invalid_request', '"model" must be a string.', 'model');
-  switch (kind) {
-    case 'chat':
-      if (!Array.isArray(body.messages) || body.messages.length === 0)
-        throw new WarmpathError('invalid_request', '"messages" must be a non-empty array.', 'messages');
-      break;
-    case 'completion':
-      if (typeof body.prompt !== 'string' && !Array.isArray(body.prompt)) throw new WarmpathError('invalid_request', '"prompt" must be a string or an array.', 'prompt');
-      break;
-    case 'embedding':
-      if (body.input === undefined) throw new WarmpathError('invalid_request', '"input" is required.', 'input');
-      break;
-    case 'responses':
-      if (body.input === undefined && body.instructions === undefined) throw new WarmpathError('invalid_request', '"input" is required.', 'input');
-      break;
-  }
-  if (body.stream !== undefined && typeof body.stream !== 'boolean') throw new WarmpathError('invalid_request', '"stream" must be a boolean.', 'stream');
+  checkBody(body, kind);
   const ref = opts.resolveModel ? opts.resolveModel(requested) : { model: requested, adapter: '' };
   if (ref === undefined) throw new WarmpathError('model_not_found', `The model "${requested}" does not exist or no replica serves it.`, 'model');
   const maxTokens =
-    optionalPositiveInt(body, 'max_completion_tokens') ??
-    optionalPositiveInt(body, 'max_tokens') ??
-    optionalPositiveInt(body, 'max_output_tokens') ??
+    tokenCount(body, 'max_completion_tokens') ??
+    tokenCount(body, 'max_tokens') ??
+    tokenCount(body, 'max_output_tokens') ??
     (kind === 'embedding' ? 0 : (opts.defaultMaxTokens ?? FLEET_DEFAULTS.defaultMaxTokens));
   const salt = typeof body.cache_salt === 'string' ? body.cache_salt : '';
   const text = canonicalText(body, kind);

@@ -1,6 +1,7 @@
 /** Runtime helpers shared by every process: config loading, HTTP helpers, Prometheus text parsing, a seeded PRNG, clocks, structured logs. */
 export * from './config.ts';
 export * from './http.ts';
+export * from './auth.ts';
 export * from './prometheus.ts';
 export * from './random.ts';
 export * from './clock.ts';

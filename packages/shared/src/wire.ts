@@ -7,6 +7,7 @@
 export * from './errors.ts';
 export * from './prefix.ts';
 export * from './request.ts';
+export * from './request-schema.ts';
 export * from './ring.ts';
 export * from './protocol.ts';
 export * from './tracing.ts';

@@ -1,10 +1,14 @@
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createGossipNode,
   GossipConfigError,
   generateIdentity,
   generateSwarmKey,
+  loadIdentity,
   parseSwarmKey,
   topicFor,
 } from '../src/gossip.ts';
@@ -76,6 +80,21 @@ describe('swarm key', () => {
   });
 });
 
+describe('identity file', () => {
+  it('is created on first use and gives the same peer id on every later start', async () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'wp-identity-')), 'peer.key');
+    const first = await loadIdentity(path);
+    expect(statSync(path).mode & 0o777).toBe(0o600);
+    expect(await loadIdentity(path)).toEqual(first);
+    const ids = [];
+    for (let i = 0; i < 2; i++) {
+      const n = await createGossipNode({ fleet: 'id', insecureNoSwarmKey: true, onWarning: null, privateKey: await loadIdentity(path) });
+      ids.push(n.peerId);
+    }
+    expect(ids[0]).toBe(ids[1]);
+  });
+});
+
 describe('options', () => {
   it('names the fleet topic and rejects bad options by name', async () => {
     expect(topicFor('prod-eu')).toBe('warmpath/prod-eu/state/1');
@@ -84,6 +103,9 @@ describe('options', () => {
     await expect(createGossipNode({ fleet: 'x', swarmKey: 'nope' })).rejects.toThrow(/invalid swarmKey/);
     await expect(createGossipNode({ fleet: 'x', listne: [] } as GossipOptions)).rejects.toThrow(/unknown option listne/);
     await expect(createGossipNode({ fleet: 'x', timing: { dialTimeoutMs: -1 } })).rejects.toThrow(/timing\.dialTimeoutMs/);
+    // No swarm key: refused unless the operator says so explicitly.
+    await expect(createGossipNode({ fleet: 'x' })).rejects.toThrow(/a swarm key is required/);
+    await expect(createGossipNode({ fleet: 'x', insecureNoSwarmKey: 'yes' } as unknown as GossipOptions)).rejects.toThrow(/insecureNoSwarmKey must be/);
   });
 });
 
@@ -231,6 +253,7 @@ describe('gossip node over TCP', () => {
 });
 
 describe('gossip node in a hub-and-spoke fleet on one IP', () => {
+  const swarmKey = generateSwarmKey();
   const nodes: GossipNode[] = [];
   afterAll(async () => {
     await Promise.all(nodes.map((n) => n.stop()));
@@ -242,12 +265,12 @@ describe('gossip node in a hub-and-spoke fleet on one IP', () => {
   it('relays through a hub with more than 10 peers on the same IP', async () => {
     const LEAVES = 12;
     const fleet = 'hub';
-    const hub = await createGossipNode({ fleet, onWarning: null, timing: TIMING });
+    const hub = await createGossipNode({ fleet, swarmKey, onWarning: null, timing: TIMING });
     await hub.start();
     nodes.push(hub);
     const leaves: GossipNode[] = [];
     for (let i = 0; i < LEAVES; i++) {
-      const leaf = await createGossipNode({ fleet, bootstrap: hub.multiaddrs(), onWarning: null, timing: TIMING });
+      const leaf = await createGossipNode({ fleet, swarmKey, bootstrap: hub.multiaddrs(), onWarning: null, timing: TIMING });
       await leaf.start();
       leaves.push(leaf);
       nodes.push(leaf);
@@ -268,11 +291,11 @@ describe('gossip node in a hub-and-spoke fleet on one IP', () => {
   it('a publish-only node hangs up peers silent on the fleet topic; subscribers keep publish-only peers', async () => {
     const timing = { ...TIMING, silentPeerGraceMs: 300 };
     // x is an agent (publish-only), mate a router of the same fleet, stranger a router of another fleet.
-    const x = await createGossipNode({ fleet: 'silent-x', onWarning: null, timing, subscribe: false });
+    const x = await createGossipNode({ fleet: 'silent-x', swarmKey, onWarning: null, timing, subscribe: false });
     await x.start();
     nodes.push(x);
-    const mate = await createGossipNode({ fleet: 'silent-x', bootstrap: x.multiaddrs(), onWarning: null, timing });
-    const stranger = await createGossipNode({ fleet: 'silent-y', bootstrap: x.multiaddrs(), onWarning: null, timing });
+    const mate = await createGossipNode({ fleet: 'silent-x', swarmKey, bootstrap: x.multiaddrs(), onWarning: null, timing });
+    const stranger = await createGossipNode({ fleet: 'silent-y', swarmKey, bootstrap: x.multiaddrs(), onWarning: null, timing });
     for (const n of [mate, stranger]) {
       await n.start();
       nodes.push(n);

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { WarmpathError } from '../src/errors.ts';
 import { describeRequest, MAX_KEY_CHARS, parseJsonBody } from '../src/request.ts';
+import { MAX_JSON_DEPTH } from '../src/request-schema.ts';
 
 const enc = (s: string) => new TextEncoder().encode(s);
 const codeOf = (fn: () => unknown): string | undefined => {
@@ -51,5 +52,59 @@ describe('describeRequest', () => {
     expect(codeOf(() => describeRequest({ model: 'm', messages: [] }, 'chat'))).toBe('invalid_request');
     expect(codeOf(() => describeRequest({ model: 'm', messages: [{ role: 'user', content: 'x' }], max_tokens: -1 }, 'chat'))).toBe('invalid_request');
     expect(codeOf(() => describeRequest({ model: 'm', prompt: 'x' }, 'completion', { resolveModel: () => undefined }))).toBe('model_not_found');
+  });
+});
+
+describe('request shape (request-schema.ts)', () => {
+  const user = { role: 'user', content: 'hi' };
+  const param = (fn: () => unknown): string | null | undefined => {
+    try {
+      fn();
+    } catch (err) {
+      return err instanceof WarmpathError ? err.param : 'not a WarmpathError';
+    }
+    return undefined;
+  };
+
+  it('accepts what OpenAI clients send: content parts, tool calls and results, nulls for optional fields', () => {
+    const bodies: Array<[Record<string, unknown>, 'chat' | 'completion' | 'embedding' | 'responses']> = [
+      [{ model: 'm', messages: [{ role: 'developer', content: 'be brief' }, { role: 'user', content: [{ type: 'text', text: 'a' }, { type: 'image_url', image_url: { url: 'data:x' } }] }] }, 'chat'],
+      [{ model: 'm', messages: [user, { role: 'assistant', content: null, tool_calls: [{ id: 't1', type: 'function', function: { name: 'f', arguments: '{}' } }] }, { role: 'tool', tool_call_id: 't1', content: '42' }] }, 'chat'],
+      [{ model: 'm', messages: [user], stream: true, stream_options: { include_usage: true }, max_tokens: null, temperature: null, tools: [{ type: 'function', function: { name: 'f' } }], tool_choice: 'auto', stop: ['\n'], logprobs: true, top_logprobs: 3, seed: -1, n: 1, ignore_eos: true }, 'chat'],
+      [{ model: 'm', prompt: ['a', 'b'], max_tokens: 5, logprobs: 2, echo: false }, 'completion'],
+      [{ model: 'm', prompt: [[1, 2], [3]] }, 'completion'],
+      [{ model: 'm', input: [1, 2, 3], encoding_format: 'float' }, 'embedding'],
+      [{ model: 'm', instructions: 'x', input: [{ role: 'user', content: [{ type: 'input_text', text: 'hi' }] }], max_output_tokens: 100 }, 'responses'],
+    ];
+    for (const [body, kind] of bodies) expect(codeOf(() => describeRequest(body, kind))).toBeUndefined();
+  });
+
+  it('refuses impossible or mistyped fields with invalid_request and the field as param', () => {
+    const cases: Array<[Record<string, unknown>, string]> = [
+      [{ model: 'm', messages: [user], max_tokens: 1e300 }, 'max_tokens'],
+      [{ model: 'm', messages: [user], max_completion_tokens: 0 }, 'max_completion_tokens'],
+      [{ model: 'm', messages: [user], max_tokens: 2.5 }, 'max_tokens'],
+      [{ model: 'm', messages: [user], temperature: 9 }, 'temperature'],
+      [{ model: 'm', messages: [user], n: 1_000_000 }, 'n'],
+      [{ model: 'm', messages: [user], stream_options: { include_usage: true } }, 'stream'],
+      [{ model: 'm', messages: [user], prompt_cache_key: 5 }, 'prompt_cache_key'],
+      [{ model: 'm', messages: [{ role: 'tool', content: 'x' }] }, 'messages'],
+      [{ model: 'm', messages: [{ role: 'user', content: [{ type: 'text' }] }] }, 'messages'],
+      [{ model: 'm', messages: [{ role: 'user', content: null }] }, 'messages'],
+    ];
+    for (const [body, p] of cases) {
+      expect(codeOf(() => describeRequest(body, 'chat'))).toBe('invalid_request');
+      expect(param(() => describeRequest(body, 'chat'))).toBe(p);
+    }
+    expect(param(() => describeRequest({ model: 'm', prompt: '' }, 'completion'))).toBe('prompt');
+    expect(param(() => describeRequest({ model: 'm', input: [] }, 'embedding'))).toBe('input');
+    expect(param(() => describeRequest({ model: 'm' }, 'responses'))).toBe('input');
+  });
+
+  it('nesting deeper than MAX_JSON_DEPTH is invalid_request at parse time, at any depth', () => {
+    const nested = (depth: number) => enc(`{"model":"m","messages":[{"role":"user","content":${'['.repeat(depth)}${']'.repeat(depth)}}]}`);
+    expect(codeOf(() => parseJsonBody(nested(MAX_JSON_DEPTH - 4)))).toBeUndefined();
+    expect(codeOf(() => parseJsonBody(nested(MAX_JSON_DEPTH)))).toBe('invalid_request');
+    expect(codeOf(() => parseJsonBody(nested(100_000)))).toBe('invalid_request');
   });
 });

@@ -64,6 +64,8 @@ export interface AdapterContext {
   dispatcher: Dispatcher;
   /** Engine base URL, no trailing slash. */
   baseUrl: string;
+  /** Headers on every control request (the engine's API key, when it has one). */
+  headers?: Readonly<Record<string, string>>;
 }
 
 /** Error with a stable code for a failed engine call. */
@@ -80,7 +82,7 @@ const MAX_CONTROL_BYTES = 16 * 1024 * 1024;
 
 /** GET a text body with a size bound; non-2xx is an EngineError carrying the status. */
 export async function getText(ctx: AdapterContext, path: string, signal: AbortSignal): Promise<{ status: number; text: string }> {
-  const res = await ctx.dispatcher.request({ origin: ctx.baseUrl, path, method: 'GET', signal });
+  const res = await ctx.dispatcher.request({ origin: ctx.baseUrl, path, method: 'GET', signal, ...(ctx.headers !== undefined ? { headers: ctx.headers } : {}) });
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of res.body as AsyncIterable<Buffer>) {

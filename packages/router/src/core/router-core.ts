@@ -27,6 +27,7 @@
 import diagnostics_channel from 'node:diagnostics_channel';
 import { describeRequest, type ReplicaState, type RequestInfo, type RequestKind } from '@warmpath/shared/wire';
 import type { RouterConfig } from '../config.ts';
+import type { Origin } from '../fleet/trust.ts';
 import { FleetView, type Replica, type ViewEvent } from '../fleet/view.ts';
 import { affinityKey } from '../placement/eligible.ts';
 import { LocalState, type Ticket } from '../placement/local.ts';
@@ -105,6 +106,8 @@ export class RouterCore<T> {
       chunkChars: c.chunkChars,
       stateTtlMs: c.stateTtlMs,
       forgetAfterMs: c.forgetAfterMs,
+      agentPeers: c.agentPeers,
+      agentNetworks: c.agentNetworks,
       fetchSnapshot: o.fetchSnapshot,
       now,
       onEvent: o.onViewEvent ?? (() => {}),
@@ -137,9 +140,9 @@ export class RouterCore<T> {
     return this.view.supports(info.model, info.adapter, info.kind);
   }
 
-  /** A gossip payload (encoded state message). */
-  receiveBytes(bytes: Uint8Array): void {
-    this.view.applyBytes(bytes);
+  /** A gossip payload (encoded state message); `origin`: its author as the gossip node saw it (its rights are checked). */
+  receiveBytes(bytes: Uint8Array, origin?: Origin): void {
+    this.view.applyBytes(bytes, origin);
   }
 
   /** A decoded state message (the simulator skips the codec). */

@@ -8,10 +8,12 @@
  *   groups.ts       replicas and rings per (model, adapter), model names
  *
  * Steps per gossip message: decode + validate (drops counted by reason) →
- * supersede by (bootAt, boot, seq) → store the state (a new replica gets a
- * slot) → mark the groups dirty only if membership changed → hand the digest
- * to digest sync → wake listeners. A periodic sweep turns stale replicas
- * not-live and forgets silent ones.
+ * from gossip, the publisher's rights (trust.ts: rate, ownership of the id,
+ * addresses it may name; `judge` is the topic validator's verdict, so what
+ * it rejects is never relayed) → supersede by (bootAt, boot, seq) → store the
+ * state (a new replica gets a slot) → mark the groups dirty only if
+ * membership changed → hand the digest to digest sync → wake listeners. A
+ * periodic sweep turns stale replicas not-live and forgets silent ones.
  * Complexity: a state message costs O(|delta|) table operations plus O(1)
  * bookkeeping; load-only updates never rebuild rings. Warmth for a request is
  * O(depth matched + holders of those hashes), not O(replicas).
@@ -19,12 +21,13 @@
  * (`ReplicaView`), rather than copies: no allocation per read, and the digest
  * sync state is not on the record at all.
  */
-import { decodeState, supersedes, type Endpoint, type ModelRef, type ReplicaState } from '@warmpath/shared/wire';
+import { decodeState, supersedes, type DecodeResult, type Endpoint, type ModelRef, type ReplicaState } from '@warmpath/shared/wire';
 import { DigestSync, type DigestStatus } from './digest-sync.ts';
 import { Groups, membershipChanged, type Group } from './groups.ts';
 import { halves } from './hash64.ts';
 import { HolderIndex } from './holders.ts';
 import type { ReplicaRecord, ReplicaView, ViewEvent } from './replica.ts';
+import { PublisherTrust, type Origin, type TrustReason } from './trust.ts';
 import { WarmthScan } from './warmth.ts';
 
 export type { Group } from './groups.ts';
@@ -40,6 +43,9 @@ export type FleetViewOptions = {
   readonly chunkChars: number;
   readonly stateTtlMs: number;
   readonly forgetAfterMs: number;
+  /** Gossip publishers' rights (trust.ts); default: any peer, no extra networks. */
+  readonly agentPeers?: readonly string[];
+  readonly agentNetworks?: readonly string[];
 } & {
   /** Fetch a digest snapshot (msgpack bytes); the router passes an HTTP GET {admin}/warmpath/v1/digest. */
   fetchSnapshot?: (r: ReplicaView) => Promise<Uint8Array>;
@@ -55,10 +61,14 @@ export class FleetView {
   readonly chunkChars: number;
   readonly stateTtlMs: number;
   readonly forgetAfterMs: number;
-  /** Drops by reason: decode reasons, 'fleet', 'superseded'. */
+  /** Drops by reason: decode reasons, 'fleet', 'superseded', 'stale' and the trust reasons. */
   readonly drops: Record<string, number> = Object.create(null);
   /** State messages applied. */
   applied = 0;
+  /** Who may publish what over gossip. */
+  readonly trust: PublisherTrust;
+  /** Payloads the validator decoded, for the delivery that follows (the same bytes object). */
+  readonly #decoded = new WeakMap<Uint8Array, DecodeResult<ReplicaState>>();
 
   readonly #records = new Map<string, ReplicaRecord>();
   readonly #bySlot: Array<ReplicaRecord | undefined> = [];
@@ -78,6 +88,7 @@ export class FleetView {
     this.forgetAfterMs = opts.forgetAfterMs;
     this.#now = opts.now ?? Date.now;
     this.#onEvent = opts.onEvent ?? (() => {});
+    this.trust = new PublisherTrust({ stateTtlMs: opts.stateTtlMs, agentPeers: opts.agentPeers ?? [], agentNetworks: opts.agentNetworks ?? [] });
     this.#sync = new DigestSync({
       chunkChars: opts.chunkChars,
       holders: this.#holders,
@@ -107,11 +118,48 @@ export class FleetView {
     return () => this.#listeners.delete(fn);
   }
 
-  /** A gossip payload. Never throws. */
-  applyBytes(bytes: Uint8Array): void {
+  /**
+   * The fleet topic validator's verdict on a gossip payload, before it is
+   * applied or relayed: `reject` (malformed, from the future, or a right the
+   * author does not have — lowering its score) when it came from its author,
+   * `ignore` when a relay brought it (the relay may know better) or it is
+   * merely old. Counts drops. Never throws.
+   */
+  judge(bytes: Uint8Array, origin: Origin): 'accept' | 'reject' | 'ignore' {
     const res = decodeState(bytes);
+    this.#decoded.set(bytes, res);
+    if (!res.ok) return this.#refuse(res.reason, 'reject');
+    const s = res.value;
+    const now = this.#now();
+    const direct = origin.via === origin.peer;
+    if (!this.trust.spend(origin.peer, now)) return this.#refuse('rate', direct ? 'reject' : 'ignore');
+    if (s.fleet !== this.fleet) return this.#refuse('fleet', 'reject');
+    const reason = this.trust.check(s, origin, now);
+    if (reason !== undefined) return this.#refuse(reason, reason === 'future' || (direct && reason !== 'relayed') ? 'reject' : 'ignore');
+    const known = this.#records.get(s.replica);
+    if (known !== undefined && !supersedes(s, known.state)) return this.#refuse('superseded', 'ignore');
+    if (now - s.sentAt > this.forgetAfterMs) return this.#refuse('stale', 'ignore');
+    return 'accept';
+  }
+
+  #refuse(reason: TrustReason | string, verdict: 'reject' | 'ignore'): 'reject' | 'ignore' {
+    this.#drop(reason);
+    return verdict;
+  }
+
+  /** A gossip payload; with its `origin`, the publisher's rights are checked (again: state may have moved since `judge`). Never throws. */
+  applyBytes(bytes: Uint8Array, origin?: Origin): void {
+    const res = this.#decoded.get(bytes) ?? decodeState(bytes);
+    this.#decoded.delete(bytes);
     if (!res.ok) return this.#drop(res.reason);
-    this.apply(res.value);
+    if (origin === undefined) {
+      this.apply(res.value);
+      return;
+    }
+    const now = this.#now();
+    const reason = this.trust.check(res.value, origin, now);
+    if (reason !== undefined) return this.#drop(reason);
+    if (this.apply(res.value, now)) this.trust.claimed(res.value, origin, now);
   }
 
   /** A decoded state. Returns false if dropped. */
@@ -171,6 +219,7 @@ export class FleetView {
 
   /** Periodic: freshness transitions and forgetting silent replicas. Cheap; call every ~250 ms. */
   sweep(now = this.#now()): void {
+    this.trust.sweep(now, this.forgetAfterMs);
     for (const r of this.#records.values()) {
       const age = now - r.receivedAt;
       if (age > this.forgetAfterMs) {

@@ -30,9 +30,10 @@ export interface Exchange {
   readonly signal: AbortSignal;
 }
 
-export function createSend(id: string, upstreams: Upstreams): Send<Exchange> {
+/** `authorization`: the header presenting the agents' shared token, when one is configured. */
+export function createSend(id: string, upstreams: Upstreams, authorization?: string): Send<Exchange> {
   return (d, report) => {
-    forward(id, upstreams, d).then(report, (err: unknown) => {
+    forward(id, upstreams, d, authorization).then(report, (err: unknown) => {
       // A bug, not an upstream failure: end the exchange rather than leave the client hanging.
       const res = d.ctx.res;
       if (!res.headersSent) sendError(res, 'internal_error');
@@ -42,7 +43,7 @@ export function createSend(id: string, upstreams: Upstreams): Send<Exchange> {
   };
 }
 
-async function forward(id: string, upstreams: Upstreams, d: Dispatch<Exchange>): Promise<SendResult> {
+async function forward(id: string, upstreams: Upstreams, d: Dispatch<Exchange>, authorization: string | undefined): Promise<SendResult> {
   const { req, res, raw, path, signal } = d.ctx;
   const url = d.replica.state.url;
   const slash = url.indexOf('/', url.indexOf('//') + 2);
@@ -57,6 +58,7 @@ async function forward(id: string, upstreams: Upstreams, d: Dispatch<Exchange>):
     ...upstreamHeaders(res),
   };
   if (d.info.routingKey !== undefined) headers[HEADERS.key] = d.info.routingKey;
+  if (authorization !== undefined) headers.authorization = authorization;
   let up;
   try {
     up = await upstreams.pool(origin).request({ path: base + path, method: 'POST', headers, body: raw, signal });
@@ -67,8 +69,9 @@ async function forward(id: string, upstreams: Upstreams, d: Dispatch<Exchange>):
     return { kind: kind === 'connect' ? 'connect' : 'reset' };
   }
   const status = up.statusCode;
-  if (status === 429 || status === 503) {
-    const reason = up.headers[HEADERS.rejectReason];
+  const reason = up.headers[HEADERS.rejectReason];
+  // The agent's refusals: 429/503 (admission), and 400 too_large (this replica is too small; a larger one may fit).
+  if (status === 429 || status === 503 || (status === 400 && reason === 'too_large')) {
     up.body.dump().catch(() => {});
     return { kind: 'rejected', status, ...(typeof reason === 'string' ? { reason } : {}) };
   }

@@ -14,6 +14,7 @@ import { HEADERS, parseJsonBody, sendError, WarmpathError, type ErrorCode, type 
 import { readBody } from '@warmpath/shared/runtime';
 import type { RouterCore } from '../core/router-core.ts';
 import type { RouteError } from '../core/types.ts';
+import type { ReplicaView } from '../fleet/view.ts';
 import type { RouterMetrics } from '../metrics.ts';
 import type { Exchange } from './forward.ts';
 import { noteError, noteRequest } from './observe.ts';
@@ -29,6 +30,24 @@ export function createAnswer(id: string, retryAfterS: number, metrics: RouterMet
     if (e.retryAfter) headers['retry-after'] = String(retryAfterS);
     sendError(ex.res, e.code, e.message, { headers });
   };
+}
+
+/** The field a too-long prompt is in, per endpoint (OpenAI's `param`). */
+const PROMPT_PARAM: Readonly<Record<RequestKind, string>> = { chat: 'messages', completion: 'prompt', embedding: 'input', responses: 'input' };
+
+/**
+ * The most tokens one replica of a group can hold (its KV cache), or undefined
+ * when some member does not publish its capacity: a request over it can never
+ * run anywhere, so it gets a 400 rather than a retryable 429.
+ */
+export function largestKv(members: readonly ReplicaView[] | undefined): number | undefined {
+  if (members === undefined || members.length === 0) return undefined;
+  let max = 0;
+  for (const r of members) {
+    if (r.state.capacity.kvTokens <= 0) return undefined;
+    if (r.state.capacity.kvTokens > max) max = r.state.capacity.kvTokens;
+  }
+  return max;
 }
 
 export function createProxy(core: RouterCore<Exchange>, metrics: RouterMetrics): ProxyHandler {
@@ -53,10 +72,13 @@ export function createProxy(core: RouterCore<Exchange>, metrics: RouterMetrics):
       noteRequest(res, info, body);
     } catch (err) {
       if (err instanceof WarmpathError) fail(res, err.code, err.message, err.param);
-      else if (!res.headersSent) res.destroy();
+      else if (!req.readableAborted) fail(res, 'internal_error', undefined, null);
       return;
     }
     if (!core.supports(info)) return fail(res, 'unsupported_endpoint', `No replica serving "${info.requested}" offers ${path}.`, null);
+    const room = largestKv(core.view.group(info.model, info.adapter)?.members);
+    if (room !== undefined && info.promptTokens + info.maxTokens > room)
+      return fail(res, 'context_length_exceeded', `The prompt (about ${info.promptTokens} tokens) plus max_tokens (${info.maxTokens}) exceeds the largest KV cache serving "${info.requested}" (${room} tokens).`, PROMPT_PARAM[kind]);
 
     const ac = new AbortController();
     const job = core.route({ req, res, raw, path, signal: ac.signal }, info, body);

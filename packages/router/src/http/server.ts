@@ -1,11 +1,12 @@
 /**
  * The router's HTTP surface: OpenAI endpoints (proxied), /v1/models (the
- * fleet's union), health, readiness and metrics. Optional bearer API keys
- * guard /v1/*.
+ * fleet's union), health, readiness, metrics and the fleet view. With API
+ * keys configured, every route but /healthz and /readyz (the probes) needs
+ * one: the admin data (metrics, agent URLs) as much as the inference API.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HEADERS, ROUTES, sendError } from '@warmpath/shared/wire';
-import { sendJson } from '@warmpath/shared/runtime';
+import { bearerToken, sendJson } from '@warmpath/shared/runtime';
 import type { FleetView } from '../fleet/view.ts';
 import type { RouterMetrics } from '../metrics.ts';
 import { observe, type ObserveDeps } from './observe.ts';
@@ -39,11 +40,10 @@ export function createHandler(ctx: ServerContext): (req: IncomingMessage, res: S
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);
     const kind = ROUTES[path];
-    if (kind !== undefined || path.startsWith('/v1/')) {
-      if (ctx.apiKeys !== undefined && !authorized(req, ctx.apiKeys)) {
-        ctx.metrics.responses.inc({ code: 'unauthorized' });
-        return sendError(res, 'unauthorized', undefined, { headers: { 'www-authenticate': 'Bearer' } });
-      }
+    if (ctx.apiKeys !== undefined && !OPEN_PATHS.has(path) && !authorized(req, ctx.apiKeys)) {
+      req.resume();
+      ctx.metrics.responses.inc({ code: 'unauthorized' });
+      return sendError(res, 'unauthorized', undefined, { headers: { 'www-authenticate': 'Bearer' } });
     }
     if (kind !== undefined) {
       if (req.method !== 'POST') return sendError(res, 'method_not_allowed', `Use POST ${path}.`, { headers: { allow: 'POST' } });
@@ -91,10 +91,12 @@ export function createHandler(ctx: ServerContext): (req: IncomingMessage, res: S
   };
 }
 
+/** Routes open even with API keys: the liveness and readiness probes (readiness shows replica counts, no URLs). */
+const OPEN_PATHS: ReadonlySet<string> = new Set(['/healthz', '/readyz']);
+
 function authorized(req: IncomingMessage, keys: ReadonlySet<string>): boolean {
-  const h = req.headers.authorization;
-  if (typeof h !== 'string' || !h.startsWith('Bearer ')) return false;
-  return keys.has(h.slice(7).trim());
+  const key = bearerToken(req.headers.authorization);
+  return key !== undefined && keys.has(key);
 }
 
 /** The router's fleet view as JSON: what it would route on, for operators, the demo and the status page. */

@@ -101,8 +101,32 @@ export const MAX_CONNECTIONS = 300;
  */
 export const IP_COLOCATION_FACTOR_WEIGHT = 0;
 
+/**
+ * Peer scoring on the fleet topic (gossipsub's P4, invalid message
+ * deliveries): each message the validator rejects adds 1 to the sender's
+ * count, the count decays by INVALID_MESSAGE_DECAY every second, and the
+ * score is INVALID_MESSAGE_WEIGHT × count². Three rejected messages put a
+ * peer below GRAYLIST_THRESHOLD (-90 < -80): its RPCs are then dropped unread
+ * and its mesh links pruned at the next heartbeat. The decay is fast on
+ * purpose: an honest agent restarted under a new key is refused for up to its
+ * replica's state TTL (its id is still bound to the old key), and must not
+ * stay graylisted long after; a peer that keeps sending invalid messages is
+ * graylisted again after every few. A larger weight or slower decay shuts a
+ * misbehaving peer out longer, and a restarted one too.
+ */
+export const INVALID_MESSAGE_WEIGHT = -10;
+export const INVALID_MESSAGE_DECAY = 0.5;
+/** Below this score no gossip (IHAVE/IWANT) is exchanged with a peer: one rejected message. */
+export const GOSSIP_THRESHOLD = -10;
+/** Below this score nothing is published to a peer. */
+export const PUBLISH_THRESHOLD = -50;
+/** Below this score every RPC of a peer is dropped unread (graylisted). */
+export const GRAYLIST_THRESHOLD = -80;
+
 /** Stable codes of operator-facing warnings (`GossipWarning.code`). */
 export const GOSSIP_WARNING = {
   /** No bootstrap peer and no other peer reachable for ISOLATION_WARNING_AFTER_MS. */
   isolated: 'WARMPATH_GOSSIP_ISOLATED',
+  /** Started with insecureNoSwarmKey: anyone who reaches the gossip port can join and publish. */
+  insecure: 'WARMPATH_GOSSIP_INSECURE',
 } as const;

@@ -3,6 +3,7 @@
  * (libp2p pnet, /key/swarm/psk/1.0.0/) and a node's own persistent identity.
  */
 import { createHash } from 'node:crypto';
+import { readFile, writeFile } from 'node:fs/promises';
 import { generateKeyPair, privateKeyToProtobuf } from '@libp2p/crypto/keys';
 import { GossipConfigError } from './types.ts';
 
@@ -57,4 +58,26 @@ function swarmKeyError(problem: string): GossipConfigError {
 /** A new Ed25519 identity as protobuf bytes, to persist and pass back as `privateKey`. */
 export async function generateIdentity(): Promise<Uint8Array> {
   return privateKeyToProtobuf(await generateKeyPair('Ed25519'));
+}
+
+/**
+ * A node's identity kept in a file: read when it exists, else generated and
+ * written (mode 0600, never overwritten). A stable peer id keeps a restarted
+ * agent the owner of its replica id and lets routers allowlist it.
+ */
+export async function loadIdentity(path: string): Promise<Uint8Array> {
+  try {
+    return new Uint8Array(await readFile(path));
+  } catch (err) {
+    if ((err as { code?: string }).code !== 'ENOENT') throw new GossipConfigError(`identity file ${path}: ${(err as Error).message}`);
+  }
+  const key = await generateIdentity();
+  try {
+    await writeFile(path, key, { mode: 0o600, flag: 'wx' });
+  } catch (err) {
+    // Another process created it first: use theirs.
+    if ((err as { code?: string }).code === 'EEXIST') return new Uint8Array(await readFile(path));
+    throw new GossipConfigError(`identity file ${path}: ${(err as Error).message}`);
+  }
+  return key;
 }

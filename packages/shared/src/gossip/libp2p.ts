@@ -1,12 +1,14 @@
 /**
  * Builds the libp2p node behind a gossip node: TCP, optional pnet protector
  * (pre-shared swarm key), noise, yamux, identify and gossipsub (signed
- * messages, flood publish, only the fleet topic allowed, messages over
- * MAX_MESSAGE_BYTES rejected by the topic validator). Not started.
+ * messages, flood publish, only the fleet topic allowed, peer scoring on it:
+ * rejected messages graylist their sender). Not started; the topic validator
+ * is node.ts's.
  */
 import { noise } from '@chainsafe/libp2p-noise';
 import { yamux } from '@chainsafe/libp2p-yamux';
-import { gossipsub, TopicValidatorResult } from '@libp2p/gossipsub';
+import { gossipsub } from '@libp2p/gossipsub';
+import { createTopicScoreParams } from '@libp2p/gossipsub/score';
 import type { GossipSub } from '@libp2p/gossipsub';
 import { identify } from '@libp2p/identify';
 import type { Identify } from '@libp2p/identify';
@@ -15,12 +17,16 @@ import { tcp } from '@libp2p/tcp';
 import { createLibp2p } from 'libp2p';
 import type { Libp2p, Libp2pOptions } from 'libp2p';
 import {
+  GOSSIP_THRESHOLD,
+  GRAYLIST_THRESHOLD,
   INBOUND_CONNECTIONS_PER_HOST_PER_S,
   INBOUND_UPGRADE_TIMEOUT_MS,
+  INVALID_MESSAGE_DECAY,
+  INVALID_MESSAGE_WEIGHT,
   IP_COLOCATION_FACTOR_WEIGHT,
   MAX_CONNECTIONS,
-  MAX_MESSAGE_BYTES,
   MAX_RPC_BYTES,
+  PUBLISH_THRESHOLD,
 } from './constants.ts';
 import type { ValidatedOptions } from './options.ts';
 
@@ -61,7 +67,28 @@ export async function buildLibp2p(config: ValidatedOptions): Promise<GossipLibp2
         heartbeatInterval: config.timing.heartbeatIntervalMs,
         allowedTopics: [config.topic],
         maxInboundDataLength: MAX_RPC_BYTES,
-        scoreParams: { IPColocationFactorWeight: IP_COLOCATION_FACTOR_WEIGHT },
+        scoreParams: {
+          IPColocationFactorWeight: IP_COLOCATION_FACTOR_WEIGHT,
+          topics: {
+            [config.topic]: createTopicScoreParams({
+              topicWeight: 1,
+              // Agents publish a few messages a second and are never in a router's mesh: no mesh-delivery
+              // quotas (P3, P3b) that an honest quiet peer would miss; small credit for time in mesh and
+              // first deliveries (P1, P2, capped at +10 in all); invalid messages (P4) weigh the rest.
+              timeInMeshWeight: 0.01,
+              timeInMeshQuantum: 1_000,
+              timeInMeshCap: 300,
+              firstMessageDeliveriesWeight: 0.1,
+              firstMessageDeliveriesDecay: 0.9,
+              firstMessageDeliveriesCap: 50,
+              meshMessageDeliveriesWeight: 0,
+              meshFailurePenaltyWeight: 0,
+              invalidMessageDeliveriesWeight: INVALID_MESSAGE_WEIGHT,
+              invalidMessageDeliveriesDecay: INVALID_MESSAGE_DECAY,
+            }),
+          },
+        },
+        scoreThresholds: { gossipThreshold: GOSSIP_THRESHOLD, publishThreshold: PUBLISH_THRESHOLD, graylistThreshold: GRAYLIST_THRESHOLD },
         // Without a fast id, every duplicate copy (one per mesh peer) has its
         // signature verified before it is recognised as a duplicate.
         fastMsgIdFn: (msg) => (msg.from != null && msg.seqno != null ? fastId(msg.from, msg.seqno) : `unkeyed:${++unkeyed}`),
@@ -70,9 +97,5 @@ export async function buildLibp2p(config: ValidatedOptions): Promise<GossipLibp2
   };
   if (config.swarmKey !== undefined) init.connectionProtector = preSharedKey({ psk: config.swarmKey.file });
   if (config.privateKey !== undefined) init.privateKey = config.privateKey;
-  const libp2p = await createLibp2p<Services>(init);
-  libp2p.services.pubsub.topicValidators.set(config.topic, (_peer, msg) =>
-    msg.data.byteLength > MAX_MESSAGE_BYTES ? TopicValidatorResult.Reject : TopicValidatorResult.Accept,
-  );
-  return libp2p;
+  return createLibp2p<Services>(init);
 }

@@ -1,17 +1,21 @@
 /**
- * The gossip node: lifecycle, publish, delivery to handlers and mesh events
- * over the libp2p node from libp2p.ts, with ConnectionUpkeep keeping its
- * connections alive. Handlers run inside a guard: a throwing or rejecting
- * handler is counted, never propagated into libp2p.
+ * The gossip node: lifecycle, publish, validation, delivery to handlers and
+ * mesh events over the libp2p node from libp2p.ts, with ConnectionUpkeep
+ * keeping its connections alive. Handlers and the validator run inside a
+ * guard: a throwing or rejecting handler is counted, never propagated into
+ * libp2p.
  */
-import type { Message } from '@libp2p/gossipsub';
-import { MAX_MESSAGE_BYTES } from './constants.ts';
+import { TopicValidatorResult, type Message, type TopicValidatorFn } from '@libp2p/gossipsub';
+import { CODE_IP4, CODE_IP6 } from '@multiformats/multiaddr';
+import { GOSSIP_WARNING, MAX_MESSAGE_BYTES } from './constants.ts';
 import { buildLibp2p } from './libp2p.ts';
 import type { GossipLibp2p } from './libp2p.ts';
 import { validateOptions } from './options.ts';
 import type { ValidatedOptions } from './options.ts';
-import type { GossipEvent, GossipNode, GossipOptions, GossipStats, GossipWarning } from './types.ts';
+import type { GossipEvent, GossipNode, GossipOptions, GossipOrigin, GossipStats, GossipValidator, GossipVerdict, GossipWarning } from './types.ts';
 import { ConnectionUpkeep } from './upkeep.ts';
+
+type PeerId = Parameters<TopicValidatorFn>[0];
 
 export async function createGossipNode(opts: GossipOptions): Promise<GossipNode> {
   const config = validateOptions(opts);
@@ -24,7 +28,10 @@ class GossipNodeImpl implements GossipNode {
   readonly #libp2p: GossipLibp2p;
   readonly #config: ValidatedOptions;
   readonly #upkeep: ConnectionUpkeep;
-  readonly #messageHandlers = new Set<(data: Uint8Array, from: string) => void>();
+  readonly #messageHandlers = new Set<(data: Uint8Array, from: string, origin: GossipOrigin) => void>();
+  /** The origin the validator saw, for the delivery that follows it (same Message object). */
+  readonly #origins = new WeakMap<Message, GossipOrigin>();
+  #validator: GossipValidator | undefined;
   readonly #eventHandlers = new Set<(event: GossipEvent) => void>();
   readonly #mesh = new Set<string>();
   readonly #stats: GossipStats = {
@@ -35,6 +42,8 @@ class GossipNodeImpl implements GossipNode {
     handlerErrors: 0,
     dialFailures: 0,
     silentPeersDropped: 0,
+    rejected: 0,
+    ignored: 0,
   };
   #started = false;
 
@@ -45,6 +54,7 @@ class GossipNodeImpl implements GossipNode {
     this.topic = config.topic;
     this.#upkeep = new ConnectionUpkeep(libp2p, config, this.#stats, (warning) => this.#warn(warning));
     const pubsub = libp2p.services.pubsub;
+    pubsub.topicValidators.set(this.topic, (via, msg) => this.#validate(via, msg));
     pubsub.addEventListener('message', (evt) => this.#onPubsubMessage(evt.detail));
     pubsub.addEventListener('gossipsub:graft', ({ detail }) => {
       if (detail.topic !== this.topic || this.#mesh.has(detail.peerId)) return;
@@ -78,6 +88,9 @@ class GossipNodeImpl implements GossipNode {
     await this.#libp2p.start();
     if (this.#config.subscribe) this.#libp2p.services.pubsub.subscribe(this.topic);
     this.#upkeep.startTicking();
+    if (this.#config.swarmKey === undefined) {
+      this.#warn({ code: GOSSIP_WARNING.insecure, message: `gossip (fleet ${this.#config.fleet}): no swarm key (insecureNoSwarmKey): anyone who reaches this node's gossip port can join the fleet and publish replica state` });
+    }
   }
 
   async stop(): Promise<void> {
@@ -109,9 +122,17 @@ class GossipNodeImpl implements GossipNode {
     return recipients;
   }
 
-  onMessage(handler: (data: Uint8Array, from: string) => void): () => void {
+  onMessage(handler: (data: Uint8Array, from: string, origin: GossipOrigin) => void): () => void {
     this.#messageHandlers.add(handler);
     return () => this.#messageHandlers.delete(handler);
+  }
+
+  setValidator(validate: GossipValidator | undefined): void {
+    this.#validator = validate;
+  }
+
+  peerScore(peer: string): number {
+    return (this.#libp2p.services.pubsub as unknown as { getScore(id: string): number }).getScore(peer);
   }
 
   onEvent(handler: (event: GossipEvent) => void): () => void {
@@ -131,11 +152,47 @@ class GossipNodeImpl implements GossipNode {
     return { ...this.#stats };
   }
 
+  /** The topic validator: size, signature policy, then the user's validator (a throw is an ignore). */
+  #validate(via: PeerId, msg: Message): TopicValidatorResult {
+    if (msg.data.byteLength > MAX_MESSAGE_BYTES || msg.type !== 'signed') return this.#verdict('reject');
+    const validate = this.#validator;
+    if (validate === undefined) return TopicValidatorResult.Accept;
+    const origin = this.#originOf(msg.from, via.toString());
+    this.#origins.set(msg, origin);
+    try {
+      return this.#verdict(validate(msg.data, origin));
+    } catch {
+      this.#stats.handlerErrors++;
+      return this.#verdict('ignore');
+    }
+  }
+
+  #verdict(v: GossipVerdict): TopicValidatorResult {
+    if (v === 'accept') return TopicValidatorResult.Accept;
+    if (v === 'reject') {
+      this.#stats.rejected++;
+      return TopicValidatorResult.Reject;
+    }
+    this.#stats.ignored++;
+    return TopicValidatorResult.Ignore;
+  }
+
+  /** The author, the neighbour a message came through, and the IPs of our direct connections to the author. */
+  #originOf(author: PeerId, via: string): GossipOrigin {
+    const addresses: string[] = [];
+    for (const conn of this.#libp2p.getConnections(author)) {
+      const ip = conn.remoteAddr.getComponents().find((c) => c.code === CODE_IP4 || c.code === CODE_IP6)?.value;
+      if (ip !== undefined && !addresses.includes(ip)) addresses.push(ip);
+    }
+    return { peer: author.toString(), via, addresses };
+  }
+
   #onPubsubMessage(msg: Message): void {
     if (msg.topic !== this.topic || msg.type !== 'signed') return;
     this.#stats.received++;
     const from = msg.from.toString();
-    for (const handler of this.#messageHandlers) this.#guard(() => handler(msg.data, from));
+    const origin = this.#origins.get(msg) ?? this.#originOf(msg.from, from);
+    for (const handler of this.#messageHandlers) this.#guard(() => handler(msg.data, from, origin));
   }
 
   #emit(event: GossipEvent): void {

@@ -34,7 +34,7 @@ export interface ValidatedOptions {
   subscribe: boolean;
 }
 
-const OPTION_KEYS = new Set(['fleet', 'listen', 'bootstrap', 'swarmKey', 'privateKey', 'onWarning', 'timing', 'subscribe']);
+const OPTION_KEYS = new Set(['fleet', 'listen', 'bootstrap', 'swarmKey', 'insecureNoSwarmKey', 'privateKey', 'onWarning', 'timing', 'subscribe']);
 const TIMING_KEYS = new Set(['heartbeatIntervalMs', 'redialIntervalMs', 'dialTimeoutMs', 'isolationWarningAfterMs', 'silentPeerGraceMs']);
 
 export function topicFor(fleet: string): string {
@@ -109,6 +109,14 @@ export function validateOptions(opts: GossipOptions): ValidatedOptions {
   const onWarning = opts.onWarning === undefined ? emitProcessWarning : opts.onWarning;
   if (onWarning !== null && typeof onWarning !== 'function') throw new GossipConfigError('onWarning must be a function or null');
   if (opts.subscribe !== undefined && typeof opts.subscribe !== 'boolean') throw new GossipConfigError('subscribe must be true or false');
+  const timing = Object.freeze(validateTiming(opts.timing));
+  if (opts.insecureNoSwarmKey !== undefined && typeof opts.insecureNoSwarmKey !== 'boolean') throw new GossipConfigError('insecureNoSwarmKey must be true or false');
+  if (opts.swarmKey === undefined && opts.insecureNoSwarmKey !== true) {
+    throw new GossipConfigError(
+      'a swarm key is required: without one anyone who reaches the gossip port can join the fleet and publish replica state. ' +
+        'Pass swarmKey (--swarm-key FILE; `warmpath swarm-key > swarm.key` makes one) or, for tests and experiments only, insecureNoSwarmKey (--insecure-no-swarm-key)',
+    );
+  }
   return Object.freeze({
     subscribe: opts.subscribe ?? true,
     fleet: opts.fleet,
@@ -118,7 +126,7 @@ export function validateOptions(opts: GossipOptions): ValidatedOptions {
     swarmKey: opts.swarmKey === undefined ? undefined : parseSwarmKey(opts.swarmKey),
     privateKey,
     onWarning,
-    timing: Object.freeze(validateTiming(opts.timing)),
+    timing,
   });
 }
 

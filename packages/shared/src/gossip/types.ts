@@ -21,8 +21,10 @@ export interface GossipOptions {
   listen?: string[];
   /** Multiaddrs of peers to dial, normally ending in /p2p/<peer id>. This node's own address may appear (it is skipped), so every node can share one list. */
   bootstrap?: string[];
-  /** Contents of a libp2p private-network key file (see generateSwarmKey). */
+  /** Contents of a libp2p private-network key file (see generateSwarmKey). Required unless `insecureNoSwarmKey`. */
   swarmKey?: string | Uint8Array;
+  /** Join without a swarm key: anyone who reaches the gossip port can join and publish. Tests and experiments only. */
+  insecureNoSwarmKey?: boolean;
   /** Stable identity: a libp2p private key or its protobuf bytes (see generateIdentity). Without it the peer id changes on every start. */
   privateKey?: GossipPrivateKey | Uint8Array;
   /** Operator-facing warnings. Default: process.emitWarning. Pass null to rely on onEvent only. */
@@ -36,6 +38,22 @@ export interface GossipOptions {
    */
   subscribe?: boolean;
 }
+
+/** Who a fleet-topic message is from, as this node sees it. */
+export interface GossipOrigin {
+  /** The author: the peer that signed the message (gossipsub's StrictSign: it cannot be forged). */
+  readonly peer: string;
+  /** The neighbour it arrived from: the author itself, or a peer relaying it. */
+  readonly via: string;
+  /** Remote IP addresses of this node's direct connections to the author; empty when it is not connected. */
+  readonly addresses: readonly string[];
+}
+
+/** A validator's decision: `reject` drops it and lowers the sender's score; `ignore` drops it without penalty. */
+export type GossipVerdict = 'accept' | 'reject' | 'ignore';
+
+/** Decides each fleet-topic message before it is delivered or relayed. Synchronous and cheap; a throw counts as `ignore`. */
+export type GossipValidator = (data: Uint8Array, origin: GossipOrigin) => GossipVerdict;
 
 export type GossipWarningCode = (typeof GOSSIP_WARNING)[keyof typeof GOSSIP_WARNING];
 
@@ -67,6 +85,9 @@ export interface GossipStats {
   dialFailures: number;
   /** Connections hung up because the peer stayed silent on the fleet topic (see SILENT_PEER_GRACE_MS). */
   silentPeersDropped: number;
+  /** Fleet-topic messages the validator rejected (the sender's score dropped) or ignored. */
+  rejected: number;
+  ignored: number;
 }
 
 export interface GossipNode {
@@ -78,8 +99,16 @@ export interface GossipNode {
   stop(): Promise<void>;
   /** Publish to the fleet topic; resolves to the number of peers it was sent to. Zero peers is not an error. */
   publish(data: Uint8Array): Promise<number>;
-  /** Handlers run synchronously on delivery and must not block; throws are caught and counted. */
-  onMessage(handler: (data: Uint8Array, from: string) => void): () => void;
+  /** Handlers run synchronously on delivery and must not block; throws are caught and counted. `from` is the author (`origin.peer`). */
+  onMessage(handler: (data: Uint8Array, from: string, origin: GossipOrigin) => void): () => void;
+  /**
+   * Installs (or, with undefined, removes) the fleet topic's validator: every
+   * message passes it before it is delivered or relayed; messages over
+   * MAX_MESSAGE_BYTES are rejected before it runs.
+   */
+  setValidator(validate: GossipValidator | undefined): void;
+  /** gossipsub's score of a peer (0 for an unknown one); below GRAYLIST_THRESHOLD its messages are not even read. */
+  peerScore(peer: string): number;
   onEvent(handler: (event: GossipEvent) => void): () => void;
   /** Connected peers (any topic). */
   peers(): string[];

@@ -1,0 +1,191 @@
+/**
+ * Who may say what about a replica, for state that arrived over gossip. The
+ * swarm key keeps strangers out; these rules bound what a peer inside it can
+ * claim (docs/SECURITY.md).
+ *
+ * Steps per message (`check`, pure; `claimed` records it once applied):
+ *  1. allowlist: with `agentPeers` set, only those peers publish state.
+ *  2. clock: a bootAt or sentAt more than MAX_CLOCK_AHEAD_MS ahead of this
+ *     router's clock is refused — a huge bootAt would otherwise supersede
+ *     every later boot of the replica for good.
+ *  3. ownership: a replica id belongs to the first peer key that claimed it;
+ *     another key takes over only once the owner has been silent past the
+ *     state TTL, or when it is on the allowlist.
+ *  4. at most MAX_REPLICAS_PER_PEER ids per peer.
+ *  5. addresses: `url` and `admin` must point where the publisher can serve:
+ *     an address this router sees its connection come from; any loopback or
+ *     local address when that connection is itself loopback (one machine);
+ *     or a network (CIDR) or host name on `agentNetworks`. Nothing else is
+ *     ever fetched or sent a prompt.
+ *  And `spend` meters each peer's messages (a token bucket) before any of it.
+ * Complexity: O(1) per message (O(networks) for the address check).
+ * Trade-off: binding ids to keys means an agent restarted under a new key
+ * (no identity file) is refused for up to one state TTL; a persistent
+ * identity or the allowlist removes the wait.
+ */
+import { BlockList, isIP } from 'node:net';
+import { networkInterfaces } from 'node:os';
+import type { ReplicaState } from '@warmpath/shared/wire';
+
+/** What this router knows of a message's author (from the gossip node). */
+export interface Origin {
+  /** The author's peer id. */
+  readonly peer: string;
+  /** The neighbour the message came from (the author, or a relay). */
+  readonly via: string;
+  /** Remote IPs of this router's direct connections to the author. */
+  readonly addresses: readonly string[];
+}
+
+/** Why gossip state was refused (counted in the fleet view's drops). */
+export const TRUST_REASONS = ['not_allowed', 'future', 'not_owner', 'too_many_ids', 'foreign_url', 'relayed', 'rate'] as const;
+export type TrustReason = (typeof TRUST_REASONS)[number];
+
+/** A bootAt or sentAt this far ahead of the router's clock is refused, ms: clock skew between hosts, with room. */
+export const MAX_CLOCK_AHEAD_MS = 60_000;
+/** Replica ids one peer may hold at once: an agent publishes one; the margin is for agents serving several engines. */
+export const MAX_REPLICAS_PER_PEER = 8;
+/** Messages a peer may publish, per second and in a burst: an agent at the defaults sends at most ~24/s (250 ms period, 50 ms gap). */
+export const PEER_MESSAGES_PER_S = 100;
+export const PEER_MESSAGE_BURST = 200;
+
+export interface TrustOptions {
+  /** An owner silent longer than this loses its ids, ms (the view's state TTL). */
+  readonly stateTtlMs: number;
+  /** Agent peer ids allowed to publish (empty = any peer holding the swarm key). */
+  readonly agentPeers: readonly string[];
+  /** Networks (CIDR) and host names (`name`, `*.suffix`) agent URLs may point to whatever the publisher's address. */
+  readonly agentNetworks: readonly string[];
+}
+
+interface Owner {
+  peer: string;
+  lastSeen: number;
+}
+
+export class PublisherTrust {
+  readonly #ttlMs: number;
+  readonly #allowed: ReadonlySet<string>;
+  readonly #networks = new BlockList();
+  readonly #hosts: readonly string[];
+  #local: ReadonlySet<string> | undefined;
+  readonly #owners = new Map<string, Owner>();
+  readonly #held = new Map<string, Set<string>>();
+  readonly #buckets = new Map<string, { tokens: number; at: number }>();
+
+  constructor(o: TrustOptions) {
+    this.#ttlMs = o.stateTtlMs;
+    this.#allowed = new Set(o.agentPeers);
+    const hosts: string[] = [];
+    for (const entry of o.agentNetworks) {
+      const [net, bits] = entry.split('/');
+      const family = isIP(net ?? '');
+      if (family === 0) hosts.push(entry.toLowerCase());
+      else if (bits === undefined) this.#networks.addAddress(net!, family === 6 ? 'ipv6' : 'ipv4');
+      else this.#networks.addSubnet(net!, Number(bits), family === 6 ? 'ipv6' : 'ipv4');
+    }
+    this.#hosts = hosts;
+  }
+
+  /** Meters one message of `peer` (a token bucket); false = over its rate. */
+  spend(peer: string, now: number): boolean {
+    let b = this.#buckets.get(peer);
+    if (b === undefined) this.#buckets.set(peer, (b = { tokens: PEER_MESSAGE_BURST, at: now }));
+    b.tokens = Math.min(PEER_MESSAGE_BURST, b.tokens + ((now - b.at) / 1000) * PEER_MESSAGES_PER_S);
+    b.at = now;
+    if (b.tokens < 1) return false;
+    b.tokens--;
+    return true;
+  }
+
+  /** May `origin` publish this state? undefined = yes, else why not. Pure. */
+  check(s: ReplicaState, origin: Origin, now: number): TrustReason | undefined {
+    const allowlisted = this.#allowed.has(origin.peer);
+    if (this.#allowed.size > 0 && !allowlisted) return 'not_allowed';
+    if (s.bootAt > now + MAX_CLOCK_AHEAD_MS || s.sentAt > now + MAX_CLOCK_AHEAD_MS) return 'future';
+    const owner = this.#owners.get(s.replica);
+    const owns = owner?.peer === origin.peer;
+    if (owner !== undefined && !owns && now - owner.lastSeen <= this.#ttlMs && !allowlisted) return 'not_owner';
+    if (!owns && (this.#held.get(origin.peer)?.size ?? 0) >= MAX_REPLICAS_PER_PEER) return 'too_many_ids';
+    if (origin.addresses.length === 0) return 'relayed';
+    if (!this.#servable(s.url, origin) || (s.admin !== '' && !this.#servable(s.admin, origin))) return 'foreign_url';
+    return undefined;
+  }
+
+  /** The state was applied: `origin` owns its replica id (from now, or still). */
+  claimed(s: ReplicaState, origin: Origin, now: number): void {
+    const owner = this.#owners.get(s.replica);
+    if (owner !== undefined && owner.peer === origin.peer) {
+      owner.lastSeen = now;
+      return;
+    }
+    if (owner !== undefined) this.#held.get(owner.peer)?.delete(s.replica);
+    this.#owners.set(s.replica, { peer: origin.peer, lastSeen: now });
+    let held = this.#held.get(origin.peer);
+    if (held === undefined) this.#held.set(origin.peer, (held = new Set()));
+    held.add(s.replica);
+  }
+
+  /** The peer that owns a replica id, if any (operators, tests). */
+  ownerOf(replica: string): string | undefined {
+    return this.#owners.get(replica)?.peer;
+  }
+
+  /** Periodic: drop owners silent past `forgetMs` and idle rate buckets. */
+  sweep(now: number, forgetMs: number): void {
+    for (const [replica, o] of this.#owners) {
+      if (now - o.lastSeen <= forgetMs) continue;
+      this.#owners.delete(replica);
+      const held = this.#held.get(o.peer);
+      held?.delete(replica);
+      if (held?.size === 0) this.#held.delete(o.peer);
+    }
+    for (const [peer, b] of this.#buckets) if (now - b.at > forgetMs) this.#buckets.delete(peer);
+  }
+
+  /** Could the publisher serve `url`? See step 5 of the header. */
+  #servable(url: string, origin: Origin): boolean {
+    let host: string;
+    try {
+      const u = new URL(url);
+      if (u.protocol !== 'http:' && u.protocol !== 'https:') return false;
+      host = u.hostname.replace(/^\[|\]$/g, '').toLowerCase();
+    } catch {
+      return false;
+    }
+    const family = isIP(host);
+    if (family === 0) return host === 'localhost' ? origin.addresses.some(isLoopback) : this.#hosts.some((h) => hostMatches(host, h));
+    const ip = unmapped(host);
+    if (this.#networks.check(ip, isIP(ip) === 6 ? 'ipv6' : 'ipv4')) return true;
+    if (origin.addresses.some((a) => unmapped(a) === ip)) return true;
+    // A peer connected over loopback runs on this machine: it can serve any of its addresses.
+    return origin.addresses.some(isLoopback) && (isLoopback(ip) || (this.#local ??= localAddresses()).has(ip));
+  }
+}
+
+/** `::ffff:10.0.0.1` and `::ffff:a00:1` (as URLs spell it) → `10.0.0.1`: one spelling per address. */
+function unmapped(ip: string): string {
+  if (!ip.startsWith('::ffff:')) return ip;
+  const rest = ip.slice(7);
+  if (isIP(rest) === 4) return rest;
+  const hex = /^([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(rest);
+  if (hex === null) return ip;
+  const [hi, lo] = [parseInt(hex[1]!, 16), parseInt(hex[2]!, 16)];
+  return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
+}
+
+function isLoopback(ip: string): boolean {
+  const a = unmapped(ip);
+  return a === '::1' || a.startsWith('127.');
+}
+
+/** `name` matches itself; `*.suffix` matches any name under suffix. */
+function hostMatches(host: string, pattern: string): boolean {
+  return pattern.startsWith('*.') ? host.endsWith(pattern.slice(1)) : host === pattern;
+}
+
+function localAddresses(): ReadonlySet<string> {
+  const out = new Set<string>();
+  for (const list of Object.values(networkInterfaces())) for (const i of list ?? []) out.add(unmapped(i.address));
+  return out;
+}
