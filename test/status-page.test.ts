@@ -7,8 +7,8 @@
  * test's temporary directory; WARMPATH_STATUS_SCREENSHOT=path also writes it
  * there (docs/status.png was made that way).
  */
-import type { ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { execFileSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
@@ -23,8 +23,13 @@ const CLI = new URL('../packages/cli/src/main.ts', import.meta.url).pathname;
 const children: ChildProcess[] = [];
 const field = (line: string, key: string): string => new RegExp(`${key}=(\\S+)`).exec(line)![1]!;
 
+/** The fleet's swarm key, made as an operator would: `warmpath swarm-key > swarm.key`. */
+const SWARM_KEY = join(mkdtempSync(join(tmpdir(), 'warmpath-status-key-')), 'swarm.key');
+writeFileSync(SWARM_KEY, execFileSync(process.execPath, [CLI, 'swarm-key']));
+
 async function start(args: string[]): Promise<string> {
-  const { child, line } = spawnUntilLine(process.execPath, [CLI, ...args]);
+  const gossip = args[0] === 'router' || args[0] === 'agent' ? ['--swarm-key', SWARM_KEY] : [];
+  const { child, line } = spawnUntilLine(process.execPath, [CLI, ...args, ...gossip]);
   children.push(child);
   return line;
 }
