@@ -45,9 +45,13 @@ export type TrustReason = (typeof TRUST_REASONS)[number];
 export const MAX_CLOCK_AHEAD_MS = 60_000;
 /** Replica ids one peer may hold at once: an agent publishes one; the margin is for agents serving several engines. */
 export const MAX_REPLICAS_PER_PEER = 8;
-/** Messages a peer may publish, per second and in a burst: an agent at the defaults sends at most ~24/s (250 ms period, 50 ms gap). */
-export const PEER_MESSAGES_PER_S = 100;
-export const PEER_MESSAGE_BURST = 200;
+/**
+ * Messages a peer may publish, per second and in a burst: an agent at the
+ * defaults sends at most ~104/s (one per 10 ms gap while its load keeps
+ * moving, plus the 250 ms period; ~7/s on the seed scenario).
+ */
+export const PEER_MESSAGES_PER_S = 150;
+export const PEER_MESSAGE_BURST = 300;
 
 export interface TrustOptions {
   /** An owner silent longer than this loses its ids, ms (the view's state TTL). */
