@@ -39,15 +39,26 @@ export const ROUTER_SCHEMA = {
   snapshotTimeoutMs: { type: 'number', default: 2_000, min: 10, doc: 'digest snapshot pull timeout, ms' },
   // Upstream.
   maxAttempts: { type: 'number', default: 3, min: 1, max: 16, integer: true, doc: 'replicas tried per request before the first byte (connect failure, 429, 503)' },
-  suspectMs: { type: 'number', default: 5_000, min: 0, doc: 'avoid a replica that refused a connection this long, ms (fresh ready gossip clears it)' },
   connectTimeoutMs: { type: 'number', default: 2_000, min: 10, doc: 'upstream connect timeout, ms' },
-  headersTimeoutMs: { type: 'number', default: 600_000, min: 10, doc: 'upstream time to response headers, ms (non-streaming answers take the whole generation)' },
-  bodyTimeoutMs: { type: 'number', default: 600_000, min: 10, doc: 'upstream idle time between body chunks, ms' },
+  headersTimeoutMs: { type: 'number', default: 600_000, min: 10, doc: 'upstream first-byte deadline: time to the response headers, ms (non-streaming answers take the whole generation)' },
+  bodyTimeoutMs: { type: 'number', default: 120_000, min: 10, doc: 'upstream idle deadline between body chunks, ms (a hung replica ends the stream with stream_interrupted after this)' },
   upstreamConnections: { type: 'number', default: 256, min: 1, integer: true, doc: 'keep-alive connections per replica' },
   // Saturation.
   queueTimeoutMs: { type: 'number', default: 2_000, min: 0, doc: 'a saturated request waits this long for room before 429, ms' },
   queueMax: { type: 'number', default: 1_024, min: 0, integer: true, doc: 'requests waiting at most in the router queue' },
   retryAfterS: { type: 'number', default: 1, min: 0, integer: true, doc: 'Retry-After on 429/503, seconds' },
+  // Reliability: outlier ejection, retry budget, deadlines, shutdown.
+  ejectAfterFailures: { type: 'number', default: 5, min: 1, integer: true, doc: 'consecutive failures (5xx other than admission refusals, resets, timeouts) that eject a replica; a refused connection ejects at once' },
+  ejectBaseMs: { type: 'number', default: 5_000, min: 1, doc: 'first ejection lasts this long, ms; each ejection in a row doubles it' },
+  ejectMaxMs: { type: 'number', default: 60_000, min: 1, doc: 'longest ejection, ms' },
+  ejectMaxPercent: { type: 'number', default: 10, min: 0, max: 100, doc: 'at most max(1, this % of a model group) ejected at once' },
+  retryBudgetPercent: { type: 'number', default: 20, min: 0, max: 100, doc: 'retries after failures at most this % of the active requests' },
+  retryBudgetMin: { type: 'number', default: 3, min: 0, integer: true, doc: 'retries after failures always allowed in flight, whatever the budget' },
+  totalTimeoutMs: { type: 'number', default: 1_800_000, min: 10, doc: 'total deadline of one request from arrival, ms (30 min)' },
+  heartbeatMs: { type: 'number', default: 15_000, min: 10, max: 15_000, doc: 'SSE comment `: keep-alive` after this much silence on a stream, ms (also commits a stream still waiting for its replica\'s headers)' },
+  maxConnections: { type: 'number', default: 8_192, min: 1, integer: true, doc: 'client connections at most; more are refused' },
+  shutdownDelayMs: { type: 'number', default: 5_000, min: 0, doc: 'on SIGTERM /readyz fails at once; new requests are still served this long, ms (load balancers deregister)' },
+  shutdownTimeoutMs: { type: 'number', default: 20_000, min: 0, doc: 'then in-flight requests may finish this long before the router exits, ms' },
 } as const satisfies Schema;
 
 export type RouterConfig = ConfigOf<typeof ROUTER_SCHEMA>;

@@ -81,7 +81,7 @@ export async function startRouter(options: RouterOptions = {}): Promise<Router> 
     onViewEvent: viewLogger(id, logOpt ?? ((line: string) => console.error(line))),
     onSweep: () => upstreams.retain(originsOf(core.view)),
   });
-  metrics = createMetrics(core.view, { queueLength: () => core.waiting, overlaySize: () => core.local.overlaySize });
+  metrics = createMetrics(core.view, { queueLength: () => core.waiting, overlaySize: () => core.local.overlaySize, ejected: () => core.local.ejectedCount(core.view.now()) });
   const answer = createAnswer(id, config.retryAfterS, metrics);
   const server: Server = createServer(SERVER_TIMEOUTS, createHandler({ id, view: core.view, metrics, proxy: createProxy(core, metrics), apiKeys, ready: readiness(core.view) }));
   server.on('clientError', (_err, socket) => socket.destroy());
@@ -139,6 +139,8 @@ function coreMetrics(metrics: () => RouterMetrics, policy: () => string): CoreMe
     placementSeconds: (s) => (placeTimer ??= metrics().placementSeconds.labels(policy())).observe(s),
     retried: () => metrics().retries.inc(),
     upstreamError: (kind) => metrics().upstreamErrors.inc({ kind }),
+    ejected: () => metrics().ejections.inc(),
+    retryDenied: (reason) => metrics().retriesDenied.inc({ reason }),
   };
 }
 

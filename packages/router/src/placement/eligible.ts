@@ -12,7 +12,7 @@ import type { PlacementRequest } from './types.ts';
 /**
  * May `r` take `req` now? Serves the model (+ adapter) — guaranteed by the
  * group — offers the endpoint, status ready, fresh state, chunk size matches,
- * positive weight, not tried already for this request, not suspect here.
+ * positive weight, not tried already for this request, not ejected here.
  */
 export function eligible(r: Replica, req: PlacementRequest, view: FleetView, local: LocalState): boolean {
   const s = r.state;
@@ -24,7 +24,7 @@ export function eligible(r: Replica, req: PlacementRequest, view: FleetView, loc
     view.fresh(r, req.now) &&
     s.endpoints.includes(req.endpoint) &&
     (req.exclude === undefined || !req.exclude.has(r.id)) &&
-    !local.isSuspect(r, req.now)
+    !local.isEjected(r.id, req.now)
   );
 }
 
