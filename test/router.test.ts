@@ -25,7 +25,7 @@ interface Fleet {
 }
 
 async function startRouter(bootstrap: string[], port = 0): Promise<Fleet['routers'][number]> {
-  const { child, line } = await start(['router', '--port', String(port), '--fleet', 'e2e', ...bootstrap.flatMap((b) => ['--bootstrap', b])]);
+  const { child, line } = await start(['router', '--port', String(port), '--fleet', 'e2e', '--shutdown-delay-ms', '0', ...bootstrap.flatMap((b) => ['--bootstrap', b])]);
   return { child, url: field(line, 'url'), peer: field(line, 'peer') };
 }
 

@@ -13,7 +13,7 @@ import { hostname } from 'node:os';
 import { Pool } from 'undici';
 import { createGossipNode } from '@warmpath/shared/gossip';
 import type { GossipNode } from '@warmpath/shared/gossip';
-import { isLoadedConfig, SERVER_TIMEOUTS, UPSTREAM_KEEP_ALIVE_MS } from '@warmpath/shared/runtime';
+import { DEFAULT_MAX_CONNECTIONS, isLoadedConfig, SERVER_TIMEOUTS, UPSTREAM_KEEP_ALIVE_MS } from '@warmpath/shared/runtime';
 import { sendError, type EngineKind } from '@warmpath/shared/wire';
 import { createAdminHandler } from './admin.ts';
 import { agentConfig } from './config.ts';
@@ -82,6 +82,7 @@ export async function startAgent(overrides: Record<string, unknown> | AgentConfi
     sendError(res, 'engine_unavailable', undefined, { headers: { 'retry-after': 1 } });
   };
   const proxyServer = createServer(SERVER_TIMEOUTS, (req, res) => proxy(req, res));
+  proxyServer.maxConnections = DEFAULT_MAX_CONNECTIONS;
   const proxyAddr = await listen(proxyServer, config.port, config.host);
   const advertise = urlHost(config.advertiseHost !== '' ? config.advertiseHost : config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host);
   const gossip = config.gossip ? await joinGossip(config) : undefined;

@@ -113,7 +113,8 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
   }
   const addRouter = async (policy = opts.policy ?? 'warmpath', extra: readonly string[] = []) => {
     const p = await startProcess(`router-${routers.length}`, [
-      'router', '--port', '0', '--policy', policy, ...common, ...agents.flatMap((a) => ['--bootstrap', a.info.peer!]), ...(opts.routerArgs ?? []), ...extra,
+      // No load balancer in front of these routers to deregister from: stop at once on SIGTERM.
+      'router', '--port', '0', '--policy', policy, '--shutdown-delay-ms', '0', ...common, ...agents.flatMap((a) => ['--bootstrap', a.info.peer!]), ...(opts.routerArgs ?? []), ...extra,
     ]);
     routers.push(p);
     return p;

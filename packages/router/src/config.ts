@@ -4,7 +4,7 @@
  * validated once and frozen. Field `fooBarMs` is `--foo-bar-ms`.
  */
 import { FLEET_DEFAULTS, DEFAULT_LOAD_FACTOR } from '@warmpath/shared/wire';
-import { DEFAULT_MAX_BODY_BYTES, loadConfig, type ConfigOf, type Schema } from '@warmpath/shared/runtime';
+import { DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS, loadConfig, type ConfigOf, type Schema } from '@warmpath/shared/runtime';
 import { POLICY_NAMES } from './placement/registry.ts';
 import { SWITCHABLE_STEP_NAMES } from './placement/warmpath/steps.ts';
 
@@ -56,7 +56,7 @@ export const ROUTER_SCHEMA = {
   retryBudgetMin: { type: 'number', default: 3, min: 0, integer: true, doc: 'retries after failures always allowed in flight, whatever the budget' },
   totalTimeoutMs: { type: 'number', default: 1_800_000, min: 10, doc: 'total deadline of one request from arrival, ms (30 min)' },
   heartbeatMs: { type: 'number', default: 15_000, min: 10, max: 15_000, doc: 'SSE comment `: keep-alive` after this much silence on a stream, ms (also commits a stream still waiting for its replica\'s headers)' },
-  maxConnections: { type: 'number', default: 8_192, min: 1, integer: true, doc: 'client connections at most; more are refused' },
+  maxConnections: { type: 'number', default: DEFAULT_MAX_CONNECTIONS, min: 1, integer: true, doc: 'client connections at most; more are refused' },
   shutdownDelayMs: { type: 'number', default: 5_000, min: 0, doc: 'on SIGTERM /readyz fails at once; new requests are still served this long, ms (load balancers deregister)' },
   shutdownTimeoutMs: { type: 'number', default: 20_000, min: 0, doc: 'then in-flight requests may finish this long before the router exits, ms' },
 } as const satisfies Schema;

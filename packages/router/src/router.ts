@@ -17,6 +17,7 @@ import { snapshotFetcher } from './fleet/snapshot.ts';
 import type { FleetView, Replica, ViewEvent } from './fleet/view.ts';
 import { createSend, type Exchange } from './http/forward.ts';
 import { createAnswer, createProxy } from './http/proxy.ts';
+import { Drain } from './http/drain.ts';
 import { createHandler } from './http/server.ts';
 import { Upstreams } from './http/upstream.ts';
 import { createMetrics, type RouterMetrics } from './metrics.ts';
@@ -51,6 +52,9 @@ export interface Router {
   readonly metrics: RouterMetrics;
   /** Apply one gossip payload directly (tests, in-process benches). */
   ingest(bytes: Uint8Array): void;
+  /** Graceful shutdown (SIGTERM): /readyz fails at once, new requests are served for shutdownDelayMs, in-flight ones may finish for shutdownTimeoutMs, then close. */
+  drain(): Promise<void>;
+  /** Close at once (in-flight requests are cut after 1 s). */
   close(): Promise<void>;
 }
 
@@ -73,7 +77,7 @@ export async function startRouter(options: RouterOptions = {}): Promise<Router> 
     config,
     id,
     clock: realClock(),
-    send: createSend(id, upstreams),
+    send: createSend(id, upstreams, config.heartbeatMs),
     answer: (ex, e) => answer(ex, e),
     fetchSnapshot: fetchSnapshot ?? fetcher.fetch,
     ...(policyInstance !== undefined ? { policy: policyInstance } : {}),
@@ -83,7 +87,10 @@ export async function startRouter(options: RouterOptions = {}): Promise<Router> 
   });
   metrics = createMetrics(core.view, { queueLength: () => core.waiting, overlaySize: () => core.local.overlaySize, ejected: () => core.local.ejectedCount(core.view.now()) });
   const answer = createAnswer(id, config.retryAfterS, metrics);
-  const server: Server = createServer(SERVER_TIMEOUTS, createHandler({ id, view: core.view, metrics, proxy: createProxy(core, metrics), apiKeys, ready: readiness(core.view) }));
+  const server: Server = createServer(SERVER_TIMEOUTS);
+  server.maxConnections = config.maxConnections;
+  const drain = new Drain(server, id, config);
+  server.on('request', createHandler({ id, view: core.view, metrics, proxy: createProxy(core, metrics), apiKeys, ready: () => !drain.draining && core.view.statusCounts().ready! > 0, drain }));
   server.on('clientError', (_err, socket) => socket.destroy());
 
   let gossip: Awaited<ReturnType<typeof joinGossip>> | undefined;
@@ -101,6 +108,17 @@ export async function startRouter(options: RouterOptions = {}): Promise<Router> 
   const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host.includes(':') ? `[${config.host}]` : config.host;
 
   let closing: Promise<void> | undefined;
+  const close = (): Promise<void> =>
+    (closing ??= (async () => {
+      core.stop();
+      server.closeIdleConnections();
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      setTimeout(() => server.closeAllConnections(), 1_000).unref();
+      await joined.leave();
+      await closed;
+      await Promise.all([upstreams.close(), fetcher.close().catch(() => {})]);
+    })());
+  let draining: Promise<void> | undefined;
   return {
     id,
     url: `http://${host}:${port}`,
@@ -113,16 +131,8 @@ export async function startRouter(options: RouterOptions = {}): Promise<Router> 
     policy: core.policy,
     metrics,
     ingest: (bytes) => core.receiveBytes(bytes),
-    close: () =>
-      (closing ??= (async () => {
-        core.stop();
-        server.closeIdleConnections();
-        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-        setTimeout(() => server.closeAllConnections(), 1_000).unref();
-        await joined.leave();
-        await closed;
-        await Promise.all([upstreams.close(), fetcher.close().catch(() => {})]);
-      })()),
+    drain: () => (draining ??= drain.drain().then(close)),
+    close,
   };
 }
 
@@ -154,15 +164,6 @@ function viewLogger(id: string, log: (line: string) => void): (e: ViewEvent) => 
     } else if (e.type === 'snapshot_failed') {
       log(`warmpath router ${id}: digest snapshot from ${e.replica} failed: ${e.error}`);
     }
-  };
-}
-
-/** Ready once the router has seen one routable replica (and stays ready: a fleet restart is not a router fault). */
-function readiness(view: FleetView): () => boolean {
-  let seen = false;
-  return () => {
-    if (!seen) for (const r of view.replicas.values()) if (r.live && !r.chunkMismatch) seen = true;
-    return seen;
   };
 }
 

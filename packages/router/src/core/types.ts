@@ -30,7 +30,9 @@ export interface Dispatch<T> {
  * `timeout`: no response headers in time; the core answers upstream_timeout
  * (no retry: the replica may be working on it).
  * `done`: the response was committed to the client (its first byte sent) and
- * has ended; `error` names a failure after the first byte, for metrics.
+ * has ended; `error` names a failure after the first byte, for metrics
+ * (`interrupted`: the replica failed or went silent past the between-chunks
+ * deadline; `timeout`: the request's total deadline passed).
  */
 export type SendResult =
   | { readonly kind: 'rejected'; readonly status: number; readonly reason?: string }
@@ -38,7 +40,7 @@ export type SendResult =
   | { readonly kind: 'reset' }
   | { readonly kind: 'failed'; readonly status: number }
   | { readonly kind: 'timeout' }
-  | { readonly kind: 'done'; readonly outcome: 'ok' | 'aborted' | 'error'; readonly status?: number; readonly error?: 'aborted' | 'interrupted' };
+  | { readonly kind: 'done'; readonly outcome: 'ok' | 'aborted' | 'error'; readonly status?: number; readonly error?: 'aborted' | 'interrupted' | 'timeout' };
 
 /** The transport: forward one attempt and call `report` once when it ends (never synchronously inside a core call it was not given). */
 export type Send<T> = (d: Dispatch<T>, report: (r: SendResult) => void) => void;

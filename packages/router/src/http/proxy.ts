@@ -33,8 +33,16 @@ export function createProxy(core: RouterCore<Exchange>, metrics: RouterMetrics):
     metrics.responses.inc({ code });
     sendError(res, code, message, { param, headers: { [HEADERS.router]: core.id } });
   };
+  // A model or endpoint this router has not heard of may only not have been heard of yet (a restart, a gossip outage): retryable.
+  const notYet = (res: ServerResponse): void => {
+    metrics.responses.inc({ code: 'no_replica' });
+    const message = 'This router has not heard from the whole fleet yet; retry shortly.';
+    sendError(res, 'no_replica', message, { headers: { [HEADERS.router]: core.id, 'retry-after': core.config.retryAfterS } });
+  };
+  const settled = (): boolean => core.view.settled(core.view.now());
 
   return async function proxy(req, res, kind, path) {
+    const t0 = performance.now();
     let raw: Buffer;
     let body: Record<string, unknown>;
     let info: RequestInfo;
@@ -47,14 +55,16 @@ export function createProxy(core: RouterCore<Exchange>, metrics: RouterMetrics):
       };
       info = core.describe(body, kind, { key: header(HEADERS.key), session: header(HEADERS.session) });
     } catch (err) {
-      if (err instanceof WarmpathError) fail(res, err.code, err.message, err.param);
+      if (err instanceof WarmpathError && err.code === 'model_not_found' && !settled()) notYet(res);
+      else if (err instanceof WarmpathError) fail(res, err.code, err.message, err.param);
       else if (!res.headersSent) res.destroy();
       return;
     }
-    if (!core.supports(info)) return fail(res, 'unsupported_endpoint', `No replica serving "${info.requested}" offers ${path}.`, null);
+    if (!core.supports(info)) return settled() ? fail(res, 'unsupported_endpoint', `No replica serving "${info.requested}" offers ${path}.`, null) : notYet(res);
 
     const ac = new AbortController();
-    const job = core.route({ req, res, raw, path, signal: ac.signal }, info, body);
+    const deadline = AbortSignal.timeout(Math.max(1, Math.round(core.config.totalTimeoutMs - (performance.now() - t0))));
+    const job = core.route({ req, res, raw, path, signal: AbortSignal.any([ac.signal, deadline]), deadline }, info, body);
     res.on('close', () => {
       if (res.writableFinished) return;
       ac.abort();

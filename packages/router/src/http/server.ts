@@ -1,13 +1,15 @@
 /**
  * The router's HTTP surface: OpenAI endpoints (proxied), /v1/models (the
  * fleet's union), health, readiness and metrics. Optional bearer API keys
- * guard /v1/*.
+ * guard /v1/*. Every request is counted by the drain (drain.ts), which
+ * refuses new ones once shutdown has closed the listener.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HEADERS, ROUTES, sendError } from '@warmpath/shared/wire';
 import { sendJson } from '@warmpath/shared/runtime';
 import type { FleetView } from '../fleet/view.ts';
 import type { RouterMetrics } from '../metrics.ts';
+import type { Drain } from './drain.ts';
 import type { ProxyHandler } from './proxy.ts';
 
 export interface ServerContext {
@@ -16,12 +18,14 @@ export interface ServerContext {
   metrics: RouterMetrics;
   proxy: ProxyHandler;
   apiKeys: ReadonlySet<string> | undefined;
-  /** Has the router ever seen a ready replica? */
+  /** Not draining, and the view holds a ready replica's fresh state. */
   ready: () => boolean;
+  drain: Drain;
 }
 
 export function createHandler(ctx: ServerContext): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
+    if (!ctx.drain.admit(req, res)) return;
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);

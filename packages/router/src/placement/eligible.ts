@@ -11,7 +11,8 @@ import type { PlacementRequest } from './types.ts';
 
 /**
  * May `r` take `req` now? Serves the model (+ adapter) — guaranteed by the
- * group — offers the endpoint, status ready, fresh state, chunk size matches,
+ * group — offers the endpoint, status ready, current state (fresh, or as
+ * fresh as any while gossip is silent: FleetView.current), chunk size matches,
  * positive weight, not tried already for this request, not ejected here.
  */
 export function eligible(r: Replica, req: PlacementRequest, view: FleetView, local: LocalState): boolean {
@@ -21,7 +22,7 @@ export function eligible(r: Replica, req: PlacementRequest, view: FleetView, loc
     !r.chunkMismatch &&
     s.status === 'ready' &&
     s.capacity.weight > 0 &&
-    view.fresh(r, req.now) &&
+    view.current(r, req.now) &&
     s.endpoints.includes(req.endpoint) &&
     (req.exclude === undefined || !req.exclude.has(r.id)) &&
     !local.isEjected(r.id, req.now)
