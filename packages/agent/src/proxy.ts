@@ -110,7 +110,9 @@ async function handle(deps: ProxyDeps, req: IncomingMessage, res: ServerResponse
 function refuse(res: ServerResponse, reason: Refusal): void {
   if (reason === 'draining') return sendError(res, 'draining', undefined, { headers: { 'retry-after': 1, [HEADERS.rejectReason]: reason } });
   if (reason === 'engine_down') return sendError(res, 'engine_unavailable', undefined, { headers: { 'retry-after': 1, [HEADERS.rejectReason]: reason } });
-  sendError(res, 'admission_rejected', `This replica cannot take the request now (${reason}); try another replica.`, { headers: { [HEADERS.rejectReason]: reason } });
+  // Retry-After: the refusal is momentary (a request too large for the cache is not, and gets none).
+  const retry = reason === 'too_large' ? {} : { 'retry-after': 1 };
+  sendError(res, 'admission_rejected', `This replica cannot take the request now (${reason}); try another replica.`, { headers: { ...retry, [HEADERS.rejectReason]: reason } });
 }
 
 /** Forwards one admitted request and streams the answer; resolves with the engine's usage when it reported cached tokens. */
