@@ -143,20 +143,28 @@ describe('retry budget and crash limit', () => {
     expect(answers).toHaveLength(0);
   });
 
-  it('retries after failures stay within max(retryBudgetMin, retryBudgetPercent × active); refusals are not budgeted', () => {
-    const { core, sent, answers, counts, route } = setup(['a', 'b', 'c'], { retryBudgetMin: 3, retryBudgetPercent: 20 });
+  it('retries after failures stay within max(retryBudgetMin, retryBudgetPercent × active); the rest wait for a slot until queueTimeoutMs; refusals are not budgeted', () => {
+    const { clock, core, sent, answers, counts, route } = setup(['a', 'b', 'c'], { retryBudgetMin: 3, retryBudgetPercent: 20, queueTimeoutMs: 500 });
     const first = Array.from({ length: 10 }, () => route());
     expect(core.active).toBe(10);
     for (const s of first) s.report({ kind: 'failed', status: 500 }); // a fleet-wide fault
     expect(core.retrying).toBe(3); // 20% of 10 = 2 < the floor of 3
-    expect(answers.map((a) => a.e.code)).toEqual(Array(7).fill('upstream_error'));
-    expect(counts.denied).toEqual(Array(7).fill('budget'));
-    expect(core.active).toBe(3);
-    // Refusals spill without a budget slot.
-    const more = Array.from({ length: 20 }, () => route());
+    expect(core.waiting).toBe(7);
+    expect(sent).toHaveLength(13);
+    sent[10]!.report({ kind: 'done', outcome: 'ok' }); // one retry ends: its slot goes to a waiting request
+    clock.advance(0);
+    expect(sent).toHaveLength(14);
+    expect(sent[13]!.d.branch).toBe('retry');
+    expect([core.retrying, core.waiting]).toEqual([3, 6]);
+    const more = Array.from({ length: 5 }, () => route()); // refusals spill without a slot
     for (const s of more) s.report({ kind: 'rejected', status: 429 });
-    expect(answers).toHaveLength(7);
-    for (const s of [...sent.slice(10, 13), ...sent.slice(-20)]) s.report({ kind: 'done', outcome: 'ok' });
+    expect(sent).toHaveLength(24);
+    expect(answers).toHaveLength(0);
+    clock.advance(500); // nothing else ends: the waiting ones give up
+    expect(answers.map((a) => a.e.code)).toEqual(Array(6).fill('upstream_error'));
+    expect(answers[0]!.e.message).toMatch(/retry budget/);
+    expect(counts.denied).toEqual(Array(6).fill('budget'));
+    for (const s of [...sent.slice(11, 14), ...sent.slice(-5)]) s.report({ kind: 'done', outcome: 'ok' });
     expect(core.active).toBe(0);
     expect(core.retrying).toBe(0);
   });

@@ -21,7 +21,8 @@
  *     A refusal, a connect failure, a reset or a 5xx before the first byte
  *     excludes that replica and places again, up to maxAttempts — a failure
  *     (not a refusal) only within the retry budget (retries in flight at most
- *     max(retryBudgetMin, retryBudgetPercent of the active requests)) and
+ *     max(retryBudgetMin, retryBudgetPercent of the active requests; over it
+ *     the request waits in the queue for a slot until queueTimeoutMs) and
  *     never to a third replica after engines crashed on CRASH_LIMIT; after
  *     the first byte the answer is final.
  * Complexity: one placement per attempt and per wake of a queued request.
@@ -92,6 +93,8 @@ interface Job<T> extends RouteJob<T> {
   crashes: number;
   /** Holds one of the retry budget's retries in flight. */
   retrying: boolean;
+  /** Waiting for a retry budget slot until then, ms; 0 = not waiting. */
+  slotDeadline: number;
   /** Counted in the active requests (until answered or ended). */
   active: boolean;
 }
@@ -132,6 +135,7 @@ export class RouterCore<T> {
       o.policy ??
       createPolicy(c.policy, policyOptions(c, o.random));
     this.#queue = new WaitQueue(c.queueMax, QUEUE_POLL_MS, o.clock, (job) => {
+      if (job.slotDeadline > 0) return this.#retryWithSlot(job);
       job.exclude?.clear();
       this.#place(job);
     });
@@ -177,7 +181,7 @@ export class RouterCore<T> {
 
   /** Route one described request; the answer goes through `send` or `answer`. */
   route(ctx: T, info: RequestInfo, body: Readonly<Record<string, unknown>> | undefined): RouteJob<T> {
-    const job: Job<T> = { ctx, info, body, key: affinityKey(info, this.config.keyDepthChunks), exclude: undefined, attempt: 0, deadline: 0, last: undefined, cancelled: false, crashes: 0, retrying: false, active: true };
+    const job: Job<T> = { ctx, info, body, key: affinityKey(info, this.config.keyDepthChunks), exclude: undefined, attempt: 0, deadline: 0, last: undefined, cancelled: false, crashes: 0, retrying: false, slotDeadline: 0, active: true };
     this.#active++;
     this.#place(job);
     return job;
@@ -257,15 +261,38 @@ export class RouterCore<T> {
       if (r.kind === 'rejected') return this.#answer(job, { code: 'fleet_saturated', message: 'Every replica tried refused the request.', retryAfter: true });
       return this.#answer(job, { code: 'upstream_error', message: `Replicas tried: ${job.attempt}; last failure: ${failureText(r)}.`, retryAfter: true });
     }
-    const denied = r.kind === 'rejected' ? undefined : this.#retrySlot(job);
-    if (denied !== undefined) {
-      metrics?.retryDenied?.(denied);
-      const why = denied === 'crashes' ? `it failed on ${job.crashes} replicas` : 'the retry budget is spent';
-      return this.#answer(job, { code: 'upstream_error', message: `Not retried: ${why}; last failure: ${failureText(r)}.`, retryAfter: true });
-    }
-    metrics?.retried();
     (job.exclude ??= new Set()).add(replica.id);
-    this.#place(job);
+    if (r.kind === 'rejected') {
+      metrics?.retried();
+      return this.#place(job);
+    }
+    if (job.crashes >= CRASH_LIMIT) return this.#deny(job, 'crashes');
+    job.slotDeadline = this.#o.clock.now() + this.config.queueTimeoutMs;
+    this.#retryWithSlot(job);
+  }
+
+  /**
+   * Retry a failed request once the retry budget has a slot for it. Over
+   * budget it waits in the router queue (woken by completions, which free
+   * slots) until queueTimeoutMs: a burst of failures waits a moment instead
+   * of failing, while retries in flight stay within the budget.
+   */
+  #retryWithSlot(job: Job<T>): void {
+    if (job.cancelled) return this.#close(job);
+    if (this.#retrySlot(job)) {
+      job.slotDeadline = 0;
+      this.#o.metrics?.retried();
+      return this.#place(job);
+    }
+    const left = job.slotDeadline - this.#o.clock.now();
+    if (left > 0 && this.#queue.add(job, left)) return;
+    this.#deny(job, 'budget');
+  }
+
+  #deny(job: Job<T>, why: RetryDenial): void {
+    this.#o.metrics?.retryDenied?.(why);
+    const reason = why === 'crashes' ? `it failed on ${job.crashes} replicas` : 'the retry budget stayed spent';
+    this.#answer(job, { code: 'upstream_error', message: `Not retried: ${reason}; last failure: ${job.last === undefined ? 'none' : failureText(job.last)}.`, retryAfter: true });
   }
 
   /** Tell the outlier detector how the replica did; the agent's own refusals and client aborts say nothing about it. */
@@ -280,15 +307,14 @@ export class RouterCore<T> {
     if (ms > 0) this.#o.metrics?.ejected?.(replica.id, ms);
   }
 
-  /** May this failed request try another replica? Takes a budget slot (kept until the request ends). */
-  #retrySlot(job: Job<T>): RetryDenial | undefined {
-    if (job.crashes >= CRASH_LIMIT) return 'crashes';
-    if (job.retrying) return undefined;
+  /** Does the retry budget let this failed request try again? Takes a slot, kept until the request ends. */
+  #retrySlot(job: Job<T>): boolean {
+    if (job.retrying) return true;
     const c = this.config;
-    if (this.#retrying >= Math.max(c.retryBudgetMin, (this.#active * c.retryBudgetPercent) / 100)) return 'budget';
+    if (this.#retrying >= Math.max(c.retryBudgetMin, (this.#active * c.retryBudgetPercent) / 100)) return false;
     job.retrying = true;
     this.#retrying++;
-    return undefined;
+    return true;
   }
 
   #answer(job: Job<T>, e: RouteError): void {
