@@ -1,6 +1,6 @@
 /**
  * The soak (src/soak.ts): a live fleet of 2 simulators, 2 agents and one
- * router under mixed streaming traffic, after a burst of 1,000 streams at
+ * router under mixed streaming traffic, then a burst of 1,000 streams at
  * once; prints each process's RSS, open fds and active handles every sample
  * period, then their drift and every request's fate. Not part of the test
  * suite (packages/bench/test/soak.test.ts runs it for a few seconds).
@@ -15,7 +15,7 @@ const d = SOAK_DEFAULTS;
 const schema = {
   seconds: { type: 'number', default: d.seconds, min: 1, doc: 'seconds of mixed traffic' },
   concurrency: { type: 'number', default: d.concurrency, min: 1, integer: true, doc: 'requests in flight at once' },
-  burst: { type: 'number', default: d.burst, min: 0, integer: true, doc: 'streams opened at once through the router first (0 = none)' },
+  burst: { type: 'number', default: d.burst, min: 0, integer: true, doc: 'streams opened at once through the router after the soak (0 = none)' },
   sampleEverySec: { type: 'number', default: d.sampleEverySec, min: 0.1, doc: 'seconds between samples' },
   replicas: { type: 'number', default: d.replicas, min: 1, integer: true, doc: 'simulator replicas (h100-llama3-8b)' },
   speed: { type: 'number', default: d.speed, min: 0.01, doc: 'simulated time per wall time' },

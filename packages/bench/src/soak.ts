@@ -4,12 +4,13 @@
  * leaks and every request for loss.
  *
  * Steps: start the fleet through soak-child.ts (each process reports its RSS,
- * heap, open fds and active handles every sample period) → optionally open
- * `burst` streams at once through the router → run `concurrency` closed-loop
- * clients for `seconds`, each request drawn from a fixed mix (streams with a
- * shared system prompt, plain answers, streams the client abandons after a
- * few chunks, streamed completions) → print a line per sample period →
- * compare each process's first and last fifth of samples.
+ * heap, open fds and active handles every sample period) → run
+ * `concurrency` closed-loop clients for `seconds`, each request drawn from a
+ * fixed mix (streams with a shared system prompt, plain answers, streams the
+ * client abandons after a few chunks, streamed completions) → print a line
+ * per sample period → compare each process's first and last fifth of the
+ * traffic's samples → then open `burst` streams at once through the router
+ * (last, so its idle connections do not blur the drift).
  * Complexity: O(requests + samples).
  * Trade-off: closed-loop clients keep the fleet busy but never overload it,
  * so an error is a fault, not saturation; overload is the benchmark's job.
@@ -23,7 +24,7 @@ export interface SoakOptions {
   readonly seconds: number;
   /** Requests in flight at once during the soak. */
   readonly concurrency: number;
-  /** Streams opened at once through the router before the soak (0 = none). */
+  /** Streams opened at once through the router after the soak (0 = none). */
   readonly burst: number;
   /** Seconds between samples. */
   readonly sampleEverySec: number;
@@ -36,7 +37,7 @@ export interface SoakOptions {
 export const SOAK_DEFAULTS: SoakOptions = Object.freeze({ seconds: 600, concurrency: 32, burst: 1_000, sampleEverySec: 10, replicas: 2, speed: 1, seed: 1 });
 
 export interface Sample {
-  /** Seconds since the soak's traffic started (negative during the burst). */
+  /** Seconds since the soak's traffic started (past `seconds`: the burst). */
   readonly atSec: number;
   readonly proc: string;
   readonly rss: number;
@@ -58,6 +59,7 @@ export interface Drift {
   readonly proc: string;
   /** Means of the first and the last fifth of the soak's samples. */
   readonly rssMb: readonly [number, number];
+  readonly heapMb: readonly [number, number];
   readonly fds: readonly [number, number];
   readonly handles: readonly [number, number];
 }
@@ -89,18 +91,19 @@ export async function runSoak(o: SoakOptions, log: (line: string) => void = cons
     await fleet.waitConverged();
     const url = fleet.routerUrls[0]!;
     const model = ((await (await request(`${url}/v1/models`, { dispatcher: client })).body.json()) as { data: Array<{ id: string }> }).data[0]!.id;
-    const burst = o.burst > 0 ? await runBurst(url, model, o.burst) : undefined;
-    if (burst !== undefined) log(`burst: ${o.burst} streams at once through one router in ${burst.ms} ms: ${burst.ok} complete, errors ${JSON.stringify(burst.errors)}`);
     t0 = performance.now();
     const soak: Tally = { sent: 0, ok: 0, abandoned: 0, errors: {} };
     const progress = (): void => printProgress(fleet, raw, soak, t0, o, log);
     await runTraffic(url, model, o, client, soak, progress);
     progress();
-    const samples = raw.map(({ at, ...s }) => ({ atSec: Math.round((at - t0) / 100) / 10, ...s }));
-    const report: SoakReport = { burst, soak, samples, drift: drift(samples.filter((s) => s.atSec >= 0)) };
-    for (const d of report.drift) log(`drift ${d.proc}: rss ${d.rssMb[0]} → ${d.rssMb[1]} MB, fds ${d.fds[0]} → ${d.fds[1]}, handles ${d.handles[0]} → ${d.handles[1]}`);
+    const inSoak = raw.filter((s) => s.at >= t0).length;
     log(`requests: ${soak.sent} sent, ${soak.ok} complete, ${soak.abandoned} abandoned by the client on purpose, errors ${JSON.stringify(soak.errors)}`);
-    return report;
+    const burst = o.burst > 0 ? await runBurst(url, model, o.burst) : undefined;
+    if (burst !== undefined) log(`burst: ${o.burst} streams at once through one router in ${burst.ms} ms: ${burst.ok} complete, errors ${JSON.stringify(burst.errors)}`);
+    const samples = raw.map(({ at, ...s }) => ({ atSec: Math.round((at - t0) / 100) / 10, ...s }));
+    const d = drift(samples.filter((s) => s.atSec >= 0).slice(0, inSoak));
+    for (const x of d) log(`drift ${x.proc}: rss ${x.rssMb[0]} → ${x.rssMb[1]} MB, heap ${x.heapMb[0]} → ${x.heapMb[1]} MB, fds ${x.fds[0]} → ${x.fds[1]}, handles ${x.handles[0]} → ${x.handles[1]}`);
+    return { burst, soak, samples, drift: d };
   } finally {
     await client.close();
     await fleet.stop();
@@ -216,6 +219,6 @@ export function drift(samples: readonly Sample[]): Drift[] {
     const k = Math.max(1, Math.floor(mine.length / 5));
     const mean = (xs: readonly Sample[], f: (s: Sample) => number): number => Math.round(xs.reduce((a, s) => a + f(s), 0) / Math.max(1, xs.length));
     const pair = (f: (s: Sample) => number): [number, number] => [mean(mine.slice(0, k), f), mean(mine.slice(-k), f)];
-    return { proc, rssMb: pair((s) => mb(s.rss)), fds: pair((s) => s.fds), handles: pair((s) => s.handles) };
+    return { proc, rssMb: pair((s) => mb(s.rss)), heapMb: pair((s) => mb(s.heap)), fds: pair((s) => s.fds), handles: pair((s) => s.handles) };
   });
 }
