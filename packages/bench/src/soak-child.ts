@@ -4,7 +4,9 @@
  * process's resident memory, heap, open file descriptors and active libuv
  * resources: `soak-sample {"rss":…,"heap":…,"fds":…,"handles":…}`. Handles
  * can only be read from inside the process, hence this wrapper; the soak
- * (soak.ts) starts its fleet through it.
+ * (soak.ts) starts its fleet through it. Run with --expose-gc, a full
+ * collection precedes each sample, so `heap` is the live heap: a leak shows
+ * as a rising line, not hidden in the collector's sawtooth.
  */
 import { readdirSync } from 'node:fs';
 
@@ -31,7 +33,9 @@ function openFds(): number {
 }
 
 const every = Number(process.env.WARMPATH_SOAK_SAMPLE_MS ?? 1_000);
+const gc = (globalThis as { gc?: () => void }).gc;
 setInterval(() => {
+  gc?.();
   const sample = { rss: process.memoryUsage.rss(), heap: process.memoryUsage().heapUsed, fds: openFds(), handles: process.getActiveResourcesInfo().length };
   process.stderr.write(`soak-sample ${JSON.stringify(sample)}\n`);
 }, every).unref();

@@ -4,7 +4,8 @@
  * leaks and every request for loss.
  *
  * Steps: start the fleet through soak-child.ts (each process reports its RSS,
- * heap, open fds and active handles every sample period) → run
+ * live heap after a full collection, open fds and active handles every
+ * sample period) → run
  * `concurrency` closed-loop clients for `seconds`, each request drawn from a
  * fixed mix (streams with a shared system prompt, plain answers, streams the
  * client abandons after a few chunks, streamed completions) → print a line
@@ -83,7 +84,7 @@ export async function runSoak(o: SoakOptions, log: (line: string) => void = cons
     routers: 1,
     speed: o.speed,
     script: SOAK_CHILD,
-    env: { WARMPATH_SOAK_SAMPLE_MS: String(o.sampleEverySec * 1_000) },
+    env: { WARMPATH_SOAK_SAMPLE_MS: String(o.sampleEverySec * 1_000), NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --expose-gc`.trim() },
   });
   const client = new Agent({ connections: o.concurrency + 4 });
   try {

@@ -62,10 +62,17 @@ export function createProxy(core: RouterCore<Exchange>, metrics: RouterMetrics):
     }
     if (!core.supports(info)) return settled() ? fail(res, 'unsupported_endpoint', `No replica serving "${info.requested}" offers ${path}.`, null) : notYet(res);
 
+    // One controller for "stop": the client left or the total deadline passed (then `expired` says which).
+    // A plain timer cleared at the end, not AbortSignal.timeout: that one would live out the whole deadline.
     const ac = new AbortController();
-    const deadline = AbortSignal.timeout(Math.max(1, Math.round(core.config.totalTimeoutMs - (performance.now() - t0))));
-    const job = core.route({ req, res, raw, path, signal: AbortSignal.any([ac.signal, deadline]), deadline }, info, body);
+    const expired = new AbortController();
+    const timer = setTimeout(() => {
+      expired.abort();
+      ac.abort();
+    }, Math.max(1, core.config.totalTimeoutMs - (performance.now() - t0)));
+    const job = core.route({ req, res, raw, path, signal: ac.signal, deadline: expired.signal }, info, body);
     res.on('close', () => {
+      clearTimeout(timer);
       if (res.writableFinished) return;
       ac.abort();
       core.cancel(job);
