@@ -37,8 +37,9 @@ import { affinityKey } from '../placement/eligible.ts';
 import { LocalState, type Ticket } from '../placement/local.ts';
 import { notifyComplete, notifyDispatch, placeRequest } from '../placement/place.ts';
 import { createPolicy, policyOptions } from '../placement/registry.ts';
-import type { Outcome, Placement, PlacementRequest, Policy } from '../placement/types.ts';
-import { Outliers, type FailureKind } from './outliers.ts';
+import type { Placement, PlacementRequest, Policy } from '../placement/types.ts';
+import { Outliers } from './outliers.ts';
+import { failureOf, failureText, outcomeOf } from './results.ts';
 import { WaitQueue } from './queue.ts';
 import type { Clock, CoreMetrics, RetryDenial, RouteError, Send, SendResult } from './types.ts';
 
@@ -342,41 +343,6 @@ export class RouterCore<T> {
     };
     cancel = this.#o.clock.schedule(ms, tick);
     return () => cancel();
-  }
-}
-
-/** What an attempt's result says about its replica: a failure of which kind, or nothing. */
-function failureOf(r: SendResult): FailureKind | undefined {
-  switch (r.kind) {
-    case 'connect':
-      return 'connect';
-    case 'reset':
-    case 'failed':
-    case 'timeout':
-      return 'error';
-    case 'done':
-      return r.error === 'interrupted' || (r.status !== undefined && r.status >= 500) ? 'error' : undefined;
-    default:
-      return undefined;
-  }
-}
-
-function failureText(r: SendResult): string {
-  return r.kind === 'failed' ? `status ${r.status}` : r.kind;
-}
-
-function outcomeOf(r: SendResult): Outcome {
-  switch (r.kind) {
-    case 'done':
-      return r.status !== undefined ? { kind: r.outcome, status: r.status } : { kind: r.outcome };
-    case 'rejected':
-      return { kind: 'rejected', status: r.status };
-    case 'timeout':
-      return { kind: 'error' };
-    case 'failed':
-      return { kind: 'error', status: r.status };
-    default:
-      return { kind: 'connect' };
   }
 }
 
