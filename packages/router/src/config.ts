@@ -38,7 +38,7 @@ export const ROUTER_SCHEMA = {
   forgetAfterMs: { type: 'number', default: 30_000, min: 10, doc: 'forget a silent replica (and its digest) after, ms' },
   snapshotTimeoutMs: { type: 'number', default: 2_000, min: 10, doc: 'digest snapshot pull timeout, ms' },
   // Upstream.
-  maxAttempts: { type: 'number', default: 3, min: 1, max: 16, integer: true, doc: 'replicas tried per request before the first byte (connect failure, 429, 503)' },
+  maxAttempts: { type: 'number', default: 3, min: 1, max: 16, integer: true, doc: 'replicas tried per request before the first byte (connect failure, reset, 5xx, an agent\'s 429/503)' },
   connectTimeoutMs: { type: 'number', default: 2_000, min: 10, doc: 'upstream connect timeout, ms' },
   headersTimeoutMs: { type: 'number', default: 600_000, min: 10, doc: 'upstream first-byte deadline: time to the response headers, ms (non-streaming answers take the whole generation)' },
   bodyTimeoutMs: { type: 'number', default: 120_000, min: 10, doc: 'upstream idle deadline between body chunks, ms (a hung replica ends the stream with stream_interrupted after this)' },

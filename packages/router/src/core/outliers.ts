@@ -48,8 +48,6 @@ export class Outliers {
   readonly #o: OutlierOptions;
   readonly #local: LocalState;
   readonly #records = new Map<string, Streak>();
-  /** Ejections decided (a counter for metrics). */
-  ejections = 0;
 
   /** Ejections are written into `local`, where eligibility reads them. */
   constructor(o: OutlierOptions, local: LocalState) {
@@ -67,7 +65,6 @@ export class Outliers {
     const ms = Math.min(this.#o.ejectBaseMs * 2 ** rec.ejections, this.#o.ejectMaxMs);
     rec.ejections++;
     this.#local.eject(r.id, now + ms);
-    this.ejections++;
     return ms;
   }
 
