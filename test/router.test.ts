@@ -31,7 +31,7 @@ interface Fleet {
 }
 
 async function startRouter(bootstrap: string[], port = 0): Promise<Fleet['routers'][number]> {
-  const { child, line } = await start(['router', '--port', String(port), '--fleet', 'e2e', '--swarm-key', SWARM_KEY, ...bootstrap.flatMap((b) => ['--bootstrap', b])]);
+  const { child, line } = await start(['router', '--port', String(port), '--fleet', 'e2e', '--swarm-key', SWARM_KEY, '--shutdown-delay-ms', '0', ...bootstrap.flatMap((b) => ['--bootstrap', b])]);
   return { child, url: field(line, 'url'), peer: field(line, 'peer') };
 }
 

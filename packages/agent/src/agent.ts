@@ -14,7 +14,7 @@ import { Pool } from 'undici';
 import { createGossipNode, loadIdentity } from '@warmpath/shared/gossip';
 import type { GossipNode } from '@warmpath/shared/gossip';
 import { collectDefaultMetrics } from 'prom-client';
-import { answerClientError, createLogger, isLoadedConfig, LINT_FAILING_DEFAULT_METRICS, readSecret, SERVER_TIMEOUTS, UPSTREAM_KEEP_ALIVE_MS, type Logger } from '@warmpath/shared/runtime';
+import { answerClientError, createLogger, DEFAULT_MAX_CONNECTIONS, isLoadedConfig, LINT_FAILING_DEFAULT_METRICS, readSecret, SERVER_TIMEOUTS, UPSTREAM_KEEP_ALIVE_MS, type Logger } from '@warmpath/shared/runtime';
 import { prepareRequestSchemas, sendError, type EngineKind } from '@warmpath/shared/wire';
 import { createAdminHandler } from './admin.ts';
 import { agentConfig } from './config.ts';
@@ -92,6 +92,7 @@ export async function startAgent(overrides: Record<string, unknown> | AgentConfi
     sendError(res, 'engine_unavailable', undefined, { headers: { 'retry-after': 1 } });
   };
   const proxyServer = createServer(SERVER_TIMEOUTS, (req, res) => proxy(req, res)).on('clientError', answerClientError);
+  proxyServer.maxConnections = DEFAULT_MAX_CONNECTIONS;
   const proxyAddr = await listen(proxyServer, config.port, config.host);
   const advertise = urlHost(config.advertiseHost !== '' ? config.advertiseHost : config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host);
   const replica = config.replicaId !== '' ? config.replicaId : `${hostname()}:${proxyAddr.port}`;

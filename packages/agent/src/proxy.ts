@@ -145,7 +145,8 @@ function refuse(res: ServerResponse, reason: Refusal): void {
   if (reason === 'engine_down') return sendError(res, 'engine_unavailable', undefined, { headers: { 'retry-after': 1, [HEADERS.rejectReason]: reason } });
   // Larger than this replica's whole KV cache: it can never run here, so not retryable (a router still tries a larger replica).
   if (reason === 'too_large') return sendError(res, 'context_length_exceeded', "The prompt plus max_tokens is larger than this replica's KV cache.", { headers: { [HEADERS.rejectReason]: reason } });
-  sendError(res, 'admission_rejected', `This replica cannot take the request now (${reason}); try another replica.`, { headers: { [HEADERS.rejectReason]: reason } });
+  // Retry-After: the refusal is momentary.
+  sendError(res, 'admission_rejected', `This replica cannot take the request now (${reason}); try another replica.`, { headers: { 'retry-after': 1, [HEADERS.rejectReason]: reason } });
 }
 
 /** Forwards one admitted request and streams the answer; resolves with the engine's usage when it reported cached tokens. */

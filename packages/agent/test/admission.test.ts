@@ -52,6 +52,7 @@ describe('admission control against the simulator (tiny profile)', () => {
       expect((viaAgent.by['429:kv'] ?? 0) + (viaAgent.by['429:queue'] ?? 0)).toBeGreaterThan(0);
       const rejected = viaAgent.rs.find((r) => r.status === 429)!;
       expect(JSON.parse(rejected.text).error.code).toBe('admission_rejected');
+      expect(rejected.headers.get('retry-after')).toBe('1');
       expect(await metricValue(`${sim.url}/metrics`, 'vllm:num_preemptions_total')).toBe(0);
       // Once the burst is done, the replica admits again.
       const after = await post(`${agent.url}/v1/chat/completions`, chatBody(sim.modelName, 'after', 'q', { max_tokens: 5 }));

@@ -35,6 +35,9 @@ export interface FleetOptions {
   routerArgs?: readonly string[];
   /** Use a private network (default true). */
   privateNetwork?: boolean;
+  /** Run every process through this program instead of the warmpath CLI (the soak's sampling wrapper, soak-child.ts), with `env` added. */
+  script?: string;
+  env?: NodeJS.ProcessEnv;
 }
 
 export interface Fleet {
@@ -86,6 +89,7 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
   const agents: Proc[] = [];
   const routers: Proc[] = [];
   const bootstrap: string[] = [];
+  const how = { ...(opts.script !== undefined ? { script: opts.script } : {}), ...(opts.env !== undefined ? { env: opts.env } : {}) };
   const all = () => [...routers, ...agents, ...sims];
   const stop = async () => {
     await Promise.all(all().map((p) => p.stop(3_000)));
@@ -99,13 +103,13 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
       ...(opts.speed !== undefined ? ['--speed', String(opts.speed)] : []),
       ...(opts.simArgs ?? []),
     ];
-    sims.push(...(await Promise.all(Array.from({ length: opts.replicas }, (_, i) => startProcess(`sim-${i}`, simArgs(i))))));
+    sims.push(...(await Promise.all(Array.from({ length: opts.replicas }, (_, i) => startProcess(`sim-${i}`, simArgs(i), how)))));
     const agentArgs = (i: number, boot: string[]) => [
       'agent', '--engine', 'vllm', '--engine-url', sims[i]!.info.url!, '--port', '0', '--admin-port', '0',
       '--replica-id', `replica-${i}`, ...common, ...boot.flatMap((b) => ['--bootstrap', b]), ...(opts.agentArgs ?? []),
     ];
     // Agents publish only and dial nobody: routers dial them (below).
-    agents.push(...(await Promise.all(Array.from({ length: opts.replicas }, (_, i) => startProcess(`agent-${i}`, agentArgs(i, []))))));
+    agents.push(...(await Promise.all(Array.from({ length: opts.replicas }, (_, i) => startProcess(`agent-${i}`, agentArgs(i, []), how)))));
     bootstrap.push(...agents.map((a) => a.info.peer!));
   } catch (err) {
     await stop();
@@ -113,8 +117,9 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
   }
   const addRouter = async (policy = opts.policy ?? 'warmpath', extra: readonly string[] = []) => {
     const p = await startProcess(`router-${routers.length}`, [
-      'router', '--port', '0', '--policy', policy, ...common, ...agents.flatMap((a) => ['--bootstrap', a.info.peer!]), ...(opts.routerArgs ?? []), ...extra,
-    ]);
+      // No load balancer in front of these routers to deregister from: stop at once on SIGTERM.
+      'router', '--port', '0', '--policy', policy, '--shutdown-delay-ms', '0', ...common, ...agents.flatMap((a) => ['--bootstrap', a.info.peer!]), ...(opts.routerArgs ?? []), ...extra,
+    ], how);
     routers.push(p);
     return p;
   };

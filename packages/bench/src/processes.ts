@@ -38,9 +38,9 @@ function parseReadyLine(line: string): Record<string, string> {
   return info;
 }
 
-/** Starts `warmpath <args>` and resolves once it printed a line matching `ready`. */
-export async function startProcess(name: string, args: string[], opts: { env?: NodeJS.ProcessEnv; ready?: RegExp; timeoutMs?: number } = {}): Promise<Proc> {
-  const child = spawn(process.execPath, [CLI_PATH, ...args], {
+/** Starts `warmpath <args>` (or `script <args>`: a program that runs a warmpath command its way) and resolves once it printed a line matching `ready`. */
+export async function startProcess(name: string, args: string[], opts: { env?: NodeJS.ProcessEnv; ready?: RegExp; timeoutMs?: number; script?: string } = {}): Promise<Proc> {
+  const child = spawn(process.execPath, [opts.script ?? CLI_PATH, ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...opts.env },
   });

@@ -186,6 +186,11 @@ describe('deploy/kubernetes: wired to the agent and router as they are', () => {
     expect(config.fleet).toBe(configOf(AGENT_SCHEMA, agentContainer).fleet);
   });
 
+  it("gives the router a grace period longer than its drain (the serving delay plus the in-flight deadline)", () => {
+    const config = configOf(ROUTER_SCHEMA, routerContainer);
+    expect(router.spec.template.spec.terminationGracePeriodSeconds! * 1_000).toBeGreaterThan(config.shutdownDelayMs + config.shutdownTimeoutMs);
+  });
+
   it('mounts the swarm key where both read it, from the Secret the example defines', () => {
     const secretName = example[0]!.obj.metadata.name;
     for (const [w, c] of [[model, agentContainer], [router, routerContainer]] as const) {

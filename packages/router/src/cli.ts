@@ -3,6 +3,9 @@
  * stdout line that scripts parse:
  *   warmpath router ready url=URL peer=MULTIADDR id=ID policy=NAME
  * and logs JSON lines on stderr.
+ * SIGTERM/SIGINT drain: /readyz fails at once, requests are still served for
+ * shutdownDelayMs, in-flight ones may finish for shutdownTimeoutMs, then the
+ * process exits 0; a second signal exits at once.
  */
 import { configFromProcess, type CommandHelp } from '@warmpath/shared/runtime';
 import { ROUTER_SCHEMA } from './config.ts';
@@ -28,16 +31,18 @@ export async function run(argv: string[]): Promise<void> {
   const peer = router.peerAddrs[0] ?? '';
   console.log(`warmpath router ready url=${router.url} peer=${peer} id=${router.id} policy=${router.policy.name}`);
   router.logger.info({ url: router.url, peer, policy: router.policy.name }, 'ready');
-  const stop = (signal: NodeJS.Signals): void => {
-    router.logger.info({ signal }, 'stopping');
-    router.close().then(
+  let signals = 0;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (++signals > 1) process.exit(1);
+    router.logger.info({ signal, shutdownDelayMs: config.shutdownDelayMs, shutdownTimeoutMs: config.shutdownTimeoutMs }, 'draining');
+    router.drain().then(
       () => process.exit(0),
       (err: unknown) => {
-        router.logger.error({ err }, 'close failed');
+        router.logger.error({ err }, 'drain failed');
         process.exit(1);
       },
     );
   };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
+  process.on('SIGINT', () => onSignal('SIGINT'));
 }

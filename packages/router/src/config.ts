@@ -4,7 +4,7 @@
  * validated once and frozen. Field `fooBarMs` is `--foo-bar-ms`.
  */
 import { FLEET_DEFAULTS, DEFAULT_LOAD_FACTOR } from '@warmpath/shared/wire';
-import { DEFAULT_MAX_BODY_BYTES, LOG_LEVELS, loadConfig, type ConfigOf, type Schema } from '@warmpath/shared/runtime';
+import { DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS, LOG_LEVELS, loadConfig, type ConfigOf, type Schema } from '@warmpath/shared/runtime';
 import { POLICY_NAMES } from './placement/registry.ts';
 import { SWITCHABLE_STEP_NAMES } from './placement/warmpath/steps.ts';
 
@@ -39,11 +39,10 @@ export const ROUTER_SCHEMA = {
   forgetAfterMs: { type: 'number', default: 30_000, min: 10, doc: 'forget a silent replica (and its digest) after, ms' },
   snapshotTimeoutMs: { type: 'number', default: 2_000, min: 10, doc: 'digest snapshot pull timeout, ms' },
   // Upstream.
-  maxAttempts: { type: 'number', default: 3, min: 1, max: 16, integer: true, doc: 'replicas tried per request before the first byte (connect failure, 429, 503)' },
-  suspectMs: { type: 'number', default: 5_000, min: 0, doc: 'avoid a replica that refused a connection this long, ms (fresh ready gossip clears it)' },
+  maxAttempts: { type: 'number', default: 3, min: 1, max: 16, integer: true, doc: 'replicas tried per request before the first byte (connect failure, reset, 5xx, an agent\'s 429/503)' },
   connectTimeoutMs: { type: 'number', default: 2_000, min: 10, doc: 'upstream connect timeout, ms' },
-  headersTimeoutMs: { type: 'number', default: 600_000, min: 10, doc: 'upstream time to response headers, ms (non-streaming answers take the whole generation)' },
-  bodyTimeoutMs: { type: 'number', default: 600_000, min: 10, doc: 'upstream idle time between body chunks, ms' },
+  headersTimeoutMs: { type: 'number', default: 600_000, min: 10, doc: 'upstream first-byte deadline: time to the response headers, ms (non-streaming answers take the whole generation)' },
+  bodyTimeoutMs: { type: 'number', default: 120_000, min: 10, doc: 'upstream idle deadline between body chunks, ms (a hung replica ends the stream with stream_interrupted after this)' },
   upstreamConnections: { type: 'number', default: 256, min: 1, integer: true, doc: 'keep-alive connections per replica' },
   // Saturation.
   queueTimeoutMs: { type: 'number', default: 2_000, min: 0, doc: 'a saturated request waits this long for room before 429, ms' },
@@ -57,6 +56,18 @@ export const ROUTER_SCHEMA = {
   agentPeers: { type: 'list', default: [], doc: 'gossip peer ids of the agents allowed to publish replica state (empty = any peer holding the swarm key); a listed peer may take over any replica id at once' },
   agentNetworks: { type: 'list', default: [], doc: 'networks (CIDR) and host names (name or *.suffix) agent URLs may point to whatever address the agent publishes from (default: only its own address, or this machine over loopback)' },
   identityFile: { type: 'string', default: '', doc: 'file holding this node\'s libp2p private key, created if missing: a stable gossip peer id across restarts ("" = a new id each start)' },
+  // Reliability: outlier ejection, retry budget, deadlines, shutdown.
+  ejectAfterFailures: { type: 'number', default: 5, min: 1, integer: true, doc: 'consecutive failures (5xx other than admission refusals, resets, timeouts) that eject a replica; a refused connection ejects at once' },
+  ejectBaseMs: { type: 'number', default: 5_000, min: 1, doc: 'first ejection lasts this long, ms; each ejection in a row doubles it' },
+  ejectMaxMs: { type: 'number', default: 60_000, min: 1, doc: 'longest ejection, ms' },
+  ejectMaxPercent: { type: 'number', default: 10, min: 0, max: 100, doc: 'at most max(1, this % of a model group) ejected at once' },
+  retryBudgetPercent: { type: 'number', default: 20, min: 0, max: 100, doc: 'retries after failures at most this % of the active requests' },
+  retryBudgetMin: { type: 'number', default: 3, min: 0, integer: true, doc: 'retries after failures always allowed in flight, whatever the budget' },
+  totalTimeoutMs: { type: 'number', default: 1_800_000, min: 10, doc: 'total deadline of one request from arrival, ms (30 min)' },
+  heartbeatMs: { type: 'number', default: 15_000, min: 10, max: 15_000, doc: 'SSE comment `: keep-alive` after this much silence on a stream, ms (also commits a stream still waiting for its replica\'s headers)' },
+  maxConnections: { type: 'number', default: DEFAULT_MAX_CONNECTIONS, min: 1, integer: true, doc: 'client connections at most; more are refused' },
+  shutdownDelayMs: { type: 'number', default: 5_000, min: 0, doc: 'on SIGTERM /readyz fails at once; new requests are still served this long, ms (load balancers deregister)' },
+  shutdownTimeoutMs: { type: 'number', default: 20_000, min: 0, doc: 'then in-flight requests may finish this long before the router exits, ms' },
 } as const satisfies Schema;
 
 export type RouterConfig = ConfigOf<typeof ROUTER_SCHEMA>;

@@ -26,6 +26,8 @@ export interface RouterMetrics {
   durationSeconds: Histogram<'route'>;
   /** Attempts sent to replicas, by how each ended. */
   attempts: Counter<'result'>;
+  ejections: Counter;
+  retriesDenied: Counter<'reason'>;
 }
 
 /** A counter over a running count kept elsewhere (the fleet view's), set from it at scrape time: a number, or one per label value. */
@@ -44,7 +46,7 @@ function countOf(registry: Registry, name: string, help: string, labelName: stri
   });
 }
 
-export function createMetrics(view: FleetView, extra: { queueLength: () => number; overlaySize: () => number }): RouterMetrics {
+export function createMetrics(view: FleetView, extra: { queueLength: () => number; overlaySize: () => number; ejected: () => number }): RouterMetrics {
   const registry = new Registry();
   const branches = new Counter({ name: 'warmpath_router_placements_total', help: 'Placement decisions by policy and branch', labelNames: ['policy', 'branch'] as const, registers: [registry] });
   const placementSeconds = new Histogram({
@@ -54,7 +56,7 @@ export function createMetrics(view: FleetView, extra: { queueLength: () => numbe
     buckets: [1e-6, 2e-6, 5e-6, 1e-5, 2e-5, 5e-5, 1e-4, 2e-4, 5e-4, 1e-3, 5e-3],
     registers: [registry],
   });
-  const upstreamErrors = new Counter({ name: 'warmpath_router_upstream_errors_total', help: 'Upstream failures by kind (connect, rejected, unavailable, timeout, interrupted, aborted)', labelNames: ['kind'] as const, registers: [registry] });
+  const upstreamErrors = new Counter({ name: 'warmpath_router_upstream_errors_total', help: 'Upstream failures by kind (connect, reset, failed = a 5xx before the first byte, rejected, timeout, interrupted, aborted)', labelNames: ['kind'] as const, registers: [registry] });
   const retries = new Counter({ name: 'warmpath_router_retries_total', help: 'Requests placed again on another replica before the first byte', registers: [registry] });
   const responses = new Counter({ name: 'warmpath_router_errors_total', help: 'Error answers by code', labelNames: ['code'] as const, registers: [registry] });
   const queueWaiting = new Gauge({ name: 'warmpath_router_queue_waiting', help: 'Requests waiting in the saturation queue', registers: [registry], collect() { this.set(extra.queueLength()); } });
@@ -72,6 +74,9 @@ export function createMetrics(view: FleetView, extra: { queueLength: () => numbe
   countOf(registry, 'warmpath_router_snapshot_pulls_total', 'Digest snapshot pulls by result', 'result', () => ({ ok: view.pulls.ok, failed: view.pulls.failed }));
   new Gauge({ name: 'warmpath_router_digest_index_hashes', help: 'Distinct chain hashes in the digest index', registers: [registry], collect() { this.set(view.indexSize); } });
   new Gauge({ name: 'warmpath_router_overlay_hashes', help: 'Chain hashes in the optimistic overlay', registers: [registry], collect() { this.set(extra.overlaySize()); } });
+  const ejections = new Counter({ name: 'warmpath_router_ejections_total', help: 'Replicas ejected from placement for consecutive failures (outlier ejection)', registers: [registry] });
+  new Gauge({ name: 'warmpath_router_ejected_replicas', help: 'Replicas ejected now', registers: [registry], collect() { this.set(extra.ejected()); } });
+  const retriesDenied = new Counter({ name: 'warmpath_router_retries_denied_total', help: 'Failed requests not tried again, by reason (budget = the retry budget is spent, crashes = engines crashed on 2 replicas)', labelNames: ['reason'] as const, registers: [registry] });
   const requests = new Counter({ name: 'warmpath_router_requests_total', help: 'HTTP requests answered, by route (the path, "other" for unknown ones) and status ("499": the client left before the answer)', labelNames: ['route', 'status'] as const, registers: [registry] });
   const ttftSeconds = new Histogram({
     name: 'warmpath_router_ttft_seconds',
@@ -90,5 +95,5 @@ export function createMetrics(view: FleetView, extra: { queueLength: () => numbe
   const attempts = new Counter({ name: 'warmpath_router_upstream_attempts_total', help: 'Attempts sent to replicas, by result (ok, rejected, connect, reset, timeout, aborted, error)', labelNames: ['result'] as const, registers: [registry] });
   collectDefaultMetrics({ register: registry });
   for (const name of LINT_FAILING_DEFAULT_METRICS) registry.removeSingleMetric(name);
-  return { registry, branches, placementSeconds, upstreamErrors, retries, responses, queueWaiting, requests, ttftSeconds, durationSeconds, attempts };
+  return { registry, branches, placementSeconds, upstreamErrors, retries, responses, queueWaiting, requests, ttftSeconds, durationSeconds, attempts, ejections, retriesDenied };
 }

@@ -19,6 +19,7 @@ import type { FleetView, Replica, ViewEvent } from './fleet/view.ts';
 import { createSend, type Exchange } from './http/forward.ts';
 import { observeAttempts } from './http/observe.ts';
 import { createAnswer, createProxy } from './http/proxy.ts';
+import { Drain } from './http/drain.ts';
 import { createHandler } from './http/server.ts';
 import { Upstreams } from './http/upstream.ts';
 import { createMetrics, type RouterMetrics } from './metrics.ts';
@@ -58,6 +59,9 @@ export interface Router {
   readonly logger: Logger;
   /** Apply one gossip payload directly (tests, in-process benches). */
   ingest(bytes: Uint8Array): void;
+  /** Graceful shutdown (SIGTERM): /readyz fails at once, new requests are served for shutdownDelayMs, in-flight ones may finish for shutdownTimeoutMs, then close. */
+  drain(): Promise<void>;
+  /** Close at once (in-flight requests are cut after 1 s). */
   close(): Promise<void>;
 }
 
@@ -85,7 +89,7 @@ export async function startRouter(options: RouterOptions = {}): Promise<Router> 
     config,
     id,
     clock: realClock(),
-    send: observeAttempts(recording(recorder, createSend(id, upstreams, agentAuth)), () => metrics!),
+    send: observeAttempts(recording(recorder, createSend(id, upstreams, config.heartbeatMs, agentAuth)), () => metrics!),
     answer: (ex, e) => answer(ex, e),
     fetchSnapshot: fetchSnapshot ?? fetcher.fetch,
     ...(policyInstance !== undefined ? { policy: policyInstance } : {}),
@@ -93,7 +97,7 @@ export async function startRouter(options: RouterOptions = {}): Promise<Router> 
     onViewEvent: viewLogger(logger),
     onSweep: () => upstreams.retain(originsOf(core.view)),
   });
-  metrics = createMetrics(core.view, { queueLength: () => core.waiting, overlaySize: () => core.local.overlaySize });
+  metrics = createMetrics(core.view, { queueLength: () => core.waiting, overlaySize: () => core.local.overlaySize, ejected: () => core.local.ejectedCount(core.view.now()) });
   const answer = createAnswer(id, config.retryAfterS, metrics);
   let gossip: Awaited<ReturnType<typeof joinGossip>> | undefined;
   const status = {
@@ -101,7 +105,11 @@ export async function startRouter(options: RouterOptions = {}): Promise<Router> 
       statusJson({ id, policy: core.policy.name, chunkChars: config.chunkChars, charsPerToken: config.charsPerToken, view: core.view, local: core.local, recorder, waiting: () => core.waiting, gossip: gossip?.node, startedAt }),
     page: statusPage,
   };
-  const server: Server = createServer(SERVER_TIMEOUTS, createHandler({ id, view: core.view, metrics, proxy: createProxy(core, metrics), apiKeys, ready: readiness(core.view), status, observe: { logger, metrics, logPrompts: config.logPrompts } }));
+  const server: Server = createServer(SERVER_TIMEOUTS);
+  server.maxConnections = config.maxConnections;
+  const drain = new Drain(server, id, config);
+  const ready = (): boolean => !drain.draining && core.view.statusCounts().ready! > 0;
+  server.on('request', createHandler({ id, view: core.view, metrics, proxy: createProxy(core, metrics), apiKeys, ready, drain, status, observe: { logger, metrics, logPrompts: config.logPrompts } }));
   server.on('clientError', answerClientError);
 
   try {
@@ -118,6 +126,17 @@ export async function startRouter(options: RouterOptions = {}): Promise<Router> 
   const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host.includes(':') ? `[${config.host}]` : config.host;
 
   let closing: Promise<void> | undefined;
+  const close = (): Promise<void> =>
+    (closing ??= (async () => {
+      core.stop();
+      server.closeIdleConnections();
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      setTimeout(() => server.closeAllConnections(), 1_000).unref();
+      await joined.leave();
+      await closed;
+      await Promise.all([upstreams.close(), fetcher.close().catch(() => {})]);
+    })());
+  let draining: Promise<void> | undefined;
   return {
     id,
     url: `http://${host}:${port}`,
@@ -132,16 +151,8 @@ export async function startRouter(options: RouterOptions = {}): Promise<Router> 
     recorder,
     logger,
     ingest: (bytes) => core.receiveBytes(bytes),
-    close: () =>
-      (closing ??= (async () => {
-        core.stop();
-        server.closeIdleConnections();
-        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-        setTimeout(() => server.closeAllConnections(), 1_000).unref();
-        await joined.leave();
-        await closed;
-        await Promise.all([upstreams.close(), fetcher.close().catch(() => {})]);
-      })()),
+    drain: () => (draining ??= drain.drain().then(close)),
+    close,
   };
 }
 
@@ -167,6 +178,8 @@ function coreMetrics(metrics: () => RouterMetrics, policy: () => string, recorde
     placementSeconds: (s) => (placeTimer ??= metrics().placementSeconds.labels(policy())).observe(s),
     retried: () => metrics().retries.inc(),
     upstreamError: (kind) => metrics().upstreamErrors.inc({ kind }),
+    ejected: () => metrics().ejections.inc(),
+    retryDenied: (reason) => metrics().retriesDenied.inc({ reason }),
   };
 }
 
@@ -180,15 +193,6 @@ function viewLogger(logger: Logger): (e: ViewEvent) => void {
     } else if (e.type === 'snapshot_failed') {
       logger.warn({ replica: e.replica, error: e.error }, `digest snapshot from ${e.replica} failed`);
     }
-  };
-}
-
-/** Ready once the router has seen one routable replica (and stays ready: a fleet restart is not a router fault). */
-function readiness(view: FleetView): () => boolean {
-  let seen = false;
-  return () => {
-    if (!seen) for (const r of view.replicas.values()) if (r.live && !r.chunkMismatch) seen = true;
-    return seen;
   };
 }
 

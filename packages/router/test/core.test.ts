@@ -96,12 +96,12 @@ describe('router core', () => {
     expect(answers).toHaveLength(0);
   });
 
-  it('a connect failure marks the replica suspect; maxAttempts failures → upstream_error', () => {
+  it('a connect failure ejects the replica at once; maxAttempts failures → upstream_error', () => {
     const { sent, answers, core, route } = setup(['a', 'b', 'c'], { maxAttempts: 2 });
     route(1);
     const first = sent[0]!.d.replica;
     sent[0]!.report({ kind: 'connect' });
-    expect(core.local.isSuspect(first, 1_000)).toBe(true);
+    expect(core.local.isEjected(first.id, 1_000)).toBe(true);
     sent[1]!.report({ kind: 'reset' });
     expect(answers.map((a) => a.e.code)).toEqual(['upstream_error']);
   });

@@ -5,7 +5,13 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-export type Mode = 'ok' | 'reject' | 'die-mid-stream' | 'slow-stream' | 'unavailable';
+/**
+ * error-500: answers 500 at once; late-headers: the stream's headers come only
+ * after `delayMs` (a long prefill behind an engine that sends headers with the
+ * first token); stall-mid-stream: two tokens, then silence `delayMs` long
+ * between the second and the third.
+ */
+export type Mode = 'ok' | 'reject' | 'die-mid-stream' | 'slow-stream' | 'unavailable' | 'error-500' | 'late-headers' | 'stall-mid-stream';
 
 export interface FakeAgent {
   url: string;
@@ -16,6 +22,8 @@ export interface FakeAgent {
   aborted: number;
   lastHeaders: IncomingMessage['headers'] | undefined;
   lastBody: string;
+  /** The pause of late-headers and stall-mid-stream, ms. */
+  delayMs: number;
   close(): Promise<void>;
 }
 
@@ -28,6 +36,7 @@ export async function startFakeAgent(name: string, mode: Mode = 'ok'): Promise<F
     aborted: 0,
     lastHeaders: undefined,
     lastBody: '',
+    delayMs: 500,
     close: async () => {
       agent.server.closeAllConnections();
       await new Promise<void>((r) => agent.server.close(() => r()));
@@ -49,6 +58,11 @@ export async function startFakeAgent(name: string, mode: Mode = 'ok'): Promise<F
         res.end(JSON.stringify({ error: { message: 'full', type: 'rate_limit_error', param: null, code: 'admission_rejected' } }));
         return;
       }
+      if (agent.mode === 'error-500') {
+        res.writeHead(500, { 'content-type': 'application/json' });
+        res.end('{"error":{"message":"engine exploded","type":"api_error","param":null,"code":"internal_error"}}');
+        return;
+      }
       if (agent.mode === 'unavailable') {
         res.writeHead(503, { 'content-type': 'application/json' });
         res.end('{"error":{"code":"draining"}}');
@@ -60,10 +74,10 @@ export async function startFakeAgent(name: string, mode: Mode = 'ok'): Promise<F
         res.end(out);
         return;
       }
-      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
       const tokens = ['hel', 'lo ', 'from ', name];
       let i = 0;
       const tick = (): void => {
+        if (i === 0 && !res.headersSent) res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
         if (res.destroyed) return;
         if (agent.mode === 'die-mid-stream' && i === 2) {
           res.socket?.destroy();
@@ -72,12 +86,13 @@ export async function startFakeAgent(name: string, mode: Mode = 'ok'): Promise<F
         if (i < tokens.length) {
           res.write(`data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: tokens[i] } }] })}\n\n`);
           i++;
-          setTimeout(tick, agent.mode === 'slow-stream' ? 200 : 5);
+          setTimeout(tick, agent.mode === 'slow-stream' ? 200 : agent.mode === 'stall-mid-stream' && i === 2 ? agent.delayMs : 5);
           return;
         }
         res.end('data: [DONE]\n\n');
       };
-      tick();
+      if (agent.mode === 'late-headers') setTimeout(tick, agent.delayMs);
+      else tick();
     });
   });
   await new Promise<void>((r) => agent.server.listen(0, '127.0.0.1', r));

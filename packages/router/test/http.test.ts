@@ -19,10 +19,21 @@ function announce(router: Router, id: string, url: string, extra: Parameters<typ
   router.view.apply(makeState(id, { fleet: 'default', url, seq: seq++, ...extra }));
 }
 
+/** Feeds the router states until it has heard the fleet for a whole stateTtlMs: only then is an unknown model a 404 rather than a retryable 503. */
+async function settle(router: Router): Promise<void> {
+  await waitFor(
+    () => {
+      announce(router, 'heard', 'http://127.0.0.1:1', { models: ['other'] });
+      return router.view.settled(router.view.now());
+    },
+    { timeoutMs: 10_000, intervalMs: 100, message: 'the router to have heard the fleet for stateTtlMs' },
+  );
+}
+
 describe('router HTTP: error shapes', () => {
   let router: Router;
   beforeAll(async () => {
-    router = await startRouter({ port: 0, gossip: false, maxBodyBytes: 4096, queueTimeoutMs: 100, log: () => {} });
+    router = await startRouter({ port: 0, gossip: false, maxBodyBytes: 4096, queueTimeoutMs: 100, stateTtlMs: 1_000, log: () => {} });
   });
   afterAll(() => router.close());
 
@@ -34,6 +45,7 @@ describe('router HTTP: error shapes', () => {
 
   it('missing model → 400 model_required; unknown model → 404 model_not_found', async () => {
     expect((await post(router.url, { messages: [{ role: 'user', content: 'x' }] })).json().error.code).toBe('model_required');
+    await settle(router);
     const r = await post(router.url, chat('x', { model: 'ghost' }));
     expect(r.status).toBe(404);
     expect(r.json().error).toMatchObject({ code: 'model_not_found', param: 'model' });
@@ -65,6 +77,7 @@ describe('router HTTP: error shapes', () => {
   });
 
   it('embeddings for a model without an embedding replica → 404 unsupported_endpoint', async () => {
+    await settle(router);
     announce(router, 'chatonly', 'http://127.0.0.1:1', { models: ['c'] });
     const res = await request(`${router.url}/v1/embeddings`, { method: 'POST', body: JSON.stringify({ model: 'c', input: 'x' }) });
     expect(res.statusCode).toBe(404);
@@ -92,8 +105,9 @@ describe('router HTTP: auth', () => {
   it('with --api-keys, a missing or unknown bearer key → 401 unauthorized', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'wp-keys-'));
     writeFileSync(join(dir, 'keys'), '# comment\nsk-one\n\nsk-two\n');
-    const router = await startRouter({ port: 0, gossip: false, apiKeys: join(dir, 'keys'), log: () => {} });
+    const router = await startRouter({ port: 0, gossip: false, apiKeys: join(dir, 'keys'), stateTtlMs: 1_000, log: () => {} });
     try {
+      await settle(router);
       const none = await post(router.url, chat('x'));
       expect(none.status).toBe(401);
       expect(none.json().error).toMatchObject({ code: 'unauthorized', type: 'authentication_error' });

@@ -181,14 +181,14 @@ describe('warmpath placement branches', () => {
     expect(later.branch).not.toBe('warm');
   });
 
-  it('excluded and suspect replicas are skipped (retry path)', () => {
+  it('excluded and ejected replicas are skipped (retry path)', () => {
     const view = makeView(ids(3).map((id) => makeState(id)));
     const req = preq(chat('q'));
     const home = placeRequest(policy(), req, view, new LocalState(CONFIG)).replica!.id;
     const retry = placeRequest(policy(), { ...req, exclude: new Set([home]) }, view, new LocalState(CONFIG));
     expect(retry.replica!.id).not.toBe(home);
     const local = new LocalState(CONFIG);
-    local.markSuspect(home, req.now);
+    local.eject(home, req.now + 5_000);
     expect(placeRequest(policy(), req, view, local).replica!.id).not.toBe(home);
   });
 

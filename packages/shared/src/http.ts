@@ -99,11 +99,18 @@ export function forwardHeaders(headers: Readonly<Record<string, string | string[
  * node:http server timeouts of the router's and the agent's proxy ports, ms.
  * keepAliveTimeout 72 s: longer than clients' and load balancers' own idle
  * timeout (commonly 60 s), so the client closes an idle connection, never
- * the server while a request is on its way. requestTimeout 0 = none: a
- * generation may stream for many minutes. headersTimeout 60 s: a client has a
- * minute to send its request headers.
+ * the server while a request is on its way. headersTimeout 60 s: a client has
+ * a minute to send its request headers; requestTimeout 120 s: and two to send
+ * the whole request, body included (a 16 MiB body at 140 kB/s). Both bound
+ * only the request: node stops the clock once it has been received, so a
+ * generation may stream its answer for as long as it takes. A slow-loris
+ * client holds a connection two minutes at most (checked every 30 s), and
+ * the connection cap bounds how many it holds.
  */
-export const SERVER_TIMEOUTS = Object.freeze({ keepAliveTimeout: 72_000, requestTimeout: 0, headersTimeout: 60_000 });
+export const SERVER_TIMEOUTS = Object.freeze({ keepAliveTimeout: 72_000, requestTimeout: 120_000, headersTimeout: 60_000 });
+
+/** Client connections a proxy port holds at most (node's server.maxConnections); more are refused at once. Each costs a file descriptor, and a proxy needs one per upstream connection too. */
+export const DEFAULT_MAX_CONNECTIONS = 8_192;
 
 /** Idle time of a keep-alive connection in the proxies' upstream undici pools, ms: below the agent's 72 s server keep-alive, so the pool closes first. */
 export const UPSTREAM_KEEP_ALIVE_MS = 60_000;

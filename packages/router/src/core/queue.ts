@@ -43,11 +43,13 @@ export class WaitQueue<W> {
     return true;
   }
 
-  remove(w: W): void {
+  /** Takes `w` out of the queue; false when it was not waiting. */
+  remove(w: W): boolean {
     const cancel = this.#waiters.get(w);
-    if (cancel === undefined) return;
+    if (cancel === undefined) return false;
     cancel();
     this.#waiters.delete(w);
+    return true;
   }
 
   /** Wake every waiter, once per instant however often called. */

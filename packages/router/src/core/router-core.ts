@@ -16,10 +16,15 @@
  *  3. a replica: record the dispatch (local state, policy), relabel the
  *     branch (`retry` after a failed attempt, `queued` after waiting) and hand
  *     the attempt to `send`.
- *  4. the attempt ended: close the dispatch and wake the queue. A refusal,
- *     connect failure or reset before the first byte excludes that replica
- *     (a connect failure also marks it suspect) and places again, up to
- *     maxAttempts; after the first byte the answer is final.
+ *  4. the attempt ended: close the dispatch, wake the queue, and tell the
+ *     outlier detector (outliers.ts) whether the replica failed or answered.
+ *     A refusal, a connect failure, a reset or a 5xx before the first byte
+ *     excludes that replica and places again, up to maxAttempts — a failure
+ *     (not a refusal) only within the retry budget (retries in flight at most
+ *     max(retryBudgetMin, retryBudgetPercent of the active requests; over it
+ *     the request waits in the queue for a slot until queueTimeoutMs) and
+ *     never to a third replica after engines crashed on CRASH_LIMIT; after
+ *     the first byte the answer is final.
  * Complexity: one placement per attempt and per wake of a queued request.
  * Trade-off: callbacks, not a promise per step, so the simulator runs this
  * code synchronously in virtual time and stays deterministic.
@@ -33,17 +38,21 @@ import { affinityKey } from '../placement/eligible.ts';
 import { LocalState, type Ticket } from '../placement/local.ts';
 import { notifyComplete, notifyDispatch, placeRequest } from '../placement/place.ts';
 import { createPolicy, policyOptions } from '../placement/registry.ts';
-import type { Outcome, Placement, PlacementRequest, Policy } from '../placement/types.ts';
+import type { Placement, PlacementRequest, Policy } from '../placement/types.ts';
+import { Outliers } from './outliers.ts';
+import { failureOf, failureText, outcomeOf } from './results.ts';
 import { WaitQueue } from './queue.ts';
-import type { Clock, CoreMetrics, RouteError, Send, SendResult } from './types.ts';
+import type { Clock, CoreMetrics, RetryDenial, RouteError, Send, SendResult } from './types.ts';
 
 /** Every placement, for tracing: `{ router, request, placement }`. */
 export const placementChannel = diagnostics_channel.channel('warmpath:router:placement');
 
-/** Sweep period, ms: staleness transitions, forgetting, overlay and suspect expiry. */
+/** Sweep period, ms: staleness transitions, forgetting, overlay and ejection expiry. */
 export const SWEEP_MS = 250;
 /** A queued request places again at least this often, ms: load decays on replicas even when no message arrives. */
 export const QUEUE_POLL_MS = 50;
+/** A request on which engines crashed (a reset or a 5xx) on this many replicas is not sent to another: it is likely the cause. */
+export const CRASH_LIMIT = 2;
 
 export interface RouterCoreOptions<T> {
   /** Validated router config (routerConfig / loadConfig). */
@@ -82,6 +91,14 @@ interface Job<T> extends RouteJob<T> {
   last: SendResult | undefined;
   /** The client left: place no more. */
   cancelled: boolean;
+  /** Replicas on which it crashed the engine (a reset or a 5xx). */
+  crashes: number;
+  /** Holds one of the retry budget's retries in flight. */
+  retrying: boolean;
+  /** Waiting for a retry budget slot until then, ms; 0 = not waiting. */
+  slotDeadline: number;
+  /** Counted in the active requests (until answered or ended). */
+  active: boolean;
 }
 
 export class RouterCore<T> {
@@ -90,10 +107,14 @@ export class RouterCore<T> {
   readonly view: FleetView;
   readonly local: LocalState;
   readonly policy: Policy;
+  readonly outliers: Outliers;
   readonly #o: RouterCoreOptions<T>;
   readonly #queue: WaitQueue<Job<T>>;
   readonly #resolveModel: FleetView['resolveModel'];
   readonly #stopSweep: () => void;
+  /** Requests routed and not yet ended, and those of them holding a retry budget slot. */
+  #active = 0;
+  #retrying = 0;
 
   constructor(o: RouterCoreOptions<T>) {
     const c = o.config;
@@ -112,11 +133,13 @@ export class RouterCore<T> {
       now,
       onEvent: o.onViewEvent ?? (() => {}),
     });
-    this.local = new LocalState({ overlayTtlMs: c.overlayTtlMs, overlayMaxChunks: c.overlayMaxChunks, suspectMs: c.suspectMs });
+    this.local = new LocalState({ overlayTtlMs: c.overlayTtlMs, overlayMaxChunks: c.overlayMaxChunks });
+    this.outliers = new Outliers(c, this.local);
     this.policy =
       o.policy ??
       createPolicy(c.policy, policyOptions(c, o.random));
     this.#queue = new WaitQueue(c.queueMax, QUEUE_POLL_MS, o.clock, (job) => {
+      if (job.slotDeadline > 0) return this.#retryWithSlot(job);
       job.exclude?.clear();
       this.#place(job);
     });
@@ -128,6 +151,16 @@ export class RouterCore<T> {
   /** Requests waiting in the router queue. */
   get waiting(): number {
     return this.#queue.length;
+  }
+
+  /** Requests routed and not yet ended (queued or in flight). */
+  get active(): number {
+    return this.#active;
+  }
+
+  /** Active requests on a retry after a failure (the retry budget's use). */
+  get retrying(): number {
+    return this.#retrying;
   }
 
   /** Parsed body → RequestInfo with this router's prefix settings and the fleet's model names; throws WarmpathError. */
@@ -152,7 +185,8 @@ export class RouterCore<T> {
 
   /** Route one described request; the answer goes through `send` or `answer`. */
   route(ctx: T, info: RequestInfo, body: Readonly<Record<string, unknown>> | undefined): RouteJob<T> {
-    const job: Job<T> = { ctx, info, body, key: affinityKey(info, this.config.keyDepthChunks), exclude: undefined, attempt: 0, deadline: 0, last: undefined, cancelled: false };
+    const job: Job<T> = { ctx, info, body, key: affinityKey(info, this.config.keyDepthChunks), exclude: undefined, attempt: 0, deadline: 0, last: undefined, cancelled: false, crashes: 0, retrying: false, slotDeadline: 0, active: true };
+    this.#active++;
     this.#place(job);
     return job;
   }
@@ -161,7 +195,7 @@ export class RouterCore<T> {
   cancel(handle: RouteJob<T>): void {
     const job = handle as Job<T>;
     job.cancelled = true;
-    this.#queue.remove(job);
+    if (this.#queue.remove(job)) this.#close(job);
   }
 
   stop(): void {
@@ -169,7 +203,7 @@ export class RouterCore<T> {
   }
 
   #place(job: Job<T>): void {
-    if (job.cancelled) return;
+    if (job.cancelled) return this.#close(job);
     const o = this.#o;
     const now = o.clock.now();
     const preq: PlacementRequest = { info: job.info, endpoint: job.info.kind, key: job.key, body: job.body, exclude: job.exclude, now };
@@ -195,7 +229,7 @@ export class RouterCore<T> {
 
   /** No replica now: wait for room, or fail. */
   #noRoom(job: Job<T>, branch: 'saturated' | 'no-replica', now: number): void {
-    const { metrics, answer } = this.#o;
+    const metrics = this.#o.metrics;
     const last = job.last;
     if (branch === 'saturated' || last?.kind === 'rejected') {
       if (job.deadline === 0) {
@@ -204,35 +238,100 @@ export class RouterCore<T> {
       }
       const left = job.deadline - now;
       if (left > 0 && this.#queue.add(job, left)) return;
-      return answer(job.ctx, { code: 'fleet_saturated', retryAfter: true });
+      return this.#answer(job, { code: 'fleet_saturated', retryAfter: true });
     }
     metrics?.placed('no-replica');
-    if (last === undefined) return answer(job.ctx, { code: 'no_replica', retryAfter: true });
-    answer(job.ctx, { code: 'upstream_error', message: `No replica could take the request (last: ${last.kind}).`, retryAfter: true });
+    if (last === undefined) return this.#answer(job, { code: 'no_replica', retryAfter: true });
+    this.#answer(job, { code: 'upstream_error', message: `No replica could take the request (last: ${failureText(last)}).`, retryAfter: true });
   }
 
   /** An attempt ended: close its dispatch; before the first byte, try another replica. */
   #ended(job: Job<T>, preq: PlacementRequest, replica: Replica, ticket: Ticket, r: SendResult): void {
-    const { metrics, answer } = this.#o;
+    const metrics = this.#o.metrics;
     this.local.complete(ticket);
     this.#queue.wake();
     notifyComplete(this.policy, preq, replica, outcomeOf(r));
+    this.#judge(job, replica, r);
     if (r.kind === 'done') {
       if (r.error !== undefined) metrics?.upstreamError(r.error);
-      return;
+      return this.#close(job);
     }
     metrics?.upstreamError(r.kind);
-    if (r.kind === 'timeout') return answer(job.ctx, { code: 'upstream_timeout', retryAfter: false });
-    if (r.kind === 'connect') this.local.markSuspect(replica.id, this.#o.clock.now());
+    if (r.kind === 'timeout') return this.#answer(job, { code: 'upstream_timeout', retryAfter: false });
     job.last = r;
     job.attempt++;
+    if (r.kind === 'reset' || r.kind === 'failed') job.crashes++;
     if (job.attempt >= this.config.maxAttempts) {
-      if (r.kind === 'rejected') return answer(job.ctx, { code: 'fleet_saturated', message: 'Every replica tried refused the request.', retryAfter: true });
-      return answer(job.ctx, { code: 'upstream_error', message: `Replicas tried: ${job.attempt}; last failure: ${r.kind}.`, retryAfter: true });
+      if (r.kind === 'rejected') return this.#answer(job, { code: 'fleet_saturated', message: 'Every replica tried refused the request.', retryAfter: true });
+      return this.#answer(job, { code: 'upstream_error', message: `Replicas tried: ${job.attempt}; last failure: ${failureText(r)}.`, retryAfter: true });
     }
-    metrics?.retried();
     (job.exclude ??= new Set()).add(replica.id);
-    this.#place(job);
+    if (r.kind === 'rejected') {
+      metrics?.retried();
+      return this.#place(job);
+    }
+    if (job.crashes >= CRASH_LIMIT) return this.#deny(job, 'crashes');
+    job.slotDeadline = this.#o.clock.now() + this.config.queueTimeoutMs;
+    this.#retryWithSlot(job);
+  }
+
+  /**
+   * Retry a failed request once the retry budget has a slot for it. Over
+   * budget it waits in the router queue (woken by completions, which free
+   * slots) until queueTimeoutMs: a burst of failures waits a moment instead
+   * of failing, while retries in flight stay within the budget.
+   */
+  #retryWithSlot(job: Job<T>): void {
+    if (job.cancelled) return this.#close(job);
+    if (this.#retrySlot(job)) {
+      job.slotDeadline = 0;
+      this.#o.metrics?.retried();
+      return this.#place(job);
+    }
+    const left = job.slotDeadline - this.#o.clock.now();
+    if (left > 0 && this.#queue.add(job, left)) return;
+    this.#deny(job, 'budget');
+  }
+
+  #deny(job: Job<T>, why: RetryDenial): void {
+    this.#o.metrics?.retryDenied?.(why);
+    const reason = why === 'crashes' ? `it failed on ${job.crashes} replicas` : 'the retry budget stayed spent';
+    this.#answer(job, { code: 'upstream_error', message: `Not retried: ${reason}; last failure: ${job.last === undefined ? 'none' : failureText(job.last)}.`, retryAfter: true });
+  }
+
+  /** Tell the outlier detector how the replica did; the agent's own refusals and client aborts say nothing about it. */
+  #judge(job: Job<T>, replica: Replica, r: SendResult): void {
+    const failure = failureOf(r);
+    if (failure === undefined) {
+      if (r.kind === 'done' && r.outcome !== 'aborted' && r.error === undefined) this.outliers.success(replica.id);
+      return;
+    }
+    const group = this.view.group(job.info.model, job.info.adapter)?.members ?? [];
+    const ms = this.outliers.failure(replica, failure, group, this.#o.clock.now());
+    if (ms > 0) this.#o.metrics?.ejected?.(replica.id, ms);
+  }
+
+  /** Does the retry budget let this failed request try again? Takes a slot, kept until the request ends. */
+  #retrySlot(job: Job<T>): boolean {
+    if (job.retrying) return true;
+    const c = this.config;
+    if (this.#retrying >= Math.max(c.retryBudgetMin, (this.#active * c.retryBudgetPercent) / 100)) return false;
+    job.retrying = true;
+    this.#retrying++;
+    return true;
+  }
+
+  #answer(job: Job<T>, e: RouteError): void {
+    this.#close(job);
+    this.#o.answer(job.ctx, e);
+  }
+
+  /** The request ended (answered, finished or cancelled): it leaves the active count, once. */
+  #close(job: Job<T>): void {
+    if (!job.active) return;
+    job.active = false;
+    this.#active--;
+    if (job.retrying) this.#retrying--;
   }
 
   #sweepEvery(ms: number): () => void {
@@ -241,24 +340,12 @@ export class RouterCore<T> {
       const now = this.#o.clock.now();
       this.view.sweep(now);
       this.local.prune(now);
+      this.outliers.retain(this.view.replicas);
       this.#o.onSweep?.();
       cancel = this.#o.clock.schedule(ms, tick);
     };
     cancel = this.#o.clock.schedule(ms, tick);
     return () => cancel();
-  }
-}
-
-function outcomeOf(r: SendResult): Outcome {
-  switch (r.kind) {
-    case 'done':
-      return r.status !== undefined ? { kind: r.outcome, status: r.status } : { kind: r.outcome };
-    case 'rejected':
-      return { kind: 'rejected', status: r.status };
-    case 'timeout':
-      return { kind: 'error' };
-    default:
-      return { kind: 'connect' };
   }
 }
 

@@ -25,18 +25,22 @@ export interface Dispatch<T> {
  * How an attempt ended, reported exactly once by the transport.
  * Before the first byte (the core may try another replica): `rejected` (the
  * agent's 429/503, with its x-warmpath-reject-reason), `connect` (never
- * reached it), `reset` (failed before the response headers).
+ * reached it), `reset` (failed before the response headers), `failed` (it
+ * answered another 5xx, which the transport did not pass on).
  * `timeout`: no response headers in time; the core answers upstream_timeout
  * (no retry: the replica may be working on it).
  * `done`: the response was committed to the client (its first byte sent) and
- * has ended; `error` names a failure after the first byte, for metrics.
+ * has ended; `error` names a failure after the first byte, for metrics
+ * (`interrupted`: the replica failed or went silent past the between-chunks
+ * deadline; `timeout`: the request's total deadline passed).
  */
 export type SendResult =
   | { readonly kind: 'rejected'; readonly status: number; readonly reason?: string }
   | { readonly kind: 'connect' }
   | { readonly kind: 'reset' }
+  | { readonly kind: 'failed'; readonly status: number }
   | { readonly kind: 'timeout' }
-  | { readonly kind: 'done'; readonly outcome: 'ok' | 'aborted' | 'error'; readonly status?: number; readonly error?: 'aborted' | 'interrupted' };
+  | { readonly kind: 'done'; readonly outcome: 'ok' | 'aborted' | 'error'; readonly status?: number; readonly error?: 'aborted' | 'interrupted' | 'timeout' };
 
 /** The transport: forward one attempt and call `report` once when it ends (never synchronously inside a core call it was not given). */
 export type Send<T> = (d: Dispatch<T>, report: (r: SendResult) => void) => void;
@@ -50,7 +54,10 @@ export interface RouteError {
 }
 
 /** Upstream failure kinds counted in metrics. */
-export type UpstreamErrorKind = 'connect' | 'reset' | 'rejected' | 'timeout' | 'aborted' | 'interrupted';
+export type UpstreamErrorKind = 'connect' | 'reset' | 'failed' | 'rejected' | 'timeout' | 'aborted' | 'interrupted';
+
+/** Why a failed request was not tried again: the router-wide retry budget, or it already crashed engines on CRASH_LIMIT replicas. */
+export type RetryDenial = 'budget' | 'crashes';
 
 /** What the core counts; the HTTP server backs it with prom-client, the simulator with nothing. */
 export interface CoreMetrics {
@@ -61,4 +68,8 @@ export interface CoreMetrics {
   /** A request placed again after a failure before its first byte. */
   retried(): void;
   upstreamError(kind: UpstreamErrorKind): void;
+  /** A replica was ejected for `ms` (outliers.ts). */
+  ejected?(replica: string, ms: number): void;
+  /** A request that failed was not tried again. */
+  retryDenied?(reason: RetryDenial): void;
 }

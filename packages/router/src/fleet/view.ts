@@ -80,6 +80,9 @@ export class FleetView {
   readonly #now: () => number;
   readonly #onEvent: (e: ViewEvent) => void;
   readonly #listeners = new Set<() => void>();
+  /** Local clock, ms: the newest state applied, and since when states have arrived without a gap longer than stateTtlMs. */
+  #lastAppliedAt = -Infinity;
+  #hearingSince = -Infinity;
 
   constructor(opts: FleetViewOptions) {
     this.fleet = opts.fleet;
@@ -174,6 +177,8 @@ export class FleetView {
       return false;
     }
     this.applied++;
+    if (!(receivedAt - this.#lastAppliedAt <= this.stateTtlMs)) this.#hearingSince = receivedAt;
+    if (receivedAt > this.#lastAppliedAt) this.#lastAppliedAt = receivedAt;
     const reportAt = Math.abs(receivedAt - s.sentAt) < SENT_AT_TRUST_MS ? Math.min(receivedAt, s.sentAt) : receivedAt;
     const r = known === undefined ? this.#join(s, receivedAt, reportAt) : this.#update(known, s, receivedAt, reportAt);
     if (!r.chunkMismatch) this.#sync.receive(r, s);
@@ -226,7 +231,7 @@ export class FleetView {
         this.#forget(r);
         continue;
       }
-      const live = r.state.status === 'ready' && age <= this.stateTtlMs;
+      const live = r.state.status === 'ready' && this.current(r, now);
       if (live !== r.live) {
         r.live = live;
         this.#groups.markDirty();
@@ -246,6 +251,28 @@ export class FleetView {
   /** Is this replica's state fresh at `now`? */
   fresh(r: ReplicaView, now: number): boolean {
     return now - r.receivedAt <= this.stateTtlMs;
+  }
+
+  /**
+   * May placement trust this replica's state at `now`? When fresh; and while
+   * the whole view is silent (no state from anyone for stateTtlMs: this
+   * router's gossip is cut, not every replica gone at once), when it was
+   * fresh as the silence began — outlier ejection catches the ones really
+   * gone, and forgetAfterMs still bounds it.
+   */
+  current(r: ReplicaView, now: number): boolean {
+    const age = now - r.receivedAt;
+    if (age <= this.stateTtlMs) return true;
+    return now - this.#lastAppliedAt > this.stateTtlMs && this.#lastAppliedAt - r.receivedAt <= this.stateTtlMs;
+  }
+
+  /**
+   * Has the view heard states without a gap for a whole stateTtlMs? Then
+   * every live replica has had time to report, and a model no replica
+   * serves is unknown; before that it may only not have been heard of yet.
+   */
+  settled(now: number): boolean {
+    return now - this.#lastAppliedAt <= this.stateTtlMs && now - this.#hearingSince >= this.stateTtlMs;
   }
 
   /** Bumped whenever any group or ring changes; caches key on it. */

@@ -2,19 +2,25 @@
  * The router core's `send` over HTTP: one attempt of one request to one
  * replica's agent, streamed back through undici.
  *
- * Steps: POST the raw body to the replica's origin over its keep-alive pool →
- * no response (connect failure, reset, timeout) or the agent's 429/503 →
- * report it (the core may try another replica; nothing reached the client) →
- * otherwise commit: write the status and headers (x-warmpath-replica/route/
- * router added), then pipe the body unbuffered with back-pressure. A failure
- * mid-stream ends an SSE stream with an error event, a plain body by
- * closing; a client disconnect aborts the upstream request.
+ * Steps: POST the raw body to the replica's origin over its keep-alive pool
+ * (connect and first-byte deadlines in the pool, the total deadline in the
+ * exchange's signal) → no response (connect failure, reset, timeout), the
+ * agent's 429/503, or another 5xx → report it (the core may try another
+ * replica; nothing reached the client) → otherwise commit: write the status
+ * and headers (x-warmpath-replica/route/router added), then pipe the body
+ * unbuffered with back-pressure, under the between-chunks deadline. A
+ * streaming request silent for heartbeatMs gets SSE comments, committed
+ * early if need be (downstream.ts). A failure mid-stream ends an SSE stream
+ * with an error event, a plain body by closing; a client disconnect aborts
+ * the upstream request.
  * Complexity: O(1) per relayed chunk.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { HEADERS, sendError, sseErrorEvent } from '@warmpath/shared/wire';
+import type { Dispatcher } from 'undici';
+import { errorBody, HEADERS, isErrorCode, sendError, sseErrorEvent, type ErrorCode } from '@warmpath/shared/wire';
 import { drained, forwardHeaders } from '@warmpath/shared/runtime';
 import type { Dispatch, Send, SendResult } from '../core/types.ts';
+import { Downstream } from './downstream.ts';
 import { noteFirstByte, upstreamHeaders } from './observe.ts';
 import { classify, type Upstreams } from './upstream.ts';
 
@@ -26,14 +32,19 @@ export interface Exchange {
   readonly raw: Buffer;
   /** /v1/… path, appended to the replica's base URL. */
   readonly path: string;
-  /** Aborted when the client leaves. */
+  /** Aborted when the client leaves or the total deadline passes. */
   readonly signal: AbortSignal;
+  /** Aborted when the total deadline (totalTimeoutMs from arrival) passes. */
+  readonly deadline: AbortSignal;
 }
 
+/** An error body from a replica, passed on as an SSE event after an early commit: at most this many bytes are read. */
+const ERROR_BODY_MAX = 64 * 1024;
+
 /** `authorization`: the header presenting the agents' shared token, when one is configured. */
-export function createSend(id: string, upstreams: Upstreams, authorization?: string): Send<Exchange> {
+export function createSend(id: string, upstreams: Upstreams, heartbeatMs: number, authorization?: string): Send<Exchange> {
   return (d, report) => {
-    forward(id, upstreams, d, authorization).then(report, (err: unknown) => {
+    forward(id, upstreams, heartbeatMs, d, authorization).then(report, (err: unknown) => {
       // A bug, not an upstream failure: end the exchange rather than leave the client hanging.
       const res = d.ctx.res;
       if (!res.headersSent) sendError(res, 'internal_error');
@@ -43,7 +54,7 @@ export function createSend(id: string, upstreams: Upstreams, authorization?: str
   };
 }
 
-async function forward(id: string, upstreams: Upstreams, d: Dispatch<Exchange>, authorization: string | undefined): Promise<SendResult> {
+async function forward(id: string, upstreams: Upstreams, heartbeatMs: number, d: Dispatch<Exchange>, authorization: string | undefined): Promise<SendResult> {
   const { req, res, raw, path, signal } = d.ctx;
   const url = d.replica.state.url;
   const slash = url.indexOf('/', url.indexOf('//') + 2);
@@ -59,42 +70,93 @@ async function forward(id: string, upstreams: Upstreams, d: Dispatch<Exchange>, 
   };
   if (d.info.routingKey !== undefined) headers[HEADERS.key] = d.info.routingKey;
   if (authorization !== undefined) headers.authorization = authorization;
-  let up;
+  const out = new Downstream(d.ctx.res, { [HEADERS.replica]: d.replica.id, [HEADERS.route]: d.branch, [HEADERS.router]: id }, d.info.stream ? heartbeatMs : 0);
   try {
-    up = await upstreams.pool(origin).request({ path: base + path, method: 'POST', headers, body: raw, signal });
-  } catch (err) {
-    const kind = classify(err);
-    if (kind === 'aborted' || signal.aborted) return { kind: 'done', outcome: 'aborted' };
-    if (kind === 'timeout') return { kind: 'timeout' };
-    return { kind: kind === 'connect' ? 'connect' : 'reset' };
+    let up: Dispatcher.ResponseData;
+    try {
+      up = await upstreams.pool(origin).request({ path: base + path, method: 'POST', headers, body: raw, signal });
+    } catch (err) {
+      return noResponse(d.ctx, out, classify(err));
+    }
+    const status = up.statusCode;
+    if (out.early) return await afterEarlyCommit(d.ctx, out, up);
+    const reason = up.headers[HEADERS.rejectReason];
+    // The agent's refusals: 429/503 (admission), and 400 too_large (this replica is too small; a larger one may fit).
+    if (status === 429 || status === 503 || (status === 400 && reason === 'too_large')) {
+      up.body.dump().catch(() => {});
+      return { kind: 'rejected', status, ...(typeof reason === 'string' ? { reason } : {}) };
+    }
+    if (status >= 500) {
+      up.body.dump().catch(() => {});
+      return { kind: 'failed', status };
+    }
+    const ct = up.headers['content-type'];
+    const sse = typeof ct === 'string' && ct.startsWith('text/event-stream');
+    out.commit(status, forwardHeaders(up.headers, 'response'), sse);
+    return await relay(d.ctx, out, up, sse);
+  } finally {
+    out.stop();
   }
-  const status = up.statusCode;
-  const reason = up.headers[HEADERS.rejectReason];
-  // The agent's refusals: 429/503 (admission), and 400 too_large (this replica is too small; a larger one may fit).
-  if (status === 429 || status === 503 || (status === 400 && reason === 'too_large')) {
-    up.body.dump().catch(() => {});
-    return { kind: 'rejected', status, ...(typeof reason === 'string' ? { reason } : {}) };
+}
+
+/** The request got no response: before a commit the core decides; after an early commit the stream ends with an error event. */
+function noResponse(ex: Exchange, out: Downstream, kind: ReturnType<typeof classify>): SendResult {
+  const timedOut = kind === 'timeout' || ex.deadline.aborted;
+  if (!timedOut && (kind === 'aborted' || ex.signal.aborted)) {
+    if (out.early) out.end();
+    return { kind: 'done', outcome: 'aborted' };
   }
-  const out = forwardHeaders(up.headers, 'response');
-  out[HEADERS.replica] = d.replica.id;
-  out[HEADERS.route] = d.branch;
-  out[HEADERS.router] = id;
+  if (!out.early) return timedOut ? { kind: 'timeout' } : { kind: kind === 'connect' ? 'connect' : 'reset' };
+  out.end(sseErrorEvent(timedOut ? 'upstream_timeout' : 'upstream_error'));
+  return { kind: 'done', outcome: 'error', error: timedOut && ex.deadline.aborted ? 'timeout' : 'interrupted' };
+}
+
+/** Committed early (SSE, 200) and the replica answered: relay a stream, or turn any other answer into an error event. */
+async function afterEarlyCommit(ex: Exchange, out: Downstream, up: Dispatcher.ResponseData): Promise<SendResult> {
   const ct = up.headers['content-type'];
-  const sse = typeof ct === 'string' && ct.startsWith('text/event-stream');
-  res.writeHead(status, out);
-  if (sse) res.flushHeaders();
+  if (up.statusCode < 300 && typeof ct === 'string' && ct.startsWith('text/event-stream')) return relay(ex, out, up, true);
+  let text = '';
+  try {
+    for await (const chunk of up.body) {
+      text += chunk.toString();
+      if (text.length > ERROR_BODY_MAX) break;
+    }
+  } catch {
+    /* the error event below says enough */
+  }
+  out.end(errorEvent(up.statusCode, text));
+  return { kind: 'done', outcome: 'error', status: up.statusCode };
+}
+
+/** The replica's OpenAI error body as an SSE event, or a generic one. */
+function errorEvent(status: number, text: string): string {
+  try {
+    const body = JSON.parse(text) as { error?: { code?: unknown; message?: unknown } };
+    const code = body.error?.code;
+    if (isErrorCode(code)) return `data: ${JSON.stringify(errorBody(code, typeof body.error?.message === 'string' ? body.error.message : undefined))}\n\n`;
+  } catch {
+    /* not JSON: the generic event */
+  }
+  const code: ErrorCode = status === 429 ? 'fleet_saturated' : 'upstream_error';
+  return sseErrorEvent(code, `The replica answered ${status}.`);
+}
+
+/** Pipe the committed body to the client. */
+async function relay(ex: Exchange, out: Downstream, up: Dispatcher.ResponseData, sse: boolean): Promise<SendResult> {
+  const res = ex.res;
   try {
     for await (const chunk of up.body) {
       noteFirstByte(res);
-      if (!res.write(chunk)) await drained(res);
+      if (!out.write(chunk)) await drained(res);
       if (res.destroyed) break;
     }
-    res.end();
+    out.end();
   } catch (err) {
-    if (signal.aborted || res.destroyed) return { kind: 'done', outcome: 'aborted', error: 'aborted' };
-    if (sse) res.end(sseErrorEvent('stream_interrupted'));
+    const deadline = ex.deadline.aborted;
+    if (!deadline && (res.destroyed || ex.signal.aborted)) return { kind: 'done', outcome: 'aborted', error: 'aborted' };
+    if (sse) out.end(sseErrorEvent(deadline ? 'upstream_timeout' : 'stream_interrupted', deadline ? 'The request passed its total deadline.' : undefined));
     else res.destroy(err as Error);
-    return { kind: 'done', outcome: 'error', error: 'interrupted' };
+    return { kind: 'done', outcome: 'error', error: deadline ? 'timeout' : 'interrupted' };
   }
   return { kind: 'done', outcome: res.destroyed && !res.writableFinished ? 'aborted' : 'ok' };
 }

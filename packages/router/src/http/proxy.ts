@@ -56,8 +56,17 @@ export function createProxy(core: RouterCore<Exchange>, metrics: RouterMetrics):
     noteError(res, code);
     sendError(res, code, message, { param, headers: { [HEADERS.router]: core.id } });
   };
+  // A model or endpoint this router has not heard of may only not have been heard of yet (a restart, a gossip outage): retryable.
+  const notYet = (res: ServerResponse): void => {
+    metrics.responses.inc({ code: 'no_replica' });
+    noteError(res, 'no_replica');
+    const message = 'This router has not heard from the whole fleet yet; retry shortly.';
+    sendError(res, 'no_replica', message, { headers: { [HEADERS.router]: core.id, 'retry-after': core.config.retryAfterS } });
+  };
+  const settled = (): boolean => core.view.settled(core.view.now());
 
   return async function proxy(req, res, kind, path) {
+    const t0 = performance.now();
     let raw: Buffer;
     let body: Record<string, unknown>;
     let info: RequestInfo;
@@ -71,18 +80,27 @@ export function createProxy(core: RouterCore<Exchange>, metrics: RouterMetrics):
       info = core.describe(body, kind, { key: header(HEADERS.key), session: header(HEADERS.session) });
       noteRequest(res, info, body);
     } catch (err) {
-      if (err instanceof WarmpathError) fail(res, err.code, err.message, err.param);
+      if (err instanceof WarmpathError && err.code === 'model_not_found' && !settled()) notYet(res);
+      else if (err instanceof WarmpathError) fail(res, err.code, err.message, err.param);
       else if (!req.readableAborted) fail(res, 'internal_error', undefined, null);
       return;
     }
-    if (!core.supports(info)) return fail(res, 'unsupported_endpoint', `No replica serving "${info.requested}" offers ${path}.`, null);
+    if (!core.supports(info)) return settled() ? fail(res, 'unsupported_endpoint', `No replica serving "${info.requested}" offers ${path}.`, null) : notYet(res);
     const room = largestKv(core.view.group(info.model, info.adapter)?.members);
     if (room !== undefined && info.promptTokens + info.maxTokens > room)
       return fail(res, 'context_length_exceeded', `The prompt (about ${info.promptTokens} tokens) plus max_tokens (${info.maxTokens}) exceeds the largest KV cache serving "${info.requested}" (${room} tokens).`, PROMPT_PARAM[kind]);
 
+    // One controller for "stop": the client left or the total deadline passed (then `expired` says which).
+    // A plain timer cleared at the end, not AbortSignal.timeout: that one would live out the whole deadline.
     const ac = new AbortController();
-    const job = core.route({ req, res, raw, path, signal: ac.signal }, info, body);
+    const expired = new AbortController();
+    const timer = setTimeout(() => {
+      expired.abort();
+      ac.abort();
+    }, Math.max(1, core.config.totalTimeoutMs - (performance.now() - t0)));
+    const job = core.route({ req, res, raw, path, signal: ac.signal, deadline: expired.signal }, info, body);
     res.on('close', () => {
+      clearTimeout(timer);
       if (res.writableFinished) return;
       ac.abort();
       core.cancel(job);

@@ -3,6 +3,8 @@
  * fleet's union), health, readiness, metrics and the fleet view. With API
  * keys configured, every route but /healthz and /readyz (the probes) needs
  * one: the admin data (metrics, agent URLs) as much as the inference API.
+ * Every request is counted by the drain (drain.ts), which refuses new ones
+ * once shutdown has closed the listener.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HEADERS, ROUTES, sendError } from '@warmpath/shared/wire';
@@ -10,6 +12,7 @@ import { bearerToken, sendJson } from '@warmpath/shared/runtime';
 import type { FleetView } from '../fleet/view.ts';
 import type { RouterMetrics } from '../metrics.ts';
 import { observe, type ObserveDeps } from './observe.ts';
+import type { Drain } from './drain.ts';
 import type { ProxyHandler } from './proxy.ts';
 
 export interface ServerContext {
@@ -18,12 +21,13 @@ export interface ServerContext {
   metrics: RouterMetrics;
   proxy: ProxyHandler;
   apiKeys: ReadonlySet<string> | undefined;
-  /** Has the router ever seen a ready replica? */
+  /** Not draining, and the view holds a ready replica's fresh state. */
   ready: () => boolean;
   /** The live status document (/warmpath/v1/status.json) and its page (/warmpath/v1/status). */
   status?: { json: () => Record<string, unknown>; page: () => string };
   /** Request ids, access log, request metrics (observe.ts). */
   observe: ObserveDeps;
+  drain: Drain;
 }
 
 /** The status page loads nothing but its own JSON. */
@@ -36,6 +40,7 @@ const STATUS_PAGE_HEADERS = {
 export function createHandler(ctx: ServerContext): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
     observe(req, res, ctx.observe);
+    if (!ctx.drain.admit(req, res)) return;
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);

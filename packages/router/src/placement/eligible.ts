@@ -11,8 +11,9 @@ import type { PlacementRequest } from './types.ts';
 
 /**
  * May `r` take `req` now? Serves the model (+ adapter) — guaranteed by the
- * group — offers the endpoint, status ready, fresh state, chunk size matches,
- * positive weight, not tried already for this request, not suspect here.
+ * group — offers the endpoint, status ready, current state (fresh, or as
+ * fresh as any while gossip is silent: FleetView.current), chunk size matches,
+ * positive weight, not tried already for this request, not ejected here.
  */
 export function eligible(r: Replica, req: PlacementRequest, view: FleetView, local: LocalState): boolean {
   const s = r.state;
@@ -21,10 +22,10 @@ export function eligible(r: Replica, req: PlacementRequest, view: FleetView, loc
     !r.chunkMismatch &&
     s.status === 'ready' &&
     s.capacity.weight > 0 &&
-    view.fresh(r, req.now) &&
+    view.current(r, req.now) &&
     s.endpoints.includes(req.endpoint) &&
     (req.exclude === undefined || !req.exclude.has(r.id)) &&
-    !local.isSuspect(r, req.now)
+    !local.isEjected(r.id, req.now)
   );
 }
 

@@ -1,8 +1,9 @@
 /**
  * What this router knows that gossip does not (yet): its own in-flight
  * requests per replica, the work it sent since each replica's last report,
- * prefixes it just dispatched (the optimistic overlay), and replicas it found
- * unreachable. Learned only from this router's own decisions.
+ * prefixes it just dispatched (the optimistic overlay), and replicas it
+ * ejected for failing (core/outliers.ts decides when, for how long). Learned
+ * only from this router's own decisions.
  *
  * Steps: dispatch() records a ticket {at, work} on the replica and (for
  * policies that want it) inserts the request's chain into the overlay;
@@ -39,8 +40,8 @@ interface Track {
   head: number;
   /** Σ work of counted tickets. */
   sum: number;
-  suspectAt: number;
-  suspectUntil: number;
+  /** Local clock, ms, until which the replica is ejected; 0 = not ejected. */
+  ejectedUntil: number;
 }
 
 interface OverlayEntry {
@@ -95,34 +96,30 @@ class Overlay implements HolderSource<BigUint64Array> {
   }
 }
 
-/** Validated router config (config.ts holds the defaults). */
 /** The router config's local-state settings (validated there; no defaults here). */
 export interface LocalOptions {
   readonly overlayTtlMs: number;
   readonly overlayMaxChunks: number;
-  readonly suspectMs: number;
 }
 
 export class LocalState {
   readonly overlayTtlMs: number;
   readonly overlayMaxChunks: number;
-  readonly suspectMs: number;
   readonly #tracks = new Map<string, Track>();
-  /** Replicas marked suspect and not yet pruned: lets isSuspect skip the lookup when zero. */
-  #suspects = 0;
+  /** Replicas ejected and not yet pruned: lets isEjected skip the lookup when zero. */
+  #ejected = 0;
   readonly #overlay = new Overlay();
   readonly #warmth = new WarmthScan();
 
   constructor(opts: LocalOptions) {
     this.overlayTtlMs = opts.overlayTtlMs;
     this.overlayMaxChunks = opts.overlayMaxChunks;
-    this.suspectMs = opts.suspectMs;
   }
 
   #track(id: string): Track {
     let t = this.#tracks.get(id);
     if (t === undefined) {
-      t = { id, inflight: 0, recent: [], head: 0, sum: 0, suspectAt: 0, suspectUntil: 0 };
+      t = { id, inflight: 0, recent: [], head: 0, sum: 0, ejectedUntil: 0 };
       this.#tracks.set(id, t);
     }
     return t;
@@ -178,18 +175,26 @@ export class LocalState {
     }
   }
 
-  /** A replica refused a connection: avoid it until suspectMs pass or it reports ready again. */
-  markSuspect(id: string, now: number): void {
+  /** Route nothing to the replica until `until` (local clock, ms). */
+  eject(id: string, until: number): void {
     const t = this.#track(id);
-    if (t.suspectUntil === 0) this.#suspects++;
-    t.suspectAt = now;
-    t.suspectUntil = now + this.suspectMs;
+    if (t.ejectedUntil === 0) this.#ejected++;
+    t.ejectedUntil = until;
   }
 
-  isSuspect(r: ReplicaView, now: number): boolean {
-    if (this.#suspects === 0) return false;
-    const t = this.#tracks.get(r.id);
-    return t !== undefined && now < t.suspectUntil && r.receivedAt <= t.suspectAt;
+  /** Is the replica ejected at `now`? O(1); no lookup while nothing is ejected. */
+  isEjected(id: string, now: number): boolean {
+    if (this.#ejected === 0) return false;
+    const t = this.#tracks.get(id);
+    return t !== undefined && now < t.ejectedUntil;
+  }
+
+  /** Replicas ejected at `now`. */
+  ejectedCount(now: number): number {
+    if (this.#ejected === 0) return 0;
+    let n = 0;
+    for (const t of this.#tracks.values()) if (now < t.ejectedUntil) n++;
+    return n;
   }
 
   /** Optimistic warmth: treat the first chunks of `hashes` as cached on `slot` until now + overlayTtlMs. */
@@ -225,11 +230,11 @@ export class LocalState {
         t.recent = t.recent.slice(t.head).filter((k) => k.counted);
         t.head = 0;
       }
-      if (t.suspectUntil !== 0 && now >= t.suspectUntil) {
-        t.suspectUntil = 0;
-        this.#suspects--;
+      if (t.ejectedUntil !== 0 && now >= t.ejectedUntil) {
+        t.ejectedUntil = 0;
+        this.#ejected--;
       }
-      if (t.inflight === 0 && t.recent.length === 0 && t.suspectUntil === 0) this.#tracks.delete(id);
+      if (t.inflight === 0 && t.recent.length === 0 && t.ejectedUntil === 0) this.#tracks.delete(id);
     }
   }
 }
