@@ -8,7 +8,10 @@
  * agents through TCP relays (so its gossip can be cut), routers R2 and R3
  * dial the agents themselves.
  */
-import type { ChildProcess } from 'node:child_process';
+import { execFileSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { once } from 'node:events';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import OpenAI from 'openai';
@@ -20,8 +23,13 @@ const CLI = new URL('../packages/cli/src/main.ts', import.meta.url).pathname;
 const FLEET = 'faults';
 const children: ChildProcess[] = [];
 
+/** The fleet's swarm key, made as an operator would: `warmpath swarm-key > swarm.key`. */
+const SWARM_KEY = join(mkdtempSync(join(tmpdir(), 'wp-faults-')), 'swarm.key');
+writeFileSync(SWARM_KEY, execFileSync(process.execPath, [CLI, 'swarm-key']));
+
 async function start(args: string[]): Promise<{ child: ChildProcess; line: string }> {
-  const { child, line } = spawnUntilLine(process.execPath, [CLI, ...args]);
+  const gossip = args[0] === 'router' || args[0] === 'agent' ? ['--swarm-key', SWARM_KEY] : [];
+  const { child, line } = spawnUntilLine(process.execPath, [CLI, ...args, ...gossip]);
   children.push(child);
   return { child, line: await line };
 }

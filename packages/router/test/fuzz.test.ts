@@ -10,18 +10,21 @@ import { isErrorCode } from '@warmpath/shared/wire';
 import { fuzzHttp, fuzzRawHeaders } from '@warmpath/testkit/fuzz';
 import { startRouter, type Router } from '../src/index.ts';
 import { startFakeAgent, type FakeAgent } from './fake-agent.ts';
-import { makeState } from './helpers.ts';
+import { keepHearing, makeState } from './helpers.ts';
 
 describe('router HTTP fuzz', () => {
   let router: Router;
   let agent: FakeAgent;
+  let hearing: ReturnType<typeof keepHearing>;
   beforeAll(async () => {
     agent = await startFakeAgent('fz');
-    // The replica stays fresh for the whole run: this test is about input, not staleness.
-    router = await startRouter({ port: 0, gossip: false, stateTtlMs: 600_000, forgetAfterMs: 600_000, log: () => {} });
-    router.view.apply(makeState('fz', { fleet: 'default', url: agent.url, capacity: { kvTokens: 1_000_000 } }));
+    // The replica stays fresh and the view settled for the whole run: this test is about input, not staleness.
+    router = await startRouter({ port: 0, gossip: false, stateTtlMs: 1_000, log: () => {} });
+    hearing = keepHearing(router, (seq) => makeState('fz', { fleet: 'default', url: agent.url, seq, capacity: { kvTokens: 1_000_000 } }));
+    await hearing.settled;
   });
   afterAll(async () => {
+    hearing.stop();
     await router.close();
     await agent.close();
   });

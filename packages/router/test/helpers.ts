@@ -1,5 +1,6 @@
 /** Test fixtures: replica states, requests, views. */
 import { describeRequest, encodeState, type ReplicaState } from '@warmpath/shared/wire';
+import { waitFor } from '@warmpath/testkit';
 import { routerConfig } from '../src/config.ts';
 import { FleetView } from '../src/fleet/view.ts';
 import { affinityKey } from '../src/placement/eligible.ts';
@@ -82,4 +83,23 @@ export function local(): LocalState {
 export function chainOf(body: Record<string, unknown>, n = Infinity): BigUint64Array {
   const info = describeRequest(body, 'chat');
   return info.hashes.slice(0, Math.min(n, info.hashes.length));
+}
+
+/**
+ * Keeps a router hearing the fleet: applies `state(seq)` now and every
+ * `everyMs` after, as an agent's periodic publish would. `settled` resolves
+ * once the view has heard the fleet for a whole stateTtlMs, when an unknown
+ * model is a 404 rather than a retryable 503 (`no_replica`).
+ */
+export function keepHearing(
+  router: { view: { apply(s: ReplicaState): unknown; settled(now: number): boolean; now(): number } },
+  state: (seq: number) => ReplicaState,
+  everyMs = 100,
+): { settled: Promise<void>; stop(): void } {
+  let seq = 1;
+  router.view.apply(state(seq++));
+  const timer = setInterval(() => router.view.apply(state(seq++)), everyMs);
+  timer.unref();
+  const settled = waitFor(() => router.view.settled(router.view.now()), { timeoutMs: 15_000, intervalMs: 50, message: 'the router to have heard the fleet for stateTtlMs' }).then(() => undefined);
+  return { settled, stop: () => clearInterval(timer) };
 }

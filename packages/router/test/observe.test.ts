@@ -10,7 +10,7 @@ import { BRANCHES } from '../src/placement/types.ts';
 import { ERRORS } from '@warmpath/shared/wire';
 import { startRouter, type Router } from '../src/index.ts';
 import { startFakeAgent, type FakeAgent } from './fake-agent.ts';
-import { chat, makeState } from './helpers.ts';
+import { chat, keepHearing, makeState } from './helpers.ts';
 
 const TRACEPARENT = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
 const SECRET = 'the-prompt-words-4417';
@@ -26,8 +26,15 @@ type Line = Record<string, unknown>;
 /** A router over one fake agent, its log lines parsed. */
 async function routerWithAgent(agent: FakeAgent, extra: Record<string, unknown> = {}): Promise<{ router: Router; lines: Line[] }> {
   const lines: Line[] = [];
-  const router = await startRouter({ port: 0, gossip: false, id: 'r-obs', log: (l) => lines.push(JSON.parse(l) as Line), ...extra });
-  router.view.apply(makeState('a1', { fleet: 'default', url: agent.url }));
+  const router = await startRouter({ port: 0, gossip: false, id: 'r-obs', stateTtlMs: 1_000, log: (l) => lines.push(JSON.parse(l) as Line), ...extra });
+  // Heard for a whole stateTtlMs: an unknown model is then a 404 (model_not_found), not a retryable 503.
+  const hearing = keepHearing(router, (seq) => makeState('a1', { fleet: 'default', url: agent.url, seq }));
+  await hearing.settled;
+  const close = router.close.bind(router);
+  router.close = async () => {
+    hearing.stop();
+    await close();
+  };
   return { router, lines };
 }
 
