@@ -75,12 +75,7 @@ export async function startRouter(options: RouterOptions = {}): Promise<Router> 
   const apiKeys = config.apiKeys !== '' ? readKeys(config.apiKeys) : undefined;
   const agentAuth = config.agentToken !== '' ? `Bearer ${readSecret(config.agentToken, 'agentToken')}` : undefined;
   const fetcher = snapshotFetcher(config.snapshotTimeoutMs, agentAuth);
-  const upstreams = new Upstreams({
-    connections: config.upstreamConnections,
-    connectTimeoutMs: config.connectTimeoutMs,
-    headersTimeoutMs: config.headersTimeoutMs,
-    bodyTimeoutMs: config.bodyTimeoutMs,
-  });
+  const upstreams = new Upstreams({ connections: config.upstreamConnections, connectTimeoutMs: config.connectTimeoutMs, headersTimeoutMs: config.headersTimeoutMs, bodyTimeoutMs: config.bodyTimeoutMs });
   // The core counts into prom-client metrics that need the core's view: bound once both exist.
   let metrics: RouterMetrics | undefined;
   const startedAt = Date.now();
@@ -125,17 +120,7 @@ export async function startRouter(options: RouterOptions = {}): Promise<Router> 
   const port = (server.address() as AddressInfo).port;
   const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host.includes(':') ? `[${config.host}]` : config.host;
 
-  let closing: Promise<void> | undefined;
-  const close = (): Promise<void> =>
-    (closing ??= (async () => {
-      core.stop();
-      server.closeIdleConnections();
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      setTimeout(() => server.closeAllConnections(), 1_000).unref();
-      await joined.leave();
-      await closed;
-      await Promise.all([upstreams.close(), fetcher.close().catch(() => {})]);
-    })());
+  const close = closer(core, server, joined, upstreams, fetcher);
   let draining: Promise<void> | undefined;
   return {
     id,
@@ -154,6 +139,21 @@ export async function startRouter(options: RouterOptions = {}): Promise<Router> 
     drain: () => (draining ??= drain.drain().then(close)),
     close,
   };
+}
+
+/** Close at once, once: stop the core, close idle connections, cut the rest after 1 s, leave gossip, close the pools. */
+function closer(core: RouterCore<Exchange>, server: Server, gossip: { leave(): Promise<void> }, upstreams: Upstreams, fetcher: { close(): Promise<unknown> }): () => Promise<void> {
+  let closing: Promise<void> | undefined;
+  return () =>
+    (closing ??= (async () => {
+      core.stop();
+      server.closeIdleConnections();
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      setTimeout(() => server.closeAllConnections(), 1_000).unref();
+      await gossip.leave();
+      await closed;
+      await Promise.all([upstreams.close(), fetcher.close().catch(() => {})]);
+    })());
 }
 
 /** Every dispatch, as the core hands it to the transport, goes into the status recorder first. */
