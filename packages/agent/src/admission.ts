@@ -9,7 +9,11 @@
  *     admitted since + waiting requests × their mean need; adding this
  *     request's need (uncached prompt + outputReserve × max_tokens: a cached
  *     prefix's blocks are already counted once, however many requests share
- *     them) over kvHighWatermark × capacity → reject "kv". A request whose
+ *     them) over kvHighWatermark × capacity → reject "kv". The scrape shows
+ *     what running requests hold now, not what they grow to before they end:
+ *     the projection is never below the sum of every in-flight request's
+ *     need (its reservation), or a scrape taken early in a burst's decode
+ *     lets the agent admit into KV its running requests still need. A request whose
  *     whole size (prompt + reserve) is larger than the cache is rejected
  *     "too_large" (no replica of this size can run it without preempting
  *     itself).
@@ -41,6 +45,8 @@ export interface AdmissionInput {
   /** Requests (and their KV need) admitted since the last scrape. */
   sinceCount: number;
   sinceNeed: number;
+  /** KV need of every request in flight (their reservations: uncached prompt + output reserve), tokens. */
+  totalNeed?: number;
   /** Mean KV need of in-flight requests (tokens), to price the engine's queue. */
   meanNeed: number;
   /** This request's new KV need in tokens (uncached prompt + output reserve). */
@@ -58,7 +64,9 @@ export function admit(x: AdmissionInput, limits: AdmissionLimits): RejectReason 
   if (x.kvCapacityTokens > 0) {
     if ((x.size ?? x.need) > x.kvCapacityTokens) return 'too_large';
     if (!idle) {
-      const projected = x.kvUsedTokens + x.sinceNeed + x.waiting * x.meanNeed + x.need;
+      // The scrape shows what running requests hold now, not what they will
+      // grow to; their reservations (totalNeed) bound that, so the larger wins.
+      const projected = Math.max(x.kvUsedTokens + x.sinceNeed + x.waiting * x.meanNeed, x.totalNeed ?? 0) + x.need;
       if (projected > limits.kvHighWatermark * x.kvCapacityTokens) return 'kv';
     }
   }

@@ -190,6 +190,7 @@ export class AgentLedger {
         inflight: this.inflight.size,
         sinceCount,
         sinceNeed,
+        totalNeed,
         meanNeed: this.inflight.size > 0 ? totalNeed / this.inflight.size : need,
         need,
         size: this.needOf(info, 0),

@@ -13,6 +13,11 @@ describe('admit (pure)', () => {
     expect(admit({ ...base, kvUsedTokens: 700, sinceNeed: 150 }, limits)).toBe('kv');
     expect(admit({ ...base, kvUsedTokens: 500, waiting: 1, meanNeed: 400 }, limits)).toBe('kv');
   });
+  it("a scrape taken early in the running requests' decode does not free the KV they reserved", () => {
+    // The engine shows 100 tokens used, but the agent's in-flight requests reserved 900 (prompts + max_tokens).
+    expect(admit({ ...base, kvUsedTokens: 100, totalNeed: 900 }, limits)).toBe('kv');
+    expect(admit({ ...base, kvUsedTokens: 100, totalNeed: 500 }, limits)).toBeUndefined();
+  });
   it('rejects queue only when the engine already queues', () => {
     expect(admit({ ...base, sinceCount: 10 }, { ...limits, kvHighWatermark: 1 })).toBeUndefined();
     expect(admit({ ...base, waiting: 2, sinceCount: 2, meanNeed: 0 }, { ...limits, kvHighWatermark: 1 })).toBe('queue');

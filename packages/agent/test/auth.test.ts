@@ -22,6 +22,9 @@ async function recordingEngine(target: string): Promise<{ url: string; seen: Arr
       res.writeHead(r.statusCode ?? 502, r.headers);
       r.pipe(res);
     });
+    // The simulator closing under an in-flight scrape (teardown) resets this hop: end the exchange, not the test process.
+    up.on('error', () => res.destroy());
+    req.on('error', () => up.destroy());
     req.pipe(up);
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
