@@ -20,8 +20,8 @@
  * Trade-off (of the peer): no knowledge of KV headroom or token-weighted load;
  * it learns only from its own decisions.
  */
-import { canonicalText, chainHashes, hashString, prefixSeed } from '@warmpath/shared/wire';
-import type { Candidate, CandidateTable } from '../candidates.ts';
+import { canonicalText, chainHashes, prefixSeed } from '@warmpath/shared/wire';
+import { rowOf, type Candidate, type CandidateTable } from '../candidates.ts';
 import type { Placement, PlacementRequest, Policy } from '../types.ts';
 
 export const SGLANG_DEFAULTS = {
@@ -33,60 +33,40 @@ export const SGLANG_DEFAULTS = {
   chunkChars: 16,
 } as const;
 
-/**
- * The tree as one LRU map of (chunk, worker) pairs: key = the chunk's chained
- * hash XOR the worker's salt, value = last access (ms, an integer so V8 keeps
- * it unboxed). A Map iterates in insertion order, so deleting and re-inserting
- * a pair on access keeps the oldest pair first: eviction pops from the front,
- * with no sort and no copy. About 50 bytes per pair (the gateway's character
- * tree, per router) instead of a map per chunk; 16 routers' trees on the long
- * trace then fit the simulator's heap.
- */
-class PairLru {
-  readonly #m = new Map<bigint, number>();
-  readonly #salts = new Map<string, bigint>();
-
-  get size(): number {
-    return this.#m.size;
-  }
-
-  salt(worker: string): bigint {
-    let s = this.#salts.get(worker);
-    if (s === undefined) this.#salts.set(worker, (s = hashString(`sglang-worker\u0000${worker}`)));
-    return s;
-  }
-
-  has(h: bigint, salt: bigint): boolean {
-    return this.#m.has(h ^ salt);
-  }
-
-  touch(h: bigint, salt: bigint, now: number): void {
-    const k = h ^ salt;
-    this.#m.delete(k);
-    this.#m.set(k, Math.round(now));
-  }
-
-  /** Drops the `count` least recently used pairs. */
-  evictOldest(count: number): void {
-    for (const k of this.#m.keys()) {
-      if (count-- <= 0) return;
-      this.#m.delete(k);
-    }
-  }
+interface Node {
+  workers: Map<string, number>; // worker id → last access (ms)
 }
 
-/** The longest prefix of `hashes` that some candidate holds: its depth (chunks) and the candidates holding that chunk. */
-function longestMatch(tree: PairLru, hashes: BigUint64Array, t: CandidateTable): { depth: number; holders: Candidate[] } {
+type Tree = Map<bigint, Node>;
+
+/** The longest prefix of `hashes` in the tree that a candidate holds: its depth (chunks) and those candidates. */
+function longestMatch(tree: Tree, hashes: BigUint64Array, t: CandidateTable): { depth: number; holders: string[] } {
   let depth = 0;
-  let holders: Candidate[] = [];
-  const salts = t.rows.map((c) => tree.salt(c.replica.id));
+  let holders: string[] = [];
   for (let i = 0; i < hashes.length; i++) {
-    const live = t.rows.filter((_, j) => tree.has(hashes[i]!, salts[j]!));
+    const n = tree.get(hashes[i]!);
+    if (n === undefined) break;
+    const live = [...n.workers.keys()].filter((w) => rowOf(t, w) >= 0);
     if (live.length === 0) break;
     depth = i + 1;
     holders = live;
   }
   return { depth, holders };
+}
+
+/** Drops the `count` least recently used (chunk, worker) entries across the trees; returns how many it dropped. */
+function evictOldest(trees: Map<string, Tree>, count: number): number {
+  const all: Array<[Tree, bigint, string, number]> = [];
+  for (const tree of trees.values()) for (const [h, n] of tree) for (const [w, t] of n.workers) all.push([tree, h, w, t]);
+  all.sort((a, b) => a[3] - b[3]);
+  let i = 0;
+  for (; i < all.length && i < count; i++) {
+    const [tree, h, w] = all[i]!;
+    const n = tree.get(h)!;
+    n.workers.delete(w);
+    if (n.workers.size === 0) tree.delete(h);
+  }
+  return i;
 }
 
 /** The candidate with the fewest in-flight requests here (the first such), and the min and max of those counts. */
@@ -106,9 +86,9 @@ function leastInflight(t: CandidateTable): { least: Candidate; min: number; max:
 
 export function createSglangCacheAwarePolicy(): Policy {
   const d = SGLANG_DEFAULTS;
-  // One map for every model: the chained hashes are seeded by the model name.
-  const tree = new PairLru();
+  const trees = new Map<string, Tree>(); // per model
   let lastEviction = 0;
+  let entries = 0;
   // A memo keyed by the request body: select and onDispatch hash the text once; it cannot change an answer.
   const texts = new WeakMap<object, BigUint64Array>();
 
@@ -127,7 +107,8 @@ export function createSglangCacheAwarePolicy(): Policy {
     if (now - lastEviction < d.evictionIntervalMs) return;
     lastEviction = now;
     const limit = d.maxTreeSizeChars / d.chunkChars;
-    if (tree.size > limit) tree.evictOldest(tree.size - limit);
+    if (entries <= limit) return;
+    entries -= evictOldest(trees, entries - limit);
   }
 
   return {
@@ -136,19 +117,27 @@ export function createSglangCacheAwarePolicy(): Policy {
       const { least, min, max } = leastInflight(t);
       if (max - min > d.balanceAbsThreshold && max > d.balanceRelThreshold * min) return { replica: least.replica, branch: 'sglang-balance' };
       const hashes = chain(req);
-      if (tree.size === 0 || hashes.length === 0) return { replica: least.replica, branch: 'sglang-least-load' };
+      const tree = trees.get(req.info.requested);
+      if (tree === undefined || hashes.length === 0) return { replica: least.replica, branch: 'sglang-least-load' };
       const { depth, holders } = longestMatch(tree, hashes, t);
       const textChars = Math.max(1, req.info.promptChars);
       if ((depth * d.chunkChars) / textChars > d.cacheThreshold) {
         let pick: Candidate | undefined;
-        for (const c of holders) if (pick === undefined || c.inflight < pick.inflight) pick = c;
+        for (const c of t.rows) if (holders.includes(c.replica.id) && (pick === undefined || c.inflight < pick.inflight)) pick = c;
         if (pick !== undefined) return { replica: pick.replica, branch: 'sglang-cache-hit' };
       }
       return { replica: least.replica, branch: 'sglang-least-load' };
     },
     onDispatch(req, replica) {
-      const salt = tree.salt(replica.id);
-      for (const h of chain(req)) tree.touch(h, salt, req.now);
+      const hashes = chain(req);
+      let tree = trees.get(req.info.requested);
+      if (tree === undefined) trees.set(req.info.requested, (tree = new Map()));
+      for (const h of hashes) {
+        let n = tree.get(h);
+        if (n === undefined) tree.set(h, (n = { workers: new Map() }));
+        if (!n.workers.has(replica.id)) entries++;
+        n.workers.set(replica.id, req.now);
+      }
       evict(req.now);
     },
   };
