@@ -110,10 +110,10 @@ describe('router observability', () => {
     expect(text).toMatch(/^process_cpu_seconds_total \d/m);
     expect(text).toMatch(/^nodejs_eventloop_lag_seconds \d/m);
     // A path no route serves counts as "other": clients cannot grow the series.
-    await request(`${router.url}/no/such/path/4417`).then((r) => r.body.text());
+    await request(`${router.url}/no/such/path/zq-unseen`).then((r) => r.body.text());
     const after = await (await request(`${router.url}/metrics`)).body.text();
     expect(after).toMatch(/^warmpath_router_requests_total\{route="other",status="404"\} [1-9]/m);
-    expect(after).not.toContain('4417');
+    expect(after).not.toContain('zq-unseen');
   });
 
   it('counts each attempt: a refusal and the retry that follows', async () => {
