@@ -145,8 +145,12 @@ function errorEvent(status: number, text: string): string {
 async function relay(ex: Exchange, out: Downstream, up: Dispatcher.ResponseData, sse: boolean): Promise<SendResult> {
   const res = ex.res;
   try {
+    let first = true;
     for await (const chunk of up.body) {
-      noteFirstByte(res);
+      if (first) {
+        first = false;
+        noteFirstByte(res);
+      }
       if (!out.write(chunk)) await drained(res);
       if (res.destroyed) break;
     }
