@@ -118,20 +118,21 @@ describe('SGLang, TGI, llama.cpp adapters', () => {
     expect(parseTgiInfo({ model_id: 'bigscience/bloom' })).toEqual([{ id: 'bigscience/bloom', parent: undefined }]);
     expect(parseTgiInfo([1, 2])).toEqual([]);
   });
-  it('llama.cpp: slots, metrics and props', () => {
+  it('llama.cpp: slots, metrics and props as llama-server b8668 answered them (two slots busy, one request deferred)', () => {
     const slots = JSON.parse(fixture('llamacpp-slots.json'));
     const props = JSON.parse(fixture('llamacpp-props.json'));
     const s = parseLlamacppState(slots, parsePrometheus(fixture('llamacpp-metrics.txt')), props);
-    expect(s.running).toBe(1);
-    expect(s.waiting).toBe(2);
-    expect(s.kvCapacityTokens).toBe(16384);
-    expect(s.kvUsedFraction).toBeCloseTo(1024 / 16384);
-    expect(s.maxRunning).toBe(4);
-    expect(s.prefixHits).toBe(800);
-    expect(s.prefixQueries).toBe(2000);
-    // /metrics off (501): slots alone.
-    const t = parseLlamacppState(slots, undefined, props);
-    expect(t.running).toBe(1);
+    expect(s).toMatchObject({ running: 2, waiting: 1, kvCapacityTokens: 4096, kvUsedFraction: 1, maxRunning: 2, configHint: 'slots:2,ctx:4096' });
+    // No prefix-cache counters in /metrics: cached tokens arrive per response (timings.cache_n).
+    expect(s.prefixHits).toBeUndefined();
+    expect(s.prefixQueries).toBeUndefined();
+    expect(s.counters).toEqual([630, 40, 50]);
+    // /metrics off (501): slots alone; /slots off too: /props alone, occupancy unknown.
+    expect(parseLlamacppState(slots, undefined, props)).toMatchObject({ running: 2, waiting: 0, kvUsedFraction: 1, kvCapacityTokens: 4096, counters: [] });
+    expect(parseLlamacppState(undefined, undefined, props)).toMatchObject({ running: 0, maxRunning: 2, kvCapacityTokens: 4096, kvUsedFraction: undefined });
+    // Older builds (b4747, for one) also exported the KV ratio.
+    const old = parsePrometheus('# TYPE llamacpp:kv_cache_usage_ratio gauge\nllamacpp:kv_cache_usage_ratio 0.25\n# TYPE llamacpp:requests_processing gauge\nllamacpp:requests_processing 1\n');
+    expect(parseLlamacppState(slots, old, props).kvUsedFraction).toBe(0.25);
     fc.assert(fc.property(fc.anything(), fc.anything(), (a, b) => void parseLlamacppState(a, undefined, b)));
   });
 });

@@ -96,6 +96,16 @@ describe('UsageStrip', () => {
     expect(stripped(Buffer.from('data: {"choices":[],"usage":{"prompt_tokens":1}}'), true).length).toBe(0);
   });
 
+  it('llama.cpp is not asked: taking its usage chunk out would take the timings the client gets unasked with it', () => {
+    const plain = stream('llamacpp-chat.sse').toString();
+    const asked = stream('llamacpp-chat-usage.sse');
+    const strip = new UsageStrip(false);
+    const seen = Buffer.concat([strip.push(asked), strip.end()]).toString();
+    expect(strip.dropped).toBe(1);
+    expect(plain).toContain('"timings":{"cache_n":');
+    expect(seen).not.toContain('"timings"');
+  });
+
   it('the usage tap reads cached tokens from each engine stream the agent sees', () => {
     const cached = (name: string): number | undefined => {
       const tap = new UsageTap('text/event-stream');
@@ -105,7 +115,13 @@ describe('UsageStrip', () => {
     expect(cached('vllm-0.10-chat-usage.sse')).toBe(1024);
     expect(cached('sglang-chat-usage.sse')).toBe(1024);
     expect(cached('sglang-0.4-chat-usage.sse')).toBe(1024);
-    expect(cached('llamacpp-chat.sse')).toBe(1024);
+    // llama.cpp b8668: unasked, timings.cache_n on the finish chunk; asked, usage.prompt_tokens_details on an extra chunk.
+    expect(cached('llamacpp-chat.sse')).toBe(204);
+    expect(cached('llamacpp-chat-usage.sse')).toBe(250);
+    expect(cached('llamacpp-completion.sse')).toBe(0);
+    const json = new UsageTap('application/json');
+    json.write(readFileSync(new URL('./fixtures/llamacpp-chat.json', import.meta.url)));
+    expect(json.end()).toEqual({ promptTokens: 251, cachedTokens: 250, completionTokens: 8 });
     expect(cached('tgi-chat.sse')).toBeUndefined();
   });
 });

@@ -1,9 +1,17 @@
 /**
  * llama.cpp server adapter. /slots is the live source of occupancy (on by
- * default); /metrics (only with --metrics, else 501) adds the queue and
- * counters; /props gives total slots and context. Capacity = Σ slot n_ctx.
- * KV use: kv_cache_usage_ratio where the build still has it, else tokens held
- * by processing slots over capacity, else busy slots over total.
+ * default); /metrics (only with --metrics, else 501) adds the queue and the
+ * restart counters; /props gives total slots and context. Capacity = Σ slot
+ * n_ctx.
+ *
+ * What the server does not say, the snapshot leaves undefined: no current
+ * build exports prefix-cache counters (cached tokens arrive per response, as
+ * `timings.cache_n`), nor tokens held per slot, so KV use is
+ * kv_cache_usage_ratio where an old build still has it, else busy slots over
+ * total. With a unified KV cache (`--kv-unified`, or the default when
+ * `--parallel` is not given) every slot reports the whole context, so Σ n_ctx
+ * overstates capacity by the slot count; the HTTP surface does not tell the
+ * two layouts apart (docs/ENGINE-SIGNALS.md).
  */
 import { parsePrometheus, sum } from '@warmpath/shared/runtime';
 import type { Metrics } from '@warmpath/shared/runtime';
@@ -15,21 +23,17 @@ export function parseLlamacppState(slotsBody: unknown, metrics: Metrics | undefi
   const slots = Array.isArray(slotsBody) ? slotsBody.filter(isRecord) : [];
   let capacity = 0;
   let busy = 0;
-  let held = 0;
   for (const s of slots) {
     const nCtx = finiteOr(s.n_ctx, 0);
     capacity += nCtx > 0 ? nCtx : 0;
-    const processing = s.is_processing === true || s.state === 1;
-    if (processing) {
-      busy++;
-      const past = finiteOr(s.n_past, finiteOr(s.n_prompt_tokens, 0));
-      held += past > 0 ? past : 0;
-    }
+    // `state` (1 = processing) is the field of builds before `is_processing`.
+    if (s.is_processing === true || s.state === 1) busy++;
   }
   if (capacity === 0 && isRecord(props)) {
     const dgs = isRecord(props.default_generation_settings) ? props.default_generation_settings : {};
-    capacity = finiteOr(props.n_ctx, finiteOr(dgs.n_ctx, 0));
-    if (capacity < 0) capacity = 0;
+    // One slot's context (the same for every slot), as in /slots.
+    capacity = finiteOr(dgs.n_ctx, 0) * Math.max(1, Math.floor(finiteOr(props.total_slots, 1)));
+    if (!(capacity > 0)) capacity = 0;
   }
   const total = slots.length > 0 ? slots.length : isRecord(props) ? Math.max(0, Math.floor(finiteOr(props.total_slots, 0))) : 0;
   snap.maxRunning = total > 0 ? total : undefined;
@@ -37,16 +41,11 @@ export function parseLlamacppState(slotsBody: unknown, metrics: Metrics | undefi
   snap.waiting = metrics !== undefined ? (nonNeg(sum(metrics, ['llamacpp:requests_deferred'])) ?? 0) : 0;
   snap.kvCapacityTokens = capacity > 0 ? capacity : undefined;
   const ratio = metrics !== undefined ? nonNeg(sum(metrics, ['llamacpp:kv_cache_usage_ratio'])) : undefined;
-  snap.kvUsedFraction =
-    ratio !== undefined ? Math.min(1, ratio) : capacity > 0 && held > 0 ? Math.min(1, held / capacity) : total > 0 ? busy / total : undefined;
+  snap.kvUsedFraction = ratio !== undefined ? Math.min(1, ratio) : slots.length > 0 ? busy / slots.length : undefined;
   if (metrics !== undefined) {
-    const uncached = nonNeg(sum(metrics, ['llamacpp:prompt_tokens']));
-    const cached = nonNeg(sum(metrics, ['llamacpp:prompt_tokens_cached']));
-    if (uncached !== undefined && cached !== undefined) {
-      snap.prefixQueries = uncached + cached;
-      snap.prefixHits = cached;
-    }
-    snap.counters = [uncached ?? 0, nonNeg(sum(metrics, ['llamacpp:tokens_predicted'])) ?? 0];
+    // Tokens prefilled (cache hits excluded), tokens generated, decode calls: all reset only with the process.
+    const names = ['llamacpp:prompt_tokens_total', 'llamacpp:tokens_predicted_total', 'llamacpp:n_decode_total'];
+    snap.counters = names.map((n) => nonNeg(sum(metrics, [n])) ?? 0);
   }
   snap.configHint = `slots:${total},ctx:${capacity}`;
   return snap;
