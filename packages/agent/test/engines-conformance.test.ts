@@ -178,3 +178,25 @@ describe.each(kinds)('engine stream conformance through the agent: %s', (kind) =
     }
   });
 });
+
+describe('llama.cpp: a stream that fails after it started', () => {
+  it('reaches the client as the engine sent it (200, then an error event, no [DONE]), and the agent learns nothing from it', async () => {
+    const bytes = readStream('llamacpp-chat-error.sse');
+    expect(bytes.toString()).toMatch(/data: \{"error":\{"code":500,[^\n]*\n\n$/);
+    const routes = { ...CASES.llamacpp.routes, ...CASES.llamacpp.idle };
+    const baseUrl = await engine((path) => (path === '/v1/chat/completions' ? { status: 200, body: bytes.toString() } : routes[path] !== undefined ? { status: 200, body: routes[path]! } : { status: 404, body: 'not found' }));
+    const agent = await startAgent({ engine: 'llamacpp', engineUrl: baseUrl, gossip: false, scrapeIntervalMs: 50 });
+    try {
+      const res = await fetch(`${agent.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'tiny-llama', messages: [{ role: 'user', content: 'Where is my booking? '.repeat(60) }], max_tokens: 8, stream: true }),
+      });
+      expect(res.status).toBe(200);
+      expect(Buffer.from(await res.arrayBuffer()).equals(bytes)).toBe(true);
+      expect(agent.core.ledger.feedbacks).toBe(0);
+    } finally {
+      await agent.close();
+    }
+  });
+});

@@ -126,7 +126,7 @@ describe('SGLang, TGI, llama.cpp adapters', () => {
     // No prefix-cache counters in /metrics: cached tokens arrive per response (timings.cache_n).
     expect(s.prefixHits).toBeUndefined();
     expect(s.prefixQueries).toBeUndefined();
-    expect(s.counters).toEqual([630, 40, 50]);
+    expect(s.counters).toEqual([896, 48, 89]);
     // /metrics off (501): slots alone; /slots off too: /props alone, occupancy unknown.
     expect(parseLlamacppState(slots, undefined, props)).toMatchObject({ running: 2, waiting: 0, kvUsedFraction: 1, kvCapacityTokens: 4096, counters: [] });
     expect(parseLlamacppState(undefined, undefined, props)).toMatchObject({ running: 0, maxRunning: 2, kvCapacityTokens: 4096, kvUsedFraction: undefined });
