@@ -133,6 +133,9 @@ describe('SGLang, TGI, llama.cpp adapters', () => {
     // Older builds (b4747, for one) also exported the KV ratio.
     const old = parsePrometheus('# TYPE llamacpp:kv_cache_usage_ratio gauge\nllamacpp:kv_cache_usage_ratio 0.25\n# TYPE llamacpp:requests_processing gauge\nllamacpp:requests_processing 1\n');
     expect(parseLlamacppState(slots, old, props).kvUsedFraction).toBe(0.25);
+    // Before `is_processing`: `state` 0 = idle, 1–4 = a busy stage.
+    const legacy = [0, 2, 4, 0].map((state, id) => ({ id, n_ctx: 1024, state }));
+    expect(parseLlamacppState(legacy, undefined, undefined)).toMatchObject({ running: 2, kvUsedFraction: 0.5, kvCapacityTokens: 4096, maxRunning: 4 });
     fc.assert(fc.property(fc.anything(), fc.anything(), (a, b) => void parseLlamacppState(a, undefined, b)));
   });
 });

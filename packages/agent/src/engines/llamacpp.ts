@@ -26,8 +26,8 @@ export function parseLlamacppState(slotsBody: unknown, metrics: Metrics | undefi
   for (const s of slots) {
     const nCtx = finiteOr(s.n_ctx, 0);
     capacity += nCtx > 0 ? nCtx : 0;
-    // `state` (1 = processing) is the field of builds before `is_processing`.
-    if (s.is_processing === true || s.state === 1) busy++;
+    // Builds before `is_processing` (llama.cpp #10162, Nov 2024) had `state`: 0 idle, 1–4 busy stages.
+    if (s.is_processing === true || (typeof s.state === 'number' && s.state > 0)) busy++;
   }
   if (capacity === 0 && isRecord(props)) {
     const dgs = isRecord(props.default_generation_settings) ? props.default_generation_settings : {};
