@@ -6,6 +6,7 @@ import { createDynamoKvPolicy } from '../src/placement/peers/dynamo.ts';
 import { createKubeaiPrefixHashPolicy } from '../src/placement/peers/kubeai.ts';
 import { createLlmdPolicy } from '../src/placement/peers/llmd.ts';
 import { createSglangCacheAwarePolicy } from '../src/placement/peers/sglang.ts';
+import { ChunkTree } from '../src/placement/peers/sglang-tree.ts';
 import type { Policy, PlacementRequest } from '../src/placement/types.ts';
 import type { FleetView } from '../src/fleet/view.ts';
 import { CONFIG, chainOf, chat, makeState, makeView, preq } from './helpers.ts';
@@ -108,5 +109,38 @@ describe('kubeai-prefix-hash', () => {
     expect(placeRequest(p, preq(chat('idle')), view, new LocalState(CONFIG)).replica?.id).toBe(first.replica!.id);
     // One endpoint alone: 1 ≤ 1 × 1.25, within the bound.
     expect(placeRequest(p, preq(chat('idle')), makeView([makeState('solo')]), new LocalState(CONFIG)).branch).toBe('kubeai-home');
+  });
+});
+
+describe('sglang-cache-aware history (ChunkTree)', () => {
+  it('keeps workers in first-sent order and evicts the least recently sent pairs', () => {
+    const tree = new ChunkTree(1000);
+    tree.record(1n, 0, 1000);
+    tree.record(1n, 1, 1005);
+    tree.record(2n, 0, 1001);
+    tree.record(1n, 0, 1010); // refreshes (1, worker 0) in place
+    tree.record(3n, 2, 1002);
+    const of = (h: bigint): number[] => {
+      const out: number[] = [];
+      return tree.workersOf(h, (w) => out.push(w)) ? out : [-1];
+    };
+    expect(of(1n)).toEqual([0, 1]);
+    expect(tree.pairs).toBe(4);
+    // Oldest first: (2, w0) at 1001, then (3, w2) at 1002.
+    expect(tree.evictOldest(2)).toBe(2);
+    expect(of(2n)).toEqual([-1]);
+    expect(of(3n)).toEqual([-1]);
+    expect(of(1n)).toEqual([0, 1]);
+    expect(tree.evictOldest(1)).toBe(1); // (1, w1) at 1005
+    expect(of(1n)).toEqual([0]);
+    expect(tree.pairs).toBe(1);
+  });
+
+  it('evicts a million pairs down to the count asked', () => {
+    const tree = new ChunkTree(0);
+    for (let i = 0; i < 1_000_000; i++) tree.record(BigInt(i) * 0x9e3779b97f4a7c15n, i % 10, i / 1000);
+    expect(tree.pairs).toBe(1_000_000);
+    expect(tree.evictOldest(600_000)).toBe(600_000);
+    expect(tree.pairs).toBe(400_000);
   });
 });

@@ -16,13 +16,16 @@
  *     down to max_tree_size characters.
  * The gateway's tree is a character radix tree; here it is approximated by
  * 16-character chunks with chained hashes (a match is exact to within 16
- * characters), which keeps the emulation O(text / 16) per request.
+ * characters), which keeps the emulation O(text / 16) per request; the
+ * chunks are held compactly (sglang-tree.ts) so the emulation's memory stays
+ * bounded, as the gateway bounds its own.
  * Trade-off (of the peer): no knowledge of KV headroom or token-weighted load;
  * it learns only from its own decisions.
  */
 import { canonicalText, chainHashes, prefixSeed } from '@warmpath/shared/wire';
 import { rowOf, type Candidate, type CandidateTable } from '../candidates.ts';
 import type { Placement, PlacementRequest, Policy } from '../types.ts';
+import { ChunkTree, WORKER_SPACE } from './sglang-tree.ts';
 
 export const SGLANG_DEFAULTS = {
   cacheThreshold: 0.3,
@@ -33,40 +36,20 @@ export const SGLANG_DEFAULTS = {
   chunkChars: 16,
 } as const;
 
-interface Node {
-  workers: Map<string, number>; // worker id → last access (ms)
-}
-
-type Tree = Map<bigint, Node>;
-
 /** The longest prefix of `hashes` in the tree that a candidate holds: its depth (chunks) and those candidates. */
-function longestMatch(tree: Tree, hashes: BigUint64Array, t: CandidateTable): { depth: number; holders: string[] } {
+function longestMatch(tree: ChunkTree, workers: readonly string[], hashes: BigUint64Array, t: CandidateTable): { depth: number; holders: string[] } {
   let depth = 0;
   let holders: string[] = [];
   for (let i = 0; i < hashes.length; i++) {
-    const n = tree.get(hashes[i]!);
-    if (n === undefined) break;
-    const live = [...n.workers.keys()].filter((w) => rowOf(t, w) >= 0);
-    if (live.length === 0) break;
+    const live: string[] = [];
+    const known = tree.workersOf(hashes[i]!, (w) => {
+      if (rowOf(t, workers[w]!) >= 0) live.push(workers[w]!);
+    });
+    if (!known || live.length === 0) break;
     depth = i + 1;
     holders = live;
   }
   return { depth, holders };
-}
-
-/** Drops the `count` least recently used (chunk, worker) entries across the trees; returns how many it dropped. */
-function evictOldest(trees: Map<string, Tree>, count: number): number {
-  const all: Array<[Tree, bigint, string, number]> = [];
-  for (const tree of trees.values()) for (const [h, n] of tree) for (const [w, t] of n.workers) all.push([tree, h, w, t]);
-  all.sort((a, b) => a[3] - b[3]);
-  let i = 0;
-  for (; i < all.length && i < count; i++) {
-    const [tree, h, w] = all[i]!;
-    const n = tree.get(h)!;
-    n.workers.delete(w);
-    if (n.workers.size === 0) tree.delete(h);
-  }
-  return i;
 }
 
 /** The candidate with the fewest in-flight requests here (the first such), and the min and max of those counts. */
@@ -86,9 +69,11 @@ function leastInflight(t: CandidateTable): { least: Candidate; min: number; max:
 
 export function createSglangCacheAwarePolicy(): Policy {
   const d = SGLANG_DEFAULTS;
-  const trees = new Map<string, Tree>(); // per model
+  // One tree for every model: the chunk hashes are seeded with the model, so models never share an entry.
+  let tree: ChunkTree | undefined;
+  const workers: string[] = [];
+  const workerIndex = new Map<string, number>();
   let lastEviction = 0;
-  let entries = 0;
   // A memo keyed by the request body: select and onDispatch hash the text once; it cannot change an answer.
   const texts = new WeakMap<object, BigUint64Array>();
 
@@ -107,8 +92,7 @@ export function createSglangCacheAwarePolicy(): Policy {
     if (now - lastEviction < d.evictionIntervalMs) return;
     lastEviction = now;
     const limit = d.maxTreeSizeChars / d.chunkChars;
-    if (entries <= limit) return;
-    entries -= evictOldest(trees, entries - limit);
+    if (tree !== undefined && tree.pairs > limit) tree.evictOldest(tree.pairs - limit);
   }
 
   return {
@@ -117,9 +101,8 @@ export function createSglangCacheAwarePolicy(): Policy {
       const { least, min, max } = leastInflight(t);
       if (max - min > d.balanceAbsThreshold && max > d.balanceRelThreshold * min) return { replica: least.replica, branch: 'sglang-balance' };
       const hashes = chain(req);
-      const tree = trees.get(req.info.requested);
       if (tree === undefined || hashes.length === 0) return { replica: least.replica, branch: 'sglang-least-load' };
-      const { depth, holders } = longestMatch(tree, hashes, t);
+      const { depth, holders } = longestMatch(tree, workers, hashes, t);
       const textChars = Math.max(1, req.info.promptChars);
       if ((depth * d.chunkChars) / textChars > d.cacheThreshold) {
         let pick: Candidate | undefined;
@@ -130,14 +113,14 @@ export function createSglangCacheAwarePolicy(): Policy {
     },
     onDispatch(req, replica) {
       const hashes = chain(req);
-      let tree = trees.get(req.info.requested);
-      if (tree === undefined) trees.set(req.info.requested, (tree = new Map()));
-      for (const h of hashes) {
-        let n = tree.get(h);
-        if (n === undefined) tree.set(h, (n = { workers: new Map() }));
-        if (!n.workers.has(replica.id)) entries++;
-        n.workers.set(replica.id, req.now);
+      tree ??= new ChunkTree(req.now);
+      let w = workerIndex.get(replica.id);
+      if (w === undefined) {
+        if (workers.length >= WORKER_SPACE) throw new Error(`sglang-cache-aware: more than ${WORKER_SPACE} workers`);
+        workerIndex.set(replica.id, (w = workers.length));
+        workers.push(replica.id);
       }
+      for (const h of hashes) tree.record(h, w, req.now);
       evict(req.now);
     },
   };
