@@ -24,6 +24,8 @@
  *
  *   node packages/router/bench/overhead.ts [--seconds 5] [--concurrency 16] [--rounds 3]
  *        [--long-tokens 32768] [--long-seconds 3] [--proxies haproxy,nginx] [--router name=cli.ts]
+ *
+ * Smoke: --seconds 0.3 --rounds 1 --long-tokens 2048 --long-seconds 0.2
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
