@@ -11,6 +11,8 @@
  * run from configs generated into a temp dir, one thread / one worker
  * process each (the router is one event loop), nginx with its access log to
  * /dev/null too; a proxy whose binary is not installed is skipped, saying so.
+ * `node-floor` is the least any proxy on Node's HTTP stack costs: node:http
+ * in, undici out, nothing else (no validation, placement, logs or metrics).
  *
  * Two cases: the small non-streaming chat at --concurrency (requests/s,
  * requests per core-second from the proxy process's CPU time in /proc, added
@@ -23,12 +25,13 @@
  * (e.g. the main branch's, for a before/after in one run); repeatable.
  *
  *   node packages/router/bench/overhead.ts [--seconds 5] [--concurrency 16] [--rounds 3]
- *        [--long-tokens 32768] [--long-seconds 3] [--proxies haproxy,nginx] [--router name=cli.ts]
+ *        [--long-tokens 32768] [--long-seconds 3] [--proxies haproxy,nginx,node-floor] [--router name=cli.ts]
  *
  * Smoke: --seconds 0.3 --rounds 1 --long-tokens 2048 --long-seconds 0.2
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -45,7 +48,7 @@ const { values: args } = parseArgs({
     rounds: { type: 'string', default: '3' },
     'long-tokens': { type: 'string', default: '32768' },
     'long-seconds': { type: 'string', default: '3' },
-    proxies: { type: 'string', default: 'haproxy,nginx' },
+    proxies: { type: 'string', default: 'haproxy,nginx,node-floor' },
     router: { type: 'string', multiple: true, default: [] },
   },
 });
@@ -173,6 +176,30 @@ http {
 `;
 }
 
+// The floor of any proxy on Node's HTTP stack: node:http in, undici out, nothing else (no parsing, placement, logs or metrics).
+const NODE_FLOOR_JS = `
+const { Pool } = require(process.argv[1]);
+const pool = new Pool(process.argv[2], { connections: 256 });
+const server = require('node:http').createServer((req, res) => {
+  const chunks = [];
+  req.on('data', (c) => chunks.push(c));
+  req.on('end', async () => {
+    const body = Buffer.concat(chunks);
+    const up = await pool.request({ path: req.url, method: 'POST', headers: { 'content-type': 'application/json', 'content-length': String(body.length) }, body });
+    res.writeHead(up.statusCode, { 'content-type': up.headers['content-type'], 'content-length': up.headers['content-length'] });
+    up.body.pipe(res);
+  });
+});
+server.listen(0, '127.0.0.1', () => console.log(server.address().port));
+`;
+
+async function startNodeFloor(): Promise<Target> {
+  const undici = createRequire(import.meta.url).resolve('undici');
+  const child = spawn(process.execPath, ['-e', NODE_FLOOR_JS, undici, upstreamUrl], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<string>((resolve) => createInterface({ input: child.stdout! }).once('line', resolve));
+  return { name: 'node-floor', url: `http://127.0.0.1:${port}`, pid: child.pid, child };
+}
+
 async function startProxy(name: 'haproxy' | 'nginx'): Promise<Target | undefined> {
   if (!installed(name)) {
     console.log(`${name}: not installed, skipped (Debian: apt-get install ${name})`);
@@ -246,7 +273,7 @@ for (const spec of args.router) {
   targets.push(await startRouter(spec.slice(0, eq), spec.slice(eq + 1)));
 }
 for (const name of args.proxies.split(',').filter((p) => p !== '')) {
-  const t = await startProxy(name as 'haproxy' | 'nginx');
+  const t = name === 'node-floor' ? await startNodeFloor() : await startProxy(name as 'haproxy' | 'nginx');
   if (t !== undefined) targets.push(t);
 }
 
