@@ -8,12 +8,9 @@
  * every log line, the access log included, goes to stderr, as Prometheus and
  * etcd do.
  *
- * Trade-off: writes are asynchronous and batched (pino's sonic-boom, flushed
- * on exit): lines collect until LOG_BATCH_BYTES or LOG_FLUSH_MS, whichever
- * comes first, so a request never waits for stderr and a busy proxy makes one
- * write per batch rather than a write (a thread-pool round trip) per access-log
- * line. A line reaches stderr at most LOG_FLUSH_MS late; a process killed with
- * SIGKILL may lose its last lines.
+ * Trade-off: writes are asynchronous (pino's sonic-boom, flushed on exit), so
+ * a request never waits for stderr; a process killed with SIGKILL may lose
+ * its last lines.
  */
 import { pino, type Logger } from 'pino';
 
@@ -33,13 +30,8 @@ export interface LoggerOptions {
   write?: (line: string) => void;
 }
 
-/** Bytes of log lines collected before a write: about 10 access-log lines (a line is 300–400 bytes). */
-export const LOG_BATCH_BYTES = 4096;
-/** Longest a line waits in the batch, ms: short enough that a tail -f or a test reading stderr sees it at once. */
-export const LOG_FLUSH_MS = 100;
-
 export function createLogger(opts: LoggerOptions): Logger {
-  const destination = opts.write !== undefined ? { write: opts.write } : pino.destination({ dest: 2, sync: false, minLength: LOG_BATCH_BYTES, periodicFlush: LOG_FLUSH_MS });
+  const destination = opts.write !== undefined ? { write: opts.write } : pino.destination({ dest: 2, sync: false });
   const logger = pino(
     {
       level: opts.level,
