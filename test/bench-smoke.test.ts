@@ -13,8 +13,8 @@ import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 
 const REPO = fileURLToPath(new URL('..', import.meta.url));
-/** Scripts running at once: most of a script's time is its child processes starting; 3 at once keeps 2 cores busy. */
-const SMOKE_PARALLEL = 3;
+/** Scripts running at once: 2, beside the other end-to-end files (two at a time themselves) on 2 cores. */
+const SMOKE_PARALLEL = 2;
 /**
  * One script's limit, ms: a generous sanity bound (a smoke run takes 3–25 s
  * on an idle machine, several times that beside the rest of the suite on 2
