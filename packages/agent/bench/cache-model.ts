@@ -11,6 +11,8 @@
  * truth) and scores every full chunk of the prompt.
  *
  * Run: node packages/agent/bench/cache-model.ts [--requests N] [--blocks B] [--rate R req/s, 0 = closed loop]
+ *
+ * Smoke: --requests 100 --blocks 256
  */
 import { parseArgs } from 'node:util';
 import { describeRequest } from '@warmpath/shared/wire';

@@ -5,6 +5,8 @@
  * bytes handed to gossip (what every peer receives once per hop).
  *
  * Run: node packages/agent/bench/gossip.ts [--rate 10] [--seconds 10]
+ *
+ * Smoke: --rate 5 --seconds 1
  */
 import { parseArgs } from 'node:util';
 import { startSimServer } from '@warmpath/sim';

@@ -11,6 +11,8 @@
  * default level) go to /dev/null, their cost included.
  *
  * Run: node packages/agent/bench/proxy.ts [--requests N] [--prompt-chars C]
+ *
+ * Smoke: --requests 20 --prompt-chars 2000
  */
 import { parseArgs } from 'node:util';
 import { spawn } from 'node:child_process';

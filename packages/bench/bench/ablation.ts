@@ -5,7 +5,10 @@
  * every request sent and the hit rate, as ratios to the whole policy.
  * Tune on seeds 1–3 only; judge on 101–104.
  *
- *   node packages/bench/bench/ablation.ts [--seed N] [--scenarios a,b] [--steps a,b]
+ *   node packages/bench/bench/ablation.ts [--seed N] [--scenarios a,b] [--steps a,b] [--duration S]
+ *
+ * --duration: simulated seconds per run (default: each scenario's own).
+ * Smoke: --scenarios seed --steps warm --duration 2
  */
 import { SWITCHABLE_STEP_NAMES } from '@warmpath/router';
 import { p50AllRequests, p99AllRequests, GOAL_SCENARIOS } from '../src/goals.ts';
@@ -19,9 +22,10 @@ const opt = (name: string): string | undefined => {
 const seed = Number(opt('--seed') ?? 1);
 const scenarios = opt('--scenarios')?.split(',') ?? [...GOAL_SCENARIOS];
 const steps = opt('--steps')?.split(',') ?? [...SWITCHABLE_STEP_NAMES];
+const duration = Number(opt('--duration') ?? 0);
 const pool = new DesPool();
 const job = (scenario: string, off: string | undefined): DesJob => ({
-  scenario, seed, rate: 0, duration: 0, replicas: 0, routers: 2, l4: 'random', policy: 'warmpath', ...(off !== undefined ? { routerOverrides: { placementOff: off } } : {}),
+  scenario, seed, rate: 0, duration, replicas: 0, routers: 2, l4: 'random', policy: 'warmpath', ...(off !== undefined ? { routerOverrides: { placementOff: off } } : {}),
 });
 const runs = new Map<string, Promise<JobOutcome>>();
 for (const sc of scenarios) for (const off of [undefined, ...steps]) runs.set(`${sc}|${off ?? ''}`, pool.run(job(sc, off)));

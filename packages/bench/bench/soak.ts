@@ -6,6 +6,8 @@
  * suite (packages/bench/test/soak.test.ts runs it for a few seconds).
  *
  *   node packages/bench/bench/soak.ts [--seconds 600] [--concurrency 32] [--burst 1000] [--sample-every-sec 10] [--json FILE]
+ *
+ * Smoke: --seconds 1 --concurrency 2 --burst 4 --sample-every-sec 1
  */
 import { writeFileSync } from 'node:fs';
 import { configFromProcess, type Schema } from '@warmpath/shared/runtime';

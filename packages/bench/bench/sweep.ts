@@ -5,7 +5,10 @@
  * hit saves one prefill; as round-robin starts to queue, the gap widens.
  * Prints one Markdown row per (scenario, rate); TTFT over every request sent.
  *
- *   node packages/bench/bench/sweep.ts [--seed N] [seed:60,80,100,120 chat:10,15,20 …]
+ *   node packages/bench/bench/sweep.ts [--seed N] [--duration S] [seed:60,80,100,120 chat:10,15,20 …]
+ *
+ * --duration: simulated seconds per run (default: each scenario's own).
+ * Smoke: --duration 2 seed:60
  */
 import { p50AllRequests, p99AllRequests } from '../src/goals.ts';
 import { DesPool, type DesJob } from '../src/pool.ts';
@@ -14,6 +17,8 @@ import { SCENARIOS } from '../src/scenarios.ts';
 const args = process.argv.slice(2);
 const seedAt = args.indexOf('--seed');
 const seed = seedAt >= 0 ? Number(args.splice(seedAt, 2)[1]) : 101;
+const durationAt = args.indexOf('--duration');
+const duration = durationAt >= 0 ? Number(args.splice(durationAt, 2)[1]) : 0;
 const specs = args.length > 0 ? args : ['seed:60,80,100,120', 'chat:10,15,20,25', 'fanout:2,3,4,5,6', 'lora:10,20,30', 'pianos:10,20,30', 'longctx:7,10,14,18', 'trace:1,2,3'];
 const pool = new DesPool();
 const rows = specs.flatMap((spec) => {
@@ -21,7 +26,7 @@ const rows = specs.flatMap((spec) => {
   const scenario = SCENARIOS[name];
   if (scenario === undefined) throw new Error(`unknown scenario "${name}"`);
   return rates.split(',').map(Number).map(async (rate) => {
-    const job = (policy: string): DesJob => ({ scenario: name, seed, rate, duration: 0, replicas: 0, routers: 2, l4: 'random', policy });
+    const job = (policy: string): DesJob => ({ scenario: name, seed, rate, duration, replicas: 0, routers: 2, l4: 'random', policy });
     const [w, rr] = await Promise.all([pool.run(job('warmpath')), pool.run(job('round-robin'))]);
     if (!w.ok || !rr.ok) return `| ${name} | ${rate} | failed: ${!w.ok ? w.error : !rr.ok ? rr.error : ''} |`;
     const wp = p50AllRequests(w.result);

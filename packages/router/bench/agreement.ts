@@ -6,7 +6,9 @@
  * the owner dispatches it. Agents report every 250 ms: load = all in-flight
  * work on the replica, digest += chains of the requests it served.
  *
- *   node packages/router/bench/agreement.ts [replicas=10] [requests/s=40]
+ *   node packages/router/bench/agreement.ts [replicas=10] [requests/s=40] [seconds=120]
+ *
+ * Smoke: 4 10 5
  */
 import { describeRequest, type ReplicaState } from '@warmpath/shared/wire';
 import { routerConfig } from '../src/config.ts';
@@ -19,7 +21,7 @@ import type { PlacementRequest } from '../src/placement/types.ts';
 
 const N = Number(process.argv[2] ?? 10);
 const RATE = Number(process.argv[3] ?? 40);
-const DURATION_MS = 120_000;
+const DURATION_MS = Number(process.argv[4] ?? 120) * 1000; // virtual time
 const SERVICE_MS = 3_000; // each request holds its work this long
 let rng = 99;
 const rand = (): number => ((rng = (Math.imul(rng, 1664525) + 1013904223) >>> 0) / 2 ** 32);

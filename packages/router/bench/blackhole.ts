@@ -8,15 +8,24 @@
  * old and new code alike (copy it into an older checkout to compare).
  *
  *   node packages/router/bench/blackhole.ts [requests=200] [concurrency=4]
+ *
+ * Smoke: 20 2
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { request } from 'undici';
+import { generateSwarmKey } from '@warmpath/shared/gossip';
 
 const REQUESTS = Number(process.argv[2] ?? 200);
 const CONCURRENCY = Number(process.argv[3] ?? 4);
 const CLI = new URL('../../cli/src/main.ts', import.meta.url).pathname;
 const children: ChildProcess[] = [];
+// The fleet's gossip is private (a swarm key is required).
+const swarmKey = join(mkdtempSync(join(tmpdir(), 'wp-blackhole-')), 'swarm.key');
+writeFileSync(swarmKey, generateSwarmKey(), { mode: 0o600 });
 
 function start(args: string[]): Promise<string> {
   const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'ignore'] });
@@ -29,14 +38,14 @@ function start(args: string[]): Promise<string> {
 const field = (line: string, key: string): string => new RegExp(`${key}=(\\S+)`).exec(line)![1]!;
 
 try {
-  const router = await start(['router', '--port', '0', '--fleet', 'blackhole']);
+  const router = await start(['router', '--port', '0', '--fleet', 'blackhole', '--swarm-key', swarmKey]);
   const url = field(router, 'url');
   const sims: Record<string, string> = {};
   for (let i = 0; i < 4; i++) {
     const sim = await start(['sim', '--port', '0', '--profile', 'tiny', '--speed', '4']);
     const simUrl = /(http:\/\/\S+)/.exec(sim)![1]!;
     sims[`replica-${i}`] = simUrl;
-    await start(['agent', '--engine', 'vllm', '--engine-url', simUrl, '--port', '0', '--admin-port', '0', '--fleet', 'blackhole', '--replica-id', `replica-${i}`, '--bootstrap', field(router, 'peer')]);
+    await start(['agent', '--engine', 'vllm', '--engine-url', simUrl, '--port', '0', '--admin-port', '0', '--fleet', 'blackhole', '--swarm-key', swarmKey, '--replica-id', `replica-${i}`, '--bootstrap', field(router, 'peer')]);
   }
   for (;;) {
     const body = (await (await request(`${url}/readyz`)).body.json()) as { replicas?: { ready?: number } };

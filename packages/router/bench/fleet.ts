@@ -8,6 +8,8 @@
  * request's worth: +40 / −40 hashes.
  *
  *   node packages/router/bench/fleet.ts [replicas=1000]
+ *
+ * Smoke: 50
  */
 import { describeRequest, encodeState, hashString, type ReplicaState } from '@warmpath/shared/wire';
 import { routerConfig } from '../src/config.ts';

@@ -1,44 +1,92 @@
 /**
- * Router overhead: the same small non-streaming chat requests, straight to an
- * upstream and through a router process, side by side in one run.
+ * Proxy overhead, side by side in one run: the same requests straight to an
+ * instant upstream, through a warmpath router, through HAProxy and through
+ * nginx (each a plain reverse proxy to that upstream).
  *
- * The upstream is an instant OpenAI-shaped responder (so the figures are the
- * router's own cost, not an engine's); the router runs as a separate
- * `warmpath router` process fed by real gossip, and its CPU time is read from
- * /proc to give requests/s per core. Its logs (one access-log line per
- * request at the default level) go to /dev/null, their cost included;
- * WARMPATH_LOG_LEVEL=warn measures without them.
+ * The upstream is an instant OpenAI-shaped responder in a process of its own
+ * (so the figures are each proxy's own cost, not an engine's). Each router is a
+ * separate `warmpath router` process fed by real gossip, its access log (one
+ * line per request at the default level) written to /dev/null, its cost
+ * included; WARMPATH_LOG_LEVEL=warn measures without it. HAProxy and nginx
+ * run from configs generated into a temp dir, one thread / one worker
+ * process each (the router is one event loop), nginx with its access log to
+ * /dev/null too; a proxy whose binary is not installed is skipped, saying so.
+ * `node-floor` is the least any proxy on Node's HTTP stack costs: node:http
+ * in, undici out, nothing else (no validation, placement, logs or metrics).
  *
- *   node packages/router/bench/overhead.ts [seconds=5] [concurrency=16]
+ * Two cases: the small non-streaming chat at --concurrency (requests/s,
+ * requests per core-second from the proxy process's CPU time in /proc, added
+ * p50/p99 vs direct), and a --long-tokens prompt (≈ 4 characters a token) at
+ * concurrency 1 (added p50/p99). Targets take turns within a round, and the
+ * figures printed are the median over --rounds rounds (the machine is shared:
+ * one round is noise).
+ *
+ * --router name=path/to/cli/main.ts adds a router from another checkout
+ * (e.g. the main branch's, for a before/after in one run); repeatable.
+ *
+ *   node packages/router/bench/overhead.ts [--seconds 5] [--concurrency 16] [--rounds 3]
+ *        [--long-tokens 32768] [--long-seconds 3] [--proxies haproxy,nginx,node-floor] [--router name=cli.ts]
+ *
+ * Smoke: --seconds 0.3 --rounds 1 --long-tokens 2048 --long-seconds 0.2
  */
-import { spawn } from 'node:child_process';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { createInterface } from 'node:readline';
-import { encodeState } from '@warmpath/shared/wire';
-import { Pool } from 'undici';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { createRequire } from 'node:module';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
+import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { parseArgs } from 'node:util';
+import { Pool } from 'undici';
 import { createGossipNode, generateSwarmKey } from '@warmpath/shared/gossip';
+import { encodeState } from '@warmpath/shared/wire';
 
-const SECONDS = Number(process.argv[2] ?? 5);
-const CONCURRENCY = Number(process.argv[3] ?? 16);
+const { values: args } = parseArgs({
+  options: {
+    seconds: { type: 'string', default: '5' },
+    concurrency: { type: 'string', default: '16' },
+    rounds: { type: 'string', default: '3' },
+    'long-tokens': { type: 'string', default: '32768' },
+    'long-seconds': { type: 'string', default: '3' },
+    proxies: { type: 'string', default: 'haproxy,nginx,node-floor' },
+    router: { type: 'string', multiple: true, default: [] },
+  },
+});
+const SECONDS = Number(args.seconds);
+const CONCURRENCY = Number(args.concurrency);
+const ROUNDS = Number(args.rounds);
+const LONG_TOKENS = Number(args['long-tokens']);
+const LONG_SECONDS = Number(args['long-seconds']);
 const CLI = new URL('../../cli/src/main.ts', import.meta.url).pathname;
+const dir = mkdtempSync(join(tmpdir(), 'wp-overhead-'));
 
+// The upstream runs in its own process, so that neither the client's event loop nor the proxies' share it.
+const UPSTREAM_JS = `
 const answer = JSON.stringify({ id: 'x', object: 'chat.completion', model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }], usage: { prompt_tokens: 50, completion_tokens: 1, total_tokens: 51 } });
-const upstream = createServer((req, res) => {
+const server = require('node:http').createServer({ keepAliveTimeout: 120000 }, (req, res) => {
   req.resume();
   req.on('end', () => {
     res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(answer) });
     res.end(answer);
   });
 });
-await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
-const upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
+server.listen(0, '127.0.0.1', () => console.log(server.address().port));
+`;
+const upstream = spawn(process.execPath, ['-e', UPSTREAM_JS], { stdio: ['ignore', 'pipe', 'inherit'] });
+const upstreamPort = Number(await new Promise<string>((resolve) => createInterface({ input: upstream.stdout! }).once('line', resolve)));
+const upstreamUrl = `http://127.0.0.1:${upstreamPort}`;
 
+/** A proxy under test: its URL and the pid whose CPU time is its cost (undefined: direct). */
+interface Target {
+  name: string;
+  url: string;
+  pid: number | undefined;
+  child?: ChildProcess;
+}
+
+// ---- the router(s), fed by real gossip ----
 const swarmKeyText = generateSwarmKey();
-const swarmKey = join(mkdtempSync(join(tmpdir(), 'wp-bench-')), 'swarm.key');
+const swarmKey = join(dir, 'swarm.key');
 writeFileSync(swarmKey, swarmKeyText, { mode: 0o600 });
 const gossip = await createGossipNode({ fleet: 'overhead', swarmKey: swarmKeyText, onWarning: null });
 await gossip.start();
@@ -55,65 +103,221 @@ const publish = (): void => {
 };
 const timer = setInterval(publish, 250);
 
-const child = spawn(process.execPath, [CLI, 'router', '--port', '0', '--fleet', 'overhead', '--swarm-key', swarmKey, '--bootstrap', gossip.multiaddrs()[0]!], { stdio: ['ignore', 'pipe', 'ignore'] });
-const line = await new Promise<string>((resolve, reject) => {
-  createInterface({ input: child.stdout! }).once('line', resolve);
-  child.once('exit', (code) => reject(new Error(`router exited ${code}`)));
-});
-const routerUrl = /url=(\S+)/.exec(line)![1]!;
-for (let i = 0; i < 100; i++) {
-  const r = await fetch(`${routerUrl}/readyz`);
-  if (r.status === 200) break;
-  await new Promise((x) => setTimeout(x, 100));
+async function startRouter(name: string, cli: string): Promise<Target> {
+  const child = spawn(process.execPath, [cli, 'router', '--port', '0', '--fleet', 'overhead', '--swarm-key', swarmKey, '--bootstrap', gossip.multiaddrs()[0]!], { stdio: ['ignore', 'pipe', 'ignore'] });
+  const line = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).once('line', resolve);
+    child.once('exit', (code) => reject(new Error(`${name} exited ${code}`)));
+  });
+  const url = /url=(\S+)/.exec(line)![1]!;
+  for (let i = 0; i < 200; i++) {
+    if ((await fetch(`${url}/readyz`)).status === 200) break;
+    await new Promise((x) => setTimeout(x, 100));
+  }
+  return { name, url, pid: child.pid, child };
 }
 
+// ---- HAProxy and nginx: configs generated here, one thread / worker each ----
+async function freePort(): Promise<number> {
+  const s = createNetServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  const port = (s.address() as AddressInfo).port;
+  await new Promise((r) => s.close(r));
+  return port;
+}
+
+const installed = (bin: string): boolean => spawnSync(bin, ['-v'], { stdio: 'ignore' }).error === undefined;
+
+function haproxyConfig(port: number): string {
+  return `global
+  nbthread 1
+  maxconn 4096
+defaults
+  mode http
+  timeout connect 5s
+  timeout client 60s
+  timeout server 60s
+  option http-keep-alive
+frontend f
+  bind 127.0.0.1:${port}
+  default_backend b
+backend b
+  http-reuse always
+  server up 127.0.0.1:${upstreamPort}
+`;
+}
+
+function nginxConfig(port: number): string {
+  return `daemon off;
+master_process off;
+worker_processes 1;
+pid ${dir}/nginx.pid;
+error_log ${dir}/nginx-error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log /dev/null;
+  client_body_temp_path ${dir}/nginx-body;
+  proxy_temp_path ${dir}/nginx-proxy;
+  client_max_body_size 16m;
+  client_body_buffer_size 1m;
+  keepalive_requests 1000000;
+  upstream up { server 127.0.0.1:${upstreamPort}; keepalive 64; }
+  server {
+    listen 127.0.0.1:${port};
+    location / {
+      proxy_pass http://up;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_buffering off;
+      proxy_request_buffering off;
+    }
+  }
+}
+`;
+}
+
+// The floor of any proxy on Node's HTTP stack: node:http in, undici out, nothing else (no parsing, placement, logs or metrics).
+const NODE_FLOOR_JS = `
+const { Pool } = require(process.argv[1]);
+const pool = new Pool(process.argv[2], { connections: 256 });
+const server = require('node:http').createServer((req, res) => {
+  const chunks = [];
+  req.on('data', (c) => chunks.push(c));
+  req.on('end', async () => {
+    const body = Buffer.concat(chunks);
+    const up = await pool.request({ path: req.url, method: 'POST', headers: { 'content-type': 'application/json', 'content-length': String(body.length) }, body });
+    res.writeHead(up.statusCode, { 'content-type': up.headers['content-type'], 'content-length': up.headers['content-length'] });
+    up.body.pipe(res);
+  });
+});
+server.listen(0, '127.0.0.1', () => console.log(server.address().port));
+`;
+
+async function startNodeFloor(): Promise<Target> {
+  const undici = createRequire(import.meta.url).resolve('undici');
+  const child = spawn(process.execPath, ['-e', NODE_FLOOR_JS, undici, upstreamUrl], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<string>((resolve) => createInterface({ input: child.stdout! }).once('line', resolve));
+  return { name: 'node-floor', url: `http://127.0.0.1:${port}`, pid: child.pid, child };
+}
+
+async function startProxy(name: 'haproxy' | 'nginx'): Promise<Target | undefined> {
+  if (!installed(name)) {
+    console.log(`${name}: not installed, skipped (Debian: apt-get install ${name})`);
+    return undefined;
+  }
+  const port = await freePort();
+  const conf = join(dir, `${name}.cfg`);
+  writeFileSync(conf, name === 'haproxy' ? haproxyConfig(port) : nginxConfig(port));
+  const argv = name === 'haproxy' ? ['-db', '-f', conf] : ['-c', conf, '-p', dir];
+  const child = spawn(name, argv, { stdio: ['ignore', 'ignore', 'inherit'] });
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 100; i++) {
+    if (child.exitCode !== null) throw new Error(`${name} exited ${child.exitCode}`);
+    const ok = await fetch(`${url}/v1/chat/completions`, { method: 'POST', body: '{}' }).then((r) => r.status === 200, () => false);
+    if (ok) return { name, url, pid: child.pid, child };
+    await new Promise((x) => setTimeout(x, 50));
+  }
+  throw new Error(`${name} did not start`);
+}
+
+// ---- load ----
 const cpuSeconds = (pid: number): number => {
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return (Number(f[11]) + Number(f[12])) / 100; // utime + stime in clock ticks (100/s)
 };
 
-const body = JSON.stringify({ model: 'm', messages: [{ role: 'system', content: 'You are terse. '.repeat(20) }, { role: 'user', content: 'Say ok.' }], max_tokens: 1 });
+const smallBody = JSON.stringify({ model: 'm', messages: [{ role: 'system', content: 'You are terse. '.repeat(20) }, { role: 'user', content: 'Say ok.' }], max_tokens: 1 });
+// Varied text (not one repeated word) so prefix hashing and JSON parsing see a realistic prompt.
+const longText = Array.from({ length: Math.ceil((LONG_TOKENS * 4) / 48) }, (_, i) => `Line ${String(i).padStart(6, '0')} of the shared document. `).join('').slice(0, LONG_TOKENS * 4);
+const longBody = JSON.stringify({ model: 'm', messages: [{ role: 'system', content: longText }, { role: 'user', content: 'Summarise.' }], max_tokens: 1 });
 
-async function run(target: string, seconds: number, concurrency: number): Promise<{ lat: number[]; rps: number }> {
-  const pool = new Pool(target, { connections: concurrency });
+interface Run {
+  lat: number[];
+  rps: number;
+  cpu: number;
+}
+
+async function load(t: Target, body: string, seconds: number, concurrency: number): Promise<Run> {
+  const pool = new Pool(t.url, { connections: concurrency });
   const lat: number[] = [];
   const end = performance.now() + seconds * 1000;
   const worker = async (): Promise<void> => {
     while (performance.now() < end) {
-      const t = performance.now();
+      const t0 = performance.now();
       const res = await pool.request({ path: '/v1/chat/completions', method: 'POST', headers: { 'content-type': 'application/json' }, body });
       await res.body.dump();
-      if (res.statusCode !== 200) throw new Error(`HTTP ${res.statusCode}`);
-      lat.push(performance.now() - t);
+      if (res.statusCode !== 200) throw new Error(`${t.name}: HTTP ${res.statusCode}`);
+      lat.push(performance.now() - t0);
     }
   };
+  const cpu0 = t.pid !== undefined ? cpuSeconds(t.pid) : 0;
   const t0 = performance.now();
   await Promise.all(Array.from({ length: concurrency }, worker));
   const rps = lat.length / ((performance.now() - t0) / 1000);
+  const cpu = t.pid !== undefined ? cpuSeconds(t.pid) - cpu0 : 0;
   await pool.close();
   lat.sort((a, b) => a - b);
-  return { lat, rps };
+  return { lat, rps, cpu };
 }
 const pct = (xs: number[], p: number): number => xs[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 === 1 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
 
-await run(upstreamUrl, 1, CONCURRENCY); // warm-up
-await run(routerUrl, 1, CONCURRENCY);
-const row = (name: string, r: { lat: number[]; rps: number }): string =>
-  `${name.padEnd(12)} p50 ${pct(r.lat, 50).toFixed(3)} ms  p99 ${pct(r.lat, 99).toFixed(3)} ms  ${r.rps.toFixed(0)} req/s`;
-console.log(`small non-streaming chat, ${SECONDS} s per run; client, upstream and router share this machine (${(await import('node:os')).cpus().length} cores)`);
-for (const c of [1, CONCURRENCY]) {
-  const direct = await run(upstreamUrl, SECONDS, c);
-  const cpu0 = cpuSeconds(child.pid!);
-  const routed = await run(routerUrl, SECONDS, c);
-  const cpu = cpuSeconds(child.pid!) - cpu0;
-  console.log(`concurrency ${c}:`);
-  console.log(`  ${row('direct', direct)}`);
-  console.log(`  ${row('via router', routed)}`);
-  console.log(`  added latency p50 ${(pct(routed.lat, 50) - pct(direct.lat, 50)).toFixed(3)} ms, p99 ${(pct(routed.lat, 99) - pct(direct.lat, 99)).toFixed(3)} ms; router CPU ${cpu.toFixed(2)} s for ${routed.lat.length} requests → ${(routed.lat.length / cpu).toFixed(0)} req/s per core`);
+// ---- the run ----
+const direct: Target = { name: 'direct', url: upstreamUrl, pid: undefined };
+const targets: Target[] = [direct, await startRouter('warmpath', CLI)];
+for (const spec of args.router) {
+  const eq = spec.indexOf('=');
+  targets.push(await startRouter(spec.slice(0, eq), spec.slice(eq + 1)));
+}
+for (const name of args.proxies.split(',').filter((p) => p !== '')) {
+  const t = name === 'node-floor' ? await startNodeFloor() : await startProxy(name as 'haproxy' | 'nginx');
+  if (t !== undefined) targets.push(t);
+}
+
+interface Row {
+  rps: number[];
+  perCore: number[];
+  p50: number[];
+  p99: number[];
+  longP50: number[];
+  longP99: number[];
+}
+const rows = new Map<string, Row>(targets.map((t) => [t.name, { rps: [], perCore: [], p50: [], p99: [], longP50: [], longP99: [] }]));
+for (const t of targets) await load(t, smallBody, Math.min(1, SECONDS), CONCURRENCY); // warm-up (JIT, connections)
+for (let round = 0; round < ROUNDS; round++) {
+  for (const t of targets) {
+    const r = rows.get(t.name)!;
+    const small = await load(t, smallBody, SECONDS, CONCURRENCY);
+    const long = LONG_TOKENS > 0 ? await load(t, longBody, LONG_SECONDS, 1) : undefined;
+    r.rps.push(small.rps);
+    r.perCore.push(small.cpu > 0 ? small.lat.length / small.cpu : NaN);
+    r.p50.push(pct(small.lat, 50));
+    r.p99.push(pct(small.lat, 99));
+    if (long !== undefined) {
+      r.longP50.push(pct(long.lat, 50));
+      r.longP99.push(pct(long.lat, 99));
+    }
+  }
+}
+
+const d = rows.get('direct')!;
+const f = (x: number, digits: number): string => (Number.isFinite(x) ? x.toFixed(digits) : '—');
+console.log(`medians of ${ROUNDS} round(s); small non-streaming chat at concurrency ${CONCURRENCY}, ${SECONDS} s per run; ${LONG_TOKENS}-token prompt at concurrency 1, ${LONG_SECONDS} s per run`);
+console.log(`client, upstream and proxies share this machine (${cpus().length} cores): timings are noisy under load`);
+console.log(`${'target'.padEnd(12)} ${'req/s'.padStart(8)} ${'req/core-s'.padStart(11)} ${'added p50 ms'.padStart(13)} ${'added p99 ms'.padStart(13)} ${'long added p50'.padStart(15)} ${'long added p99'.padStart(15)}`);
+for (const [name, r] of rows) {
+  const self = name === 'direct';
+  const added = (xs: number[], base: number[]): string => (self ? `${f(median(xs), 3)} abs` : f(median(xs) - median(base), 3));
+  console.log(
+    `${name.padEnd(12)} ${f(median(r.rps), 0).padStart(8)} ${(self ? '—' : f(median(r.perCore), 0)).padStart(11)} ${added(r.p50, d.p50).padStart(13)} ${added(r.p99, d.p99).padStart(13)} ${(LONG_TOKENS > 0 ? added(r.longP50, d.longP50) : '—').padStart(15)} ${(LONG_TOKENS > 0 ? added(r.longP99, d.longP99) : '—').padStart(15)}`,
+  );
 }
 
 clearInterval(timer);
-child.kill('SIGTERM');
+for (const t of targets) t.child?.kill('SIGTERM');
 await gossip.stop();
-upstream.close();
+upstream.kill('SIGTERM');
 process.exit(0);

@@ -7,6 +7,8 @@
  *
  *   node_modules/.bin/node packages/shared/bench/gossip.ts [nodes=20] [messages=30] [bytes=1536] [intervalMs=100] [heartbeatMs]   (SEED=n picks the random graph)
  *
+ * Smoke: 4 3 256 50
+ *
  * All nodes share one process (and one event loop), so latency includes
  * every other node's CPU work: an upper bound for a fleet of real processes.
  */

@@ -3,8 +3,12 @@
  * describing 8 KB, 128 KB and 1 MB chat prompts (JSON parse + canonical text +
  * chain), the work a router and an agent do per request.
  *
- *   node_modules/.bin/node packages/shared/bench/prefix.ts
+ *   node_modules/.bin/node packages/shared/bench/prefix.ts [--ms 300] [--mb 4]
+ *
+ * --ms: how long each figure is timed, ms; --mb: MB of text in the throughput runs.
+ * Smoke: --ms 5 --mb 0.25
  */
+import { parseArgs } from 'node:util';
 import { canonicalText, chainHashes, describeRequest, FLEET_DEFAULTS, parseJsonBody, prefixSeed } from '@warmpath/shared/wire';
 
 function words(n: number, seed: number): string {
@@ -18,7 +22,11 @@ function words(n: number, seed: number): string {
   return s.slice(0, n);
 }
 
-function time(fn: () => void, minMs = 300): number {
+const { values: opts } = parseArgs({ options: { ms: { type: 'string', default: '300' }, mb: { type: 'string', default: '4' } } });
+const MIN_MS = Number(opts.ms);
+const TEXT_CHARS = Math.round(Number(opts.mb) * (1 << 20));
+
+function time(fn: () => void, minMs = MIN_MS): number {
   for (let i = 0; i < 3; i++) fn();
   let iters = 0;
   const start = performance.now();
@@ -35,11 +43,11 @@ const seed = prefixSeed('meta-llama/Llama-3.1-8B-Instruct');
 console.log(`chunkChars=${FLEET_DEFAULTS.chunkChars} maxChunks=${FLEET_DEFAULTS.maxChunks} (Node ${process.version})\n`);
 console.log('chained xxh64 over chunks (no chunk limit):');
 for (const chunk of [64, 256, 1024]) {
-  const text = words(4 << 20, 1);
+  const text = words(TEXT_CHARS, 1);
   const ms = time(() => chainHashes(text, chunk, seed, Infinity));
   console.log(`  chunk ${String(chunk).padStart(4)} chars: ${((text.length / ms) * 1e3 / 1e6).toFixed(0).padStart(5)} MB/s  (${((ms * 1e3) / (text.length / chunk)).toFixed(2)} µs/chunk)`);
 }
-const nonAscii = words(1 << 20, 2).replace(/a/g, 'ä');
+const nonAscii = words(Math.min(TEXT_CHARS, 1 << 20), 2).replace(/a/g, 'ä');
 const msNA = time(() => chainHashes(nonAscii, 256, seed, Infinity));
 console.log(`  non-ASCII text, chunk 256: ${((nonAscii.length / msNA) * 1e3 / 1e6).toFixed(0)} M chars/s`);
 

@@ -1,7 +1,11 @@
 /**
  * Simulator calibration and cost benchmark.
  *
- *   node_modules/.bin/node packages/sim/bench/engine.ts
+ *   node_modules/.bin/node packages/sim/bench/engine.ts [--batches 1,32,128] [--sim-seconds 600]
+ *
+ * --batches: the decode batch sizes measured over HTTP; --sim-seconds: simulated
+ * seconds of the cost run.
+ * Smoke: --batches 1 --sim-seconds 20
  *
  * 1. TTFT of a 2,048-token prompt on an idle H100 replica, cold vs fully
  *    cached, and inter-token latency at batch 1/32/128 (1k-token contexts):
@@ -12,9 +16,11 @@
  *    Poisson arrivals, 9/s); requests and steps per CPU-second, and
  *    how many replicas one core can keep in real time.
  */
+import { parseArgs } from 'node:util';
 import { EngineModel, PROFILES, promptIdentity, startSimServer } from '../src/index.ts';
 import type { SimRequest } from '../src/index.ts';
 
+const { values: opts } = parseArgs({ options: { batches: { type: 'string', default: '1,32,128' }, 'sim-seconds': { type: 'string', default: '600' } } });
 const H100 = PROFILES['h100-llama3-8b'];
 const PO = { model: 'meta-llama/Llama-3.1-8B-Instruct', adapter: '', charsPerToken: 4, blockSize: 16 };
 
@@ -201,12 +207,12 @@ try {
   console.log('\nInter-token latency, 1,024-token contexts (steady-state decode)');
   const refs: Record<number, string> = { 1: '~6–7 ms', 32: '7.5–9 ms', 128: '12–16 ms' };
   let seed = 20_000;
-  for (const b of [1, 32, 128]) {
+  for (const b of opts.batches.split(',').map(Number)) {
     const hi = await httpItl(sim.url, b, (seed += 1000));
-    console.log(row(`batch ${b}`, modelItl(b), hi, refs[b]!));
+    console.log(row(`batch ${b}`, modelItl(b), hi, refs[b] ?? '—'));
   }
 } finally {
   await sim.close();
 }
 console.log('\nSimulation cost: pure model in virtual time, realistic mix, one H100 replica');
-costRun(600);
+costRun(Number(opts['sim-seconds']));

@@ -13,15 +13,16 @@
  * early if need be (downstream.ts). A failure mid-stream ends an SSE stream
  * with an error event, a plain body by closing; a client disconnect aborts
  * the upstream request.
- * Complexity: O(1) per relayed chunk.
+ * Complexity: O(1) per relayed chunk (events, no promise per chunk).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import { errorBody, HEADERS, isErrorCode, sendError, sseErrorEvent, type ErrorCode } from '@warmpath/shared/wire';
 import { drained, forwardHeaders } from '@warmpath/shared/runtime';
 import type { Dispatch, Send, SendResult } from '../core/types.ts';
 import { Downstream } from './downstream.ts';
-import { noteFirstByte, upstreamHeaders } from './observe.ts';
+import { addUpstreamHeaders, noteFirstByte } from './observe.ts';
 import { classify, type Upstreams } from './upstream.ts';
 
 /** One client exchange: what the transport needs on every attempt. */
@@ -34,8 +35,8 @@ export interface Exchange {
   readonly path: string;
   /** Aborted when the client leaves or the total deadline passes. */
   readonly signal: AbortSignal;
-  /** Aborted when the total deadline (totalTimeoutMs from arrival) passes. */
-  readonly deadline: AbortSignal;
+  /** Set when the total deadline (totalTimeoutMs from arrival) passes (a flag, not a second AbortSignal: `signal` does the aborting). */
+  readonly deadline: { readonly aborted: boolean };
 }
 
 /** An error body from a replica, passed on as an SSE event after an early commit: at most this many bytes are read. */
@@ -56,25 +57,22 @@ export function createSend(id: string, upstreams: Upstreams, heartbeatMs: number
 
 async function forward(id: string, upstreams: Upstreams, heartbeatMs: number, d: Dispatch<Exchange>, authorization: string | undefined): Promise<SendResult> {
   const { req, res, raw, path, signal } = d.ctx;
-  const url = d.replica.state.url;
-  const slash = url.indexOf('/', url.indexOf('//') + 2);
-  const origin = slash < 0 ? url : url.slice(0, slash);
-  const base = slash < 0 ? '' : url.slice(slash).replace(/\/+$/, '');
+  const target = upstreams.target(d.replica.state.url);
   const headers: Record<string, string> = {
     'content-type': 'application/json',
     'content-length': String(raw.byteLength),
     accept: typeof req.headers.accept === 'string' ? req.headers.accept : d.info.stream ? 'text/event-stream' : 'application/json',
     [HEADERS.router]: id,
     [HEADERS.attempt]: String(d.attempt + 1),
-    ...upstreamHeaders(res),
   };
+  addUpstreamHeaders(res, headers);
   if (d.info.routingKey !== undefined) headers[HEADERS.key] = d.info.routingKey;
   if (authorization !== undefined) headers.authorization = authorization;
   const out = new Downstream(d.ctx.res, { [HEADERS.replica]: d.replica.id, [HEADERS.route]: d.branch, [HEADERS.router]: id }, d.info.stream ? heartbeatMs : 0);
   try {
     let up: Dispatcher.ResponseData;
     try {
-      up = await upstreams.pool(origin).request({ path: base + path, method: 'POST', headers, body: raw, signal });
+      up = await target.pool.request({ path: target.base + path, method: 'POST', headers, body: raw, signal });
     } catch (err) {
       return noResponse(d.ctx, out, classify(err));
     }
@@ -145,15 +143,7 @@ function errorEvent(status: number, text: string): string {
 async function relay(ex: Exchange, out: Downstream, up: Dispatcher.ResponseData, sse: boolean): Promise<SendResult> {
   const res = ex.res;
   try {
-    let first = true;
-    for await (const chunk of up.body) {
-      if (first) {
-        first = false;
-        noteFirstByte(res);
-      }
-      if (!out.write(chunk)) await drained(res);
-      if (res.destroyed) break;
-    }
+    await pump(up.body, res, out);
     out.end();
   } catch (err) {
     const deadline = ex.deadline.aborted;
@@ -163,4 +153,53 @@ async function relay(ex: Exchange, out: Downstream, up: Dispatcher.ResponseData,
     return { kind: 'done', outcome: 'error', error: deadline ? 'timeout' : 'interrupted' };
   }
   return { kind: 'done', outcome: res.destroyed && !res.writableFinished ? 'aborted' : 'ok' };
+}
+
+/**
+ * Relay `body` chunk by chunk with back-pressure: resolves at its end (or once
+ * the client is gone, the body then destroyed), rejects with its error.
+ * Events rather than `for await`: no promise per chunk on the hot path.
+ */
+function pump(body: Readable, res: ServerResponse, out: Downstream): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let first = true;
+    let settled = false;
+    const settle = (err?: Error): void => {
+      if (settled) return;
+      settled = true;
+      body.off('data', onData);
+      body.off('end', onEnd);
+      body.off('close', onClose);
+      // The error listener stays: an error after settling (a late abort) must not go unhandled.
+      if (err === undefined) resolve();
+      else reject(err);
+    };
+    const gone = (): void => {
+      body.destroy();
+      settle();
+    };
+    const onData = (chunk: Buffer): void => {
+      if (first) {
+        first = false;
+        noteFirstByte(res);
+      }
+      if (out.write(chunk)) {
+        if (res.destroyed) gone();
+        return;
+      }
+      body.pause();
+      drained(res).then(() => {
+        if (settled) return;
+        if (res.destroyed) gone();
+        else body.resume();
+      });
+    };
+    const onEnd = (): void => settle();
+    // Closed with neither an end nor an error (destroyed): as `for await` would, a premature close.
+    const onClose = (): void => settle(Object.assign(new Error('Premature close'), { code: 'ERR_STREAM_PREMATURE_CLOSE' }));
+    body.on('error', settle);
+    body.on('end', onEnd);
+    body.once('close', onClose);
+    body.on('data', onData);
+  });
 }
