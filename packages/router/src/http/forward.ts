@@ -13,10 +13,9 @@
  * early if need be (downstream.ts). A failure mid-stream ends an SSE stream
  * with an error event, a plain body by closing; a client disconnect aborts
  * the upstream request.
- * Complexity: O(1) per relayed chunk (events, no promise per chunk).
+ * Complexity: O(1) per relayed chunk.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import { errorBody, HEADERS, isErrorCode, sendError, sseErrorEvent, type ErrorCode } from '@warmpath/shared/wire';
 import { drained, forwardHeaders } from '@warmpath/shared/runtime';
@@ -143,7 +142,15 @@ function errorEvent(status: number, text: string): string {
 async function relay(ex: Exchange, out: Downstream, up: Dispatcher.ResponseData, sse: boolean): Promise<SendResult> {
   const res = ex.res;
   try {
-    await pump(up.body, res, out);
+    let first = true;
+    for await (const chunk of up.body) {
+      if (first) {
+        first = false;
+        noteFirstByte(res);
+      }
+      if (!out.write(chunk)) await drained(res);
+      if (res.destroyed) break;
+    }
     out.end();
   } catch (err) {
     const deadline = ex.deadline.aborted;
@@ -153,53 +160,4 @@ async function relay(ex: Exchange, out: Downstream, up: Dispatcher.ResponseData,
     return { kind: 'done', outcome: 'error', error: deadline ? 'timeout' : 'interrupted' };
   }
   return { kind: 'done', outcome: res.destroyed && !res.writableFinished ? 'aborted' : 'ok' };
-}
-
-/**
- * Relay `body` chunk by chunk with back-pressure: resolves at its end (or once
- * the client is gone, the body then destroyed), rejects with its error.
- * Events rather than `for await`: no promise per chunk on the hot path.
- */
-function pump(body: Readable, res: ServerResponse, out: Downstream): Promise<void> {
-  return new Promise((resolve, reject) => {
-    let first = true;
-    let settled = false;
-    const settle = (err?: Error): void => {
-      if (settled) return;
-      settled = true;
-      body.off('data', onData);
-      body.off('end', onEnd);
-      body.off('close', onClose);
-      // The error listener stays: an error after settling (a late abort) must not go unhandled.
-      if (err === undefined) resolve();
-      else reject(err);
-    };
-    const gone = (): void => {
-      body.destroy();
-      settle();
-    };
-    const onData = (chunk: Buffer): void => {
-      if (first) {
-        first = false;
-        noteFirstByte(res);
-      }
-      if (out.write(chunk)) {
-        if (res.destroyed) gone();
-        return;
-      }
-      body.pause();
-      drained(res).then(() => {
-        if (settled) return;
-        if (res.destroyed) gone();
-        else body.resume();
-      });
-    };
-    const onEnd = (): void => settle();
-    // Closed with neither an end nor an error (destroyed): as `for await` would, a premature close.
-    const onClose = (): void => settle(Object.assign(new Error('Premature close'), { code: 'ERR_STREAM_PREMATURE_CLOSE' }));
-    body.on('error', settle);
-    body.on('end', onEnd);
-    body.once('close', onClose);
-    body.on('data', onData);
-  });
 }
