@@ -54,11 +54,10 @@ export class Downstream {
     return this.#early;
   }
 
-  /** Commit with the replica's status and headers (plus ours, added to `headers`, which must be a fresh object); SSE headers are flushed at once. */
+  /** Commit with the replica's status and headers (plus ours); SSE headers are flushed at once. */
   commit(status: number, headers: Record<string, string | string[]>, sse: boolean): void {
     this.#committed = true;
-    Object.assign(headers, this.#own); // headers is the caller's own copy (forwardHeaders)
-    this.#res.writeHead(status, headers);
+    this.#res.writeHead(status, { ...headers, ...this.#own });
     if (sse) this.#res.flushHeaders();
     else this.stop(); // a plain body gets no comments
   }

@@ -21,7 +21,7 @@ import { errorBody, HEADERS, isErrorCode, sendError, sseErrorEvent, type ErrorCo
 import { drained, forwardHeaders } from '@warmpath/shared/runtime';
 import type { Dispatch, Send, SendResult } from '../core/types.ts';
 import { Downstream } from './downstream.ts';
-import { addUpstreamHeaders, noteFirstByte } from './observe.ts';
+import { noteFirstByte, upstreamHeaders } from './observe.ts';
 import { classify, type Upstreams } from './upstream.ts';
 
 /** One client exchange: what the transport needs on every attempt. */
@@ -34,8 +34,8 @@ export interface Exchange {
   readonly path: string;
   /** Aborted when the client leaves or the total deadline passes. */
   readonly signal: AbortSignal;
-  /** Set when the total deadline (totalTimeoutMs from arrival) passes (a flag, not a second AbortSignal: `signal` does the aborting). */
-  readonly deadline: { readonly aborted: boolean };
+  /** Aborted when the total deadline (totalTimeoutMs from arrival) passes. */
+  readonly deadline: AbortSignal;
 }
 
 /** An error body from a replica, passed on as an SSE event after an early commit: at most this many bytes are read. */
@@ -56,22 +56,25 @@ export function createSend(id: string, upstreams: Upstreams, heartbeatMs: number
 
 async function forward(id: string, upstreams: Upstreams, heartbeatMs: number, d: Dispatch<Exchange>, authorization: string | undefined): Promise<SendResult> {
   const { req, res, raw, path, signal } = d.ctx;
-  const target = upstreams.target(d.replica.state.url);
+  const url = d.replica.state.url;
+  const slash = url.indexOf('/', url.indexOf('//') + 2);
+  const origin = slash < 0 ? url : url.slice(0, slash);
+  const base = slash < 0 ? '' : url.slice(slash).replace(/\/+$/, '');
   const headers: Record<string, string> = {
     'content-type': 'application/json',
     'content-length': String(raw.byteLength),
     accept: typeof req.headers.accept === 'string' ? req.headers.accept : d.info.stream ? 'text/event-stream' : 'application/json',
     [HEADERS.router]: id,
     [HEADERS.attempt]: String(d.attempt + 1),
+    ...upstreamHeaders(res),
   };
-  addUpstreamHeaders(res, headers);
   if (d.info.routingKey !== undefined) headers[HEADERS.key] = d.info.routingKey;
   if (authorization !== undefined) headers.authorization = authorization;
   const out = new Downstream(d.ctx.res, { [HEADERS.replica]: d.replica.id, [HEADERS.route]: d.branch, [HEADERS.router]: id }, d.info.stream ? heartbeatMs : 0);
   try {
     let up: Dispatcher.ResponseData;
     try {
-      up = await target.pool.request({ path: target.base + path, method: 'POST', headers, body: raw, signal });
+      up = await upstreams.pool(origin).request({ path: base + path, method: 'POST', headers, body: raw, signal });
     } catch (err) {
       return noResponse(d.ctx, out, classify(err));
     }

@@ -8,7 +8,7 @@
  * notes the described request (`noteRequest`) and any error it answers
  * (`noteError`) → each attempt is noted by the `send` wrapper
  * (`observeAttempts`), and the forwarder passes the id and the trace context
- * on (`addUpstreamHeaders`) and notes the first body byte (`noteFirstByte`) →
+ * on (`upstreamHeaders`) and notes the first body byte (`noteFirstByte`) →
  * when the response closes: one access-log line, the request counter and
  * the TTFT and duration histograms.
  * Complexity: O(1) per request and per attempt; one WeakMap entry per open
@@ -94,15 +94,16 @@ export function noteFirstByte(res: ServerResponse): void {
   if (e !== undefined) e.firstByteAt ??= performance.now();
 }
 
-/** Adds the headers each attempt passes on to the agent to `out`: the request id, and the client's trace context when valid. */
-export function addUpstreamHeaders(res: ServerResponse, out: Record<string, string>): void {
+/** Headers each attempt passes on to the agent: the request id, and the client's trace context when valid. */
+export function upstreamHeaders(res: ServerResponse): Record<string, string> {
   const e = entries.get(res);
-  if (e === undefined) return;
-  out[TRACE_HEADERS.requestId] = e.id;
+  if (e === undefined) return {};
+  const out: Record<string, string> = { [TRACE_HEADERS.requestId]: e.id };
   if (e.trace !== undefined) {
     out[TRACE_HEADERS.traceparent] = e.trace.traceparent;
     if (e.trace.tracestate !== undefined) out[TRACE_HEADERS.tracestate] = e.trace.tracestate;
   }
+  return out;
 }
 
 /** The core's `send`, with each attempt noted (replica, branch, count) and counted by result. */
@@ -133,24 +134,22 @@ function finish(req: IncomingMessage, res: ServerResponse, e: Entry, deps: Obser
   // Inference and the OpenAI API at info; probes, scrapes and the fleet view at debug.
   const level = e.path.startsWith('/v1/') ? 'info' : 'debug';
   if (!deps.logger.isLevelEnabled(level)) return;
-  // Built field by field, not from spreads: one object per line rather than one per optional group.
-  const line: Record<string, unknown> = { requestId: e.id, method: req.method, path: e.path.slice(0, 256), status, durationMs: ms((end - e.t0) / 1000) };
-  if (e.firstByteAt !== undefined) line.ttftMs = ms((e.firstByteAt - e.t0) / 1000);
   const i = e.info;
-  if (i !== undefined) {
-    line.model = i.requested;
-    line.stream = i.stream;
-    line.promptTokensEst = i.promptTokens;
-    line.maxTokens = i.maxTokens;
-  }
-  if (e.replica !== undefined) {
-    line.replica = e.replica;
-    line.branch = e.branch;
-    line.attempts = e.attempts;
-  }
-  if (e.error !== undefined) line.error = e.error;
-  if (!res.writableFinished) line.aborted = true;
-  if (e.trace !== undefined) line.traceId = e.trace.traceId;
-  if (e.prompt !== undefined) line.prompt = e.prompt;
-  deps.logger[level](line, 'request');
+  deps.logger[level](
+    {
+      requestId: e.id,
+      method: req.method,
+      path: e.path.slice(0, 256),
+      status,
+      durationMs: ms((end - e.t0) / 1000),
+      ...(e.firstByteAt !== undefined ? { ttftMs: ms((e.firstByteAt - e.t0) / 1000) } : {}),
+      ...(i !== undefined ? { model: i.requested, stream: i.stream, promptTokensEst: i.promptTokens, maxTokens: i.maxTokens } : {}),
+      ...(e.replica !== undefined ? { replica: e.replica, branch: e.branch, attempts: e.attempts } : {}),
+      ...(e.error !== undefined ? { error: e.error } : {}),
+      ...(res.writableFinished ? {} : { aborted: true }),
+      ...(e.trace !== undefined ? { traceId: e.trace.traceId } : {}),
+      ...(e.prompt !== undefined ? { prompt: e.prompt } : {}),
+    },
+    'request',
+  );
 }

@@ -93,12 +93,12 @@ export function createProxy(core: RouterCore<Exchange>, metrics: RouterMetrics):
     // One controller for "stop": the client left or the total deadline passed (then `expired` says which).
     // A plain timer cleared at the end, not AbortSignal.timeout: that one would live out the whole deadline.
     const ac = new AbortController();
-    const expired = { aborted: false };
+    const expired = new AbortController();
     const timer = setTimeout(() => {
-      expired.aborted = true;
+      expired.abort();
       ac.abort();
     }, Math.max(1, core.config.totalTimeoutMs - (performance.now() - t0)));
-    const job = core.route({ req, res, raw, path, signal: ac.signal, deadline: expired }, info, body);
+    const job = core.route({ req, res, raw, path, signal: ac.signal, deadline: expired.signal }, info, body);
     res.on('close', () => {
       clearTimeout(timer);
       if (res.writableFinished) return;

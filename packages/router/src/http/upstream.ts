@@ -1,8 +1,7 @@
 /**
  * Upstream connections: one undici keep-alive Pool per replica origin,
- * created on first use and closed when the replica is forgotten; a replica
- * URL is split into its pool and base path once, not on every attempt.
- * Errors are classified once here into the kinds the router acts on.
+ * created on first use and closed when the replica is forgotten. Errors are
+ * classified once here into the kinds the router acts on.
  */
 import { Pool } from 'undici';
 import { UPSTREAM_KEEP_ALIVE_MS } from '@warmpath/shared/runtime';
@@ -14,17 +13,8 @@ export interface UpstreamOptions {
   bodyTimeoutMs: number;
 }
 
-/** Where a replica URL's requests go: its origin's pool and the path prefix before /v1/…. */
-export interface Target {
-  readonly origin: string;
-  readonly pool: Pool;
-  /** The URL's path without trailing slashes ('' for none). */
-  readonly base: string;
-}
-
 export class Upstreams {
   readonly #pools = new Map<string, Pool>();
-  readonly #targets = new Map<string, Target>();
   readonly #opts: UpstreamOptions;
 
   constructor(opts: UpstreamOptions) {
@@ -47,21 +37,8 @@ export class Upstreams {
     return p;
   }
 
-  /** A replica URL's pool and base path (parsed on first use). */
-  target(url: string): Target {
-    let t = this.#targets.get(url);
-    if (t === undefined) {
-      const slash = url.indexOf('/', url.indexOf('//') + 2);
-      const origin = slash < 0 ? url : url.slice(0, slash);
-      t = { origin, pool: this.pool(origin), base: slash < 0 ? '' : url.slice(slash).replace(/\/+$/, '') };
-      this.#targets.set(url, t);
-    }
-    return t;
-  }
-
   /** Close pools whose origin no longer belongs to a known replica. */
   retain(origins: Set<string>): void {
-    for (const [url, t] of this.#targets) if (!origins.has(t.origin)) this.#targets.delete(url);
     for (const [origin, p] of this.#pools) {
       if (origins.has(origin)) continue;
       this.#pools.delete(origin);
@@ -72,7 +49,6 @@ export class Upstreams {
   async close(): Promise<void> {
     const pools = [...this.#pools.values()];
     this.#pools.clear();
-    this.#targets.clear();
     await Promise.all(pools.map((p) => p.destroy().catch(() => {})));
   }
 }
