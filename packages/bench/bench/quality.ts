@@ -1,0 +1,81 @@
+/**
+ * Placement quality over a matrix of DES runs: warmpath's TTFT p50 / p99
+ * (over every request sent) and cache hit rate for each (scenario, seed,
+ * routers), on the worker pool. DES runs are deterministic, so unchanged
+ * behaviour shows as identical numbers: `--save` writes the rows, and
+ * `--compare` prints a saved run beside this one (before → after).
+ *
+ *   node packages/bench/bench/quality.ts [--scenarios seed,chat,trace,longctx] [--seeds 1,2,3]
+ *     [--routers 1,4] [--replicas N] [--rate R] [--duration S] [--policy warmpath]
+ *     [--agent-set k=v …] [--router-set k=v …] [--save rows.json] [--compare rows.json]
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { p50AllRequests, p99AllRequests } from '../src/goals.ts';
+import { DesPool, type DesJob } from '../src/pool.ts';
+
+const { values } = parseArgs({
+  options: {
+    scenarios: { type: 'string', default: 'seed,chat,trace,longctx' },
+    seeds: { type: 'string', default: '1,2,3' },
+    routers: { type: 'string', default: '1,4' },
+    replicas: { type: 'string', default: '0' },
+    rate: { type: 'string', default: '0' },
+    duration: { type: 'string', default: '0' },
+    policy: { type: 'string', default: 'warmpath' },
+    'agent-set': { type: 'string', multiple: true, default: [] },
+    'router-set': { type: 'string', multiple: true, default: [] },
+    save: { type: 'string', default: '' },
+    compare: { type: 'string', default: '' },
+    workers: { type: 'string', default: '2' },
+  },
+});
+
+/** One measured cell: TTFT p50 / p99 in ms over every request sent, hit rate 0–1. */
+export interface QualityRow {
+  scenario: string;
+  seed: number;
+  routers: number;
+  p50: number;
+  p99: number;
+  hit: number;
+  completed: number;
+  requests: number;
+}
+
+const list = (s: string): string[] => s.split(',').filter((x) => x !== '');
+const sets = (xs: string[]): Record<string, string> => Object.fromEntries(xs.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+const key = (r: Pick<QualityRow, 'scenario' | 'seed' | 'routers'>): string => `${r.scenario}/${r.seed}/${r.routers}`;
+const cell = (r: QualityRow | undefined): string => (r === undefined ? '—' : `${r.p50.toFixed(0)} / ${r.p99.toFixed(0)} / ${(r.hit * 100).toFixed(1)}%`);
+
+const agentOverrides = sets(values['agent-set']);
+const routerOverrides = sets(values['router-set']);
+const pool = new DesPool(Number(values.workers));
+const jobs: DesJob[] = [];
+for (const scenario of list(values.scenarios))
+  for (const seed of list(values.seeds).map(Number))
+    for (const routers of list(values.routers).map(Number))
+      jobs.push({ scenario, seed, rate: Number(values.rate), duration: Number(values.duration), replicas: Number(values.replicas), routers, l4: 'random', policy: values.policy, agentOverrides, routerOverrides });
+
+const started = Date.now();
+const rows = await Promise.all(
+  jobs.map(async (job): Promise<QualityRow | string> => {
+    const out = await pool.run(job);
+    if (!out.ok) return `${key(job)}: failed: ${out.error.split('\n')[0]}`;
+    const r = out.result;
+    console.error(`  ${key(job)} done in ${out.seconds.toFixed(0)} s`);
+    return { scenario: job.scenario, seed: job.seed, routers: job.routers, p50: p50AllRequests(r), p99: p99AllRequests(r), hit: r.cache_hit_rate, completed: r.completed, requests: r.requests };
+  }),
+);
+await pool.close();
+const ok = rows.filter((r): r is QualityRow => typeof r !== 'string');
+for (const f of rows) if (typeof f === 'string') console.log(f);
+if (values.save !== '') writeFileSync(values.save, JSON.stringify(ok, null, 1));
+const before = values.compare === '' ? undefined : new Map((JSON.parse(readFileSync(values.compare, 'utf8')) as QualityRow[]).map((r) => [key(r), r]));
+console.log(`TTFT p50 / p99 (ms, every request) / hit rate; ${values.policy}; ${((Date.now() - started) / 1000).toFixed(0)} s on a shared machine`);
+console.log(before === undefined ? '| scenario | seed | routers | result |\n|---|--:|--:|---|' : '| scenario | seed | routers | before | after | same |\n|---|--:|--:|---|---|---|');
+for (const r of ok) {
+  const b = before?.get(key(r));
+  const same = b !== undefined && b.p50 === r.p50 && b.p99 === r.p99 && b.hit === r.hit ? 'yes' : 'no';
+  console.log(before === undefined ? `| ${r.scenario} | ${r.seed} | ${r.routers} | ${cell(r)} |` : `| ${r.scenario} | ${r.seed} | ${r.routers} | ${cell(b)} | ${cell(r)} | ${same} |`);
+}
