@@ -41,7 +41,7 @@ export const AGENT_SCHEMA = {
   maxChunks: { type: 'number', default: FLEET_DEFAULTS.maxChunks, min: 1, max: 1 << 20, integer: true, doc: 'chunks hashed per request at most' },
   charsPerToken: { type: 'number', default: FLEET_DEFAULTS.charsPerToken, min: 0.5, max: 64, doc: 'chars per token for estimates' },
   cacheCapacityChunks: { type: 'number', default: 0, min: 0, max: 1e8, integer: true, doc: 'cache model size override, chunks (0 = from engine KV capacity)' },
-  digestMaxHashes: { type: 'number', default: 0, min: 0, max: 1e8, integer: true, doc: 'publish at most this many cached chunks, the most recently used (0 = all the cache model holds); a router keeps about 30–60 bytes per chunk per replica, so this bounds its memory at replicas × this' },
+  digestMaxHashes: { type: 'number', default: 2048, min: 0, max: 1e8, integer: true, doc: 'publish at most this many cached chunks, the most recently used (0 = all the cache model holds); a router keeps about 31 bytes per published chunk per replica (2,048 at 1,000 replicas: 61 MiB), so this bounds its memory whatever the engines cache' },
   maxBodyBytes: { type: 'number', default: 16 * 1024 * 1024, min: 1024, max: 1 << 30, integer: true, doc: 'request body limit, bytes' },
   upstreamConnections: { type: 'number', default: 256, min: 1, max: 65536, integer: true, doc: 'keep-alive connections to the engine at most' },
   headersTimeoutMs: { type: 'number', default: 300_000, min: 100, max: 3_600_000, doc: 'wait for the engine response headers at most this long, ms' },

@@ -41,12 +41,16 @@ export interface QualityRow {
   hit: number;
   completed: number;
   requests: number;
+  /** Digest snapshots all routers pulled; one router's digest tables at the end, MiB. */
+  pulls: number;
+  viewMiB: number;
 }
 
 const list = (s: string): string[] => s.split(',').filter((x) => x !== '');
 const sets = (xs: string[]): Record<string, string> => Object.fromEntries(xs.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
 const key = (r: Pick<QualityRow, 'scenario' | 'seed' | 'routers'>): string => `${r.scenario}/${r.seed}/${r.routers}`;
 const cell = (r: QualityRow | undefined): string => (r === undefined ? '—' : `${r.p50.toFixed(0)} / ${r.p99.toFixed(0)} / ${(r.hit * 100).toFixed(1)}%`);
+const cost = (r: QualityRow): string => `${r.completed}/${r.requests} | ${r.pulls} | ${r.viewMiB.toFixed(1)}`;
 
 const agentOverrides = sets(values['agent-set']);
 const routerOverrides = sets(values['router-set']);
@@ -64,7 +68,7 @@ const rows = await Promise.all(
     if (!out.ok) return `${key(job)}: failed: ${out.error.split('\n')[0]}`;
     const r = out.result;
     console.error(`  ${key(job)} done in ${out.seconds.toFixed(0)} s`);
-    return { scenario: job.scenario, seed: job.seed, routers: job.routers, p50: p50AllRequests(r), p99: p99AllRequests(r), hit: r.cache_hit_rate, completed: r.completed, requests: r.requests };
+    return { scenario: job.scenario, seed: job.seed, routers: job.routers, p50: p50AllRequests(r), p99: p99AllRequests(r), hit: r.cache_hit_rate, completed: r.completed, requests: r.requests, pulls: r.detail?.gossip?.pulls ?? 0, viewMiB: (r.detail?.gossip?.viewBytes ?? 0) / 2 ** 20 };
   }),
 );
 await pool.close();
@@ -73,9 +77,9 @@ for (const f of rows) if (typeof f === 'string') console.log(f);
 if (values.save !== '') writeFileSync(values.save, JSON.stringify(ok, null, 1));
 const before = values.compare === '' ? undefined : new Map((JSON.parse(readFileSync(values.compare, 'utf8')) as QualityRow[]).map((r) => [key(r), r]));
 console.log(`TTFT p50 / p99 (ms, every request) / hit rate; ${values.policy}; ${((Date.now() - started) / 1000).toFixed(0)} s on a shared machine`);
-console.log(before === undefined ? '| scenario | seed | routers | result |\n|---|--:|--:|---|' : '| scenario | seed | routers | before | after | same |\n|---|--:|--:|---|---|---|');
+console.log(before === undefined ? '| scenario | seed | routers | result | answered | pulls | one view, MiB |\n|---|--:|--:|---|--:|--:|--:|' : '| scenario | seed | routers | before | after | same |\n|---|--:|--:|---|---|---|');
 for (const r of ok) {
   const b = before?.get(key(r));
   const same = b !== undefined && b.p50 === r.p50 && b.p99 === r.p99 && b.hit === r.hit ? 'yes' : 'no';
-  console.log(before === undefined ? `| ${r.scenario} | ${r.seed} | ${r.routers} | ${cell(r)} |` : `| ${r.scenario} | ${r.seed} | ${r.routers} | ${cell(b)} | ${cell(r)} | ${same} |`);
+  console.log(before === undefined ? `| ${r.scenario} | ${r.seed} | ${r.routers} | ${cell(r)} | ${cost(r)} |` : `| ${r.scenario} | ${r.seed} | ${r.routers} | ${cell(b)} | ${cell(r)} | ${same} |`);
 }

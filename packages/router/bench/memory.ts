@@ -80,11 +80,10 @@ function state(i: number): ReplicaState {
   };
 }
 
+// Every agent's snapshot first, so the figures after the base are the view's alone.
+const snapshots = Array.from({ length: N }, (_, i) => encodeSnapshot({ v: 1, replica: `replica-${i}`, boot: `boot-${i}`, seq: 1, chunkChars, hashes: digestOf(i) }));
 const base = measure();
-const view = new FleetView({
-  fleet: 'bench', chunkChars, stateTtlMs: 3_600_000, forgetAfterMs: 3_600_000,
-  fetchSnapshot: (r) => Promise.resolve(encodeSnapshot({ v: 1, replica: r.id, boot: r.state.boot, seq: 1, chunkChars, hashes: digestOf(r.slot) })),
-});
+const view = new FleetView({ fleet: 'bench', chunkChars, stateTtlMs: 3_600_000, forgetAfterMs: 3_600_000, fetchSnapshot: (r) => Promise.resolve(snapshots[r.slot]!) });
 for (let i = 0; i < N; i++) {
   view.apply(state(i));
   await new Promise((r) => setImmediate(r)); // let the pull land before the next replica
@@ -96,5 +95,5 @@ console.log(
   `${N} replicas, cache ${capacity.toLocaleString()} chunks, digest cap ${cap > 0 ? cap.toLocaleString() : 'none'}: ` +
     `${total.toLocaleString()} digest hashes (${view.indexSize.toLocaleString()} distinct), pulls ${view.pulls.ok}; ` +
     `view tables ${mib(view.indexBytes)} MiB; heap +${mib(after.heap - base.heap)} MiB, array buffers +${mib(after.buffers - base.buffers)} MiB, ` +
-    `RSS ${mib(after.rss)} MiB (${mib(base.rss)} before the view)`,
+    `RSS +${mib(after.rss - base.rss)} MiB (${mib(after.rss)} MiB in all; the agents' snapshots, ${mib(snapshots.reduce((n, b) => n + b.byteLength, 0))} MiB, are in the base)`,
 );
