@@ -52,6 +52,8 @@ export const BENCH_HELP: CommandHelp = {
     'warmpath bench --scenario chat --mode des --routers 4 --l4 sticky --json out.json --report out.html',
     '# two policies on the shipped trace, with a router setting changed',
     'warmpath bench --scenario trace --mode des --policies warmpath,round-robin --router-set loadFactor=1.5',
+    '# gossip that arrives late (median 500 ms, p99 1.5 s) and misses 5% of messages',
+    'warmpath bench --scenario seed --mode des --routers 4 --policies warmpath --gossip-delay lognormal:500:1500 --gossip-loss 0.05',
   ],
 };
 
