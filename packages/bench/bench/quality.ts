@@ -82,8 +82,9 @@ const rows = await Promise.all(
     const id = { scenario: job.scenario, seed: job.seed, routers: job.routers, delay: job.gossip!.delay, loss: job.gossip!.loss };
     if (!out.ok) return `${key(id)}: failed: ${out.error.split('\n')[0]}`;
     const r = out.result;
-    console.error(`  ${key(id)} done in ${out.seconds.toFixed(0)} s`);
-    return { ...id, p50: p50AllRequests(r), p99: p99AllRequests(r), hit: r.cache_hit_rate, completed: r.completed, requests: r.requests, pulls: r.detail?.gossip?.pulls ?? 0, viewMiB: (r.detail?.gossip?.viewBytes ?? 0) / 2 ** 20 };
+    const row: QualityRow = { ...id, p50: p50AllRequests(r), p99: p99AllRequests(r), hit: r.cache_hit_rate, completed: r.completed, requests: r.requests, pulls: r.detail?.gossip?.pulls ?? 0, viewMiB: (r.detail?.gossip?.viewBytes ?? 0) / 2 ** 20 };
+    console.error(`  ${key(id)}: ${cell(row)} | ${cost(row)} (${out.seconds.toFixed(0)} s)`);
+    return row;
   }),
 );
 await pool.close();

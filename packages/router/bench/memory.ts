@@ -5,7 +5,7 @@
  *
  * Each replica's digest comes from the agent's own cache model (CacheModel,
  * sized by chunksFor from the default engine's 432k KV tokens, the default
- * 4 chars per token and 256-char chunks: 6,750 chunks) filled by a seeded
+ * 4 chars per token and 256-char chunks: 6,750 chunks, unless told) filled by a seeded
  * workload until it has evicted as much as it holds: every request is one
  * of 200 shared 2k-token system prompts (32 chunks; each replica serves 24
  * tenants) followed by 8–40 chunks of its own conversation. The router gets
@@ -13,7 +13,10 @@
  * after a boot with a cache), so the view pulls the snapshot the agent's
  * admin API serves (msgpack, decoded and diffed into the index).
  *
- *   node --expose-gc packages/router/bench/memory.ts [replicas=1000] [digestMaxHashes=0 (the agent's default)]
+ *   node --expose-gc packages/router/bench/memory.ts [replicas=1000] [digestMaxHashes=0 (the agent's default)] [cacheChunks=6750]
+ *
+ * `cacheChunks` sizes the cache model instead (it grows up to twice its
+ * nominal size when the engine holds more than it predicted).
  *
  * Prints one line; figures are sizes, not timings, so machine load does not
  * move them.
@@ -32,7 +35,7 @@ const PROMPTS = 200;
 const PROMPT_CHUNKS = 32;
 const TENANTS = 24;
 const chunkChars = agentDefaults.chunkChars;
-const capacity = chunksFor(KV_TOKENS, agentDefaults.charsPerToken, chunkChars);
+const capacity = Number(process.argv[4] ?? 0) || chunksFor(KV_TOKENS, agentDefaults.charsPerToken, chunkChars);
 
 const gc = (globalThis as { gc?: () => void }).gc;
 if (gc === undefined) throw new Error('run with node --expose-gc');
