@@ -17,16 +17,27 @@
  *     publish carries no delta (from = -1), so routers pull the snapshot.
  *  5. Deltas: `added`/`removed` since the last publish, cancelling
  *     add-then-evict and evict-then-add, so published = current − added + removed.
+ *  6. Bound what is published: with `published` = K > 0, routers are told
+ *     only the K most recently used chunks (a second insertion-ordered set
+ *     over the LRU's newest end). A chunk's prefix is always touched after
+ *     it, so the K newest are prefix-closed: a router never sees a chunk
+ *     without the chunks before it. Prediction and admission still use the
+ *     whole model.
  * Complexity: touch/insert/evict O(1) (Map insertion order is the LRU order);
- * predict O(matched chunks); snapshot O(size).
+ * predict O(matched chunks); snapshot O(min(size, K)).
  * Trade-off: text chunks, not the engine's token blocks, so edges are
  * approximate; and traffic that bypasses the agent is invisible except through
- * the feedback in step 3.
+ * the feedback in step 3. The cap K trades what a router can see (the
+ * oldest, least likely hits, evicted first by the engine too) for a router
+ * whose memory grows with replicas × K instead of with every replica's whole
+ * cache.
  */
 
 export interface CacheModelOptions {
   /** Capacity in chunks (≥ 1). */
   capacity: number;
+  /** Publish at most this many chunks, the most recently used (0 = all). */
+  published?: number;
 }
 
 export interface Delta {
@@ -39,6 +50,9 @@ export interface Delta {
 export class CacheModel {
   /** hash → stamp (monotonic touch counter); iteration order = LRU first. */
   readonly #lru = new Map<bigint, number>();
+  /** The published part when capped: the `#limit` newest keys of the LRU, oldest first; undefined = all of the LRU. */
+  readonly #top: Set<bigint> | undefined;
+  readonly #limit: number;
   #stamp = 0;
   #nominal: number;
   #effective: number;
@@ -51,10 +65,17 @@ export class CacheModel {
   constructor(opts: CacheModelOptions) {
     this.#nominal = Math.max(1, Math.floor(opts.capacity));
     this.#effective = this.#nominal;
+    this.#limit = Math.max(0, Math.floor(opts.published ?? 0));
+    this.#top = this.#limit > 0 ? new Set() : undefined;
   }
 
   get size(): number {
     return this.#lru.size;
+  }
+
+  /** Chunks routers are told of: min(size, the cap). */
+  get publishedSize(): number {
+    return this.#top?.size ?? this.#lru.size;
   }
 
   get capacity(): number {
@@ -132,6 +153,7 @@ export class CacheModel {
   /** Engine restarted or cleared its cache. */
   reset(): void {
     this.#lru.clear();
+    this.#top?.clear();
     this.#added.clear();
     this.#removed.clear();
     this.#full = true;
@@ -159,7 +181,7 @@ export class CacheModel {
   /** The set as of the last `takeDelta` (what routers hold after applying it). */
   published(): BigUint64Array {
     const out: bigint[] = [];
-    for (const h of this.#lru.keys()) if (!this.#added.has(h)) out.push(h);
+    for (const h of (this.#top ?? this.#lru).keys()) if (!this.#added.has(h)) out.push(h);
     for (const h of this.#removed) out.push(h);
     return BigUint64Array.from(out);
   }
@@ -170,16 +192,37 @@ export class CacheModel {
   }
 
   #touch(h: bigint): void {
-    if (this.#lru.delete(h)) {
-      this.#lru.set(h, ++this.#stamp);
+    const top = this.#top;
+    const known = this.#lru.delete(h);
+    this.#lru.set(h, ++this.#stamp);
+    if (top === undefined) {
+      if (!known) this.#publish(h);
       return;
     }
-    this.#lru.set(h, ++this.#stamp);
-    if (!this.#removed.delete(h)) this.#added.add(h);
+    if (top.delete(h)) {
+      top.add(h);
+      return;
+    }
+    top.add(h);
+    this.#publish(h);
+    if (top.size > this.#limit) {
+      // The oldest published chunk drops out of the digest (the model still holds it).
+      const oldest = top.values().next().value!;
+      top.delete(oldest);
+      this.#unpublish(oldest);
+    }
   }
 
   #evict(h: bigint): void {
     if (!this.#lru.delete(h)) return;
+    if (this.#top === undefined || this.#top.delete(h)) this.#unpublish(h);
+  }
+
+  #publish(h: bigint): void {
+    if (!this.#removed.delete(h)) this.#added.add(h);
+  }
+
+  #unpublish(h: bigint): void {
     if (!this.#added.delete(h)) this.#removed.add(h);
   }
 

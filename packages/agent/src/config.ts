@@ -41,6 +41,7 @@ export const AGENT_SCHEMA = {
   maxChunks: { type: 'number', default: FLEET_DEFAULTS.maxChunks, min: 1, max: 1 << 20, integer: true, doc: 'chunks hashed per request at most' },
   charsPerToken: { type: 'number', default: FLEET_DEFAULTS.charsPerToken, min: 0.5, max: 64, doc: 'chars per token for estimates' },
   cacheCapacityChunks: { type: 'number', default: 0, min: 0, max: 1e8, integer: true, doc: 'cache model size override, chunks (0 = from engine KV capacity)' },
+  digestMaxHashes: { type: 'number', default: 8192, min: 0, max: 1e8, integer: true, doc: 'publish at most this many cached chunks, the most recently used (0 = all the cache model holds); above the nominal size of the cache model (6,750–7,209 chunks on the simulated GPUs), so it binds only when the model has grown past it (up to 2×); a router keeps about 31–36 bytes per published chunk per replica, so this bounds it at ≈ 300 MiB for 1,000 replicas whatever the engines cache. 2,048 cost 5–15 points of hit rate on chat, trace and longctx' },
   maxBodyBytes: { type: 'number', default: 16 * 1024 * 1024, min: 1024, max: 1 << 30, integer: true, doc: 'request body limit, bytes' },
   upstreamConnections: { type: 'number', default: 256, min: 1, max: 65536, integer: true, doc: 'keep-alive connections to the engine at most' },
   headersTimeoutMs: { type: 'number', default: 300_000, min: 100, max: 3_600_000, doc: 'wait for the engine response headers at most this long, ms' },

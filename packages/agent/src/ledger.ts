@@ -83,7 +83,7 @@ export class AgentLedger {
     this.config = config;
     this.metrics = metrics;
     this.now = now;
-    this.cache = new CacheModel({ capacity: config.cacheCapacityChunks > 0 ? config.cacheCapacityChunks : INITIAL_CHUNKS });
+    this.cache = new CacheModel({ capacity: config.cacheCapacityChunks > 0 ? config.cacheCapacityChunks : INITIAL_CHUNKS, published: config.digestMaxHashes });
   }
 
   get status(): ReplicaStatus {

@@ -164,7 +164,7 @@ export class Publisher {
       load: l.load(),
       status: l.status,
       chunkChars: l.config.chunkChars,
-      digest: { from: delta.full || prev === 0 ? -1 : prev, added: delta.added, removed: delta.removed, size: l.cache.size },
+      digest: { from: delta.full || prev === 0 ? -1 : prev, added: delta.added, removed: delta.removed, size: l.cache.publishedSize },
     };
   }
 

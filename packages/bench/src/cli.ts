@@ -10,6 +10,7 @@ import { assignRouters, L4_MODES, type L4Mode } from './l4.ts';
 import { lastArrivalMs, type PlannedRequest } from './loadgen.ts';
 import { runLive } from './live.ts';
 import { DES_ONLY_POLICIES } from './des/feeds.ts';
+import { DEFAULT_GOSSIP, validateGossip, type GossipModel } from './des/gossip.ts';
 import { DesPool, type DesJob } from './pool.ts';
 import { computeReferences } from './references.ts';
 import { markdownTable, writeHtml, writeJson, type BenchReport, type PolicyResult } from './report.ts';
@@ -39,6 +40,8 @@ export const benchSchema = {
   workers: { type: 'number', default: 2, min: 1, max: 64, integer: true, doc: 'des: policies simulated at once (worker threads, each under a heap limit)' },
   routerSet: { type: 'list', default: [], doc: 'router config overrides as key=value (e.g. loadFactor=1.5), for every policy' },
   agentSet: { type: 'list', default: [], doc: 'agent config overrides as key=value (e.g. publishChangeTokens=0), for every replica' },
+  gossipDelay: { type: 'string', default: DEFAULT_GOSSIP.delay, doc: 'des: gossip delay per message and router, ms: uniform:min:max, exp:base:mean or lognormal:p50:p99' },
+  gossipLoss: { type: 'number', default: 0, min: 0, max: 0.99, doc: 'des: probability a router misses a given state message (it pulls the digest snapshot on the gap)' },
 } as const satisfies Schema;
 
 export const BENCH_HELP: CommandHelp = {
@@ -49,6 +52,8 @@ export const BENCH_HELP: CommandHelp = {
     'warmpath bench --scenario chat --mode des --routers 4 --l4 sticky --json out.json --report out.html',
     '# two policies on the shipped trace, with a router setting changed',
     'warmpath bench --scenario trace --mode des --policies warmpath,round-robin --router-set loadFactor=1.5',
+    '# gossip that arrives late (median 500 ms, p99 1.5 s) and misses 5% of messages',
+    'warmpath bench --scenario seed --mode des --routers 4 --policies warmpath --gossip-delay lognormal:500:1500 --gossip-loss 0.05',
   ],
 };
 
@@ -72,8 +77,9 @@ export async function run(argv: string[]): Promise<void> {
   const rate = cfg.rate > 0 ? cfg.rate : scenario.defaults.rate;
   const trace = cfg.trace === '' ? undefined : resolve(cfg.trace);
   const l4 = cfg.l4 as L4Mode;
+  const gossip = gossipOf(cfg);
   const plan = assignRouters(scenario.build({ seed: cfg.seed, rate, duration, model: DEFAULT_MODEL, trace }), cfg.routers, l4, cfg.seed);
-  const config = { ...(cfg.routerSet.length > 0 ? { router: routerOverrides } : {}), ...(cfg.agentSet.length > 0 ? { agent: agentOverrides } : {}), replicas, routers: cfg.routers, l4, duration, rate, seed: cfg.seed, timeScale: cfg.timeScale, profile: scenario.fleet.profile, requests: plan.length, ...(cfg.trace !== '' ? { trace: cfg.trace } : {}) };
+  const config = { ...(cfg.routerSet.length > 0 ? { router: routerOverrides } : {}), ...(cfg.agentSet.length > 0 ? { agent: agentOverrides } : {}), replicas, routers: cfg.routers, l4, duration, rate, seed: cfg.seed, timeScale: cfg.timeScale, profile: scenario.fleet.profile, requests: plan.length, ...(cfg.trace !== '' ? { trace: cfg.trace } : {}), ...(cfg.mode === 'des' ? { gossip } : {}) };
   console.error(`warmpath bench: scenario ${scenario.name} (${scenario.summary}), ${cfg.mode} mode, ${plan.length} requests, ${replicas} replicas, ${cfg.routers} routers (${l4} L4), policies: ${cfg.policies.join(', ')}`);
   const report: BenchReport = { scenario: scenario.name, mode: cfg.mode as 'live' | 'des', config, references: computeReferences(scenario, plan, replicas), results: [], failures: [] };
   // Each policy's result is written as soon as it finishes; a failed policy is reported, never fatal.
@@ -90,13 +96,22 @@ export async function run(argv: string[]): Promise<void> {
     }
     save();
   };
-  if (cfg.mode === 'des') await runDesPolicies(cfg, { replicas, trace, l4, routerOverrides, agentOverrides }, settle);
+  if (cfg.mode === 'des') await runDesPolicies(cfg, { replicas, trace, l4, routerOverrides, agentOverrides, gossip }, settle);
   else await runLivePolicies(cfg, { scenario, plan, replicas, duration, routerOverrides, agentOverrides }, settle);
   // Table rows in the order the policies were asked for.
   report.results.sort((a, b) => cfg.policies.indexOf(a.policy) - cfg.policies.indexOf(b.policy));
   console.log(markdownTable(report));
   save();
   if (cfg.report !== '') writeHtml(cfg.report, [report]);
+}
+
+/** The DES gossip model from the flags; a bad spec is a ConfigError naming the flag. */
+function gossipOf(cfg: BenchConfig): GossipModel {
+  try {
+    return validateGossip({ delay: cfg.gossipDelay, loss: cfg.gossipLoss });
+  } catch (err) {
+    throw new ConfigError(`command line: --gossip-delay/--gossip-loss: ${(err as Error).message}`);
+  }
 }
 
 function parseSet(flag: string, list: readonly string[]): Record<string, string> {
@@ -112,9 +127,9 @@ function parseSet(flag: string, list: readonly string[]): Record<string, string>
 type Settle = (policy: string, r: PolicyResult | Error, seconds: number) => void;
 
 /** DES: every policy on the worker pool (a policy that runs out of memory or throws is reported as failed). */
-async function runDesPolicies(cfg: BenchConfig, o: { replicas: number; trace: string | undefined; l4: L4Mode; routerOverrides: Record<string, string>; agentOverrides: Record<string, string> }, settle: Settle): Promise<void> {
+async function runDesPolicies(cfg: BenchConfig, o: { replicas: number; trace: string | undefined; l4: L4Mode; routerOverrides: Record<string, string>; agentOverrides: Record<string, string>; gossip: GossipModel }, settle: Settle): Promise<void> {
   const pool = new DesPool(cfg.workers);
-  const job = (policy: string): DesJob => ({ scenario: cfg.scenario, seed: cfg.seed, rate: cfg.rate, duration: cfg.duration, trace: o.trace, replicas: o.replicas, routers: cfg.routers, l4: o.l4, policy, routerOverrides: o.routerOverrides, agentOverrides: o.agentOverrides });
+  const job = (policy: string): DesJob => ({ scenario: cfg.scenario, seed: cfg.seed, rate: cfg.rate, duration: cfg.duration, trace: o.trace, replicas: o.replicas, routers: cfg.routers, l4: o.l4, policy, routerOverrides: o.routerOverrides, agentOverrides: o.agentOverrides, gossip: o.gossip });
   await Promise.all(cfg.policies.map((p) => pool.run(job(p)).then((r) => settle(p, r.ok ? r.result : new Error(r.error), r.seconds))));
   await pool.close();
 }

@@ -34,6 +34,7 @@ parentPort!.on('message', async (job: DesJob) => {
       seed: job.seed,
       ...(job.routerOverrides !== undefined ? { routerOverrides: job.routerOverrides } : {}),
       ...(job.agentOverrides !== undefined ? { agentOverrides: job.agentOverrides } : {}),
+      ...(job.gossip !== undefined ? { gossip: job.gossip } : {}),
     });
     parentPort!.postMessage({ result });
   } catch (err) {

@@ -12,6 +12,7 @@
  */
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
+import type { GossipModel } from './des/gossip.ts';
 import type { L4Mode } from './l4.ts';
 import type { PolicyResult } from './report.ts';
 
@@ -28,6 +29,8 @@ export interface DesJob {
   policy: string;
   routerOverrides?: Record<string, string> | undefined;
   agentOverrides?: Record<string, string> | undefined;
+  /** DES gossip: delay distribution and loss (des/gossip.ts); default DEFAULT_GOSSIP. */
+  gossip?: GossipModel | undefined;
 }
 
 export type JobOutcome = { ok: true; job: DesJob; result: PolicyResult; seconds: number } | { ok: false; job: DesJob; error: string; seconds: number };

@@ -9,6 +9,18 @@ import { dirname, join } from 'node:path';
 import { mean, percentile, type RequestResult } from './loadgen.ts';
 import type { References } from './references.ts';
 
+/** DES, gossip feed: what gossip cost and what the routers held at the end of the run. */
+export interface DesGossipDetail {
+  /** State messages and bytes each agent published per simulated second (the price of fresh state). */
+  messagesPerReplicaS: number;
+  bytesPerReplicaS: number;
+  /** Digest snapshots the routers pulled (a gap in the deltas: a lost or reordered message, a boot), all routers. */
+  pulls: number;
+  /** One router's fleet view at the end: digest hashes held over all replicas, and the bytes of its digest tables and holder index. */
+  viewHashes: number;
+  viewBytes: number;
+}
+
 export interface PolicyResult {
   policy: string;
   routers: number;
@@ -35,8 +47,8 @@ export interface PolicyResult {
     /** TTFT p50 over every request sent, an unanswered one counting as the slowest (null in JSON = more than half unanswered). */
     ttftP50AllRequests?: number | null;
     ttftP99AllRequests?: number | null;
-    /** DES, gossip feed: state messages and bytes each agent published per simulated second (the price of fresh state). */
-    gossip?: { messagesPerReplicaS: number; bytesPerReplicaS: number };
+    /** DES, gossip feed (see DesGossipDetail). */
+    gossip?: DesGossipDetail;
   };
 }
 
@@ -86,7 +98,7 @@ export function summarize(
   results: readonly RequestResult[],
   engine: EngineTotals,
   durationS: number,
-  extra: { perReplicaLoad?: Array<{ t: number; running: number[] }>; gossip?: { messagesPerReplicaS: number; bytesPerReplicaS: number } } = {},
+  extra: { perReplicaLoad?: Array<{ t: number; running: number[] }>; gossip?: DesGossipDetail } = {},
 ): PolicyResult {
   const ok = results.filter((r) => r.ok);
   const branches: Record<string, number> = {};

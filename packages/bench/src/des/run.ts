@@ -11,12 +11,13 @@
  * How routers learn the engines' state is the policy's deployment
  * (feeds.ts): Warmpath's gossip (agents scrape and publish every 250 ms and
  * sooner on a significant change; each router receives each message after a
- * gossip delay), or the peer's own cadence (llm-d's 50 ms scrapes, KV events
- * within milliseconds), with or without the agents' admission control; a
- * router that sees a gap pulls the digest snapshot (instantly). The oracle
- * is a router policy over the engines' true state (oracle.ts).
- * Network hops cost `hopMs`. What is not: HTTP parsing CPU, TCP, gossip
- * message loss, engine failures.
+ * gossip delay drawn from a distribution, or loses it: gossip.ts), or the
+ * peer's own cadence (llm-d's 50 ms scrapes, KV events within milliseconds),
+ * with or without the agents' admission control; a router that sees a gap
+ * pulls the digest snapshot (instantly). The oracle is a router policy over
+ * the engines' true state (oracle.ts).
+ * Network hops cost `hopMs`. What is not: HTTP parsing CPU, TCP, engine
+ * failures.
  *
  * Steps: build every replica, router and request record → schedule arrivals,
  * scrapes, publishes and sweeps → run the queue, yielding to the microtask
@@ -31,6 +32,7 @@ import { lastArrivalMs, type PlannedRequest, type RequestResult } from '../loadg
 import { summarize, type EngineTotals, type PolicyResult } from '../report.ts';
 import type { Scenario } from '../scenarios.ts';
 import { deploymentOf, type Feed } from './feeds.ts';
+import { DEFAULT_GOSSIP, delaySampler, type GossipModel } from './gossip.ts';
 import { createOraclePolicy } from './oracle.ts';
 import { EventQueue } from './queue.ts';
 import { DesReplica, type ReplicaHooks } from './replica.ts';
@@ -48,9 +50,8 @@ export interface DesOptions {
   onResult?: (r: RequestResult) => void;
   /** One-way network hop (client↔router, router↔agent), ms. */
   hopMs?: number;
-  /** Gossip delivery delay: base + uniform jitter, ms. */
-  gossipDelayMs?: number;
-  gossipJitterMs?: number;
+  /** How gossip delivers each state message to each router: delay distribution and loss (gossip.ts); default DEFAULT_GOSSIP. */
+  gossip?: GossipModel;
   /** Router config overrides (e.g. loadFactor). */
   routerOverrides?: Record<string, unknown>;
   /** Agent config overrides (e.g. publishChangeTokens), for every replica. */
@@ -121,7 +122,11 @@ export async function runDes(o: DesOptions): Promise<PolicyResult> {
   // Per agent per simulated second of the whole run (warm-up and drain included): what gossip carried.
   const perS = (n: number): number => Math.round((10 * n) / fleet.replicas.length / Math.max(1e-9, q.now / 1000)) / 10;
   const published = fleet.replicas.reduce((a, r) => ({ messages: a.messages + r.core.publisher.messages, bytes: a.bytes + r.core.publisher.bytes }), { messages: 0, bytes: 0 });
-  const gossip = published.messages > 0 ? { messagesPerReplicaS: perS(published.messages), bytesPerReplicaS: perS(published.bytes) } : undefined;
+  const view = fleet.routers[0]!.view;
+  let viewHashes = 0;
+  for (const r of view.replicas.values()) viewHashes += r.digestSize;
+  const pulls = fleet.routers.reduce((n, rt) => n + rt.view.pulls.ok + rt.view.pulls.failed, 0);
+  const gossip = published.messages > 0 ? { messagesPerReplicaS: perS(published.messages), bytesPerReplicaS: perS(published.bytes), pulls, viewHashes, viewBytes: view.indexBytes } : undefined;
   return summarize(o.policy, { routers: fleet.routers.length, replicas: o.replicas }, results, totals, o.durationS, { perReplicaLoad, ...(gossip ? { gossip } : {}) });
 }
 
@@ -138,7 +143,8 @@ type Outcomes = { finish(rec: Rec): void; fail(rec: Rec, code: string, status: n
 function buildFleet(o: DesOptions, q: EventQueue, profile: EngineProfile, hop: number, random: () => number, out: Outcomes, prepared: WeakMap<RequestInfo, Prepared>): Fleet {
   const deployment = deploymentOf(o.policy);
   const routers: Array<RouterCore<Rec>> = [];
-  const feed = feedHooks(deployment.feed, q, routers, random, { delayMs: o.gossipDelayMs ?? 5, jitterMs: o.gossipJitterMs ?? 15 });
+  const gossip = o.gossip ?? DEFAULT_GOSSIP;
+  const feed = feedHooks(deployment.feed, q, routers, random, gossip);
   const hooks: ReplicaHooks = {
     ...feed.hooks,
     token: (rec, generated, at) => {
@@ -190,15 +196,21 @@ function buildFleet(o: DesOptions, q: EventQueue, profile: EngineProfile, hop: n
 }
 
 /** The feed's side of the replicas (feeds.ts): how their state messages reach the routers, and when they are built. */
-function feedHooks(feed: Feed, q: EventQueue, routers: ReadonlyArray<RouterCore<Rec>>, random: () => number, gossip: { delayMs: number; jitterMs: number }) {
+function feedHooks(feed: Feed, q: EventQueue, routers: ReadonlyArray<RouterCore<Rec>>, random: () => number, gossip: GossipModel) {
   const deliver = (state: ReplicaState): void => {
     for (const rt of routers) rt.receive(state);
   };
   if (feed.kind === 'gossip') {
-    return {
-      hooks: { published: (state: ReplicaState) => { for (const rt of routers) q.after(gossip.delayMs + random() * gossip.jitterMs, () => rt.receive(state)); } },
-      start: (r: DesReplica, scrapeAt: number, publishAt: number) => r.start(scrapeAt, publishAt),
+    const delay = delaySampler(gossip.delay, random);
+    const loss = gossip.loss;
+    const published = (state: ReplicaState): void => {
+      for (const rt of routers) {
+        // No draw when nothing is lost: the default keeps the run's random stream.
+        if (loss > 0 && random() < loss) continue;
+        q.after(delay(), () => rt.receive(state));
+      }
     };
+    return { hooks: { published }, start: (r: DesReplica, scrapeAt: number, publishAt: number) => r.start(scrapeAt, publishAt) };
   }
   const published = feed.delayMs === 0 ? deliver : (state: ReplicaState): void => void q.after(feed.delayMs, () => deliver(state));
   const poll = (r: DesReplica, everyMs: number): void => {

@@ -71,7 +71,7 @@ export class DigestSync {
   /** A replica appeared (or reappeared in a recycled slot): an empty digest. */
   join(r: ReplicaRecord): void {
     r.digestSize = 0;
-    this.#bySlot[r.slot] = { replica: r, table: new Hash64Table(INITIAL_DIGEST_HASHES), boot: '', seq: -1, pulling: false, lastPullAt: -Infinity, pending: [] };
+    this.#bySlot[r.slot] = { replica: r, table: new Hash64Table(INITIAL_DIGEST_HASHES, false), boot: '', seq: -1, pulling: false, lastPullAt: -Infinity, pending: [] };
   }
 
   /** A replica is forgotten: its hashes leave the index; a pull in flight is ignored when it lands. */
@@ -187,7 +187,7 @@ export class DigestSync {
   #replace(d: DigestState, hashes: BigUint64Array): void {
     const { holders } = this.#opts;
     const slot = d.replica.slot;
-    const next = new Hash64Table(hashes.length);
+    const next = new Hash64Table(hashes.length, false);
     const h = halves(hashes);
     for (let i = 0; i < h.length; i += 2) next.set(h[i]!, h[i + 1]!, 0);
     const old = d.table;

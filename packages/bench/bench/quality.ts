@@ -1,0 +1,102 @@
+/**
+ * Placement quality over a matrix of DES runs: warmpath's TTFT p50 / p99
+ * (over every request sent) and cache hit rate for each (scenario, seed,
+ * routers), on the worker pool. DES runs are deterministic, so unchanged
+ * behaviour shows as identical numbers: `--save` writes the rows, and
+ * `--compare` prints a saved run beside this one (before → after).
+ *
+ *   node packages/bench/bench/quality.ts [--scenarios seed,chat,trace,longctx] [--seeds 1,2,3]
+ *     [--routers 1,4] [--replicas N] [--rate R] [--duration S] [--policy warmpath]
+ *     [--agent-set k=v …] [--router-set k=v …] [--save rows.json] [--compare rows.json]
+ *     [--gossip-delays uniform:5:20,lognormal:500:1500] [--gossip-losses 0,0.05]
+ *
+ * With gossip delays or losses, every (delay, loss) pair is one more axis of
+ * the matrix (the DES gossip model, packages/bench/src/des/gossip.ts).
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { p50AllRequests, p99AllRequests } from '../src/goals.ts';
+import { DEFAULT_GOSSIP, validateGossip } from '../src/des/gossip.ts';
+import { DesPool, type DesJob } from '../src/pool.ts';
+
+const { values } = parseArgs({
+  options: {
+    scenarios: { type: 'string', default: 'seed,chat,trace,longctx' },
+    seeds: { type: 'string', default: '1,2,3' },
+    routers: { type: 'string', default: '1,4' },
+    replicas: { type: 'string', default: '0' },
+    rate: { type: 'string', default: '0' },
+    duration: { type: 'string', default: '0' },
+    policy: { type: 'string', default: 'warmpath' },
+    'agent-set': { type: 'string', multiple: true, default: [] },
+    'router-set': { type: 'string', multiple: true, default: [] },
+    save: { type: 'string', default: '' },
+    compare: { type: 'string', default: '' },
+    workers: { type: 'string', default: '2' },
+    'gossip-delays': { type: 'string', default: DEFAULT_GOSSIP.delay },
+    'gossip-losses': { type: 'string', default: String(DEFAULT_GOSSIP.loss) },
+  },
+});
+
+/** One measured cell: TTFT p50 / p99 in ms over every request sent, hit rate 0–1. */
+export interface QualityRow {
+  scenario: string;
+  seed: number;
+  routers: number;
+  /** Gossip delay spec and loss probability. */
+  delay: string;
+  loss: number;
+  p50: number;
+  p99: number;
+  hit: number;
+  completed: number;
+  requests: number;
+  /** Digest snapshots all routers pulled; one router's digest tables at the end, MiB. */
+  pulls: number;
+  viewMiB: number;
+}
+
+const list = (s: string): string[] => s.split(',').filter((x) => x !== '');
+const sets = (xs: string[]): Record<string, string> => Object.fromEntries(xs.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+const key = (r: Pick<QualityRow, 'scenario' | 'seed' | 'routers' | 'delay' | 'loss'>): string => `${r.scenario}/${r.seed}/${r.routers}/${r.delay}/${r.loss}`;
+const cell = (r: QualityRow | undefined): string => (r === undefined ? '—' : `${r.p50.toFixed(0)} / ${r.p99.toFixed(0)} / ${(r.hit * 100).toFixed(1)}%`);
+const cost = (r: QualityRow): string => `${r.completed}/${r.requests} | ${r.pulls} | ${r.viewMiB.toFixed(1)}`;
+
+const agentOverrides = sets(values['agent-set']);
+const routerOverrides = sets(values['router-set']);
+const pool = new DesPool(Number(values.workers));
+const jobs: DesJob[] = [];
+for (const scenario of list(values.scenarios))
+  for (const seed of list(values.seeds).map(Number))
+    for (const routers of list(values.routers).map(Number))
+      for (const delay of list(values['gossip-delays']))
+        for (const loss of list(values['gossip-losses']).map(Number)) {
+          const gossip = validateGossip({ delay, loss });
+          jobs.push({ scenario, seed, rate: Number(values.rate), duration: Number(values.duration), replicas: Number(values.replicas), routers, l4: 'random', policy: values.policy, agentOverrides, routerOverrides, gossip });
+        }
+
+const started = Date.now();
+const rows = await Promise.all(
+  jobs.map(async (job): Promise<QualityRow | string> => {
+    const out = await pool.run(job);
+    const id = { scenario: job.scenario, seed: job.seed, routers: job.routers, delay: job.gossip!.delay, loss: job.gossip!.loss };
+    if (!out.ok) return `${key(id)}: failed: ${out.error.split('\n')[0]}`;
+    const r = out.result;
+    const row: QualityRow = { ...id, p50: p50AllRequests(r), p99: p99AllRequests(r), hit: r.cache_hit_rate, completed: r.completed, requests: r.requests, pulls: r.detail?.gossip?.pulls ?? 0, viewMiB: (r.detail?.gossip?.viewBytes ?? 0) / 2 ** 20 };
+    console.error(`  ${key(id)}: ${cell(row)} | ${cost(row)} (${out.seconds.toFixed(0)} s)`);
+    return row;
+  }),
+);
+await pool.close();
+const ok = rows.filter((r): r is QualityRow => typeof r !== 'string');
+for (const f of rows) if (typeof f === 'string') console.log(f);
+if (values.save !== '') writeFileSync(values.save, JSON.stringify(ok, null, 1));
+const before = values.compare === '' ? undefined : new Map((JSON.parse(readFileSync(values.compare, 'utf8')) as QualityRow[]).map((r) => [key({ ...r, delay: r.delay ?? DEFAULT_GOSSIP.delay, loss: r.loss ?? DEFAULT_GOSSIP.loss }), r]));
+console.log(`TTFT p50 / p99 (ms, every request) / hit rate; ${values.policy}; ${((Date.now() - started) / 1000).toFixed(0)} s on a shared machine`);
+console.log(before === undefined ? '| scenario | seed | routers | gossip delay | loss | result | answered | pulls | one view, MiB |\n|---|--:|--:|---|--:|---|--:|--:|--:|' : '| scenario | seed | routers | gossip delay | loss | before | after | same |\n|---|--:|--:|---|--:|---|---|---|');
+for (const r of ok) {
+  const b = before?.get(key(r));
+  const same = b !== undefined && b.p50 === r.p50 && b.p99 === r.p99 && b.hit === r.hit ? 'yes' : 'no';
+  const id = `| ${r.scenario} | ${r.seed} | ${r.routers} | ${r.delay} | ${r.loss} |`;
+  console.log(before === undefined ? `${id} ${cell(r)} | ${cost(r)} |` : `${id} ${cell(b)} | ${cell(r)} | ${same} |`);
+}

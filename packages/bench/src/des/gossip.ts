@@ -1,0 +1,66 @@
+/**
+ * How the simulator's gossip delivers one agent's state message to one
+ * router: a delay drawn from a distribution, or a loss.
+ *
+ * Delay distributions, written `name:a:b` (ms):
+ *  - `uniform:min:max` — min + U(0, max − min). The default, `uniform:5:20`,
+ *    is what every published DES figure used (one gossipsub hop on a LAN).
+ *  - `exp:base:mean` — base + an exponential tail with the given mean over
+ *    base: most messages near the base, a few late (a queue on a busy relay).
+ *  - `lognormal:p50:p99` — a lognormal with that median and 99th percentile
+ *    (σ = ln(p99 / p50) / 2.326): a long, heavy tail (a mesh of routers that
+ *    relays across a WAN or under load).
+ * Loss: each (message, router) pair is lost with probability `loss`,
+ * independently; a router that misses a message sees a gap in the digest
+ * deltas and pulls the snapshot, and sees the replica's load only at its
+ * next message. Messages may arrive out of order (each draw is independent);
+ * the older one is then superseded, as gossipsub over several mesh paths does.
+ * Complexity: O(1) per delivery; one or two draws per delivery from the run's
+ * stream, and none for loss when `loss` is 0 (so the default keeps the
+ * stream, hence every published figure, unchanged).
+ */
+
+export interface GossipModel {
+  /** The delay spec as given (recorded in results). */
+  readonly delay: string;
+  /** Probability a given router misses a given message, 0–1. */
+  readonly loss: number;
+}
+
+export const DEFAULT_GOSSIP: GossipModel = Object.freeze({ delay: 'uniform:5:20', loss: 0 });
+
+/** z of the standard normal's 99th percentile. */
+const Z99 = 2.326;
+
+/** A delay sampler over `random` (uniform in [0, 1)), ms; throws a message naming what is acceptable. */
+export function delaySampler(spec: string, random: () => number): () => number {
+  const [name, ...rest] = spec.split(':');
+  const args = rest.map(Number);
+  const bad = (why: string): Error => new Error(`gossip delay "${spec}": ${why}; expected uniform:min:max, exp:base:mean or lognormal:p50:p99 (ms)`);
+  if (args.length !== 2 || args.some((x) => !Number.isFinite(x) || x < 0)) throw bad('two non-negative numbers after the name');
+  const [a, b] = args as [number, number];
+  switch (name) {
+    case 'uniform':
+      if (b < a) throw bad('max below min');
+      return () => a + random() * (b - a);
+    case 'exp':
+      if (b < a) throw bad('mean below base');
+      return () => a - (b - a) * Math.log(1 - random());
+    case 'lognormal': {
+      if (a <= 0 || b < a) throw bad('need 0 < p50 ≤ p99');
+      const mu = Math.log(a);
+      const sigma = Math.log(b / a) / Z99;
+      // Box–Muller: one standard normal from two uniforms.
+      return () => Math.exp(mu + sigma * Math.sqrt(-2 * Math.log(1 - random())) * Math.cos(2 * Math.PI * random()));
+    }
+    default:
+      throw bad(`unknown distribution "${name}"`);
+  }
+}
+
+/** Checks a model before a run starts (the CLI's and the worker's errors say the same). */
+export function validateGossip(g: GossipModel): GossipModel {
+  delaySampler(g.delay, Math.random);
+  if (!(g.loss >= 0 && g.loss < 1)) throw new Error(`gossip loss ${g.loss}: expected a probability in [0, 1)`);
+  return g;
+}
