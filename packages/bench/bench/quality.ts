@@ -10,6 +10,8 @@
  *     [--agent-set k=v …] [--router-set k=v …] [--save rows.json] [--compare rows.json]
  *     [--gossip-delays uniform:5:20,lognormal:500:1500] [--gossip-losses 0,0.05]
  *
+ * Smoke: --scenarios seed --seeds 1 --routers 1 --duration 2
+ *
  * With gossip delays or losses, every (delay, loss) pair is one more axis of
  * the matrix (the DES gossip model, packages/bench/src/des/gossip.ts).
  */

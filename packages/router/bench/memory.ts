@@ -13,7 +13,9 @@
  * after a boot with a cache), so the view pulls the snapshot the agent's
  * admin API serves (msgpack, decoded and diffed into the index).
  *
- *   node --expose-gc packages/router/bench/memory.ts [replicas=1000] [digestMaxHashes=0 (the agent's default)] [cacheChunks=6750]
+ *   node packages/router/bench/memory.ts [replicas=1000] [digestMaxHashes=0 (the agent's default)] [cacheChunks=6750]
+ *
+ * Smoke: 20
  *
  * `cacheChunks` sizes the cache model instead (it grows up to twice its
  * nominal size when the engine holds more than it predicted).
@@ -22,6 +24,8 @@
  * move them.
  */
 import { encodeSnapshot, type ReplicaState } from '@warmpath/shared/wire';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { mulberry32 } from '@warmpath/shared/runtime';
 import { agentConfig } from '../../agent/src/config.ts';
 import { CacheModel, chunksFor } from '../../agent/src/cache-model.ts';
@@ -37,12 +41,13 @@ const TENANTS = 24;
 const chunkChars = agentDefaults.chunkChars;
 const capacity = Number(process.argv[4] ?? 0) || chunksFor(KV_TOKENS, agentDefaults.charsPerToken, chunkChars);
 
-const gc = (globalThis as { gc?: () => void }).gc;
-if (gc === undefined) throw new Error('run with node --expose-gc');
+// A full collection before each reading; --expose-gc on the command line is not needed.
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
 const mib = (b: number): string => (b / 2 ** 20).toFixed(0);
 function measure(): { heap: number; buffers: number; rss: number } {
-  gc!();
-  gc!();
+  gc();
+  gc();
   const m = process.memoryUsage();
   return { heap: m.heapUsed, buffers: m.arrayBuffers, rss: m.rss };
 }
