@@ -86,6 +86,16 @@ export const MAX_RPC_BYTES = 4 * 1024 * 1024;
 export const INBOUND_CONNECTIONS_PER_HOST_PER_S = 100;
 
 /**
+ * Inbound connections in their handshake (pnet, noise, yamux) at once: 64.
+ * When a fleet (re)starts, many agents dial the same router together, each
+ * holding a slot until its upgrade ends; libp2p's default of 10 refused most
+ * of 60 agents dialing 8 routers on one host (about 40 failed dials in the
+ * first seconds, each costing a re-pick). Lower guards better against a flood
+ * of half-open connections, which INBOUND_UPGRADE_TIMEOUT_MS also bounds.
+ */
+export const MAX_PENDING_INBOUND = 64;
+
+/**
  * Connections held open at most, by default: 300, libp2p's default (per node:
  * `maxConnections`). In a mesh a node needs its gossip peers (an agent: 2; a
  * router: its router peers) plus, on a router, the agents that picked it

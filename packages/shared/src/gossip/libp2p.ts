@@ -30,6 +30,7 @@ import {
   INVALID_MESSAGE_DECAY,
   INVALID_MESSAGE_WEIGHT,
   IP_COLOCATION_FACTOR_WEIGHT,
+  MAX_PENDING_INBOUND,
   MAX_RPC_BYTES,
   MESH_D,
   MESH_D_HI,
@@ -67,6 +68,7 @@ export async function buildLibp2p(config: ValidatedOptions): Promise<GossipLibp2
       dialTimeout: config.timing.dialTimeoutMs,
       inboundUpgradeTimeout: INBOUND_UPGRADE_TIMEOUT_MS,
       inboundConnectionThreshold: INBOUND_CONNECTIONS_PER_HOST_PER_S,
+      maxIncomingPendingConnections: MAX_PENDING_INBOUND,
     },
     services: {
       identify: identify(),
