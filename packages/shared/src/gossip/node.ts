@@ -146,6 +146,11 @@ class GossipNodeImpl implements GossipNode {
     return this.#libp2p.getPeers().map(String);
   }
 
+  async disconnect(peer: string): Promise<void> {
+    const id = this.#libp2p.getConnections().find((c) => c.remotePeer.toString() === peer)?.remotePeer;
+    if (id !== undefined) await this.#libp2p.hangUp(id);
+  }
+
   meshPeers(): string[] {
     return [...this.#mesh];
   }

@@ -140,6 +140,8 @@ export interface GossipNode {
   onEvent(handler: (event: GossipEvent) => void): () => void;
   /** Connected peers (any topic). */
   peers(): string[];
+  /** Hangs up every connection to `peer` (it may dial back; a publish-only node that was hung up on picks another router first). */
+  disconnect(peer: string): Promise<void>;
   /** Peers in this node's fleet-topic mesh. */
   meshPeers(): string[];
   stats(): GossipStats;
