@@ -65,6 +65,7 @@ export class MeshFleet {
   readonly agents: MeshAgent[] = [];
   readonly #o: MeshOptions;
   readonly #swarmKey = generateSwarmKey();
+  #nextAgent = 0;
   readonly #digest = new BigUint64Array(DIGEST_HASHES).map((_, i) => BigInt(i + 1) * 0x9e3779b97f4a7c15n);
 
   private constructor(o: MeshOptions) {
@@ -77,7 +78,7 @@ export class MeshFleet {
       for (let i = 0; i < o.routers; i++) await fleet.#addRouter(i);
       const all = fleet.routerAddrs();
       for (let i = 0; i < o.agents; i += START_BATCH) {
-        await Promise.all(Array.from({ length: Math.min(START_BATCH, o.agents - i) }, (_, j) => fleet.#addAgent(i + j, all)));
+        await Promise.all(Array.from({ length: Math.min(START_BATCH, o.agents - i) }, () => fleet.addAgent(all)));
         await fleet.#linked(fleet.agents.slice(i));
       }
     } catch (err) {
@@ -165,12 +166,14 @@ export class MeshFleet {
     this.routers.push(router);
   }
 
-  async #addAgent(i: number, candidates: string[]): Promise<void> {
+  /** Starts one more agent with these candidate routers (not waiting for its links). */
+  async addAgent(candidates: string[]): Promise<MeshAgent> {
+    const name = `agent-${this.#nextAgent++}`;
     const identity = await generateIdentity();
-    const name = `agent-${i}`;
     const agent: MeshAgent = { name, node: await this.#agentNode(identity, candidates), identity, bootAt: Date.now() - 60_000, seq: 0, sentAt: new Map() };
     await this.#start(name, agent.node);
     this.agents.push(agent);
+    return agent;
   }
 
   /** Waits (at most BATCH_WAIT_MS) until these agents hold their router links, so the next batch does not pile onto pending handshakes. */
