@@ -14,12 +14,16 @@
  *    encryption and framing included;
  *  - connections per node: router↔router, router↔agent, agent.
  *
- *   node_modules/.bin/node packages/router/bench/mesh.ts [--agents 60,120] [--routers 8] [--interval-ms 1000] [--seconds 10]
+ *   node_modules/.bin/node packages/router/bench/mesh.ts [--agents 60,120] [--routers 8] [--rate 30] [--seconds 10]
  *
- * Every node shares one event loop, so latencies include every other node's
- * CPU work (the process's event-loop utilization is printed beside them): an
- * upper bound for a fleet of real processes, and noisy on a loaded host.
- * Bytes and connection counts do not depend on CPU.
+ * `--rate` is the fleet's state messages per second, the same for every
+ * fleet size (each agent publishes every agents/rate seconds), so rows differ
+ * only in how many agents there are. Every node shares one event loop, and
+ * one message costs about routers × mesh degree encrypted relays, so a
+ * higher rate saturates this one process (the event-loop utilization is
+ * printed): latencies are then queueing in this process, an upper bound for
+ * a fleet of real processes, and noisy on a loaded host. Bytes (also per
+ * message) and connection counts do not depend on CPU.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { subscribe } from 'node:diagnostics_channel';
@@ -32,18 +36,20 @@ const { values: args } = parseArgs({
   options: {
     agents: { type: 'string', default: '60,120' },
     routers: { type: 'string', default: '8' },
-    'interval-ms': { type: 'string', default: '1000' },
+    rate: { type: 'string', default: '30' },
     seconds: { type: 'string', default: '10' },
   },
 });
 const SIZES = args.agents.split(',').map(Number);
 const ROUTERS = Number(args.routers);
-const INTERVAL_MS = Number(args['interval-ms']);
+const RATE = Number(args.rate);
 const WINDOW_S = Number(args.seconds);
 /** New agents started one after another for the new-replica figure. */
 const NEW_REPLICAS = 5;
 /** A new agent publishes this often until every router holds it, ms: an agent's default period. */
 const NEW_AGENT_PUBLISH_MS = 250;
+/** A new replica not on every router after this long counts as ∞, ms. */
+const NEW_REPLICA_TIMEOUT_MS = 30_000;
 /** Production gossip timing: a 700 ms heartbeat; dials and stream set-up get room on a loaded host. */
 const TIMING = { heartbeatIntervalMs: 700, redialIntervalMs: 1_000, dialTimeoutMs: 10_000, silentPeerGraceMs: 15_000 };
 const CONVERGE_TIMEOUT_MS = 120_000;
@@ -92,6 +98,9 @@ async function waitUntil(check: () => boolean, timeoutMs: number, what: string):
 
 interface Row {
   agents: number;
+  intervalMs: number;
+  /** State messages published per second in the window. */
+  rate: number;
   routers: number;
   newReplicaMs: number[];
   latency: { p50: number; p99: number; max: number; n: number; expected: number };
@@ -102,6 +111,7 @@ interface Row {
 }
 
 async function run(agents: number): Promise<Row> {
+  const intervalMs = (1_000 * agents) / RATE;
   const latencies: number[] = [];
   let measuring = false;
   const fleet = await MeshFleet.start({
@@ -118,10 +128,10 @@ async function run(agents: number): Promise<Row> {
   });
   const timer = setInterval(() => {
     for (const a of fleet.agents) void fleet.publish(a);
-  }, INTERVAL_MS);
+  }, intervalMs);
   try {
     await waitUntil(() => fleet.routers.every((r) => r.view.replicas.size === agents), CONVERGE_TIMEOUT_MS, 'every router to see every replica');
-    await sleep(2 * INTERVAL_MS);
+    await sleep(2 * intervalMs);
     // Window: delivery latency, bytes, event-loop utilization.
     const before = bytesByNode();
     const elu0 = performance.eventLoopUtilization();
@@ -144,6 +154,8 @@ async function run(agents: number): Promise<Row> {
     const newReplicaMs = await newReplicas(fleet);
     return {
       agents,
+      intervalMs,
+      rate: published / WINDOW_S,
       routers: ROUTERS,
       newReplicaMs,
       latency: { p50: quantile(latencies, 0.5), p99: quantile(latencies, 0.99), max: latencies.at(-1) ?? Number.NaN, n: latencies.length, expected: published * ROUTERS },
@@ -168,8 +180,10 @@ async function newReplicas(fleet: MeshFleet): Promise<number[]> {
     const timer = setInterval(() => void fleet.publish(agent), NEW_AGENT_PUBLISH_MS);
     void fleet.publish(agent);
     try {
-      await waitUntil(() => fleet.routers.every((r) => r.view.replicas.has(agent.name)), 30_000, `every router to see ${agent.name}`);
-      out.push(performance.now() - t0);
+      await waitUntil(() => fleet.routers.every((r) => r.view.replicas.has(agent.name)), NEW_REPLICA_TIMEOUT_MS, `every router to see ${agent.name}`).then(
+        () => out.push(performance.now() - t0),
+        () => out.push(Number.POSITIVE_INFINITY),
+      );
     } finally {
       clearInterval(timer);
     }
@@ -177,19 +191,19 @@ async function newReplicas(fleet: MeshFleet): Promise<number[]> {
   return out;
 }
 
-const fmt = (x: number, d = 0): string => (Number.isFinite(x) ? x.toFixed(d) : '—');
+const fmt = (x: number, d = 0): string => (Number.isFinite(x) ? x.toFixed(d) : x === Number.POSITIVE_INFINITY ? '∞' : '—');
 const span = (xs: number[]): string => `${Math.min(...xs)}–${Math.max(...xs)}`;
 
 const rows: Row[] = [];
 for (const agents of SIZES) rows.push(await run(agents));
-console.log(`\ngossip mesh: ${ROUTERS} routers, each agent publishing to 2 of them every ${INTERVAL_MS} ms; ${WINDOW_S} s window; one process (event-loop utilization shown: latency is CPU-bound when it nears 1)\n`);
-console.log('| agents × routers | new replica on every router, ms (median / max of 5) | delivery p50 / p99 / max, ms | delivered / expected | router KB/s in / out (max in) | agent KB/s in / out | connections: router↔router, router↔agent, agent | event loop |');
-console.log('|---|---|---|---|---|---|---|---|');
+console.log(`\ngossip mesh: ${ROUTERS} routers, each agent publishing to 2 of them; ${RATE} state messages/s fleet-wide; ${WINDOW_S} s window; one process (event-loop utilization shown: latency is CPU-bound when it nears 1)\n`);
+console.log('| agents × routers | each agent publishes every | new replica on every router, ms (median / max of 5) | delivery p50 / p99 / max, ms | delivered / expected | router KB/s in / out (max in) | router bytes in per message | agent KB/s in / out | connections: router↔router, router↔agent, agent | event loop |');
+console.log('|---|---|---|---|---|---|---|---|---|---|');
 for (const r of rows) {
   const nr = [...r.newReplicaMs].sort((a, b) => a - b);
   console.log(
-    `| ${r.agents} × ${r.routers} | ${fmt(quantile(nr, 0.5))} / ${fmt(nr.at(-1)!)} | ${fmt(r.latency.p50, 1)} / ${fmt(r.latency.p99, 1)} / ${fmt(r.latency.max, 1)} | ${r.latency.n} / ${r.latency.expected} | ` +
-      `${fmt(r.routerKBs.in, 1)} / ${fmt(r.routerKBs.out, 1)} (${fmt(r.routerKBs.maxIn, 1)}) | ${fmt(r.agentKBs.in, 2)} / ${fmt(r.agentKBs.out, 2)} | ` +
+    `| ${r.agents} × ${r.routers} | ${fmt(r.intervalMs / 1_000, 1)} s | ${fmt(quantile(nr, 0.5))} / ${fmt(nr.at(-1)!)} | ${fmt(r.latency.p50, 1)} / ${fmt(r.latency.p99, 1)} / ${fmt(r.latency.max, 1)} | ${r.latency.n} / ${r.latency.expected} | ` +
+      `${fmt(r.routerKBs.in, 1)} / ${fmt(r.routerKBs.out, 1)} (${fmt(r.routerKBs.maxIn, 1)}) | ${fmt((r.routerKBs.in * 1024) / r.rate)} | ${fmt(r.agentKBs.in, 2)} / ${fmt(r.agentKBs.out, 2)} | ` +
       `${span(r.conns.routerRouter)}, ${span(r.conns.routerAgent)}, ${span(r.conns.agent)} | ${fmt(r.elu, 2)} |`,
   );
 }
