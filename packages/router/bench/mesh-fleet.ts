@@ -121,6 +121,20 @@ export class MeshFleet {
     }
   }
 
+  /**
+   * Every agent publishes once per `intervalMs`, the agents spread evenly over
+   * the period (one publish every intervalMs / agents), as independent agents
+   * are: never all at once. Returns the stop function.
+   */
+  startPublishing(intervalMs: number): () => void {
+    let next = 0;
+    const timer = setInterval(() => {
+      const agent = this.agents[next++ % this.agents.length];
+      if (agent !== undefined) void this.publish(agent);
+    }, Math.max(1, intervalMs / Math.max(1, this.agents.length)));
+    return () => clearInterval(timer);
+  }
+
   /** The routers an agent is connected to. */
   linksOf(agent: MeshAgent): MeshRouter[] {
     const peers = new Set(agent.node.peers());

@@ -126,9 +126,7 @@ async function run(agents: number): Promise<Row> {
       if (sent !== undefined) latencies.push(at - sent);
     },
   });
-  const timer = setInterval(() => {
-    for (const a of fleet.agents) void fleet.publish(a);
-  }, intervalMs);
+  const stopPublishing = fleet.startPublishing(intervalMs);
   try {
     await waitUntil(() => fleet.routers.every((r) => r.view.replicas.size === agents), CONVERGE_TIMEOUT_MS, 'every router to see every replica');
     await sleep(2 * intervalMs);
@@ -165,7 +163,7 @@ async function run(agents: number): Promise<Row> {
       conns: { routerRouter: c.routerToRouter, routerAgent: c.routerToAgent, agent: c.agent },
     };
   } finally {
-    clearInterval(timer);
+    stopPublishing();
     await fleet.stop();
   }
 }

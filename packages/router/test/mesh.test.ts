@@ -25,7 +25,7 @@ const live = (r: MeshRouter): number => [...r.view.replicas.values()].filter((x)
 
 describe(`a router mesh: ${AGENTS} agents × ${ROUTERS} routers, each agent linked to 2 routers`, () => {
   let fleet: MeshFleet;
-  let timer: ReturnType<typeof setInterval> | undefined;
+  let stopPublishing: (() => void) | undefined;
   /** Origins of what router-0 applied, by replica: the latest. */
   const origins = new Map<string, GossipOrigin>();
 
@@ -39,13 +39,11 @@ describe(`a router mesh: ${AGENTS} agents × ${ROUTERS} routers, each agent link
         if (router.name === 'router-0') origins.set(state.replica, origin);
       },
     });
-    timer = setInterval(() => {
-      for (const a of fleet.agents) void fleet.publish(a);
-    }, PUBLISH_MS);
+    stopPublishing = fleet.startPublishing(PUBLISH_MS);
   }, 60_000);
 
   afterAll(async () => {
-    clearInterval(timer);
+    stopPublishing?.();
     await fleet?.stop();
   });
 
