@@ -3,8 +3,9 @@
  * one generated swarm key:
  *  - R routers, each a real subscribed gossip node feeding a real FleetView
  *    through the topic validator (`judge`) and `applyBytes`, as router.ts
- *    wires them; router i bootstraps to routers 0..i-1 and, with
- *    `routerPeers` = 0, dials all of them;
+ *    wires them; every router has every router's address as a candidate (as
+ *    from one DNS name: ports are reserved first, addresses carry no peer
+ *    id, a router skips its own) and keeps `routerPeers` of them (0 = all);
  *  - A agents, each a publish-only gossip node with a persistent identity,
  *    sending its replica's state in the real wire encoding to `agentPeers`
  *    routers that it picks from every router's address.
@@ -16,6 +17,7 @@
  * (≈ 0.8 KB encoded), about the size of an agent's average message on the
  * seed scenario, and never need a snapshot pull.
  */
+import { createServer } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { createGossipNode, generateIdentity, generateSwarmKey, type GossipNode, type GossipOrigin, type GossipTiming } from '@warmpath/shared/gossip';
 import { decodeState, encodeState, type ReplicaState } from '@warmpath/shared/wire';
@@ -75,7 +77,9 @@ export class MeshFleet {
   static async start(o: MeshOptions): Promise<MeshFleet> {
     const fleet = new MeshFleet(o);
     try {
-      for (let i = 0; i < o.routers; i++) await fleet.#addRouter(i);
+      const ports = await freePorts(o.routers);
+      const addrs = ports.map((p) => `/ip4/127.0.0.1/tcp/${p}`);
+      for (let i = 0; i < o.routers; i++) await fleet.#addRouter(i, addrs[i]!, addrs);
       const all = fleet.routerAddrs();
       for (let i = 0; i < o.agents; i += START_BATCH) {
         await Promise.all(Array.from({ length: Math.min(START_BATCH, o.agents - i) }, () => fleet.addAgent(all)));
@@ -156,14 +160,15 @@ export class MeshFleet {
     await Promise.all([...this.agents, ...this.routers].map((n) => n.node.stop().catch(() => {})));
   }
 
-  async #addRouter(i: number): Promise<void> {
+  async #addRouter(i: number, listen: string, candidates: string[]): Promise<void> {
     const config = routerConfig({ fleet: MESH_FLEET });
     const view = new FleetView({ fleet: MESH_FLEET, chunkChars: config.chunkChars, stateTtlMs: config.stateTtlMs, forgetAfterMs: config.forgetAfterMs });
     const node = await createGossipNode({
       fleet: MESH_FLEET,
       swarmKey: this.#swarmKey,
       onWarning: null,
-      bootstrap: this.routerAddrs(),
+      listen: [listen],
+      bootstrap: candidates,
       gossipPeers: this.#o.routerPeers ?? 0,
       ...(this.#o.timing !== undefined ? { timing: this.#o.timing } : {}),
     });
@@ -238,4 +243,18 @@ export class MeshFleet {
       digest: { from: -1, size: DIGEST_HASHES, added: this.#digest, removed: new BigUint64Array(0) },
     };
   }
+}
+
+/** n free TCP ports on 127.0.0.1, reserved by listening and released at once (another process could take one in between: unlikely). */
+async function freePorts(n: number): Promise<number[]> {
+  const servers = await Promise.all(
+    Array.from({ length: n }, () => new Promise<ReturnType<typeof createServer>>((resolve, reject) => {
+      const server = createServer();
+      server.once('error', reject);
+      server.listen(0, '127.0.0.1', () => resolve(server));
+    })),
+  );
+  const ports = servers.map((server) => (server.address() as { port: number }).port);
+  await Promise.all(servers.map((server) => new Promise((r) => server.close(r))));
+  return ports;
 }

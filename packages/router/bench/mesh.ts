@@ -14,7 +14,7 @@
  *    encryption and framing included;
  *  - connections per node: router↔router, router↔agent, agent.
  *
- *   node_modules/.bin/node packages/router/bench/mesh.ts [--agents 60,120] [--routers 8] [--rate 30] [--seconds 10]
+ *   node_modules/.bin/node packages/router/bench/mesh.ts [--agents 60,120] [--routers 8] [--router-peers 0] [--rate 30] [--seconds 10]
  *
  * `--rate` is the fleet's state messages per second, the same for every
  * fleet size (each agent publishes every agents/rate seconds), so rows differ
@@ -36,12 +36,15 @@ const { values: args } = parseArgs({
   options: {
     agents: { type: 'string', default: '60,120' },
     routers: { type: 'string', default: '8' },
+    'router-peers': { type: 'string', default: '0' },
     rate: { type: 'string', default: '30' },
     seconds: { type: 'string', default: '10' },
   },
 });
 const SIZES = args.agents.split(',').map(Number);
 const ROUTERS = Number(args.routers);
+/** Router peers each router keeps (gossipPeers; 0 = all earlier routers). */
+const ROUTER_PEERS = Number(args['router-peers']);
 const RATE = Number(args.rate);
 const WINDOW_S = Number(args.seconds);
 /** New agents started one after another for the new-replica figure. */
@@ -118,6 +121,7 @@ async function run(agents: number): Promise<Row> {
     routers: ROUTERS,
     agents,
     agentPeers: 2,
+    routerPeers: ROUTER_PEERS,
     timing: TIMING,
     wrapStart: (name, start) => owner.run(name, start),
     onDelivery: (_router, state, _origin, at) => {
@@ -194,7 +198,7 @@ const span = (xs: number[]): string => `${Math.min(...xs)}–${Math.max(...xs)}`
 
 const rows: Row[] = [];
 for (const agents of SIZES) rows.push(await run(agents));
-console.log(`\ngossip mesh: ${ROUTERS} routers, each agent publishing to 2 of them; ${RATE} state messages/s fleet-wide; ${WINDOW_S} s window; one process (event-loop utilization shown: latency is CPU-bound when it nears 1)\n`);
+console.log(`\ngossip mesh: ${ROUTERS} routers (each keeping ${ROUTER_PEERS === 0 ? 'every other' : ROUTER_PEERS} router peer(s)), each agent publishing to 2 of them; ${RATE} state messages/s fleet-wide; ${WINDOW_S} s window; one process (event-loop utilization shown: latency is CPU-bound when it nears 1)\n`);
 console.log('| agents × routers | each agent publishes every | new replica on every router, ms (median / max of 5) | delivery p50 / p99 / max, ms | delivered / expected | router KB/s in / out (max in) | router bytes in per message | agent KB/s in / out | connections: router↔router, router↔agent, agent | event loop |');
 console.log('|---|---|---|---|---|---|---|---|---|---|');
 for (const r of rows) {

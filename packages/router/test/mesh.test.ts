@@ -65,11 +65,11 @@ describe(`a router mesh: ${AGENTS} agents × ${ROUTERS} routers, each agent link
       expect(r.view.drops.relayed ?? 0, r.name).toBe(0);
     }
     // The author of a relayed state is the agent that signed it, not the relay.
+    // (A copy from a relay can also beat the author's own copy to a router it is linked to.)
     const relayed = [...origins.entries()].filter(([, o]) => o.via !== o.peer);
-    expect(relayed.length).toBeGreaterThan(0);
+    expect(relayed.filter(([, o]) => o.addresses.length === 0).length).toBeGreaterThan(0);
     for (const [replica, o] of relayed) {
       expect(o.peer).toBe(fleet.agents.find((a) => a.name === replica)!.node.peerId);
-      expect(o.addresses).toEqual([]);
       expect(fleet.routers.map((r) => r.node.peerId)).toContain(o.via);
     }
   }, CONVERGE_MS + 10_000);
