@@ -54,7 +54,7 @@ export interface MeshRouter {
 
 export interface MeshAgent {
   readonly name: string;
-  node: GossipNode;
+  readonly node: GossipNode;
   readonly identity: Uint8Array;
   readonly bootAt: number;
   seq: number;
@@ -103,26 +103,6 @@ export class MeshFleet {
     agent.sentAt.set(agent.seq, performance.now());
     agent.sentAt.delete(agent.seq - 64);
     return agent.node.publish(encodeState(this.#state(agent))).catch(() => 0);
-  }
-
-  /**
-   * Restarts agents' gossip nodes under the same identities with other
-   * candidate routers, START_BATCH at a time. Each comes back once no router
-   * holds its old connection: a router that still does when the new one
-   * arrives keeps the old gossipsub stream and never announces itself on the
-   * new connection until the silent-peer check hangs it up.
-   */
-  async restartAgents(agents: MeshAgent[], candidates: string[]): Promise<void> {
-    for (let i = 0; i < agents.length; i += START_BATCH) {
-      const batch = agents.slice(i, i + START_BATCH);
-      await Promise.all(batch.map((a) => a.node.stop()));
-      const gone = new Set(batch.map((a) => a.node.peerId));
-      const deadline = performance.now() + BATCH_WAIT_MS;
-      while (performance.now() < deadline && this.routers.some((r) => r.node.peers().some((p) => gone.has(p)))) await new Promise((r) => setTimeout(r, 50));
-      for (const a of batch) a.node = await this.#agentNode(a.identity, candidates);
-      await Promise.all(batch.map((a) => this.#start(a.name, a.node)));
-      await this.#linked(batch);
-    }
   }
 
   /**
