@@ -219,6 +219,10 @@ async function joinGossip(config: AgentConfig, logger: Logger): Promise<GossipNo
     fleet: config.fleet,
     listen: [...config.gossipListen],
     bootstrap: [...config.bootstrap],
+    bootstrapDns: [...config.bootstrapDns],
+    gossipPeers: config.gossipPeers,
+    maxConnections: config.gossipMaxConnections,
+    timing: { dnsIntervalMs: config.bootstrapDnsIntervalMs },
     // Agents publish; routers subscribe. An agent never receives the fleet's state.
     subscribe: false,
     ...(config.swarmKey !== '' ? { swarmKey: readFileSync(config.swarmKey, 'utf8') } : {}),

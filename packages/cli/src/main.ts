@@ -24,7 +24,8 @@ const commands: Record<string, { summary: string; load: () => Promise<{ run(argv
   demo: { summary: 'start a local fleet: simulators, agents and two routers', load: () => import('./demo.ts') },
   bench: { summary: 'run a benchmark scenario across routing policies', load: () => import('@warmpath/bench/cli') },
   goals: { summary: "check the benchmark's goals on every scenario (discrete-event mode)", load: () => import('@warmpath/bench/goals') },
-  'swarm-key': { summary: "print a new swarm key (the fleet's gossip network key) to stdout", load: () => import('./swarm-key.ts') },
+  keygen: { summary: "print a new swarm key (the fleet's gossip network key), or make a node identity file (--identity)", load: () => import('./swarm-key.ts') },
+  'swarm-key': { summary: 'the same as keygen', load: () => import('./swarm-key.ts') },
 };
 
 /** Lines of `warmpath --help` after the command list. */
@@ -39,7 +40,7 @@ const EXAMPLES = [
 ];
 
 function usage(): string {
-  const rows = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(8)} ${c.summary}`);
+  const rows = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(9)} ${c.summary}`);
   return [
     'usage: warmpath <command> [options]',
     'Warmpath places each LLM request where its prompt prefix and LoRA adapter are already warm: an agent beside each inference engine, stateless routers in front, joined by gossip.',

@@ -1,7 +1,7 @@
 /**
  * The two shell scripts the Kubernetes base mounts, run for real with /bin/sh:
- * start.sh turns the peers a name resolves to into --bootstrap flags and
- * records the started process's PID; drain-agent.sh signals that process and
+ * start.sh execs the CLI with its arguments and records the started
+ * process's PID; drain-agent.sh signals that process and
  * returns only once it has exited. Only processes this test starts are
  * signalled (the PID file names them).
  */
@@ -19,7 +19,7 @@ const DRAIN = join(KUBE_DIR, 'scripts/drain-agent.sh');
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('deploy/kubernetes/scripts', () => {
-  it('start.sh execs the CLI with one --bootstrap per resolved address and writes its PID', () => {
+  it('start.sh execs the CLI with its arguments and writes its PID', () => {
     // A stand-in for the warmpath binary: prints its PID and arguments.
     const cli = join(dir, 'fake-warmpath');
     writeFileSync(cli, '#!/bin/sh\necho "$$ $*"\n');
@@ -27,19 +27,13 @@ describe('deploy/kubernetes/scripts', () => {
     const pidFile = join(dir, 'agent.pid');
     const res = spawnSync('/bin/sh', [START, 'agent', '--fleet', 'f'], {
       encoding: 'utf8',
-      env: { PATH: process.env.PATH, GOSSIP_PEERS_SERVICE: 'localhost', GOSSIP_PEERS_WAIT_S: '0', GOSSIP_PEERS_PORT: '4101', CLI_PATH: cli, AGENT_PID_FILE: pidFile },
+      env: { PATH: process.env.PATH, CLI_PATH: cli, AGENT_PID_FILE: pidFile },
     });
     expect(res.stderr).toBe('');
     const [pid, ...args] = res.stdout.trim().split(' ');
-    expect(args.join(' ')).toBe('agent --fleet f --bootstrap /ip4/127.0.0.1/tcp/4101');
+    expect(args.join(' ')).toBe('agent --fleet f');
     // exec keeps the PID: the file names the CLI process itself.
     expect(readFileSync(pidFile, 'utf8').trim()).toBe(pid);
-  });
-
-  it('start.sh refuses to start without the peers Service', () => {
-    const res = spawnSync('/bin/sh', [START, 'router'], { encoding: 'utf8', env: { PATH: process.env.PATH, CLI_PATH: '/bin/true' } });
-    expect(res.status).not.toBe(0);
-    expect(res.stderr).toMatch(/GOSSIP_PEERS_SERVICE/);
   });
 
   it('drain-agent.sh sends SIGTERM and returns only after the process has finished draining', async () => {

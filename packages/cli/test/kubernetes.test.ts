@@ -12,6 +12,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AGENT_SCHEMA } from '@warmpath/agent';
 import { ROUTER_SCHEMA } from '@warmpath/router';
+import { DEFAULT_GOSSIP_PORT } from '@warmpath/shared/gossip';
 import { envName, loadConfig, type Schema } from '@warmpath/shared/runtime';
 import { parseAllDocuments, parse as parseYaml } from 'yaml';
 import { describe, expect, it } from 'vitest';
@@ -54,10 +55,10 @@ interface PodSpec {
   containers: Container[];
   terminationGracePeriodSeconds?: number;
   securityContext?: { runAsUser?: number };
-  volumes?: Array<{ name: string; secret?: { secretName: string }; configMap?: { name: string } }>;
+  volumes?: Array<{ name: string; secret?: { secretName: string }; configMap?: { name: string }; emptyDir?: object }>;
 }
 interface Workload { metadata: { name: string }; spec: { selector: { matchLabels: Record<string, string> }; template: { metadata: { labels: Record<string, string> }; spec: PodSpec } } }
-interface ServiceSpec { clusterIP?: string; publishNotReadyAddresses?: boolean; selector: Record<string, string>; ports: Array<{ targetPort: string | number }> }
+interface ServiceSpec { clusterIP?: string; publishNotReadyAddresses?: boolean; selector: Record<string, string>; ports: Array<{ port: number; targetPort: string | number }> }
 
 const byKind = (kind: string): Doc[] => docs.filter((d) => d.obj.kind === kind);
 const named = <T>(kind: string, name: string): T => {
@@ -202,12 +203,27 @@ describe('deploy/kubernetes: wired to the agent and router as they are', () => {
     }
   });
 
-  it('finds gossip peers through headless Services that select the other side, ready or not', () => {
-    for (const [c, otherLabels] of [[agentContainer, router.spec.template.metadata.labels], [routerContainer, model.spec.template.metadata.labels]] as const) {
-      const service = named<{ spec: ServiceSpec }>('Service', environment(c).GOSSIP_PEERS_SERVICE!);
+  it("agents and routers resolve the routers' headless Service (ready or not) on the gossip port; routers bound their router links and accept relayed state from the pod network", () => {
+    const agent = configOf(AGENT_SCHEMA, agentContainer);
+    const routerConfig = configOf(ROUTER_SCHEMA, routerContainer);
+    for (const config of [agent, routerConfig]) {
+      expect(config.bootstrapDns).toHaveLength(1);
+      const service = named<{ spec: ServiceSpec }>('Service', config.bootstrapDns[0]!);
       expect(service.spec.clusterIP).toBe('None');
       expect(service.spec.publishNotReadyAddresses).toBe(true);
-      expect(otherLabels).toMatchObject(service.spec.selector);
+      expect(router.spec.template.metadata.labels).toMatchObject(service.spec.selector);
+      // No port in the name: the default gossip port, which the routers listen on.
+      expect(service.spec.ports.map((p) => p.port)).toEqual([DEFAULT_GOSSIP_PORT]);
+      expect(portOf(routerContainer, 'gossip')).toBe(DEFAULT_GOSSIP_PORT);
+    }
+    expect(agent.gossipPeers).toBe(2);
+    expect(routerConfig.gossipPeers).toBeGreaterThan(0);
+    expect(routerConfig.agentNetworks.length).toBeGreaterThan(0);
+    for (const [w, c] of [[model, agentContainer], [router, routerContainer]] as const) {
+      const path = configOf(c === agentContainer ? AGENT_SCHEMA : ROUTER_SCHEMA, c).identityFile;
+      const mount = (c.volumeMounts ?? []).find((m) => path.startsWith(`${m.mountPath}/`));
+      expect(mount, `${c.name} mounts a volume for ${path}`).toBeDefined();
+      expect(w.spec.template.spec.volumes?.find((v) => v.name === mount!.name)?.emptyDir, `${path} is on an emptyDir`).toBeDefined();
     }
   });
 

@@ -80,6 +80,26 @@ describe('publisher trust', () => {
     expect(t.check(state('r', 'http://10.1.2.3:9000'), from('A', [], 'relay'), T0)).toBe('relayed');
   });
 
+  it('relayed state (author not connected here) may name agentNetworks, or only what the relay could name itself', () => {
+    const t = trust({ agentNetworks: ['10.8.0.0/16', '*.pods.example'] });
+    const relayed = (viaAddresses: string[]): Origin => ({ peer: 'A', via: 'R', addresses: [], viaAddresses });
+    // Inside agentNetworks, whoever relays it.
+    expect(t.check(state('r', 'http://10.8.3.4:9000'), relayed(['10.9.0.1']), T0)).toBeUndefined();
+    expect(t.check(state('r', 'http://a.pods.example:9000', { admin: 'http://a.pods.example:9001' }), relayed(['10.9.0.1']), T0)).toBeUndefined();
+    // Outside: refused as relayed, even an address the author would be allowed from its own connection.
+    expect(t.check(state('r', 'http://10.1.2.3:9000'), relayed(['10.9.0.1']), T0)).toBe('relayed');
+    expect(t.check(state('r', 'http://10.8.3.4:9000', { admin: 'http://169.254.169.254/' }), relayed(['10.9.0.1']), T0)).toBe('relayed');
+    // A remote relay cannot vouch for this machine's loopback.
+    expect(t.check(state('r', 'http://127.0.0.1:9000'), relayed(['10.9.0.1']), T0)).toBe('relayed');
+    // What the relay could publish itself: its own address, and on one machine any local address.
+    expect(t.check(state('r', 'http://10.9.0.1:9000'), relayed(['10.9.0.1']), T0)).toBeUndefined();
+    expect(t.check(state('r', 'http://127.0.0.1:9000'), relayed(['127.0.0.1']), T0)).toBeUndefined();
+    // No relay addresses known: nothing but agentNetworks.
+    expect(t.check(state('r', 'http://127.0.0.1:9000'), relayed([]), T0)).toBe('relayed');
+    // Without agentNetworks a remote relay brings nothing.
+    expect(trust().check(state('r', 'http://10.8.3.4:9000'), relayed(['10.9.0.1']), T0)).toBe('relayed');
+  });
+
   it(`meters each peer: a burst of ${PEER_MESSAGE_BURST}, then ${PEER_MESSAGES_PER_S} per second`, () => {
     const t = trust();
     let ok = 0;

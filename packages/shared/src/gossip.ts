@@ -7,13 +7,18 @@
  *  2. Build libp2p: TCP, optional pnet protector (pre-shared swarm key),
  *     noise, yamux, identify, gossipsub (signed messages, flood publish, only
  *     the fleet topic allowed).
- *  3. start(): listen, subscribe to `warmpath/<fleet>/state/1` (every node
- *     subscribes, so every node relays), dial the bootstrap peers, then
- *     re-dial the unconnected ones every BOOTSTRAP_REDIAL_INTERVAL_MS so a
- *     restarted peer is rejoined. On the same tick every node hangs up peers
- *     that stayed silent on the fleet topic past SILENT_PEER_GRACE_MS (a
- *     gossipsub stream that failed to open is never re-opened by the library
- *     while the connection lives), so the redial rebuilds them.
+ *  3. start(): listen; routers subscribe to `warmpath/<fleet>/state/1` and
+ *     form a gossipsub mesh among themselves (degree MESH_D, peer exchange on
+ *     prune), relaying every state to the routers an agent is not connected
+ *     to; agents publish only. Dial the candidates — static bootstrap
+ *     multiaddrs and every address of the bootstrapDns names, re-resolved
+ *     periodically — all of them, or with `gossipPeers` = k enough to keep k
+ *     routers connected, re-picked when one goes away; re-dial every
+ *     BOOTSTRAP_REDIAL_INTERVAL_MS so a restarted peer is rejoined. On the
+ *     same tick every node hangs up peers that stayed silent on the fleet
+ *     topic past SILENT_PEER_GRACE_MS (a gossipsub stream that failed to open
+ *     is never re-opened by the library while the connection lives), so the
+ *     redial rebuilds them.
  *  4. While no bootstrap peer and no other peer is connected for
  *     ISOLATION_WARNING_AFTER_MS, warn the operator once per episode. A wrong
  *     swarm key makes dials time out rather than fail, so this is the only
@@ -21,22 +26,26 @@
  *  5. Deliver messages to handlers inside try/catch; a throwing handler is
  *     counted, never propagated into libp2p.
  *
- * Complexity: publish is O(peers subscribed) sends (flood publish); each
- * tick is O(bootstrap + connections).
+ * Complexity: publish is O(peers subscribed) sends (flood publish: an agent
+ * sends to its k routers); a router forwards each new message to its D mesh
+ * peers and receives about D copies; each tick is O(candidates +
+ * connections).
  *
- * Trade-off: flood publish plus every node being a full subscriber favours
- * latency and delivery in small fleets (tens of nodes) over bandwidth; a fleet
- * of hundreds would want agents as publish-only fanout peers and a lower D.
+ * Trade-off: a relayed state costs one hop of latency per mesh level and D×
+ * the bandwidth of a direct link, in exchange for connections per node that
+ * do not grow with the fleet: an agent holds k links, a router its mesh plus
+ * the agents that picked it.
  */
 
 // Modules: types.ts (the contract), options.ts (validation, topic), keys.ts
 // (swarm key, identity), libp2p.ts (node construction, topic validation),
-// upkeep.ts (redial, silent peers, isolation warning), node.ts (lifecycle,
+// candidates.ts (bootstrap and DNS peers, picking), upkeep.ts (redial,
+// silent peers, isolation warning), node.ts (lifecycle,
 // publish, delivery), constants.ts (tunables with units).
 export { createGossipNode } from './gossip/node.ts';
 export { topicFor } from './gossip/options.ts';
-export { GRAYLIST_THRESHOLD, GOSSIP_THRESHOLD } from './gossip/constants.ts';
-export { generateIdentity, generateSwarmKey, loadIdentity, parseSwarmKey } from './gossip/keys.ts';
+export { DEFAULT_GOSSIP_PORT, GRAYLIST_THRESHOLD, GOSSIP_THRESHOLD, MAX_CONNECTIONS, MESH_D, MESH_D_HI } from './gossip/constants.ts';
+export { generateIdentity, generateSwarmKey, loadIdentity, parseSwarmKey, peerIdOfIdentity } from './gossip/keys.ts';
 export type { SwarmKey } from './gossip/keys.ts';
 export { GossipConfigError } from './gossip/types.ts';
 export type {
@@ -45,6 +54,7 @@ export type {
   GossipOptions,
   GossipOrigin,
   GossipPrivateKey,
+  GossipResolver,
   GossipStats,
   GossipTiming,
   GossipValidator,

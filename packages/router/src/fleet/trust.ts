@@ -17,6 +17,13 @@
  *     local address when that connection is itself loopback (one machine);
  *     or a network (CIDR) or host name on `agentNetworks`. Nothing else is
  *     ever fetched or sent a prompt.
+ *  6. relayed state (the author has no connection to this router; another
+ *     router relayed it through the mesh; gossipsub's signature still names
+ *     the author): there is no address of the author to check against, so
+ *     `url` and `admin` must lie in `agentNetworks`, or be what the relaying
+ *     peer could publish itself (its own address; over a loopback connection,
+ *     any address of this machine). A relay thus vouches for nothing it could
+ *     not claim on its own. Otherwise it is refused as `relayed`.
  *  And `spend` meters each peer's messages (a token bucket) before any of it.
  * Complexity: O(1) per message (O(networks) for the address check).
  * Trade-off: binding ids to keys means an agent restarted under a new key
@@ -35,6 +42,8 @@ export interface Origin {
   readonly via: string;
   /** Remote IPs of this router's direct connections to the author. */
   readonly addresses: readonly string[];
+  /** Remote IPs of this router's connections to `via` (step 6); none when unknown. */
+  readonly viaAddresses?: readonly string[];
 }
 
 /** Why gossip state was refused (counted in the fleet view's drops). */
@@ -111,9 +120,8 @@ export class PublisherTrust {
     const owns = owner?.peer === origin.peer;
     if (owner !== undefined && !owns && now - owner.lastSeen <= this.#ttlMs && !allowlisted) return 'not_owner';
     if (!owns && (this.#held.get(origin.peer)?.size ?? 0) >= MAX_REPLICAS_PER_PEER) return 'too_many_ids';
-    if (origin.addresses.length === 0) return 'relayed';
-    if (!this.#servable(s.url, origin) || (s.admin !== '' && !this.#servable(s.admin, origin))) return 'foreign_url';
-    return undefined;
+    if (origin.addresses.length === 0) return this.#servable(s, origin.viaAddresses ?? []) ? undefined : 'relayed';
+    return this.#servable(s, origin.addresses) ? undefined : 'foreign_url';
   }
 
   /** The state was applied: `origin` owns its replica id (from now, or still). */
@@ -147,8 +155,12 @@ export class PublisherTrust {
     for (const [peer, b] of this.#buckets) if (now - b.at > forgetMs) this.#buckets.delete(peer);
   }
 
-  /** Could the publisher serve `url`? See step 5 of the header. */
-  #servable(url: string, origin: Origin): boolean {
+  /** May a peer connected from `addresses` name the state's url and admin? Steps 5 and 6 of the header. */
+  #servable(s: ReplicaState, addresses: readonly string[]): boolean {
+    return this.#servableUrl(s.url, addresses) && (s.admin === '' || this.#servableUrl(s.admin, addresses));
+  }
+
+  #servableUrl(url: string, addresses: readonly string[]): boolean {
     let host: string;
     try {
       const u = new URL(url);
@@ -158,12 +170,12 @@ export class PublisherTrust {
       return false;
     }
     const family = isIP(host);
-    if (family === 0) return host === 'localhost' ? origin.addresses.some(isLoopback) : this.#hosts.some((h) => hostMatches(host, h));
+    if (family === 0) return host === 'localhost' ? addresses.some(isLoopback) : this.#hosts.some((h) => hostMatches(host, h));
     const ip = unmapped(host);
     if (this.#networks.check(ip, isIP(ip) === 6 ? 'ipv6' : 'ipv4')) return true;
-    if (origin.addresses.some((a) => unmapped(a) === ip)) return true;
+    if (addresses.some((a) => unmapped(a) === ip)) return true;
     // A peer connected over loopback runs on this machine: it can serve any of its addresses.
-    return origin.addresses.some(isLoopback) && (isLoopback(ip) || (this.#local ??= localAddresses()).has(ip));
+    return addresses.some(isLoopback) && (isLoopback(ip) || (this.#local ??= localAddresses()).has(ip));
   }
 }
 

@@ -86,10 +86,72 @@ export const MAX_RPC_BYTES = 4 * 1024 * 1024;
 export const INBOUND_CONNECTIONS_PER_HOST_PER_S = 100;
 
 /**
- * Connections held open at most: 300, libp2p's default. Each costs a socket
- * and a yamux session; a fleet rarely needs more than routers + agents.
+ * Inbound connections in their handshake (pnet, noise, yamux) at once: 64.
+ * When a fleet (re)starts, many agents dial the same router together, each
+ * holding a slot until its upgrade ends; libp2p's default of 10 refused most
+ * of 60 agents dialing 8 routers on one host (about 40 failed dials in the
+ * first seconds, each costing a re-pick). Lower guards better against a flood
+ * of half-open connections, which INBOUND_UPGRADE_TIMEOUT_MS also bounds.
+ */
+export const MAX_PENDING_INBOUND = 64;
+
+/**
+ * Connections held open at most, by default: 300, libp2p's default (per node:
+ * `maxConnections`). In a mesh a node needs its gossip peers (an agent: 2; a
+ * router: its router peers) plus, on a router, the agents that picked it
+ * (agents × their gossipPeers / routers on average). Beyond the cap libp2p
+ * refuses inbound connections and closes the least valued ones (agents first:
+ * they are never in a mesh); a refused agent picks another router. Each
+ * connection costs a socket and a yamux session.
  */
 export const MAX_CONNECTIONS = 300;
+
+/**
+ * Gossip port a name from `bootstrapDns` is dialed on when it names none
+ * (`name` rather than `name:port`): the port the docs and manifests use.
+ */
+export const DEFAULT_GOSSIP_PORT = 4001;
+
+/**
+ * Every 10 s, re-resolve the `bootstrapDns` names (every A/AAAA record), so a
+ * new pod behind a Kubernetes headless Service is found within about one DNS
+ * TTL plus this. Lower finds new peers sooner at the cost of more lookups
+ * (one per name per interval).
+ */
+export const DNS_INTERVAL_MS = 10_000;
+
+/**
+ * Gossipsub mesh degree among routers (agents publish only and are in no
+ * mesh): each router keeps D = 6 router peers in its mesh, between Dlo = 4 and
+ * Dhi = 12 (gossipsub's defaults, pinned here). A state reaches every router
+ * in about log_D(routers) relay hops: 2 for 8 routers, 3 up to ~200. Each
+ * router then receives a message about D times (one copy per mesh peer, the
+ * rest dropped as duplicates before any signature check), so a higher D costs
+ * bandwidth linearly and buys little latency; a lower D risks a mesh that
+ * splits when routers leave. Dout = 2 of the mesh must be connections this
+ * router dialed (a peer that floods us with inbound links cannot own the
+ * mesh); Dlazy = 6 routers outside the mesh get IHAVE gossip each heartbeat,
+ * which repairs a message lost on a mesh link.
+ */
+export const MESH_D = 6;
+export const MESH_D_LO = 4;
+export const MESH_D_HI = 12;
+export const MESH_D_OUT = 2;
+export const MESH_D_LAZY = 6;
+
+/**
+ * Peer exchange: a router that prunes a peer from an over-full mesh (more than
+ * Dhi) sends it up to 16 other routers' signed peer records, and the pruned
+ * router dials them, so routers that found only a few others through
+ * bootstrap or DNS spread over the fleet instead of piling onto the same few.
+ * PX from a peer scoring below 0 (one that sent invalid messages) is ignored;
+ * 0 rather than gossipsub's default of 10 because an honest router that has
+ * just connected scores 0 and the swarm key already keeps strangers out.
+ * Raising it makes PX trust only peers that have delivered for a while.
+ */
+export const DO_PX = true;
+export const ACCEPT_PX_THRESHOLD = 0;
+export const PRUNE_PEERS = 16;
 
 /**
  * Gossipsub's IP-colocation score penalty (default weight -5 beyond 10 peers

@@ -4,7 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
-import { generateKeyPair, privateKeyToProtobuf } from '@libp2p/crypto/keys';
+import { generateKeyPair, privateKeyFromProtobuf, privateKeyToProtobuf } from '@libp2p/crypto/keys';
 import { GossipConfigError } from './types.ts';
 
 const SWARM_KEY_HEADER = '/key/swarm/psk/1.0.0/';
@@ -80,4 +80,13 @@ export async function loadIdentity(path: string): Promise<Uint8Array> {
     throw new GossipConfigError(`identity file ${path}: ${(err as Error).message}`);
   }
   return key;
+}
+
+/** The peer id (`12D3KooW…`) of an identity's protobuf bytes, as routers list it in agentPeers. */
+export function peerIdOfIdentity(key: Uint8Array): string {
+  try {
+    return privateKeyFromProtobuf(key).publicKey.toString();
+  } catch (err) {
+    throw new GossipConfigError(`not a libp2p identity file: ${(err as Error).message}`);
+  }
 }

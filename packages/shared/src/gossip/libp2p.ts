@@ -1,9 +1,13 @@
 /**
  * Builds the libp2p node behind a gossip node: TCP, optional pnet protector
- * (pre-shared swarm key), noise, yamux, identify and gossipsub (signed
- * messages, flood publish, only the fleet topic allowed, peer scoring on it:
- * rejected messages graylist their sender). Not started; the topic validator
- * is node.ts's.
+ * (pre-shared swarm key), noise, yamux, identify and gossipsub (StrictSign:
+ * every message carries its author's signature, checked on receipt, so the
+ * author is known even when a router relays it; flood publish; only the fleet
+ * topic allowed; a router mesh of degree MESH_D with peer exchange on prune;
+ * peer scoring: rejected messages graylist their sender). No direct peers:
+ * they need peer ids known in advance and bypass the mesh and its scoring,
+ * where bootstrap/DNS candidates plus PX reach the same routers. Not started;
+ * the topic validator is node.ts's.
  */
 import { noise } from '@chainsafe/libp2p-noise';
 import { yamux } from '@chainsafe/libp2p-yamux';
@@ -17,6 +21,8 @@ import { tcp } from '@libp2p/tcp';
 import { createLibp2p } from 'libp2p';
 import type { Libp2p, Libp2pOptions } from 'libp2p';
 import {
+  ACCEPT_PX_THRESHOLD,
+  DO_PX,
   GOSSIP_THRESHOLD,
   GRAYLIST_THRESHOLD,
   INBOUND_CONNECTIONS_PER_HOST_PER_S,
@@ -24,8 +30,14 @@ import {
   INVALID_MESSAGE_DECAY,
   INVALID_MESSAGE_WEIGHT,
   IP_COLOCATION_FACTOR_WEIGHT,
-  MAX_CONNECTIONS,
+  MAX_PENDING_INBOUND,
   MAX_RPC_BYTES,
+  MESH_D,
+  MESH_D_HI,
+  MESH_D_LAZY,
+  MESH_D_LO,
+  MESH_D_OUT,
+  PRUNE_PEERS,
   PUBLISH_THRESHOLD,
 } from './constants.ts';
 import type { ValidatedOptions } from './options.ts';
@@ -52,15 +64,24 @@ export async function buildLibp2p(config: ValidatedOptions): Promise<GossipLibp2
     connectionEncrypters: [noise()],
     streamMuxers: [yamux()],
     connectionManager: {
-      maxConnections: MAX_CONNECTIONS,
+      maxConnections: config.maxConnections,
       dialTimeout: config.timing.dialTimeoutMs,
       inboundUpgradeTimeout: INBOUND_UPGRADE_TIMEOUT_MS,
       inboundConnectionThreshold: INBOUND_CONNECTIONS_PER_HOST_PER_S,
+      maxIncomingPendingConnections: MAX_PENDING_INBOUND,
     },
     services: {
       identify: identify(),
       pubsub: gossipsub({
         emitSelf: false,
+        globalSignaturePolicy: 'StrictSign',
+        D: MESH_D,
+        Dlo: MESH_D_LO,
+        Dhi: MESH_D_HI,
+        Dout: MESH_D_OUT,
+        Dlazy: MESH_D_LAZY,
+        doPX: DO_PX,
+        prunePeers: PRUNE_PEERS,
         allowPublishToZeroTopicPeers: true,
         floodPublish: true,
         fallbackToFloodsub: false,
@@ -88,7 +109,12 @@ export async function buildLibp2p(config: ValidatedOptions): Promise<GossipLibp2
             }),
           },
         },
-        scoreThresholds: { gossipThreshold: GOSSIP_THRESHOLD, publishThreshold: PUBLISH_THRESHOLD, graylistThreshold: GRAYLIST_THRESHOLD },
+        scoreThresholds: {
+          gossipThreshold: GOSSIP_THRESHOLD,
+          publishThreshold: PUBLISH_THRESHOLD,
+          graylistThreshold: GRAYLIST_THRESHOLD,
+          acceptPXThreshold: ACCEPT_PX_THRESHOLD,
+        },
         // Without a fast id, every duplicate copy (one per mesh peer) has its
         // signature verified before it is recognised as a duplicate.
         fastMsgIdFn: (msg) => (msg.from != null && msg.seqno != null ? fastId(msg.from, msg.seqno) : `unkeyed:${++unkeyed}`),

@@ -42,6 +42,8 @@ class GossipNodeImpl implements GossipNode {
     handlerErrors: 0,
     dialFailures: 0,
     silentPeersDropped: 0,
+    dnsFailures: 0,
+    overCapDropped: 0,
     rejected: 0,
     ignored: 0,
   };
@@ -66,7 +68,7 @@ class GossipNodeImpl implements GossipNode {
     });
     libp2p.addEventListener('peer:connect', ({ detail }) => {
       const peer = detail.toString();
-      this.#upkeep.peerConnected(peer);
+      this.#upkeep.peerConnected(peer, this.#mesh);
       this.#emit({ type: 'peer:connect', peer });
     });
     libp2p.addEventListener('peer:disconnect', ({ detail }) => {
@@ -144,6 +146,11 @@ class GossipNodeImpl implements GossipNode {
     return this.#libp2p.getPeers().map(String);
   }
 
+  async disconnect(peer: string): Promise<void> {
+    const id = this.#libp2p.getConnections().find((c) => c.remotePeer.toString() === peer)?.remotePeer;
+    if (id !== undefined) await this.#libp2p.hangUp(id);
+  }
+
   meshPeers(): string[] {
     return [...this.#mesh];
   }
@@ -157,7 +164,7 @@ class GossipNodeImpl implements GossipNode {
     if (msg.data.byteLength > MAX_MESSAGE_BYTES || msg.type !== 'signed') return this.#verdict('reject');
     const validate = this.#validator;
     if (validate === undefined) return TopicValidatorResult.Accept;
-    const origin = this.#originOf(msg.from, via.toString());
+    const origin = this.#originOf(msg.from, via);
     this.#origins.set(msg, origin);
     try {
       return this.#verdict(validate(msg.data, origin));
@@ -177,21 +184,28 @@ class GossipNodeImpl implements GossipNode {
     return TopicValidatorResult.Ignore;
   }
 
-  /** The author, the neighbour a message came through, and the IPs of our direct connections to the author. */
-  #originOf(author: PeerId, via: string): GossipOrigin {
+  /** The author, the neighbour a message came through, and the IPs of our direct connections to each. */
+  #originOf(author: PeerId, via: PeerId): GossipOrigin {
+    const peer = author.toString();
+    const relay = via.toString();
+    const addresses = this.#addressesOf(author);
+    return { peer, via: relay, addresses, viaAddresses: relay === peer ? addresses : this.#addressesOf(via) };
+  }
+
+  #addressesOf(peer: PeerId): string[] {
     const addresses: string[] = [];
-    for (const conn of this.#libp2p.getConnections(author)) {
+    for (const conn of this.#libp2p.getConnections(peer)) {
       const ip = conn.remoteAddr.getComponents().find((c) => c.code === CODE_IP4 || c.code === CODE_IP6)?.value;
       if (ip !== undefined && !addresses.includes(ip)) addresses.push(ip);
     }
-    return { peer: author.toString(), via, addresses };
+    return addresses;
   }
 
   #onPubsubMessage(msg: Message): void {
     if (msg.topic !== this.topic || msg.type !== 'signed') return;
     this.#stats.received++;
     const from = msg.from.toString();
-    const origin = this.#origins.get(msg) ?? this.#originOf(msg.from, from);
+    const origin = this.#origins.get(msg) ?? this.#originOf(msg.from, msg.from);
     for (const handler of this.#messageHandlers) this.#guard(() => handler(msg.data, from, origin));
   }
 

@@ -3,16 +3,20 @@
  * GossipConfigError saying what is acceptable; defaults come from
  * constants.ts; the result is frozen.
  */
+import { lookup } from 'node:dns/promises';
 import { privateKeyFromProtobuf } from '@libp2p/crypto/keys';
 import { multiaddr } from '@multiformats/multiaddr';
 import type { Multiaddr } from '@multiformats/multiaddr';
 import {
   BOOTSTRAP_REDIAL_INTERVAL_MS,
+  DEFAULT_GOSSIP_PORT,
   DEFAULT_LISTEN,
   DIAL_TIMEOUT_MS,
+  DNS_INTERVAL_MS,
   FLEET_NAME_PATTERN,
   HEARTBEAT_INTERVAL_MS,
   ISOLATION_WARNING_AFTER_MS,
+  MAX_CONNECTIONS,
   SILENT_PEER_GRACE_MS,
   TOPIC_PREFIX,
   TOPIC_SUFFIX,
@@ -20,13 +24,18 @@ import {
 import { parseSwarmKey } from './keys.ts';
 import type { SwarmKey } from './keys.ts';
 import { GossipConfigError } from './types.ts';
-import type { GossipOptions, GossipPrivateKey, GossipTiming, GossipWarning } from './types.ts';
+import type { GossipOptions, GossipPrivateKey, GossipResolver, GossipTiming, GossipWarning } from './types.ts';
 
 export interface ValidatedOptions {
   fleet: string;
   topic: string;
   listen: string[];
   bootstrap: Multiaddr[];
+  /** `bootstrapDns` names with their ports. */
+  dns: ReadonlyArray<{ name: string; port: number }>;
+  resolve: GossipResolver;
+  gossipPeers: number;
+  maxConnections: number;
   swarmKey: SwarmKey | undefined;
   privateKey: GossipPrivateKey | undefined;
   onWarning: ((warning: GossipWarning) => void) | null;
@@ -34,8 +43,12 @@ export interface ValidatedOptions {
   subscribe: boolean;
 }
 
-const OPTION_KEYS = new Set(['fleet', 'listen', 'bootstrap', 'swarmKey', 'insecureNoSwarmKey', 'privateKey', 'onWarning', 'timing', 'subscribe']);
-const TIMING_KEYS = new Set(['heartbeatIntervalMs', 'redialIntervalMs', 'dialTimeoutMs', 'isolationWarningAfterMs', 'silentPeerGraceMs']);
+const OPTION_KEYS = new Set([
+  'fleet', 'listen', 'bootstrap', 'bootstrapDns', 'resolve', 'gossipPeers', 'maxConnections', 'swarmKey', 'insecureNoSwarmKey', 'privateKey', 'onWarning', 'timing', 'subscribe',
+]);
+const TIMING_KEYS = new Set(['heartbeatIntervalMs', 'redialIntervalMs', 'dialTimeoutMs', 'isolationWarningAfterMs', 'silentPeerGraceMs', 'dnsIntervalMs']);
+/** A DNS name, optionally with a port: `routers.prod.svc.cluster.local`, `gpu-hosts:4001`. */
+const DNS_ENTRY = /^([A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*\.?)(?::(\d{1,5}))?$/;
 
 export function topicFor(fleet: string): string {
   validateFleet(fleet);
@@ -71,6 +84,7 @@ function validateTiming(timing: unknown): Required<GossipTiming> {
     dialTimeoutMs: DIAL_TIMEOUT_MS,
     isolationWarningAfterMs: ISOLATION_WARNING_AFTER_MS,
     silentPeerGraceMs: SILENT_PEER_GRACE_MS,
+    dnsIntervalMs: DNS_INTERVAL_MS,
   };
   if (timing === undefined) return out;
   if (timing === null || typeof timing !== 'object') throw new GossipConfigError('timing must be an object');
@@ -87,6 +101,29 @@ function validateTiming(timing: unknown): Required<GossipTiming> {
   return out;
 }
 
+function parseDns(value: unknown): Array<{ name: string; port: number }> {
+  if (value === undefined) return [];
+  if (!Array.isArray(value)) throw new GossipConfigError('bootstrapDns must be an array of DNS names');
+  return value.map((text: unknown, i) => {
+    const m = typeof text === 'string' ? DNS_ENTRY.exec(text) : null;
+    const port = m?.[5] === undefined ? DEFAULT_GOSSIP_PORT : Number(m[5]);
+    if (m === null || port < 1 || port > 65535) {
+      throw new GossipConfigError(`bootstrapDns[${i}] ${JSON.stringify(text)} is not a DNS name with an optional port (e.g. warmpath-routers-gossip or gpu-hosts.internal:4001)`);
+    }
+    return { name: m[1]!, port };
+  });
+}
+
+function count(key: string, value: unknown, fallback: number, min: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > 100_000) throw new GossipConfigError(`${key} must be an integer from ${min} to 100000`);
+  return value;
+}
+
+async function lookupAll(name: string): Promise<string[]> {
+  return (await lookup(name, { all: true })).map((a) => a.address);
+}
+
 export function validateOptions(opts: GossipOptions): ValidatedOptions {
   if (opts === null || typeof opts !== 'object') throw new GossipConfigError('options must be an object');
   for (const key of Object.keys(opts)) {
@@ -96,6 +133,8 @@ export function validateOptions(opts: GossipOptions): ValidatedOptions {
   const listen = parseAddrs('listen', opts.listen ?? [...DEFAULT_LISTEN]).map(String);
   if (listen.length === 0) throw new GossipConfigError('listen must name at least one multiaddr');
   const bootstrap = parseAddrs('bootstrap', opts.bootstrap ?? []);
+  const dns = parseDns(opts.bootstrapDns);
+  if (opts.resolve !== undefined && typeof opts.resolve !== 'function') throw new GossipConfigError('resolve must be a function');
   let privateKey: GossipPrivateKey | undefined;
   if (opts.privateKey instanceof Uint8Array) {
     try {
@@ -123,6 +162,10 @@ export function validateOptions(opts: GossipOptions): ValidatedOptions {
     topic: topicFor(opts.fleet),
     listen,
     bootstrap,
+    dns,
+    resolve: opts.resolve ?? lookupAll,
+    gossipPeers: count('gossipPeers', opts.gossipPeers, 0, 0),
+    maxConnections: count('maxConnections', opts.maxConnections, MAX_CONNECTIONS, 1),
     swarmKey: opts.swarmKey === undefined ? undefined : parseSwarmKey(opts.swarmKey),
     privateKey,
     onWarning,

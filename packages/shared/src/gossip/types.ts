@@ -12,7 +12,12 @@ export interface GossipTiming {
   dialTimeoutMs?: number;
   isolationWarningAfterMs?: number;
   silentPeerGraceMs?: number;
+  /** How often `bootstrapDns` names are re-resolved. */
+  dnsIntervalMs?: number;
 }
+
+/** Every address a name resolves to (A and AAAA); the default is the OS resolver (`dns.lookup`, all: true). */
+export type GossipResolver = (name: string) => Promise<string[]>;
 
 export interface GossipOptions {
   /** Fleet name; the topic is `warmpath/<fleet>/state/1`. */
@@ -21,6 +26,23 @@ export interface GossipOptions {
   listen?: string[];
   /** Multiaddrs of peers to dial, normally ending in /p2p/<peer id>. This node's own address may appear (it is skipped), so every node can share one list. */
   bootstrap?: string[];
+  /**
+   * Names whose every A/AAAA record is a peer to dial, re-resolved every
+   * `timing.dnsIntervalMs`: `name` (port 4001) or `name:port`. A Kubernetes
+   * headless Service lists every pod. The peer id is learned on the first dial.
+   */
+  bootstrapDns?: string[];
+  /** Resolver for `bootstrapDns` (tests inject one). */
+  resolve?: GossipResolver;
+  /**
+   * Stay connected to this many fleet-topic peers (routers) out of the
+   * bootstrap and DNS candidates, picked at random and re-picked when one goes
+   * away; 0 = dial every candidate. Connected subscribers count whoever
+   * dialed. Default 0.
+   */
+  gossipPeers?: number;
+  /** Connections held open at most (libp2p's connection manager); default MAX_CONNECTIONS. */
+  maxConnections?: number;
   /** Contents of a libp2p private-network key file (see generateSwarmKey). Required unless `insecureNoSwarmKey`. */
   swarmKey?: string | Uint8Array;
   /** Join without a swarm key: anyone who reaches the gossip port can join and publish. Tests and experiments only. */
@@ -47,6 +69,8 @@ export interface GossipOrigin {
   readonly via: string;
   /** Remote IP addresses of this node's direct connections to the author; empty when it is not connected. */
   readonly addresses: readonly string[];
+  /** Remote IP addresses of this node's connections to `via` (the same as `addresses` when the author sent it). */
+  readonly viaAddresses: readonly string[];
 }
 
 /** A validator's decision: `reject` drops it and lowers the sender's score; `ignore` drops it without penalty. */
@@ -83,6 +107,10 @@ export interface GossipStats {
   handlerErrors: number;
   /** Bootstrap dials that failed or timed out. */
   dialFailures: number;
+  /** Peers hung up because the node held more than `maxConnections`. */
+  overCapDropped: number;
+  /** `bootstrapDns` lookups that failed (the previous answer is kept). */
+  dnsFailures: number;
   /** Connections hung up because the peer stayed silent on the fleet topic (see SILENT_PEER_GRACE_MS). */
   silentPeersDropped: number;
   /** Fleet-topic messages the validator rejected (the sender's score dropped) or ignored. */
@@ -112,6 +140,8 @@ export interface GossipNode {
   onEvent(handler: (event: GossipEvent) => void): () => void;
   /** Connected peers (any topic). */
   peers(): string[];
+  /** Hangs up every connection to `peer` (it may dial back; a publish-only node that was hung up on picks another router first). */
+  disconnect(peer: string): Promise<void>;
   /** Peers in this node's fleet-topic mesh. */
   meshPeers(): string[];
   stats(): GossipStats;

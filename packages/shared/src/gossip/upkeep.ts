@@ -6,38 +6,26 @@
  *     `silentPeerGraceMs` (a gossipsub stream that failed to open is never
  *     re-opened by the library while the connection lives), so the redial
  *     below rebuilds them with fresh streams.
- *  2. Re-dial every unconnected bootstrap peer, so a restarted peer is
- *     rejoined.
+ *  2. Dial the candidates candidates.ts picks (every unconnected bootstrap
+ *     or DNS peer, or enough of them to keep `gossipPeers` routers), so a
+ *     restarted peer is rejoined and one that went away is replaced.
+ *     `bootstrapDns` names are re-resolved on their own timer
+ *     (`dnsIntervalMs`), each answer followed by a tick.
  *  3. While no bootstrap peer and no other peer is connected for
  *     `isolationWarningAfterMs`, warn the operator once per episode. A wrong
  *     swarm key makes dials time out rather than fail, so this is the only
  *     signal an operator gets.
  *
- * Complexity: O(bootstrap + connections) per tick.
+ * Complexity: O(candidates log candidates + connections) per tick.
  *
  * Trade-off: a fixed-interval redial rejoins a restarted peer within one
  * interval, at the cost of dial attempts against peers that are really gone.
  */
-import { CODE_P2P } from '@multiformats/multiaddr';
-import type { Multiaddr } from '@multiformats/multiaddr';
+import { Candidates, type Candidate } from './candidates.ts';
 import { GOSSIP_WARNING } from './constants.ts';
 import type { GossipLibp2p } from './libp2p.ts';
-import { errorText } from './options.ts';
 import type { ValidatedOptions } from './options.ts';
 import type { GossipStats, GossipWarning } from './types.ts';
-
-interface BootstrapTarget {
-  addr: Multiaddr;
-  text: string;
-  /** From the address's /p2p/ component, else learned from the first successful dial. */
-  peerId: string | undefined;
-  dialing: boolean;
-  lastError: string | undefined;
-}
-
-function peerIdOf(addr: Multiaddr): string | undefined {
-  return addr.getComponents().findLast((c) => c.code === CODE_P2P)?.value;
-}
 
 export class ConnectionUpkeep {
   readonly #libp2p: GossipLibp2p;
@@ -45,11 +33,13 @@ export class ConnectionUpkeep {
   /** The node's counters; upkeep adds dial failures and silent-peer hang-ups. */
   readonly #stats: GossipStats;
   readonly #warn: (warning: GossipWarning) => void;
-  readonly #bootstrap: BootstrapTarget[];
+  readonly #candidates: Candidates;
+  readonly #self: string;
   /** Connected peer → when it connected (local clock, ms), for the silent-peer check. */
   readonly #connectedAt = new Map<string, number>();
   #running = false;
   #timer: ReturnType<typeof setInterval> | undefined;
+  #dnsTimer: ReturnType<typeof setInterval> | undefined;
   #stopController: AbortController | undefined;
   #isolatedSince: number | undefined;
   #isolationWarned = false;
@@ -59,18 +49,19 @@ export class ConnectionUpkeep {
     this.#config = config;
     this.#stats = stats;
     this.#warn = warn;
-    const self = libp2p.peerId.toString();
-    this.#bootstrap = config.bootstrap
-      .map((addr) => ({ addr, text: addr.toString(), peerId: peerIdOf(addr), dialing: false, lastError: undefined }))
-      .filter((target) => target.peerId !== self);
+    this.#self = libp2p.peerId.toString();
+    this.#candidates = new Candidates(config, this.#self, stats);
   }
 
-  peerConnected(peer: string): void {
+  /** `mesh`: the node's fleet-topic mesh peers, kept over the others when the cap is reached. */
+  peerConnected(peer: string, mesh: ReadonlySet<string>): void {
     this.#connectedAt.set(peer, Date.now());
+    this.#enforceCap(mesh);
   }
 
   peerDisconnected(peer: string): void {
     this.#connectedAt.delete(peer);
+    this.#candidates.disconnected(peer);
   }
 
   /** Called before libp2p starts: isolation is measured from here. */
@@ -83,15 +74,22 @@ export class ConnectionUpkeep {
 
   /** Called once libp2p listens. Every node ticks, bootstrap or not: a node that only accepts connections (the first agent of a fleet) must hang up silent peers too. */
   startTicking(): void {
+    this.#candidates.setOwnAddresses(this.#libp2p.getMultiaddrs().map(String));
     this.#timer = setInterval(() => this.#tick(), this.#config.timing.redialIntervalMs);
     this.#tick();
+    if (this.#config.dns.length === 0) return;
+    const resolve = (): void => void this.#candidates.refreshDns().then(() => this.#tick());
+    this.#dnsTimer = setInterval(resolve, this.#config.timing.dnsIntervalMs);
+    resolve();
   }
 
   /** Stops ticking and aborts dials in flight; called before libp2p stops. */
   disarm(): void {
     this.#running = false;
     clearInterval(this.#timer);
+    clearInterval(this.#dnsTimer);
     this.#timer = undefined;
+    this.#dnsTimer = undefined;
     this.#stopController?.abort();
   }
 
@@ -104,14 +102,9 @@ export class ConnectionUpkeep {
     if (!this.#running) return;
     this.#dropSilentPeers();
     const connected = new Set(this.#libp2p.getPeers().map(String));
-    let bootstrapConnected = false;
-    for (const target of this.#bootstrap) {
-      if (target.peerId !== undefined && connected.has(target.peerId)) {
-        bootstrapConnected = true;
-      } else if (!target.dialing) {
-        this.#dial(target);
-      }
-    }
+    const subscribers = new Set(this.#libp2p.services.pubsub.getSubscribers(this.#config.topic).map(String));
+    for (const c of this.#candidates.toDial(connected, subscribers)) this.#dial(c);
+    const bootstrapConnected = this.#candidates.all().some((c) => c.peerId !== undefined && connected.has(c.peerId));
     if (bootstrapConnected || connected.size > 0) {
       this.#isolatedSince = undefined;
       this.#isolationWarned = false;
@@ -153,7 +146,27 @@ export class ConnectionUpkeep {
     }
   }
 
-  #dial(target: BootstrapTarget): void {
+  /**
+   * Holds the node to `maxConnections` peers. libp2p's own cap admits every
+   * inbound upgrade that was already pending and never closes a connection
+   * gossipsub holds streams on, so beyond it this hangs up peers outside the
+   * mesh first (agents, on a router), newest first; a refused agent picks
+   * another router. O(1) under the cap, O(peers log peers) over it.
+   */
+  #enforceCap(mesh: ReadonlySet<string>): void {
+    const peers = this.#libp2p.getPeers();
+    const excess = peers.length - this.#config.maxConnections;
+    if (excess <= 0) return;
+    const ranked = peers
+      .map((id) => ({ id, inMesh: mesh.has(id.toString()), at: this.#connectedAt.get(id.toString()) ?? 0 }))
+      .sort((a, b) => Number(a.inMesh) - Number(b.inMesh) || b.at - a.at);
+    for (const { id } of ranked.slice(0, excess)) {
+      this.#stats.overCapDropped++;
+      this.#libp2p.hangUp(id).catch(() => {});
+    }
+  }
+
+  #dial(target: Candidate): void {
     const stopSignal = this.#stopController?.signal;
     if (stopSignal === undefined || stopSignal.aborted) return;
     target.dialing = true;
@@ -161,14 +174,11 @@ export class ConnectionUpkeep {
     this.#libp2p
       .dial(target.addr, { signal })
       .then(
-        (conn) => {
-          target.peerId ??= conn.remotePeer.toString();
-          target.lastError = undefined;
-        },
+        (conn) => this.#candidates.dialed(target, conn.remotePeer.toString(), this.#self),
         (err: unknown) => {
           if (stopSignal.aborted) return;
           this.#stats.dialFailures++;
-          target.lastError = errorText(err);
+          this.#candidates.failed(target, err);
         },
       )
       .finally(() => {
@@ -178,17 +188,14 @@ export class ConnectionUpkeep {
 
   #isolationMessage(afterMs: number): string {
     const seconds = (afterMs / 1000).toFixed(afterMs % 1000 === 0 ? 0 : 1);
-    const errors = this.#bootstrap
-      .filter((t) => t.lastError !== undefined)
-      .map((t) => `${t.text}: ${t.lastError}`)
-      .join('; ');
+    const errors = this.#candidates.errors();
     const key = this.#config.swarmKey;
     const hint =
       key !== undefined
         ? `This node uses a private network (swarm key fingerprint ${key.fingerprint}); a peer with a different key does not refuse the connection, the dial just times out. If the fleet uses a swarm key, check that this node's key matches the other nodes' key.`
         : 'Check the bootstrap addresses (including /p2p/<peer id>), that those peers are running, and firewalls. If the fleet uses a private network (swarm key), this node needs the same key.';
     return (
-      `gossip (fleet ${this.#config.fleet}): could not connect to any of ${this.#bootstrap.length} bootstrap peer(s) within ${seconds}s ` +
+      `gossip (fleet ${this.#config.fleet}): could not connect to any of ${this.#candidates.size} bootstrap peer(s) within ${seconds}s ` +
       `and no other peer is connected, so this node neither sends nor receives fleet state. ${hint}` +
       (errors !== '' ? ` Last dial errors: ${errors}` : '')
     );

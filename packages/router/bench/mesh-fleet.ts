@@ -1,0 +1,240 @@
+/**
+ * An in-process gossip mesh for the mesh test and bench, on 127.0.0.1 under
+ * one generated swarm key:
+ *  - R routers, each a real subscribed gossip node feeding a real FleetView
+ *    through the topic validator (`judge`) and `applyBytes`, as router.ts
+ *    wires them; every router has every router's address as a candidate (as
+ *    from one DNS name: ports are reserved first, addresses carry no peer
+ *    id, a router skips its own) and keeps `routerPeers` of them (0 = all);
+ *  - A agents, each a publish-only gossip node with a persistent identity,
+ *    sending its replica's state in the real wire encoding to `agentPeers`
+ *    routers that it picks from every router's address.
+ * Several nodes share this process and its event loop, so any latency
+ * measured here includes every other node's CPU work: an upper bound for a
+ * fleet of real processes.
+ *
+ * State messages carry a self-contained digest of DIGEST_HASHES chain hashes
+ * (≈ 0.8 KB encoded), about the size of an agent's average message on the
+ * seed scenario, and never need a snapshot pull.
+ */
+import { createServer } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import { createGossipNode, generateIdentity, generateSwarmKey, type GossipNode, type GossipOrigin, type GossipTiming } from '@warmpath/shared/gossip';
+import { decodeState, encodeState, type ReplicaState } from '@warmpath/shared/wire';
+import { routerConfig } from '../src/config.ts';
+import { FleetView } from '../src/fleet/view.ts';
+
+export const MESH_FLEET = 'mesh';
+/** Chain hashes in each message's digest: 48 × 8 bytes. */
+const DIGEST_HASHES = 48;
+/** Agents started at once: bounds the burst of noise handshakes on a loaded host. */
+const START_BATCH = 10;
+/** A batch's links are waited for at most this long, ms; slow links then finish while the next batch starts. */
+const BATCH_WAIT_MS = 5_000;
+
+export interface MeshOptions {
+  routers: number;
+  agents: number;
+  /** Routers each agent publishes to (its gossipPeers); default 2. */
+  agentPeers?: number;
+  /** Router peers each router keeps (its gossipPeers; 0 = every earlier router); default 0. */
+  routerPeers?: number;
+  timing?: GossipTiming;
+  /** Runs each node's start, e.g. inside an AsyncLocalStorage context naming the node. */
+  wrapStart?: (name: string, start: () => Promise<void>) => Promise<void>;
+  /** Every state a router applied, decoded, with the time (performance.now()) it was delivered. */
+  onDelivery?: (router: MeshRouter, state: ReplicaState, origin: GossipOrigin, at: number) => void;
+}
+
+export interface MeshRouter {
+  readonly name: string;
+  readonly node: GossipNode;
+  readonly view: FleetView;
+}
+
+export interface MeshAgent {
+  readonly name: string;
+  readonly node: GossipNode;
+  readonly identity: Uint8Array;
+  readonly bootAt: number;
+  seq: number;
+  /** performance.now() of each publish, by seq (the latest few). */
+  readonly sentAt: Map<number, number>;
+}
+
+export class MeshFleet {
+  readonly routers: MeshRouter[] = [];
+  readonly agents: MeshAgent[] = [];
+  readonly #o: MeshOptions;
+  readonly #swarmKey = generateSwarmKey();
+  #nextAgent = 0;
+  readonly #digest = new BigUint64Array(DIGEST_HASHES).map((_, i) => BigInt(i + 1) * 0x9e3779b97f4a7c15n);
+
+  private constructor(o: MeshOptions) {
+    this.#o = o;
+  }
+
+  static async start(o: MeshOptions): Promise<MeshFleet> {
+    const fleet = new MeshFleet(o);
+    try {
+      const ports = await freePorts(o.routers);
+      const addrs = ports.map((p) => `/ip4/127.0.0.1/tcp/${p}`);
+      for (let i = 0; i < o.routers; i++) await fleet.#addRouter(i, addrs[i]!, addrs);
+      const all = fleet.routerAddrs();
+      for (let i = 0; i < o.agents; i += START_BATCH) {
+        await Promise.all(Array.from({ length: Math.min(START_BATCH, o.agents - i) }, () => fleet.addAgent(all)));
+        await fleet.#linked(fleet.agents.slice(i));
+      }
+    } catch (err) {
+      await fleet.stop();
+      throw err;
+    }
+    return fleet;
+  }
+
+  /** Every router's listen multiaddrs. */
+  routerAddrs(except: readonly MeshRouter[] = []): string[] {
+    return this.routers.filter((r) => !except.includes(r)).flatMap((r) => r.node.multiaddrs());
+  }
+
+  /** Publishes the agent's next state (seq + 1); resolves to the number of peers it went to. */
+  publish(agent: MeshAgent): Promise<number> {
+    agent.seq++;
+    agent.sentAt.set(agent.seq, performance.now());
+    agent.sentAt.delete(agent.seq - 64);
+    return agent.node.publish(encodeState(this.#state(agent))).catch(() => 0);
+  }
+
+  /**
+   * Every agent publishes once per `intervalMs`, the agents spread evenly over
+   * the period (one publish every intervalMs / agents), as independent agents
+   * are: never all at once. Returns the stop function.
+   */
+  startPublishing(intervalMs: number): () => void {
+    let next = 0;
+    const timer = setInterval(() => {
+      const agent = this.agents[next++ % this.agents.length];
+      if (agent !== undefined) void this.publish(agent);
+    }, Math.max(1, intervalMs / Math.max(1, this.agents.length)));
+    return () => clearInterval(timer);
+  }
+
+  /** The routers an agent is connected to. */
+  linksOf(agent: MeshAgent): MeshRouter[] {
+    const peers = new Set(agent.node.peers());
+    return this.routers.filter((r) => peers.has(r.node.peerId));
+  }
+
+  /** Connected peers of each router, split into routers and agents; and of each agent. */
+  connections(): { routerToRouter: number[]; routerToAgent: number[]; agent: number[] } {
+    const routerIds = new Set(this.routers.map((r) => r.node.peerId));
+    const split = this.routers.map((r) => r.node.peers().filter((p) => routerIds.has(p)).length);
+    return {
+      routerToRouter: split,
+      routerToAgent: this.routers.map((r, i) => r.node.peers().length - split[i]!),
+      agent: this.agents.map((a) => a.node.peers().length),
+    };
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([...this.agents, ...this.routers].map((n) => n.node.stop().catch(() => {})));
+  }
+
+  async #addRouter(i: number, listen: string, candidates: string[]): Promise<void> {
+    const config = routerConfig({ fleet: MESH_FLEET });
+    const view = new FleetView({ fleet: MESH_FLEET, chunkChars: config.chunkChars, stateTtlMs: config.stateTtlMs, forgetAfterMs: config.forgetAfterMs });
+    const node = await createGossipNode({
+      fleet: MESH_FLEET,
+      swarmKey: this.#swarmKey,
+      onWarning: null,
+      listen: [listen],
+      bootstrap: candidates,
+      gossipPeers: this.#o.routerPeers ?? 0,
+      ...(this.#o.timing !== undefined ? { timing: this.#o.timing } : {}),
+    });
+    const router: MeshRouter = { name: `router-${i}`, node, view };
+    node.setValidator((bytes, origin) => view.judge(bytes, origin));
+    const onDelivery = this.#o.onDelivery;
+    node.onMessage((bytes, _from, origin) => {
+      view.applyBytes(bytes, origin);
+      if (onDelivery === undefined) return;
+      const res = decodeState(bytes);
+      if (res.ok) onDelivery(router, res.value, origin, performance.now());
+    });
+    await this.#start(router.name, node);
+    this.routers.push(router);
+  }
+
+  /** Starts one more agent with these candidate routers (not waiting for its links). */
+  async addAgent(candidates: string[]): Promise<MeshAgent> {
+    const name = `agent-${this.#nextAgent++}`;
+    const identity = await generateIdentity();
+    const agent: MeshAgent = { name, node: await this.#agentNode(identity, candidates), identity, bootAt: Date.now() - 60_000, seq: 0, sentAt: new Map() };
+    await this.#start(name, agent.node);
+    this.agents.push(agent);
+    return agent;
+  }
+
+  /** Waits (at most BATCH_WAIT_MS) until these agents hold their router links, so the next batch does not pile onto pending handshakes. */
+  async #linked(agents: MeshAgent[]): Promise<void> {
+    const want = Math.min(this.#o.agentPeers ?? 2, this.routers.length);
+    const deadline = performance.now() + BATCH_WAIT_MS;
+    while (performance.now() < deadline && !agents.every((a) => this.linksOf(a).length >= want)) await new Promise((r) => setTimeout(r, 50));
+  }
+
+  #agentNode(identity: Uint8Array, candidates: string[]): Promise<GossipNode> {
+    return createGossipNode({
+      fleet: MESH_FLEET,
+      swarmKey: this.#swarmKey,
+      onWarning: null,
+      privateKey: identity,
+      subscribe: false,
+      bootstrap: candidates,
+      gossipPeers: this.#o.agentPeers ?? 2,
+      ...(this.#o.timing !== undefined ? { timing: this.#o.timing } : {}),
+    });
+  }
+
+  #start(name: string, node: GossipNode): Promise<void> {
+    return this.#o.wrapStart !== undefined ? this.#o.wrapStart(name, () => node.start()) : node.start();
+  }
+
+  #state(agent: MeshAgent): ReplicaState {
+    const port = 20_000 + Number(agent.name.slice(agent.name.indexOf('-') + 1));
+    return {
+      v: 1,
+      fleet: MESH_FLEET,
+      replica: agent.name,
+      boot: `${agent.name}-boot`,
+      bootAt: agent.bootAt,
+      seq: agent.seq,
+      sentAt: Date.now(),
+      url: `http://127.0.0.1:${port}`,
+      admin: '',
+      engine: 'vllm',
+      models: ['m'],
+      adapters: [],
+      hotAdapters: [],
+      endpoints: ['chat', 'completion', 'responses'],
+      status: 'ready',
+      chunkChars: 256,
+      capacity: { kvTokens: 100_000, adapterSlots: 0, weight: 1, maxRunning: 64 },
+      load: { running: agent.seq % 7, waiting: 0, kvUsedTokens: (agent.seq * 512) % 100_000, inflight: agent.seq % 5, inflightTokens: (agent.seq * 97) % 8_192, prefillTokens: 0 },
+      digest: { from: -1, size: DIGEST_HASHES, added: this.#digest, removed: new BigUint64Array(0) },
+    };
+  }
+}
+
+/** n free TCP ports on 127.0.0.1, reserved by listening and released at once (another process could take one in between: unlikely). */
+async function freePorts(n: number): Promise<number[]> {
+  const servers = await Promise.all(
+    Array.from({ length: n }, () => new Promise<ReturnType<typeof createServer>>((resolve, reject) => {
+      const server = createServer();
+      server.once('error', reject);
+      server.listen(0, '127.0.0.1', () => resolve(server));
+    })),
+  );
+  const ports = servers.map((server) => (server.address() as { port: number }).port);
+  await Promise.all(servers.map((server) => new Promise((r) => server.close(r))));
+  return ports;
+}

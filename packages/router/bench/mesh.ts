@@ -1,0 +1,211 @@
+/**
+ * Gossip mesh bench: A agents × R routers as real libp2p nodes in this
+ * process (mesh-fleet.ts), each agent publishing to 2 routers, the routers
+ * relaying through their gossipsub mesh. For each fleet size, side by side:
+ *  - new replica: from a new agent's start until every router's view holds
+ *    it (the agent publishes every 250 ms, as a real one does), NEW_REPLICAS
+ *    times;
+ *  - state-change delivery: from each publish to its delivery at each
+ *    router (one monotonic clock: one process), p50 / p99 / max;
+ *  - bytes per second per node, in and out: every TCP socket a node opens or
+ *    accepts is attributed to it (node:diagnostics_channel, with the node's
+ *    name carried by AsyncLocalStorage from its start), counted from
+ *    bytesRead / bytesWritten over the window: what crosses the wire,
+ *    encryption and framing included;
+ *  - connections per node: router↔router, router↔agent, agent.
+ *
+ *   node_modules/.bin/node packages/router/bench/mesh.ts [--agents 60,120] [--routers 8] [--router-peers 0] [--rate 30] [--seconds 10]
+ *
+ * `--rate` is the fleet's state messages per second, the same for every
+ * fleet size (each agent publishes every agents/rate seconds), so rows differ
+ * only in how many agents there are. Every node shares one event loop, and
+ * one message costs about routers × mesh degree encrypted relays, so a
+ * higher rate saturates this one process (the event-loop utilization is
+ * printed): latencies are then queueing in this process, an upper bound for
+ * a fleet of real processes, and noisy on a loaded host. Bytes (also per
+ * message) and connection counts do not depend on CPU.
+ */
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { subscribe } from 'node:diagnostics_channel';
+import type { Socket } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import { parseArgs } from 'node:util';
+import { MeshFleet, type MeshAgent } from './mesh-fleet.ts';
+
+const { values: args } = parseArgs({
+  options: {
+    agents: { type: 'string', default: '60,120' },
+    routers: { type: 'string', default: '8' },
+    'router-peers': { type: 'string', default: '0' },
+    rate: { type: 'string', default: '30' },
+    seconds: { type: 'string', default: '10' },
+  },
+});
+const SIZES = args.agents.split(',').map(Number);
+const ROUTERS = Number(args.routers);
+/** Router peers each router keeps (gossipPeers; 0 = all earlier routers). */
+const ROUTER_PEERS = Number(args['router-peers']);
+const RATE = Number(args.rate);
+const WINDOW_S = Number(args.seconds);
+/** New agents started one after another for the new-replica figure. */
+const NEW_REPLICAS = 5;
+/** A new agent publishes this often until every router holds it, ms: an agent's default period. */
+const NEW_AGENT_PUBLISH_MS = 250;
+/** A new replica not on every router after this long counts as ∞, ms. */
+const NEW_REPLICA_TIMEOUT_MS = 30_000;
+/** Production gossip timing: a 700 ms heartbeat; dials and stream set-up get room on a loaded host. */
+const TIMING = { heartbeatIntervalMs: 700, redialIntervalMs: 1_000, dialTimeoutMs: 10_000, silentPeerGraceMs: 15_000 };
+const CONVERGE_TIMEOUT_MS = 120_000;
+
+// --- bytes per node: sockets attributed through the async context of each node's start ---
+const owner = new AsyncLocalStorage<string>();
+const live = new Map<Socket, string>();
+const closed = new Map<string, { read: number; written: number }>();
+const track = (socket: Socket): void => {
+  const who = owner.getStore();
+  if (who === undefined) return;
+  live.set(socket, who);
+  socket.once('close', () => {
+    live.delete(socket);
+    const c = closed.get(who) ?? { read: 0, written: 0 };
+    c.read += socket.bytesRead;
+    c.written += socket.bytesWritten;
+    closed.set(who, c);
+  });
+};
+subscribe('net.client.socket', (m) => track((m as { socket: Socket }).socket));
+subscribe('net.server.socket', (m) => track((m as { socket: Socket }).socket));
+
+function bytesByNode(): Map<string, { read: number; written: number }> {
+  const out = new Map([...closed].map(([k, v]) => [k, { ...v }]));
+  for (const [socket, who] of live) {
+    const c = out.get(who) ?? { read: 0, written: 0 };
+    c.read += socket.bytesRead;
+    c.written += socket.bytesWritten;
+    out.set(who, c);
+  }
+  return out;
+}
+
+const quantile = (sorted: number[], q: number): number => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
+
+async function waitUntil(check: () => boolean, timeoutMs: number, what: string): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!check()) {
+    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(20);
+  }
+}
+
+interface Row {
+  agents: number;
+  intervalMs: number;
+  /** State messages published per second in the window. */
+  rate: number;
+  routers: number;
+  newReplicaMs: number[];
+  latency: { p50: number; p99: number; max: number; n: number; expected: number };
+  elu: number;
+  routerKBs: { in: number; out: number; maxIn: number };
+  agentKBs: { in: number; out: number };
+  conns: { routerRouter: number[]; routerAgent: number[]; agent: number[] };
+}
+
+async function run(agents: number): Promise<Row> {
+  const intervalMs = (1_000 * agents) / RATE;
+  const latencies: number[] = [];
+  let measuring = false;
+  const fleet = await MeshFleet.start({
+    routers: ROUTERS,
+    agents,
+    agentPeers: 2,
+    routerPeers: ROUTER_PEERS,
+    timing: TIMING,
+    wrapStart: (name, start) => owner.run(name, start),
+    onDelivery: (_router, state, _origin, at) => {
+      if (!measuring) return;
+      const sent = fleet.agents.find((a) => a.name === state.replica)?.sentAt.get(state.seq);
+      if (sent !== undefined) latencies.push(at - sent);
+    },
+  });
+  const stopPublishing = fleet.startPublishing(intervalMs);
+  try {
+    await waitUntil(() => fleet.routers.every((r) => r.view.replicas.size === agents), CONVERGE_TIMEOUT_MS, 'every router to see every replica');
+    await sleep(2 * intervalMs);
+    // Window: delivery latency, bytes, event-loop utilization.
+    const before = bytesByNode();
+    const elu0 = performance.eventLoopUtilization();
+    const published0 = fleet.agents.reduce((n, a) => n + a.seq, 0);
+    measuring = true;
+    await sleep(WINDOW_S * 1_000);
+    measuring = false;
+    const elu = performance.eventLoopUtilization(elu0).utilization;
+    const after = bytesByNode();
+    const published = fleet.agents.reduce((n, a) => n + a.seq, 0) - published0;
+    const rate = (name: string): { in: number; out: number } => {
+      const a = after.get(name) ?? { read: 0, written: 0 };
+      const b = before.get(name) ?? { read: 0, written: 0 };
+      return { in: (a.read - b.read) / WINDOW_S / 1024, out: (a.written - b.written) / WINDOW_S / 1024 };
+    };
+    const routerRates = fleet.routers.map((r) => rate(r.name));
+    const agentRates = fleet.agents.map((a) => rate(a.name));
+    const c = fleet.connections();
+    latencies.sort((x, y) => x - y);
+    const newReplicaMs = await newReplicas(fleet);
+    return {
+      agents,
+      intervalMs,
+      rate: published / WINDOW_S,
+      routers: ROUTERS,
+      newReplicaMs,
+      latency: { p50: quantile(latencies, 0.5), p99: quantile(latencies, 0.99), max: latencies.at(-1) ?? Number.NaN, n: latencies.length, expected: published * ROUTERS },
+      elu,
+      routerKBs: { in: mean(routerRates.map((r) => r.in)), out: mean(routerRates.map((r) => r.out)), maxIn: Math.max(...routerRates.map((r) => r.in)) },
+      agentKBs: { in: mean(agentRates.map((r) => r.in)), out: mean(agentRates.map((r) => r.out)) },
+      conns: { routerRouter: c.routerToRouter, routerAgent: c.routerToAgent, agent: c.agent },
+    };
+  } finally {
+    stopPublishing();
+    await fleet.stop();
+  }
+}
+
+/** Starts NEW_REPLICAS more agents one at a time; for each, ms from its start until every router holds it. */
+async function newReplicas(fleet: MeshFleet): Promise<number[]> {
+  const out: number[] = [];
+  const candidates = fleet.routerAddrs();
+  for (let i = 0; i < NEW_REPLICAS; i++) {
+    const t0 = performance.now();
+    const agent: MeshAgent = await fleet.addAgent(candidates);
+    const timer = setInterval(() => void fleet.publish(agent), NEW_AGENT_PUBLISH_MS);
+    void fleet.publish(agent);
+    try {
+      await waitUntil(() => fleet.routers.every((r) => r.view.replicas.has(agent.name)), NEW_REPLICA_TIMEOUT_MS, `every router to see ${agent.name}`).then(
+        () => out.push(performance.now() - t0),
+        () => out.push(Number.POSITIVE_INFINITY),
+      );
+    } finally {
+      clearInterval(timer);
+    }
+  }
+  return out;
+}
+
+const fmt = (x: number, d = 0): string => (Number.isFinite(x) ? x.toFixed(d) : x === Number.POSITIVE_INFINITY ? '∞' : '—');
+const span = (xs: number[]): string => `${Math.min(...xs)}–${Math.max(...xs)}`;
+
+const rows: Row[] = [];
+for (const agents of SIZES) rows.push(await run(agents));
+console.log(`\ngossip mesh: ${ROUTERS} routers (each keeping ${ROUTER_PEERS === 0 ? 'every other' : ROUTER_PEERS} router peer(s)), each agent publishing to 2 of them; ${RATE} state messages/s fleet-wide; ${WINDOW_S} s window; one process (event-loop utilization shown: latency is CPU-bound when it nears 1)\n`);
+console.log('| agents × routers | each agent publishes every | new replica on every router, ms (median / max of 5) | delivery p50 / p99 / max, ms | delivered / expected | router KB/s in / out (max in) | router bytes in per message | agent KB/s in / out | connections: router↔router, router↔agent, agent | event loop |');
+console.log('|---|---|---|---|---|---|---|---|---|---|');
+for (const r of rows) {
+  const nr = [...r.newReplicaMs].sort((a, b) => a - b);
+  console.log(
+    `| ${r.agents} × ${r.routers} | ${fmt(r.intervalMs / 1_000, 1)} s | ${fmt(quantile(nr, 0.5))} / ${fmt(nr.at(-1)!)} | ${fmt(r.latency.p50, 1)} / ${fmt(r.latency.p99, 1)} / ${fmt(r.latency.max, 1)} | ${r.latency.n} / ${r.latency.expected} | ` +
+      `${fmt(r.routerKBs.in, 1)} / ${fmt(r.routerKBs.out, 1)} (${fmt(r.routerKBs.maxIn, 1)}) | ${fmt((r.routerKBs.in * 1024) / r.rate)} | ${fmt(r.agentKBs.in, 2)} / ${fmt(r.agentKBs.out, 2)} | ` +
+      `${span(r.conns.routerRouter)}, ${span(r.conns.routerAgent)}, ${span(r.conns.agent)} | ${fmt(r.elu, 2)} |`,
+  );
+}
