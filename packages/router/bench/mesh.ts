@@ -1,6 +1,6 @@
 /**
  * Gossip mesh bench: A agents × R routers as real libp2p nodes in this
- * process (mesh-fleet.ts), each agent publishing to 2 routers, the routers
+ * process (lib/mesh-fleet.ts), each agent publishing to 2 routers, the routers
  * relaying through their gossipsub mesh. For each fleet size, side by side:
  *  - new replica: from a new agent's start until every router's view holds
  *    it (the agent publishes every 250 ms, as a real one does), NEW_REPLICAS
@@ -16,6 +16,8 @@
  *
  *   node_modules/.bin/node packages/router/bench/mesh.ts [--agents 60,120] [--routers 8] [--router-peers 0] [--rate 30] [--seconds 10]
  *
+ * Smoke: --agents 8 --routers 3 --rate 5 --seconds 1
+ *
  * `--rate` is the fleet's state messages per second, the same for every
  * fleet size (each agent publishes every agents/rate seconds), so rows differ
  * only in how many agents there are. Every node shares one event loop, and
@@ -30,7 +32,7 @@ import { subscribe } from 'node:diagnostics_channel';
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import { MeshFleet, type MeshAgent } from './mesh-fleet.ts';
+import { MeshFleet, type MeshAgent } from './lib/mesh-fleet.ts';
 
 const { values: args } = parseArgs({
   options: {

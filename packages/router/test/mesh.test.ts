@@ -1,6 +1,6 @@
 /**
  * The router mesh with real libp2p nodes on 127.0.0.1: 60 agents and 8
- * routers in this process (bench/mesh-fleet.ts), each agent publishing its
+ * routers in this process (bench/lib/mesh-fleet.ts), each agent publishing its
  * replica's state to 2 routers only (gossipPeers, picked from all 8). Every
  * router's fleet view holds every replica, most of them relayed by other
  * routers and accepted under the relayed-state rule (the relay is on this
@@ -11,7 +11,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '@warmpath/testkit';
 import type { GossipOrigin } from '@warmpath/shared/gossip';
-import { MeshFleet, type MeshRouter } from '../bench/mesh-fleet.ts';
+import { MeshFleet, type MeshRouter } from '../bench/lib/mesh-fleet.ts';
 
 const ROUTERS = 8;
 const AGENTS = 60;

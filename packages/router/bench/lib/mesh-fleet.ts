@@ -21,8 +21,8 @@ import { createServer } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { createGossipNode, generateIdentity, generateSwarmKey, type GossipNode, type GossipOrigin, type GossipTiming } from '@warmpath/shared/gossip';
 import { decodeState, encodeState, type ReplicaState } from '@warmpath/shared/wire';
-import { routerConfig } from '../src/config.ts';
-import { FleetView } from '../src/fleet/view.ts';
+import { routerConfig } from '../../src/config.ts';
+import { FleetView } from '../../src/fleet/view.ts';
 
 export const MESH_FLEET = 'mesh';
 /** Chain hashes in each message's digest: 48 × 8 bytes. */
