@@ -122,14 +122,7 @@ export async function startAgent(overrides: Record<string, unknown> | AgentConfi
       core: agentCore,
       boot,
       token,
-      extra: () => ({
-        engineKind: engine,
-        engineUrl: engineOrigin,
-        engineError: agentCore.monitor.lastError,
-        peerId: gossip?.peerId ?? null,
-        peers: gossip?.peers().length ?? 0,
-        gossipStats: gossip?.stats() ?? null,
-      }),
+      extra: () => adminExtra(agentCore, engine, engineOrigin, gossip),
     }),
   );
   adminServer.on('clientError', answerClientError);
@@ -154,6 +147,18 @@ export async function startAgent(overrides: Record<string, unknown> | AgentConfi
     state: () => stateOf(agentCore, boot),
     drain: drainer(agentCore, close),
     close,
+  };
+}
+
+/** The admin API's fields beyond the core's own: the engine and the gossip node. */
+function adminExtra(core: AgentCore, engine: EngineKind, engineUrl: string, gossip: Awaited<ReturnType<typeof joinGossip>> | undefined): Record<string, unknown> {
+  return {
+    engineKind: engine,
+    engineUrl,
+    engineError: core.monitor.lastError,
+    peerId: gossip?.peerId ?? null,
+    peers: gossip?.peers().length ?? 0,
+    gossipStats: gossip?.stats() ?? null,
   };
 }
 
