@@ -4,6 +4,19 @@ import { CacheModel } from '../src/cache-model.ts';
 
 const chain = (...xs: number[]): BigUint64Array => BigUint64Array.from(xs.map(BigInt));
 
+
+/** What a router does with the model's next delta: apply it to its copy, or replace the copy on a full one. */
+function applyDelta(mirror: Set<bigint>, c: CacheModel): void {
+  const d = c.takeDelta(1e6);
+  if (d.full) {
+    mirror.clear();
+    for (const h of c.published()) mirror.add(h);
+  } else {
+    for (const h of d.removed) mirror.delete(h);
+    for (const h of d.added) mirror.add(h);
+  }
+}
+
 describe('CacheModel', () => {
   it('evicts tails before shared heads', () => {
     const c = new CacheModel({ capacity: 4 });
@@ -38,14 +51,7 @@ describe('CacheModel', () => {
         for (const r of reqs) {
           c.record(chain(...r));
           if (++i % 3 === 0) {
-            const d = c.takeDelta(1e6);
-            if (d.full) {
-              mirror.clear();
-              for (const h of c.published()) mirror.add(h);
-            } else {
-              for (const h of d.removed) mirror.delete(h);
-              for (const h of d.added) mirror.add(h);
-            }
+            applyDelta(mirror, c);
             expect([...mirror].sort()).toEqual([...c.hashes()].sort());
           }
           if (i % 17 === 0) c.reset();
@@ -71,14 +77,7 @@ describe('CacheModel', () => {
             c.record(BigUint64Array.from(hashes));
             if (++i % 5 === 0 && predicted > 1) c.feedback(predicted, 1, c.stampOf(hashes[1]!));
             if (i % 3 !== 0) continue;
-            const d = c.takeDelta(1e6);
-            if (d.full) {
-              mirror.clear();
-              for (const h of c.published()) mirror.add(h);
-            } else {
-              for (const h of d.removed) mirror.delete(h);
-              for (const h of d.added) mirror.add(h);
-            }
+            applyDelta(mirror, c);
             const all = [...c.hashes()];
             const newest = all.slice(Math.max(0, all.length - limit));
             expect([...mirror].sort()).toEqual(newest.sort());
