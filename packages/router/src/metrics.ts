@@ -46,7 +46,7 @@ function countOf(registry: Registry, name: string, help: string, labelName: stri
   });
 }
 
-export function createMetrics(view: FleetView, extra: { queueLength: () => number; overlaySize: () => number; ejected: () => number }): RouterMetrics {
+export function createMetrics(view: FleetView, extra: { queueLength: () => number; overlaySize: () => number; ejected: () => number; routers: () => number }): RouterMetrics {
   const registry = new Registry();
   const branches = new Counter({ name: 'warmpath_router_placements_total', help: 'Placement decisions by policy and branch', labelNames: ['policy', 'branch'] as const, registers: [registry] });
   const placementSeconds = new Histogram({
@@ -75,6 +75,7 @@ export function createMetrics(view: FleetView, extra: { queueLength: () => numbe
   new Gauge({ name: 'warmpath_router_digest_index_hashes', help: 'Distinct chain hashes in the digest index', registers: [registry], collect() { this.set(view.indexSize); } });
   new Gauge({ name: 'warmpath_router_overlay_hashes', help: 'Chain hashes in the optimistic overlay', registers: [registry], collect() { this.set(extra.overlaySize()); } });
   const ejections = new Counter({ name: 'warmpath_router_ejections_total', help: 'Replicas ejected from placement for consecutive failures (outlier ejection)', registers: [registry] });
+  new Gauge({ name: 'warmpath_router_traffic_routers', help: "Routers' worth of traffic the fleet carries per request of this router's (in-flight requests the replicas publish over this router's own; placement's share of the bound floor)", registers: [registry], collect() { this.set(extra.routers()); } });
   new Gauge({ name: 'warmpath_router_ejected_replicas', help: 'Replicas ejected now', registers: [registry], collect() { this.set(extra.ejected()); } });
   const retriesDenied = new Counter({ name: 'warmpath_router_retries_denied_total', help: 'Failed requests not tried again, by reason (budget = the retry budget is spent, crashes = engines crashed on 2 replicas)', labelNames: ['reason'] as const, registers: [registry] });
   const requests = new Counter({ name: 'warmpath_router_requests_total', help: 'HTTP requests answered, by route (the path, "other" for unknown ones) and status ("499": the client left before the answer)', labelNames: ['route', 'status'] as const, registers: [registry] });

@@ -92,7 +92,7 @@ export async function startRouter(options: RouterOptions = {}): Promise<Router> 
     onViewEvent: viewLogger(logger),
     onSweep: () => upstreams.retain(originsOf(core.view)),
   });
-  metrics = createMetrics(core.view, { queueLength: () => core.waiting, overlaySize: () => core.local.overlaySize, ejected: () => core.local.ejectedCount(core.view.now()) });
+  metrics = createMetrics(core.view, { queueLength: () => core.waiting, overlaySize: () => core.local.overlaySize, ejected: () => core.local.ejectedCount(core.view.now()), routers: () => core.local.routers });
   const answer = createAnswer(id, config.retryAfterS, metrics);
   let gossip: Awaited<ReturnType<typeof joinGossip>> | undefined;
   const status = {

@@ -129,6 +129,21 @@ const CASES: Record<SwitchableStep, () => void> = {
     expect(off.replica!.id).not.toBe(home);
   },
 
+  share() {
+    // Three other routers' requests are in flight everywhere (3 per replica); this router's 3 on `home` were in its
+    // last report, so it carries a quarter of the traffic and reckons its new work there 4 times.
+    const req = preq(chat('x'));
+    const home = place(warmpath(), req, makeView(ids(4).map((id) => makeState(id)))).replica!.id;
+    const local = new LocalState(CONFIG);
+    const sent = Date.now() - 60_000;
+    for (let k = 0; k < 3; k++) local.dispatch(home, 100, sent);
+    const view = makeView(ids(4).map((id) => makeState(id, { load: { inflight: 3, inflightTokens: 300 } })));
+    // One request's work sent to `home` since its report: under the floor counted once, over it (and the bound) counted 4 times.
+    local.dispatch(home, 1_200, Date.now() + 60_000);
+    expect(place(warmpath(), req, view, local).branch).toBe('spill');
+    expect(place(warmpath('share'), req, view, local)).toMatchObject({ branch: 'ring', replica: { id: home } });
+  },
+
   spill() {
     const req = preq(chat('x'));
     const home = place(warmpath(), req, makeView(ids(4).map((id) => makeState(id)))).replica!.id;

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { buildCandidates } from '../src/placement/candidates.ts';
 import { LocalState } from '../src/placement/local.ts';
 import { notifyDispatch, placeRequest } from '../src/placement/place.ts';
 import type { PlacementRequest } from '../src/placement/types.ts';
@@ -160,6 +161,26 @@ describe('warmpath placement branches', () => {
     const next = placeRequest(p, req, view, local);
     expect(next.branch).toBe('spill');
     expect(next.replica!.id).not.toBe(home.id);
+  });
+
+  it('estimates how many routers share the traffic from the in-flight requests replicas publish', () => {
+    const t0 = Date.now() - 60_000;
+    const local = new LocalState(CONFIG);
+    const table = (inflight: number, now: number) =>
+      buildCandidates(preq(chat('q'), { now }), makeView(ids(4).map((id) => makeState(id, { load: { inflight } }))), local)!;
+    // Nothing of its own in flight: it assumes it is alone.
+    expect(table(5, t0 + 60_000).routers).toBe(1);
+    // 2 of its requests in r0's and r1's reports (4 of 20 published): 5 routers' worth, with no config.
+    for (const id of ['r0', 'r1']) for (let k = 0; k < 2; k++) local.dispatch(id, 100, t0);
+    expect(table(5, t0 + 70_000).routers).toBeCloseTo(5, 1);
+    // One burst of published work moves the estimate a little (averaged over ~2 s), then it follows.
+    const burst = table(25, t0 + 70_100).routers;
+    expect(burst).toBeGreaterThan(5);
+    expect(burst).toBeLessThan(10);
+    expect(table(25, t0 + 90_000).routers).toBeCloseTo(25, 1);
+    // Alone, its own requests are all a replica has: 1.
+    expect(table(1, t0 + 110_000).routers).toBeCloseTo(1, 2);
+    expect(local.routers).toBeCloseTo(1, 2);
   });
 
   it('optimistic overlay: a burst with a new shared prefix sticks to the first choice before gossip confirms', () => {

@@ -5,7 +5,10 @@
  * Steps: take the request's (model, adapter) group; keep the members
  * `eligible` admits, in group order; per row, the published load plus the
  * work this router sent since that report, weight, KV free tokens, prefill
- * queue and this router's in-flight count; sums of load and weight. Then
+ * queue and this router's in-flight count; sums of load and weight; how many
+ * routers' worth of traffic the fleet carries per request of this router's
+ * (LocalState.routersEstimate over the rows' published and own in-flight
+ * requests). Then
  * warmth: the matched chain depth per row from the digest index and,
  * separately, from this router's optimistic overlay.
  * Complexity: O(group members) for the rows + O(matched depth + holders) for
@@ -31,6 +34,8 @@ export function buildCandidates(req: PlacementRequest, view: FleetView, local: L
   const rowOfSlot = new Array<number>(view.bySlot.length).fill(-1);
   let totalLoad = 0;
   let totalWeight = 0;
+  let published = 0;
+  let own = 0;
   for (const r of g.members) {
     if (!eligible(r, req, view, local)) continue;
     const s = r.state;
@@ -49,8 +54,12 @@ export function buildCandidates(req: PlacementRequest, view: FleetView, local: L
     });
     totalLoad += load;
     totalWeight += s.capacity.weight;
+    published += s.load.inflight;
+    own += local.inflightReported(r);
   }
-  return rows.length === 0 ? undefined : { rows, totalLoad, totalWeight, ring: g.ring, members: g.byId, rowOfSlot };
+  if (rows.length === 0) return undefined;
+  const routers = local.routersEstimate(published, own, req.now);
+  return { rows, totalLoad, totalWeight, routers, ring: g.ring, members: g.byId, rowOfSlot };
 }
 
 /** Warmth of every row: one scan of the digest index, one of the overlay. */

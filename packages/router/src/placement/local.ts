@@ -22,6 +22,11 @@
 import type { ReplicaView } from '../fleet/replica.ts';
 import { WarmthScan, type HolderSource } from '../fleet/warmth.ts';
 
+/** Time constant of routersEstimate's averages, ms. */
+export const ROUTERS_TAU_MS = 2_000;
+/** The most routers' worth of traffic a router believes it sees. */
+export const MAX_ROUTERS_ESTIMATE = 256;
+
 export interface Ticket {
   readonly replica: string;
   readonly at: number;
@@ -40,6 +45,8 @@ interface Track {
   head: number;
   /** Σ work of counted tickets. */
   sum: number;
+  /** How many tickets are counted. */
+  counted: number;
   /** Local clock, ms, until which the replica is ejected; 0 = not ejected. */
   ejectedUntil: number;
 }
@@ -109,6 +116,11 @@ export class LocalState {
   /** Replicas ejected and not yet pruned: lets isEjected skip the lookup when zero. */
   #ejected = 0;
   readonly #overlay = new Overlay();
+  /** Smoothed in-flight requests: the fleet's published and this router's own among them (routersEstimate). */
+  #published = 0;
+  #own = 0;
+  #estimatedAt = -Infinity;
+  #routers = 1;
   readonly #warmth = new WarmthScan();
 
   constructor(opts: LocalOptions) {
@@ -119,7 +131,7 @@ export class LocalState {
   #track(id: string): Track {
     let t = this.#tracks.get(id);
     if (t === undefined) {
-      t = { id, inflight: 0, recent: [], head: 0, sum: 0, ejectedUntil: 0 };
+      t = { id, inflight: 0, recent: [], head: 0, sum: 0, counted: 0, ejectedUntil: 0 };
       this.#tracks.set(id, t);
     }
     return t;
@@ -143,6 +155,7 @@ export class LocalState {
       if (k.counted) {
         k.counted = false;
         t.sum -= k.work;
+        t.counted--;
       }
       head++;
     }
@@ -154,12 +167,44 @@ export class LocalState {
     return t.sum;
   }
 
+  /**
+   * How many routers' worth of traffic the fleet carries per request of this
+   * router's: `published` (the candidates' published in-flight requests) over
+   * `own` (this router's among them), each averaged over about ROUTERS_TAU_MS
+   * so that a router with a few requests in flight does not swing; ≥ 1, and 1
+   * until this router has something in flight.
+   */
+  routersEstimate(published: number, own: number, now: number): number {
+    const a = 1 - Math.exp(-Math.max(0, now - this.#estimatedAt) / ROUTERS_TAU_MS);
+    this.#estimatedAt = now;
+    this.#published += a * (published - this.#published);
+    this.#own += a * (own - this.#own);
+    this.#routers = this.#own > 0 ? Math.min(MAX_ROUTERS_ESTIMATE, Math.max(1, this.#published / this.#own)) : 1;
+    return this.#routers;
+  }
+
+  /** The last routersEstimate (1 before the first). */
+  get routers(): number {
+    return this.#routers;
+  }
+
+  /**
+   * This router's requests in flight on r that were sent before r's last
+   * report, so are in its published `inflight`. Call after addedTokens(r)
+   * (which advances past the report).
+   */
+  inflightReported(r: ReplicaView): number {
+    const t = this.#tracks.get(r.id);
+    return t === undefined ? 0 : t.inflight - t.counted;
+  }
+
   dispatch(replica: string, work: number, now: number): Ticket {
     const t = this.#track(replica);
     t.inflight++;
     const ticket: Ticket = { replica, at: now, work, open: true, counted: true };
     t.recent.push(ticket);
     t.sum += work;
+    t.counted++;
     return ticket;
   }
 
@@ -172,6 +217,7 @@ export class LocalState {
     if (ticket.counted) {
       ticket.counted = false;
       t.sum -= ticket.work;
+      t.counted--;
     }
   }
 

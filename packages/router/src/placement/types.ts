@@ -147,6 +147,14 @@ export interface CandidateTable {
   readonly totalLoad: number;
   /** Σ weight over rows. */
   readonly totalWeight: number;
+  /**
+   * How many routers' worth of traffic the fleet carries for each of this
+   * router's requests: the rows' published in-flight requests over this
+   * router's own among them, both averaged over about 2 s (≥ 1; 1 until it
+   * has some). Routers that share clients evenly see about their number; it
+   * needs no configuration and no router-to-router messages.
+   */
+  readonly routers: number;
   /** The group's ring (over its live members, a superset of the rows). */
   readonly ring: HashRing;
   /** The group's members by id (read with `rowOf`). */
