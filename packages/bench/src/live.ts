@@ -104,7 +104,8 @@ export async function runLive(o: LiveOptions): Promise<PolicyResult> {
       for (let i = 0; i < r.itlMs.length; i++) r.itlMs[i]! *= o.timeScale;
     }
     const totals = diffTotals((await readSims(simUrls)).totals, before.totals);
-    return summarize(o.policy, { routers: oracle ? 0 : o.routers, replicas: o.replicas }, results, totals, o.durationS, { perReplicaLoad: load });
+    const routersEstimate = oracle ? undefined : await Promise.all(fleet.routerUrls.map(readRoutersEstimate));
+    return summarize(o.policy, { routers: oracle ? 0 : o.routers, replicas: o.replicas }, results, totals, o.durationS, { perReplicaLoad: load, ...(routersEstimate ? { routersEstimate } : {}) });
   } finally {
     await fleet.stop();
   }
@@ -113,4 +114,15 @@ export async function runLive(o: LiveOptions): Promise<PolicyResult> {
 /** Config overrides as command-line flags (loadFactor=1.5 → --load-factor 1.5). */
 function flags(overrides: Record<string, string> | undefined): string[] {
   return Object.entries(overrides ?? {}).flatMap(([k, v]) => [`--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`, v]);
+}
+
+/** A router's warmpath_router_traffic_routers gauge (NaN when unreadable). */
+async function readRoutersEstimate(routerUrl: string): Promise<number> {
+  try {
+    const res = await fetch(`${routerUrl}/metrics`);
+    const m = /^warmpath_router_traffic_routers (\S+)$/m.exec(await res.text());
+    return m ? Number(m[1]) : NaN;
+  } catch {
+    return NaN;
+  }
 }

@@ -49,6 +49,8 @@ export interface PolicyResult {
     ttftP99AllRequests?: number | null;
     /** DES, gossip feed (see DesGossipDetail). */
     gossip?: DesGossipDetail;
+    /** Each router's estimate, at the end, of how many routers share the clients (the `share` step's N; warmpath_router_traffic_routers). */
+    routersEstimate?: number[];
   };
 }
 
@@ -98,7 +100,7 @@ export function summarize(
   results: readonly RequestResult[],
   engine: EngineTotals,
   durationS: number,
-  extra: { perReplicaLoad?: Array<{ t: number; running: number[] }>; gossip?: DesGossipDetail } = {},
+  extra: { perReplicaLoad?: Array<{ t: number; running: number[] }>; gossip?: DesGossipDetail; routersEstimate?: number[] } = {},
 ): PolicyResult {
   const ok = results.filter((r) => r.ok);
   const branches: Record<string, number> = {};
@@ -139,6 +141,7 @@ export function summarize(
       ttftP99AllRequests: round(percentileOverAllRequests(ttft, results.length, 99)),
       ...(extra.perReplicaLoad !== undefined ? { perReplicaLoad: extra.perReplicaLoad } : {}),
       ...(extra.gossip !== undefined ? { gossip: extra.gossip } : {}),
+      ...(extra.routersEstimate !== undefined ? { routersEstimate: extra.routersEstimate.map((x) => round(x, 2)!) } : {}),
       byTag,
     },
   };

@@ -127,7 +127,8 @@ export async function runDes(o: DesOptions): Promise<PolicyResult> {
   for (const r of view.replicas.values()) viewHashes += r.digestSize;
   const pulls = fleet.routers.reduce((n, rt) => n + rt.view.pulls.ok + rt.view.pulls.failed, 0);
   const gossip = published.messages > 0 ? { messagesPerReplicaS: perS(published.messages), bytesPerReplicaS: perS(published.bytes), pulls, viewHashes, viewBytes: view.indexBytes } : undefined;
-  return summarize(o.policy, { routers: fleet.routers.length, replicas: o.replicas }, results, totals, o.durationS, { perReplicaLoad, ...(gossip ? { gossip } : {}) });
+  const routersEstimate = fleet.routers.map((rt) => rt.local.routers);
+  return summarize(o.policy, { routers: fleet.routers.length, replicas: o.replicas }, results, totals, o.durationS, { perReplicaLoad, routersEstimate, ...(gossip ? { gossip } : {}) });
 }
 
 interface Fleet {
