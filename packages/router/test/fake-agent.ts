@@ -9,9 +9,10 @@ import type { AddressInfo } from 'node:net';
  * error-500: answers 500 at once; late-headers: the stream's headers come only
  * after `delayMs` (a long prefill behind an engine that sends headers with the
  * first token); stall-mid-stream: two tokens, then silence `delayMs` long
- * between the second and the third.
+ * between the second and the third; error-mid-stream: two tokens, then an
+ * engine's error event and the end of the stream (no [DONE]).
  */
-export type Mode = 'ok' | 'reject' | 'die-mid-stream' | 'slow-stream' | 'unavailable' | 'error-500' | 'late-headers' | 'stall-mid-stream';
+export type Mode = 'ok' | 'reject' | 'die-mid-stream' | 'error-mid-stream' | 'slow-stream' | 'unavailable' | 'error-500' | 'late-headers' | 'stall-mid-stream';
 
 export interface FakeAgent {
   url: string;
@@ -81,6 +82,12 @@ export async function startFakeAgent(name: string, mode: Mode = 'ok'): Promise<F
         if (res.destroyed) return;
         if (agent.mode === 'die-mid-stream' && i === 2) {
           res.socket?.destroy();
+          return;
+        }
+        if (agent.mode === 'error-mid-stream' && i === 2) {
+          // As llama.cpp ends a stream that fails partway: an error event split over two writes, no [DONE].
+          res.write('data: {"err');
+          res.end('or":{"code":500,"message":"Failed to parse input","type":"server_error"}}\n\n');
           return;
         }
         if (i < tokens.length) {

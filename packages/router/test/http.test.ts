@@ -193,6 +193,20 @@ describe('router HTTP: proxying to fake agents', () => {
     expect(agents[0]!.hits).toBe(1); // no retry after the first byte
   });
 
+  it("an engine's error event inside a 200 stream is passed through and counted as interrupted", async () => {
+    const r = await start('error-mid-stream');
+    const s = await post(r.url, chat('q', { stream: true }));
+    expect(s.status).toBe(200);
+    expect(s.text).toContain('data: {"error":{"code":500,"message":"Failed to parse input"');
+    expect(s.text).not.toContain('[DONE]');
+    const m = await (await request(`${r.url}/metrics`)).body.text();
+    expect(m).toMatch(/warmpath_router_upstream_errors_total\{kind="interrupted"\} 1/);
+    // A healthy stream is not: the same router, one more request, still one.
+    agents[0]!.mode = 'ok';
+    expect((await post(r.url, chat('q2', { stream: true }))).text).toContain('[DONE]');
+    expect(await (await request(`${r.url}/metrics`)).body.text()).toMatch(/warmpath_router_upstream_errors_total\{kind="interrupted"\} 1/);
+  });
+
   it('a client disconnect aborts the upstream request', async () => {
     const r = await start('slow-stream');
     const ac = new AbortController();

@@ -141,20 +141,36 @@ function errorEvent(status: number, text: string): string {
   return sseErrorEvent(code, `The replica answered ${status}.`);
 }
 
-/** Pipe the committed body to the client. */
+/** An engine's error event inside a 200 stream (llama.cpp, SGLang, vLLM: `data: {"error"…`). */
+const STREAM_ERROR = 'data: {"error"';
+
+/**
+ * Pipe the committed body to the client. A stream that carries an engine's
+ * error event is passed through as sent and counted as interrupted: the
+ * client saw a failed answer even though the status was 200.
+ */
 async function relay(ex: Exchange, out: Downstream, up: Dispatcher.ResponseData, sse: boolean): Promise<SendResult> {
   const res = ex.res;
+  let failed = false;
   try {
     let first = true;
+    // The end of the previous chunk, so a marker split across two chunks is still found.
+    let tail = '';
     for await (const chunk of up.body) {
       if (first) {
         first = false;
         noteFirstByte(res);
       }
+      if (sse && !failed) {
+        const text = tail + (chunk as Buffer).toString('latin1');
+        failed = text.includes(STREAM_ERROR);
+        tail = text.slice(-STREAM_ERROR.length);
+      }
       if (!out.write(chunk)) await drained(res);
       if (res.destroyed) break;
     }
     out.end();
+    if (failed) return { kind: 'done', outcome: 'error', error: 'interrupted' };
   } catch (err) {
     const deadline = ex.deadline.aborted;
     if (!deadline && (res.destroyed || ex.signal.aborted)) return { kind: 'done', outcome: 'aborted', error: 'aborted' };
