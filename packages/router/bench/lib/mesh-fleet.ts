@@ -23,6 +23,7 @@ import { createGossipNode, generateIdentity, generateSwarmKey, type GossipNode, 
 import { decodeState, encodeState, type ReplicaState } from '@warmpath/shared/wire';
 import { routerConfig } from '../../src/config.ts';
 import { FleetView } from '../../src/fleet/view.ts';
+import { makeState } from '../../test/helpers.ts';
 
 export const MESH_FLEET = 'mesh';
 /** Chain hashes in each message's digest: 48 × 8 bytes. */
@@ -201,27 +202,15 @@ export class MeshFleet {
 
   #state(agent: MeshAgent): ReplicaState {
     const port = 20_000 + Number(agent.name.slice(agent.name.indexOf('-') + 1));
-    return {
-      v: 1,
+    return makeState(agent.name, {
       fleet: MESH_FLEET,
-      replica: agent.name,
-      boot: `${agent.name}-boot`,
       bootAt: agent.bootAt,
       seq: agent.seq,
-      sentAt: Date.now(),
       url: `http://127.0.0.1:${port}`,
       admin: '',
-      engine: 'vllm',
-      models: ['m'],
-      adapters: [],
-      hotAdapters: [],
-      endpoints: ['chat', 'completion', 'responses'],
-      status: 'ready',
-      chunkChars: 256,
-      capacity: { kvTokens: 100_000, adapterSlots: 0, weight: 1, maxRunning: 64 },
-      load: { running: agent.seq % 7, waiting: 0, kvUsedTokens: (agent.seq * 512) % 100_000, inflight: agent.seq % 5, inflightTokens: (agent.seq * 97) % 8_192, prefillTokens: 0 },
-      digest: { from: -1, size: DIGEST_HASHES, added: this.#digest, removed: new BigUint64Array(0) },
-    };
+      load: { running: agent.seq % 7, kvUsedTokens: (agent.seq * 512) % 100_000, inflight: agent.seq % 5, inflightTokens: (agent.seq * 97) % 8_192 },
+      digest: { size: DIGEST_HASHES, added: this.#digest },
+    });
   }
 }
 
