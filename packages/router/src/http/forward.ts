@@ -142,7 +142,13 @@ function errorEvent(status: number, text: string): string {
 }
 
 /** An engine's error event inside a 200 stream (llama.cpp, SGLang, vLLM: `data: {"error"…`). */
-const STREAM_ERROR = 'data: {"error"';
+const STREAM_ERROR = Buffer.from('data: {"error"');
+
+/** Does `chunk`, or the end of the previous one (`tail`) joined to it, hold STREAM_ERROR? No copy unless a chunk boundary could split it. */
+function holdsStreamError(tail: Buffer, chunk: Buffer): boolean {
+  if (chunk.includes(STREAM_ERROR)) return true;
+  return tail.length > 0 && Buffer.concat([tail, chunk.subarray(0, STREAM_ERROR.length - 1)]).includes(STREAM_ERROR);
+}
 
 /**
  * Pipe the committed body to the client. A stream that carries an engine's
@@ -155,16 +161,16 @@ async function relay(ex: Exchange, out: Downstream, up: Dispatcher.ResponseData,
   try {
     let first = true;
     // The end of the previous chunk, so a marker split across two chunks is still found.
-    let tail = '';
+    let tail: Buffer = Buffer.alloc(0);
     for await (const chunk of up.body) {
       if (first) {
         first = false;
         noteFirstByte(res);
       }
       if (sse && !failed) {
-        const text = tail + (chunk as Buffer).toString('latin1');
-        failed = text.includes(STREAM_ERROR);
-        tail = text.slice(-STREAM_ERROR.length);
+        failed = holdsStreamError(tail, chunk as Buffer);
+        const keep = STREAM_ERROR.length - 1;
+        tail = (chunk as Buffer).length >= keep ? (chunk as Buffer).subarray(-keep) : Buffer.concat([tail, chunk as Buffer]).subarray(-keep);
       }
       if (!out.write(chunk)) await drained(res);
       if (res.destroyed) break;
