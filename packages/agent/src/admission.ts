@@ -17,6 +17,13 @@
  *     whole size (prompt + reserve) is larger than the cache is rejected
  *     "too_large" (no replica of this size can run it without preempting
  *     itself).
+ *  4. stale: the router sent a queue limit (x-warmpath-queue-limit: the
+ *     prefill it expected queued here when it chose this replica, plus
+ *     what it would lose by going elsewhere) and the prefill queued here
+ *     now — requests admitted and not yet at their first token — is
+ *     longer: other routers chose this replica too since its last report.
+ *     The router tries another replica; it sends no limit on a request's
+ *     last attempt, so nothing is lost to this rule.
  *  An idle engine (nothing running or waiting, nothing admitted since) admits
  *  anything that fits, so projections can never starve a replica.
  * Complexity: O(1).
@@ -25,7 +32,7 @@
  * one retry elsewhere, a preemption costs the engine a recompute).
  */
 
-export const REJECT_REASONS = ['queue', 'kv', 'inflight', 'too_large'] as const;
+export const REJECT_REASONS = ['queue', 'kv', 'inflight', 'too_large', 'stale'] as const;
 export type RejectReason = (typeof REJECT_REASONS)[number];
 
 export interface AdmissionLimits {
@@ -53,6 +60,10 @@ export interface AdmissionInput {
   need: number;
   /** This request's whole KV footprint (prompt + output reserve); default `need`. */
   size?: number;
+  /** Uncached prompt tokens of the requests in flight without a first token yet. */
+  pendingPrefill?: number;
+  /** The router's queue limit for this request (x-warmpath-queue-limit), tokens; undefined = none. */
+  queueLimit?: number;
 }
 
 export function admit(x: AdmissionInput, limits: AdmissionLimits): RejectReason | undefined {
@@ -61,6 +72,7 @@ export function admit(x: AdmissionInput, limits: AdmissionLimits): RejectReason 
   // Admissions join the queue only when the engine already queues; otherwise
   // they start running and the kv rule prices them.
   if (limits.maxWaiting > 0 && x.waiting > 0 && x.waiting + x.sinceCount >= limits.maxWaiting) return 'queue';
+  if (x.queueLimit !== undefined && (x.pendingPrefill ?? 0) > x.queueLimit) return 'stale';
   if (x.kvCapacityTokens > 0) {
     if ((x.size ?? x.need) > x.kvCapacityTokens) return 'too_large';
     if (!idle) {

@@ -33,7 +33,7 @@ export const AGENT_SCHEMA = {
   scrapeTimeoutMs: { type: 'number', default: 2_000, min: 50, max: 60_000, doc: 'one engine scrape may take this long, ms' },
   modelsIntervalMs: { type: 'number', default: 5_000, min: 100, max: 600_000, doc: 'how often /v1/models (adapters) is re-read, ms' },
   downAfterFailures: { type: 'number', default: 2, min: 1, max: 1000, integer: true, doc: 'consecutive failed scrapes before the engine counts as down' },
-  admission: { type: 'boolean', default: true, doc: 'admission control (the queue, kv, inflight and too_large rules); off: admit everything and let the engine queue or preempt, as an engine without Warmpath does (the benchmark runs peer emulations this way)' },
+  admission: { type: 'boolean', default: true, doc: 'admission control (the queue, kv, inflight, too_large and stale rules); off: admit everything and let the engine queue or preempt, as an engine without Warmpath does (the benchmark runs peer emulations this way)' },
   maxWaiting: { type: 'number', default: 64, min: 0, max: 1e6, integer: true, doc: 'admission: reject (reason queue) when the engine already queues and its queue plus admissions since the last scrape would reach this many requests; 0 = off. 64 lets a 16-call fan-out sharing one prefix in (16 refused some of its calls: fanout DES p50 85 → 79 ms, 6 of 7,758 calls lost on one seed)' },
   maxInflight: { type: 'number', default: 0, min: 0, max: 1e6, integer: true, doc: 'admission: reject (reason inflight) above this many in-flight requests; 0 = off' },
   kvHighWatermark: { type: 'number', default: 0.95, min: 0.1, max: 1, doc: 'admission: reject (reason kv) when projected KV use would exceed this fraction of capacity' },

@@ -129,10 +129,10 @@ export class AgentCore {
   }
 
   /** Admission for one described request: a refusal (counted), or the admitted record (in flight; routers hear of a load jump). */
-  admit(info: RequestInfo): { reason: Refusal } | Admitted {
+  admit(info: RequestInfo, queueLimit?: number): { reason: Refusal } | Admitted {
     const gated = this.gate();
     if (gated !== undefined) return { reason: gated };
-    const a = this.ledger.admit(info);
+    const a = this.ledger.admit(info, queueLimit);
     if ('reason' in a) {
       this.metrics.rejected.inc({ reason: a.reason });
       return a;

@@ -164,9 +164,10 @@ export class AgentLedger {
 
   /**
    * Admission decision for a described request whose first `predicted` chunks
-   * the cache model expects cached; undefined = admit.
+   * the cache model expects cached, under the router's queue limit if it sent
+   * one (x-warmpath-queue-limit); undefined = admit.
    */
-  check(info: RequestInfo, predicted = 0): RejectReason | undefined {
+  check(info: RequestInfo, predicted = 0, queueLimit?: number): RejectReason | undefined {
     if (!this.config.admission) return undefined;
     const need = this.needOf(info, this.cachedTokensOf(info, predicted));
     const snap = this.snapshot;
@@ -194,6 +195,8 @@ export class AgentLedger {
         meanNeed: this.inflight.size > 0 ? totalNeed / this.inflight.size : need,
         need,
         size: this.needOf(info, 0),
+        pendingPrefill: this.pendingPrefillTokens,
+        ...(queueLimit !== undefined ? { queueLimit } : {}),
       },
       this.config,
     );
@@ -258,10 +261,10 @@ export class AgentLedger {
    * Admission control and bookkeeping for one described request: a reject
    * reason, or the admitted record (in flight, chain recorded in the cache model).
    */
-  admit(info: RequestInfo): { reason: RejectReason } | Admitted {
+  admit(info: RequestInfo, queueLimit?: number): { reason: RejectReason } | Admitted {
     const cache = this.cache;
     const predicted = cache.predict(info.hashes);
-    const reason = this.check(info, predicted);
+    const reason = this.check(info, predicted, queueLimit);
     if (reason !== undefined) return { reason };
     const stamps = new Float64Array(predicted);
     for (let i = 0; i < predicted; i++) stamps[i] = cache.stampOf(info.hashes[i]!);

@@ -8,7 +8,7 @@ export function createMetrics() {
     inflight: new Gauge({ name: 'warmpath_agent_inflight_requests', help: 'Requests admitted and not finished', registers: [registry] }),
     inflightTokens: new Gauge({ name: 'warmpath_agent_inflight_tokens', help: 'Work of in-flight requests, tokens (uncached prompt + max output)', registers: [registry] }),
     admitted: new Counter({ name: 'warmpath_agent_admitted_total', help: 'Requests admitted to the engine', registers: [registry] }),
-    rejected: new Counter({ name: 'warmpath_agent_rejected_total', help: 'Requests refused, by reason (queue, kv, inflight, too_large, draining, engine_down, invalid, unauthorized)', labelNames: ['reason'], registers: [registry] }),
+    rejected: new Counter({ name: 'warmpath_agent_rejected_total', help: 'Requests refused, by reason (queue, kv, inflight, too_large, stale, draining, engine_down, invalid, unauthorized)', labelNames: ['reason'], registers: [registry] }),
     upstreamErrors: new Counter({ name: 'warmpath_agent_upstream_errors_total', help: 'Engine requests that failed (connect, reset, mid-stream)', labelNames: ['phase'], registers: [registry] }),
     clientAborts: new Counter({ name: 'warmpath_agent_client_aborts_total', help: 'Requests the client abandoned before the end', registers: [registry] }),
     firstByte: new Histogram({ name: 'warmpath_agent_first_byte_seconds', help: 'From request arrival to first response byte from the engine', buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30], registers: [registry] }),

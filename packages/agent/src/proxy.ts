@@ -116,7 +116,7 @@ async function handle(deps: ProxyDeps, req: IncomingMessage, res: ServerResponse
     if (!req.readableAborted) sendError(res, 'internal_error');
     return;
   }
-  const admitted = core.admit(info);
+  const admitted = core.admit(info, queueLimitOf(req.headers[HEADERS.queueLimit]));
   if ('reason' in admitted) return refuse(res, admitted.reason);
   core.metrics.overhead.observe((performance.now() - t0) / 1000);
   let usage: { cachedTokens: number; promptTokens: number | undefined } | undefined;
@@ -137,6 +137,13 @@ function engineHeaders(deps: ProxyDeps, req: IncomingMessage): Record<string, st
   if (deps.token !== undefined || deps.engineKey !== undefined) delete headers.authorization;
   if (deps.engineKey !== undefined) headers.authorization = `Bearer ${deps.engineKey}`;
   return headers;
+}
+
+/** The router's x-warmpath-queue-limit, tokens; a missing or malformed value sets no limit. */
+function queueLimitOf(h: string | string[] | undefined): number | undefined {
+  if (typeof h !== 'string') return undefined;
+  const n = Number(h);
+  return Number.isFinite(n) && n >= 0 ? n : undefined;
 }
 
 function refuse(res: ServerResponse, reason: Refusal): void {

@@ -27,6 +27,12 @@ describe('admit (pure)', () => {
     expect(admit({ ...base, running: 0, need: 1001 }, limits)).toBe('too_large');
     expect(admit({ ...base, inflight: 3 }, { ...limits, maxInflight: 3 })).toBe('inflight');
   });
+  it("refuses stale only when more prefill is queued than the router's limit", () => {
+    expect(admit({ ...base, pendingPrefill: 1_500 }, limits)).toBeUndefined();
+    expect(admit({ ...base, pendingPrefill: 1_500, queueLimit: 1_500 }, limits)).toBeUndefined();
+    expect(admit({ ...base, pendingPrefill: 1_501, queueLimit: 1_500 }, limits)).toBe('stale');
+    expect(admit({ ...base, pendingPrefill: 0, queueLimit: 0 }, limits)).toBeUndefined();
+  });
 });
 
 async function burst(url: string, model: string, n: number, tag: string) {
@@ -99,6 +105,29 @@ describe('admission counts a shared prefix once', async () => {
     expect(fill(on).every((a) => 'reason' in a)).toBe(true);
     expect(fill(off).some((a) => 'reason' in a)).toBe(false);
     expect(off.inflight.size).toBe(16);
+  });
+  it("counts requests admitted and not yet at their first token against a router's queue limit", () => {
+    const core = new AgentLedger(agentConfig({ kvCapacityTokens: 1_000_000 }), createMetrics());
+    core.setSnapshot({ ...emptySnapshot(), running: 1 }, 0);
+    // Each prompt ≈ 1,000 uncached tokens (4,000 characters).
+    const req = (k: number) => describeRequest({ model: 'm', messages: [{ role: 'user', content: `${k} `.padEnd(4_000, 'x') }], max_tokens: 10 }, 'chat');
+    const first = core.admit(req(1), 500);
+    expect('reason' in first).toBe(false);
+    // One prompt queued: a router that expected none (limit 500: less than one prompt) is refused; one that expected it is not.
+    expect(core.admit(req(2), 500)).toEqual({ reason: 'stale' });
+    const second = core.admit(req(3), 1_500);
+    expect('reason' in second).toBe(false);
+    // Without a limit (a request's last attempt, a client without a router) nothing changes.
+    expect('reason' in core.admit(req(4))).toBe(false);
+    // Once the first two have their first token, they no longer count.
+    if (!('reason' in first) && !('reason' in second)) {
+      core.firstByte(first.flight);
+      core.firstByte(second.flight);
+    }
+    expect(core.pendingPrefillTokens).toBeGreaterThan(900);
+    expect(core.pendingPrefillTokens).toBeLessThan(1_100);
+    expect(core.admit(req(5), 500)).toEqual({ reason: 'stale' });
+    expect('reason' in core.admit(req(6), 1_500)).toBe(false);
   });
   it('a request whose whole prompt exceeds the cache is too_large even when mostly cached', () => {
     expect(admit({ ...base, need: 100, size: 1_001 }, limits)).toBe('too_large');

@@ -30,6 +30,33 @@ describe('proxy', () => {
     }
   });
 
+  it("refuses a request when more prefill is queued than the router's x-warmpath-queue-limit (429, reason stale)", async () => {
+    const sim = await startSimServer({ port: 0, profile: 'tiny', speed: 0.01 });
+    const agent = await startAgent({ engineUrl: sim.url, gossip: false, scrapeIntervalMs: 50 });
+    const ac = new AbortController();
+    try {
+      // A first request still in its prefill (the engine runs 100× slower than wall time).
+      const first = fetch(`${agent.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(chatBody(sim.modelName, 's'.repeat(2000), 'q', { max_tokens: 5, stream: true })),
+        signal: ac.signal,
+      }).catch(() => undefined);
+      await until('first request queued for prefill', () => agent.state().load.prefillTokens > 0);
+      const stale = await post(`${agent.url}/v1/chat/completions`, chatBody(sim.modelName, 'another', 'q', { max_tokens: 5 }), { 'x-warmpath-queue-limit': '10' });
+      expect(stale.status).toBe(429);
+      expect(stale.headers.get('x-warmpath-reject-reason')).toBe('stale');
+      expect(JSON.parse(stale.text).error.code).toBe('admission_rejected');
+      expect(await metricValue(`${agent.adminUrl}/metrics`, 'warmpath_agent_rejected_total{reason="stale"}')).toBe(1);
+      ac.abort();
+      await first;
+    } finally {
+      ac.abort();
+      await agent.close();
+      await sim.close();
+    }
+  });
+
   it('answers OpenAI-shaped errors for bad input and unknown routes; passes /v1/models through', async () => {
     const sim = await startSimServer({ port: 0, profile: 'tiny' });
     const agent = await startAgent({ engineUrl: sim.url, gossip: false });

@@ -144,6 +144,37 @@ const CASES: Record<SwitchableStep, () => void> = {
     expect(place(warmpath('share'), req, view, local)).toMatchObject({ branch: 'ring', replica: { id: home } });
   },
 
+  slice() {
+    // Four routers share the clients (as in share above); a system prompt is warm on all 16 replicas, every queue empty.
+    const local = new LocalState(CONFIG);
+    const sent = Date.now() - 60_000;
+    for (let k = 0; k < 16; k++) local.dispatch(`r${k}`, 100, sent);
+    const view = makeView(ids(16).map((id) => makeState(id, { load: { inflight: 4, inflightTokens: 400 }, ...warmOn(chainOf(chat(''))) })));
+    const picks = (p: Policy) => new Set(Array.from({ length: 24 }, (_, k) => place(p, preq(chat(`question ${k}`)), view, local)).map((x) => `${x.branch}:${x.replica!.id}`));
+    // On: each prompt's own slice of the tied replicas, so the routers do not all send their next prompt to one replica.
+    const on = [...picks(warmpath())];
+    expect(on.every((x) => x.startsWith('warm:'))).toBe(true);
+    expect(on.length).toBeGreaterThan(4);
+    // Off: the tie goes to the lowest id, for every prompt, on every router.
+    expect([...picks(warmpath('slice'))]).toEqual(['warm:r0']);
+  },
+
+  'queue-limit'() {
+    // r0 holds the whole prompt (a long history), the others only its first chunks; r0 has 300 tokens of prefill queued.
+    const body = chat('a long conversation turn '.repeat(200));
+    const chain = chainOf(body);
+    const view = makeView([makeState('r0', { load: { prefillTokens: 300 }, ...warmOn(chain) }), ...['r1', 'r2'].map((id) => makeState(id, warmOn(chain.slice(0, 4))))]);
+    const on = place(warmpath(), preq(body), view);
+    expect(on).toMatchObject({ branch: 'warm', replica: { id: 'r0' } });
+    if (on.replica === undefined) throw new Error('no pick');
+    // The limit: its queue + this request's work there + the prefill it saves over r1/r2 (the chunks only r0 holds).
+    const saved = (chain.length - 4) * (CONFIG.chunkChars / CONFIG.charsPerToken);
+    expect(on.queueLimit).toBe(Math.ceil(300 + on.work! + saved));
+    const off = place(warmpath('queue-limit'), preq(body), view);
+    expect(off.replica?.id).toBe('r0');
+    expect(off).not.toHaveProperty('queueLimit');
+  },
+
   spill() {
     const req = preq(chat('x'));
     const home = place(warmpath(), req, makeView(ids(4).map((id) => makeState(id)))).replica!.id;

@@ -51,6 +51,20 @@ describe('router core', () => {
     expect(counts.upstream).toEqual(['rejected']);
   });
 
+  it("sends warmpath's queue limit on every attempt but the last, so an agent's stale refusal never loses a request", () => {
+    const { sent, answers, route } = setup(['a', 'b', 'c'], { maxAttempts: 3 });
+    route(1);
+    for (let k = 0; k < 2; k++) {
+      expect(sent[k]!.d.queueLimit).toBeGreaterThan(0);
+      sent[k]!.report({ kind: 'rejected', status: 429, reason: 'stale' });
+    }
+    expect(sent).toHaveLength(3);
+    expect(sent[2]!.d.attempt).toBe(2);
+    expect(sent[2]!.d.queueLimit).toBeUndefined();
+    sent[2]!.report({ kind: 'done', outcome: 'ok' });
+    expect(answers).toHaveLength(0);
+  });
+
   it('after a refusal with no other replica, queues and places again when a completion wakes the queue', () => {
     const { clock, core, sent, answers, route } = setup(['a']);
     route(1);

@@ -149,6 +149,8 @@ describe('router HTTP: proxying to fake agents', () => {
     expect(s.headers['x-warmpath-replica']).toBe(replica); // same prefix key → same replica
     const agent = agents[Number(String(replica).slice(1))]!;
     expect(agent.lastHeaders!['x-warmpath-router']).toBe('r-test');
+    // A first attempt carries warmpath's queue limit: the prefill the router expects there, this request's included.
+    expect(Number(agent.lastHeaders!['x-warmpath-queue-limit'])).toBeGreaterThan(0);
     expect(JSON.parse(agent.lastBody).messages[1].content).toBe('hello');
   });
 

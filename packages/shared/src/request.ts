@@ -4,7 +4,7 @@
  * Parsed once per hop; validation errors are WarmpathErrors with `param` set.
  */
 import { WarmpathError } from './errors.ts';
-import { canonicalText, chainHashes, prefixSeed, type RequestKind } from './prefix.ts';
+import { canonicalText, chainHashes, hashString32, prefixSeed, type RequestKind } from './prefix.ts';
 import { checkBody, checkDepth } from './request-schema.ts';
 
 /** Fleet-wide settings: agents publish theirs and routers check for a match. */
@@ -29,6 +29,13 @@ export const HEADERS = {
   rejectReason: 'x-warmpath-reject-reason',
   /** Router → agent: which attempt this is (1-based), for logs and metrics. */
   attempt: 'x-warmpath-attempt',
+  /**
+   * Router → agent: the most prefill (tokens) the router expects queued on
+   * the replica, this request's own included, before another replica would
+   * serve it sooner; the agent refuses (reason `stale`) when more is queued.
+   * Never sent on a request's last attempt.
+   */
+  queueLimit: 'x-warmpath-queue-limit',
 } as const;
 
 /** Path → request kind for the OpenAI endpoints Warmpath routes. */
@@ -63,6 +70,8 @@ export interface RequestInfo extends ModelRef {
   maxTokens: number;
   /** Chained prefix hashes (docs/DESIGN-RATIONALE.md §2). */
   hashes: BigUint64Array;
+  /** 32-bit hash of the prompt's last chunkChars characters: with `hashes`, tells apart prompts that differ only in a partial last chunk. */
+  tailHash: number;
 }
 
 export interface DescribeOptions {
@@ -145,5 +154,6 @@ export function describeRequest(body: Record<string, unknown>, kind: RequestKind
     promptTokens: Math.ceil(text.length / charsPerToken),
     maxTokens,
     hashes: chainHashes(text, chunkChars, prefixSeed(ref.model, ref.adapter, salt), maxChunks),
+    tailHash: hashString32(text.length > chunkChars ? text.slice(-chunkChars) : text),
   };
 }

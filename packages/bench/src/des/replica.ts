@@ -75,9 +75,9 @@ export class DesReplica {
   }
 
   /** The agent's side of one attempt: admission, then the engine. False when the agent refuses it. */
-  offer(rec: Rec, attempt: number, report: ((r: SendResult) => void) | undefined): boolean {
+  offer(rec: Rec, attempt: number, report: ((r: SendResult) => void) | undefined, queueLimit?: number): boolean {
     const info = rec.prep.info;
-    const a = this.core.admit(info);
+    const a = this.core.admit(info, queueLimit);
     if ('reason' in a) return false;
     const id = `req-${rec.i}-${attempt}`;
     this.#live.set(id, { rec, admitted: a, report });

@@ -167,7 +167,7 @@ function buildFleet(o: DesOptions, q: EventQueue, profile: EngineProfile, hop: n
     rec.result.route ??= d.branch;
     rec.result.replica = d.replica.id;
     q.after(hop, () => {
-      if (!byId.get(d.replica.id)!.offer(rec, d.attempt, report)) q.after(hop, () => report({ kind: 'rejected', status: 429 }));
+      if (!byId.get(d.replica.id)!.offer(rec, d.attempt, report, d.queueLimit)) q.after(hop, () => report({ kind: 'rejected', status: 429 }));
     });
   };
   let pulls = 0;

@@ -215,7 +215,9 @@ export class RouterCore<T> {
     o.metrics?.placed(branch);
     const ticket = this.local.dispatch(replica.id, placement.work ?? job.info.promptTokens + job.info.maxTokens, now);
     notifyDispatch(this.policy, preq, replica, this.local);
-    o.send({ ctx: job.ctx, info: job.info, replica, branch, attempt: job.attempt }, (r) => this.#ended(job, preq, replica, ticket, r));
+    // The last attempt carries no queue limit: an agent refusing it would lose the request.
+    const limit = job.attempt < this.config.maxAttempts - 1 ? placement.queueLimit : undefined;
+    o.send({ ctx: job.ctx, info: job.info, replica, branch, attempt: job.attempt, ...(limit !== undefined ? { queueLimit: limit } : {}) }, (r) => this.#ended(job, preq, replica, ticket, r));
   }
 
   #timedPlace(preq: PlacementRequest): Placement {

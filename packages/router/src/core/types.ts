@@ -19,6 +19,8 @@ export interface Dispatch<T> {
   readonly branch: Branch;
   /** 0 for the first attempt. */
   readonly attempt: number;
+  /** The placement's queue limit (x-warmpath-queue-limit), tokens; never on the last attempt. */
+  readonly queueLimit?: number;
 }
 
 /**

@@ -11,6 +11,8 @@ export interface ReplicaView {
   readonly id: string;
   /** Small integer, reused after the replica is forgotten; indexes per-slot arrays. */
   readonly slot: number;
+  /** 32-bit hash of the id: the same on every router (per-request slices of the fleet, placement's `slice` step). */
+  readonly idHash: number;
   readonly state: ReplicaState;
   /** Local clock, ms, when the latest state arrived. */
   readonly receivedAt: number;

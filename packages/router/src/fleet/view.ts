@@ -21,7 +21,7 @@
  * (`ReplicaView`), rather than copies: no allocation per read, and the digest
  * sync state is not on the record at all.
  */
-import { decodeState, supersedes, type DecodeResult, type Endpoint, type ModelRef, type ReplicaState } from '@warmpath/shared/wire';
+import { decodeState, hashString32, supersedes, type DecodeResult, type Endpoint, type ModelRef, type ReplicaState } from '@warmpath/shared/wire';
 import { DigestSync, type DigestStatus } from './digest-sync.ts';
 import { Groups, membershipChanged, type Group } from './groups.ts';
 import { halves } from './hash64.ts';
@@ -198,7 +198,7 @@ export class FleetView {
 
   #join(s: ReplicaState, receivedAt: number, reportAt: number): ReplicaRecord {
     const slot = this.#freeSlots.pop() ?? this.#bySlot.length;
-    const r: ReplicaRecord = { id: s.replica, slot, state: s, receivedAt, reportAt, chunkMismatch: s.chunkChars !== this.chunkChars, live: s.status === 'ready', digestSize: 0 };
+    const r: ReplicaRecord = { id: s.replica, slot, idHash: hashString32(s.replica), state: s, receivedAt, reportAt, chunkMismatch: s.chunkChars !== this.chunkChars, live: s.status === 'ready', digestSize: 0 };
     this.#records.set(r.id, r);
     this.#bySlot[slot] = r;
     this.#warmth.grow(slot);

@@ -69,6 +69,7 @@ async function forward(id: string, upstreams: Upstreams, heartbeatMs: number, d:
     ...upstreamHeaders(res),
   };
   if (d.info.routingKey !== undefined) headers[HEADERS.key] = d.info.routingKey;
+  if (d.queueLimit !== undefined) headers[HEADERS.queueLimit] = String(d.queueLimit);
   if (authorization !== undefined) headers.authorization = authorization;
   const out = new Downstream(d.ctx.res, { [HEADERS.replica]: d.replica.id, [HEADERS.route]: d.branch, [HEADERS.router]: id }, d.info.stream ? heartbeatMs : 0);
   try {

@@ -84,6 +84,8 @@ export type Placement =
       branch: Branch;
       /** Tokens this request adds to the replica (uncached prompt + output); default promptTokens + maxTokens. */
       work?: number;
+      /** The most prefill (tokens) the policy expects queued there before another replica would serve the request sooner (x-warmpath-queue-limit). */
+      queueLimit?: number;
     }
   | { replica: undefined; branch: 'saturated' | 'no-replica' };
 

@@ -17,8 +17,21 @@
  * the estimate's noise (a router sends a replica 0 or 1 requests between
  * reports) cost the fanout scenario 1.5–2.3 points of hit rate on 10
  * replicas, for a p99 1.7× lower at 1,000 (docs/SCALE.md).
+ *
+ * Every pick carries a queue limit (step `queue-limit`): the prefill this
+ * router expects queued on the replica — its published queue plus this
+ * router's work since, plus this request's work — and the prefill the
+ * replica saves the request over the best other replica (its extra matched
+ * depth). The agent refuses the request when more is queued than that
+ * (reason `stale`): other routers chose the same replica since its last
+ * report, and another replica now serves the request sooner. The core sends
+ * no limit on a request's last attempt, and a request with an explicit
+ * routing key gets none (it asks for affinity: limited, a fan-out's calls
+ * left their warm replica, fanout hit rate −1 to −1.5 points at 4 and 16
+ * routers, DES seeds 1–3).
  */
-import { underFloor, withinBound } from '@warmpath/shared/wire';
+import { mix32 } from '@warmpath/shared/runtime';
+import { type RequestInfo, underFloor, withinBound } from '@warmpath/shared/wire';
 import type { CandidateTable, Warmth } from '../candidates.ts';
 import type { Branch, Placement, PlacementRequest, PolicyOptions } from '../types.ts';
 import type { SwitchableStep } from './steps.ts';
@@ -51,6 +64,12 @@ export interface Ctx {
   ok(i: number): boolean;
   /** Within HARD_BOUND × the bound, with headroom. */
   hardOk(i: number): boolean;
+  /** Routers besides this one sharing the clients (round(CandidateTable.routers) - 1; 0 with `share` off). */
+  readonly others: number;
+  /** This request's own pseudo-random 32-bit draw: the same on every router, different for different prompts. */
+  readonly draw: number;
+  /** Matched depth of the deepest row other than i with KV headroom, chunks (0 when none). */
+  altDepth(i: number): number;
 }
 
 /** `off`: the steps switched off (placementOff), as a set built once per policy. */
@@ -77,6 +96,22 @@ export function derive(req: PlacementRequest, t: CandidateTable, warmth: Warmth,
   };
   const work = (i: number): number => Math.max(0, info.promptTokens - Math.floor(depth[i]! * tokensPerChunk)) + info.maxTokens;
   const headroom = (i: number): boolean => rows[i]!.kvFree >= work(i);
+  // The two deepest rows with headroom, for altDepth: one O(rows) scan, on first use.
+  let top = -2;
+  let second = 0;
+  const altDepth = (i: number): number => {
+    if (top === -2) {
+      top = -1;
+      for (let j = 0; j < rows.length; j++) {
+        if (!headroom(j)) continue;
+        if (top < 0 || depth[j]! > depth[top]!) {
+          if (top >= 0) second = depth[top]!;
+          top = j;
+        } else if (depth[j]! > second) second = depth[j]!;
+      }
+    }
+    return i === top ? second : top >= 0 ? depth[top]! : 0;
+  };
   return {
     on,
     req,
@@ -91,7 +126,16 @@ export function derive(req: PlacementRequest, t: CandidateTable, warmth: Warmth,
     headroom,
     ok: (i) => within(i) && headroom(i),
     hardOk: (i) => headroom(i) && within(i, c * HARD_BOUND),
+    others,
+    draw: drawOf(info),
+    altDepth,
   };
+}
+
+/** A 32-bit draw from the request's last chain hash, its tail's hash and its length. */
+function drawOf(info: RequestInfo): number {
+  const h = info.hashes.length > 0 ? info.hashes[info.hashes.length - 1]! : 0n;
+  return mix32(Number(h & 0xffffffffn) ^ Number(h >> 32n) ^ mix32(info.tailHash ^ info.promptChars));
 }
 
 /** Row i's work per unit of weight, tokens. */
@@ -101,5 +145,9 @@ export function loadPerWeight(ctx: Ctx, i: number): number {
 }
 
 export function pick(ctx: Ctx, i: number, branch: Branch): Placement {
-  return { replica: ctx.t.rows[i]!.replica, branch, work: ctx.work(i) };
+  const work = ctx.work(i);
+  // A request with an explicit routing key asks for affinity (a fan-out's calls): no limit moves it off its pick.
+  if (!ctx.on('queue-limit') || ctx.req.info.routingKey !== undefined) return { replica: ctx.t.rows[i]!.replica, branch, work };
+  const saved = Math.max(0, ctx.depth[i]! - ctx.altDepth(i)) * ctx.tokensPerChunk;
+  return { replica: ctx.t.rows[i]!.replica, branch, work, queueLimit: Math.ceil(ctx.t.rows[i]!.queue + work + saved) };
 }

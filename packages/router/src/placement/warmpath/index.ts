@@ -14,7 +14,8 @@
  *  1. warm (warmest.ts, balance.ts, adapter.ts): the deepest match within the
  *     bound with headroom, ties broken by adapter tier, routing-key ring
  *     order (or least-loaded for a keyed new task), prefill queue, id
- *     ("warm"); a deeper replica within HARD_BOUND × c whose prefill is
+ *     — without a routing key and with several routers, the queue among
+ *     the request's own slice of the tied rows ("warm"); a deeper replica within HARD_BOUND × c whose prefill is
  *     cheaper ("warm-over-bound"); an adapter request whose pick lacks the
  *     adapter → a replica with it hot ("adapter-hot-override"); a prefix warm
  *     on several replicas, the pick over its share → an under-loaded replica
@@ -27,6 +28,7 @@
  *  3. least-loaded (least-loaded.ts): every replica over the bound → the
  *     lowest load per weight with headroom ("least-loaded"); none has
  *     headroom → "saturated".
+ *  Every pick carries a queue limit for the agent (context.ts, `pick`).
  * Complexity: O(candidates) for the derived arrays and scans + a few ring
  * walks that stop at the first admissible member (O(log P) + a few steps
  * typically); the table and warmth cost O(candidates + matched depth +
