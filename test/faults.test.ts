@@ -140,7 +140,10 @@ beforeAll(async () => {
       fleet.relays.push(rl);
       const sim = /(http:\/\/\S+)/.exec(s.line)![1]!;
       const id = `agent-${i}`;
-      const a = await start(['agent', '--engine', 'vllm', '--engine-url', sim, '--port', '0', '--admin-port', '0', '--fleet', FLEET, '--replica-id', id, '--bootstrap', `/ip4/127.0.0.1/tcp/${rl.port}/p2p/${peerId}`]);
+      // --gossip-peers 0: redial R whenever its link drops. With the default (2), R2 and R3 dialing the agent fill
+      // its quota, so once the cut closed the link to R nobody redialed it, and R, with no bootstrap of its own and
+      // no link to the other routers, never heard the fleet again (the flaky failure of the gossip-cut test).
+      const a = await start(['agent', '--engine', 'vllm', '--engine-url', sim, '--port', '0', '--admin-port', '0', '--fleet', FLEET, '--replica-id', id, '--gossip-peers', '0', '--bootstrap', `/ip4/127.0.0.1/tcp/${rl.port}/p2p/${peerId}`]);
       fleet.replicas[i] = { id, sim, peer: field(a.line, 'peer'), agent: { child: a.child, url: field(a.line, 'proxy') } };
     }),
   );

@@ -117,7 +117,7 @@ async function handle(deps: ProxyDeps, req: IncomingMessage, res: ServerResponse
     return;
   }
   const admitted = core.admit(info, queueLimitOf(req.headers[HEADERS.queueLimit]));
-  if ('reason' in admitted) return refuse(res, admitted.reason);
+  if ('reason' in admitted) return refuse(res, admitted.reason, admitted.reason === 'stale' ? core.ledger.pendingPrefillTokens : undefined);
   core.metrics.overhead.observe((performance.now() - t0) / 1000);
   let usage: { cachedTokens: number; promptTokens: number | undefined } | undefined;
   try {
@@ -146,14 +146,16 @@ function queueLimitOf(h: string | string[] | undefined): number | undefined {
   return Number.isFinite(n) && n >= 0 ? n : undefined;
 }
 
-function refuse(res: ServerResponse, reason: Refusal): void {
+/** `queued`: on a stale refusal, the prefill queued here now, for the router's view (x-warmpath-queued). */
+function refuse(res: ServerResponse, reason: Refusal, queued?: number): void {
   noteRefusal(res, reason);
   if (reason === 'draining') return sendError(res, 'draining', undefined, { headers: { 'retry-after': 1, [HEADERS.rejectReason]: reason } });
   if (reason === 'engine_down') return sendError(res, 'engine_unavailable', undefined, { headers: { 'retry-after': 1, [HEADERS.rejectReason]: reason } });
   // Larger than this replica's whole KV cache: it can never run here, so not retryable (a router still tries a larger replica).
   if (reason === 'too_large') return sendError(res, 'context_length_exceeded', "The prompt plus max_tokens is larger than this replica's KV cache.", { headers: { [HEADERS.rejectReason]: reason } });
   // Retry-After: the refusal is momentary.
-  sendError(res, 'admission_rejected', `This replica cannot take the request now (${reason}); try another replica.`, { headers: { 'retry-after': 1, [HEADERS.rejectReason]: reason } });
+  const headers = { 'retry-after': 1, [HEADERS.rejectReason]: reason, ...(queued !== undefined ? { [HEADERS.queued]: Math.round(queued) } : {}) };
+  sendError(res, 'admission_rejected', `This replica cannot take the request now (${reason}); try another replica.`, { headers });
 }
 
 /** Forwards one admitted request and streams the answer; resolves with the engine's usage when it reported cached tokens. */

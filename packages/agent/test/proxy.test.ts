@@ -46,6 +46,8 @@ describe('proxy', () => {
       const stale = await post(`${agent.url}/v1/chat/completions`, chatBody(sim.modelName, 'another', 'q', { max_tokens: 5 }), { 'x-warmpath-queue-limit': '10' });
       expect(stale.status).toBe(429);
       expect(stale.headers.get('x-warmpath-reject-reason')).toBe('stale');
+      // …and says how much is queued, for the router's view.
+      expect(Number(stale.headers.get('x-warmpath-queued'))).toBeGreaterThan(10);
       expect(JSON.parse(stale.text).error.code).toBe('admission_rejected');
       expect(await metricValue(`${agent.adminUrl}/metrics`, 'warmpath_agent_rejected_total{reason="stale"}')).toBe(1);
       ac.abort();

@@ -65,6 +65,26 @@ describe('router core', () => {
     expect(answers).toHaveLength(0);
   });
 
+  it("takes what a stale refusal says is queued into its view of that replica until the replica's next report", () => {
+    const { clock, core, sent, route } = setup(['a', 'b']);
+    const spread = (from: number): Set<string> => {
+      for (let k = 0; k < 6; k++) route(100 + from + k, `prompt ${from + k}`);
+      return new Set(sent.slice(-6).map((s) => s.d.replica.id));
+    };
+    route(1);
+    const x = sent[0]!.d.replica.id;
+    sent[0]!.report({ kind: 'rejected', status: 429, reason: 'stale', queued: 60_000 });
+    // Other routers queued 60k tokens of prefill on x: this router's next prompts all go elsewhere.
+    expect(spread(0)).toEqual(new Set([sent[1]!.d.replica.id]));
+    expect(sent[1]!.d.replica.id).not.toBe(x);
+    const seen = () => core.local.queuedSeen(core.view.replicas.get(x)!);
+    expect(seen()).toBe(60_000);
+    // x's next report counts that work itself: the correction is dropped.
+    clock.advance(100);
+    core.receive(makeState(x, { seq: 2, sentAt: clock.now() }));
+    expect(seen()).toBe(0);
+  });
+
   it('after a refusal with no other replica, queues and places again when a completion wakes the queue', () => {
     const { clock, core, sent, answers, route } = setup(['a']);
     route(1);

@@ -36,6 +36,8 @@ export const HEADERS = {
    * Never sent on a request's last attempt.
    */
   queueLimit: 'x-warmpath-queue-limit',
+  /** Agent → router, on a `stale` refusal: the prefill queued on the replica now, tokens (the router's view takes it until the next report). */
+  queued: 'x-warmpath-queued',
 } as const;
 
 /** Path → request kind for the OpenAI endpoints Warmpath routes. */

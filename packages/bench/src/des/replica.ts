@@ -74,11 +74,15 @@ export class DesReplica {
     this.core.publisher.publishNow();
   }
 
-  /** The agent's side of one attempt: admission, then the engine. False when the agent refuses it. */
-  offer(rec: Rec, attempt: number, report: ((r: SendResult) => void) | undefined, queueLimit?: number): boolean {
+  /**
+   * The agent's side of one attempt: admission, then the engine. Undefined
+   * when admitted; else the refusal as the router hears it (a stale one says
+   * what is queued, as x-warmpath-queued does).
+   */
+  offer(rec: Rec, attempt: number, report: ((r: SendResult) => void) | undefined, queueLimit?: number): { reason: string; queued?: number } | undefined {
     const info = rec.prep.info;
     const a = this.core.admit(info, queueLimit);
-    if ('reason' in a) return false;
+    if ('reason' in a) return a.reason === 'stale' ? { reason: a.reason, queued: this.core.ledger.pendingPrefillTokens } : { reason: a.reason };
     const id = `req-${rec.i}-${attempt}`;
     this.#live.set(id, { rec, admitted: a, report });
     try {
@@ -89,11 +93,11 @@ export class DesReplica {
       this.core.finish(info, a);
       report?.({ kind: 'done', outcome: 'error', status: 400 });
       this.#hooks.finished(rec, { error: (err as { code?: string }).code ?? 'invalid_request', status: 400 });
-      return true;
+      return undefined;
     }
     this.#hooks.changed?.(this);
     this.#kick();
-    return true;
+    return undefined;
   }
 
   // ---- the engine: one step event at a time ------------------------------

@@ -167,7 +167,8 @@ function buildFleet(o: DesOptions, q: EventQueue, profile: EngineProfile, hop: n
     rec.result.route ??= d.branch;
     rec.result.replica = d.replica.id;
     q.after(hop, () => {
-      if (!byId.get(d.replica.id)!.offer(rec, d.attempt, report, d.queueLimit)) q.after(hop, () => report({ kind: 'rejected', status: 429 }));
+      const refused = byId.get(d.replica.id)!.offer(rec, d.attempt, report, d.queueLimit);
+      if (refused !== undefined) q.after(hop, () => report({ kind: 'rejected', status: 429, ...refused }));
     });
   };
   let pulls = 0;

@@ -268,6 +268,7 @@ export class RouterCore<T> {
       return this.#answer(job, { code: 'upstream_error', message: `Replicas tried: ${job.attempt}; last failure: ${failureText(r)}.`, retryAfter: true });
     }
     (job.exclude ??= new Set()).add(replica.id);
+    if (r.kind === 'rejected' && r.queued !== undefined) this.local.noteQueued(replica, r.queued);
     if (r.kind === 'rejected') {
       metrics?.retried();
       return this.#place(job);

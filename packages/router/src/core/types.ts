@@ -37,7 +37,7 @@ export interface Dispatch<T> {
  * deadline; `timeout`: the request's total deadline passed).
  */
 export type SendResult =
-  | { readonly kind: 'rejected'; readonly status: number; readonly reason?: string }
+  | { readonly kind: 'rejected'; readonly status: number; readonly reason?: string; readonly queued?: number }
   | { readonly kind: 'connect' }
   | { readonly kind: 'reset' }
   | { readonly kind: 'failed'; readonly status: number }

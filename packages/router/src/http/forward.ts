@@ -85,7 +85,8 @@ async function forward(id: string, upstreams: Upstreams, heartbeatMs: number, d:
     // The agent's refusals: 429/503 (admission), and 400 too_large (this replica is too small; a larger one may fit).
     if (status === 429 || status === 503 || (status === 400 && reason === 'too_large')) {
       up.body.dump().catch(() => {});
-      return { kind: 'rejected', status, ...(typeof reason === 'string' ? { reason } : {}) };
+      const queued = Number(up.headers[HEADERS.queued]);
+      return { kind: 'rejected', status, ...(typeof reason === 'string' ? { reason } : {}), ...(Number.isFinite(queued) && queued >= 0 ? { queued } : {}) };
     }
     if (status >= 500) {
       up.body.dump().catch(() => {});

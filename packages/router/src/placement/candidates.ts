@@ -4,8 +4,9 @@
  *
  * Steps: take the request's (model, adapter) group; keep the members
  * `eligible` admits, in group order; per row, the published load plus the
- * work this router sent since that report, weight, KV free tokens, prefill
- * queue and this router's in-flight count; sums of load and weight; how many
+ * work this router sent since that report (and what a stale refusal since
+ * said other routers queued there), weight, KV free tokens, prefill queue
+ * and this router's in-flight count; sums of load and weight; how many
  * routers' worth of traffic the fleet carries per request of this router's
  * (LocalState.routersEstimate over the rows' published and own in-flight
  * requests). Then
@@ -40,7 +41,9 @@ export function buildCandidates(req: PlacementRequest, view: FleetView, local: L
     if (!eligible(r, req, view, local)) continue;
     const s = r.state;
     const added = local.addedTokens(r);
-    const load = s.load.inflightTokens + added;
+    // What an agent's stale refusal said is queued there beyond this view: other routers' work, until the next report.
+    const unseen = Math.max(0, local.queuedSeen(r) - s.load.prefillTokens - added);
+    const load = s.load.inflightTokens + added + unseen;
     const kv = s.capacity.kvTokens;
     rowOfSlot[r.slot] = rows.length;
     rows.push({
@@ -49,7 +52,7 @@ export function buildCandidates(req: PlacementRequest, view: FleetView, local: L
       added,
       weight: s.capacity.weight,
       kvFree: kv <= 0 ? Infinity : kv - s.load.kvUsedTokens - added,
-      queue: s.load.prefillTokens + added,
+      queue: s.load.prefillTokens + added + unseen,
       inflight: local.inflight(r.id),
     });
     totalLoad += load;

@@ -49,6 +49,9 @@ interface Track {
   counted: number;
   /** Local clock, ms, until which the replica is ejected; 0 = not ejected. */
   ejectedUntil: number;
+  /** Prefill an agent said it had queued when it refused a request as stale (tokens), and the report it corrects. */
+  queued: number;
+  queuedReportAt: number;
 }
 
 interface OverlayEntry {
@@ -131,7 +134,7 @@ export class LocalState {
   #track(id: string): Track {
     let t = this.#tracks.get(id);
     if (t === undefined) {
-      t = { id, inflight: 0, recent: [], head: 0, sum: 0, counted: 0, ejectedUntil: 0 };
+      t = { id, inflight: 0, recent: [], head: 0, sum: 0, counted: 0, ejectedUntil: 0, queued: 0, queuedReportAt: Number.NaN };
       this.#tracks.set(id, t);
     }
     return t;
@@ -140,6 +143,23 @@ export class LocalState {
   /** This router's requests in flight on the replica. */
   inflight(id: string): number {
     return this.#tracks.get(id)?.inflight ?? 0;
+  }
+
+  /**
+   * An agent refused a request as stale and said how much prefill it has
+   * queued (x-warmpath-queued): other routers' work this router's view of r
+   * lacks. Held until r's next report, which counts it.
+   */
+  noteQueued(r: ReplicaView, queued: number): void {
+    const t = this.#track(r.id);
+    t.queued = queued;
+    t.queuedReportAt = r.reportAt;
+  }
+
+  /** The prefill r's agent last said it had queued, if said since r's last report; else 0. O(1). */
+  queuedSeen(r: ReplicaView): number {
+    const t = this.#tracks.get(r.id);
+    return t !== undefined && t.queuedReportAt === r.reportAt ? t.queued : 0;
   }
 
   /** Work (tokens) this router sent to r after r's last report and still open. O(1) amortized. */

@@ -24,7 +24,10 @@
  * replica saves the request over the best other replica (its extra matched
  * depth). The agent refuses the request when more is queued than that
  * (reason `stale`): other routers chose the same replica since its last
- * report, and another replica now serves the request sooner. The core sends
+ * report, and another replica now serves the request sooner. It says how
+ * much is queued, and until the replica's next report this router's view
+ * holds that figure (LocalState.noteQueued), so its later requests avoid the
+ * replica too (10 routers on 1,000 replicas: TTFT p50 169 → 140 ms). The core sends
  * no limit on a request's last attempt, and a request with an explicit
  * routing key gets none (it asks for affinity: limited, a fan-out's calls
  * left their warm replica, fanout hit rate −1 to −1.5 points at 4 and 16
