@@ -6,15 +6,16 @@
  * ties → higher adapter tier (hot > free slot > evict), then the shortest
  * prefill queue per weight (published prefillTokens + this router's
  * work since), then the lower id — so a prefix warm everywhere (a common
- * system prompt) spreads, and every router breaks ties alike. With an
+ * system prompt) spreads, and every router breaks ties alike; with several
+ * routers and no routing key, within the request's own slice (`slice`). With an
  * explicit routing key, `keyTieBreak` then re-breaks the tie (below).
  * Depth beats queue: measured, trading locality for a shorter queue loses
  * more cache hits (and so prefill capacity) than it saves.
  * Complexity: O(rows), one scan for both choices; keyTieBreak adds O(rows)
  * or one ring walk.
  */
-import { firstInRing } from '../candidates.ts';
 import { mix32 } from '@warmpath/shared/runtime';
+import { firstInRing } from '../candidates.ts';
 import { type Ctx, loadPerWeight } from './context.ts';
 
 /** The warmest row found: its index, depth and adapter tier. */
@@ -82,29 +83,28 @@ export function keyTieBreak(ctx: Ctx, choice: Choice | undefined, admit: (i: num
 }
 
 /**
- * The tie among equally warm rows for a request without a routing key, when
- * N > 1 routers share the clients (step `slice`): only the rows in this
- * request's slice — about 1/N of them (never fewer than MIN_SLICE
- * candidates' worth), drawn from the request's own hash, so
- * the same on every router and different for different prompts — compete,
- * on prefill queue per weight counting this router's work since each report
- * once per router (as `share` does), equal queues by the request's own rank
- * of the rows. Every router sees the same published
- * queues between two reports; ranked over all rows, each one sends its next
- * request to the same shortest queue (ten routers, ten requests at once on
- * one replica). When no tied row falls in the slice, the tie stands as one
- * router breaks it. With one router the tie is unchanged.
- * Complexity: O(rows), one hash per tied row.
- */
-/**
  * Fewest candidates per slice. Measured (DES, seed scenario on 10 replicas,
  * 4 routers, seeds 1–3 and 101–104): with 1/N of 10 replicas (2 or 3), p99
  * rose 40–60 ms against no slice; with at least 4, it did not.
  */
 const MIN_SLICE = 4;
 
+/**
+ * The tie among equally warm rows for a request without a routing key, when
+ * N > 1 routers share the clients (step `slice`). Every router sees the same
+ * published queues between two reports; ranked over all rows, each one sent
+ * its next request to the same shortest queue (ten routers, ten requests at
+ * once on one replica). So only the rows in this request's slice compete:
+ * about 1/N of them (never fewer than MIN_SLICE candidates' worth), drawn
+ * from a hash of the request and the replica id — the same on every router,
+ * different for different prompts. Among them: the shortest prefill queue
+ * per weight, counting this router's work since each report once per router
+ * (as `share` does); equal queues by the request's own rank of the rows.
+ * When no tied row falls in the slice, the tie stands as one router breaks
+ * it. With one router the tie is unchanged.
+ * Complexity: O(rows), one hash per row.
+ */
 function sliceTieBreak(ctx: Ctx, choice: Choice, admit: (i: number) => boolean): number {
-  // N slices, but none smaller than MIN_SLICE candidates: the shortest queue among a few is all but the best.
   const n = Math.max(1, Math.min(Math.round(ctx.t.routers), Math.floor(ctx.t.rows.length / MIN_SLICE)));
   if (n === 1) return choice.i;
   let best = -1;
