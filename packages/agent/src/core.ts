@@ -128,14 +128,19 @@ export class AgentCore {
     return reason;
   }
 
-  /** Admission for one described request: a refusal (counted), or the admitted record (in flight; routers hear of a load jump). */
-  admit(info: RequestInfo, queueLimit?: number): { reason: Refusal } | Admitted {
+  /**
+   * Admission for one described request: a refusal (counted; a `stale` one
+   * with the prefill queued now, which the router's view takes:
+   * x-warmpath-queued), or the admitted record (in flight; routers hear of a
+   * load jump).
+   */
+  admit(info: RequestInfo, queueLimit?: number): { reason: Refusal; queued?: number } | Admitted {
     const gated = this.gate();
     if (gated !== undefined) return { reason: gated };
     const a = this.ledger.admit(info, queueLimit);
     if ('reason' in a) {
       this.metrics.rejected.inc({ reason: a.reason });
-      return a;
+      return a.reason === 'stale' ? { ...a, queued: this.ledger.pendingPrefillTokens } : a;
     }
     this.metrics.admitted.inc();
     this.publisher.poke();

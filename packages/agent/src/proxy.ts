@@ -117,7 +117,7 @@ async function handle(deps: ProxyDeps, req: IncomingMessage, res: ServerResponse
     return;
   }
   const admitted = core.admit(info, queueLimitOf(req.headers[HEADERS.queueLimit]));
-  if ('reason' in admitted) return refuse(res, admitted.reason, admitted.reason === 'stale' ? core.ledger.pendingPrefillTokens : undefined);
+  if ('reason' in admitted) return refuse(res, admitted.reason, admitted.queued);
   core.metrics.overhead.observe((performance.now() - t0) / 1000);
   let usage: { cachedTokens: number; promptTokens: number | undefined } | undefined;
   try {

@@ -82,7 +82,7 @@ export class DesReplica {
   offer(rec: Rec, attempt: number, report: ((r: SendResult) => void) | undefined, queueLimit?: number): { reason: string; queued?: number } | undefined {
     const info = rec.prep.info;
     const a = this.core.admit(info, queueLimit);
-    if ('reason' in a) return a.reason === 'stale' ? { reason: a.reason, queued: this.core.ledger.pendingPrefillTokens } : { reason: a.reason };
+    if ('reason' in a) return a;
     const id = `req-${rec.i}-${attempt}`;
     this.#live.set(id, { rec, admitted: a, report });
     try {

@@ -13,13 +13,13 @@
  *     ("embedding-least-loaded").
  *  1. warm (warmest.ts, balance.ts, adapter.ts): the deepest match within the
  *     bound with headroom, ties broken by adapter tier, routing-key ring
- *     order (or least-loaded for a keyed new task), prefill queue, id
- *     — without a routing key and with several routers, the queue among
- *     the request's own slice of the tied rows ("warm"); a deeper replica within HARD_BOUND × c whose prefill is
- *     cheaper ("warm-over-bound"); an adapter request whose pick lacks the
- *     adapter → a replica with it hot ("adapter-hot-override"); a prefix warm
- *     on several replicas, the pick over its share → an under-loaded replica
- *     warms it too ("balance").
+ *     order (or least-loaded for a keyed new task), prefill queue, id —
+ *     without a routing key and with several routers, the queue within the
+ *     request's own slice of the tied rows ("warm"); a deeper replica within
+ *     HARD_BOUND × c whose prefill is cheaper ("warm-over-bound"); an
+ *     adapter request whose pick lacks the adapter → a replica with it hot
+ *     ("adapter-hot-override"); a prefix warm on several replicas, the pick
+ *     over its share → an under-loaded replica warms it too ("balance").
  *  2. cold (ring-or-spill.ts, adapter.ts): the key's ring home within the
  *     bound ("ring"), a later replica in ring order ("spill"), or the second
  *     with a shorter published prefill queue ("spill-two-choices"); with an
