@@ -172,7 +172,7 @@ function stateOf(core: AgentCore, boot: string): AgentState {
     engineUp: l.engineUp,
     models: [...l.models],
     adapters: [...l.adapters],
-    hotAdapters: [...(l.snapshot?.hotAdapters ?? [])],
+    hotAdapters: l.hotAdapters(),
     load: l.load(),
     capacity: l.capacity(),
     cache: { size: l.cache.size, capacity: l.cache.capacity },

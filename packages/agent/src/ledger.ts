@@ -66,6 +66,8 @@ export class AgentLedger {
   adapters: string[] = [];
   defaultEndpoints: readonly Endpoint[] = [];
   #byName = new Map<string, ModelRef>();
+  /** Adapters of the requests this agent admitted, most recent first, at most the engine's adapter slots (hotAdapters). */
+  #served: string[] = [];
   /**
    * Cumulative prompt tokens predicted cached at admission from chunks that
    * requests no longer in flight recorded — what the engine holds unless it
@@ -99,12 +101,12 @@ export class AgentLedger {
 
   /** Takes a scrape that started at `startedAt`; true when the hot adapters changed (routers should hear at once). */
   setSnapshot(snap: EngineSnapshot, startedAt: number): boolean {
-    const prevHot = this.snapshot?.hotAdapters.join(',');
+    const prevHot = this.hotAdapters().join(',');
     this.snapshot = snap;
     this.snapshotStartedAt = startedAt;
     const cap = this.kvCapacityTokens;
     if (this.config.cacheCapacityChunks === 0 && cap > 0) this.cache.resize(chunksFor(cap, this.config.charsPerToken, this.config.chunkChars));
-    return prevHot !== snap.hotAdapters.join(',');
+    return prevHot !== this.hotAdapters().join(',');
   }
 
   /**
@@ -279,6 +281,7 @@ export class AgentLedger {
     }
     const flight = this.begin(info, predicted);
     cache.record(info.hashes);
+    if (info.adapter !== '' && this.config.loadedAdapters) this.#serve(info.adapter);
     return { flight, predicted, stamps };
   }
 
@@ -299,6 +302,33 @@ export class AgentLedger {
     if (actual < predicted) m.cacheCorrections.inc({ kind: 'missed' });
     else if (actual > predicted) m.cacheCorrections.inc({ kind: 'promoted' });
     this.cache.feedback(predicted, actual, actual < predicted ? a.stamps[actual]! : -1);
+  }
+
+  /**
+   * Adapters on the engine's GPU, as well as the agent can tell: those the
+   * engine reports in use (running or waiting requests), then those of the
+   * requests it admitted most recently, up to the engine's adapter slots.
+   * An engine keeps an adapter loaded after its requests finish and evicts
+   * the least recently used one for a new adapter (vLLM's max_loras slots),
+   * but reports only the adapters in use; an idle loaded adapter costs no
+   * load, so routers should see it as hot.
+   */
+  hotAdapters(): string[] {
+    const inUse = this.snapshot?.hotAdapters ?? [];
+    const slots = this.snapshot?.adapterSlots ?? 0;
+    if (this.#served.length === 0) return [...inUse];
+    const hot = [...inUse];
+    for (const a of this.#served) if (hot.length < slots && !hot.includes(a)) hot.push(a);
+    return hot;
+  }
+
+  #serve(adapter: string): void {
+    const slots = this.snapshot?.adapterSlots ?? 0;
+    const i = this.#served.indexOf(adapter);
+    if (i === 0) return;
+    if (i > 0) this.#served.splice(i, 1);
+    this.#served.unshift(adapter);
+    if (this.#served.length > slots) this.#served.length = slots;
   }
 
   capacity(): ReplicaCapacity {

@@ -158,7 +158,7 @@ export class Publisher {
       engine: id.engine,
       models: l.models.slice(0, LIMITS.listItems),
       adapters: l.adapters.slice(0, LIMITS.listItems),
-      hotAdapters: (l.snapshot?.hotAdapters ?? []).slice(0, LIMITS.listItems),
+      hotAdapters: l.hotAdapters().slice(0, LIMITS.listItems),
       endpoints: l.endpoints(),
       capacity: l.capacity(),
       load: l.load(),
@@ -175,7 +175,7 @@ export class Publisher {
     if (last === undefined) return true;
     if (last.status !== l.status) return true;
     if (last.models.length !== l.models.length || last.adapters.length !== l.adapters.length) return true;
-    if (last.hotAdapters.join(',') !== (l.snapshot?.hotAdapters ?? []).join(',')) return true;
+    if (last.hotAdapters.join(',') !== l.hotAdapters().join(',')) return true;
     const moved = this.#o.changeTokens;
     if (moved > 0 && (Math.abs(l.pendingPrefillTokens - last.load.prefillTokens) >= moved || Math.abs(l.inflightTokens - last.load.inflightTokens) >= moved)) return true;
     const cap = l.kvCapacityTokens;
