@@ -160,7 +160,7 @@ function buildFleet(o: DesOptions, q: EventQueue, profile: EngineProfile, hop: n
     },
   };
   // A peer deployed without Warmpath's agents has no admission control, and sees only the adapters the engine reports in use.
-  const replicas = Array.from({ length: o.replicas }, (_, i) => new DesReplica(`replica-${i}`, q, profile, o.scenario.fleet, hop, hooks, { ...o.agentOverrides, admission: deployment.admission, loadedAdapters: deployment.admission }));
+  const replicas = Array.from({ length: o.replicas }, (_, i) => new DesReplica(`replica-${i}`, q, profile, o.scenario.fleet, hop, hooks, { ...o.agentOverrides, admission: deployment.admission, ...(deployment.admission ? {} : { loadedAdapters: false }) }));
   const byId = new Map(replicas.map((r) => [r.id, r]));
   // The router → agent hop: the agent admits (or refuses, answered one hop later) on arrival.
   const send: Send<Rec> = (d, report) => {
