@@ -56,7 +56,7 @@ const CASES: Record<SwitchableStep, () => void> = {
     const body = chat('a long conversation turn '.repeat(400), { max_tokens: 16 });
     const chain = chainOf(body);
     const others = ids(4).map((id) => makeState(id, { load: { inflightTokens: 20_000 }, ...warmOn(chain.slice(0, 13)) }));
-    const view = makeView([makeState('home', { load: { inflightTokens: 34_000, prefillTokens: 500 }, ...warmOn(chain) }), ...others]);
+    const view = makeView([makeState('home', { load: { inflightTokens: 50_000, prefillTokens: 500 }, ...warmOn(chain) }), ...others]);
     expect(place(warmpath(), preq(body), view)).toMatchObject({ branch: 'warm-over-bound', replica: { id: 'home' } });
     // Off: the warmest within the bound (the system prompt's holders; queues tie → the lowest id).
     expect(place(warmpath('warm-over-bound'), preq(body), view)).toMatchObject({ branch: 'warm', replica: { id: 'r0' } });

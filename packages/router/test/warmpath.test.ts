@@ -84,7 +84,7 @@ describe('warmpath placement branches', () => {
     const chain = chainOf(body);
     const sys = chain.slice(0, 13);
     const others = ids(4).map((id) => makeState(id, { load: { inflightTokens: 20_000 }, digest: { from: -1, added: sys, size: sys.length } }));
-    const home = makeState('home', { load: { inflightTokens: 34_000, prefillTokens: 500 }, digest: { from: -1, added: chain, size: chain.length } });
+    const home = makeState('home', { load: { inflightTokens: 50_000, prefillTokens: 500 }, digest: { from: -1, added: chain, size: chain.length } });
     expect(placeRequest(policy(), preq(body), makeView([home, ...others]), new LocalState(CONFIG))).toMatchObject({ branch: 'warm-over-bound', replica: { id: 'home' } });
     // Far past the hard bound, the shallower replica takes it.
     const swamped = makeState('home', { load: { inflightTokens: 400_000, prefillTokens: 500 }, digest: { from: -1, added: chain, size: chain.length } });
@@ -141,6 +141,7 @@ describe('warmpath placement branches', () => {
     const view = makeView([
       makeState('a', { load: { inflightTokens: 90_000 }, capacity: { kvTokens: 1_000_000 } }),
       makeState('b', { load: { inflightTokens: 70_000 }, capacity: { kvTokens: 1_000_000 } }),
+      makeState('c', { load: { inflightTokens: 80_000 }, capacity: { kvTokens: 1_000_000 } }),
     ]);
     const body = chat('y', { max_tokens: 400_000 });
     expect(placeRequest(policy(), preq(body), view, new LocalState(CONFIG))).toMatchObject({ branch: 'least-loaded', replica: { id: 'b' } });
@@ -228,11 +229,11 @@ describe('warmpath placement branches', () => {
       const warm = makeState('warm', { adapters: ['a1', 'a2', 'a3'], hotAdapters: ['a1'], capacity: { adapterSlots: 2 }, load: busy, digest: { from: -1, added: chain, size: chain.length } });
       const other = (id: string) => makeState(id, { adapters: ['a1', 'a2', 'a3'], capacity: { adapterSlots: 2 }, load: busy });
       const busyHot = (inflightTokens: number) => makeState('hot', { adapters: ['a1', 'a2', 'a3'], hotAdapters: ['a2'], capacity: { adapterSlots: 2 }, load: { inflightTokens } });
-      // 'hot' carries 1.33× the fleet mean: over c = 1.25, within 2c.
-      const view = makeView([warm, busyHot(30_000), other('r2'), other('r3')]);
+      // 'hot' carries 1.9× the fleet mean: over c = 1.75, within 2c.
+      const view = makeView([warm, busyHot(50_000), other('r2'), other('r3')]);
       expect(placeRequest(policy(), preq(body, { view }), view, new LocalState(CONFIG))).toMatchObject({ branch: 'adapter-hot-override', replica: { id: 'hot' } });
       // Far past 2c, the warm replica loads the adapter.
-      const swamped = makeView([warm, busyHot(400_000), other('r2'), other('r3')]);
+      const swamped = makeView([warm, busyHot(1_000_000), other('r2'), other('r3')]);
       expect(placeRequest(policy(), preq(body, { view: swamped }), swamped, new LocalState(CONFIG))).toMatchObject({ branch: 'warm', replica: { id: 'warm' } });
     });
 

@@ -48,13 +48,14 @@ export function registerPolicy(name: string, factory: PolicyFactory): void {
 
 /** A policy's options from the router's validated config: every policy is built from these. */
 export function policyOptions(
-  config: Pick<PolicyOptions, 'chunkChars' | 'charsPerToken' | 'loadFactor' | 'boundFloorTokens'> & { readonly placementOff: readonly string[] },
+  config: Pick<PolicyOptions, 'chunkChars' | 'charsPerToken' | 'loadFactor' | 'keyLoadFactor' | 'boundFloorTokens'> & { readonly placementOff: readonly string[] },
   random?: () => number,
 ): PolicyOptions {
   const o = {
     chunkChars: config.chunkChars,
     charsPerToken: config.charsPerToken,
     loadFactor: config.loadFactor,
+    keyLoadFactor: config.keyLoadFactor,
     boundFloorTokens: config.boundFloorTokens,
     placementOff: config.placementOff,
   };

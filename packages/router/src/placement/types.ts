@@ -110,8 +110,10 @@ export interface PolicyOptions {
   /** Prefix chunk size, characters (for warm-token estimates). */
   readonly chunkChars: number;
   readonly charsPerToken: number;
-  /** Bounded-load factor c. */
+  /** Bounded-load factor c, for requests without an explicit routing key. */
   readonly loadFactor: number;
+  /** Bounded-load factor c for requests with an explicit routing key. */
+  readonly keyLoadFactor: number;
   /** The bounded-load floor per unit of weight, tokens (withinBound's `floor`). */
   readonly boundFloorTokens: number;
   /** Random source in [0, 1) for randomized policies; tests pass a seeded one. */

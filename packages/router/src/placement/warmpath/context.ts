@@ -79,7 +79,8 @@ export interface Ctx {
 export function derive(req: PlacementRequest, t: CandidateTable, warmth: Warmth, opts: PolicyOptions, off: ReadonlySet<string>): Ctx {
   const info = req.info;
   const rows = t.rows;
-  const c = opts.loadFactor;
+  // A routing key gathers its calls on one replica, and only the bound spreads a burst of them: its own, tighter c.
+  const c = info.routingKey !== undefined ? opts.keyLoadFactor : opts.loadFactor;
   const on = (step: SwitchableStep): boolean => !off.has(step);
   const tokensPerChunk = opts.chunkChars / opts.charsPerToken;
   const unit = Math.max(1, info.promptTokens + info.maxTokens);
