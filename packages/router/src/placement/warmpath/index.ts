@@ -39,7 +39,7 @@
  * giving up some cache hits to keep tail latency; a larger c keeps more hits
  * on hot replicas. c = 1.75 (loadFactor) beat 1.25 on every scenario without
  * a routing key (DES, seeds 1–3, 1/4/16 routers: seed TTFT p50 −7 to −16 ms
- * and +1.1 to +1.4 points of hit rate, longctx +1.6 to +3.8 points, lora
+ * and +1.0 to +1.4 points of hit rate, longctx +1.6 to +3.8 points, lora
  * about half the adapter loads); a request with a routing key keeps 1.25
  * (keyLoadFactor), because a key gathers its calls on one replica by design
  * and only the bound spreads a burst of them (fanout: 1.75 raised p50 by
