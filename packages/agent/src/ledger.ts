@@ -314,10 +314,8 @@ export class AgentLedger {
    * load, so routers should see it as hot.
    */
   hotAdapters(): string[] {
-    const inUse = this.snapshot?.hotAdapters ?? [];
     const slots = this.snapshot?.adapterSlots ?? 0;
-    if (this.#served.length === 0) return [...inUse];
-    const hot = [...inUse];
+    const hot = [...(this.snapshot?.hotAdapters ?? [])];
     for (const a of this.#served) if (hot.length < slots && !hot.includes(a)) hot.push(a);
     return hot;
   }
