@@ -91,6 +91,20 @@ describe('warmpath placement branches', () => {
     expect(placeRequest(policy(), preq(body), makeView([swamped, ...others]), new LocalState(CONFIG)).replica?.id).not.toBe('home');
   });
 
+  it('a request with a routing key has the tighter bound (keyLoadFactor 1.25, others loadFactor 1.75)', () => {
+    const place = (req: ReturnType<typeof preq>, busy?: string) =>
+      placeRequest(policy(), req, makeView(ids(4).map((id) => makeState(id, { load: { inflightTokens: id === busy ? 36_000 : busy === undefined ? 0 : 20_000 } }))), new LocalState(CONFIG));
+    // The home carries 1.5× the fleet mean: within 1.75, over 1.25.
+    const keyless = preq(chat('a cold prompt'));
+    const home = place(keyless).replica!.id;
+    expect(place(keyless, home)).toMatchObject({ branch: 'ring', replica: { id: home } });
+    const keyed = preq(chat('a cold prompt', { prompt_cache_key: 'k' }));
+    const keyHome = place(keyed).replica!.id;
+    const spilled = place(keyed, keyHome);
+    expect(spilled.branch).toBe('spill');
+    expect(spilled.replica!.id).not.toBe(keyHome);
+  });
+
   it('spill: over the bound, the key grows onto the next replicas in ring order, deterministically', () => {
     const states = ids(4).map((id) => makeState(id));
     const req = preq(chat('x'));
@@ -229,7 +243,7 @@ describe('warmpath placement branches', () => {
       const warm = makeState('warm', { adapters: ['a1', 'a2', 'a3'], hotAdapters: ['a1'], capacity: { adapterSlots: 2 }, load: busy, digest: { from: -1, added: chain, size: chain.length } });
       const other = (id: string) => makeState(id, { adapters: ['a1', 'a2', 'a3'], capacity: { adapterSlots: 2 }, load: busy });
       const busyHot = (inflightTokens: number) => makeState('hot', { adapters: ['a1', 'a2', 'a3'], hotAdapters: ['a2'], capacity: { adapterSlots: 2 }, load: { inflightTokens } });
-      // 'hot' carries 1.9× the fleet mean: over c = 1.75, within 2c.
+      // 'hot' carries 1.8× the fleet mean: over c = 1.75, within 2c.
       const view = makeView([warm, busyHot(50_000), other('r2'), other('r3')]);
       expect(placeRequest(policy(), preq(body, { view }), view, new LocalState(CONFIG))).toMatchObject({ branch: 'adapter-hot-override', replica: { id: 'hot' } });
       // Far past 2c, the warm replica loads the adapter.
