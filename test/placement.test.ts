@@ -166,7 +166,7 @@ describe('placement end to end', () => {
       for (let k = 0; k < 4; k++) {
         const r = await chat(router, { model: ADAPTER, messages: [{ role: 'user', content: `query ${k}` }] }, { 'x-warmpath-key': `user-${k}` });
         expect(r.status).toBe(200);
-        expect(r).toMatchObject({ replica: hot, route: 'adapter-hot' });
+        expect(r).toMatchObject({ replica: hot, route: 'adapter-spill' });
       }
       expect(h.ended(), 'the adapter stayed hot throughout').toBe(false);
     } finally {

@@ -62,18 +62,6 @@ const CASES: Record<SwitchableStep, () => void> = {
     expect(place(warmpath('warm-over-bound'), preq(body), view)).toMatchObject({ branch: 'warm', replica: { id: 'r0' } });
   },
 
-  'adapter-hot-override'() {
-    const body = chat('q '.repeat(400), { model: 'a2' });
-    const chain = preq(body, { view: makeView([lora('r0', ['a2'])]) }).info.hashes;
-    const busy = { inflightTokens: 20_000 };
-    const warm = makeState('warm', { adapters: ['a1', 'a2', 'a3'], hotAdapters: ['a1'], capacity: { adapterSlots: 2 }, load: busy, ...warmOn(chain) });
-    const other = (id: string) => makeState(id, { adapters: ['a1', 'a2', 'a3'], capacity: { adapterSlots: 2 }, load: busy });
-    const hot = makeState('hot', { adapters: ['a1', 'a2', 'a3'], hotAdapters: ['a2'], capacity: { adapterSlots: 2 }, load: { inflightTokens: 30_000 } });
-    const view = makeView([warm, hot, other('r2'), other('r3')]);
-    expect(place(warmpath(), preq(body, { view }), view)).toMatchObject({ branch: 'adapter-hot-override', replica: { id: 'hot' } });
-    expect(place(warmpath('adapter-hot-override'), preq(body, { view }), view)).toMatchObject({ branch: 'warm', replica: { id: 'warm' } });
-  },
-
   balance() {
     const sys = chainOf(chat(''), 13);
     const view = makeView([...ids(7).map((id) => makeState(id, { load: { inflightTokens: 40_000 }, ...warmOn(sys) })), makeState('idle')]);
@@ -191,16 +179,6 @@ const CASES: Record<SwitchableStep, () => void> = {
     const view = makeView(ids(5).map((id) => makeState(id, { load: { prefillTokens: id === home ? 6_000 : 0 } })));
     expect(place(warmpath(), req, view).branch).toBe('spill-two-choices');
     expect(place(warmpath('spill-two-choices'), req, view)).toMatchObject({ branch: 'ring', replica: { id: home } });
-  },
-
-  'adapter-hot'() {
-    const view = makeView([lora('r0', []), lora('r1', ['a2']), lora('r2', [])]);
-    expect(place(warmpath(), preq(chat('q', { model: 'a2' }), { view }), view)).toMatchObject({ branch: 'adapter-hot', replica: { id: 'r1' } });
-    // Off: the adapter's own ring decides, hot or not.
-    const adapterRing = place(warmpath(), preq(chat('q', { model: 'a3' }), { view }), view).replica!.id;
-    const view2 = makeView(['r0', 'r1', 'r2'].map((id) => lora(id, id === adapterRing ? [] : ['a3'])));
-    expect(place(warmpath(), preq(chat('q', { model: 'a3' }), { view: view2 }), view2).branch).toBe('adapter-hot');
-    expect(place(warmpath('adapter-hot'), preq(chat('q', { model: 'a3' }), { view: view2 }), view2)).toMatchObject({ branch: 'adapter-home', replica: { id: adapterRing } });
   },
 
   'adapter-home'() {

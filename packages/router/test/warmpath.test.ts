@@ -231,24 +231,25 @@ describe('warmpath placement branches', () => {
   describe('adapters', () => {
     const lora = (id: string, hot: string[], slots = 2) => makeState(id, { adapters: ['a1', 'a2', 'a3'], hotAdapters: hot, capacity: { adapterSlots: slots } });
 
-    it('prefers a replica with the adapter hot', () => {
-      const view = makeView([lora('r0', []), lora('r1', ['a2']), lora('r2', [])]);
-      expect(placeRequest(policy(), preq(chat('q', { model: 'a2' }), { view }), view, new LocalState(CONFIG))).toMatchObject({ branch: 'adapter-hot', replica: { id: 'r1' } });
+    it('a cold prefix goes to a replica with the adapter hot before a free slot, in the adapter ring order', () => {
+      const ring = (view: ReturnType<typeof makeView>) => placeRequest(policy(), preq(chat('q', { model: 'a2' }), { view }), view, new LocalState(CONFIG));
+      const home = ring(makeView([lora('r0', []), lora('r1', []), lora('r2', [])])).replica!.id;
+      expect(ring(makeView([lora('r0', []), lora('r1', []), lora('r2', [])]))).toMatchObject({ branch: 'adapter-home', replica: { id: home } });
+      // The adapter hot on a replica past its ring home, which still has a free slot: the hot one takes it.
+      const hot = ['r0', 'r1', 'r2'].find((id) => id !== home)!;
+      const view = makeView(['r0', 'r1', 'r2'].map((id) => lora(id, id === hot ? ['a2'] : [])));
+      expect(ring(view)).toMatchObject({ branch: 'adapter-spill', replica: { id: hot } });
     });
 
-    it('an adapter hot elsewhere, even a little over the bound, beats a warm prefix without it', () => {
+    it('a warm prefix keeps an adapter request where the adapter is not hot; among equally warm replicas, the hot one wins', () => {
       const body = chat('q '.repeat(400), { model: 'a2' });
       const chain = preq(body, { view: makeView([lora('r0', ['a2'])]) }).info.hashes;
-      const busy = { inflightTokens: 20_000 };
-      const warm = makeState('warm', { adapters: ['a1', 'a2', 'a3'], hotAdapters: ['a1'], capacity: { adapterSlots: 2 }, load: busy, digest: { from: -1, added: chain, size: chain.length } });
-      const other = (id: string) => makeState(id, { adapters: ['a1', 'a2', 'a3'], capacity: { adapterSlots: 2 }, load: busy });
-      const busyHot = (inflightTokens: number) => makeState('hot', { adapters: ['a1', 'a2', 'a3'], hotAdapters: ['a2'], capacity: { adapterSlots: 2 }, load: { inflightTokens } });
-      // 'hot' carries 1.8× the fleet mean: over c = 1.75, within 2c.
-      const view = makeView([warm, busyHot(50_000), other('r2'), other('r3')]);
-      expect(placeRequest(policy(), preq(body, { view }), view, new LocalState(CONFIG))).toMatchObject({ branch: 'adapter-hot-override', replica: { id: 'hot' } });
-      // Far past 2c, the warm replica loads the adapter.
-      const swamped = makeView([warm, busyHot(1_000_000), other('r2'), other('r3')]);
-      expect(placeRequest(policy(), preq(body, { view: swamped }), swamped, new LocalState(CONFIG))).toMatchObject({ branch: 'warm', replica: { id: 'warm' } });
+      const digest = { from: -1, added: chain, size: chain.length };
+      const state = (id: string, hot: string[], warm: boolean) => makeState(id, { adapters: ['a1', 'a2', 'a3'], hotAdapters: hot, capacity: { adapterSlots: 2 }, ...(warm ? { digest } : {}) });
+      const cold = makeView([state('warm', ['a1'], true), state('hot', ['a2'], false), state('r2', [], false)]);
+      expect(placeRequest(policy(), preq(body, { view: cold }), cold, new LocalState(CONFIG))).toMatchObject({ branch: 'warm', replica: { id: 'warm' } });
+      const tied = makeView([state('warm', ['a1'], true), state('warm-hot', ['a2'], true), state('r2', [], false)]);
+      expect(placeRequest(policy(), preq(body, { view: tied }), tied, new LocalState(CONFIG))).toMatchObject({ branch: 'warm', replica: { id: 'warm-hot' } });
     });
 
     it('sends cold loads of one adapter to its ring home, whatever the prompt', () => {

@@ -26,12 +26,10 @@ export const BRANCHES = [
   'warm', // the deepest warm replica within the load bound with KV headroom
   'warm-over-bound', // a deeper warm replica over the bound (within 2c) whose prefill is cheaper than the pick within it
   'balance', // a prefix warm on several replicas, the pick over its share: an under-loaded replica warms it too
-  'adapter-hot-override', // the warm pick lacks the adapter: a replica with it hot (within 2c), in key ring order
   'ring', // cold prefix: the key's ring home within the bound
   'spill', // cold prefix, ring home over the bound or full: the next replica within it in key ring order
   'spill-two-choices', // cold prefix: the second replica within the bound in key ring order, whose published prefill queue is shorter
-  'adapter-hot', // cold prefix: a replica with the adapter hot within the bound, in key ring order
-  'adapter-home', // cold adapter: the adapter's ring home (free slot preferred): a cold adapter load
+  'adapter-home', // cold adapter: the adapter's ring home (hot, else a free slot, else an eviction)
   'adapter-spill', // cold adapter: a later replica in the adapter's ring order
   'least-loaded', // every replica over the bound: the least loaded with headroom
   'embedding-least-loaded', // an embedding (no prefix reuse): the least loaded with headroom

@@ -11,20 +11,19 @@
  *     (withinBound); headroom: KV free ≥ uncached prompt + maxTokens.
  *     Embeddings have no prefix reuse: least-loaded directly
  *     ("embedding-least-loaded").
- *  1. warm (warmest.ts, balance.ts, adapter.ts): the deepest match within the
+ *  1. warm (warmest.ts, balance.ts): the deepest match within the
  *     bound with headroom, ties broken by adapter tier, routing-key ring
  *     order (or least-loaded for a keyed new task), prefill queue, id —
  *     without a routing key and with several routers, the queue within the
  *     request's own slice of the tied rows ("warm"); a deeper replica within
- *     HARD_BOUND × c whose prefill is cheaper ("warm-over-bound"); an
- *     adapter request whose pick lacks the adapter → a replica with it hot
- *     ("adapter-hot-override"); a prefix warm on several replicas, the pick
+ *     HARD_BOUND × c whose prefill is cheaper ("warm-over-bound"); a prefix
+ *     warm on several replicas, the pick
  *     over its share → an under-loaded replica warms it too ("balance").
  *  2. cold (ring-or-spill.ts, adapter.ts): the key's ring home within the
  *     bound ("ring"), a later replica in ring order ("spill"), or the second
  *     with a shorter published prefill queue ("spill-two-choices"); with an
- *     adapter: hot in key ring order ("adapter-hot"), else the adapter's own
- *     ring ("adapter-home" / "adapter-spill").
+ *     adapter: the adapter's own ring, hot before a free slot before an
+ *     eviction ("adapter-home" / "adapter-spill").
  *  3. least-loaded (least-loaded.ts): every replica over the bound → the
  *     lowest load per weight with headroom ("least-loaded"); none has
  *     headroom → "saturated".
@@ -50,7 +49,7 @@
  */
 import type { CandidateTable, Warmth } from '../candidates.ts';
 import type { Placement, PlacementRequest, Policy, PolicyOptions } from '../types.ts';
-import { adapterCold, adapterHotOverride } from './adapter.ts';
+import { adapterCold } from './adapter.ts';
 import { balanceTarget, overBound } from './balance.ts';
 import { type Ctx, derive, pick } from './context.ts';
 import { leastLoaded } from './least-loaded.ts';
@@ -74,8 +73,6 @@ function warmStep(ctx: Ctx): Placement | undefined {
     if (over >= 0) return pick(ctx, over, 'warm-over-bound');
   }
   if (warm < 0) return undefined;
-  const hot = ctx.on('adapter-hot-override') ? adapterHotOverride(ctx, warm) : -1;
-  if (hot >= 0) return pick(ctx, hot, 'adapter-hot-override');
   const target = ctx.on('balance') ? balanceTarget(ctx, warm) : -1;
   return target >= 0 ? pick(ctx, target, 'balance') : pick(ctx, warm, 'warm');
 }

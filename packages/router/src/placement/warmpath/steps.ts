@@ -8,7 +8,6 @@
 export const SWITCHABLE_STEPS = {
   warm: 'no prefix awareness: every request takes the cold path (ring, spill, least-loaded) on its affinity key',
   'warm-over-bound': 'a deeper warm replica over the bound is never taken: the warm pick within the bound, else the cold path',
-  'adapter-hot-override': 'the warm pick keeps the request even when it lacks the adapter',
   balance: 'the warm pick keeps a prefix warm on several replicas even when it is over its share',
   'key-tie-break': 'equally warm replicas are told apart by prefill queue and id alone, with or without a routing key',
   overlay: "warmth is read from the replicas' published digests alone, not from this router's recent dispatches",
@@ -18,7 +17,6 @@ export const SWITCHABLE_STEPS = {
   'bound-floor': 'no floor in the load bound: a replica with little work counts as full once over c × its share',
   spill: 'a cold base-model prefix whose ring home is over the bound goes to the least-loaded replica, not along the ring',
   'spill-two-choices': "a cold prefix stays on the first admissible replica in ring order whatever the second's prefill queue",
-  'adapter-hot': 'a cold adapter request goes to the adapter ring without first looking for a replica with it hot',
   'adapter-home': "a cold adapter request follows its affinity key's ring like a base-model request, not the adapter's own ring",
 } as const;
 
