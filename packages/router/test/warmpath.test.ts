@@ -91,6 +91,21 @@ describe('warmpath placement branches', () => {
     expect(placeRequest(policy(), preq(body), makeView([swamped, ...others]), new LocalState(CONFIG)).replica?.id).not.toBe('home');
   });
 
+  it('warm-over-bound counts what a shallower pick re-prefills twice: once for the request, once for the fleet', () => {
+    // home's queue is longer than the whole history the shallower replicas lack (a fan-out's first call
+    // still prefilling the shared prefix), but shorter than twice it: home keeps the request.
+    const body = chat('a long conversation turn '.repeat(400), { max_tokens: 16 });
+    const chain = chainOf(body);
+    const sys = chain.slice(0, 13);
+    const info = preq(body).info;
+    const lack = info.promptTokens - Math.floor((13 * CONFIG.chunkChars) / CONFIG.charsPerToken);
+    const others = ids(4).map((id) => makeState(id, { load: { inflightTokens: 20_000 }, digest: { from: -1, added: sys, size: sys.length } }));
+    const home = (queue: number) => makeState('home', { load: { inflightTokens: 50_000, prefillTokens: queue }, digest: { from: -1, added: chain, size: chain.length } });
+    const place = (queue: number) => placeRequest(policy(), preq(body), makeView([home(queue), ...others]), new LocalState(CONFIG));
+    expect(place(Math.round(1.5 * lack))).toMatchObject({ branch: 'warm-over-bound', replica: { id: 'home' } });
+    expect(place(Math.round(2.5 * lack)).replica?.id).not.toBe('home');
+  });
+
   it('a request with a routing key has the tighter bound (keyLoadFactor 1.25, others loadFactor 1.75)', () => {
     const place = (req: ReturnType<typeof preq>, busy?: string) =>
       placeRequest(policy(), req, makeView(ids(4).map((id) => makeState(id, { load: { inflightTokens: id === busy ? 36_000 : busy === undefined ? 0 : 20_000 } }))), new LocalState(CONFIG));

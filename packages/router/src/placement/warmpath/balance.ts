@@ -3,8 +3,8 @@
  * the warmest replica within the bound.
  *
  * - overBound: a deeper warm replica just over the bound (within HARD_BOUND ×
- *   c) still wins when it is cheaper — its prefill queue plus the little it
- *   lacks, against the whole remainder elsewhere; without it, a long
+ *   c) still wins when it is cheaper (pickCost: its prefill queue plus twice
+ *   the little it lacks, against the same elsewhere); without it, a long
  *   conversation is re-prefilled on a shallower replica whenever its home is
  *   busy.
  * - balanceTarget: a prefix warm on several replicas (a system prompt) costs
@@ -23,14 +23,25 @@
 import { firstInRing } from '../candidates.ts';
 import { type Ctx, loadPerWeight } from './context.ts';
 
-/** Prefill the request would wait for on row i: its queue plus the prompt it lacks there, tokens. */
-function prefillCost(ctx: Ctx, i: number): number {
-  return ctx.t.rows[i]!.queue + Math.max(0, ctx.req.info.promptTokens - ctx.depth[i]! * ctx.tokensPerChunk);
+/**
+ * What placing the request on row i costs, in prefill tokens: the request's
+ * own wait (the queue, then the prompt it lacks there) plus the same lacking
+ * prefill once more, for the fleet. Tokens a replica re-prefills are GPU time
+ * every later request there waits behind, so a shallower pick must save the
+ * request more queue than twice what it re-computes. Counted once (the
+ * request's own TTFT alone), the calls of a fan-out left their warm replica
+ * while the first call was still prefilling their shared prefix, and
+ * re-prefilled it elsewhere (DES, seeds 1–3, 1/4/16 routers: fanout hit rate
+ * +0.7 to +1.0 points and TTFT p50 down in 7 of 9 runs, longctx hit rate +0.4
+ * to +2.2 points; the seed scenario's p99 rose in 6 of 9, docs/ABLATION.md).
+ */
+function pickCost(ctx: Ctx, i: number): number {
+  return ctx.t.rows[i]!.queue + 2 * Math.max(0, ctx.req.info.promptTokens - ctx.depth[i]! * ctx.tokensPerChunk);
 }
 
 /**
  * `deeper` (the warmest within HARD_BOUND × c) when it is deeper than `warm`
- * (the warmest within the bound) and its prefill is no dearer than warm's —
+ * (the warmest within the bound) and its pickCost is no dearer than warm's —
  * or, with no warm row, than the key's ring home's (no adapter) — else -1.
  * A row deeper than `warm` is never within the bound, so this pick is always
  * over it.
@@ -38,7 +49,7 @@ function prefillCost(ctx: Ctx, i: number): number {
 export function overBound(ctx: Ctx, warm: number, deeper: number): number {
   if (deeper < 0 || deeper === warm || ctx.depth[deeper]! <= (warm >= 0 ? ctx.depth[warm]! : 0)) return -1;
   const alt = warm >= 0 ? warm : ctx.req.info.adapter === '' ? (firstInRing(ctx.t, ctx.req.key, ctx.ok)?.i ?? -1) : -1;
-  return alt < 0 || prefillCost(ctx, deeper) <= prefillCost(ctx, alt) ? deeper : -1;
+  return alt < 0 || pickCost(ctx, deeper) <= pickCost(ctx, alt) ? deeper : -1;
 }
 
 /** The row that should warm the prefix of the warm pick `w` instead, or -1. */
