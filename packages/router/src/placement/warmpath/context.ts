@@ -40,7 +40,7 @@ import type { Branch, Placement, PlacementRequest, PolicyOptions } from '../type
 import type { SwitchableStep } from './steps.ts';
 import { adapterTier } from './tier.ts';
 
-/** How far over the load bound (× c) a deeper warm replica, or one with the adapter hot, may still be chosen. */
+/** How far over the load bound (× c) a deeper warm replica may still be chosen (warm-over-bound). */
 export const HARD_BOUND = 2;
 
 export interface Ctx {
