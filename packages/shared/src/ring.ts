@@ -75,18 +75,35 @@ export class HashRing {
 
   /** Distinct members in ring order from the key's position: its preference list. */
   *walk(key: number | bigint): Generator<RingMember> {
+    const next = this.cursor(key);
+    for (let m = next(); m >= 0; m = next()) yield this.members[m]!;
+  }
+
+  /**
+   * The key's preference list as indices into `members`, one per call, -1
+   * after the last: `walk` without a generator or a member object per step,
+   * for hot paths that map members to their own arrays.
+   */
+  cursor(key: number | bigint): () => number {
     const n = this.#points.length;
-    if (n === 0) return;
+    const owners = this.#owners;
     const seen = new Uint8Array(this.members.length);
-    let left = this.members.length;
-    for (let i = this.#start(keyPosition(key)), steps = 0; steps < n && left > 0; steps++, i = i + 1 === n ? 0 : i + 1) {
-      const owner = this.#owners[i]!;
-      if (seen[owner] === 0) {
-        seen[owner] = 1;
-        left--;
-        yield this.members[owner]!;
+    let left = n === 0 ? 0 : this.members.length;
+    let i = n === 0 ? 0 : this.#start(keyPosition(key));
+    let steps = 0;
+    return () => {
+      while (steps < n && left > 0) {
+        const owner = owners[i]!;
+        steps++;
+        i = i + 1 === n ? 0 : i + 1;
+        if (seen[owner] === 0) {
+          seen[owner] = 1;
+          left--;
+          return owner;
+        }
       }
-    }
+      return -1;
+    };
   }
 }
 

@@ -22,6 +22,8 @@ export interface Group {
   readonly ring: HashRing;
   /** id → member, to map ring ids back to replicas. */
   readonly byId: ReadonlyMap<string, ReplicaView>;
+  /** Ring member index (ring.members) → that replica's slot: a ring walk without an id lookup per step. */
+  readonly ringSlots: Int32Array;
 }
 
 const MODEL_SEP = '\u0000';
@@ -95,7 +97,8 @@ export class Groups {
       // Reuse the old ring when its membership and weights are unchanged (load-only changes never reach here).
       const ring =
         prev !== undefined && sameRing(prev.ring, live) ? prev.ring : new HashRing(live.map((r) => ({ id: r.id, weight: r.state.capacity.weight })));
-      groups.set(key, { members, ring, byId: new Map(members.map((r) => [r.id, r])) });
+      const byId = new Map(members.map((r) => [r.id, r]));
+      groups.set(key, { members, ring, byId, ringSlots: Int32Array.from(ring.members, (m) => byId.get(m.id)!.slot) });
     }
     this.#groups = groups;
     this.#models = models;

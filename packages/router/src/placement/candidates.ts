@@ -40,9 +40,10 @@ export function buildCandidates(req: PlacementRequest, view: FleetView, local: L
   for (const r of g.members) {
     if (!eligible(r, req, view, local)) continue;
     const s = r.state;
-    const added = local.addedTokens(r);
+    const f = local.figures(r);
+    const added = f.added;
     // What an agent's stale refusal said is queued there beyond this view: other routers' work, until the next report.
-    const unseen = Math.max(0, local.queuedSeen(r) - s.load.prefillTokens - added);
+    const unseen = Math.max(0, f.queued - s.load.prefillTokens - added);
     const load = s.load.inflightTokens + added + unseen;
     const kv = s.capacity.kvTokens;
     rowOfSlot[r.slot] = rows.length;
@@ -53,16 +54,16 @@ export function buildCandidates(req: PlacementRequest, view: FleetView, local: L
       weight: s.capacity.weight,
       kvFree: kv <= 0 ? Infinity : kv - s.load.kvUsedTokens - added,
       queue: s.load.prefillTokens + added + unseen,
-      inflight: local.inflight(r.id),
+      inflight: f.inflight,
     });
     totalLoad += load;
     totalWeight += s.capacity.weight;
     published += s.load.inflight;
-    own += local.inflightReported(r);
+    own += f.reported;
   }
   if (rows.length === 0) return undefined;
   const routers = local.routersEstimate(published, own, req.now);
-  return { rows, totalLoad, totalWeight, routers, ring: g.ring, members: g.byId, rowOfSlot };
+  return { rows, totalLoad, totalWeight, routers, ring: g.ring, members: g.byId, ringSlots: g.ringSlots, rowOfSlot };
 }
 
 /** Warmth of every row: one scan of the digest index, one of the overlay. */
@@ -97,8 +98,9 @@ export function rowOf(table: CandidateTable, id: string): number {
  */
 export function firstInRing(table: CandidateTable, key: bigint, ok: (i: number) => boolean): { i: number; rank: number } | undefined {
   let rank = 0;
-  for (const m of table.ring.walk(key)) {
-    const i = rowOf(table, m.id);
+  const next = table.ring.cursor(key);
+  for (let m = next(); m >= 0; m = next()) {
+    const i = table.rowOfSlot[table.ringSlots[m]!] ?? -1;
     if (i < 0) continue;
     if (ok(i)) return { i, rank };
     rank++;

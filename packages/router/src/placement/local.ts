@@ -41,6 +41,8 @@ interface Track {
   inflight: number;
   /** Tickets not yet known to be in a report, oldest first. */
   recent: Ticket[];
+  /** The report time #advance last ran for: tickets up to it are already uncounted (NaN: never). */
+  advancedTo: number;
   /** First entry of `recent` not yet covered by a report. */
   head: number;
   /** Σ work of counted tickets. */
@@ -134,7 +136,7 @@ export class LocalState {
   #track(id: string): Track {
     let t = this.#tracks.get(id);
     if (t === undefined) {
-      t = { id, inflight: 0, recent: [], head: 0, sum: 0, counted: 0, ejectedUntil: 0, queued: 0, queuedReportAt: Number.NaN };
+      t = { id, inflight: 0, recent: [], advancedTo: Number.NaN, head: 0, sum: 0, counted: 0, ejectedUntil: 0, queued: 0, queuedReportAt: Number.NaN };
       this.#tracks.set(id, t);
     }
     return t;
@@ -159,17 +161,45 @@ export class LocalState {
   /** The prefill r's agent last said it had queued, if said since r's last report; else 0. O(1). */
   queuedSeen(r: ReplicaView): number {
     const t = this.#tracks.get(r.id);
-    return t !== undefined && t.queuedReportAt === r.reportAt ? t.queued : 0;
+    return t === undefined ? 0 : queuedOf(t, r);
   }
 
   /** Work (tokens) this router sent to r after r's last report and still open. O(1) amortized. */
   addedTokens(r: ReplicaView): number {
     if (this.#tracks.size === 0) return 0;
     const t = this.#tracks.get(r.id);
-    if (t === undefined) return 0;
+    return t === undefined ? 0 : this.#advance(t, r);
+  }
+
+  readonly #figures = { added: 0, queued: 0, inflight: 0, reported: 0 };
+  /**
+   * r's addedTokens, queuedSeen and inflight, and `reported`: this router's
+   * requests in flight on r sent before r's last report (so counted in its
+   * published `inflight`). One lookup: the candidate table reads them for
+   * every replica of a group per request. The object is reused by the next
+   * call: read it before.
+   */
+  figures(r: ReplicaView): Readonly<{ added: number; queued: number; inflight: number; reported: number }> {
+    const f = this.#figures;
+    const t = this.#tracks.size === 0 ? undefined : this.#tracks.get(r.id);
+    if (t === undefined) {
+      f.added = f.queued = f.inflight = f.reported = 0;
+      return f;
+    }
+    f.added = this.#advance(t, r);
+    f.queued = queuedOf(t, r);
+    f.inflight = t.inflight;
+    f.reported = t.inflight - t.counted;
+    return f;
+  }
+
+  /** Stops counting t's tickets sent before r's last report (they are in the published load now); t's sum after. */
+  #advance(t: Track, r: ReplicaView): number {
+    // Already advanced to this report: every ticket sent since is newer than it (the common case, no ticket read).
+    if (t.advancedTo === r.reportAt) return t.sum;
+    t.advancedTo = r.reportAt;
     const recent = t.recent;
     let head = t.head;
-    // Tickets sent before the report are in the published load now: stop counting them here.
     while (head < recent.length && recent[head]!.at <= r.reportAt) {
       const k = recent[head]!;
       if (k.counted) {
@@ -206,16 +236,6 @@ export class LocalState {
   /** The last routersEstimate (1 before the first). */
   get routers(): number {
     return this.#routers;
-  }
-
-  /**
-   * This router's requests in flight on r that were sent before r's last
-   * report, so are in its published `inflight`. Call after addedTokens(r)
-   * (which advances past the report).
-   */
-  inflightReported(r: ReplicaView): number {
-    const t = this.#tracks.get(r.id);
-    return t === undefined ? 0 : t.inflight - t.counted;
   }
 
   dispatch(replica: string, work: number, now: number): Ticket {
@@ -303,4 +323,9 @@ export class LocalState {
       if (t.inflight === 0 && t.recent.length === 0 && t.ejectedUntil === 0) this.#tracks.delete(id);
     }
   }
+}
+
+/** The prefill r's agent said it had queued, if said since r's last report; else 0. */
+function queuedOf(t: Track, r: ReplicaView): number {
+  return t.queuedReportAt === r.reportAt ? t.queued : 0;
 }

@@ -161,6 +161,8 @@ export interface CandidateTable {
   readonly ring: HashRing;
   /** The group's members by id (read with `rowOf`). */
   readonly members: ReadonlyMap<string, Readonly<Replica>>;
+  /** Ring member index → replica slot (Group.ringSlots). */
+  readonly ringSlots: Int32Array;
   /** Replica slot → row index, -1 (or past the end) when not a candidate. */
   readonly rowOfSlot: readonly number[];
 }
