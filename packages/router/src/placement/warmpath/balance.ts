@@ -58,10 +58,16 @@ export function balanceTarget(ctx: Ctx, w: number): number {
   const share = t.totalLoad / t.totalWeight;
   // Under the floor the pick is not busy at all; at or under its share it is not over-used.
   if (ctx.req.info.routingKey !== undefined || ctx.underFloor(w) || loadPerWeight(ctx, w) <= share) return -1;
-  let holders = 0;
-  for (let i = 0; i < t.rows.length; i++) if (ctx.depth[i]! >= ctx.depth[w]!) holders++;
-  if (holders < 2) return -1;
+  const d = ctx.depth[w]!;
+  if (!heldTwice(ctx.depth, d)) return -1;
   // Under its share by the factor c: well below the bound, so one more prefix there costs little.
   const under = (i: number): boolean => t.rows[i]!.load * ctx.c < share * t.rows[i]!.weight;
-  return firstInRing(t, ctx.req.key, (i) => under(i) && ctx.depth[i]! < ctx.depth[w]! && ctx.headroom(i) && ctx.tier(i) >= ctx.tier(w))?.i ?? -1;
+  return firstInRing(t, ctx.req.key, (i) => ctx.depth[i]! < d && under(i) && ctx.headroom(i) && ctx.tier(i) >= ctx.tier(w))?.i ?? -1;
+}
+
+/** Do at least two rows match `d` chunks or more (the prefix is warm on several replicas)? Stops at the second. */
+function heldTwice(depth: readonly number[], d: number): boolean {
+  let holders = 0;
+  for (let i = 0; i < depth.length; i++) if (depth[i]! >= d && ++holders === 2) return true;
+  return false;
 }
