@@ -19,6 +19,16 @@ describe('HashRing', () => {
     expect(new Set(walked).size).toBe(37);
   });
 
+  it('cursor yields the walk as member indices, then -1; an empty ring yields -1 at once', () => {
+    const ring = new HashRing(members(23));
+    const next = ring.cursor(98765);
+    const ids: string[] = [];
+    for (let m = next(); m >= 0; m = next()) ids.push(ring.members[m]!.id);
+    expect(ids).toEqual(order(ring, 98765));
+    expect(next()).toBe(-1);
+    expect(new HashRing([]).cursor(1)()).toBe(-1);
+  });
+
   it('moves about 1/n of keys when a member joins or leaves', () => {
     const n = 20;
     const before = new HashRing(members(n));
