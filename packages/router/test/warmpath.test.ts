@@ -153,6 +153,9 @@ describe('warmpath placement branches', () => {
     const warm = (id: string) => makeState(id, { load: { inflightTokens: 40_000 }, digest: { from: -1, added: sysChain, size: sysChain.length } });
     const view = makeView([...ids(7).map(warm), makeState('idle')]);
     expect(placeRequest(policy(), preq(chat('a new session')), view, new LocalState(CONFIG))).toMatchObject({ branch: 'balance', replica: { id: 'idle' } });
+    // Only a nearly idle replica warms it: at about half its share (20k against a mean of 37.5k), it does not.
+    const half = makeView([...ids(7).map(warm), makeState('idle', { load: { inflightTokens: 20_000 } })]);
+    expect(placeRequest(policy(), preq(chat('a new session')), half, new LocalState(CONFIG)).branch).toBe('warm');
     // A routing key asks for affinity: it stays on a warm replica.
     expect(placeRequest(policy(), preq(chat('a new session', { prompt_cache_key: 's1' })), view, new LocalState(CONFIG)).branch).toBe('warm');
     // A history warm on one replica only (a session's home) stays home.
