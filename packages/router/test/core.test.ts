@@ -77,7 +77,7 @@ describe('router core', () => {
     // Other routers queued 60k tokens of prefill on x: this router's next prompts all go elsewhere.
     expect(spread(0)).toEqual(new Set([sent[1]!.d.replica.id]));
     expect(sent[1]!.d.replica.id).not.toBe(x);
-    const seen = () => core.local.queuedSeen(core.view.replicas.get(x)!);
+    const seen = () => core.local.figures(core.view.replicas.get(x)!).queued;
     expect(seen()).toBe(60_000);
     // x's next report counts that work itself: the correction is dropped.
     clock.advance(100);

@@ -7,12 +7,12 @@
  *
  * Steps: dispatch() records a ticket {at, work} on the replica and (for
  * policies that want it) inserts the request's chain into the overlay;
- * complete() closes the ticket. addedTokens(r) is a running sum of open
+ * complete() closes the ticket. figures(r).added is a running sum of open
  * tickets sent after r's report time (older ones are already in the
  * published load): each ticket leaves the sum once, on completion or when a
  * report covers it.
  * Complexity: dispatch and complete O(1) (+ O(overlay chunks) for the
- * overlay); addedTokens O(1) amortized.
+ * overlay); figures O(1) amortized.
  * The overlay is a holder source for the fleet's one warmth scan
  * (fleet/warmth.ts): the same chained longest-prefix rule as the digest index,
  * over holders that expire.
@@ -158,26 +158,17 @@ export class LocalState {
     t.queuedReportAt = r.reportAt;
   }
 
-  /** The prefill r's agent last said it had queued, if said since r's last report; else 0. O(1). */
-  queuedSeen(r: ReplicaView): number {
-    const t = this.#tracks.get(r.id);
-    return t === undefined ? 0 : queuedOf(t, r);
-  }
-
-  /** Work (tokens) this router sent to r after r's last report and still open. O(1) amortized. */
-  addedTokens(r: ReplicaView): number {
-    if (this.#tracks.size === 0) return 0;
-    const t = this.#tracks.get(r.id);
-    return t === undefined ? 0 : this.#advance(t, r);
-  }
 
   readonly #figures = { added: 0, queued: 0, inflight: 0, reported: 0 };
   /**
-   * r's addedTokens, queuedSeen and inflight, and `reported`: this router's
-   * requests in flight on r sent before r's last report (so counted in its
-   * published `inflight`). One lookup: the candidate table reads them for
-   * every replica of a group per request. The object is reused by the next
-   * call: read it before.
+   * What this router knows of r beyond its last report, with one lookup
+   * (the candidate table reads it for every replica of a group per request):
+   * `added`, the work (tokens) it sent r since the report and still open,
+   * O(1) amortized; `queued`, the prefill r's agent last said it had queued
+   * (a stale refusal), if said since the report, else 0; `inflight`, its
+   * requests in flight on r; `reported`, those of them sent before the
+   * report (so counted in r's published `inflight`). The object is reused by
+   * the next call: read it before.
    */
   figures(r: ReplicaView): Readonly<{ added: number; queued: number; inflight: number; reported: number }> {
     const f = this.#figures;

@@ -24,7 +24,7 @@ import type { LocalState } from './local.ts';
 export const BRANCHES = [
   // Warmpath (placement/warmpath/).
   'warm', // the deepest warm replica within the load bound with KV headroom
-  'warm-over-bound', // a deeper warm replica over the bound (within 2c) whose cost (queue + 2 × what it lacks) is lower than the pick within it's
+  'warm-over-bound', // a deeper warm replica over the bound (within 2c) whose cost (queue + 2 × what it lacks) is lower than the pick within it
   'balance', // a prefix warm on several replicas, the pick over its share: an under-loaded replica warms it too
   'ring', // cold prefix: the key's ring home within the bound
   'spill', // cold prefix, ring home over the bound or full: the next replica within it in key ring order
