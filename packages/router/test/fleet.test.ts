@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { encodeSnapshot, encodeState, SNAPSHOT_CONTENT_TYPE } from '@warmpath/shared/wire';
 import { waitFor } from '@warmpath/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
+import { endpointBit } from '../src/fleet/published.ts';
 import { snapshotFetcher } from '../src/fleet/snapshot.ts';
 import type { Replica } from '../src/fleet/view.ts';
 import { makeState, makeView } from './helpers.ts';
@@ -51,6 +52,34 @@ describe('FleetView', () => {
     expect(view.group('m', '')!.ring).toBe(ring);
     view.apply(makeState('a', { seq: 3, capacity: { weight: 2 } }));
     expect(view.group('m', '')!.ring).not.toBe(ring);
+  });
+
+  it('keeps the columns placement reads in step with each state: figures, and whether a replica may be placed on', () => {
+    let now = 1_000_000;
+    const view = makeView([], { now: () => now, stateTtlMs: 3_000, forgetAfterMs: 10_000 });
+    const chat = endpointBit('chat');
+    const emb = endpointBit('embedding');
+    view.apply(makeState('a', { sentAt: now, load: { inflightTokens: 700, prefillTokens: 300, kvUsedTokens: 50 } }));
+    view.apply(makeState('b', { sentAt: now, endpoints: ['embedding'] }));
+    const a = view.replicas.get('a')!.slot;
+    const b = view.replicas.get('b')!.slot;
+    expect([view.columns.inflightTokens[a], view.columns.prefillTokens[a], view.columns.kvUsedTokens[a]]).toEqual([700, 300, 50]);
+    expect([view.placeable(a, chat, now), view.placeable(a, emb, now), view.placeable(b, chat, now), view.placeable(b, emb, now)]).toEqual([true, false, false, true]);
+    view.apply(makeState('a', { seq: 2, sentAt: now, status: 'draining', load: { inflightTokens: 900 } }));
+    expect(view.columns.inflightTokens[a]).toBe(900);
+    expect(view.placeable(a, chat, now)).toBe(false);
+    view.apply(makeState('a', { seq: 3, sentAt: now, capacity: { weight: 0 } }));
+    expect(view.placeable(a, chat, now)).toBe(false);
+    view.apply(makeState('a', { seq: 4, sentAt: now }));
+    expect(view.placeable(a, chat, now)).toBe(true);
+    // Stale while others still report: not placeable; forgotten: its slot reads nothing.
+    now += 4_000;
+    view.apply(makeState('b', { seq: 2, sentAt: now, endpoints: ['embedding'] }));
+    expect(view.placeable(a, chat, now)).toBe(false);
+    now += 9_000;
+    view.sweep();
+    expect(view.replicas.has('a')).toBe(false);
+    expect(view.placeable(a, chat, now)).toBe(false);
   });
 
   it('applies digest deltas and finds the longest matched prefix through the index', () => {

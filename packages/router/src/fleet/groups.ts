@@ -18,6 +18,8 @@ import type { ReplicaView } from './replica.ts';
 export interface Group {
   /** Every known, chunk-matching replica serving (model, adapter), sorted by id. */
   readonly members: readonly ReplicaView[];
+  /** members[i].slot, for column reads without touching the record. */
+  readonly memberSlots: Int32Array;
   /** Ring over the live members (rebuilt only when that set or weights change). */
   readonly ring: HashRing;
   /** id → member, to map ring ids back to replicas. */
@@ -98,7 +100,7 @@ export class Groups {
       const ring =
         prev !== undefined && sameRing(prev.ring, live) ? prev.ring : new HashRing(live.map((r) => ({ id: r.id, weight: r.state.capacity.weight })));
       const byId = new Map(members.map((r) => [r.id, r]));
-      groups.set(key, { members, ring, byId, ringSlots: Int32Array.from(ring.members, (m) => byId.get(m.id)!.slot) });
+      groups.set(key, { members, memberSlots: Int32Array.from(members, (r) => r.slot), ring, byId, ringSlots: Int32Array.from(ring.members, (m) => byId.get(m.id)!.slot) });
     }
     this.#groups = groups;
     this.#models = models;

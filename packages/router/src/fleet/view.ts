@@ -6,6 +6,7 @@
  *   holders.ts      chain hash → replica slots, over all digests
  *   warmth.ts       the longest matched prefix per slot for a request
  *   groups.ts       replicas and rings per (model, adapter), model names
+ *   published.ts    the figures placement reads per candidate, by slot
  *
  * Steps per gossip message: decode + validate (drops counted by reason) →
  * from gossip, the publisher's rights (trust.ts: rate, ownership of the id,
@@ -27,6 +28,7 @@ import { Groups, membershipChanged, type Group } from './groups.ts';
 import { halves } from './hash64.ts';
 import { HolderIndex } from './holders.ts';
 import type { ReplicaRecord, ReplicaView, ViewEvent } from './replica.ts';
+import { PublishedColumns } from './published.ts';
 import { PublisherTrust, type Origin, type TrustReason } from './trust.ts';
 import { WarmthScan } from './warmth.ts';
 
@@ -74,6 +76,8 @@ export class FleetView {
   readonly #bySlot: Array<ReplicaRecord | undefined> = [];
   readonly #freeSlots: number[] = [];
   readonly #holders = new HolderIndex();
+  /** Every replica's published figures by slot (placement's candidate table reads these). */
+  readonly columns = new PublishedColumns();
   readonly #warmth = new WarmthScan();
   readonly #groups = new Groups(this.#records);
   readonly #sync: DigestSync;
@@ -202,6 +206,7 @@ export class FleetView {
     this.#records.set(r.id, r);
     this.#bySlot[slot] = r;
     this.#warmth.grow(slot);
+    this.columns.set(slot, s, receivedAt, r.live && !r.chunkMismatch);
     this.#sync.join(r);
     this.#groups.markDirty();
     this.#onEvent({ type: 'joined', replica: r.id });
@@ -219,6 +224,7 @@ export class FleetView {
     r.state = s;
     r.receivedAt = receivedAt;
     r.reportAt = reportAt;
+    this.columns.set(r.slot, s, receivedAt, live && !mismatch);
     return r;
   }
 
@@ -234,6 +240,7 @@ export class FleetView {
       const live = r.state.status === 'ready' && this.current(r, now);
       if (live !== r.live) {
         r.live = live;
+        this.columns.set(r.slot, r.state, r.receivedAt, live && !r.chunkMismatch);
         this.#groups.markDirty();
       }
     }
@@ -243,6 +250,7 @@ export class FleetView {
     this.#sync.forget(r);
     this.#records.delete(r.id);
     this.#bySlot[r.slot] = undefined;
+    this.columns.clear(r.slot);
     this.#freeSlots.push(r.slot);
     this.#groups.markDirty();
     this.#onEvent({ type: 'forgotten', replica: r.id });
@@ -261,9 +269,23 @@ export class FleetView {
    * gone, and forgetAfterMs still bounds it.
    */
   current(r: ReplicaView, now: number): boolean {
-    const age = now - r.receivedAt;
-    if (age <= this.stateTtlMs) return true;
-    return now - this.#lastAppliedAt > this.stateTtlMs && this.#lastAppliedAt - r.receivedAt <= this.stateTtlMs;
+    return this.#currentSince(r.receivedAt, now);
+  }
+
+  /**
+   * May placement send a request for `endpoint` (its endpointBit) to the
+   * replica in `slot` at `now`? Live, chunk size matching, status ready,
+   * positive weight, offering the endpoint (all kept in the columns as
+   * states arrive) and current. Reads two columns, not the record.
+   */
+  placeable(slot: number, endpoint: number, now: number): boolean {
+    const c = this.columns;
+    return (c.endpoints[slot]! & endpoint) !== 0 && this.#currentSince(c.receivedAt[slot]!, now);
+  }
+
+  #currentSince(receivedAt: number, now: number): boolean {
+    if (now - receivedAt <= this.stateTtlMs) return true;
+    return now - this.#lastAppliedAt > this.stateTtlMs && this.#lastAppliedAt - receivedAt <= this.stateTtlMs;
   }
 
   /**

@@ -3,7 +3,8 @@
  * candidates, built once per request before any policy looks at it.
  *
  * Steps: take the request's (model, adapter) group; keep the members
- * `eligible` admits, in group order; per row, the published load plus the
+ * `eligible` admits, in group order; per row, the published load (read from
+ * the view's columns by slot, not from each replica's state object) plus the
  * work this router sent since that report (and what a stale refusal since
  * said other routers queued there), weight, KV free tokens, prefill queue
  * and this router's in-flight count; sums of load and weight; how many
@@ -19,8 +20,9 @@
  * microseconds per hundred replicas — so a policy cannot leave state in them
  * and two policies can read one table.
  */
+import { endpointBit } from '../fleet/published.ts';
 import type { FleetView, Replica } from '../fleet/view.ts';
-import { eligible } from './eligible.ts';
+import { eligibleHere } from './eligible.ts';
 import type { LocalState } from './local.ts';
 import type { Candidate, CandidateTable, PlacementRequest, Warmth } from './types.ts';
 
@@ -37,28 +39,36 @@ export function buildCandidates(req: PlacementRequest, view: FleetView, local: L
   let totalWeight = 0;
   let published = 0;
   let own = 0;
-  for (const r of g.members) {
-    if (!eligible(r, req, view, local)) continue;
-    const s = r.state;
+  const c = view.columns;
+  const bit = endpointBit(req.endpoint);
+  const slots = g.memberSlots;
+  for (let m = 0; m < slots.length; m++) {
+    // `eligible`, in two halves: the published state's from the columns, then the request's and this router's.
+    const slot = slots[m]!;
+    if (!view.placeable(slot, bit, req.now)) continue;
+    const r = g.members[m]!;
+    if (!eligibleHere(r, req, local)) continue;
     const f = local.figures(r);
     const added = f.added;
+    const prefill = c.prefillTokens[slot]!;
     // What an agent's stale refusal said is queued there beyond this view: other routers' work, until the next report.
-    const unseen = Math.max(0, f.queued - s.load.prefillTokens - added);
-    const load = s.load.inflightTokens + added + unseen;
-    const kv = s.capacity.kvTokens;
-    rowOfSlot[r.slot] = rows.length;
+    const unseen = Math.max(0, f.queued - prefill - added);
+    const load = c.inflightTokens[slot]! + added + unseen;
+    const kv = c.kvTokens[slot]!;
+    const weight = c.weight[slot]!;
+    rowOfSlot[slot] = rows.length;
     rows.push({
       replica: r,
       load,
       added,
-      weight: s.capacity.weight,
-      kvFree: kv <= 0 ? Infinity : kv - s.load.kvUsedTokens - added,
-      queue: s.load.prefillTokens + added + unseen,
+      weight,
+      kvFree: kv <= 0 ? Infinity : kv - c.kvUsedTokens[slot]! - added,
+      queue: prefill + added + unseen,
       inflight: f.inflight,
     });
     totalLoad += load;
-    totalWeight += s.capacity.weight;
-    published += s.load.inflight;
+    totalWeight += weight;
+    published += c.inflight[slot]!;
     own += f.reported;
   }
   if (rows.length === 0) return undefined;

@@ -5,28 +5,25 @@
  * checks exactly this.
  */
 import { hashString, type RequestInfo } from '@warmpath/shared/wire';
+import { endpointBit } from '../fleet/published.ts';
 import type { FleetView, Replica } from '../fleet/view.ts';
 import type { LocalState } from './local.ts';
 import type { PlacementRequest } from './types.ts';
 
 /**
- * May `r` take `req` now? Serves the model (+ adapter) — guaranteed by the
- * group — offers the endpoint, status ready, current state (fresh, or as
- * fresh as any while gossip is silent: FleetView.current), chunk size matches,
- * positive weight, not tried already for this request, not ejected here.
+ * May `r` take `req` now? The replica's published state allows it
+ * (FleetView.placeable: live, ready, chunk size matches, positive weight,
+ * offers the endpoint, current: fresh, or as fresh as any while gossip is
+ * silent) and so do this request and this router (`eligibleHere`). The
+ * model (+ adapter) is the group's.
  */
 export function eligible(r: Replica, req: PlacementRequest, view: FleetView, local: LocalState): boolean {
-  const s = r.state;
-  return (
-    r.live &&
-    !r.chunkMismatch &&
-    s.status === 'ready' &&
-    s.capacity.weight > 0 &&
-    view.current(r, req.now) &&
-    s.endpoints.includes(req.endpoint) &&
-    (req.exclude === undefined || !req.exclude.has(r.id)) &&
-    !local.isEjected(r.id, req.now)
-  );
+  return view.placeable(r.slot, endpointBit(req.endpoint), req.now) && eligibleHere(r, req, local);
+}
+
+/** The part of `eligible` that is this request's and this router's: not tried already for it, not ejected here. */
+export function eligibleHere(r: Replica, req: PlacementRequest, local: LocalState): boolean {
+  return (req.exclude === undefined || !req.exclude.has(r.id)) && !local.isEjected(r.id, req.now);
 }
 
 /**

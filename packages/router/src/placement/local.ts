@@ -54,6 +54,8 @@ interface Track {
   /** Prefill an agent said it had queued when it refused a request as stale (tokens), and the report it corrects. */
   queued: number;
   queuedReportAt: number;
+  /** Pruned: no longer in the map (a slot-cached reference must not use it). */
+  gone: boolean;
 }
 
 interface OverlayEntry {
@@ -118,6 +120,8 @@ export class LocalState {
   readonly overlayTtlMs: number;
   readonly overlayMaxChunks: number;
   readonly #tracks = new Map<string, Track>();
+  /** The track last read for each replica slot (figures' fast path; checked against the id, since slots are reused). */
+  readonly #bySlot: Array<Track | undefined> = [];
   /** Replicas ejected and not yet pruned: lets isEjected skip the lookup when zero. */
   #ejected = 0;
   readonly #overlay = new Overlay();
@@ -136,7 +140,7 @@ export class LocalState {
   #track(id: string): Track {
     let t = this.#tracks.get(id);
     if (t === undefined) {
-      t = { id, inflight: 0, recent: [], advancedTo: Number.NaN, head: 0, sum: 0, counted: 0, ejectedUntil: 0, queued: 0, queuedReportAt: Number.NaN };
+      t = { id, inflight: 0, recent: [], advancedTo: Number.NaN, head: 0, sum: 0, counted: 0, ejectedUntil: 0, queued: 0, queuedReportAt: Number.NaN, gone: false };
       this.#tracks.set(id, t);
     }
     return t;
@@ -172,7 +176,7 @@ export class LocalState {
    */
   figures(r: ReplicaView): Readonly<{ added: number; queued: number; inflight: number; reported: number }> {
     const f = this.#figures;
-    const t = this.#tracks.size === 0 ? undefined : this.#tracks.get(r.id);
+    const t = this.#tracks.size === 0 ? undefined : this.#trackOf(r);
     if (t === undefined) {
       f.added = f.queued = f.inflight = f.reported = 0;
       return f;
@@ -182,6 +186,14 @@ export class LocalState {
     f.inflight = t.inflight;
     f.reported = t.inflight - t.counted;
     return f;
+  }
+
+  #trackOf(r: ReplicaView): Track | undefined {
+    const cached = this.#bySlot[r.slot];
+    if (cached !== undefined && cached.id === r.id && !cached.gone) return cached;
+    const t = this.#tracks.get(r.id);
+    if (t !== undefined) this.#bySlot[r.slot] = t;
+    return t;
   }
 
   /** Stops counting t's tickets sent before r's last report (they are in the published load now); t's sum after. */
@@ -311,7 +323,10 @@ export class LocalState {
         t.ejectedUntil = 0;
         this.#ejected--;
       }
-      if (t.inflight === 0 && t.recent.length === 0 && t.ejectedUntil === 0) this.#tracks.delete(id);
+      if (t.inflight === 0 && t.recent.length === 0 && t.ejectedUntil === 0) {
+        t.gone = true;
+        this.#tracks.delete(id);
+      }
     }
   }
 }

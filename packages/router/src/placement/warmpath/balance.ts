@@ -76,7 +76,14 @@ export function balanceTarget(ctx: Ctx, w: number): number {
   if (!heldTwice(ctx.depth, d)) return -1;
   // Nearly idle: the miss of warming the prefix there is paid back by a short queue.
   const under = (i: number): boolean => t.rows[i]!.load * BALANCE_UNDER < share * t.rows[i]!.weight;
+  // Most often no replica is that idle: say so in one pass over the rows rather than a walk of the whole ring.
+  if (!someRow(t.rows.length, (i) => ctx.depth[i]! < d && under(i))) return -1;
   return firstInRing(t, ctx.req.key, (i) => ctx.depth[i]! < d && under(i) && ctx.headroom(i) && ctx.tier(i) >= ctx.tier(w))?.i ?? -1;
+}
+
+function someRow(n: number, ok: (i: number) => boolean): boolean {
+  for (let i = 0; i < n; i++) if (ok(i)) return true;
+  return false;
 }
 
 /** Do at least two rows match `d` chunks or more (the prefix is warm on several replicas)? Stops at the second. */
