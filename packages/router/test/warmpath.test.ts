@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { buildCandidates } from '../src/placement/candidates.ts';
+import { buildCandidates, scanWarmth } from '../src/placement/candidates.ts';
 import { LocalState } from '../src/placement/local.ts';
 import { notifyDispatch, placeRequest } from '../src/placement/place.ts';
 import type { PlacementRequest } from '../src/placement/types.ts';
@@ -166,6 +166,31 @@ describe('warmpath placement branches', () => {
     // Balanced load: the warm replicas keep it.
     const even = makeView([...ids(7).map(warm), makeState('idle', { load: { inflightTokens: 36_000 } })]);
     expect(placeRequest(policy(), preq(chat('a new session')), even, new LocalState(CONFIG)).branch).toBe('warm');
+  });
+
+  it('balance with several routers: requests sharing a prefix spread over the first idle replicas in ring order, alike on every router', () => {
+    const sysChain = chainOf(chat(''), 13);
+    const warm = (id: string) => makeState(id, { load: { inflightTokens: 30_000 }, digest: { from: -1, added: sysChain, size: sysChain.length } });
+    const view = makeView([...ids(10).map(warm), ...['i0', 'i1', 'i2', 'i3'].map((id) => makeState(id))]);
+    const local = new LocalState(CONFIG);
+    const alone = new Set<string>();
+    const spread = new Set<string>();
+    for (let k = 0; k < 40; k++) {
+      const req = preq(chat(`session ${k}`));
+      const t = buildCandidates(req, view, local)!;
+      const w = scanWarmth(req, t, view, local);
+      const one = policy().select(req, t, w);
+      const many = policy().select(req, { ...t, routers: 8 }, w);
+      expect([one.branch, many.branch]).toEqual(['balance', 'balance']);
+      alone.add(one.replica!.id);
+      spread.add(many.replica!.id);
+      // Another router, another policy instance: the same request gets the same target.
+      expect(policy().select(req, { ...t, routers: 8 }, w).replica!.id).toBe(many.replica!.id);
+    }
+    // One router sees its own work at once: the ring's first idle replica. Eight would herd there: they spread.
+    expect(alone.size).toBe(1);
+    expect(spread.size).toBeGreaterThanOrEqual(3);
+    expect([...spread].every((id) => id.startsWith('i'))).toBe(true);
   });
 
   it('least-loaded: when every replica is over the bound, the least loaded with headroom', () => {
