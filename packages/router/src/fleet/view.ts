@@ -27,8 +27,8 @@ import { DigestSync, type DigestStatus } from './digest-sync.ts';
 import { Groups, membershipChanged, type Group } from './groups.ts';
 import { halves } from './hash64.ts';
 import { HolderIndex } from './holders.ts';
-import type { ReplicaRecord, ReplicaView, ViewEvent } from './replica.ts';
 import { PublishedColumns } from './published.ts';
+import type { ReplicaRecord, ReplicaView, ViewEvent } from './replica.ts';
 import { PublisherTrust, type Origin, type TrustReason } from './trust.ts';
 import { WarmthScan } from './warmth.ts';
 

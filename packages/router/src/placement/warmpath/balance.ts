@@ -100,7 +100,10 @@ export function balanceTarget(ctx: Ctx, w: number): number {
   if (spread <= 1) return firstInRing(t, ctx.req.key, target)?.i ?? -1;
   // Several routers: one of the first `spread` targets in ring order, by the request's own draw.
   const found: number[] = [];
-  firstInRing(t, ctx.req.key, (i) => target(i) && found.push(i) >= spread);
+  firstInRing(t, ctx.req.key, (i) => {
+    if (target(i)) found.push(i);
+    return found.length >= spread;
+  });
   return found.length === 0 ? -1 : found[ctx.draw % found.length]!;
 }
 
