@@ -36,7 +36,7 @@ export class PublishedColumns {
   /** Bit per endpoint offered, 0 when the replica may not be placed on at all (not live, chunk mismatch, not ready, weight ≤ 0). */
   endpoints: Uint8Array = new Uint8Array(64);
 
-  /** Writes slot's columns from its latest state. */
+  /** Writes slot's columns from its latest state; `usable`: live (ready and current) with a matching chunk size. */
   set(slot: number, s: ReplicaState, receivedAt: number, usable: boolean): void {
     if (slot >= this.weight.length) this.#grow(slot);
     this.inflightTokens[slot] = s.load.inflightTokens;
@@ -47,7 +47,7 @@ export class PublishedColumns {
     this.inflight[slot] = s.load.inflight;
     this.receivedAt[slot] = receivedAt;
     let bits = 0;
-    if (usable && s.status === 'ready' && s.capacity.weight > 0) for (const e of s.endpoints) bits |= ENDPOINT_BIT[e];
+    if (usable && s.capacity.weight > 0) for (const e of s.endpoints) bits |= ENDPOINT_BIT[e];
     this.endpoints[slot] = bits;
   }
 

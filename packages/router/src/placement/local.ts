@@ -162,7 +162,6 @@ export class LocalState {
     t.queuedReportAt = r.reportAt;
   }
 
-
   readonly #figures = { added: 0, queued: 0, inflight: 0, reported: 0 };
   /**
    * What this router knows of r beyond its last report, with one lookup

@@ -96,9 +96,8 @@ export function balanceTarget(ctx: Ctx, w: number): number {
   // Most often no replica is that idle: say so in one pass over the rows rather than a walk of the whole ring.
   if (!someRow(t.rows.length, (i) => ctx.depth[i]! < d && under(i))) return -1;
   const target = (i: number): boolean => ctx.depth[i]! < d && under(i) && ctx.headroom(i) && ctx.tier(i) >= ctx.tier(w);
-  const spread = Math.min(MAX_BALANCE_SPREAD, Math.round(t.routers));
-  if (spread <= 1) return firstInRing(t, ctx.req.key, target)?.i ?? -1;
-  // Several routers: one of the first `spread` targets in ring order, by the request's own draw.
+  // One of the first `spread` targets in ring order, by the request's own draw (one router: the first).
+  const spread = Math.max(1, Math.min(MAX_BALANCE_SPREAD, Math.round(t.routers)));
   const found: number[] = [];
   firstInRing(t, ctx.req.key, (i) => {
     if (target(i)) found.push(i);
