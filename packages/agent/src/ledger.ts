@@ -10,7 +10,7 @@
  * cache model) → the engine answers → `feedback(…)` with the engine's
  * cached_tokens → `end(flight)`.
  */
-import type { Endpoint, ModelRef, ReplicaCapacity, ReplicaLoad, ReplicaStatus, RequestInfo } from '@warmpath/shared/wire';
+import { ARRIVAL_TAU_MS, type Endpoint, type ModelRef, type ReplicaCapacity, type ReplicaLoad, type ReplicaStatus, type RequestInfo } from '@warmpath/shared/wire';
 import { admit } from './admission.ts';
 import type { RejectReason } from './admission.ts';
 import { CacheModel, chunksFor } from './cache-model.ts';
@@ -225,6 +225,8 @@ export class AgentLedger {
     this.inflight.add(r);
     this.inflightTokens += r.work;
     this.pendingPrefillTokens += prefill;
+    this.#arrival = this.arrivalTokensPerS() + (1000 * r.work) / ARRIVAL_TAU_MS;
+    this.#arrivalAt = r.admittedAt;
     this.metrics.inflight.set(this.inflight.size);
     this.metrics.inflightTokens.set(this.inflightTokens);
     return r;
@@ -338,6 +340,18 @@ export class AgentLedger {
     };
   }
 
+  #arrival = 0;
+  #arrivalAt = 0;
+  /**
+   * Work admitted per second lately, tokens/s: each admission adds its work
+   * to an exponential average with time constant ARRIVAL_TAU_MS (a steady
+   * stream of w tokens every d ms reads about 1000 w / d). Published, so
+   * that routers sharing the clients can expect each other's unseen work.
+   */
+  arrivalTokensPerS(): number {
+    return this.#arrival * Math.exp(-(this.now() - this.#arrivalAt) / ARRIVAL_TAU_MS);
+  }
+
   load(): ReplicaLoad {
     const snap = this.snapshot;
     return {
@@ -347,6 +361,7 @@ export class AgentLedger {
       inflight: this.inflight.size,
       inflightTokens: this.inflightTokens,
       prefillTokens: this.pendingPrefillTokens,
+      arrivalTokensPerS: Math.round(this.arrivalTokensPerS()),
     };
   }
 }

@@ -3,7 +3,7 @@
  * capturing send — the same wiring the live agent and the simulator use.
  */
 import { manualClock } from '@warmpath/testkit';
-import { describeRequest, type ReplicaState } from '@warmpath/shared/wire';
+import { ARRIVAL_TAU_MS, describeRequest, type ReplicaState } from '@warmpath/shared/wire';
 import { describe, expect, it } from 'vitest';
 import { agentConfig } from '../src/config.ts';
 import { AgentCore } from '../src/core.ts';
@@ -90,6 +90,27 @@ describe('agent core', () => {
     core.finish(info(), a, { cachedTokens: 0, promptTokens: 2_000 });
     expect(core.ledger.inflight.size).toBe(0);
     expect(core.ledger.feedbacks).toBe(1);
+  });
+
+  it('publishes the work admitted per second lately, which decays when admissions stop', () => {
+    const { core, clock } = setup();
+    core.startMonitor();
+    expect(core.ledger.load().arrivalTokensPerS).toBe(0);
+    // One request's work every 10 ms for 2 s (ten time constants): about 100 × its work per second.
+    let work = 0;
+    for (let k = 0; k < 200; k++) {
+      clock.advance(10);
+      const a = core.admit(info());
+      if ('reason' in a) throw new Error(`refused: ${a.reason}`);
+      work = a.flight.work;
+      core.firstByte(a);
+      core.finish(info(), a);
+    }
+    const steady = core.ledger.load().arrivalTokensPerS!;
+    expect(steady / (100 * work)).toBeGreaterThan(0.9);
+    expect(steady / (100 * work)).toBeLessThan(1.1);
+    clock.advance(ARRIVAL_TAU_MS);
+    expect(core.ledger.load().arrivalTokensPerS! / steady).toBeCloseTo(Math.exp(-1), 2);
   });
 });
 

@@ -132,6 +132,22 @@ const CASES: Record<SwitchableStep, () => void> = {
     expect(place(warmpath('share'), req, view, local)).toMatchObject({ branch: 'ring', replica: { id: home } });
   },
 
+  expect() {
+    // Four routers share the clients (as in share above); a system prompt is warm on all four replicas. `r0` reported
+    // the shortest prefill queue 200 ms ago, but work was arriving there at 100k tokens/s: the three other routers'
+    // share of that since (about 15k tokens) makes it the longest.
+    const local = new LocalState(CONFIG);
+    const sent = Date.now() - 60_000;
+    for (let k = 0; k < 4; k++) local.dispatch(`r${k}`, 100, sent);
+    const warm = warmOn(chainOf(chat('')));
+    const view = makeView(ids(4).map((id) => makeState(id, { load: { inflight: 4, inflightTokens: 400, prefillTokens: id === 'r0' ? 0 : 2_000, arrivalTokensPerS: id === 'r0' ? 100_000 : 0 }, ...warm })));
+    const req = preq(chat('a question'), { now: Date.now() + 200 });
+    place(warmpath(), req, view, local); // the first placement learns how many routers share the clients
+    expect(local.routers).toBeCloseTo(4, 0);
+    expect(place(warmpath(), req, view, local)).toMatchObject({ branch: 'warm', replica: { id: 'r1' } });
+    expect(place(warmpath('expect'), req, view, local)).toMatchObject({ branch: 'warm', replica: { id: 'r0' } });
+  },
+
   slice() {
     // Four routers share the clients (as in share above); a system prompt is warm on all 16 replicas, every queue empty.
     const local = new LocalState(CONFIG);

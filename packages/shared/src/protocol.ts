@@ -16,6 +16,9 @@ import { Packr } from 'msgpackr';
 
 export const PROTOCOL_VERSION = 1;
 
+/** Time constant of the published arrival rate (ReplicaLoad.arrivalTokensPerS), ms. */
+export const ARRIVAL_TAU_MS = 100;
+
 export const ENGINE_KINDS = ['vllm', 'sglang', 'llamacpp', 'tgi'] as const;
 export type EngineKind = (typeof ENGINE_KINDS)[number];
 export const REPLICA_STATUSES = ['ready', 'draining', 'down'] as const;
@@ -56,6 +59,13 @@ export interface ReplicaLoad {
   inflightTokens: number;
   /** Uncached prompt tokens of admitted requests still waiting for their first token: the prefill queue. */
   prefillTokens: number;
+  /**
+   * Work admitted per second lately (uncached prompt + expected output,
+   * tokens/s; an exponential average, time constant ARRIVAL_TAU_MS). A router
+   * that shares the clients with others multiplies it by a report's age to
+   * expect the work they sent since. Absent from older agents (read as 0).
+   */
+  arrivalTokensPerS?: number;
 }
 
 export interface DigestDelta {
@@ -205,6 +215,7 @@ function validateState(raw: unknown): ReplicaState {
       inflight: num(load, 'inflight'),
       inflightTokens: num(load, 'inflightTokens'),
       prefillTokens: num(load, 'prefillTokens'),
+      ...(load.arrivalTokensPerS !== undefined ? { arrivalTokensPerS: num(load, 'arrivalTokensPerS') } : {}),
     },
     status: oneOf(raw, 'status', REPLICA_STATUSES),
     chunkChars: num(raw, 'chunkChars', 1, 1 << 20, true),

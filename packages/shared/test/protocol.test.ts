@@ -36,6 +36,16 @@ describe('state message codec', () => {
     if (d.ok) expect(d.value).toEqual(s);
   });
 
+  it('carries the arrival rate when sent, and decodes a message from an agent that sends none', () => {
+    const s = sampleState({ load: { ...sampleState().load, arrivalTokensPerS: 52_000 } });
+    const d = decodeState(encodeState(s));
+    expect(d.ok && d.value.load.arrivalTokensPerS).toBe(52_000);
+    const old = decodeState(encodeState(sampleState()));
+    expect(old.ok && 'arrivalTokensPerS' in old.value.load).toBe(false);
+    const bad = decodeState(encodeState(sampleState({ load: { ...sampleState().load, arrivalTokensPerS: -1 } })));
+    expect(bad.ok).toBe(false);
+  });
+
   it('keeps a 450k-token replica digest well under 100 KB', () => {
     // 450k tokens ≈ 1.8M chars ≈ 7,031 chunks of 256 chars.
     const added = BigUint64Array.from({ length: 7_031 }, (_, i) => BigInt(i) * 0x9e3779b97f4a7c15n % 2n ** 64n);

@@ -31,6 +31,8 @@ export class PublishedColumns {
   kvTokens: Float64Array = new Float64Array(64);
   weight: Float64Array = new Float64Array(64);
   inflight: Float64Array = new Float64Array(64);
+  /** Published arrivalTokensPerS (0 from an agent that sends none). */
+  arrival: Float64Array = new Float64Array(64);
   /** Local clock, ms, when the state arrived. */
   receivedAt: Float64Array = new Float64Array(64);
   /** Bit per endpoint offered, 0 when the replica may not be placed on at all (not live, chunk mismatch, not ready, weight ≤ 0). */
@@ -45,6 +47,7 @@ export class PublishedColumns {
     this.kvTokens[slot] = s.capacity.kvTokens;
     this.weight[slot] = s.capacity.weight;
     this.inflight[slot] = s.load.inflight;
+    this.arrival[slot] = s.load.arrivalTokensPerS ?? 0;
     this.receivedAt[slot] = receivedAt;
     let bits = 0;
     if (usable && s.capacity.weight > 0) for (const e of s.endpoints) bits |= ENDPOINT_BIT[e];
@@ -69,6 +72,7 @@ export class PublishedColumns {
     this.kvTokens = f(this.kvTokens);
     this.weight = f(this.weight);
     this.inflight = f(this.inflight);
+    this.arrival = f(this.arrival);
     this.receivedAt = f(this.receivedAt);
     const e = new Uint8Array(n);
     e.set(this.endpoints);

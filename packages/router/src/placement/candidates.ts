@@ -6,8 +6,9 @@
  * `eligible` admits, in group order; per row, the published load (read from
  * the view's columns by slot, not from each replica's state object) plus the
  * work this router sent since that report (and what a stale refusal since
- * said other routers queued there), weight, KV free tokens, prefill queue
- * and this router's in-flight count; sums of load and weight; how many
+ * said other routers queued there, and for a policy that asks, the work
+ * other routers likely sent since: `expected`), weight, KV free tokens,
+ * prefill queue and this router's in-flight count; sums of load and weight; how many
  * routers' worth of traffic the fleet carries per request of this router's
  * (LocalState.routersEstimate over the rows' published and own in-flight
  * requests). Then
@@ -28,8 +29,16 @@ import type { Candidate, CandidateTable, PlacementRequest, Warmth } from './type
 
 export type { Candidate, CandidateTable, Warmth } from './types.ts';
 
-/** The table for `req` (eligibility is applied here, once), or undefined when no replica is eligible. */
-export function buildCandidates(req: PlacementRequest, view: FleetView, local: LocalState): CandidateTable | undefined {
+/** The longest report age the expected work of other routers extrapolates over, ms. */
+export const MAX_EXPECT_AGE_MS = 1_000;
+
+/**
+ * The table for `req` (eligibility is applied here, once), or undefined when
+ * no replica is eligible. `expectOthers`: fill Candidate.expected, the work
+ * other routers likely sent since each report, and count it in the queue.
+ * N is this router's last estimate (the one made at its previous request).
+ */
+export function buildCandidates(req: PlacementRequest, view: FleetView, local: LocalState, expectOthers = false): CandidateTable | undefined {
   const g = view.group(req.info.model, req.info.adapter);
   if (g === undefined) return undefined;
   const rows: Candidate[] = [];
@@ -40,6 +49,8 @@ export function buildCandidates(req: PlacementRequest, view: FleetView, local: L
   let published = 0;
   let own = 0;
   const c = view.columns;
+  // The share of the fleet's traffic that is not this router's, by the last estimate (0 with one router).
+  const othersShare = expectOthers ? 1 - 1 / Math.max(1, Math.round(local.routers)) : 0;
   const bit = endpointBit(req.endpoint);
   const slots = g.memberSlots;
   for (let m = 0; m < slots.length; m++) {
@@ -53,6 +64,7 @@ export function buildCandidates(req: PlacementRequest, view: FleetView, local: L
     const prefill = c.prefillTokens[slot]!;
     // What an agent's stale refusal said is queued there beyond this view: other routers' work, until the next report.
     const unseen = Math.max(0, f.queued - prefill - added);
+    const expected = othersShare > 0 ? (othersShare * c.arrival[slot]! * Math.min(MAX_EXPECT_AGE_MS, Math.max(0, req.now - r.reportAt))) / 1000 : 0;
     const load = c.inflightTokens[slot]! + added + unseen;
     const kv = c.kvTokens[slot]!;
     const weight = c.weight[slot]!;
@@ -63,8 +75,9 @@ export function buildCandidates(req: PlacementRequest, view: FleetView, local: L
       added,
       weight,
       kvFree: kv <= 0 ? Infinity : kv - c.kvUsedTokens[slot]! - added,
-      queue: prefill + added + unseen,
+      queue: prefill + added + unseen + expected,
       inflight: f.inflight,
+      expected,
     });
     totalLoad += load;
     totalWeight += weight;

@@ -14,7 +14,7 @@ import type { LocalState } from './local.ts';
 import { NO_REPLICA, type Outcome, type Placement, type PlacementRequest, type Policy } from './types.ts';
 
 export function placeRequest(policy: Policy, req: PlacementRequest, view: FleetView, local: LocalState): Placement {
-  const table = buildCandidates(req, view, local);
+  const table = buildCandidates(req, view, local, policy.expectsOthers === true);
   if (table === undefined) return NO_REPLICA;
   return policy.select(req, table, scanWarmth(req, table, view, local));
 }

@@ -101,6 +101,13 @@ export interface Policy {
   onDispatch?(req: PlacementRequest, replica: Replica, local: LocalState): void;
   /** The request to `replica` ended. */
   onComplete?(req: PlacementRequest, replica: Replica, outcome: Outcome): void;
+  /**
+   * Build this policy's candidate tables with `expected` in the queue
+   * (Candidate.expected): the work other routers likely sent each replica
+   * since its report. Off for the peers' emulations, which have no such
+   * estimate.
+   */
+  readonly expectsOthers?: boolean;
 }
 
 /** What a policy is built with: the router's validated config (see policyOptions in registry.ts). */
@@ -136,10 +143,18 @@ export interface Candidate {
   readonly weight: number;
   /** KV tokens free after `added` (Infinity when the replica publishes no KV size). */
   readonly kvFree: number;
-  /** Published prefillTokens + `added`: the prefill queue this request would wait behind, tokens. */
+  /** Published prefillTokens + `added` (+ `expected`): the prefill queue this request would wait behind, tokens. */
   readonly queue: number;
   /** This router's requests in flight on the replica. */
   readonly inflight: number;
+  /**
+   * Work the other routers sharing the clients likely sent the replica since
+   * its report, tokens, included in `queue` (not in `load`): its published arrival
+   * rate × the report's age × the share of the fleet's traffic that is not
+   * this router's (1 − 1/N, N = `routers` rounded: 0 with one router). 0 for
+   * a policy that does not ask for it (Policy.expectsOthers).
+   */
+  readonly expected: number;
 }
 
 export interface CandidateTable {

@@ -81,6 +81,7 @@ export function createWarmpathPolicy(opts: PolicyOptions): Policy {
   const off: ReadonlySet<string> = new Set(opts.placementOff ?? []);
   return {
     name: 'warmpath',
+    expectsOthers: !off.has('expect'),
     select(req: PlacementRequest, t: CandidateTable, warmth: Warmth): Placement {
       const ctx = derive(req, t, warmth, opts, off);
       if (req.info.kind === 'embedding') return leastLoaded(ctx, 'embedding-least-loaded');

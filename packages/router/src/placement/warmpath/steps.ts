@@ -13,6 +13,7 @@ export const SWITCHABLE_STEPS = {
   overlay: "warmth is read from the replicas' published digests alone, not from this router's recent dispatches",
   slice: 'equally warm replicas are told apart by prefill queue and id alone however many routers share the clients (no per-request slice of them)',
   'queue-limit': 'no queue limit is sent with a pick: an agent admits the request however much more prefill other routers queued there since its report',
+  expect: "against the bound's floor and in the prefill queue, a replica counts only its report and this router's work since, not the other routers' work its published arrival rate predicts",
   share: "against the bound's floor, this router's work since a replica's report counts once, not once per router sharing the clients",
   'bound-floor': 'no floor in the load bound: a replica with little work counts as full once over c × its share',
   spill: 'a cold base-model prefix whose ring home is over the bound goes to the least-loaded replica, not along the ring',
