@@ -20,7 +20,8 @@
  *
  * The other routers' work since a report is also expected from the replica's
  * side (step `expect`, Candidate.expected): its published arrival rate × the
- * report's age × (1 − 1/N). It counts against the floor (as `share` does)
+ * report's age × (1 − 1/N). It counts against the floor (the larger of it
+ * and `share`'s estimate: both estimate the same work)
  * and in the prefill queue (the tie-breaks, warm-over-bound's cost, the
  * queue limit), not against the bound: counted there too, 100 routers on
  * 1,000 replicas gained less (p50 170 against 118 ms) and 10 replicas lost
@@ -100,7 +101,8 @@ export function derive(req: PlacementRequest, t: CandidateTable, warmth: Warmth,
   const others = on('share') ? Math.round(t.routers) - 1 : 0;
   const isUnderFloor = (i: number): boolean => {
     const r = rows[i]!;
-    return underFloor({ load: r.load + others * r.added + r.expected, weight: r.weight, cost: unit, floor });
+    // share and expect estimate the same work (the other routers' since the report): the larger counts.
+    return underFloor({ load: r.load + Math.max(others * r.added, r.expected), weight: r.weight, cost: unit, floor });
   };
   const within = (i: number, factor = c): boolean => {
     const r = rows[i]!;
