@@ -21,11 +21,11 @@
  * The other routers' work since a report is also expected from the replica's
  * side (step `expect`, Candidate.expected): its published arrival rate × the
  * report's age × (1 − 1/N). It counts against the floor (the larger of it
- * and `share`'s estimate: both estimate the same work)
- * and in the prefill queue (the tie-breaks, warm-over-bound's cost, the
- * queue limit), not against the bound: counted there too, 100 routers on
- * 1,000 replicas gained less (p50 170 against 118 ms) and 10 replicas lost
- * hit rate (trace −0.6, longctx −0.9 points at 4 and 16 routers).
+ * and `share`'s estimate, which estimate the same work) and in the prefill
+ * queue (the tie-breaks, warm-over-bound's cost, the queue limit), not
+ * against the bound: counted there too, 100 routers on 1,000 replicas gained
+ * less (p50 170 against 118 ms), and 10 replicas at 4 and 16 routers lost
+ * more hit rate (longctx −0.9 points against −0.4; docs/SCALE.md).
  *
  * Every pick carries a queue limit (step `queue-limit`): the prefill this
  * router expects queued on the replica — its published queue plus this
