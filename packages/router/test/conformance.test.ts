@@ -158,8 +158,11 @@ for (const name of POLICIES.keys()) {
         if (p.replica !== undefined) notifyDispatch(learner, req, p.replica, local);
       }
       for (const req of requests) {
-        const table = buildCandidates(req, view, local)!;
-        const warmth = scanWarmth(req, table, view, local);
+        const built = buildCandidates(req, view, local)!;
+        const scanned = scanWarmth(req, built, view, local);
+        // A router reuses its table's storage for its next request: freeze copies (plain arrays, so that they freeze too).
+        const table = { ...built, rows: built.rows.map((r) => ({ ...r })), rowOfSlot: Array.from(built.rowOfSlot) };
+        const warmth = { digest: [...scanned.digest], overlay: [...scanned.overlay] };
         deepFreeze(req);
         deepFreeze(table);
         deepFreeze(warmth);

@@ -59,6 +59,17 @@ describe('HolderIndex', () => {
           expect(got.length).toBe(new Set(got).size);
           expect(new Set(got)).toEqual(model.get(h) ?? new Set());
         }
+        // `same` (the warmth scan's run test) holds exactly for hashes with equal holder sets.
+        const chain = halves(BigUint64Array.from({ length: 8 }, (_, h) => hash(h)));
+        for (let a = 0; a < 8; a++) {
+          for (let b = 0; b < 8; b++) {
+            const pa = idx.find(chain, a);
+            const pb = idx.find(chain, b);
+            if (pa < 0 || pb < 0) continue;
+            const equal = [...model.get(a)!].sort().join() === [...model.get(b)!].sort().join();
+            expect(idx.same(pa, pb)).toBe(equal);
+          }
+        }
       }),
     );
   });

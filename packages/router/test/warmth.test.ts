@@ -13,10 +13,16 @@ import { CONFIG, makeState, makeView } from './helpers.ts';
 const hash = (i: number): bigint => (BigInt(i + 1) * 0x9e3779b97f4a7c15n) & 0xffffffffffffffffn;
 
 /** holders[i] = the slots holding chunk i. */
+let listed: number[][] = [];
 const listSource: HolderSource<number[][]> = {
   size: 1,
-  offerHolders(holders, i, _now, scan) {
-    for (const s of holders[i] ?? []) scan.offer(s, i);
+  find(holders, i) {
+    listed = holders;
+    return holders[i] === undefined || holders[i].length === 0 ? -1 : i;
+  },
+  same: () => false,
+  offerHolders(i, _i, _now, scan) {
+    for (const s of listed[i]!) scan.offer(s, i);
   },
 };
 
@@ -87,5 +93,21 @@ describe('warmth scan', () => {
     expect([local.overlayDepthOf(0), local.overlayDepthOf(1)]).toEqual([4, 0]);
     local.prune(CONFIG.overlayTtlMs + 1_000);
     expect(local.overlaySize).toBe(0);
+  });
+
+  it('skips a run of chunks only while their holders are the same, expiries included', () => {
+    const chain = BigUint64Array.from([0, 1, 2, 3, 4, 5], hash);
+    // Slots 0 and 1 hold the whole chain, slot 2 its first four chunks: runs [0–3] and [4–5].
+    const { view } = sources(chain, [Array(6).fill(true), Array(6).fill(true), [true, true, true, true, false, false]]);
+    view.scanWarmth(chain);
+    expect([0, 1, 2].map((s) => view.depthOf(s))).toEqual([6, 6, 4]);
+    // Slot 0 got the first three chunks again later: they expire after the other three.
+    const local = new LocalState(CONFIG);
+    local.overlayAdd(chain, 0, 0);
+    local.overlayAdd(chain.subarray(0, 3), 0, 1_000);
+    local.scanOverlay(chain, CONFIG.overlayTtlMs - 1);
+    expect(local.overlayDepthOf(0)).toBe(6);
+    local.scanOverlay(chain, CONFIG.overlayTtlMs + 500);
+    expect(local.overlayDepthOf(0)).toBe(3);
   });
 });

@@ -10,10 +10,19 @@
  * it back and recycles the list.
  * Complexity: add and remove O(1) expected + O(holders of that hash) for a
  * shared one; offering the holders of a hash O(holders).
+ * Each list keeps a 64-bit signature of its set (two XORs of mixed slots,
+ * updated on add and remove), so the warmth scan can tell in O(1) that two
+ * chunks have the same holders (`same`: equal size and signature; a false
+ * "same" needs two different sets to collide in 64 bits).
  * Trade-off: inline single holders keep the index ≈ 13 bytes per distinct hash
  * with no per-hash object; shared hashes pay one small array each.
  */
+import { mix32 } from '@warmpath/shared/runtime';
 import { Hash64Table } from './hash64.ts';
+
+/** The two halves of a slot's contribution to a holder list's signature. */
+const sigA = (slot: number): number => mix32(slot);
+const sigB = (slot: number): number => mix32(slot ^ 0x5bd1e995);
 import type { HolderSource, WarmthScan } from './warmth.ts';
 
 export class HolderIndex implements HolderSource<Uint32Array> {
@@ -21,6 +30,9 @@ export class HolderIndex implements HolderSource<Uint32Array> {
   /** Holder lists for hashes on several slots; index values < 0 point here as -(i+1). */
   readonly #multi: number[][] = [];
   readonly #multiFree: number[] = [];
+  /** Per holder list: the XOR of sigA and of sigB over its slots. */
+  readonly #sigA: number[] = [];
+  readonly #sigB: number[] = [];
 
   /** Distinct hashes held by any slot. */
   get size(): number {
@@ -44,10 +56,16 @@ export class HolderIndex implements HolderSource<Uint32Array> {
       if (v === slot) return;
       const m = this.#multiFree.pop() ?? this.#multi.length;
       this.#multi[m] = [v, slot];
+      this.#sigA[m] = sigA(v) ^ sigA(slot);
+      this.#sigB[m] = sigB(v) ^ sigB(slot);
       this.#index.setValueAt(pos, -(m + 1));
     } else {
-      const list = this.#multi[-v - 1]!;
-      if (!list.includes(slot)) list.push(slot);
+      const m = -v - 1;
+      const list = this.#multi[m]!;
+      if (list.includes(slot)) return;
+      list.push(slot);
+      this.#sigA[m]! ^= sigA(slot);
+      this.#sigB[m]! ^= sigB(slot);
     }
   }
 
@@ -66,6 +84,8 @@ export class HolderIndex implements HolderSource<Uint32Array> {
     if (i < 0) return;
     list[i] = list[list.length - 1]!;
     list.pop();
+    this.#sigA[m]! ^= sigA(slot);
+    this.#sigB[m]! ^= sigB(slot);
     if (list.length === 1) {
       this.#index.setValueAt(pos, list[0]!);
       this.#multi[m] = [];
@@ -81,10 +101,21 @@ export class HolderIndex implements HolderSource<Uint32Array> {
     return v >= 0 ? [v] : [...this.#multi[-v - 1]!];
   }
 
-  /** `h` is the chain as u32 halves (`halves(hashes)`). */
-  offerHolders(h: Uint32Array, i: number, _now: number, scan: WarmthScan): void {
-    const pos = this.#index.find(h[2 * i]!, h[2 * i + 1]!);
-    if (pos < 0) return;
+  /** `h` is the chain as u32 halves (`halves(hashes)`); the handle is the hash's position in the index. */
+  find(h: Uint32Array, i: number): number {
+    return this.#index.find(h[2 * i]!, h[2 * i + 1]!);
+  }
+
+  same(a: number, b: number): boolean {
+    const va = this.#index.valueAt(a);
+    const vb = this.#index.valueAt(b);
+    if (va >= 0 || vb >= 0) return va === vb;
+    const ma = -va - 1;
+    const mb = -vb - 1;
+    return ma === mb || (this.#multi[ma]!.length === this.#multi[mb]!.length && this.#sigA[ma] === this.#sigA[mb] && this.#sigB[ma] === this.#sigB[mb]);
+  }
+
+  offerHolders(pos: number, i: number, _now: number, scan: WarmthScan): void {
     const v = this.#index.valueAt(pos);
     if (v >= 0) scan.offer(v, i);
     else for (const s of this.#multi[-v - 1]!) scan.offer(s, i);

@@ -35,11 +35,13 @@ export class PublishedColumns {
   arrival: Float64Array = new Float64Array(64);
   /** Local clock, ms, when the state arrived. */
   receivedAt: Float64Array = new Float64Array(64);
+  /** Local clock, ms, that the published load corresponds to (ReplicaView.reportAt). */
+  reportAt: Float64Array = new Float64Array(64);
   /** Bit per endpoint offered, 0 when the replica may not be placed on at all (not live, chunk mismatch, not ready, weight ≤ 0). */
   endpoints: Uint8Array = new Uint8Array(64);
 
   /** Writes slot's columns from its latest state; `usable`: live (ready and current) with a matching chunk size. */
-  set(slot: number, s: ReplicaState, receivedAt: number, usable: boolean): void {
+  set(slot: number, s: ReplicaState, receivedAt: number, reportAt: number, usable: boolean): void {
     if (slot >= this.weight.length) this.#grow(slot);
     this.inflightTokens[slot] = s.load.inflightTokens;
     this.prefillTokens[slot] = s.load.prefillTokens;
@@ -49,6 +51,7 @@ export class PublishedColumns {
     this.inflight[slot] = s.load.inflight;
     this.arrival[slot] = s.load.arrivalTokensPerS ?? 0;
     this.receivedAt[slot] = receivedAt;
+    this.reportAt[slot] = reportAt;
     let bits = 0;
     if (usable && s.capacity.weight > 0) for (const e of s.endpoints) bits |= ENDPOINT_BIT[e];
     this.endpoints[slot] = bits;
@@ -74,6 +77,7 @@ export class PublishedColumns {
     this.inflight = f(this.inflight);
     this.arrival = f(this.arrival);
     this.receivedAt = f(this.receivedAt);
+    this.reportAt = f(this.reportAt);
     const e = new Uint8Array(n);
     e.set(this.endpoints);
     this.endpoints = e;

@@ -206,7 +206,7 @@ export class FleetView {
     this.#records.set(r.id, r);
     this.#bySlot[slot] = r;
     this.#warmth.grow(slot);
-    this.columns.set(slot, s, receivedAt, r.live && !r.chunkMismatch);
+    this.columns.set(slot, s, receivedAt, reportAt, r.live && !r.chunkMismatch);
     this.#sync.join(r);
     this.#groups.markDirty();
     this.#onEvent({ type: 'joined', replica: r.id });
@@ -224,7 +224,7 @@ export class FleetView {
     r.state = s;
     r.receivedAt = receivedAt;
     r.reportAt = reportAt;
-    this.columns.set(r.slot, s, receivedAt, live && !mismatch);
+    this.columns.set(r.slot, s, receivedAt, reportAt, live && !mismatch);
     return r;
   }
 
@@ -240,7 +240,7 @@ export class FleetView {
       const live = r.state.status === 'ready' && this.current(r, now);
       if (live !== r.live) {
         r.live = live;
-        this.columns.set(r.slot, r.state, r.receivedAt, live && !r.chunkMismatch);
+        this.columns.set(r.slot, r.state, r.receivedAt, r.reportAt, live && !r.chunkMismatch);
         this.#groups.markDirty();
       }
     }

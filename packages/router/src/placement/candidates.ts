@@ -17,9 +17,12 @@
  * Complexity: O(group members) for the rows + O(matched depth + holders) for
  * each warmth scan; a ring walk is O(log P) + the steps to the first member
  * a policy accepts.
- * Trade-off: rows are plain objects built afresh per request — a few
- * microseconds per hundred replicas — so a policy cannot leave state in them
- * and two policies can read one table.
+ * Trade-off: a router's tables reuse one store (rows, the slot index, the
+ * warmth arrays), overwritten by its next request: at 1,000 replicas, fresh
+ * row objects and their boxed numbers were about a quarter of the
+ * placement's time (docs/SCALE.md). So a table is valid until the same
+ * router places its next request — policies are pure and read it only
+ * within select — and two policies can still read one table.
  */
 import { endpointBit } from '../fleet/published.ts';
 import type { FleetView, Replica } from '../fleet/view.ts';
@@ -32,6 +35,37 @@ export type { Candidate, CandidateTable, Warmth } from './types.ts';
 /** The longest report age the expected work of other routers extrapolates over, ms. */
 export const MAX_EXPECT_AGE_MS = 1_000;
 
+/** A row as the table's builder writes it. */
+type Row = { -readonly [K in keyof Candidate]: Candidate[K] };
+
+/** One router's reused table storage (keyed by its LocalState). */
+interface Store {
+  /** Row objects, overwritten in place (a number field rewritten allocates nothing). */
+  readonly pool: Row[];
+  /** The rows of the current table: the first `length` of pool. */
+  readonly rows: Candidate[];
+  rowOfSlot: Int32Array;
+  /** Slots the current rows occupy in rowOfSlot (reset by the next build). */
+  readonly slots: number[];
+  readonly digest: number[];
+  readonly overlay: number[];
+}
+
+const stores = new WeakMap<LocalState, Store>();
+
+function storeOf(local: LocalState, slots: number): Store {
+  let s = stores.get(local);
+  if (s === undefined) {
+    s = { pool: [], rows: [], rowOfSlot: new Int32Array(64).fill(-1), slots: [], digest: [], overlay: [] };
+    stores.set(local, s);
+  }
+  for (const slot of s.slots) s.rowOfSlot[slot] = -1;
+  s.slots.length = 0;
+  s.rows.length = 0;
+  if (s.rowOfSlot.length < slots) s.rowOfSlot = new Int32Array(Math.max(slots, 2 * s.rowOfSlot.length)).fill(-1);
+  return s;
+}
+
 /**
  * The table for `req` (eligibility is applied here, once), or undefined when
  * no replica is eligible. `expectOthers`: fill Candidate.expected, the work
@@ -41,9 +75,10 @@ export const MAX_EXPECT_AGE_MS = 1_000;
 export function buildCandidates(req: PlacementRequest, view: FleetView, local: LocalState, expectOthers = false): CandidateTable | undefined {
   const g = view.group(req.info.model, req.info.adapter);
   if (g === undefined) return undefined;
-  const rows: Candidate[] = [];
+  const store = storeOf(local, view.bySlot.length);
+  const rows = store.rows;
   // Slot-indexed rather than a Map by id: a few µs instead of tens at hundreds of replicas.
-  const rowOfSlot = new Array<number>(view.bySlot.length).fill(-1);
+  const rowOfSlot = store.rowOfSlot;
   let totalLoad = 0;
   let totalWeight = 0;
   let published = 0;
@@ -59,26 +94,32 @@ export function buildCandidates(req: PlacementRequest, view: FleetView, local: L
     if (!view.placeable(slot, bit, req.now)) continue;
     const r = g.members[m]!;
     if (!eligibleHere(r, req, local)) continue;
-    const f = local.figures(r);
+    const reportAt = c.reportAt[slot]!;
+    const f = local.figures(r, slot, reportAt);
     const added = f.added;
     const prefill = c.prefillTokens[slot]!;
     // What an agent's stale refusal said is queued there beyond this view: other routers' work, until the next report.
     const unseen = Math.max(0, f.queued - prefill - added);
-    const expected = othersShare > 0 ? (othersShare * c.arrival[slot]! * Math.min(MAX_EXPECT_AGE_MS, Math.max(0, req.now - r.reportAt))) / 1000 : 0;
+    const expected = othersShare > 0 ? (othersShare * c.arrival[slot]! * Math.min(MAX_EXPECT_AGE_MS, Math.max(0, req.now - reportAt))) / 1000 : 0;
     const load = c.inflightTokens[slot]! + added + unseen;
     const kv = c.kvTokens[slot]!;
     const weight = c.weight[slot]!;
     rowOfSlot[slot] = rows.length;
-    rows.push({
-      replica: r,
-      load,
-      added,
-      weight,
-      kvFree: kv <= 0 ? Infinity : kv - c.kvUsedTokens[slot]! - added,
-      queue: prefill + added + unseen + expected,
-      inflight: f.inflight,
-      expected,
-    });
+    store.slots.push(slot);
+    let row = store.pool[rows.length];
+    if (row === undefined) {
+      row = { replica: r, load: 0, added: 0, weight: 0, kvFree: 0, queue: 0, inflight: 0, expected: 0 };
+      store.pool.push(row);
+    }
+    row.replica = r;
+    row.load = load;
+    row.added = added;
+    row.weight = weight;
+    row.kvFree = kv <= 0 ? Infinity : kv - c.kvUsedTokens[slot]! - added;
+    row.queue = prefill + added + unseen + expected;
+    row.inflight = f.inflight;
+    row.expected = expected;
+    rows.push(row);
     totalLoad += load;
     totalWeight += weight;
     published += c.inflight[slot]!;
@@ -92,8 +133,12 @@ export function buildCandidates(req: PlacementRequest, view: FleetView, local: L
 /** Warmth of every row: one scan of the digest index, one of the overlay. */
 export function scanWarmth(req: PlacementRequest, table: CandidateTable, view: FleetView, local: LocalState): Warmth {
   const n = table.rows.length;
-  const digest = new Array<number>(n).fill(0);
-  const overlay = new Array<number>(n).fill(0);
+  const store = stores.get(local)!;
+  const digest = store.digest;
+  const overlay = store.overlay;
+  digest.length = overlay.length = n;
+  digest.fill(0);
+  overlay.fill(0);
   const hashes = req.info.hashes;
   view.scanWarmth(hashes);
   for (const slot of view.warmSlots) {

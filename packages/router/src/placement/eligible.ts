@@ -23,7 +23,8 @@ export function eligible(r: Replica, req: PlacementRequest, view: FleetView, loc
 
 /** The part of `eligible` that is this request's and this router's: not tried already for it, not ejected here. */
 export function eligibleHere(r: Replica, req: PlacementRequest, local: LocalState): boolean {
-  return (req.exclude === undefined || !req.exclude.has(r.id)) && !local.isEjected(r.id, req.now);
+  // r.id is read only when something could exclude it: the table calls this for every member on every request.
+  return (req.exclude === undefined || !req.exclude.has(r.id)) && (local.ejected === 0 || !local.isEjected(r.id, req.now));
 }
 
 /**

@@ -20,6 +20,8 @@
  * after overlayTtlMs; gossip is the truth after that.
  */
 import type { ReplicaView } from '../fleet/replica.ts';
+import { mix32 } from '@warmpath/shared/runtime';
+import { Hash64Table, halves } from '../fleet/hash64.ts';
 import { WarmthScan, type HolderSource } from '../fleet/warmth.ts';
 
 /** Time constant of routersEstimate's averages, ms. */
@@ -36,76 +38,164 @@ export interface Ticket {
   counted: boolean;
 }
 
+/** What this router tracks of one replica; its numbers are in TrackColumns at `n`. */
 interface Track {
-  id: string;
-  inflight: number;
+  readonly id: string;
+  /** Index of the track's numbers in TrackColumns (reused once the track is pruned). */
+  readonly n: number;
   /** Tickets not yet known to be in a report, oldest first. */
   recent: Ticket[];
-  /** The report time #advance last ran for: tickets up to it are already uncounted (NaN: never). */
-  advancedTo: number;
   /** First entry of `recent` not yet covered by a report. */
   head: number;
-  /** Σ work of counted tickets. */
-  sum: number;
+}
+
+/**
+ * Every track's numbers, by track number: dense arrays, so that the
+ * candidate table reads a replica's figures without touching its Track
+ * object (at 1,000 replicas, an object per replica per request was about a
+ * quarter of the placement's time: docs/SCALE.md).
+ */
+class TrackColumns {
+  /** This router's requests in flight on the replica. */
+  inflight: Float64Array = new Float64Array(64);
+  /** Σ work of counted tickets (open and sent after the replica's last report). */
+  sum: Float64Array = new Float64Array(64);
   /** How many tickets are counted. */
-  counted: number;
+  counted: Float64Array = new Float64Array(64);
+  /** The report time #advance last ran for: tickets up to it are already uncounted (NaN: never). */
+  advancedTo: Float64Array = new Float64Array(64);
   /** Local clock, ms, until which the replica is ejected; 0 = not ejected. */
-  ejectedUntil: number;
+  ejectedUntil: Float64Array = new Float64Array(64);
   /** Prefill an agent said it had queued when it refused a request as stale (tokens), and the report it corrects. */
-  queued: number;
-  queuedReportAt: number;
-  /** Pruned: no longer in the map (a slot-cached reference must not use it). */
-  gone: boolean;
+  queued: Float64Array = new Float64Array(64);
+  queuedReportAt: Float64Array = new Float64Array(64);
+
+  /** Track number n starts afresh (growing the arrays to hold it). */
+  reset(n: number): void {
+    if (n >= this.sum.length) {
+      const grow = (a: Float64Array): Float64Array => {
+        const b = new Float64Array(Math.max(n + 1, a.length * 2));
+        b.set(a);
+        return b;
+      };
+      this.inflight = grow(this.inflight);
+      this.sum = grow(this.sum);
+      this.counted = grow(this.counted);
+      this.advancedTo = grow(this.advancedTo);
+      this.ejectedUntil = grow(this.ejectedUntil);
+      this.queued = grow(this.queued);
+      this.queuedReportAt = grow(this.queuedReportAt);
+    }
+    this.inflight[n] = this.sum[n] = this.counted[n] = this.ejectedUntil[n] = this.queued[n] = 0;
+    this.advancedTo[n] = this.queuedReportAt[n] = Number.NaN;
+  }
 }
 
-interface OverlayEntry {
-  slots: number[];
-  /** Local clock, ms, until which slots[j] counts as holding the hash. */
-  until: number[];
+const untilBits = new Float64Array(1);
+const untilWords = new Uint32Array(untilBits.buffer);
+/** One half (`seed`) of a (slot, expiry) pair's contribution to an entry's signature. */
+function pairSig(slot: number, until: number, seed: number): number {
+  untilBits[0] = until;
+  return mix32(slot ^ seed ^ mix32(untilWords[0]! ^ mix32(untilWords[1]! ^ seed)));
 }
+const SEED_A = 0;
+const SEED_B = 0x5bd1e995;
 
-/** Chain hash → the slots this router just sent it to, each with an expiry. */
-class Overlay implements HolderSource<BigUint64Array> {
-  readonly #entries = new Map<bigint, OverlayEntry>();
+/**
+ * Chain hash → the slots this router just sent it to, each with an expiry.
+ * Keyed like the digest index (a Hash64Table over the hashes' u32 halves,
+ * value = entry number), so a lookup creates no BigInt. Like the digest
+ * index, each entry keeps a 64-bit signature of its (slot, expiry) pairs, so
+ * the warmth scan can skip a run of chunks with the same holders (the chunks
+ * of one prompt, added together, expire together).
+ */
+class Overlay implements HolderSource<Uint32Array> {
+  readonly #index = new Hash64Table(1 << 10);
+  /** Per entry number: its holders and their expiries (local clock, ms), its key's halves (to delete it), its signature. */
+  readonly #slots: number[][] = [];
+  readonly #until: number[][] = [];
+  readonly #keys: number[] = [];
+  readonly #sigA: number[] = [];
+  readonly #sigB: number[] = [];
+  readonly #free: number[] = [];
 
   get size(): number {
-    return this.#entries.size;
+    return this.#index.size;
   }
 
-  /** `slot` holds the first `n` hashes until `until`. */
-  add(hashes: BigUint64Array, n: number, slot: number, until: number): void {
+  /** `slot` holds the first `n` hashes of `h` (halves) until `until`. */
+  add(h: Uint32Array, n: number, slot: number, until: number): void {
     for (let i = 0; i < n; i++) {
-      const h = hashes[i]!;
-      const e = this.#entries.get(h);
-      if (e === undefined) {
-        this.#entries.set(h, { slots: [slot], until: [until] });
+      const lo = h[2 * i]!;
+      const hi = h[2 * i + 1]!;
+      const pos = this.#index.find(lo, hi);
+      if (pos < 0) {
+        const e = this.#free.pop() ?? this.#slots.length;
+        this.#slots[e] = [slot];
+        this.#until[e] = [until];
+        this.#keys[2 * e] = lo;
+        this.#keys[2 * e + 1] = hi;
+        this.#sigA[e] = pairSig(slot, until, SEED_A);
+        this.#sigB[e] = pairSig(slot, until, SEED_B);
+        this.#index.set(lo, hi, e);
         continue;
       }
-      const j = e.slots.indexOf(slot);
-      if (j >= 0) e.until[j] = until;
-      else {
-        e.slots.push(slot);
-        e.until.push(until);
+      const e = this.#index.valueAt(pos);
+      const slots = this.#slots[e]!;
+      const j = slots.indexOf(slot);
+      if (j >= 0) {
+        const before = this.#until[e]![j]!;
+        this.#sigA[e]! ^= pairSig(slot, before, SEED_A);
+        this.#sigB[e]! ^= pairSig(slot, before, SEED_B);
+        this.#until[e]![j] = until;
+      } else {
+        slots.push(slot);
+        this.#until[e]!.push(until);
       }
+      this.#sigA[e]! ^= pairSig(slot, until, SEED_A);
+      this.#sigB[e]! ^= pairSig(slot, until, SEED_B);
     }
   }
 
-  offerHolders(hashes: BigUint64Array, i: number, now: number, scan: WarmthScan): void {
-    const e = this.#entries.get(hashes[i]!);
-    if (e === undefined) return;
-    for (let j = 0; j < e.slots.length; j++) if (e.until[j]! > now) scan.offer(e.slots[j]!, i);
+  find(h: Uint32Array, i: number): number {
+    return this.#index.find(h[2 * i]!, h[2 * i + 1]!);
+  }
+
+  /** The same (slot, expiry) pairs: the same holders at any instant. */
+  same(a: number, b: number): boolean {
+    const ea = this.#index.valueAt(a);
+    const eb = this.#index.valueAt(b);
+    return ea === eb || (this.#slots[ea]!.length === this.#slots[eb]!.length && this.#sigA[ea] === this.#sigA[eb] && this.#sigB[ea] === this.#sigB[eb]);
+  }
+
+  offerHolders(pos: number, i: number, now: number, scan: WarmthScan): void {
+    const e = this.#index.valueAt(pos);
+    const slots = this.#slots[e]!;
+    const until = this.#until[e]!;
+    for (let j = 0; j < slots.length; j++) if (until[j]! > now) scan.offer(slots[j]!, i);
   }
 
   /** Drops holders expired at `now`, and hashes left without one. */
   prune(now: number): void {
-    for (const [h, e] of this.#entries) {
-      for (let j = e.slots.length - 1; j >= 0; j--) {
-        if (e.until[j]! <= now) {
-          e.slots.splice(j, 1);
-          e.until.splice(j, 1);
+    for (let e = 0; e < this.#slots.length; e++) {
+      const slots = this.#slots[e]!;
+      if (slots.length === 0) continue;
+      const until = this.#until[e]!;
+      let k = 0;
+      for (let j = 0; j < slots.length; j++) {
+        if (until[j]! <= now) {
+          this.#sigA[e]! ^= pairSig(slots[j]!, until[j]!, SEED_A);
+          this.#sigB[e]! ^= pairSig(slots[j]!, until[j]!, SEED_B);
+          continue;
         }
+        slots[k] = slots[j]!;
+        until[k++] = until[j]!;
       }
-      if (e.slots.length === 0) this.#entries.delete(h);
+      slots.length = until.length = k;
+      if (k === 0) {
+        this.#index.delete(this.#keys[2 * e]!, this.#keys[2 * e + 1]!);
+        this.#free.push(e);
+      }
     }
   }
 }
@@ -120,8 +210,19 @@ export class LocalState {
   readonly overlayTtlMs: number;
   readonly overlayMaxChunks: number;
   readonly #tracks = new Map<string, Track>();
-  /** The track last read for each replica slot (figures' fast path; checked against the id, since slots are reused). */
-  readonly #bySlot: Array<Track | undefined> = [];
+  readonly #cols = new TrackColumns();
+  /** Tracks by number, and the numbers of pruned ones awaiting reuse. */
+  readonly #byNumber: Track[] = [];
+  readonly #freeNumbers: number[] = [];
+  /**
+   * figures' fast path, by replica slot: the track number of the replica
+   * last read there (-1: it has none), valid while #slotOwner holds that very
+   * record (slots are reused by other replicas; a rejoin is a new record).
+   * A track created or pruned unbinds its replica's slot (#slotOfId).
+   */
+  #slotTrack: Int32Array = new Int32Array(64);
+  readonly #slotOwner: Array<ReplicaView | undefined> = [];
+  readonly #slotOfId = new Map<string, number>();
   /** Replicas ejected and not yet pruned: lets isEjected skip the lookup when zero. */
   #ejected = 0;
   readonly #overlay = new Overlay();
@@ -140,15 +241,26 @@ export class LocalState {
   #track(id: string): Track {
     let t = this.#tracks.get(id);
     if (t === undefined) {
-      t = { id, inflight: 0, recent: [], advancedTo: Number.NaN, head: 0, sum: 0, counted: 0, ejectedUntil: 0, queued: 0, queuedReportAt: Number.NaN, gone: false };
+      const n = this.#freeNumbers.pop() ?? this.#byNumber.length;
+      this.#cols.reset(n);
+      t = { id, n, recent: [], head: 0 };
+      this.#byNumber[n] = t;
       this.#tracks.set(id, t);
+      this.#unbind(id);
     }
     return t;
   }
 
+  /** The replica's slot must look its track up again (one was created or pruned). */
+  #unbind(id: string): void {
+    const slot = this.#slotOfId.get(id);
+    if (slot !== undefined) this.#slotOwner[slot] = undefined;
+  }
+
   /** This router's requests in flight on the replica. */
   inflight(id: string): number {
-    return this.#tracks.get(id)?.inflight ?? 0;
+    const t = this.#tracks.get(id);
+    return t === undefined ? 0 : this.#cols.inflight[t.n]!;
   }
 
   /**
@@ -157,9 +269,9 @@ export class LocalState {
    * lacks. Held until r's next report, which counts it.
    */
   noteQueued(r: ReplicaView, queued: number): void {
-    const t = this.#track(r.id);
-    t.queued = queued;
-    t.queuedReportAt = r.reportAt;
+    const n = this.#track(r.id).n;
+    this.#cols.queued[n] = queued;
+    this.#cols.queuedReportAt[n] = r.reportAt;
   }
 
   readonly #figures = { added: 0, queued: 0, inflight: 0, reported: 0 };
@@ -171,43 +283,57 @@ export class LocalState {
    * (a stale refusal), if said since the report, else 0; `inflight`, its
    * requests in flight on r; `reported`, those of them sent before the
    * report (so counted in r's published `inflight`). The object is reused by
-   * the next call: read it before.
+   * the next call: read it before. The candidate table passes r's slot and
+   * report time from the view's columns, so that the common case reads
+   * neither r nor its track, only arrays.
    */
-  figures(r: ReplicaView): Readonly<{ added: number; queued: number; inflight: number; reported: number }> {
+  figures(r: ReplicaView, slot = r.slot, reportAt = r.reportAt): Readonly<{ added: number; queued: number; inflight: number; reported: number }> {
     const f = this.#figures;
-    const t = this.#tracks.size === 0 ? undefined : this.#trackOf(r);
-    if (t === undefined) {
+    const n = this.#tracks.size === 0 ? -1 : this.#trackAt(r, slot);
+    if (n < 0) {
       f.added = f.queued = f.inflight = f.reported = 0;
       return f;
     }
-    f.added = this.#advance(t, r);
-    f.queued = queuedOf(t, r);
-    f.inflight = t.inflight;
-    f.reported = t.inflight - t.counted;
+    const c = this.#cols;
+    f.added = this.#advance(n, reportAt);
+    f.queued = c.queuedReportAt[n] === reportAt ? c.queued[n]! : 0;
+    f.inflight = c.inflight[n]!;
+    f.reported = c.inflight[n]! - c.counted[n]!;
     return f;
   }
 
-  #trackOf(r: ReplicaView): Track | undefined {
-    const cached = this.#bySlot[r.slot];
-    if (cached !== undefined && cached.id === r.id && !cached.gone) return cached;
-    const t = this.#tracks.get(r.id);
-    if (t !== undefined) this.#bySlot[r.slot] = t;
-    return t;
+  /** The number of r's track (r in `slot`), -1 for none. */
+  #trackAt(r: ReplicaView, slot: number): number {
+    if (this.#slotOwner[slot] === r) return this.#slotTrack[slot]!;
+    // Slow path, once per slot after a join, a reuse, or r's track being created or pruned.
+    if (slot >= this.#slotTrack.length) {
+      const a = new Int32Array(Math.max(slot + 1, this.#slotTrack.length * 2));
+      a.set(this.#slotTrack);
+      this.#slotTrack = a;
+    }
+    const before = this.#slotOwner[slot];
+    if (before !== undefined && before.id !== r.id && this.#slotOfId.get(before.id) === slot) this.#slotOfId.delete(before.id);
+    this.#slotOfId.set(r.id, slot);
+    this.#slotOwner[slot] = r;
+    this.#slotTrack[slot] = this.#tracks.get(r.id)?.n ?? -1;
+    return this.#slotTrack[slot]!;
   }
 
-  /** Stops counting t's tickets sent before r's last report (they are in the published load now); t's sum after. */
-  #advance(t: Track, r: ReplicaView): number {
+  /** Stops counting track n's tickets sent before the report at `reportAt` (they are in the published load now); its sum after. */
+  #advance(n: number, reportAt: number): number {
+    const c = this.#cols;
     // Already advanced to this report: every ticket sent since is newer than it (the common case, no ticket read).
-    if (t.advancedTo === r.reportAt) return t.sum;
-    t.advancedTo = r.reportAt;
+    if (c.advancedTo[n] === reportAt) return c.sum[n]!;
+    c.advancedTo[n] = reportAt;
+    const t = this.#byNumber[n]!;
     const recent = t.recent;
     let head = t.head;
-    while (head < recent.length && recent[head]!.at <= r.reportAt) {
+    while (head < recent.length && recent[head]!.at <= reportAt) {
       const k = recent[head]!;
       if (k.counted) {
         k.counted = false;
-        t.sum -= k.work;
-        t.counted--;
+        c.sum[n] = c.sum[n]! - k.work;
+        c.counted[n] = c.counted[n]! - 1;
       }
       head++;
     }
@@ -216,7 +342,7 @@ export class LocalState {
       head = 0;
     }
     t.head = head;
-    return t.sum;
+    return c.sum[n]!;
   }
 
   /**
@@ -242,11 +368,12 @@ export class LocalState {
 
   dispatch(replica: string, work: number, now: number): Ticket {
     const t = this.#track(replica);
-    t.inflight++;
+    const c = this.#cols;
+    c.inflight[t.n] = c.inflight[t.n]! + 1;
     const ticket: Ticket = { replica, at: now, work, open: true, counted: true };
     t.recent.push(ticket);
-    t.sum += work;
-    t.counted++;
+    c.sum[t.n] = c.sum[t.n]! + work;
+    c.counted[t.n] = c.counted[t.n]! + 1;
     return ticket;
   }
 
@@ -255,45 +382,52 @@ export class LocalState {
     ticket.open = false;
     const t = this.#tracks.get(ticket.replica);
     if (t === undefined) return;
-    t.inflight--;
+    const c = this.#cols;
+    c.inflight[t.n] = c.inflight[t.n]! - 1;
     if (ticket.counted) {
       ticket.counted = false;
-      t.sum -= ticket.work;
-      t.counted--;
+      c.sum[t.n] = c.sum[t.n]! - ticket.work;
+      c.counted[t.n] = c.counted[t.n]! - 1;
     }
   }
 
   /** Route nothing to the replica until `until` (local clock, ms). */
   eject(id: string, until: number): void {
     const t = this.#track(id);
-    if (t.ejectedUntil === 0) this.#ejected++;
-    t.ejectedUntil = until;
+    const e = this.#cols.ejectedUntil;
+    if (e[t.n] === 0) this.#ejected++;
+    e[t.n] = until;
+  }
+
+  /** Replicas ejected and not yet pruned (0: isEjected is false for every replica). */
+  get ejected(): number {
+    return this.#ejected;
   }
 
   /** Is the replica ejected at `now`? O(1); no lookup while nothing is ejected. */
   isEjected(id: string, now: number): boolean {
     if (this.#ejected === 0) return false;
     const t = this.#tracks.get(id);
-    return t !== undefined && now < t.ejectedUntil;
+    return t !== undefined && now < this.#cols.ejectedUntil[t.n]!;
   }
 
   /** Replicas ejected at `now`. */
   ejectedCount(now: number): number {
     if (this.#ejected === 0) return 0;
     let n = 0;
-    for (const t of this.#tracks.values()) if (now < t.ejectedUntil) n++;
+    for (const t of this.#tracks.values()) if (now < this.#cols.ejectedUntil[t.n]!) n++;
     return n;
   }
 
   /** Optimistic warmth: treat the first chunks of `hashes` as cached on `slot` until now + overlayTtlMs. */
   overlayAdd(hashes: BigUint64Array, slot: number, now: number): void {
-    this.#overlay.add(hashes, Math.min(hashes.length, this.overlayMaxChunks), slot, now + this.overlayTtlMs);
+    this.#overlay.add(halves(hashes), Math.min(hashes.length, this.overlayMaxChunks), slot, now + this.overlayTtlMs);
     this.#warmth.grow(slot);
   }
 
   /** FleetView.scanWarmth's scan over the overlay's unexpired holders; read with overlayDepthOf / overlaySlots. */
   scanOverlay(hashes: BigUint64Array, now: number): void {
-    this.#warmth.scan(hashes, hashes.length, this.#overlay, now);
+    this.#warmth.scan(halves(hashes), hashes.length, this.#overlay, now);
   }
 
   /** Slots with a non-zero depth in the last scanOverlay (do not modify). */
@@ -318,19 +452,16 @@ export class LocalState {
         t.recent = t.recent.slice(t.head).filter((k) => k.counted);
         t.head = 0;
       }
-      if (t.ejectedUntil !== 0 && now >= t.ejectedUntil) {
-        t.ejectedUntil = 0;
+      const c = this.#cols;
+      if (c.ejectedUntil[t.n] !== 0 && now >= c.ejectedUntil[t.n]!) {
+        c.ejectedUntil[t.n] = 0;
         this.#ejected--;
       }
-      if (t.inflight === 0 && t.recent.length === 0 && t.ejectedUntil === 0) {
-        t.gone = true;
+      if (c.inflight[t.n] === 0 && t.recent.length === 0 && c.ejectedUntil[t.n] === 0) {
         this.#tracks.delete(id);
+        this.#freeNumbers.push(t.n);
+        this.#unbind(id);
       }
     }
   }
-}
-
-/** The prefill r's agent said it had queued, if said since r's last report; else 0. */
-function queuedOf(t: Track, r: ReplicaView): number {
-  return t.queuedReportAt === r.reportAt ? t.queued : 0;
 }

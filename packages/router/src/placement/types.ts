@@ -179,7 +179,7 @@ export interface CandidateTable {
   /** Ring member index → replica slot (Group.ringSlots). */
   readonly ringSlots: Int32Array;
   /** Replica slot → row index, -1 (or past the end) when not a candidate. */
-  readonly rowOfSlot: readonly number[];
+  readonly rowOfSlot: ArrayLike<number>;
 }
 
 /** Matched chain depth (chunks) per row of a CandidateTable. */
