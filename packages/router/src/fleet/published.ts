@@ -15,6 +15,7 @@
  * fifth (docs/SCALE.md).
  */
 import { ENDPOINTS, type Endpoint, type ReplicaState } from '@warmpath/shared/wire';
+import { holding } from './grow.ts';
 
 const ENDPOINT_BIT: Record<Endpoint, number> = Object.fromEntries(ENDPOINTS.map((e, i) => [e, 1 << i])) as Record<Endpoint, number>;
 
@@ -63,23 +64,15 @@ export class PublishedColumns {
   }
 
   #grow(slot: number): void {
-    const n = Math.max(slot + 1, this.weight.length * 2);
-    const f = (a: Float64Array): Float64Array => {
-      const b = new Float64Array(n);
-      b.set(a);
-      return b;
-    };
-    this.inflightTokens = f(this.inflightTokens);
-    this.prefillTokens = f(this.prefillTokens);
-    this.kvUsedTokens = f(this.kvUsedTokens);
-    this.kvTokens = f(this.kvTokens);
-    this.weight = f(this.weight);
-    this.inflight = f(this.inflight);
-    this.arrival = f(this.arrival);
-    this.receivedAt = f(this.receivedAt);
-    this.reportAt = f(this.reportAt);
-    const e = new Uint8Array(n);
-    e.set(this.endpoints);
-    this.endpoints = e;
+    this.inflightTokens = holding(this.inflightTokens, slot);
+    this.prefillTokens = holding(this.prefillTokens, slot);
+    this.kvUsedTokens = holding(this.kvUsedTokens, slot);
+    this.kvTokens = holding(this.kvTokens, slot);
+    this.weight = holding(this.weight, slot);
+    this.inflight = holding(this.inflight, slot);
+    this.arrival = holding(this.arrival, slot);
+    this.receivedAt = holding(this.receivedAt, slot);
+    this.reportAt = holding(this.reportAt, slot);
+    this.endpoints = holding(this.endpoints, slot);
   }
 }

@@ -20,6 +20,7 @@
  * the next scan, so a scan's answer must be consumed before the next one —
  * the price of allocating nothing on the placement hot path.
  */
+import { holding } from './grow.ts';
 
 /** Where holders come from: the chain's keys in the source's own form (`K`). */
 export interface HolderSource<K> {
@@ -42,10 +43,7 @@ export class WarmthScan {
 
   /** Makes room for `slot` (called when a slot first appears, not per scan). */
   grow(slot: number): void {
-    if (this.#depth.length > slot) return;
-    const d = new Int32Array(Math.max(slot + 1, this.#depth.length * 2));
-    d.set(this.#depth);
-    this.#depth = d;
+    this.#depth = holding(this.#depth, slot);
   }
 
   /** Scans the first `n` chunks of `keys` against `source`; read the answer with depthOf / slots. */

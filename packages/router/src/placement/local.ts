@@ -21,6 +21,7 @@
  */
 import type { ReplicaView } from '../fleet/replica.ts';
 import { mix32 } from '@warmpath/shared/runtime';
+import { holding } from '../fleet/grow.ts';
 import { Hash64Table, halves } from '../fleet/hash64.ts';
 import { WarmthScan, type HolderSource } from '../fleet/warmth.ts';
 
@@ -73,18 +74,13 @@ class TrackColumns {
   /** Track number n starts afresh (growing the arrays to hold it). */
   reset(n: number): void {
     if (n >= this.sum.length) {
-      const grow = (a: Float64Array): Float64Array => {
-        const b = new Float64Array(Math.max(n + 1, a.length * 2));
-        b.set(a);
-        return b;
-      };
-      this.inflight = grow(this.inflight);
-      this.sum = grow(this.sum);
-      this.counted = grow(this.counted);
-      this.advancedTo = grow(this.advancedTo);
-      this.ejectedUntil = grow(this.ejectedUntil);
-      this.queued = grow(this.queued);
-      this.queuedReportAt = grow(this.queuedReportAt);
+      this.inflight = holding(this.inflight, n);
+      this.sum = holding(this.sum, n);
+      this.counted = holding(this.counted, n);
+      this.advancedTo = holding(this.advancedTo, n);
+      this.ejectedUntil = holding(this.ejectedUntil, n);
+      this.queued = holding(this.queued, n);
+      this.queuedReportAt = holding(this.queuedReportAt, n);
     }
     this.inflight[n] = this.sum[n] = this.counted[n] = this.ejectedUntil[n] = this.queued[n] = 0;
     this.advancedTo[n] = this.queuedReportAt[n] = Number.NaN;
@@ -306,11 +302,7 @@ export class LocalState {
   #trackAt(r: ReplicaView, slot: number): number {
     if (this.#slotOwner[slot] === r) return this.#slotTrack[slot]!;
     // Slow path, once per slot after a join, a reuse, or r's track being created or pruned.
-    if (slot >= this.#slotTrack.length) {
-      const a = new Int32Array(Math.max(slot + 1, this.#slotTrack.length * 2));
-      a.set(this.#slotTrack);
-      this.#slotTrack = a;
-    }
+    this.#slotTrack = holding(this.#slotTrack, slot);
     const before = this.#slotOwner[slot];
     if (before !== undefined && before.id !== r.id && this.#slotOfId.get(before.id) === slot) this.#slotOfId.delete(before.id);
     this.#slotOfId.set(r.id, slot);
