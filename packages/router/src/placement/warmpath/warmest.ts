@@ -111,9 +111,10 @@ function sliceTieBreak(ctx: Ctx, choice: Choice, admit: (i: number) => boolean):
   let bestQueue = Infinity;
   let bestRank = 0;
   for (let i = 0; i < ctx.t.rows.length; i++) {
+    if (ctx.depth[i] !== choice.depth) continue;
     const r = ctx.t.rows[i]!;
     const rank = mix32(ctx.draw ^ r.replica.idHash);
-    if (ctx.depth[i] !== choice.depth || ctx.tier(i) !== choice.tier || rank % n !== 0 || !admit(i)) continue;
+    if (ctx.tier(i) !== choice.tier || rank % n !== 0 || !admit(i)) continue;
     const q = (r.queue + ctx.others * r.added) / r.weight;
     // Equal queues (idle replicas) go by the request's own rank of them, not by id: different requests, different replicas.
     if (q < bestQueue || (q === bestQueue && rank < bestRank)) {
