@@ -13,17 +13,17 @@
  * report covers it.
  * Complexity: dispatch and complete O(1) (+ O(overlay chunks) for the
  * overlay); figures O(1) amortized.
- * The overlay is a holder source for the fleet's one warmth scan
- * (fleet/warmth.ts): the same chained longest-prefix rule as the digest index,
- * over holders that expire.
+ * The overlay (overlay.ts) is a holder source for the fleet's one warmth
+ * scan (fleet/warmth.ts): the same chained longest-prefix rule as the digest
+ * index, over holders that expire.
  * Trade-off: the overlay is only a guess (the engine may evict), so it expires
  * after overlayTtlMs; gossip is the truth after that.
  */
 import type { ReplicaView } from '../fleet/replica.ts';
-import { mix32 } from '@warmpath/shared/runtime';
 import { holding } from '../fleet/grow.ts';
-import { Hash64Table, halves } from '../fleet/hash64.ts';
-import { WarmthScan, type HolderSource } from '../fleet/warmth.ts';
+import { halves } from '../fleet/hash64.ts';
+import { WarmthScan } from '../fleet/warmth.ts';
+import { Overlay } from './overlay.ts';
 
 /** Time constant of routersEstimate's averages, ms. */
 export const ROUTERS_TAU_MS = 2_000;
@@ -84,115 +84,6 @@ class TrackColumns {
     }
     this.inflight[n] = this.sum[n] = this.counted[n] = this.ejectedUntil[n] = this.queued[n] = 0;
     this.advancedTo[n] = this.queuedReportAt[n] = Number.NaN;
-  }
-}
-
-const untilBits = new Float64Array(1);
-const untilWords = new Uint32Array(untilBits.buffer);
-/** One half (`seed`) of a (slot, expiry) pair's contribution to an entry's signature. */
-function pairSig(slot: number, until: number, seed: number): number {
-  untilBits[0] = until;
-  return mix32(slot ^ seed ^ mix32(untilWords[0]! ^ mix32(untilWords[1]! ^ seed)));
-}
-const SEED_A = 0;
-const SEED_B = 0x5bd1e995;
-
-/**
- * Chain hash → the slots this router just sent it to, each with an expiry.
- * Keyed like the digest index (a Hash64Table over the hashes' u32 halves,
- * value = entry number), so a lookup creates no BigInt. Like the digest
- * index, each entry keeps a 64-bit signature of its (slot, expiry) pairs, so
- * the warmth scan can skip a run of chunks with the same holders (the chunks
- * of one prompt, added together, expire together).
- */
-class Overlay implements HolderSource<Uint32Array> {
-  readonly #index = new Hash64Table(1 << 10);
-  /** Per entry number: its holders and their expiries (local clock, ms), its key's halves (to delete it), its signature. */
-  readonly #slots: number[][] = [];
-  readonly #until: number[][] = [];
-  readonly #keys: number[] = [];
-  readonly #sigA: number[] = [];
-  readonly #sigB: number[] = [];
-  readonly #free: number[] = [];
-
-  get size(): number {
-    return this.#index.size;
-  }
-
-  /** `slot` holds the first `n` hashes of `h` (halves) until `until`. */
-  add(h: Uint32Array, n: number, slot: number, until: number): void {
-    for (let i = 0; i < n; i++) {
-      const lo = h[2 * i]!;
-      const hi = h[2 * i + 1]!;
-      const pos = this.#index.find(lo, hi);
-      if (pos < 0) {
-        const e = this.#free.pop() ?? this.#slots.length;
-        this.#slots[e] = [slot];
-        this.#until[e] = [until];
-        this.#keys[2 * e] = lo;
-        this.#keys[2 * e + 1] = hi;
-        this.#sigA[e] = pairSig(slot, until, SEED_A);
-        this.#sigB[e] = pairSig(slot, until, SEED_B);
-        this.#index.set(lo, hi, e);
-        continue;
-      }
-      const e = this.#index.valueAt(pos);
-      const slots = this.#slots[e]!;
-      const j = slots.indexOf(slot);
-      if (j >= 0) {
-        const before = this.#until[e]![j]!;
-        this.#sigA[e]! ^= pairSig(slot, before, SEED_A);
-        this.#sigB[e]! ^= pairSig(slot, before, SEED_B);
-        this.#until[e]![j] = until;
-      } else {
-        slots.push(slot);
-        this.#until[e]!.push(until);
-      }
-      this.#sigA[e]! ^= pairSig(slot, until, SEED_A);
-      this.#sigB[e]! ^= pairSig(slot, until, SEED_B);
-    }
-  }
-
-  find(h: Uint32Array, i: number): number {
-    return this.#index.find(h[2 * i]!, h[2 * i + 1]!);
-  }
-
-  /** The same (slot, expiry) pairs: the same holders at any instant. */
-  same(a: number, b: number): boolean {
-    const ea = this.#index.valueAt(a);
-    const eb = this.#index.valueAt(b);
-    return ea === eb || (this.#slots[ea]!.length === this.#slots[eb]!.length && this.#sigA[ea] === this.#sigA[eb] && this.#sigB[ea] === this.#sigB[eb]);
-  }
-
-  offerHolders(pos: number, i: number, now: number, scan: WarmthScan): void {
-    const e = this.#index.valueAt(pos);
-    const slots = this.#slots[e]!;
-    const until = this.#until[e]!;
-    for (let j = 0; j < slots.length; j++) if (until[j]! > now) scan.offer(slots[j]!, i);
-  }
-
-  /** Drops holders expired at `now`, and hashes left without one. */
-  prune(now: number): void {
-    for (let e = 0; e < this.#slots.length; e++) {
-      const slots = this.#slots[e]!;
-      if (slots.length === 0) continue;
-      const until = this.#until[e]!;
-      let k = 0;
-      for (let j = 0; j < slots.length; j++) {
-        if (until[j]! <= now) {
-          this.#sigA[e]! ^= pairSig(slots[j]!, until[j]!, SEED_A);
-          this.#sigB[e]! ^= pairSig(slots[j]!, until[j]!, SEED_B);
-          continue;
-        }
-        slots[k] = slots[j]!;
-        until[k++] = until[j]!;
-      }
-      slots.length = until.length = k;
-      if (k === 0) {
-        this.#index.delete(this.#keys[2 * e]!, this.#keys[2 * e + 1]!);
-        this.#free.push(e);
-      }
-    }
   }
 }
 
