@@ -57,14 +57,21 @@ describe('warmpath placement branches', () => {
     }
   });
 
-  it('a keyed new task (less than half its prompt warm anywhere) goes to the least-loaded tied replica', () => {
+  it("a keyed new task (less than half its prompt warm anywhere) goes to its key's ring home, not to the shared prompt's holders", () => {
     const sysChain = chainOf(chat(''), 13);
     const loads = [40_000, 30_000, 5_000, 20_000, 35_000, 25_000];
-    const view = makeView(ids(6).map((id, i) => makeState(id, { load: { inflightTokens: loads[i]! }, digest: { from: -1, added: sysChain, size: sysChain.length } })));
-    for (const key of ['task-1', 'task-2', 'task-3']) {
+    // The shared system prompt is warm on r0–r2 only.
+    const view = makeView(ids(6).map((id, i) => makeState(id, { load: { inflightTokens: loads[i]! }, ...(i < 3 ? { digest: { from: -1, added: sysChain, size: sysChain.length } } : {}) })));
+    const cold = makeView(ids(6).map((id) => makeState(id)));
+    const homes = new Set<string>();
+    for (const key of ['task-1', 'task-2', 'task-3', 'task-4', 'task-5', 'task-6']) {
       const body = chat(`a long new task for ${key} `.repeat(300), { prompt_cache_key: key });
-      expect(placeRequest(policy(), preq(body), view, new LocalState(CONFIG))).toMatchObject({ branch: 'warm', replica: { id: 'r2' } });
+      const home = placeRequest(policy(), preq(body), cold, new LocalState(CONFIG)).replica!.id;
+      homes.add(home);
+      // Any router, whatever it sent lately, computes the same home from the key alone.
+      expect(placeRequest(policy(), preq(body), view, new LocalState(CONFIG))).toMatchObject({ branch: 'ring', replica: { id: home } });
     }
+    expect(homes.size).toBeGreaterThan(1);
   });
 
   it('warm: depth beats a shorter queue (locality keeps prefill capacity)', () => {
@@ -106,18 +113,18 @@ describe('warmpath placement branches', () => {
     expect(place(Math.round(2.5 * lack)).replica?.id).not.toBe('home');
   });
 
-  it('a request with a routing key has the tighter bound (keyLoadFactor 1.25, others loadFactor 1.75)', () => {
+  it('a request with a routing key has the looser bound (keyLoadFactor 3, others loadFactor 1.75): it asks for affinity', () => {
     const place = (req: ReturnType<typeof preq>, busy?: string) =>
-      placeRequest(policy(), req, makeView(ids(4).map((id) => makeState(id, { load: { inflightTokens: id === busy ? 36_000 : busy === undefined ? 0 : 20_000 } }))), new LocalState(CONFIG));
-    // The home carries 1.5× the fleet mean: within 1.75, over 1.25.
+      placeRequest(policy(), req, makeView(ids(4).map((id) => makeState(id, { load: { inflightTokens: id === busy ? 60_000 : busy === undefined ? 0 : 20_000 } }))), new LocalState(CONFIG));
+    // The home carries 2× the fleet mean: over 1.75, within 3.
     const keyless = preq(chat('a cold prompt'));
     const home = place(keyless).replica!.id;
-    expect(place(keyless, home)).toMatchObject({ branch: 'ring', replica: { id: home } });
+    const spilled = place(keyless, home);
+    expect(spilled.branch).toBe('spill');
+    expect(spilled.replica!.id).not.toBe(home);
     const keyed = preq(chat('a cold prompt', { prompt_cache_key: 'k' }));
     const keyHome = place(keyed).replica!.id;
-    const spilled = place(keyed, keyHome);
-    expect(spilled.branch).toBe('spill');
-    expect(spilled.replica!.id).not.toBe(keyHome);
+    expect(place(keyed, keyHome)).toMatchObject({ branch: 'ring', replica: { id: keyHome } });
   });
 
   it('spill: over the bound, the key grows onto the next replicas in ring order, deterministically', () => {

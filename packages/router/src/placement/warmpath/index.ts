@@ -39,10 +39,15 @@
  * on hot replicas. c = 1.75 (loadFactor) beat 1.25 on every scenario without
  * a routing key (DES, seeds 1–3, 1/4/16 routers: seed TTFT p50 −7 to −16 ms
  * and +1.0 to +1.4 points of hit rate, longctx +1.6 to +3.8 points, lora
- * about half the adapter loads); a request with a routing key keeps 1.25
- * (keyLoadFactor), because a key gathers its calls on one replica by design
- * and only the bound spreads a burst of them (fanout: 1.75 raised p50 by
- * 13–16 ms). Keyless requests have other spreaders (the queue tie-break,
+ * about half the adapter loads). A request with a routing key asks for
+ * cache affinity, and its c is 3 (keyLoadFactor): a new task goes to its
+ * key's ring home (not to the least-loaded holder of a shared system
+ * prompt, which each router judged by its own view), and its calls stay
+ * there unless the key is hot. With 1.25 and the least-loaded holder, 4 and
+ * 16 routers split new tasks (fanout, DES, held-out seeds 101–104: hit rate
+ * 93.5–94.3% against 95.0–95.3% at one router); now 95.2–95.6% at 1, 4 and
+ * 16 routers, TTFT p50 76–86 ms against 75–93 (docs/ABLATION.md). Keyless
+ * requests have other spreaders (the queue tie-break,
  * slice, balance); keyed ones skip them. The floor (boundFloorTokens,
  * measured on the Mooncake trace: 15k-token prompts spilled off warm replicas
  * without it) keeps a replica with little work from ever counting as full.

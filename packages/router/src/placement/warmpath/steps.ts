@@ -9,7 +9,7 @@ export const SWITCHABLE_STEPS = {
   warm: 'no prefix awareness: every request takes the cold path (ring, spill, least-loaded) on its affinity key',
   'warm-over-bound': 'a deeper warm replica over the bound is never taken: the warm pick within the bound, else the cold path',
   balance: 'the warm pick keeps a prefix warm on several replicas even when it is over its share',
-  'key-tie-break': 'equally warm replicas are told apart by prefill queue and id alone, with or without a routing key',
+  'key-tie-break': 'equally warm replicas are told apart by prefill queue and id alone, with or without a routing key, and a keyed new task follows the holders of its shared prefix rather than its key\'s ring',
   overlay: "warmth is read from the replicas' published digests alone, not from this router's recent dispatches",
   slice: 'equally warm replicas are told apart by prefill queue and id alone however many routers share the clients (no per-request slice of them)',
   'queue-limit': 'no queue limit is sent with a pick: an agent admits the request however much more prefill other routers queued there since its report',

@@ -16,7 +16,7 @@
  */
 import { mix32 } from '@warmpath/shared/runtime';
 import { firstInRing } from '../candidates.ts';
-import { type Ctx, loadPerWeight } from './context.ts';
+import type { Ctx } from './context.ts';
 
 /** The warmest row found: its index, depth and adapter tier. */
 export interface Choice {
@@ -62,23 +62,27 @@ export function warmest(ctx: Ctx): { within: Choice | undefined; hard: Choice | 
  * explicit routing key (a fan-out's calls, a session) breaks ties by the key's
  * ring order instead of the queue: every router then sends the key's
  * simultaneous calls to the same replica, before any of them can see the
- * others' work. When less than half the prompt is warm anywhere, the key's own
- * history is on no replica yet (a new task behind a shared system prompt): its
- * long prefill goes to the least-loaded tied row, which stalls the fewest
- * running sessions, and the key's later calls follow it by depth (fanout, DES,
- * seeds 1–3: TTFT p50 89/98/104 → 85/90/90 ms).
+ * others' work.
+ *
+ * When less than half the prompt is warm anywhere, the key's own history is
+ * on no replica yet (a new task behind a shared system prompt): -1, so the
+ * key's ring decides (the cold step, bounded by keyLoadFactor) and not the
+ * holders of the shared prefix. Every router computes the same ring home
+ * from the key alone, so a new task's parallel calls gather on one replica
+ * even before any router can see where the first one went. Sent to the
+ * least-loaded holder instead, each router chose by its own view of the
+ * loads, which the task's first calls were changing: with 4 routers 136 of
+ * 295 new tasks split over 2–4 replicas in their first 80 ms (fanout, seed
+ * 1), the hit rate fell from 95.1% at one router to 93.7%, and the shared
+ * prefix drew new tasks onto its few holders (docs/ABLATION.md).
  */
 export function keyTieBreak(ctx: Ctx, choice: Choice | undefined, admit: (i: number) => boolean): number {
   if (choice === undefined) return -1;
   const info = ctx.req.info;
   if (info.routingKey === undefined) return ctx.on('slice') ? sliceTieBreak(ctx, choice, admit) : choice.i;
   if (!ctx.on('key-tie-break')) return choice.i;
+  if (choice.depth * ctx.tokensPerChunk < 0.5 * info.promptTokens) return -1;
   const tied = (i: number): boolean => ctx.depth[i] === choice.depth && ctx.tier(i) === choice.tier && admit(i);
-  if (choice.depth * ctx.tokensPerChunk < 0.5 * info.promptTokens) {
-    let best = choice.i;
-    for (let i = 0; i < ctx.t.rows.length; i++) if (tied(i) && loadPerWeight(ctx, i) < loadPerWeight(ctx, best)) best = i;
-    return best;
-  }
   return firstInRing(ctx.t, ctx.req.key, tied)?.i ?? choice.i;
 }
 
