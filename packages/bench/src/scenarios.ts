@@ -276,26 +276,42 @@ export function traceMessages(rec: TraceRecord): Message[] {
 
 /**
  * trace: Mooncake-format JSONL replay. `rate` is a time-compression factor
- * (2 = twice as fast as recorded); `duration` cuts the trace (simulated s).
+ * (2 = twice as fast as recorded); `duration` cuts the trace (simulated s;
+ * 0, the default, is one whole pass). A duration longer than the trace
+ * replays it again, pass after pass (each
+ * pass starts one mean inter-arrival gap after the last one's final
+ * request), with every block id of pass k shifted past those of pass k − 1:
+ * each pass has the trace's own sharing, and no pass reuses another's
+ * prefixes (new users, not the same ones again). So an hour of the
+ * 17-minute trace at ten times its rate loads 100 replicas as one pass
+ * loads 10.
  */
 const traceScenario: Scenario = {
   name: 'trace',
-  summary: 'replay of a Mooncake-format trace (timestamp, input_length, output_length, hash_ids of 512-token blocks)',
+  summary: 'replay of a Mooncake-format trace (timestamp, input_length, output_length, hash_ids of 512-token blocks), repeated with fresh block ids to fill a longer duration',
   fleet: { replicas: 10, profile: 'h100-llama3-8b' },
-  defaults: { rate: 1, duration: 1100 },
+  defaults: { rate: 1, duration: 0 },
   build(p) {
     const recs = readTrace(p.trace ?? DEFAULT_TRACE);
     const out: PlannedRequest[] = [];
-    for (const rec of recs) {
-      const at = rec.timestamp / p.rate;
-      if (at >= p.duration * 1000) break;
-      const output = Math.max(1, rec.output_length);
-      // Leave room for the output and the chat template's few tokens.
-      const input = Math.min(rec.input_length, TRACE_MAX_CONTEXT_TOKENS - output - 64);
-      const fitted = input === rec.input_length ? rec : { ...rec, input_length: input, hash_ids: rec.hash_ids.slice(0, Math.ceil(input / TRACE_BLOCK_TOKENS)) };
-      out.push(chat(p, at, traceMessages(fitted), output, 'trace'));
+    if (recs.length === 0) return out;
+    const last = recs[recs.length - 1]!.timestamp;
+    const span = Math.max(1, last + last / Math.max(1, recs.length - 1));
+    let ids = 0;
+    for (const rec of recs) for (const id of rec.hash_ids) ids = Math.max(ids, id + 1);
+    const end = p.duration > 0 ? p.duration * 1000 : span / p.rate;
+    for (let pass = 0; ; pass++) {
+      for (const rec of recs) {
+        const at = (rec.timestamp + pass * span) / p.rate;
+        if (at >= end) return out;
+        const output = Math.max(1, rec.output_length);
+        // Leave room for the output and the chat template's few tokens.
+        const input = Math.min(rec.input_length, TRACE_MAX_CONTEXT_TOKENS - output - 64);
+        const hashIds = rec.hash_ids.slice(0, Math.ceil(input / TRACE_BLOCK_TOKENS)).map((id) => id + pass * ids);
+        out.push(chat(p, at, traceMessages({ ...rec, input_length: input, hash_ids: hashIds }), output, 'trace'));
+      }
+      if (((pass + 1) * span) / p.rate >= end) return out;
     }
-    return out;
   },
 };
 
