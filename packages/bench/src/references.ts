@@ -57,53 +57,80 @@ export interface References {
   readonly ttftFloorMs: TtftFloor;
 }
 
-/** Belady's cache over the plan's prompt blocks; capacityBlocks = Infinity for the unlimited case. */
+/**
+ * Belady's cache over the plan's prompt blocks; capacityBlocks = Infinity for
+ * the unlimited case. Each distinct block gets a dense id once (the only
+ * lookups by hash), so the walk reads typed arrays: an hour of a trace on 100
+ * replicas is over 100 million block accesses.
+ */
 export function hitCeiling(reqs: readonly PlanRequest[], blockSize: number, capacityBlocks: number): HitCeiling {
   const order = reqs.map((_, i) => i).sort((a, b) => reqs[a]!.at - reqs[b]!.at || a - b);
-  // Access positions per block (position = rank in arrival order), ascending.
-  const uses = new Map<bigint, number[]>();
-  order.forEach((ri, pos) => {
-    for (const h of reqs[ri]!.blockHashes) {
-      const u = uses.get(h);
-      if (u === undefined) uses.set(h, [pos]);
-      else if (u[u.length - 1] !== pos) u.push(pos);
+  // Dense ids per block, per request in arrival order.
+  const idOf = new Map<bigint, number>();
+  const ids: Int32Array[] = new Array(reqs.length);
+  for (const ri of order) {
+    const hs = reqs[ri]!.blockHashes;
+    const out = new Int32Array(hs.length);
+    for (let k = 0; k < hs.length; k++) {
+      let id = idOf.get(hs[k]!);
+      if (id === undefined) idOf.set(hs[k]!, (id = idOf.size));
+      out[k] = id;
     }
+    ids[ri] = out;
+  }
+  const blocks = idOf.size;
+  // Access positions per block (position = rank in arrival order), ascending, one flat array: block b's are uses[start[b] .. start[b + 1]).
+  const start = new Int32Array(blocks + 1);
+  const last = new Int32Array(blocks).fill(-1);
+  order.forEach((ri, pos) => {
+    for (const id of ids[ri]!) if (last[id] !== pos) (last[id] = pos), start[id + 1]!++;
   });
-  const cursor = new Map<bigint, number>(); // block → index of its next use in `uses`
-  const nextUse = (h: bigint, pos: number): number => {
-    const u = uses.get(h)!;
-    let k = cursor.get(h) ?? 0;
-    while (k < u.length && u[k]! <= pos) k++;
-    cursor.set(h, k);
-    return k < u.length ? u[k]! : Number.POSITIVE_INFINITY;
+  for (let b = 0; b < blocks; b++) start[b + 1]! += start[b]!;
+  const uses = new Int32Array(start[blocks]!);
+  const fill = start.slice(0, blocks);
+  last.fill(-1);
+  order.forEach((ri, pos) => {
+    for (const id of ids[ri]!) if (last[id] !== pos) (last[id] = pos), (uses[fill[id]!++] = pos);
+  });
+  const cursor = start.slice(0, blocks); // block → index in `uses` of its next use
+  const nextUse = (id: number, pos: number): number => {
+    let k = cursor[id]!;
+    const end = start[id + 1]!;
+    while (k < end && uses[k]! <= pos) k++;
+    cursor[id] = k;
+    return k < end ? uses[k]! : Number.POSITIVE_INFINITY;
   };
-  const cached = new Map<bigint, number>(); // block → its current next use (heap key)
+  const cachedNext = new Float64Array(blocks).fill(-1); // block → its current next use (heap key), -1 = not cached
+  let cachedCount = 0;
+  const seen = new Uint8Array(blocks);
   const heap = new MaxHeap();
   const cachedTokens = new Int32Array(reqs.length);
   let hit = 0;
   let unlimitedHit = 0;
   let total = 0;
-  const seen = new Set<bigint>();
   order.forEach((ri, pos) => {
     const r = reqs[ri]!;
+    const rid = ids[ri]!;
     const maxHit = Math.max(0, Math.floor((r.promptTokens - 1) / blockSize));
     let n = 0;
-    while (n < maxHit && n < r.blockHashes.length && cached.has(r.blockHashes[n]!)) n++;
+    while (n < maxHit && n < rid.length && cachedNext[rid[n]!]! >= 0) n++;
     let u = 0;
-    while (u < maxHit && u < r.blockHashes.length && seen.has(r.blockHashes[u]!)) u++;
+    while (u < maxHit && u < rid.length && seen[rid[u]!] === 1) u++;
     cachedTokens[ri] = n * blockSize;
     hit += n * blockSize;
     unlimitedHit += u * blockSize;
     total += r.promptTokens;
-    for (const h of r.blockHashes) {
-      seen.add(h);
-      const next = nextUse(h, pos);
-      cached.set(h, next);
-      heap.push(next, h);
+    for (const id of rid) {
+      seen[id] = 1;
+      const next = nextUse(id, pos);
+      if (cachedNext[id]! < 0) cachedCount++;
+      cachedNext[id] = next;
+      heap.push(next, id);
     }
-    while (cached.size > capacityBlocks) {
+    while (cachedCount > capacityBlocks) {
       const top = heap.pop()!;
-      if (cached.get(top.h) === top.key) cached.delete(top.h); // else a stale entry: the block was refreshed
+      // A stale entry (the block was refreshed since) is skipped.
+      if (cachedNext[top.id] === top.key) (cachedNext[top.id] = -1), cachedCount--;
     }
   });
   return { belady: total === 0 ? 0 : hit / total, unlimited: total === 0 ? 0 : unlimitedHit / total, cachedTokens };
@@ -113,7 +140,11 @@ export function hitCeiling(reqs: readonly PlanRequest[], blockSize: number, capa
 export function ttftFloor(reqs: readonly PlanRequest[], cachedTokens: Int32Array, profile: EngineProfile, adapters: readonly string[], maxLoras: number): TtftFloor {
   const ttfts: number[] = [];
   reqs.forEach((r, i) => {
-    const model = new EngineModel(profile, { maxLoras, adapters: [...adapters] });
+    // Only this request and its warm-up ever hold blocks: a pool that fits both (and the whole request, as
+    // the engine checks its context length against the pool) gives the same steps, and
+    // building the profile's whole pool (27,000 blocks) for every request was most of the floor's time.
+    const blocks = 2 * Math.ceil((r.promptTokens + Math.max(1, r.maxTokens) + 2) / profile.blockSize) + 16;
+    const model = new EngineModel(blocks < profile.numGpuBlocks ? { ...profile, numGpuBlocks: blocks } : profile, { maxLoras, adapters: [...adapters] });
     let now = 0;
     const cachedBlocks = Math.floor(cachedTokens[i]! / profile.blockSize);
     if (cachedBlocks > 0 || r.adapter !== '') {
@@ -144,16 +175,16 @@ function runToFirstToken(model: EngineModel, req: Submit, now: number, untilDone
 
 const round = (x: number): number => Math.round(x * 10) / 10;
 
-/** A binary max-heap of (key, block) pairs. */
+/** A binary max-heap of (key, block id) pairs. */
 class MaxHeap {
   readonly #keys: number[] = [];
-  readonly #hs: bigint[] = [];
-  push(key: number, h: bigint): void {
+  readonly #ids: number[] = [];
+  push(key: number, id: number): void {
     const k = this.#keys;
-    const v = this.#hs;
+    const v = this.#ids;
     let i = k.length;
     k.push(key);
-    v.push(h);
+    v.push(id);
     while (i > 0) {
       const p = (i - 1) >> 1;
       if (k[p]! >= key) break;
@@ -162,13 +193,13 @@ class MaxHeap {
       i = p;
     }
     k[i] = key;
-    v[i] = h;
+    v[i] = id;
   }
-  pop(): { key: number; h: bigint } | undefined {
+  pop(): { key: number; id: number } | undefined {
     const k = this.#keys;
-    const v = this.#hs;
+    const v = this.#ids;
     if (k.length === 0) return undefined;
-    const top = { key: k[0]!, h: v[0]! };
+    const top = { key: k[0]!, id: v[0]! };
     const lastK = k.pop()!;
     const lastV = v.pop()!;
     if (k.length > 0) {
