@@ -263,15 +263,32 @@ export function readTrace(path: string): TraceRecord[] {
 /**
  * Renders one trace record as a prompt: block id N is always the same
  * 512-token text; the last block holds only the remainder of input_length.
+ * The text is rendered each time it is read, not kept: a trace prompt is
+ * 60 KB on average, and a long replay's plan would otherwise hold every
+ * prompt's text at once (an hour at 100 replicas: about 8 GB). The
+ * simulator reads it once to describe the request (and peers that match
+ * text read it when they place it).
  */
 export function traceMessages(rec: TraceRecord): Message[] {
-  const parts: string[] = [];
-  rec.hash_ids.forEach((id, i) => {
-    const remaining = rec.input_length - i * TRACE_BLOCK_TOKENS;
-    const last = i === rec.hash_ids.length - 1;
-    parts.push(last ? textOf(`trace/block/${id}`, TRACE_BLOCK_TOKENS).slice(0, Math.max(0, remaining) * 4) : textOf(`trace/block/${id}`, TRACE_BLOCK_TOKENS));
-  });
-  return [{ role: 'user', content: parts.join('') }];
+  const ids = rec.hash_ids;
+  const length = rec.input_length;
+  const render = (): string => {
+    const parts: string[] = [];
+    ids.forEach((id, i) => {
+      const remaining = length - i * TRACE_BLOCK_TOKENS;
+      const last = i === ids.length - 1;
+      parts.push(last ? textOf(`trace/block/${id}`, TRACE_BLOCK_TOKENS).slice(0, Math.max(0, remaining) * 4) : textOf(`trace/block/${id}`, TRACE_BLOCK_TOKENS));
+    });
+    return parts.join('');
+  };
+  return [
+    {
+      role: 'user',
+      get content() {
+        return render();
+      },
+    },
+  ];
 }
 
 /**
