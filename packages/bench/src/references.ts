@@ -83,14 +83,22 @@ export function hitCeiling(reqs: readonly PlanRequest[], blockSize: number, capa
   const start = new Int32Array(blocks + 1);
   const last = new Int32Array(blocks).fill(-1);
   order.forEach((ri, pos) => {
-    for (const id of ids[ri]!) if (last[id] !== pos) (last[id] = pos), start[id + 1]!++;
+    for (const id of ids[ri]!) {
+      if (last[id] === pos) continue;
+      last[id] = pos;
+      start[id + 1]!++;
+    }
   });
   for (let b = 0; b < blocks; b++) start[b + 1]! += start[b]!;
   const uses = new Int32Array(start[blocks]!);
   const fill = start.slice(0, blocks);
   last.fill(-1);
   order.forEach((ri, pos) => {
-    for (const id of ids[ri]!) if (last[id] !== pos) (last[id] = pos), (uses[fill[id]!++] = pos);
+    for (const id of ids[ri]!) {
+      if (last[id] === pos) continue;
+      last[id] = pos;
+      uses[fill[id]!++] = pos;
+    }
   });
   const cursor = start.slice(0, blocks); // block → index in `uses` of its next use
   const nextUse = (id: number, pos: number): number => {
@@ -130,7 +138,9 @@ export function hitCeiling(reqs: readonly PlanRequest[], blockSize: number, capa
     while (cachedCount > capacityBlocks) {
       const top = heap.pop()!;
       // A stale entry (the block was refreshed since) is skipped.
-      if (cachedNext[top.id] === top.key) (cachedNext[top.id] = -1), cachedCount--;
+      if (cachedNext[top.id] !== top.key) continue;
+      cachedNext[top.id] = -1;
+      cachedCount--;
     }
   });
   return { belady: total === 0 ? 0 : hit / total, unlimited: total === 0 ? 0 : unlimitedHit / total, cachedTokens };
