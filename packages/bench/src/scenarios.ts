@@ -294,11 +294,10 @@ export function traceMessages(rec: TraceRecord): Message[] {
 /**
  * trace: Mooncake-format JSONL replay. `rate` is a time-compression factor
  * (2 = twice as fast as recorded); `duration` cuts the trace (simulated s;
- * 0, the default, is one whole pass). A duration longer than the trace
- * replays it again, pass after pass (each
- * pass starts one mean inter-arrival gap after the last one's final
- * request), with every block id of pass k shifted past those of pass k − 1:
- * each pass has the trace's own sharing, and no pass reuses another's
+ * 0, the default, is one whole pass). A longer duration replays the trace
+ * pass after pass (each starts one mean inter-arrival gap after the last
+ * one's final request), every block id of pass k shifted past those of pass
+ * k − 1: each pass has the trace's own sharing and reuses no other pass's
  * prefixes (new users, not the same ones again). So an hour of the
  * 17-minute trace at ten times its rate loads 100 replicas as one pass
  * loads 10.
