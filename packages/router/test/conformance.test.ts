@@ -162,7 +162,7 @@ for (const name of POLICIES.keys()) {
         const scanned = scanWarmth(req, built, view, local);
         // A router reuses its table's storage for its next request: freeze copies (plain arrays, so that they freeze too).
         const table = { ...built, rows: built.rows.map((r) => ({ ...r })), rowOfSlot: Array.from(built.rowOfSlot) };
-        const warmth = { digest: [...scanned.digest], overlay: [...scanned.overlay] };
+        const warmth = { digest: [...scanned.digest], overlay: [...scanned.overlay], warm: [...scanned.warm] };
         deepFreeze(req);
         deepFreeze(table);
         deepFreeze(warmth);

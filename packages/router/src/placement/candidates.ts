@@ -49,6 +49,7 @@ interface Store {
   readonly slots: number[];
   readonly digest: number[];
   readonly overlay: number[];
+  readonly warm: number[];
 }
 
 const stores = new WeakMap<LocalState, Store>();
@@ -56,7 +57,7 @@ const stores = new WeakMap<LocalState, Store>();
 function storeOf(local: LocalState, slots: number): Store {
   let s = stores.get(local);
   if (s === undefined) {
-    s = { pool: [], rows: [], rowOfSlot: new Int32Array(64).fill(-1), slots: [], digest: [], overlay: [] };
+    s = { pool: [], rows: [], rowOfSlot: new Int32Array(64).fill(-1), slots: [], digest: [], overlay: [], warm: [] };
     stores.set(local, s);
   }
   for (const slot of s.slots) s.rowOfSlot[slot] = -1;
@@ -111,7 +112,8 @@ export function buildCandidates(req: PlacementRequest, view: FleetView, local: L
       row = { replica: r, load: 0, added: 0, weight: 0, kvFree: 0, queue: 0, inflight: 0, expected: 0 };
       store.pool.push(row);
     }
-    row.replica = r;
+    // Pointer stores cost a write barrier each: skip the ones that would change nothing (the same member, row after row).
+    if (row.replica !== r) row.replica = r;
     row.load = load;
     row.added = added;
     row.weight = weight;
@@ -136,21 +138,27 @@ export function scanWarmth(req: PlacementRequest, table: CandidateTable, view: F
   const store = stores.get(local)!;
   const digest = store.digest;
   const overlay = store.overlay;
+  const warm = store.warm;
   digest.length = overlay.length = n;
+  warm.length = 0;
   digest.fill(0);
   overlay.fill(0);
   const hashes = req.info.hashes;
   view.scanWarmth(hashes);
   for (const slot of view.warmSlots) {
     const i = table.rowOfSlot[slot] ?? -1;
-    if (i >= 0) digest[i] = view.depthOf(slot);
+    if (i < 0) continue;
+    digest[i] = view.depthOf(slot);
+    if (digest[i] > 0) warm.push(i);
   }
   local.scanOverlay(hashes, req.now);
   for (const slot of local.overlaySlots) {
     const i = table.rowOfSlot[slot] ?? -1;
-    if (i >= 0) overlay[i] = local.overlayDepthOf(slot);
+    if (i < 0) continue;
+    overlay[i] = local.overlayDepthOf(slot);
+    if (overlay[i] > 0 && digest[i] === 0) warm.push(i);
   }
-  return { digest, overlay };
+  return { digest, overlay, warm };
 }
 
 /** The row of the replica with this id, or -1 when it is not a candidate. */

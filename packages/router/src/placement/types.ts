@@ -188,4 +188,6 @@ export interface Warmth {
   readonly digest: readonly number[];
   /** From this router's optimistic overlay: prefixes it sent in the last overlayTtlMs. */
   readonly overlay: readonly number[];
+  /** The rows with a non-zero depth in either, in no particular order: the only rows a prefix can favour (at 1,000 replicas, a tenth of them or less). */
+  readonly warm: readonly number[];
 }

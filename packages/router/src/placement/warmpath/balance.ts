@@ -90,7 +90,7 @@ export function balanceTarget(ctx: Ctx, w: number): number {
   // Under the floor the pick is not busy at all; at or under its share it is not over-used.
   if (ctx.req.info.routingKey !== undefined || ctx.underFloor(w) || loadPerWeight(ctx, w) <= share) return -1;
   const d = ctx.depth[w]!;
-  if (!heldTwice(ctx.depth, d)) return -1;
+  if (!heldTwice(ctx, d)) return -1;
   // Nearly idle: the miss of warming the prefix there is paid back by a short queue.
   const under = (i: number): boolean => t.rows[i]!.load * BALANCE_UNDER < share * t.rows[i]!.weight;
   // Most often no replica is that idle: say so in one pass over the rows rather than a walk of the whole ring.
@@ -112,8 +112,8 @@ function someRow(n: number, ok: (i: number) => boolean): boolean {
 }
 
 /** Do at least two rows match `d` chunks or more (the prefix is warm on several replicas)? Stops at the second. */
-function heldTwice(depth: readonly number[], d: number): boolean {
+function heldTwice(ctx: Ctx, d: number): boolean {
   let holders = 0;
-  for (let i = 0; i < depth.length; i++) if (depth[i]! >= d && ++holders === 2) return true;
+  for (const i of ctx.warm) if (ctx.depth[i]! >= d && ++holders === 2) return true;
   return false;
 }

@@ -59,6 +59,8 @@ export interface Ctx {
   readonly t: CandidateTable;
   /** Matched chain depth per row, chunks: max(digest, overlay); 0 for embeddings (no prefix reuse). */
   readonly depth: readonly number[];
+  /** The rows with depth > 0, in no particular order (every choice among them is a total order): every scan for the warmest reads only these. */
+  readonly warm: readonly number[];
   /** Adapter tier of row i (TIER_HOT when the request has no adapter). */
   tier(i: number): number;
   readonly tokensPerChunk: number;
@@ -93,9 +95,15 @@ export function derive(req: PlacementRequest, t: CandidateTable, warmth: Warmth,
   const on = (step: SwitchableStep): boolean => !off.has(step);
   const tokensPerChunk = opts.chunkChars / opts.charsPerToken;
   const unit = Math.max(1, info.promptTokens + info.maxTokens);
-  const depth = new Array<number>(rows.length);
+  const depth = new Array<number>(rows.length).fill(0);
+  const warm: number[] = [];
   const overlay = on('overlay');
-  for (let i = 0; i < rows.length; i++) depth[i] = info.kind === 'embedding' ? 0 : Math.max(warmth.digest[i]!, overlay ? warmth.overlay[i]! : 0);
+  if (info.kind !== 'embedding') {
+    for (const i of warmth.warm) {
+      depth[i] = Math.max(warmth.digest[i]!, overlay ? warmth.overlay[i]! : 0);
+      if (depth[i]! > 0) warm.push(i);
+    }
+  }
   const floor = on('bound-floor') ? opts.boundFloorTokens : 0;
   // share: against the floor, this router's work since a report counts once per router sharing the clients (a whole number: one router is one).
   const others = on('share') ? Math.round(t.routers) - 1 : 0;
@@ -110,13 +118,13 @@ export function derive(req: PlacementRequest, t: CandidateTable, warmth: Warmth,
   };
   const work = (i: number): number => Math.max(0, info.promptTokens - Math.floor(depth[i]! * tokensPerChunk)) + info.maxTokens;
   const headroom = (i: number): boolean => rows[i]!.kvFree >= work(i);
-  // The two deepest rows with headroom, for altDepth: one O(rows) scan, on first use.
+  // The two deepest rows with headroom, for altDepth: one scan of the warm rows, on first use (a cold row adds depth 0).
   let top = -2;
   let second = 0;
   const altDepth = (i: number): number => {
     if (top === -2) {
       top = -1;
-      for (let j = 0; j < rows.length; j++) {
+      for (const j of warm) {
         if (!headroom(j)) continue;
         if (top < 0 || depth[j]! > depth[top]!) {
           if (top >= 0) second = depth[top]!;
@@ -131,6 +139,7 @@ export function derive(req: PlacementRequest, t: CandidateTable, warmth: Warmth,
     req,
     t,
     depth,
+    warm,
     tier: (i) => adapterTier(rows[i]!.replica, info.adapter),
     tokensPerChunk,
     c,

@@ -48,9 +48,9 @@ function better(ctx: Ctx, i: number, d: number, best: Choice | undefined): boole
 export function warmest(ctx: Ctx): { within: Choice | undefined; hard: Choice | undefined } {
   let within: Choice | undefined;
   let hard: Choice | undefined;
-  for (let i = 0; i < ctx.t.rows.length; i++) {
+  for (const i of ctx.warm) {
     const d = ctx.depth[i]!;
-    if (d === 0 || (within !== undefined && d < within.depth) || !ctx.hardOk(i)) continue;
+    if ((within !== undefined && d < within.depth) || !ctx.hardOk(i)) continue;
     if (better(ctx, i, d, hard)) hard = { i, depth: d, tier: ctx.tier(i) };
     if (ctx.within(i) && better(ctx, i, d, within)) within = { i, depth: d, tier: ctx.tier(i) };
   }
@@ -114,7 +114,7 @@ function sliceTieBreak(ctx: Ctx, choice: Choice, admit: (i: number) => boolean):
   let best = -1;
   let bestQueue = Infinity;
   let bestRank = 0;
-  for (let i = 0; i < ctx.t.rows.length; i++) {
+  for (const i of ctx.warm) {
     if (ctx.depth[i] !== choice.depth) continue;
     const r = ctx.t.rows[i]!;
     const rank = mix32(ctx.draw ^ r.replica.idHash);
