@@ -95,6 +95,34 @@ describe('warmth scan', () => {
     expect(local.overlaySize).toBe(0);
   });
 
+  it('prunes each overlay holder when it comes due, and keeps what was sent again', () => {
+    const ttl = CONFIG.overlayTtlMs;
+    const a = BigUint64Array.from([10, 11, 12, 13], hash);
+    const b = BigUint64Array.from([20, 21], hash);
+    const local = new LocalState(CONFIG);
+    local.overlayAdd(a, 0, 0);
+    local.overlayAdd(b, 1, 2_000);
+    // The first half of a is sent again: its first two chunks live on, the last two expire at ttl.
+    local.overlayAdd(a.subarray(0, 2), 0, 3_000);
+    expect(local.overlaySize).toBe(6);
+    local.prune(ttl - 1);
+    expect(local.overlaySize).toBe(6);
+    local.prune(ttl);
+    expect(local.overlaySize).toBe(4);
+    local.scanOverlay(a, ttl);
+    expect(local.overlayDepthOf(0)).toBe(2);
+    local.prune(ttl + 2_000);
+    expect(local.overlaySize).toBe(2);
+    // A freed entry is reused by a new hash: pruning the old entry's due time later must not drop the new holder.
+    local.overlayAdd(BigUint64Array.from([30], hash), 2, ttl + 2_500);
+    local.prune(ttl + 3_000);
+    expect(local.overlaySize).toBe(1);
+    local.scanOverlay(BigUint64Array.from([30], hash), ttl + 3_000);
+    expect(local.overlayDepthOf(2)).toBe(1);
+    local.prune(2 * ttl + 2_500);
+    expect(local.overlaySize).toBe(0);
+  });
+
   it('skips a run of chunks only while their holders are the same, expiries included', () => {
     const chain = BigUint64Array.from([0, 1, 2, 3, 4, 5], hash);
     // Slots 0 and 1 hold the whole chain, slot 2 its first four chunks: runs [0–3] and [4–5].

@@ -41,11 +41,24 @@ export function prepare(p: PlannedRequest, adapters: ReadonlySet<string>, settin
   if (x !== undefined) return x;
   const kind = p.path === '/v1/completions' ? 'completion' : 'chat';
   const resolveModel = (name: string) => (adapters.has(name) ? { model: DEFAULT_MODEL, adapter: name } : { model: name, adapter: '' });
-  const info = describeFor(settings, p.body, kind, resolveModel, { key: p.headers?.[HEADERS.key], session: p.headers?.[HEADERS.session] });
-  const id = promptIdentityOfBody(p.body, kind, { model: info.model, adapter: info.adapter, charsPerToken: 4, blockSize: 16 });
+  const body = contentRead(p.body);
+  const info = describeFor(settings, body, kind, resolveModel, { key: p.headers?.[HEADERS.key], session: p.headers?.[HEADERS.session] });
+  const id = promptIdentityOfBody(body, kind, { model: info.model, adapter: info.adapter, charsPerToken: 4, blockSize: 16 });
   x = { info, promptTokens: id.promptTokens, blockHashes: id.blockHashes };
   cache.set(p, x);
   return x;
+}
+
+/**
+ * The body with each message's content read once: a trace prompt's text is
+ * rendered each time it is read (scenarios.ts, traceMessages), and both
+ * descriptions above read it.
+ */
+function contentRead(body: Record<string, unknown>): Record<string, unknown> {
+  const messages = body['messages'];
+  if (!Array.isArray(messages)) return body;
+  // A spread reads each getter once and keeps its value.
+  return { ...body, messages: messages.map((m: Record<string, unknown>) => ({ ...m })) };
 }
 
 export function newRec(i: number, plan: PlannedRequest, prep: Prepared, router: number, arrivedAt: number): Rec {
