@@ -5,6 +5,7 @@ import { waitFor } from '@warmpath/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
 import { endpointBit } from '../src/fleet/published.ts';
 import { snapshotFetcher } from '../src/fleet/snapshot.ts';
+import { REORDER_WAIT_MS } from '../src/fleet/digest-sync.ts';
 import type { Replica } from '../src/fleet/view.ts';
 import { makeState, makeView } from './helpers.ts';
 
@@ -127,17 +128,46 @@ describe('FleetView', () => {
       return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     }
 
-    it('on a gap pulls one snapshot (deduplicated), keeps the old digest meanwhile, then replays buffered deltas', async () => {
+    it('waits briefly for deltas gossip delivered out of order, and applies them without a pull', () => {
+      let pulls = 0;
+      const view = makeView([], {
+        fetchSnapshot: () => {
+          pulls++;
+          return new Promise<Uint8Array>(() => {});
+        },
+      });
+      view.apply(makeState('a', { seq: 1, digest: { from: -1, added: H(1), size: 1 } }));
+      const a = view.replicas.get('a')!;
+      // seq 3 overtakes seq 2: held, not pulled.
+      view.apply(makeState('a', { seq: 3, digest: { from: 2, added: H(3), size: 3 } }));
+      expect(view.holds(a, H(3)[0]!)).toBe(false);
+      // seq 2 arrives late: its load is superseded, its delta closes the gap, and seq 3's follows.
+      view.apply(makeState('a', { seq: 2, digest: { from: 1, added: H(2), size: 2 } }));
+      expect(view.drops.superseded).toBe(1);
+      expect([view.holds(a, H(2)[0]!), view.holds(a, H(3)[0]!)]).toEqual([true, true]);
+      expect(view.digestOf(a)!.seq).toBe(3);
+      expect(a.state.seq).toBe(3);
+      // An old delta already folded in changes nothing.
+      view.apply(makeState('a', { seq: 2, digest: { from: 1, added: H(2), size: 2 } }));
+      expect(a.digestSize).toBe(3);
+      expect(pulls).toBe(0);
+    });
+
+    it('on a gap still open after REORDER_WAIT_MS pulls one snapshot (deduplicated), keeps the old digest meanwhile, then replays buffered deltas', async () => {
       const hits = { n: 0 };
       const admin = await agentAdmin(() => encodeSnapshot({ v: 1, replica: 'a', boot: 'a-boot', seq: 5, chunkChars: 256, hashes: H(10, 11, 12) }), hits);
       const f = snapshotFetcher(1_000);
-      const view = makeView([], { fetchSnapshot: f.fetch });
+      let now = 1_000_000;
+      const view = makeView([], { fetchSnapshot: f.fetch, now: () => now });
       view.apply(makeState('a', { admin, seq: 1, digest: { from: -1, added: H(1), size: 1 } })); // self-contained
       expect(hits.n).toBe(0);
       const a = view.replicas.get('a')!;
-      // seq 5 follows 4, which we never saw: gap → pull
+      // seq 5 follows 4, which we never saw: a gap, held while 2–4 may still arrive
       view.apply(makeState('a', { admin, seq: 5, digest: { from: 4, added: H(12), size: 3 } }));
       view.apply(makeState('a', { admin, seq: 6, digest: { from: 5, added: H(13), size: 4 } }));
+      expect(view.digestOf(a)!.pulling).toBe(false);
+      now += REORDER_WAIT_MS;
+      // Still open: pull.
       view.apply(makeState('a', { admin, seq: 8, digest: { from: 7, added: H(14), size: 5 } }));
       expect(view.digestOf(a)!.pulling).toBe(true);
       expect(view.holds(a, H(1)[0]!)).toBe(true); // old digest still serves
@@ -168,6 +198,8 @@ describe('FleetView', () => {
       server!.close();
       now += 1_000;
       view.apply(makeState('a', { admin: 'http://127.0.0.1:1', boot: 'b2', bootAt: 2, seq: 9, digest: { from: 7, added: new BigUint64Array(0), size: 2 } }));
+      now += REORDER_WAIT_MS;
+      view.apply(makeState('a', { admin: 'http://127.0.0.1:1', boot: 'b2', bootAt: 2, seq: 10, digest: { from: 9, added: new BigUint64Array(0), size: 2 } }));
       await waitFor(() => view.pulls.failed === 1, { timeoutMs: 3_000, intervalMs: 5, message: 'the pull from the dead agent to fail' });
       expect(a.digestSize).toBe(2);
       await f.close();

@@ -179,6 +179,8 @@ export class FleetView {
     const known = this.#records.get(s.replica);
     if (known !== undefined && !supersedes(s, known.state)) {
       this.#drop('superseded');
+      // Its load figures are old news, but its digest delta may be the one the chain still lacks.
+      if (!known.chunkMismatch && s.chunkChars === this.chunkChars) this.#sync.late(known, s);
       return false;
     }
     this.applied++;
