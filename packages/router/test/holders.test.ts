@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { halves } from '../src/fleet/hash64.ts';
+import { halves } from '@warmpath/shared/runtime';
 import { HolderIndex } from '../src/fleet/holders.ts';
 
 /** The u32 halves of one 64-bit hash. */

@@ -1,4 +1,4 @@
-/** Runtime helpers shared by every process: config loading, HTTP helpers, Prometheus text parsing, a seeded PRNG, clocks, structured logs. */
+/** Runtime helpers shared by every process: config loading, HTTP helpers, Prometheus text parsing, a seeded PRNG, clocks, structured logs, a hash table keyed by 64-bit chain hashes. */
 export * from './config.ts';
 export * from './http.ts';
 export * from './auth.ts';
@@ -6,3 +6,4 @@ export * from './prometheus.ts';
 export * from './random.ts';
 export * from './clock.ts';
 export * from './log.ts';
+export * from './hash64.ts';

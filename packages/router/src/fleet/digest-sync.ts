@@ -27,7 +27,7 @@
  * digest REORDER_WAIT_MS more before the pull (docs/SCALE.md).
  */
 import { decodeSnapshot, type ReplicaState, type DigestSnapshot } from '@warmpath/shared/wire';
-import { halves, Hash64Table } from './hash64.ts';
+import { halves, Hash64Table } from '@warmpath/shared/runtime';
 import type { HolderIndex } from './holders.ts';
 import type { ReplicaRecord, ReplicaView, ViewEvent } from './replica.ts';
 

@@ -17,8 +17,7 @@
  * Trade-off: inline single holders keep the index ≈ 13 bytes per distinct hash
  * with no per-hash object; shared hashes pay one small array each.
  */
-import { mix32 } from '@warmpath/shared/runtime';
-import { Hash64Table } from './hash64.ts';
+import { Hash64Table, mix32 } from '@warmpath/shared/runtime';
 
 /** The two halves of a slot's contribution to a holder list's signature. */
 const sigA = (slot: number): number => mix32(slot);

@@ -26,7 +26,7 @@
 import { decodeState, hashString32, supersedes, type DecodeResult, type Endpoint, type ModelRef, type ReplicaState } from '@warmpath/shared/wire';
 import { DigestSync, type DigestStatus } from './digest-sync.ts';
 import { Groups, membershipChanged, type Group } from './groups.ts';
-import { halves } from './hash64.ts';
+import { halves } from '@warmpath/shared/runtime';
 import { HolderIndex } from './holders.ts';
 import { PublishedColumns } from './published.ts';
 import type { ReplicaRecord, ReplicaView, ViewEvent } from './replica.ts';

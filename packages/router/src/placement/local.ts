@@ -21,7 +21,7 @@
  */
 import type { ReplicaView } from '../fleet/replica.ts';
 import { holding } from '../fleet/grow.ts';
-import { halves } from '../fleet/hash64.ts';
+import { halves } from '@warmpath/shared/runtime';
 import { WarmthScan } from '../fleet/warmth.ts';
 import { Overlay } from './overlay.ts';
 

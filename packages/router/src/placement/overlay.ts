@@ -4,8 +4,7 @@
  * (fleet/warmth.ts) — the same chained longest-prefix rule as the digest
  * index, over holders that expire.
  */
-import { mix32 } from '@warmpath/shared/runtime';
-import { Hash64Table } from '../fleet/hash64.ts';
+import { Hash64Table, mix32 } from '@warmpath/shared/runtime';
 import type { HolderSource, WarmthScan } from '../fleet/warmth.ts';
 
 const untilBits = new Float64Array(1);

@@ -208,6 +208,6 @@ function preempt(st: EngineState, s: Sequence): void {
 function commitHashes(st: EngineState, s: Sequence, computedAfter: number): void {
   if (!st.enablePrefixCaching) return;
   const full = Math.min(Math.floor(computedAfter / st.blockSize), s.blockHashes.length);
-  for (let b = s.hashedBlocks; b < full; b++) st.pool.commit(s.blocks[b]!, s.blockHashes[b]!);
+  for (let b = s.hashedBlocks; b < full; b++) st.pool.commit(s.blocks[b]!, s.blockHashes, b);
   if (full > s.hashedBlocks) s.hashedBlocks = full;
 }
