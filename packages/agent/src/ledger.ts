@@ -271,7 +271,7 @@ export class AgentLedger {
     const reason = this.check(info, predicted, queueLimit);
     if (reason !== undefined) return { reason };
     const stamps = new Float64Array(predicted);
-    for (let i = 0; i < predicted; i++) stamps[i] = cache.stampOf(info.hashes[i]!);
+    for (let i = 0; i < predicted; i++) stamps[i] = cache.stampAt(info.hashes, i);
     // Chunks recorded by requests still in flight may not be in the engine yet; a miss there is no eviction.
     const guard = this.inflightStampFloor();
     for (let i = 0; i < predicted; i++) if (stamps[i]! > guard) stamps[i] = -1;

@@ -30,6 +30,16 @@ export function halves(hashes: BigUint64Array): Uint32Array {
   return out;
 }
 
+/**
+ * `out` with the halves `h` written into it, where `h` is what halves(out)
+ * returned: on little-endian hosts a view of `out` (nothing to do), else a
+ * copy to fold back.
+ */
+export function fromHalves(out: BigUint64Array, h: Uint32Array): BigUint64Array {
+  if (!LE) for (let i = 0; i < out.length; i++) out[i] = (BigInt(h[2 * i + 1]!) << 32n) | BigInt(h[2 * i]!);
+  return out;
+}
+
 /** Slots for `n` keys at most 3/4 full, a power of two ≥ 16. */
 function slotsFor(n: number): number {
   let cap = 16;

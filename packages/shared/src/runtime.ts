@@ -1,4 +1,4 @@
-/** Runtime helpers shared by every process: config loading, HTTP helpers, Prometheus text parsing, a seeded PRNG, clocks, structured logs, a hash table keyed by 64-bit chain hashes. */
+/** Runtime helpers shared by every process: config loading, HTTP helpers, Prometheus text parsing, a seeded PRNG, clocks, structured logs, a hash table keyed by 64-bit chain hashes, growable typed arrays. */
 export * from './config.ts';
 export * from './http.ts';
 export * from './auth.ts';
@@ -7,3 +7,4 @@ export * from './random.ts';
 export * from './clock.ts';
 export * from './log.ts';
 export * from './hash64.ts';
+export * from './grow.ts';

@@ -15,7 +15,7 @@
  * fifth (docs/SCALE.md).
  */
 import { ENDPOINTS, type Endpoint, type ReplicaState } from '@warmpath/shared/wire';
-import { holding } from './grow.ts';
+import { holding } from '@warmpath/shared/runtime';
 
 const ENDPOINT_BIT: Record<Endpoint, number> = Object.fromEntries(ENDPOINTS.map((e, i) => [e, 1 << i])) as Record<Endpoint, number>;
 

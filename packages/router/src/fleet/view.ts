@@ -7,7 +7,6 @@
  *   warmth.ts       the longest matched prefix per slot for a request
  *   groups.ts       replicas and rings per (model, adapter), model names
  *   published.ts    the figures placement reads per candidate, by slot
- *   grow.ts         typed arrays indexed by slot that grow with the fleet
  *
  * Steps per gossip message: decode + validate (drops counted by reason) →
  * from gossip, the publisher's rights (trust.ts: rate, ownership of the id,

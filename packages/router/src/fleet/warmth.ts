@@ -20,7 +20,7 @@
  * the next scan, so a scan's answer must be consumed before the next one —
  * the price of allocating nothing on the placement hot path.
  */
-import { holding } from './grow.ts';
+import { holding } from '@warmpath/shared/runtime';
 
 /** Where holders come from: the chain's keys in the source's own form (`K`). */
 export interface HolderSource<K> {

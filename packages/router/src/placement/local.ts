@@ -20,7 +20,7 @@
  * after overlayTtlMs; gossip is the truth after that.
  */
 import type { ReplicaView } from '../fleet/replica.ts';
-import { holding } from '../fleet/grow.ts';
+import { holding } from '@warmpath/shared/runtime';
 import { halves } from '@warmpath/shared/runtime';
 import { WarmthScan } from '../fleet/warmth.ts';
 import { Overlay } from './overlay.ts';

@@ -3,7 +3,7 @@
  * number): `holding(a, i)` is `a` when it has index i, else a copy at least
  * twice as long (zero-filled past the old end), so growth is amortized O(1).
  */
-type Grows = Float64Array | Int32Array | Uint8Array;
+type Grows = Float64Array | Int32Array | Uint32Array | Uint8Array;
 
 export function holding<T extends Grows>(a: T, i: number): T {
   if (i < a.length) return a;
