@@ -18,8 +18,8 @@
  *  5. Deltas: `added`/`removed` since the last publish, cancelling
  *     add-then-evict and evict-then-add, so published = current − added + removed.
  *  6. Bound what is published: with `published` = K > 0, routers are told
- *     only the K most recently used chunks (a second insertion-ordered set
- *     over the LRU's newest end). A chunk's prefix is always touched after
+ *     only the K most recently used chunks (a second list over the LRU's
+ *     newest end). A chunk's prefix is always touched after
  *     it, so the K newest are prefix-closed: a router never sees a chunk
  *     without the chunks before it. Prediction and admission still use the
  *     whole model.

@@ -25,6 +25,7 @@
  * router reaches; it answers "how much reuse is there to find", not "how
  * much is achievable".
  */
+import { halves, Hash64Table } from '@warmpath/shared/runtime';
 import { routerConfig } from '@warmpath/router';
 import { EngineModel, PROFILES, type EngineProfile, type PromptIdentity } from '@warmpath/sim';
 import { prepare } from './des/request.ts';
@@ -60,20 +61,23 @@ export interface References {
 /**
  * Belady's cache over the plan's prompt blocks; capacityBlocks = Infinity for
  * the unlimited case. Each distinct block gets a dense id once (the only
- * lookups by hash), so the walk reads typed arrays: an hour of a trace on 100
- * replicas is over 100 million block accesses.
+ * lookups by hash, in a Hash64Table: a Map holds at most 2^24 keys, and an
+ * hour of the trace has about 70 million distinct blocks), so the walk reads
+ * typed arrays: that hour on 100 replicas is over 100 million block accesses.
  */
 export function hitCeiling(reqs: readonly PlanRequest[], blockSize: number, capacityBlocks: number): HitCeiling {
   const order = reqs.map((_, i) => i).sort((a, b) => reqs[a]!.at - reqs[b]!.at || a - b);
   // Dense ids per block, per request in arrival order.
-  const idOf = new Map<bigint, number>();
+  const idOf = new Hash64Table(1 << 16);
   const ids: Int32Array[] = new Array(reqs.length);
   for (const ri of order) {
     const hs = reqs[ri]!.blockHashes;
+    const h = halves(hs);
     const out = new Int32Array(hs.length);
     for (let k = 0; k < hs.length; k++) {
-      let id = idOf.get(hs[k]!);
-      if (id === undefined) idOf.set(hs[k]!, (id = idOf.size));
+      const at = idOf.find(h[2 * k]!, h[2 * k + 1]!);
+      let id = at < 0 ? -1 : idOf.valueAt(at);
+      if (id < 0) idOf.set(h[2 * k]!, h[2 * k + 1]!, (id = idOf.size));
       out[k] = id;
     }
     ids[ri] = out;
