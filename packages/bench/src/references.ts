@@ -25,7 +25,7 @@
  * router reaches; it answers "how much reuse is there to find", not "how
  * much is achievable".
  */
-import { halves, Hash64Table } from '@warmpath/shared/runtime';
+import { halves, Hash64Table, holding } from '@warmpath/shared/runtime';
 import { routerConfig } from '@warmpath/router';
 import { EngineModel, PROFILES, type EngineProfile, type PromptIdentity } from '@warmpath/sim';
 import { prepare } from './des/request.ts';
@@ -189,16 +189,21 @@ function runToFirstToken(model: EngineModel, req: Submit, now: number, untilDone
 
 const round = (x: number): number => Math.round(x * 10) / 10;
 
-/** A binary max-heap of (key, block id) pairs. */
+/**
+ * A binary max-heap of (key, block id) pairs, in typed arrays: an hour of the
+ * trace pushes one pair per block access (over 100 million), past the
+ * longest plain array V8 allows.
+ */
 class MaxHeap {
-  readonly #keys: number[] = [];
-  readonly #ids: number[] = [];
+  #keys = new Float64Array(1 << 16);
+  #ids = new Int32Array(1 << 16);
+  #n = 0;
   push(key: number, id: number): void {
+    let i = this.#n++;
+    this.#keys = holding(this.#keys, i);
+    this.#ids = holding(this.#ids, i);
     const k = this.#keys;
     const v = this.#ids;
-    let i = k.length;
-    k.push(key);
-    v.push(id);
     while (i > 0) {
       const p = (i - 1) >> 1;
       if (k[p]! >= key) break;
@@ -212,16 +217,17 @@ class MaxHeap {
   pop(): { key: number; id: number } | undefined {
     const k = this.#keys;
     const v = this.#ids;
-    if (k.length === 0) return undefined;
+    if (this.#n === 0) return undefined;
     const top = { key: k[0]!, id: v[0]! };
-    const lastK = k.pop()!;
-    const lastV = v.pop()!;
-    if (k.length > 0) {
+    const n = --this.#n;
+    const lastK = k[n]!;
+    const lastV = v[n]!;
+    if (n > 0) {
       let i = 0;
       for (;;) {
         const l = 2 * i + 1;
-        if (l >= k.length) break;
-        const c = l + 1 < k.length && k[l + 1]! > k[l]! ? l + 1 : l;
+        if (l >= n) break;
+        const c = l + 1 < n && k[l + 1]! > k[l]! ? l + 1 : l;
         if (k[c]! <= lastK) break;
         k[i] = k[c]!;
         v[i] = v[c]!;
