@@ -208,33 +208,18 @@ export class CacheModel {
 
   /** The set as of the last `takeDelta` (what routers hold after applying it). */
   published(): BigUint64Array {
-    const out = new BigUint64Array(this.publishedSize - this.#added.size + this.#removed.size);
-    const h = halves(out);
-    let k = 0;
-    const capped = this.#limit > 0;
-    const next = capped ? this.#topNext : this.#next;
-    for (let n = next[0]!; n !== 0; n = next[n]!) {
-      if (this.#added.find(this.#lo[n]!, this.#hi[n]!) >= 0) continue;
-      h[2 * k] = this.#lo[n]!;
-      h[2 * k++ + 1] = this.#hi[n]!;
-    }
-    this.#removed.forEach((lo, hi) => {
-      h[2 * k] = lo;
-      h[2 * k++ + 1] = hi;
+    const next = this.#limit > 0 ? this.#topNext : this.#next;
+    return collect(this.publishedSize - this.#added.size + this.#removed.size, (put) => {
+      for (let n = next[0]!; n !== 0; n = next[n]!) if (this.#added.find(this.#lo[n]!, this.#hi[n]!) < 0) put(this.#lo[n]!, this.#hi[n]!);
+      this.#removed.forEach(put);
     });
-    return fromHalves(out, h);
   }
 
   /** Current set, LRU first. */
   hashes(): BigUint64Array {
-    const out = new BigUint64Array(this.#size);
-    const h = halves(out);
-    let k = 0;
-    for (let n = this.#next[0]!; n !== 0; n = this.#next[n]!) {
-      h[2 * k] = this.#lo[n]!;
-      h[2 * k++ + 1] = this.#hi[n]!;
-    }
-    return fromHalves(out, h);
+    return collect(this.#size, (put) => {
+      for (let n = this.#next[0]!; n !== 0; n = this.#next[n]!) put(this.#lo[n]!, this.#hi[n]!);
+    });
   }
 
   /** The node holding hashes[i], or 0. */
@@ -347,16 +332,21 @@ export class CacheModel {
   }
 }
 
-/** A set's hashes as a BigUint64Array. */
-function hashesOf(set: Hash64Table): BigUint64Array {
-  const out = new BigUint64Array(set.size);
+/** `n` hashes, given as (lo, hi) halves by `fill`, packed into a BigUint64Array. */
+function collect(n: number, fill: (put: (lo: number, hi: number) => void) => void): BigUint64Array {
+  const out = new BigUint64Array(n);
   const h = halves(out);
   let k = 0;
-  set.forEach((lo, hi) => {
+  fill((lo, hi) => {
     h[2 * k] = lo;
     h[2 * k++ + 1] = hi;
   });
   return fromHalves(out, h);
+}
+
+/** A set's hashes as a BigUint64Array. */
+function hashesOf(set: Hash64Table): BigUint64Array {
+  return collect(set.size, (put) => set.forEach(put));
 }
 
 /** Capacity in chunks from engine KV tokens. */
