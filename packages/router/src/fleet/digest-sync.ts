@@ -159,26 +159,19 @@ export class DigestSync {
     this.#pull(d);
   }
 
-  /** After the chain advanced: apply the held deltas that now follow it, in seq order; the gap is closed once none is held. */
+  /**
+   * After the chain advanced: held deltas it covers are dropped, and the one
+   * that now follows it is received like any other (which comes back here);
+   * with none held, the gap is closed.
+   */
   #closeGap(d: DigestState): void {
+    d.pending = d.pending.filter((p) => p.boot !== d.boot || p.seq > d.seq);
     if (d.pending.length === 0) {
       d.gapSince = Number.NaN;
       return;
     }
-    const held = d.pending.sort((a, b) => a.seq - b.seq);
-    d.pending = [];
-    for (let i = 0; i < held.length; i++) {
-      const p = held[i]!;
-      if (p.boot === d.boot && p.seq <= d.seq) continue;
-      if (d.pulling || p.boot !== d.boot || p.digest.from !== d.seq) {
-        d.pending.push(p);
-        continue;
-      }
-      this.#applyDelta(d, p.digest.added, p.digest.removed);
-      d.seq = p.seq;
-      if (d.table.size !== p.digest.size) this.#pull(d);
-    }
-    if (d.pending.length === 0) d.gapSince = Number.NaN;
+    const i = d.pulling ? -1 : d.pending.findIndex((p) => p.boot === d.boot && p.digest.from === d.seq);
+    if (i >= 0) this.#receive(d, d.pending.splice(i, 1)[0]!);
   }
 
   #pull(d: DigestState): void {

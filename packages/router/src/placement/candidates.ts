@@ -112,8 +112,7 @@ export function buildCandidates(req: PlacementRequest, view: FleetView, local: L
       row = { replica: r, load: 0, added: 0, weight: 0, kvFree: 0, queue: 0, inflight: 0, expected: 0 };
       store.pool.push(row);
     }
-    // Pointer stores cost a write barrier each: skip the ones that would change nothing (the same member, row after row).
-    if (row.replica !== r) row.replica = r;
+    row.replica = r;
     row.load = load;
     row.added = added;
     row.weight = weight;
