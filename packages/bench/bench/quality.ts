@@ -19,7 +19,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { p50AllRequests, p99AllRequests } from '../src/goals.ts';
 import { DEFAULT_GOSSIP, validateGossip } from '../src/des/gossip.ts';
-import { DesPool, type DesJob } from '../src/pool.ts';
+import { DesPool, workloadKey, type DesJob, type JobOutcome } from '../src/pool.ts';
 
 const { values } = parseArgs({
   options: {
@@ -78,9 +78,13 @@ for (const scenario of list(values.scenarios))
         }
 
 const started = Date.now();
+// Jobs on one workload share its descriptions, made once on this thread (DesPool.runShared).
+const byWorkload = Map.groupBy(jobs, workloadKey);
+const outcomes = new Map<DesJob, Promise<JobOutcome>>();
+for (const group of byWorkload.values()) pool.runShared(group).outcomes.forEach((o, i) => outcomes.set(group[i]!, o));
 const rows = await Promise.all(
   jobs.map(async (job): Promise<QualityRow | string> => {
-    const out = await pool.run(job);
+    const out = await outcomes.get(job)!;
     const id = { scenario: job.scenario, seed: job.seed, routers: job.routers, delay: job.gossip!.delay, loss: job.gossip!.loss };
     if (!out.ok) return `${key(id)}: failed: ${out.error.split('\n')[0]}`;
     const r = out.result;

@@ -12,7 +12,7 @@ import { runLive } from './live.ts';
 import { DES_ONLY_POLICIES } from './des/feeds.ts';
 import { DEFAULT_GOSSIP, validateGossip, type GossipModel } from './des/gossip.ts';
 import { DesPool, type DesJob } from './pool.ts';
-import { computeReferences } from './references.ts';
+import { computeReferences, type References } from './references.ts';
 import { markdownTable, writeHtml, writeJson, type BenchReport, type PolicyResult } from './report.ts';
 import { DEFAULT_MODEL, SCENARIOS, type Scenario } from './scenarios.ts';
 
@@ -81,10 +81,14 @@ export async function run(argv: string[]): Promise<void> {
   const plan = assignRouters(scenario.build({ seed: cfg.seed, rate, duration, model: DEFAULT_MODEL, trace }), cfg.routers, l4, cfg.seed);
   const config = { ...(cfg.routerSet.length > 0 ? { router: routerOverrides } : {}), ...(cfg.agentSet.length > 0 ? { agent: agentOverrides } : {}), replicas, routers: cfg.routers, l4, duration, rate, seed: cfg.seed, timeScale: cfg.timeScale, profile: scenario.fleet.profile, requests: plan.length, ...(cfg.trace !== '' ? { trace: cfg.trace } : {}), ...(cfg.mode === 'des' ? { gossip } : {}) };
   console.error(`warmpath bench: scenario ${scenario.name} (${scenario.summary}), ${cfg.mode} mode, ${plan.length} requests, ${replicas} replicas, ${cfg.routers} routers (${l4} L4), policies: ${cfg.policies.join(', ')}`);
-  const report: BenchReport = { scenario: scenario.name, mode: cfg.mode as 'live' | 'des', config, references: computeReferences(scenario, plan, replicas), results: [], failures: [] };
+  // DES: the main thread describes the plan once, streaming it to the workers as they simulate, then
+  // computes the references while they run; live: the references first (nothing else may take the CPU).
+  const report: Omit<BenchReport, 'references'> & { references?: References } = { scenario: scenario.name, mode: cfg.mode as 'live' | 'des', config, results: [], failures: [] };
+  const done = (): BenchReport => ({ ...report, references: report.references! });
   // Each policy's result is written as soon as it finishes; a failed policy is reported, never fatal.
   const save = (): void => {
-    if (cfg.json !== '') writeJson(cfg.json, report);
+    // (A policy cannot finish before the references: they are computed on this thread before it reads any result.)
+    if (cfg.json !== '') writeJson(cfg.json, done());
   };
   const settle = (policy: string, r: PolicyResult | Error, seconds: number): void => {
     if (r instanceof Error) {
@@ -96,13 +100,19 @@ export async function run(argv: string[]): Promise<void> {
     }
     save();
   };
-  if (cfg.mode === 'des') await runDesPolicies(cfg, { replicas, trace, l4, routerOverrides, agentOverrides, gossip }, settle);
-  else await runLivePolicies(cfg, { scenario, plan, replicas, duration, routerOverrides, agentOverrides }, settle);
+  if (cfg.mode === 'des') {
+    const running = runDesPolicies(cfg, { replicas, trace, l4, routerOverrides, agentOverrides, gossip, plan }, settle);
+    report.references = computeReferences(scenario, plan, replicas);
+    await running;
+  } else {
+    report.references = computeReferences(scenario, plan, replicas);
+    await runLivePolicies(cfg, { scenario, plan, replicas, duration, routerOverrides, agentOverrides }, settle);
+  }
   // Table rows in the order the policies were asked for.
   report.results.sort((a, b) => cfg.policies.indexOf(a.policy) - cfg.policies.indexOf(b.policy));
-  console.log(markdownTable(report));
+  console.log(markdownTable(done()));
   save();
-  if (cfg.report !== '') writeHtml(cfg.report, [report]);
+  if (cfg.report !== '') writeHtml(cfg.report, [done()]);
 }
 
 /** The DES gossip model from the flags; a bad spec is a ConfigError naming the flag. */
@@ -127,10 +137,12 @@ function parseSet(flag: string, list: readonly string[]): Record<string, string>
 type Settle = (policy: string, r: PolicyResult | Error, seconds: number) => void;
 
 /** DES: every policy on the worker pool (a policy that runs out of memory or throws is reported as failed). */
-async function runDesPolicies(cfg: BenchConfig, o: { replicas: number; trace: string | undefined; l4: L4Mode; routerOverrides: Record<string, string>; agentOverrides: Record<string, string>; gossip: GossipModel }, settle: Settle): Promise<void> {
+async function runDesPolicies(cfg: BenchConfig, o: { replicas: number; trace: string | undefined; l4: L4Mode; routerOverrides: Record<string, string>; agentOverrides: Record<string, string>; gossip: GossipModel; plan: readonly PlannedRequest[] }, settle: Settle): Promise<void> {
   const pool = new DesPool(cfg.workers);
   const job = (policy: string): DesJob => ({ scenario: cfg.scenario, seed: cfg.seed, rate: cfg.rate, duration: cfg.duration, trace: o.trace, replicas: o.replicas, routers: cfg.routers, l4: o.l4, policy, routerOverrides: o.routerOverrides, agentOverrides: o.agentOverrides, gossip: o.gossip });
-  await Promise.all(cfg.policies.map((p) => pool.run(job(p)).then((r) => settle(p, r.ok ? r.result : new Error(r.error), r.seconds))));
+  // Submits every policy, then describes the plan once here while the workers start (the references below reuse the descriptions).
+  const { outcomes } = pool.runShared(cfg.policies.map(job), o.plan);
+  await Promise.all(outcomes.map((out, i) => out.then((r) => settle(cfg.policies[i]!, r.ok ? r.result : new Error(r.error), r.seconds))));
   await pool.close();
 }
 

@@ -221,10 +221,12 @@ export async function run(argv: string[]): Promise<void> {
   for (const seed of seeds) {
     for (const scenario of cfg.scenarios) {
       const runs = new RunSet();
-      const jobs = jobsFor(scenario, seed, trace).map((job) => pool.run(job).then((o) => record(o, runs, progress, save)));
+      // The plan is described once here for all its jobs (streamed to the workers already running some), then its references.
+      const sc = SCENARIOS[scenario]!;
+      const { outcomes, plan } = pool.runShared(jobsFor(scenario, seed, trace));
+      const jobs = outcomes.map((o) => o.then((x) => record(x, runs, progress, save)));
+      const refs = computeReferences(sc, plan, sc.fleet.replicas);
       done.set(`${scenario}|${seed}`, Promise.all(jobs).then(() => {
-        const sc = SCENARIOS[scenario]!;
-        const refs = computeReferences(sc, sc.build({ seed, rate: sc.defaults.rate, duration: sc.defaults.duration, model: DEFAULT_MODEL, trace }), sc.fleet.replicas);
         progress.references[`${scenario}|${seed}`] = refs;
         progress.rows.push(...checkRuns(scenario, seed, runs, refs));
         save();

@@ -27,14 +27,19 @@ export interface Rec {
   result: RequestResult;
 }
 
-type DescribeSettings = Pick<RouterConfig, 'chunkChars' | 'maxChunks' | 'charsPerToken' | 'defaultMaxTokens'>;
+export type DescribeSettings = Pick<RouterConfig, 'chunkChars' | 'maxChunks' | 'charsPerToken' | 'defaultMaxTokens'>;
+
+/** The settings a description depends on, as a key (runs with the same key share descriptions). */
+export function describeSettingsKey(s: DescribeSettings): string {
+  return `${s.chunkChars}/${s.maxChunks}/${s.charsPerToken}/${s.defaultMaxTokens}`;
+}
 
 /** Caches per describe settings (a run with other prefix settings describes again). */
 const prepared = new Map<string, WeakMap<PlannedRequest, Prepared>>();
 
 /** The router's description of `p` (adapters resolve to the scenario's base model, as the fleet's model list says). */
 export function prepare(p: PlannedRequest, adapters: ReadonlySet<string>, settings: DescribeSettings): Prepared {
-  const cacheKey = `${settings.chunkChars}/${settings.maxChunks}/${settings.charsPerToken}/${settings.defaultMaxTokens}`;
+  const cacheKey = describeSettingsKey(settings);
   let cache = prepared.get(cacheKey);
   if (cache === undefined) prepared.set(cacheKey, (cache = new WeakMap()));
   let x = cache.get(p);

@@ -19,9 +19,12 @@
  * Network hops cost `hopMs`. What is not: HTTP parsing CPU, TCP, engine
  * failures.
  *
- * Steps: build every replica, router and request record → schedule arrivals,
- * scrapes, publishes and sweeps → run the queue, yielding to the microtask
- * queue when snapshot pulls are pending → fold results into one policy row.
+ * Steps: build every replica and router → schedule arrivals (a request's
+ * record and description are made when it arrives: the main thread's, from
+ * `prepared`, or described here), scrapes, publishes and sweeps → run the
+ * queue in slices, waiting for the main thread's descriptions when they are
+ * behind and yielding to the microtask queue when snapshot pulls are pending
+ * → fold results into one policy row.
  * Complexity: O(events log events); an engine step is one event per replica.
  */
 import { routerConfig, RouterCore, type Send } from '@warmpath/router';
@@ -36,7 +39,8 @@ import { DEFAULT_GOSSIP, delaySampler, type GossipModel } from './gossip.ts';
 import { createOraclePolicy } from './oracle.ts';
 import { EventQueue } from './queue.ts';
 import { DesReplica, type ReplicaHooks } from './replica.ts';
-import { newRec, prepare, type Prepared, type Rec } from './request.ts';
+import type { PreparedInbox } from './prepared-feed.ts';
+import { describeSettingsKey, newRec, prepare, type Prepared, type Rec } from './request.ts';
 
 export interface DesOptions {
   scenario: Scenario;
@@ -58,6 +62,8 @@ export interface DesOptions {
   agentOverrides?: Record<string, unknown>;
   /** Seed of the run's random stream (gossip jitter, scrape phases, randomized policies); default 1. */
   seed?: number;
+  /** Descriptions made on the main thread (prepared-feed.ts); without, each request is described here on arrival. */
+  prepared?: PreparedInbox;
 }
 
 /** Arrivals start once every router has heard every replica (as live runs wait for convergence), ms. */
@@ -75,7 +81,10 @@ export async function runDes(o: DesOptions): Promise<PolicyResult> {
   // (seed 1 keeps the stream the published figures were measured on).
   const random = mulberry32((0x9e3779b9 + (o.seed ?? 1) - 1) >>> 0);
   const results: RequestResult[] = [];
+  // Requests not finished yet, by plan index (a finished one is dropped, with its description: the hour's hashes alone are gigabytes).
+  let recs: Array<Rec | undefined> = [];
   const finish = (rec: Rec): void => {
+    recs[rec.i] = undefined;
     results.push(rec.result);
     o.onResult?.(rec.result);
     o.onProgress?.(results.length, o.plan.length);
@@ -91,7 +100,9 @@ export async function runDes(o: DesOptions): Promise<PolicyResult> {
   const fleet = buildFleet(o, q, profile, hop, random, { finish, fail }, prepared);
   const endAt = WARMUP_MS + lastArrivalMs(o.plan) + 1;
 
-  const recs = scheduleArrivals(o, q, hop, fleet, prepared);
+  // The main thread's descriptions, when they were made with this run's settings.
+  const inbox = o.prepared !== undefined && o.prepared.settings === describeSettingsKey(fleet.routers[0]!.config) ? o.prepared : undefined;
+  recs = scheduleArrivals(o, q, hop, fleet, prepared, inbox);
   // Per-replica load over time, once a simulated second.
   const perReplicaLoad: Array<{ t: number; running: number[] }> = [];
   const sample = () => {
@@ -105,11 +116,14 @@ export async function runDes(o: DesOptions): Promise<PolicyResult> {
   while (results.length < o.plan.length && q.size > 0 && q.now < horizon) {
     // Slices of 50 virtual ms from the next event (never from `now` alone: a gap longer
     // than the slice would otherwise never be crossed).
-    q.run(q.nextAt + 50);
+    const until = q.nextAt + 50;
+    // Every request arriving within the slice must be described: wait for the main thread's stream if it is behind.
+    if (inbox !== undefined && !inbox.ready(until - WARMUP_MS - hop)) await inbox.until(until - WARMUP_MS - hop);
+    q.run(until);
     if (fleet.pulls() > 0) await new Promise((r) => setImmediate(r));
   }
   // Whatever has not finished by the horizon is lost to the client: count it, never drop it.
-  if (results.length < o.plan.length) for (const rec of recs) if (!rec.result.ok && rec.result.error === undefined && Number.isNaN(rec.result.e2eMs)) fail(rec, 'timeout', 504);
+  if (results.length < o.plan.length) for (const rec of recs) if (rec !== undefined && !rec.result.ok && rec.result.error === undefined && Number.isNaN(rec.result.e2eMs)) fail(rec, 'timeout', 504);
 
   const totals: EngineTotals = { promptTokens: 0, cachedTokens: 0, preemptions: 0, adapterLoads: 0 };
   for (const r of fleet.replicas) {
@@ -234,14 +248,24 @@ function feedHooks(feed: Feed, q: EventQueue, routers: ReadonlyArray<RouterCore<
   return { hooks: { published, changed }, start: (r: DesReplica, scrapeAt: number) => r.start(scrapeAt, undefined, () => poll(r, r.core.config.publishIntervalMs)) };
 }
 
-/** One record per planned request, arriving at its router one hop after it is sent. */
-function scheduleArrivals(o: DesOptions, q: EventQueue, hop: number, fleet: Fleet, prepared: WeakMap<RequestInfo, Prepared>): Rec[] {
+/**
+ * One record per planned request, made when it arrives at its router (one
+ * hop after it is sent) with its description: the inbox's, else described
+ * here. Arrival events are all scheduled before the run starts, and the run
+ * ends after the last, so every record is made.
+ */
+function scheduleArrivals(o: DesOptions, q: EventQueue, hop: number, fleet: Fleet, prepared: WeakMap<RequestInfo, Prepared>, inbox: PreparedInbox | undefined): Array<Rec | undefined> {
   const adapters = new Set(o.scenario.fleet.adapters ?? []);
   const settings = fleet.routers[0]!.config;
-  return o.plan.map((p, i) => {
-    const rec = newRec(i, p, prepare(p, adapters, settings), (p.target ?? i) % fleet.routers.length, WARMUP_MS + p.at);
-    prepared.set(rec.prep.info, rec.prep);
-    q.at(rec.arrivedAt + hop, () => fleet.routers[rec.router]!.route(rec, rec.prep.info, rec.plan.body));
-    return rec;
+  const recs = new Array<Rec | undefined>(o.plan.length);
+  o.plan.forEach((p, i) => {
+    const router = (p.target ?? i) % fleet.routers.length;
+    const arrivedAt = WARMUP_MS + p.at;
+    q.at(arrivedAt + hop, () => {
+      const rec = (recs[i] = newRec(i, p, inbox?.take(i) ?? prepare(p, adapters, settings), router, arrivedAt));
+      prepared.set(rec.prep.info, rec.prep);
+      fleet.routers[router]!.route(rec, rec.prep.info, p.body);
+    });
   });
+  return recs;
 }
