@@ -197,6 +197,24 @@ const CASES: Record<SwitchableStep, () => void> = {
     expect(place(warmpath('spill-two-choices'), req, view)).toMatchObject({ branch: 'ring', replica: { id: home } });
   },
 
+  'retry-two-choices'() {
+    // Four routers share the clients (as in slice above); a system prompt is warm on 16 replicas, r0 refused each request, r5 is busy.
+    const local = new LocalState(CONFIG);
+    const sent = Date.now() - 60_000;
+    for (let k = 0; k < 16; k++) local.dispatch(`r${k}`, 100, sent);
+    const view = makeView(ids(16).map((id) => makeState(id, { load: { inflight: 4, inflightTokens: 400, prefillTokens: id === 'r5' ? 1_500 : 0 }, ...warmOn(chainOf(chat(''))) })));
+    const retries = (p: Policy) => Array.from({ length: 40 }, (_, k) => place(p, preq(chat(`question ${k}`), { exclude: new Set(['r0']) }), view, local));
+    // On: each retry samples two warm replicas (its own draw) and takes the cheaper: spread, never r0, never the busy r5 over an idle one.
+    const on = retries(warmpath());
+    expect(on.every((x) => x.branch === 'retry-two-choices' && x.replica!.id !== 'r0' && x.replica!.id !== 'r5')).toBe(true);
+    expect(new Set(on.map((x) => x.replica!.id)).size).toBeGreaterThan(6);
+    // Off: a retry is placed as a first attempt is.
+    expect(retries(warmpath('retry-two-choices')).every((x) => x.branch === 'warm' && x.replica!.id !== 'r0')).toBe(true);
+    // One router alone: a refusal is no herd, the retry is placed as a first attempt is.
+    const alone = makeView(ids(16).map((id) => makeState(id, warmOn(chainOf(chat(''))))));
+    expect(place(warmpath(), preq(chat('question'), { exclude: new Set(['r0']) }), alone).branch).toBe('warm');
+  },
+
   'adapter-home'() {
     const view = makeView(ids(4).map((id) => lora(id, [])));
     const spread = (p: Policy) => {

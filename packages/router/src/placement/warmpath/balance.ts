@@ -37,7 +37,7 @@ import { type Ctx, loadPerWeight } from './context.ts';
  * +0.7 to +1.0 points and TTFT p50 down in 7 of 9 runs, longctx hit rate +0.4
  * to +2.2 points; the seed scenario's p99 rose in 6 of 9, docs/ABLATION.md).
  */
-function pickCost(ctx: Ctx, i: number): number {
+export function pickCost(ctx: Ctx, i: number): number {
   return ctx.t.rows[i]!.queue + 2 * Math.max(0, ctx.req.info.promptTokens - ctx.depth[i]! * ctx.tokensPerChunk);
 }
 

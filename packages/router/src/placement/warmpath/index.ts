@@ -11,6 +11,10 @@
  *     (withinBound); headroom: KV free ≥ uncached prompt + maxTokens.
  *     Embeddings have no prefix reuse: least-loaded directly
  *     ("embedding-least-loaded").
+ *  0b. retry (retry.ts): with several routers, a request a replica refused
+ *     goes to the cheaper of two admissible replicas it samples, warm ones
+ *     first ("retry-two-choices"): the routers' next best is the same, so
+ *     their retries would herd there too.
  *  1. warm (warmest.ts, balance.ts): the deepest match within the
  *     bound with headroom, ties broken by adapter tier, routing-key ring
  *     order (or least-loaded for a keyed new task), prefill queue, id —
@@ -58,6 +62,7 @@ import { adapterCold } from './adapter.ts';
 import { balanceTarget, overBound } from './balance.ts';
 import { type Ctx, derive, pick } from './context.ts';
 import { leastLoaded } from './least-loaded.ts';
+import { retryTwoChoices } from './retry.ts';
 import { ringOrSpill } from './ring-or-spill.ts';
 import { keyTieBreak, warmest } from './warmest.ts';
 
@@ -90,6 +95,8 @@ export function createWarmpathPolicy(opts: PolicyOptions): Policy {
     select(req: PlacementRequest, t: CandidateTable, warmth: Warmth): Placement {
       const ctx = derive(req, t, warmth, opts, off);
       if (req.info.kind === 'embedding') return leastLoaded(ctx, 'embedding-least-loaded');
+      const retry = ctx.on('retry-two-choices') ? retryTwoChoices(ctx) : undefined;
+      if (retry !== undefined) return retry;
       const cold = (): Placement | undefined => (req.info.adapter === '' ? ringOrSpill(ctx) : adapterCold(ctx));
       return warmStep(ctx) ?? cold() ?? leastLoaded(ctx, 'least-loaded');
     },
