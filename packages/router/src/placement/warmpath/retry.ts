@@ -19,6 +19,7 @@
  * only runs after a refusal, which one router alone almost never sees (1 in
  * 4,905 requests on 10 replicas), so one router places as before.
  */
+import { mulberry32 } from '@warmpath/shared/runtime';
 import type { Placement } from '../types.ts';
 import { pickCost } from './balance.ts';
 import { type Ctx, pick } from './context.ts';
@@ -29,14 +30,9 @@ const DRAWS_PER_ROW = 4;
 export function retryTwoChoices(ctx: Ctx): Placement | undefined {
   const exclude = ctx.req.exclude;
   if (exclude === undefined || exclude.size === 0 || Math.round(ctx.t.routers) < 2) return undefined;
-  let x = (ctx.draw ^ Math.imul(exclude.size, 0x9e3779b1)) >>> 0;
-  const next = (): number => {
-    // mulberry32's step: a fresh 32-bit draw from the request's own.
-    x = (x + 0x6d2b79f5) >>> 0;
-    let z = Math.imul(x ^ (x >>> 15), x | 1);
-    z ^= z + Math.imul(z ^ (z >>> 7), z | 61);
-    return (z ^ (z >>> 14)) >>> 0;
-  };
+  // 32-bit draws seeded by the request's own draw and the attempt number (exact: mulberry32 returns u / 2^32).
+  const random = mulberry32((ctx.draw ^ Math.imul(exclude.size, 0x9e3779b1)) >>> 0);
+  const next = (): number => random() * 2 ** 32;
   const warm = ctx.warm.filter((i) => ctx.ok(i));
   const n = ctx.t.rows.length;
   const randomRow = (): number => {
