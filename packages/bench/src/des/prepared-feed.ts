@@ -94,7 +94,6 @@ export class PreparedFeed {
 export class PreparedInbox {
   /** describeSettingsKey of the descriptions: a run with other settings describes for itself. */
   readonly settings: string;
-  readonly #plan: readonly PlannedRequest[];
   readonly #key: string;
   readonly #items: Array<Prepared | undefined>;
   #through = -Infinity;
@@ -104,14 +103,13 @@ export class PreparedInbox {
   constructor(id: FeedId, plan: readonly PlannedRequest[]) {
     this.settings = id.settings;
     this.#key = keyOf(id);
-    this.#plan = plan;
     this.#items = new Array<Prepared | undefined>(plan.length);
   }
 
   /** Takes a batch. One that describes another plan (the worker built a different one) fails the run at its next wait. */
   add(b: PreparedBatch): void {
-    if (b.key !== this.#key || b.total !== this.#plan.length) {
-      this.#error ??= new Error(`prepared requests for another plan (${b.key}, ${b.total} requests; this run: ${this.#key}, ${this.#plan.length})`);
+    if (b.key !== this.#key || b.total !== this.#items.length) {
+      this.#error ??= new Error(`prepared requests for another plan (${b.key}, ${b.total} requests; this run: ${this.#key}, ${this.#items.length})`);
       this.#wake?.();
       return;
     }
