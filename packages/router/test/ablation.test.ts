@@ -213,6 +213,13 @@ const CASES: Record<SwitchableStep, () => void> = {
     // One router alone: a refusal is no herd, the retry is placed as a first attempt is.
     const alone = makeView(ids(16).map((id) => makeState(id, warmOn(chainOf(chat(''))))));
     expect(place(warmpath(), preq(chat('question'), { exclude: new Set(['r0']) }), alone).branch).toBe('warm');
+    // The cold choice: with 4 idle cold replicas beside the 16 warm ones, a retry whose refusal found little
+    // queued beyond its limit stays warm (a cold row lacks the whole prompt); one that found the herd's
+    // work there counts it on every warm row, and some retries go cold.
+    const mixed = makeView([...ids(16).map((id) => makeState(id, { load: { inflight: 4, inflightTokens: 400, prefillTokens: 0 }, ...warmOn(chainOf(chat(''))) })), ...['c0', 'c1', 'c2', 'c3'].map((id) => makeState(id))]);
+    const cold = (missed: number) => Array.from({ length: 40 }, (_, k) => place(warmpath(), { ...preq(chat(`question ${k}`), { exclude: new Set(['r0']) }), missed }, mixed, local)).filter((x) => x.replica!.id.startsWith('c')).length;
+    expect(cold(0)).toBe(0);
+    expect(cold(100_000)).toBeGreaterThan(0);
   },
 
   'adapter-home'() {

@@ -89,6 +89,10 @@ interface Job<T> extends RouteJob<T> {
   deadline: number;
   /** The last failed attempt's result. */
   last: SendResult | undefined;
+  /** The queue limit the last attempt carried (undefined: none). */
+  limit: number | undefined;
+  /** Prefill the last refusal found queued beyond that limit (PlacementRequest.missed). */
+  missed: number | undefined;
   /** The client left: place no more. */
   cancelled: boolean;
   /** Replicas on which it crashed the engine (a reset or a 5xx). */
@@ -185,7 +189,7 @@ export class RouterCore<T> {
 
   /** Route one described request; the answer goes through `send` or `answer`. */
   route(ctx: T, info: RequestInfo, body: Readonly<Record<string, unknown>> | undefined): RouteJob<T> {
-    const job: Job<T> = { ctx, info, body, key: affinityKey(info, this.config.keyDepthChunks), exclude: undefined, attempt: 0, deadline: 0, last: undefined, cancelled: false, crashes: 0, retrying: false, slotDeadline: 0, active: true };
+    const job: Job<T> = { ctx, info, body, key: affinityKey(info, this.config.keyDepthChunks), exclude: undefined, attempt: 0, deadline: 0, last: undefined, limit: undefined, missed: undefined, cancelled: false, crashes: 0, retrying: false, slotDeadline: 0, active: true };
     this.#active++;
     this.#place(job);
     return job;
@@ -206,7 +210,7 @@ export class RouterCore<T> {
     if (job.cancelled) return this.#close(job);
     const o = this.#o;
     const now = o.clock.now();
-    const preq: PlacementRequest = { info: job.info, endpoint: job.info.kind, key: job.key, body: job.body, exclude: job.exclude, now };
+    const preq: PlacementRequest = { info: job.info, endpoint: job.info.kind, key: job.key, body: job.body, exclude: job.exclude, ...(job.missed !== undefined ? { missed: job.missed } : {}), now };
     const placement = this.#timedPlace(preq);
     if (placementChannel.hasSubscribers) placementChannel.publish({ router: this.id, request: preq, placement });
     const replica = placement.replica;
@@ -217,6 +221,7 @@ export class RouterCore<T> {
     notifyDispatch(this.policy, preq, replica, this.local);
     // The last attempt carries no queue limit: an agent refusing it would lose the request.
     const limit = job.attempt < this.config.maxAttempts - 1 ? placement.queueLimit : undefined;
+    job.limit = limit;
     o.send({ ctx: job.ctx, info: job.info, replica, branch, attempt: job.attempt, ...(limit !== undefined ? { queueLimit: limit } : {}) }, (r) => this.#ended(job, preq, replica, ticket, r));
   }
 
@@ -268,7 +273,10 @@ export class RouterCore<T> {
       return this.#answer(job, { code: 'upstream_error', message: `Replicas tried: ${job.attempt}; last failure: ${failureText(r)}.`, retryAfter: true });
     }
     (job.exclude ??= new Set()).add(replica.id);
-    if (r.kind === 'rejected' && r.queued !== undefined) this.local.noteQueued(replica, r.queued);
+    if (r.kind === 'rejected' && r.queued !== undefined) {
+      this.local.noteQueued(replica, r.queued);
+      if (job.limit !== undefined) job.missed = Math.max(0, r.queued - job.limit);
+    }
     if (r.kind === 'rejected') {
       metrics?.retried();
       return this.#place(job);

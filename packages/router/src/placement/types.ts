@@ -73,6 +73,8 @@ export interface PlacementRequest {
   readonly body: Readonly<Record<string, unknown>> | undefined;
   /** Replica ids already tried for this request. */
   readonly exclude: ReadonlySet<string> | undefined;
+  /** Prefill tokens this request's last refusal found queued beyond its pick's queue limit (what the view missed there); undefined before one. */
+  readonly missed?: number;
   /** Local clock, ms: freshness and overlay expiry are judged at this instant. */
   readonly now: number;
 }
