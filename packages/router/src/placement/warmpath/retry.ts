@@ -43,10 +43,10 @@ export function retryTwoChoices(ctx: Ctx): Placement | undefined {
   const next = (): number => random() * 2 ** 32;
   const warm = ctx.warm.filter((i) => ctx.ok(i));
   const n = ctx.t.rows.length;
-  const randomRow = (): number => {
+  const randomRow = (cold = false): number => {
     for (let k = 0; k < DRAWS_PER_ROW * n; k++) {
       const i = next() % n;
-      if (ctx.ok(i)) return i;
+      if (ctx.ok(i) && (!cold || ctx.depth[i] === 0)) return i;
     }
     return -1;
   };
@@ -65,9 +65,9 @@ export function retryTwoChoices(ctx: Ctx): Placement | undefined {
   const missed = ctx.req.missed ?? 0;
   const cost = (i: number): number => pickCost(ctx, i) + (ctx.depth[i]! > 0 ? missed : 0);
   let best = cost(b) < cost(a) ? b : a;
-  if (warm.length >= 2) {
-    // The cold choice: a random row (warm or not), against the warm rows' missed work.
-    const c = randomRow();
+  if (warm.length >= 2 && ctx.warm.length < n) {
+    // The cold choice: a random cold row, against the warm rows' missed work.
+    const c = randomRow(true);
     if (c >= 0 && cost(c) < cost(best)) best = c;
   }
   return pick(ctx, best, 'retry-two-choices');
