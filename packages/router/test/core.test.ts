@@ -5,7 +5,7 @@
 import { manualClock } from '@warmpath/testkit';
 import { describe, expect, it } from 'vitest';
 import { routerConfig } from '../src/config.ts';
-import { RouterCore } from '../src/core/router-core.ts';
+import { placementChannel, RouterCore } from '../src/core/router-core.ts';
 import type { Dispatch, RouteError, SendResult } from '../src/core/types.ts';
 import { chat, makeState } from './helpers.ts';
 
@@ -83,6 +83,23 @@ describe('router core', () => {
     clock.advance(100);
     core.receive(makeState(x, { seq: 2, sentAt: clock.now() }));
     expect(seen()).toBe(0);
+  });
+
+  it("tells the retry's placement how much more a stale refusal found queued than the attempt's limit allowed (missed)", () => {
+    const { sent, route } = setup(['a', 'b', 'c'], { maxAttempts: 3 });
+    const seen: Array<number | undefined> = [];
+    const listen = (m: unknown) => seen.push((m as { request: { missed?: number } }).request.missed);
+    placementChannel.subscribe(listen);
+    try {
+      route(1);
+      const limit = sent[0]!.d.queueLimit!;
+      sent[0]!.report({ kind: 'rejected', status: 429, reason: 'stale', queued: limit + 5_000 });
+      // A refusal that says nothing of the queue leaves the last figure.
+      sent[1]!.report({ kind: 'rejected', status: 429, reason: 'kv' });
+    } finally {
+      placementChannel.unsubscribe(listen);
+    }
+    expect(seen).toEqual([undefined, 5_000, 5_000]);
   });
 
   it('after a refusal with no other replica, queues and places again when a completion wakes the queue', () => {
