@@ -28,6 +28,8 @@ export interface RouterMetrics {
   attempts: Counter<'result'>;
   ejections: Counter;
   retriesDenied: Counter<'reason'>;
+  /** Prefill a stale refusal found queued beyond the attempt's limit, tokens. */
+  missedTokens: Histogram;
 }
 
 /** A counter over a running count kept elsewhere (the fleet view's), set from it at scrape time: a number, or one per label value. */
@@ -94,7 +96,13 @@ export function createMetrics(view: FleetView, extra: { queueLength: () => numbe
     registers: [registry],
   });
   const attempts = new Counter({ name: 'warmpath_router_upstream_attempts_total', help: 'Attempts sent to replicas, by result (ok, rejected, connect, reset, timeout, aborted, error)', labelNames: ['result'] as const, registers: [registry] });
+  const missedTokens = new Histogram({
+    name: 'warmpath_router_refusal_missed_tokens',
+    help: "Prefill tokens an agent's stale refusal found queued beyond the attempt's queue limit: other routers' work this router's view had not seen (how much the routers herd)",
+    buckets: [0, 256, 1024, 4096, 16384, 65536, 262144],
+    registers: [registry],
+  });
   collectDefaultMetrics({ register: registry });
   for (const name of LINT_FAILING_DEFAULT_METRICS) registry.removeSingleMetric(name);
-  return { registry, branches, placementSeconds, upstreamErrors, retries, responses, queueWaiting, requests, ttftSeconds, durationSeconds, attempts, ejections, retriesDenied };
+  return { registry, branches, placementSeconds, upstreamErrors, retries, responses, queueWaiting, requests, ttftSeconds, durationSeconds, attempts, ejections, retriesDenied, missedTokens };
 }

@@ -180,6 +180,7 @@ function coreMetrics(metrics: () => RouterMetrics, policy: () => string, recorde
     upstreamError: (kind) => metrics().upstreamErrors.inc({ kind }),
     ejected: () => metrics().ejections.inc(),
     retryDenied: (reason) => metrics().retriesDenied.inc({ reason }),
+    missed: (tokens) => metrics().missedTokens.observe(tokens),
   };
 }
 

@@ -16,7 +16,7 @@ function setup(replicas: string[], overrides: Record<string, unknown> = {}) {
   const clock = manualClock(1_000);
   const sent: Array<{ d: Dispatch<Ctx>; report: (r: SendResult) => void }> = [];
   const answers: Array<{ ctx: Ctx; e: RouteError }> = [];
-  const counts = { retried: 0, branches: [] as string[], upstream: [] as string[] };
+  const counts = { retried: 0, branches: [] as string[], upstream: [] as string[], missed: [] as number[] };
   const core = new RouterCore<Ctx>({
     config: routerConfig({ fleet: 'test', ...overrides }),
     id: 'r',
@@ -24,7 +24,7 @@ function setup(replicas: string[], overrides: Record<string, unknown> = {}) {
     send: (d, report) => sent.push({ d, report }),
     answer: (ctx, e) => answers.push({ ctx, e }),
     fetchSnapshot: () => Promise.reject(new Error('none')),
-    metrics: { placed: (b) => counts.branches.push(b), retried: () => counts.retried++, upstreamError: (k) => counts.upstream.push(k) },
+    metrics: { placed: (b) => counts.branches.push(b), retried: () => counts.retried++, upstreamError: (k) => counts.upstream.push(k), missed: (t) => counts.missed.push(t) },
   });
   for (const id of replicas) core.receive(makeState(id, { sentAt: clock.now() }));
   const route = (n: number, user = 'q') => {
@@ -86,7 +86,7 @@ describe('router core', () => {
   });
 
   it("tells the retry's placement how much more a stale refusal found queued than the attempt's limit allowed (missed)", () => {
-    const { sent, route } = setup(['a', 'b', 'c'], { maxAttempts: 3 });
+    const { sent, counts, route } = setup(['a', 'b', 'c'], { maxAttempts: 3 });
     const seen: Array<number | undefined> = [];
     const listen = (m: unknown) => seen.push((m as { request: { missed?: number } }).request.missed);
     placementChannel.subscribe(listen);
@@ -100,6 +100,8 @@ describe('router core', () => {
       placementChannel.unsubscribe(listen);
     }
     expect(seen).toEqual([undefined, 5_000, 5_000]);
+    // Counted for operators (warmpath_router_refusal_missed_tokens): how much the routers herd.
+    expect(counts.missed).toEqual([5_000]);
   });
 
   it('after a refusal with no other replica, queues and places again when a completion wakes the queue', () => {

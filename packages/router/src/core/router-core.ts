@@ -275,7 +275,10 @@ export class RouterCore<T> {
     (job.exclude ??= new Set()).add(replica.id);
     if (r.kind === 'rejected' && r.queued !== undefined) {
       this.local.noteQueued(replica, r.queued);
-      if (job.limit !== undefined) job.missed = Math.max(0, r.queued - job.limit);
+      if (job.limit !== undefined) {
+        job.missed = Math.max(0, r.queued - job.limit);
+        metrics?.missed?.(job.missed);
+      }
     }
     if (r.kind === 'rejected') {
       metrics?.retried();

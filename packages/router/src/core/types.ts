@@ -74,4 +74,6 @@ export interface CoreMetrics {
   ejected?(replica: string, ms: number): void;
   /** A request that failed was not tried again. */
   retryDenied?(reason: RetryDenial): void;
+  /** A stale refusal found this much prefill (tokens) queued beyond the attempt's queue limit: other routers' work this router's view missed. */
+  missed?(tokens: number): void;
 }
