@@ -10,22 +10,25 @@
  *
  * Steps: with N > 1 routers and a replica already tried, sample admissible
  * rows (within the bound, with KV headroom) with the request's own draw mixed
- * with the attempt number — two different warm ones and a random one when at
- * least two warm ones are admissible, else the one warm row against a random
- * row, else two random rows — and take the one whose cost is lowest
- * ("retry-two-choices"). The cost is pickCost (queue plus twice what it
- * lacks), and on a warm row also what the refusal found queued beyond the
- * pick's queue limit (PlacementRequest.missed): the herd that filled the
- * refused replica is on the prefix's other holders too, which the view
- * misses alike, and not on a random row. Different requests draw different
- * rows, so a herd's retries spread; the choice keeps them off busy rows.
- * Complexity: O(warm rows) for the admissible warm ones + a few draws.
+ * with the attempt number — two different warm ones and a random cold one
+ * (matched depth 0) when at least two warm ones are admissible and some row
+ * is cold, else the one warm row against a random row, else two random rows
+ * — and take the one whose cost is lowest ("retry-two-choices"). The cost
+ * is pickCost (queue plus twice what it lacks), and on a warm row also what
+ * the refusal found queued beyond the pick's queue limit
+ * (PlacementRequest.missed): the herd that filled the refused replica is on
+ * the prefix's other holders too, which the view misses alike, and not on a
+ * random cold row. Different requests draw different rows, so a herd's
+ * retries spread; the choice keeps them off busy rows.
+ * Complexity: O(warm rows) for the admissible warm ones + a few draws (at
+ * most 4 per row when almost no row is admissible, or cold).
  * Trade-off: a retry gives up the deterministic best for a sampled one; it
  * only runs after a refusal, which one router alone almost never sees (1 in
  * 4,905 requests on 10 replicas), so one router places as before. The cold
  * choice and the missed work: 1,000 replicas, seeds 1–3, TTFT p99 at 10
- * routers 513–522 → 457–460 ms (two warm rows alone), at 100 routers (seed
- * 1) 637 → 446 ms (docs/SCALE.md).
+ * routers 513–522 → 456–459 ms (two warm rows alone), at 100 routers (seed
+ * 1) 637 → 426 ms. The third row must be cold: on 10 replicas a random row
+ * is mostly warm, and three warm choices herd more than two (docs/SCALE.md).
  */
 import { mulberry32 } from '@warmpath/shared/runtime';
 import type { Placement } from '../types.ts';
