@@ -8,10 +8,7 @@
  *   KV capacity, with Belady's optimal eviction (evict the block whose next
  *   use is farthest away; never-used-again blocks first). A hit is the
  *   longest run of the prompt's leading blocks present, capped, as engines
- *   do, one token short of the whole prompt. Also with unlimited capacity,
- *   and with LRU eviction (a request's blocks refreshed tail first, so its
- *   prefix is the most recent, as engines free them): what the same one
- *   cache gives with the eviction engines actually use.
+ *   do, one token short of the whole prompt. Also with unlimited capacity.
  * - TTFT floor: each request alone on an idle replica whose cache already
  *   holds that request's ceiling hit (and its adapter): the engine model is
  *   run for real (warm-up request, then the request), so the floor uses the
@@ -47,8 +44,6 @@ export interface HitCeiling {
   readonly belady: number;
   /** Hit rate with unlimited capacity. */
   readonly unlimited: number;
-  /** Hit rate with the fleet's KV capacity and LRU eviction. */
-  readonly lru: number;
   /** Per request (plan order), tokens hit under `belady`. */
   readonly cachedTokens: Int32Array;
 }
@@ -59,7 +54,7 @@ export interface TtftFloor {
 }
 
 export interface References {
-  readonly hitRateCeiling: { readonly belady: number; readonly unlimited: number; readonly lru: number; readonly capacityBlocks: number };
+  readonly hitRateCeiling: { readonly belady: number; readonly unlimited: number; readonly capacityBlocks: number };
   readonly ttftFloorMs: TtftFloor;
 }
 
@@ -122,25 +117,7 @@ export function hitCeiling(reqs: readonly PlanRequest[], blockSize: number, capa
   const seen = new Uint8Array(blocks);
   const heap = new MaxHeap();
   const cachedTokens = new Int32Array(reqs.length);
-  // The LRU cache: a doubly linked list over block ids, `blocks` the sentinel (its next is the least recent).
-  const prev = new Int32Array(blocks + 1).fill(-1);
-  const next = new Int32Array(blocks + 1).fill(-1);
-  prev[blocks] = next[blocks] = blocks;
-  let lruCount = 0;
-  const unlink = (id: number): void => {
-    next[prev[id]!] = next[id]!;
-    prev[next[id]!] = prev[id]!;
-  };
-  const touch = (id: number): void => {
-    if (prev[id]! >= 0) unlink(id);
-    else lruCount++;
-    prev[id] = prev[blocks]!;
-    next[id] = blocks;
-    next[prev[blocks]!] = id;
-    prev[blocks] = id;
-  };
   let hit = 0;
-  let lruHit = 0;
   let unlimitedHit = 0;
   let total = 0;
   order.forEach((ri, pos) => {
@@ -151,16 +128,6 @@ export function hitCeiling(reqs: readonly PlanRequest[], blockSize: number, capa
     while (n < maxHit && n < rid.length && cachedNext[rid[n]!]! >= 0) n++;
     let u = 0;
     while (u < maxHit && u < rid.length && seen[rid[u]!] === 1) u++;
-    let l = 0;
-    while (l < maxHit && l < rid.length && prev[rid[l]!]! >= 0) l++;
-    lruHit += l * blockSize;
-    for (let k = rid.length - 1; k >= 0; k--) touch(rid[k]!);
-    while (lruCount > capacityBlocks) {
-      const old = next[blocks]!;
-      unlink(old);
-      prev[old] = next[old] = -1;
-      lruCount--;
-    }
     cachedTokens[ri] = n * blockSize;
     hit += n * blockSize;
     unlimitedHit += u * blockSize;
@@ -180,7 +147,7 @@ export function hitCeiling(reqs: readonly PlanRequest[], blockSize: number, capa
       cachedCount--;
     }
   });
-  return { belady: total === 0 ? 0 : hit / total, unlimited: total === 0 ? 0 : unlimitedHit / total, lru: total === 0 ? 0 : lruHit / total, cachedTokens };
+  return { belady: total === 0 ? 0 : hit / total, unlimited: total === 0 ? 0 : unlimitedHit / total, cachedTokens };
 }
 
 /** TTFT of each request alone on an idle engine that already holds `cachedTokens[i]` of its prompt. */
@@ -290,7 +257,7 @@ export function computeReferences(scenario: Scenario, plan: readonly PlannedRequ
   const capacityBlocks = replicas * profile.numGpuBlocks;
   const ceiling = hitCeiling(reqs, profile.blockSize, capacityBlocks);
   const floor = ttftFloor(reqs, ceiling.cachedTokens, profile, adapters, scenario.fleet.maxLoras ?? 0);
-  return { hitRateCeiling: { belady: round4(ceiling.belady), unlimited: round4(ceiling.unlimited), lru: round4(ceiling.lru), capacityBlocks }, ttftFloorMs: floor };
+  return { hitRateCeiling: { belady: round4(ceiling.belady), unlimited: round4(ceiling.unlimited), capacityBlocks }, ttftFloorMs: floor };
 }
 
 const round4 = (x: number): number => Math.round(x * 1e4) / 1e4;

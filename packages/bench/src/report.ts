@@ -159,7 +159,7 @@ export function markdownTable(report: BenchReport): string {
   const ref =
     refs === undefined
       ? []
-      : ['', `References (no router can do better on this plan and fleet): hit-rate ceiling ${(refs.hitRateCeiling.belady * 100).toFixed(1)}% (the fleet's KV as one cache, optimal eviction; ${(refs.hitRateCeiling.unlimited * 100).toFixed(1)}% unlimited; ${(refs.hitRateCeiling.lru * 100).toFixed(1)}% with LRU eviction, as engines evict); TTFT floor p50 ${refs.ttftFloorMs.p50} ms, p99 ${refs.ttftFloorMs.p99} ms (each request alone on an idle replica holding its ceiling hit).`];
+      : ['', `References (no router can do better on this plan and fleet): hit-rate ceiling ${(refs.hitRateCeiling.belady * 100).toFixed(1)}% (the fleet's KV as one cache, optimal eviction; ${(refs.hitRateCeiling.unlimited * 100).toFixed(1)}% unlimited); TTFT floor p50 ${refs.ttftFloorMs.p50} ms, p99 ${refs.ttftFloorMs.p99} ms (each request alone on an idle replica holding its ceiling hit).`];
   return [`### ${report.scenario} (${report.mode}; times in simulated ms)`, '', head, sep, ...rows, ...failed, ...ref].join('\n');
 }
 
