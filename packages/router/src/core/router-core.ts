@@ -89,8 +89,6 @@ interface Job<T> extends RouteJob<T> {
   deadline: number;
   /** The last failed attempt's result. */
   last: SendResult | undefined;
-  /** The queue limit the last attempt carried (undefined: none). */
-  limit: number | undefined;
   /** Prefill the last refusal found queued beyond that limit (PlacementRequest.missed). */
   missed: number | undefined;
   /** The client left: place no more. */
@@ -189,7 +187,7 @@ export class RouterCore<T> {
 
   /** Route one described request; the answer goes through `send` or `answer`. */
   route(ctx: T, info: RequestInfo, body: Readonly<Record<string, unknown>> | undefined): RouteJob<T> {
-    const job: Job<T> = { ctx, info, body, key: affinityKey(info, this.config.keyDepthChunks), exclude: undefined, attempt: 0, deadline: 0, last: undefined, limit: undefined, missed: undefined, cancelled: false, crashes: 0, retrying: false, slotDeadline: 0, active: true };
+    const job: Job<T> = { ctx, info, body, key: affinityKey(info, this.config.keyDepthChunks), exclude: undefined, attempt: 0, deadline: 0, last: undefined, missed: undefined, cancelled: false, crashes: 0, retrying: false, slotDeadline: 0, active: true };
     this.#active++;
     this.#place(job);
     return job;
@@ -221,8 +219,7 @@ export class RouterCore<T> {
     notifyDispatch(this.policy, preq, replica, this.local);
     // The last attempt carries no queue limit: an agent refusing it would lose the request.
     const limit = job.attempt < this.config.maxAttempts - 1 ? placement.queueLimit : undefined;
-    job.limit = limit;
-    o.send({ ctx: job.ctx, info: job.info, replica, branch, attempt: job.attempt, ...(limit !== undefined ? { queueLimit: limit } : {}) }, (r) => this.#ended(job, preq, replica, ticket, r));
+    o.send({ ctx: job.ctx, info: job.info, replica, branch, attempt: job.attempt, ...(limit !== undefined ? { queueLimit: limit } : {}) }, (r) => this.#ended(job, preq, replica, ticket, limit, r));
   }
 
   #timedPlace(preq: PlacementRequest): Placement {
@@ -252,8 +249,8 @@ export class RouterCore<T> {
     this.#answer(job, { code: 'upstream_error', message: `No replica could take the request (last: ${failureText(last)}).`, retryAfter: true });
   }
 
-  /** An attempt ended: close its dispatch; before the first byte, try another replica. */
-  #ended(job: Job<T>, preq: PlacementRequest, replica: Replica, ticket: Ticket, r: SendResult): void {
+  /** An attempt ended (`limit`: the queue limit it carried): close its dispatch; before the first byte, try another replica. */
+  #ended(job: Job<T>, preq: PlacementRequest, replica: Replica, ticket: Ticket, limit: number | undefined, r: SendResult): void {
     const metrics = this.#o.metrics;
     this.local.complete(ticket);
     this.#queue.wake();
@@ -275,8 +272,8 @@ export class RouterCore<T> {
     (job.exclude ??= new Set()).add(replica.id);
     if (r.kind === 'rejected' && r.queued !== undefined) {
       this.local.noteQueued(replica, r.queued);
-      if (job.limit !== undefined) {
-        job.missed = Math.max(0, r.queued - job.limit);
+      if (limit !== undefined) {
+        job.missed = Math.max(0, r.queued - limit);
         metrics?.missed?.(job.missed);
       }
     }

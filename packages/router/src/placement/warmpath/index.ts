@@ -12,8 +12,9 @@
  *     Embeddings have no prefix reuse: least-loaded directly
  *     ("embedding-least-loaded").
  *  0b. retry (retry.ts): with several routers, a request a replica refused
- *     goes to the cheaper of two admissible replicas it samples, warm ones
- *     first ("retry-two-choices"): the routers' next best is the same, so
+ *     goes to the cheapest of the admissible replicas it samples, two warm
+ *     ones and a cold one when it can, the warm ones charged what the refusal
+ *     found queued beyond the limit ("retry-two-choices"): the routers' next best is the same, so
  *     their retries would herd there too.
  *  1. warm (warmest.ts, balance.ts): the deepest match within the
  *     bound with headroom, ties broken by adapter tier, routing-key ring

@@ -35,7 +35,7 @@ import type { Placement } from '../types.ts';
 import { pickCost } from './balance.ts';
 import { type Ctx, pick } from './context.ts';
 
-/** Draws before giving up on finding a second admissible row among all of them, per row. */
+/** Draws before giving up on finding an admissible (or admissible cold) row, per row. */
 const DRAWS_PER_ROW = 4;
 
 export function retryTwoChoices(ctx: Ctx): Placement | undefined {
