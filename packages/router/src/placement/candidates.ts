@@ -89,12 +89,19 @@ export function buildCandidates(req: PlacementRequest, view: FleetView, local: L
   const othersShare = expectOthers ? 1 - 1 / Math.max(1, Math.round(local.routers)) : 0;
   const bit = endpointBit(req.endpoint);
   const slots = g.memberSlots;
+  const members = g.members;
+  // Nothing of this request's or this router's excludes a replica (the common case): skip eligibleHere.
+  const anyone = (req.exclude === undefined || req.exclude.size === 0) && local.ejected === 0;
+  const endpoints = c.endpoints;
+  const receivedAt = c.receivedAt;
+  const now = req.now;
+  const ttl = view.stateTtlMs;
   for (let m = 0; m < slots.length; m++) {
     // `eligible`, in two halves: the published state's from the columns, then the request's and this router's.
     const slot = slots[m]!;
-    if (!view.placeable(slot, bit, req.now)) continue;
-    const r = g.members[m]!;
-    if (!eligibleHere(r, req, local)) continue;
+    if ((endpoints[slot]! & bit) === 0 || (now - receivedAt[slot]! > ttl && !view.placeable(slot, bit, now))) continue;
+    const r = members[m]!;
+    if (!anyone && !eligibleHere(r, req, local)) continue;
     const reportAt = c.reportAt[slot]!;
     const f = local.figures(r, slot, reportAt);
     const added = f.added;

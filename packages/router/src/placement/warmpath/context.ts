@@ -86,6 +86,9 @@ export interface Ctx {
   altDepth(i: number): number;
 }
 
+/** Ctx.depth's storage, reused by every derive (each Ctx is read only within the select that made it). */
+const DEPTH: number[] = [];
+
 /** `off`: the steps switched off (placementOff), as a set built once per policy. */
 export function derive(req: PlacementRequest, t: CandidateTable, warmth: Warmth, opts: PolicyOptions, off: ReadonlySet<string>): Ctx {
   const info = req.info;
@@ -95,7 +98,10 @@ export function derive(req: PlacementRequest, t: CandidateTable, warmth: Warmth,
   const on = (step: SwitchableStep): boolean => !off.has(step);
   const tokensPerChunk = opts.chunkChars / opts.charsPerToken;
   const unit = Math.max(1, info.promptTokens + info.maxTokens);
-  const depth = new Array<number>(rows.length).fill(0);
+  // One array for every request (a Ctx lives only within its select, and selects do not nest): not 1,000 fresh slots a request.
+  const depth = DEPTH;
+  depth.length = rows.length;
+  depth.fill(0);
   const warm: number[] = [];
   const overlay = on('overlay');
   if (info.kind !== 'embedding') {
