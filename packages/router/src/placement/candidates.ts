@@ -97,7 +97,7 @@ export function buildCandidates(req: PlacementRequest, view: FleetView, local: L
   const now = req.now;
   const ttl = view.stateTtlMs;
   for (let m = 0; m < slots.length; m++) {
-    // `eligible`, in two halves: the published state's from the columns, then the request's and this router's.
+    // `eligible`, in two halves: FleetView.placeable (its common case, a current state, read here from the columns), then the request's and this router's.
     const slot = slots[m]!;
     if ((endpoints[slot]! & bit) === 0 || (now - receivedAt[slot]! > ttl && !view.placeable(slot, bit, now))) continue;
     const r = members[m]!;
