@@ -6,6 +6,7 @@
 import { FLEET_DEFAULTS } from '@warmpath/shared/wire';
 import { DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS, LOG_LEVELS, loadConfig, type ConfigOf, type Schema } from '@warmpath/shared/runtime';
 import { POLICY_NAMES } from './placement/registry.ts';
+import { DEFAULT_HARD_BOUND, DEFAULT_SPILL_CHOICES } from './placement/warmpath/context.ts';
 import { SWITCHABLE_STEP_NAMES } from './placement/warmpath/steps.ts';
 
 export { POLICY_NAMES };
@@ -36,6 +37,8 @@ export const ROUTER_SCHEMA = {
   loadFactor: { type: 'number', default: 1.75, min: 1, doc: 'bounded-load factor c for requests without a routing key: a replica takes one while its work stays within c × its share of the fleet\'s (1.75 = 75% over the mean); measured against 1.25 (DES, one router, seeds 1–3): hit rate +1.2 to +1.4 points on seed, +0.5 to +0.7 on chat, +2.7 to +3.8 on longctx, TTFT p99 lower on seed, chat and lora, lora\'s adapter loads about halved; 2 raised seed\'s p99 again' },
   keyLoadFactor: { type: 'number', default: 3, min: 1, doc: 'bounded-load factor c for requests with an explicit routing key (prompt_cache_key, x-warmpath-key), which asks for cache affinity: a key\'s calls gather on its ring home and only a key hotter than 3× its share spreads (fanout, DES seeds 1–3, 1/4/16 routers: c = 1.75 / 2 / 3 / 4 gave hit rates 94.3–95.3 / 94.7–95.3 / 95.2–95.5 / 95.4–95.5% and TTFT p50 76–83 / 78–85 / 81–87 / 81–87 ms)' },
   boundFloorTokens: { type: 'number', default: 2_048, min: 0, doc: 'a replica with less work than max(this, 2 × the request up to 32 × this) (tokens per unit weight) is always within the bound; measured (DES): 16,384 let a system prompt pile onto its ring home in the seed scenario (p50 +15%), a cap below 65,536 spilled long trace prompts off warm replicas' },
+  hardBound: { type: 'number', default: DEFAULT_HARD_BOUND, min: 1, doc: 'a warm replica deeper than the best one within the bound may still take a request while within this × c × its share, when its cost (prefill queue + twice the prompt it lacks) is lower; a large value leaves the choice to that cost alone, which gained the trace 0.2–1.1 points of hit rate (held-out seeds) but raised the seed scenario\'s TTFT p99 at one router by 16% (DES, 20 seeds)' },
+  spillChoices: { type: 'number', default: DEFAULT_SPILL_CHOICES, min: 2, max: 64, integer: true, doc: 'a cold prompt without a routing key goes to the shortest published prefill queue among the first this many admissible replicas in its ring order; 4 cut the long-context scenario\'s TTFT p99 by 4–25% (DES, held-out seeds, 1/4/16 routers) at up to 0.4 points of the trace\'s hit rate' },
   placementOff: { type: 'list', default: [], choices: SWITCHABLE_STEP_NAMES, doc: `warmpath steps to switch off, for ablation (none by default): ${SWITCHABLE_STEP_NAMES.join(', ')}` },
   overlayTtlMs: { type: 'number', default: 5_000, min: 0, doc: 'treat a dispatched prefix as warm on its replica this long, ms (until gossip confirms)' },
   overlayMaxChunks: { type: 'number', default: 256, min: 0, integer: true, doc: 'overlay remembers at most this many chunks per dispatch' },

@@ -3,7 +3,9 @@ import { buildCandidates, scanWarmth } from '../src/placement/candidates.ts';
 import { LocalState } from '../src/placement/local.ts';
 import { notifyDispatch, placeRequest } from '../src/placement/place.ts';
 import type { PlacementRequest } from '../src/placement/types.ts';
+import { policyOptions } from '../src/placement/registry.ts';
 import { createWarmpathPolicy } from '../src/placement/warmpath/index.ts';
+import { routerConfig } from '../src/config.ts';
 import { CONFIG, chainOf, chat, makeState, makeView, options, preq } from './helpers.ts';
 
 const policy = () => createWarmpathPolicy(options());
@@ -96,6 +98,9 @@ describe('warmpath placement branches', () => {
     // Far past the hard bound, the shallower replica takes it.
     const swamped = makeState('home', { load: { inflightTokens: 400_000, prefillTokens: 500 }, digest: { from: -1, added: chain, size: chain.length } });
     expect(placeRequest(policy(), preq(body), makeView([swamped, ...others]), new LocalState(CONFIG)).replica?.id).not.toBe('home');
+    // With the hard bound lifted (hardBound), the cost alone decides: home's short queue keeps it.
+    const uncapped = createWarmpathPolicy(policyOptions(routerConfig({ hardBound: 1e9 })));
+    expect(placeRequest(uncapped, preq(body), makeView([swamped, ...others]), new LocalState(CONFIG))).toMatchObject({ branch: 'warm-over-bound', replica: { id: 'home' } });
   });
 
   it('warm-over-bound counts what a shallower pick re-prefills twice: once for the request, once for the fleet', () => {
@@ -153,6 +158,26 @@ describe('warmpath placement branches', () => {
     const keyHome = placeRequest(policy(), keyed, makeView(ids(5).map((id) => makeState(id))), new LocalState(CONFIG)).replica!.id;
     const keyBusy = makeView(ids(5).map((id) => makeState(id, { load: { prefillTokens: id === keyHome ? 6_000 : 0 } })));
     expect(placeRequest(policy(), keyed, keyBusy, new LocalState(CONFIG))).toMatchObject({ branch: 'ring', replica: { id: keyHome } });
+  });
+
+  it('spillChoices: a cold prompt compares the first d admissible ring members and takes the shortest published queue', () => {
+    const req = preq(chat('a cold prompt'));
+    const n = 8;
+    // The ring order of this prompt's key: each replica in turn made the only admissible one.
+    const order: string[] = [];
+    for (let k = 0; k < n; k++) {
+      const full = makeView(ids(n).map((id) => makeState(id, { load: order.includes(id) ? { inflightTokens: 10_000_000 } : {} })));
+      order.push(placeRequest(policy(), req, full, new LocalState(CONFIG)).replica!.id);
+    }
+    // Queues fall along the ring: 6k, 5k, 4k, 3k, … tokens.
+    const queued = makeView(ids(n).map((id) => makeState(id, { load: { prefillTokens: 6_000 - 1_000 * order.indexOf(id) } })));
+    const two = placeRequest(policy(), req, queued, new LocalState(CONFIG));
+    expect(two).toMatchObject({ branch: 'spill-two-choices', replica: { id: order[1] } });
+    const four = placeRequest(createWarmpathPolicy(policyOptions(routerConfig({ spillChoices: 4 }))), req, queued, new LocalState(CONFIG));
+    expect(four).toMatchObject({ branch: 'spill-two-choices', replica: { id: order[3] } });
+    // Equal queues: the ring home keeps it, however many are compared.
+    const even = makeView(ids(n).map((id) => makeState(id, { load: { prefillTokens: 1_000 } })));
+    expect(placeRequest(createWarmpathPolicy(policyOptions(routerConfig({ spillChoices: 4 }))), req, even, new LocalState(CONFIG))).toMatchObject({ branch: 'ring', replica: { id: order[0] } });
   });
 
   it('balance: a prefix warm on several replicas, all over their share, warms an idle replica too', () => {

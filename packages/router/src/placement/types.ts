@@ -124,6 +124,10 @@ export interface PolicyOptions {
   readonly keyLoadFactor: number;
   /** The bounded-load floor per unit of weight, tokens (withinBound's `floor`). */
   readonly boundFloorTokens: number;
+  /** How far over the bound (× c) a deeper warm replica may still be taken (warmpath's warm-over-bound); default DEFAULT_HARD_BOUND. */
+  readonly hardBound?: number;
+  /** How many admissible replicas in a cold prompt's ring order compare published prefill queues (warmpath's spill-two-choices); default DEFAULT_SPILL_CHOICES. */
+  readonly spillChoices?: number;
   /** Random source in [0, 1) for randomized policies; tests pass a seeded one. */
   readonly random?: () => number;
   /** Warmpath steps switched off, for ablation (SWITCHABLE_STEPS in placement/warmpath/steps.ts); default none. */

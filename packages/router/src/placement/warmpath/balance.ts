@@ -2,7 +2,7 @@
  * Balance and warm-over-bound: the two steps that may move a warm request off
  * the warmest replica within the bound.
  *
- * - overBound: a deeper warm replica just over the bound (within HARD_BOUND ×
+ * - overBound: a deeper warm replica just over the bound (within hardBound ×
  *   c) still wins when it is cheaper (pickCost: its prefill queue plus twice
  *   the little it lacks, against the same elsewhere); without it, a long
  *   conversation is re-prefilled on a shallower replica whenever its home is
@@ -42,7 +42,7 @@ export function pickCost(ctx: Ctx, i: number): number {
 }
 
 /**
- * `deeper` (the warmest within HARD_BOUND × c) when it is deeper than `warm`
+ * `deeper` (the warmest within hardBound × c) when it is deeper than `warm`
  * (the warmest within the bound) and its pickCost is no dearer than warm's —
  * or, with no warm row, than the key's ring home's (no adapter) — else -1.
  * A row deeper than `warm` is never within the bound, so this pick is always

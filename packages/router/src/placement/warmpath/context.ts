@@ -49,8 +49,17 @@ import type { Branch, Placement, PlacementRequest, PolicyOptions } from '../type
 import type { SwitchableStep } from './steps.ts';
 import { adapterTier } from './tier.ts';
 
-/** How far over the load bound (× c) a deeper warm replica may still be chosen (warm-over-bound). */
-export const HARD_BOUND = 2;
+/**
+ * How far over the load bound (× c) a deeper warm replica may still be
+ * chosen (warm-over-bound), by default (the router's `hardBound`). Without
+ * this cap, the cost alone decides: the trace gains 0.2–1.1 points of hit
+ * rate and 1–4% of TTFT p50, but the seed scenario's p99 at one router rises
+ * 16% (20 seeds never tuned on; docs/ABLATION.md, "The trace's hit-rate gap").
+ */
+export const DEFAULT_HARD_BOUND = 2;
+
+/** How many admissible replicas in ring order a cold prompt compares, by default (the router's `spillChoices`; docs/ABLATION.md). */
+export const DEFAULT_SPILL_CHOICES = 2;
 
 export interface Ctx {
   /** Is this step switched on (not in the router's placementOff)? */
@@ -76,7 +85,7 @@ export interface Ctx {
   headroom(i: number): boolean;
   /** Within the bound, with headroom. */
   ok(i: number): boolean;
-  /** Within HARD_BOUND × the bound, with headroom. */
+  /** Within hardBound × the bound, with headroom. */
   hardOk(i: number): boolean;
   /** Routers besides this one sharing the clients (round(CandidateTable.routers) - 1; 0 with `share` off). */
   readonly others: number;
@@ -84,6 +93,8 @@ export interface Ctx {
   readonly draw: number;
   /** Matched depth of the deepest row other than i with KV headroom, chunks (0 when none). */
   altDepth(i: number): number;
+  /** Admissible replicas in ring order a cold prompt without a routing key compares (spill-two-choices). */
+  readonly spillChoices: number;
 }
 
 /** Ctx.depth's storage, reused by every derive (each Ctx is read only within the select that made it). */
@@ -111,6 +122,7 @@ export function derive(req: PlacementRequest, t: CandidateTable, warmth: Warmth,
     }
   }
   const floor = on('bound-floor') ? opts.boundFloorTokens : 0;
+  const hardBound = opts.hardBound ?? DEFAULT_HARD_BOUND;
   // share: against the floor, this router's work since a report counts once per router sharing the clients (a whole number: one router is one).
   const others = on('share') ? Math.round(t.routers) - 1 : 0;
   const isUnderFloor = (i: number): boolean => {
@@ -154,7 +166,8 @@ export function derive(req: PlacementRequest, t: CandidateTable, warmth: Warmth,
     work,
     headroom,
     ok: (i) => within(i) && headroom(i),
-    hardOk: (i) => headroom(i) && within(i, c * HARD_BOUND),
+    hardOk: (i) => headroom(i) && within(i, c * hardBound),
+    spillChoices: opts.spillChoices ?? DEFAULT_SPILL_CHOICES,
     others,
     draw: drawOf(info),
     altDepth,

@@ -21,7 +21,7 @@
  *     order (or least-loaded for a keyed new task), prefill queue, id —
  *     without a routing key and with several routers, the queue within the
  *     request's own slice of the tied rows ("warm"); a deeper replica within
- *     HARD_BOUND × c whose cost is lower ("warm-over-bound"); a prefix
+ *     hardBound × c whose cost is lower ("warm-over-bound"); a prefix
  *     warm on several replicas, the pick
  *     over its share → an under-loaded replica warms it too ("balance").
  *  2. cold (ring-or-spill.ts, adapter.ts): the key's ring home within the

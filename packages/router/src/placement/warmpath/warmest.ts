@@ -1,5 +1,5 @@
 /**
- * Warmest: the deepest warm row within the bound, and within HARD_BOUND ×
+ * Warmest: the deepest warm row within the bound, and within hardBound ×
  * the bound, with their ties broken.
  *
  * Steps: among rows with a matched depth > 0 and KV headroom, the deepest;
@@ -41,7 +41,7 @@ function better(ctx: Ctx, i: number, d: number, best: Choice | undefined): boole
 
 /**
  * One scan, two choices: the warmest row within the bound (`within`) and
- * within HARD_BOUND × the bound (`hard`), both with headroom. The bound is
+ * within hardBound × the bound (`hard`), both with headroom. The bound is
  * monotone in c, so every `within` candidate is a `hard` one, and a row
  * shallower than the `within` choice can win neither.
  */
