@@ -14,6 +14,9 @@
  *
  * With gossip delays or losses, every (delay, loss) pair is one more axis of
  * the matrix (the DES gossip model, packages/bench/src/des/gossip.ts).
+ * With --compare, a summary per scenario and router count follows the
+ * table: geometric-mean ratios of p50 and p99, runs faster and slower at
+ * p99, and the mean change in hit rate.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -105,4 +108,30 @@ for (const r of ok) {
   const same = b !== undefined && b.p50 === r.p50 && b.p99 === r.p99 && b.hit === r.hit ? 'yes' : 'no';
   const id = `| ${r.scenario} | ${r.seed} | ${r.routers} | ${r.delay} | ${r.loss} |`;
   console.log(before === undefined ? `${id} ${cell(r)} | ${cost(r)} |` : `${id} ${cell(b)} | ${cell(r)} | ${same} |`);
+}
+if (before !== undefined) printSummary(ok, before);
+
+/**
+ * One line per scenario and router count, over its seeds (and gossip
+ * settings): the geometric mean of after ÷ before for TTFT p50 and p99, how
+ * many runs got faster / slower at p99, and the mean change in hit rate.
+ * A change is judged on every line, not on the row it was made for.
+ */
+function printSummary(after: QualityRow[], beforeRows: Map<string, QualityRow>): void {
+  const groups = Map.groupBy(
+    after.filter((r) => beforeRows.has(key(r))),
+    (r) => `${r.scenario} | ${r.routers}`,
+  );
+  const geo = (xs: number[]): number => Math.exp(xs.reduce((s, x) => s + Math.log(x), 0) / xs.length);
+  console.log('\nAfter ÷ before, per scenario and router count (geometric means over the seeds):');
+  console.log('| scenario | routers | runs | p50 | p99 | p99 faster / slower | hit rate, points |\n|---|--:|--:|--:|--:|---|--:|');
+  for (const [g, rs] of groups) {
+    const pairs = rs.map((r) => [beforeRows.get(key(r))!, r] as const);
+    const p50 = geo(pairs.map(([b, a]) => a.p50 / b.p50));
+    const p99 = geo(pairs.map(([b, a]) => a.p99 / b.p99));
+    const faster = pairs.filter(([b, a]) => a.p99 < b.p99).length;
+    const slower = pairs.filter(([b, a]) => a.p99 > b.p99).length;
+    const hit = (100 * pairs.reduce((s, [b, a]) => s + a.hit - b.hit, 0)) / pairs.length;
+    console.log(`| ${g} | ${pairs.length} | ${p50.toFixed(3)} | ${p99.toFixed(3)} | ${faster} / ${slower} | ${hit >= 0 ? '+' : ''}${hit.toFixed(2)} |`);
+  }
 }
