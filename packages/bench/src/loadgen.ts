@@ -177,12 +177,16 @@ export function lastArrivalMs(plan: readonly PlannedRequest[]): number {
   return last;
 }
 
-export function percentile(values: readonly number[], p: number): number {
+export function percentile(values: readonly number[] | Float64Array, p: number): number {
+  return percentiles(values, [p])[0]!;
+}
+
+/** Several percentiles of the finite values, sorting them once (NaN each when there are none). */
+export function percentiles(values: readonly number[] | Float64Array, ps: readonly number[]): number[] {
   // A typed array sorts numerically without a comparator call per step (a run's every inter-token gap: millions).
-  const v = Float64Array.from(values.filter((x) => Number.isFinite(x))).sort();
-  if (v.length === 0) return Number.NaN;
-  const idx = Math.min(v.length - 1, Math.max(0, Math.ceil((p / 100) * v.length) - 1));
-  return v[idx]!;
+  const finite = (x: number): boolean => Number.isFinite(x);
+  const v = (values instanceof Float64Array ? values.filter(finite) : Float64Array.from(values.filter(finite))).sort();
+  return ps.map((p) => (v.length === 0 ? Number.NaN : v[Math.min(v.length - 1, Math.max(0, Math.ceil((p / 100) * v.length) - 1))]!));
 }
 
 export function mean(values: readonly number[]): number {
