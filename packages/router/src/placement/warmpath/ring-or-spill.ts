@@ -10,8 +10,9 @@
  * The router's `spillChoices` widens the comparison to the first d
  * admissible members (the shortest published queue wins, ties to the earlier
  * in ring order): 4 cut longctx's TTFT p99 by 4–25% on every held-out run,
- * but cost the trace up to 0.4 points of hit rate, so 2 stays the default
- * (docs/ABLATION.md).
+ * but on the tuning seeds it cost the trace up to 0.5 points of hit rate at
+ * one router, and seed's p99 at one router rose 7% over 20 further seeds,
+ * so 2 stays the default (docs/ABLATION.md).
  * Locality holds — the prefix lands on one of two stable replicas and the
  * digests find it — and a long prompt no longer waits behind another on a
  * busy home (Mooncake trace, DES: TTFT p99 2,313 → 2,083 ms). Published
