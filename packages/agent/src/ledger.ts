@@ -10,7 +10,7 @@
  * cache model) → the engine answers → `feedback(…)` with the engine's
  * cached_tokens → `end(flight)`.
  */
-import { ARRIVAL_TAU_MS, type Endpoint, type ModelRef, type ReplicaCapacity, type ReplicaLoad, type ReplicaStatus, type RequestInfo } from '@warmpath/shared/wire';
+import { ARRIVAL_TAU_MS, RECENT_TAU_MS, type Endpoint, type ModelRef, type ReplicaCapacity, type ReplicaLoad, type ReplicaStatus, type RequestInfo } from '@warmpath/shared/wire';
 import { admit } from './admission.ts';
 import type { RejectReason } from './admission.ts';
 import { CacheModel, chunksFor } from './cache-model.ts';
@@ -225,8 +225,8 @@ export class AgentLedger {
     this.inflight.add(r);
     this.inflightTokens += r.work;
     this.pendingPrefillTokens += prefill;
-    this.#arrival = this.arrivalTokensPerS() + (1000 * r.work) / ARRIVAL_TAU_MS;
-    this.#arrivalAt = r.admittedAt;
+    this.#arrival.add(r.work, r.admittedAt);
+    this.#recent.add(r.work, r.admittedAt);
     this.metrics.inflight.set(this.inflight.size);
     this.metrics.inflightTokens.set(this.inflightTokens);
     return r;
@@ -340,16 +340,20 @@ export class AgentLedger {
     };
   }
 
-  #arrival = 0;
-  #arrivalAt = 0;
+  readonly #arrival = new DecayingRate(ARRIVAL_TAU_MS);
+  readonly #recent = new DecayingRate(RECENT_TAU_MS);
   /**
-   * Work admitted per second lately, tokens/s: each admission adds its work
-   * to an exponential average with time constant ARRIVAL_TAU_MS (a steady
-   * stream of w tokens every d ms reads about 1000 w / d). Published, so
-   * that routers sharing the clients can expect each other's unseen work.
+   * Work admitted per second lately, tokens/s (an exponential average, time
+   * constant ARRIVAL_TAU_MS). Published, so that routers sharing the clients
+   * can expect each other's unseen work.
    */
   arrivalTokensPerS(): number {
-    return this.#arrival * Math.exp(-(this.now() - this.#arrivalAt) / ARRIVAL_TAU_MS);
+    return this.#arrival.at(this.now());
+  }
+
+  /** The same over RECENT_TAU_MS: what this replica's clients of the last several seconds send it. Published for the routers' choice of a new conversation's home. */
+  recentTokensPerS(): number {
+    return this.#recent.at(this.now());
   }
 
   load(): ReplicaLoad {
@@ -362,6 +366,32 @@ export class AgentLedger {
       inflightTokens: this.inflightTokens,
       prefillTokens: this.pendingPrefillTokens,
       arrivalTokensPerS: Math.round(this.arrivalTokensPerS()),
+      recentTokensPerS: Math.round(this.recentTokensPerS()),
     };
+  }
+}
+
+/**
+ * Work per second as an exponential average with time constant `tauMs`:
+ * each admission adds its work (a steady stream of w tokens every d ms
+ * reads about 1000 w / d), and the sum decays between admissions.
+ */
+class DecayingRate {
+  readonly #tauMs: number;
+  #rate = 0;
+  #at = 0;
+
+  constructor(tauMs: number) {
+    this.#tauMs = tauMs;
+  }
+
+  add(work: number, now: number): void {
+    this.#rate = this.at(now) + (1000 * work) / this.#tauMs;
+    this.#at = now;
+  }
+
+  /** Tokens per second at `now`. */
+  at(now: number): number {
+    return this.#rate * Math.exp(-(now - this.#at) / this.#tauMs);
   }
 }

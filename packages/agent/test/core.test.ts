@@ -3,7 +3,7 @@
  * capturing send — the same wiring the live agent and the simulator use.
  */
 import { manualClock } from '@warmpath/testkit';
-import { ARRIVAL_TAU_MS, describeRequest, type ReplicaState } from '@warmpath/shared/wire';
+import { ARRIVAL_TAU_MS, RECENT_TAU_MS, describeRequest, type ReplicaState } from '@warmpath/shared/wire';
 import { describe, expect, it } from 'vitest';
 import { agentConfig } from '../src/config.ts';
 import { AgentCore } from '../src/core.ts';
@@ -92,7 +92,7 @@ describe('agent core', () => {
     expect(core.ledger.feedbacks).toBe(1);
   });
 
-  it('publishes the work admitted per second lately, which decays when admissions stop', () => {
+  it('publishes the work admitted per second lately and over a longer time constant, both decaying when admissions stop', () => {
     const { core, clock } = setup();
     core.startMonitor();
     expect(core.ledger.load().arrivalTokensPerS).toBe(0);
@@ -109,8 +109,13 @@ describe('agent core', () => {
     const steady = core.ledger.load().arrivalTokensPerS!;
     expect(steady / (100 * work)).toBeGreaterThan(0.9);
     expect(steady / (100 * work)).toBeLessThan(1.1);
+    // The recent rate's longer time constant has seen only part of those 2 s: 1 − e^(−2 s / τ) of the rate.
+    const recent = core.ledger.load().recentTokensPerS!;
+    expect(recent / (100 * work)).toBeCloseTo(1 - Math.exp(-2_000 / RECENT_TAU_MS), 1);
     clock.advance(ARRIVAL_TAU_MS);
     expect(core.ledger.load().arrivalTokensPerS! / steady).toBeCloseTo(Math.exp(-1), 2);
+    clock.advance(RECENT_TAU_MS - ARRIVAL_TAU_MS);
+    expect(core.ledger.load().recentTokensPerS! / recent).toBeCloseTo(Math.exp(-1), 2);
   });
 });
 

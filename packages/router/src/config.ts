@@ -6,7 +6,7 @@
 import { FLEET_DEFAULTS } from '@warmpath/shared/wire';
 import { DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS, LOG_LEVELS, loadConfig, type ConfigOf, type Schema } from '@warmpath/shared/runtime';
 import { POLICY_NAMES } from './placement/registry.ts';
-import { DEFAULT_HARD_BOUND, DEFAULT_SPILL_CHOICES } from './placement/warmpath/context.ts';
+import { DEFAULT_HARD_BOUND, DEFAULT_HOME_HORIZON_MS, DEFAULT_SPILL_CHOICES } from './placement/warmpath/context.ts';
 import { SWITCHABLE_STEP_NAMES } from './placement/warmpath/steps.ts';
 
 export { POLICY_NAMES };
@@ -39,6 +39,7 @@ export const ROUTER_SCHEMA = {
   boundFloorTokens: { type: 'number', default: 2_048, min: 0, doc: 'a replica with less work than max(this, 2 × the request up to 32 × this) (tokens per unit weight) is always within the bound; measured (DES): 16,384 let a system prompt pile onto its ring home in the seed scenario (p50 +15%), a cap below 65,536 spilled long trace prompts off warm replicas' },
   hardBound: { type: 'number', default: DEFAULT_HARD_BOUND, min: 1, doc: 'a warm replica deeper than the best one within the bound may still take a request while within this × c × its share, when its cost (prefill queue + twice the prompt it lacks) is lower; a large value leaves the choice to that cost alone, which gained the trace 0.2–1.1 points of hit rate (held-out seeds) but raised the seed scenario\'s TTFT p99 at one router by 16% (DES, 20 seeds)' },
   spillChoices: { type: 'number', default: DEFAULT_SPILL_CHOICES, min: 2, max: 64, integer: true, doc: 'a cold prompt without a routing key goes to the shortest published prefill queue among the first this many admissible replicas in its ring order; 4 cut the long-context scenario\'s TTFT p99 by 4–25% (DES, held-out seeds, 1/4/16 routers) at up to 0.4 points of the trace\'s hit rate' },
+  homeHorizonMs: { type: 'number', default: DEFAULT_HOME_HORIZON_MS, min: 0, max: 600_000, doc: 'equally warm replicas (a shared prefix: most often a new conversation choosing its home) are compared by prefill queue plus this many ms of the work their recent clients send (published recent rate); 0 compares the queue alone. 3 s cut the seed scenario\'s TTFT p99 by 1–4% and chat\'s by 2–5% over 20 seeds never tuned on (DES, 1/4/16 routers), p50 within 1.2%' },
   placementOff: { type: 'list', default: [], choices: SWITCHABLE_STEP_NAMES, doc: `warmpath steps to switch off, for ablation (none by default): ${SWITCHABLE_STEP_NAMES.join(', ')}` },
   overlayTtlMs: { type: 'number', default: 5_000, min: 0, doc: 'treat a dispatched prefix as warm on its replica this long, ms (until gossip confirms)' },
   overlayMaxChunks: { type: 'number', default: 256, min: 0, integer: true, doc: 'overlay remembers at most this many chunks per dispatch' },

@@ -148,6 +148,19 @@ const CASES: Record<SwitchableStep, () => void> = {
     expect(place(warmpath('expect'), req, view, local)).toMatchObject({ branch: 'warm', replica: { id: 'r0' } });
   },
 
+  horizon() {
+    // A system prompt warm on r0 and r1, both queues empty; r0's recent clients send it 20k tokens/s, r1's 1k.
+    const warm = warmOn(chainOf(chat('')));
+    const view = makeView([makeState('r0', { load: { recentTokensPerS: 20_000 }, ...warm }), makeState('r1', { load: { recentTokensPerS: 1_000 }, ...warm })]);
+    // On: the new conversation's home is the replica whose next seconds are quieter.
+    expect(place(warmpath(), preq(chat('a new question')), view)).toMatchObject({ branch: 'warm', replica: { id: 'r1' } });
+    // Off: equal queues, so the lower id.
+    expect(place(warmpath('horizon'), preq(chat('a new question')), view)).toMatchObject({ branch: 'warm', replica: { id: 'r0' } });
+    // The queue still counts: 70k tokens queued on r1 outweigh 3 s of r0's 19k tokens/s more.
+    const queued = makeView([makeState('r0', { load: { recentTokensPerS: 20_000 }, ...warm }), makeState('r1', { load: { recentTokensPerS: 1_000, prefillTokens: 70_000 }, ...warm })]);
+    expect(place(warmpath(), preq(chat('a new question')), queued)).toMatchObject({ replica: { id: 'r0' } });
+  },
+
   slice() {
     // Four routers share the clients (as in share above); a system prompt is warm on all 16 replicas, every queue empty.
     const local = new LocalState(CONFIG);

@@ -18,6 +18,8 @@ export const PROTOCOL_VERSION = 1;
 
 /** Time constant of the published arrival rate (ReplicaLoad.arrivalTokensPerS), ms. */
 export const ARRIVAL_TAU_MS = 100;
+/** Time constant of the published recent work rate (ReplicaLoad.recentTokensPerS), ms. */
+export const RECENT_TAU_MS = 10_000;
 
 export const ENGINE_KINDS = ['vllm', 'sglang', 'llamacpp', 'tgi'] as const;
 export type EngineKind = (typeof ENGINE_KINDS)[number];
@@ -66,6 +68,13 @@ export interface ReplicaLoad {
    * expect the work they sent since. Absent from older agents (read as 0).
    */
   arrivalTokensPerS?: number;
+  /**
+   * The same work per second over a longer time constant (RECENT_TAU_MS):
+   * what the replica's clients of the last several seconds (conversations
+   * between turns) send it. A router expects that much per second more while
+   * choosing a home for a new conversation. Absent from older agents (read as 0).
+   */
+  recentTokensPerS?: number;
 }
 
 export interface DigestDelta {
@@ -216,6 +225,7 @@ function validateState(raw: unknown): ReplicaState {
       inflightTokens: num(load, 'inflightTokens'),
       prefillTokens: num(load, 'prefillTokens'),
       ...(load.arrivalTokensPerS !== undefined ? { arrivalTokensPerS: num(load, 'arrivalTokensPerS') } : {}),
+      ...(load.recentTokensPerS !== undefined ? { recentTokensPerS: num(load, 'recentTokensPerS') } : {}),
     },
     status: oneOf(raw, 'status', REPLICA_STATUSES),
     chunkChars: num(raw, 'chunkChars', 1, 1 << 20, true),

@@ -36,14 +36,18 @@ describe('state message codec', () => {
     if (d.ok) expect(d.value).toEqual(s);
   });
 
-  it('carries the arrival rate when sent, and decodes a message from an agent that sends none', () => {
-    const s = sampleState({ load: { ...sampleState().load, arrivalTokensPerS: 52_000 } });
+  it('carries the arrival and recent rates when sent, and decodes a message from an agent that sends none', () => {
+    const s = sampleState({ load: { ...sampleState().load, arrivalTokensPerS: 52_000, recentTokensPerS: 31_000 } });
     const d = decodeState(encodeState(s));
     expect(d.ok && d.value.load.arrivalTokensPerS).toBe(52_000);
+    expect(d.ok && d.value.load.recentTokensPerS).toBe(31_000);
     const old = decodeState(encodeState(sampleState()));
     expect(old.ok && 'arrivalTokensPerS' in old.value.load).toBe(false);
-    const bad = decodeState(encodeState(sampleState({ load: { ...sampleState().load, arrivalTokensPerS: -1 } })));
-    expect(bad.ok).toBe(false);
+    expect(old.ok && 'recentTokensPerS' in old.value.load).toBe(false);
+    for (const field of ['arrivalTokensPerS', 'recentTokensPerS']) {
+      const bad = decodeState(encodeState(sampleState({ load: { ...sampleState().load, [field]: -1 } })));
+      expect(bad.ok).toBe(false);
+    }
   });
 
   it('keeps a 450k-token replica digest well under 100 KB', () => {

@@ -34,6 +34,8 @@ export class PublishedColumns {
   inflight: Float64Array = new Float64Array(64);
   /** Published arrivalTokensPerS (0 from an agent that sends none). */
   arrival: Float64Array = new Float64Array(64);
+  /** Published recentTokensPerS (0 from an agent that sends none). */
+  recent: Float64Array = new Float64Array(64);
   /** Local clock, ms, when the state arrived. */
   receivedAt: Float64Array = new Float64Array(64);
   /** Local clock, ms, that the published load corresponds to (ReplicaView.reportAt). */
@@ -51,6 +53,7 @@ export class PublishedColumns {
     this.weight[slot] = s.capacity.weight;
     this.inflight[slot] = s.load.inflight;
     this.arrival[slot] = s.load.arrivalTokensPerS ?? 0;
+    this.recent[slot] = s.load.recentTokensPerS ?? 0;
     this.receivedAt[slot] = receivedAt;
     this.reportAt[slot] = reportAt;
     let bits = 0;
@@ -71,6 +74,7 @@ export class PublishedColumns {
     this.weight = holding(this.weight, slot);
     this.inflight = holding(this.inflight, slot);
     this.arrival = holding(this.arrival, slot);
+    this.recent = holding(this.recent, slot);
     this.receivedAt = holding(this.receivedAt, slot);
     this.reportAt = holding(this.reportAt, slot);
     this.endpoints = holding(this.endpoints, slot);

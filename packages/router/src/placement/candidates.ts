@@ -116,7 +116,7 @@ export function buildCandidates(req: PlacementRequest, view: FleetView, local: L
     store.slots.push(slot);
     let row = store.pool[rows.length];
     if (row === undefined) {
-      row = { replica: r, load: 0, added: 0, weight: 0, kvFree: 0, queue: 0, inflight: 0, expected: 0 };
+      row = { replica: r, load: 0, added: 0, weight: 0, kvFree: 0, queue: 0, inflight: 0, expected: 0, recent: 0 };
       store.pool.push(row);
     }
     row.replica = r;
@@ -127,6 +127,7 @@ export function buildCandidates(req: PlacementRequest, view: FleetView, local: L
     row.queue = prefill + added + unseen + expected;
     row.inflight = f.inflight;
     row.expected = expected;
+    row.recent = c.recent[slot]!;
     rows.push(row);
     totalLoad += load;
     totalWeight += weight;

@@ -48,7 +48,7 @@ export function registerPolicy(name: string, factory: PolicyFactory): void {
 
 /** A policy's options from the router's validated config: every policy is built from these. */
 export function policyOptions(
-  config: Pick<PolicyOptions, 'chunkChars' | 'charsPerToken' | 'loadFactor' | 'keyLoadFactor' | 'boundFloorTokens' | 'hardBound' | 'spillChoices'> & { readonly placementOff: readonly string[] },
+  config: Pick<PolicyOptions, 'chunkChars' | 'charsPerToken' | 'loadFactor' | 'keyLoadFactor' | 'boundFloorTokens' | 'hardBound' | 'spillChoices' | 'homeHorizonMs'> & { readonly placementOff: readonly string[] },
   random?: () => number,
 ): PolicyOptions {
   const o = {
@@ -59,6 +59,7 @@ export function policyOptions(
     boundFloorTokens: config.boundFloorTokens,
     ...(config.hardBound !== undefined ? { hardBound: config.hardBound } : {}),
     ...(config.spillChoices !== undefined ? { spillChoices: config.spillChoices } : {}),
+    ...(config.homeHorizonMs !== undefined ? { homeHorizonMs: config.homeHorizonMs } : {}),
     placementOff: config.placementOff,
   };
   return random === undefined ? o : { ...o, random };

@@ -128,6 +128,8 @@ export interface PolicyOptions {
   readonly hardBound?: number;
   /** How many admissible replicas in a cold prompt's ring order compare published prefill queues (warmpath's spill-two-choices); default DEFAULT_SPILL_CHOICES. */
   readonly spillChoices?: number;
+  /** Equally warm replicas count this many ms of their recent work rate on top of their prefill queue (warmpath's step `horizon`); default DEFAULT_HOME_HORIZON_MS. */
+  readonly homeHorizonMs?: number;
   /** Random source in [0, 1) for randomized policies; tests pass a seeded one. */
   readonly random?: () => number;
   /** Warmpath steps switched off, for ablation (SWITCHABLE_STEPS in placement/warmpath/steps.ts); default none. */
@@ -162,6 +164,8 @@ export interface Candidate {
    * a policy that does not ask for it (Policy.expectsOthers).
    */
   readonly expected: number;
+  /** The replica's published recent work rate (recentTokensPerS), tokens/s: what its clients of the last several seconds send it. */
+  readonly recent: number;
 }
 
 export interface CandidateTable {

@@ -18,7 +18,8 @@
  *     their retries would herd there too.
  *  1. warm (warmest.ts, balance.ts): the deepest match within the
  *     bound with headroom, ties broken by adapter tier, routing-key ring
- *     order (or least-loaded for a keyed new task), prefill queue, id —
+ *     order (or least-loaded for a keyed new task), prefill queue plus the
+ *     work the replica's recent clients will likely send (`horizon`), id —
  *     without a routing key and with several routers, the queue within the
  *     request's own slice of the tied rows ("warm"); a deeper replica within
  *     hardBound × c whose cost is lower ("warm-over-bound"); a prefix

@@ -11,6 +11,7 @@ export const SWITCHABLE_STEPS = {
   balance: 'the warm pick keeps a prefix warm on several replicas even when it is over its share',
   'key-tie-break': 'equally warm replicas are told apart by prefill queue and id alone, with or without a routing key, and a keyed new task follows the holders of its shared prefix rather than its key\'s ring',
   overlay: "warmth is read from the replicas' published digests alone, not from this router's recent dispatches",
+  horizon: "equally warm replicas are told apart by their prefill queue alone, not also by the work their recent clients will likely send over the next homeHorizonMs",
   slice: 'equally warm replicas are told apart by prefill queue and id alone however many routers share the clients (no per-request slice of them)',
   'queue-limit': 'no queue limit is sent with a pick: an agent admits the request however much more prefill other routers queued there since its report',
   expect: "against the bound's floor and in the prefill queue, a replica counts only its report and this router's work since, not the other routers' work its published arrival rate predicts",

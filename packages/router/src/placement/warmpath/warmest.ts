@@ -5,7 +5,8 @@
  * Steps: among rows with a matched depth > 0 and KV headroom, the deepest;
  * ties → higher adapter tier (hot > free slot > evict), then the shortest
  * prefill queue per weight (published prefillTokens + this router's
- * work since), then the lower id — so a prefix warm everywhere (a common
+ * work since), with the work the replica's recent clients will likely send
+ * over the next few seconds on top (`horizon`), then the lower id — so a prefix warm everywhere (a common
  * system prompt) spreads, and every router breaks ties alike; with several
  * routers and no routing key, within the request's own slice (`slice`). With an
  * explicit routing key, `keyTieBreak` then re-breaks the tie (below).
@@ -30,8 +31,8 @@ function preferred(ctx: Ctx, i: number, j: number): boolean {
   if (ctx.tier(i) !== ctx.tier(j)) return ctx.tier(i) > ctx.tier(j);
   const a = ctx.t.rows[i]!;
   const b = ctx.t.rows[j]!;
-  const qa = a.queue / a.weight;
-  const qb = b.queue / b.weight;
+  const qa = (a.queue + ctx.horizonS * a.recent) / a.weight;
+  const qb = (b.queue + ctx.horizonS * b.recent) / b.weight;
   return qa < qb || (qa === qb && a.replica.id < b.replica.id);
 }
 
@@ -103,7 +104,7 @@ const MIN_SLICE = 4;
  * from a hash of the request and the replica id — the same on every router,
  * different for different prompts. Among them: the shortest prefill queue
  * per weight, counting this router's work since each report once per router
- * (as `share` does); equal queues by the request's own rank of the rows.
+ * (as `share` does) and the recent clients' work ahead (`horizon`); equal queues by the request's own rank of the rows.
  * When no tied row falls in the slice, the tie stands as one router breaks
  * it. With one router the tie is unchanged.
  * Complexity: O(rows), one hash per row.
@@ -119,7 +120,7 @@ function sliceTieBreak(ctx: Ctx, choice: Choice, admit: (i: number) => boolean):
     const r = ctx.t.rows[i]!;
     const rank = mix32(ctx.draw ^ r.replica.idHash);
     if (ctx.tier(i) !== choice.tier || rank % n !== 0 || !admit(i)) continue;
-    const q = (r.queue + ctx.others * r.added) / r.weight;
+    const q = (r.queue + ctx.others * r.added + ctx.horizonS * r.recent) / r.weight;
     // Equal queues (idle replicas) go by the request's own rank of them, not by id: different requests, different replicas.
     if (q < bestQueue || (q === bestQueue && rank < bestRank)) {
       bestQueue = q;
