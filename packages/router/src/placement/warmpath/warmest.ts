@@ -6,8 +6,8 @@
  * ties → higher adapter tier (hot > free slot > evict), then the shortest
  * prefill queue per weight (published prefillTokens + this router's
  * work since), with the work the replica's recent clients will likely send
- * over the next few seconds on top (`horizon`), then the lower id — so a prefix warm everywhere (a common
- * system prompt) spreads, and every router breaks ties alike; with several
+ * over the next few seconds on top (`ahead`, step `horizon`), then the
+ * lower id — so a prefix warm everywhere (a common system prompt) spreads, and every router breaks ties alike; with several
  * routers and no routing key, within the request's own slice (`slice`). With an
  * explicit routing key, `keyTieBreak` then re-breaks the tie (below).
  * Depth beats queue: measured, trading locality for a shorter queue loses
@@ -16,7 +16,7 @@
  * or one ring walk.
  */
 import { mix32 } from '@warmpath/shared/runtime';
-import { firstInRing } from '../candidates.ts';
+import { type Candidate, firstInRing } from '../candidates.ts';
 import type { Ctx } from './context.ts';
 
 /** The warmest row found: its index, depth and adapter tier. */
@@ -26,13 +26,18 @@ export interface Choice {
   readonly tier: number;
 }
 
-/** Is row i preferred over row j of the same depth: tier, then queue per weight, then id. */
+/** Row r's prefill queue plus the work its recent clients will likely send over the horizon (0 s with `horizon` off), tokens. */
+function ahead(ctx: Ctx, r: Candidate): number {
+  return r.queue + ctx.horizonS * r.recent;
+}
+
+/** Is row i preferred over row j of the same depth: tier, then `ahead` per weight, then id. */
 function preferred(ctx: Ctx, i: number, j: number): boolean {
   if (ctx.tier(i) !== ctx.tier(j)) return ctx.tier(i) > ctx.tier(j);
   const a = ctx.t.rows[i]!;
   const b = ctx.t.rows[j]!;
-  const qa = (a.queue + ctx.horizonS * a.recent) / a.weight;
-  const qb = (b.queue + ctx.horizonS * b.recent) / b.weight;
+  const qa = ahead(ctx, a) / a.weight;
+  const qb = ahead(ctx, b) / b.weight;
   return qa < qb || (qa === qb && a.replica.id < b.replica.id);
 }
 
@@ -104,9 +109,10 @@ const MIN_SLICE = 4;
  * from a hash of the request and the replica id — the same on every router,
  * different for different prompts. Among them: the shortest prefill queue
  * per weight, counting this router's work since each report once per router
- * (as `share` does) and the recent clients' work ahead (`horizon`); equal queues by the request's own rank of the rows.
- * When no tied row falls in the slice, the tie stands as one router breaks
- * it. With one router the tie is unchanged.
+ * (as `share` does), with the recent clients' work on top (`ahead`); equal
+ * queues by the request's own rank of the rows. When no tied row falls
+ * in the slice, the tie stands as one router breaks it. With one router
+ * the tie is unchanged.
  * Complexity: O(rows), one hash per row.
  */
 function sliceTieBreak(ctx: Ctx, choice: Choice, admit: (i: number) => boolean): number {
@@ -120,7 +126,7 @@ function sliceTieBreak(ctx: Ctx, choice: Choice, admit: (i: number) => boolean):
     const r = ctx.t.rows[i]!;
     const rank = mix32(ctx.draw ^ r.replica.idHash);
     if (ctx.tier(i) !== choice.tier || rank % n !== 0 || !admit(i)) continue;
-    const q = (r.queue + ctx.others * r.added + ctx.horizonS * r.recent) / r.weight;
+    const q = (ahead(ctx, r) + ctx.others * r.added) / r.weight;
     // Equal queues (idle replicas) go by the request's own rank of them, not by id: different requests, different replicas.
     if (q < bestQueue || (q === bestQueue && rank < bestRank)) {
       bestQueue = q;
