@@ -7,9 +7,10 @@
  * prefill queue per weight (published prefillTokens + this router's
  * work since), with the work the replica's recent clients will likely send
  * over the next few seconds on top (`ahead`, step `horizon`), then the
- * lower id — so a prefix warm everywhere (a common system prompt) spreads, and every router breaks ties alike; with several
- * routers and no routing key, within the request's own slice (`slice`). With an
- * explicit routing key, `keyTieBreak` then re-breaks the tie (below).
+ * lower id — so a prefix warm everywhere (a common system prompt)
+ * spreads, and every router breaks ties alike; with several routers and no
+ * routing key, within the request's own slice (`slice`). With an explicit
+ * routing key, `keyTieBreak` then re-breaks the tie (below).
  * Depth beats queue: measured, trading locality for a shorter queue loses
  * more cache hits (and so prefill capacity) than it saves.
  * Complexity: O(rows), one scan for both choices; keyTieBreak adds O(rows)
