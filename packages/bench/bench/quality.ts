@@ -23,6 +23,7 @@ import { parseArgs } from 'node:util';
 import { p50AllRequests, p99AllRequests } from '../src/goals.ts';
 import { DEFAULT_GOSSIP, validateGossip } from '../src/des/gossip.ts';
 import { DesPool, workloadKey, type DesJob, type JobOutcome } from '../src/pool.ts';
+import type { QualityRow } from '../src/quality-row.ts';
 
 const { values } = parseArgs({
   options: {
@@ -42,24 +43,6 @@ const { values } = parseArgs({
     'gossip-losses': { type: 'string', default: String(DEFAULT_GOSSIP.loss) },
   },
 });
-
-/** One measured cell: TTFT p50 / p99 in ms over every request sent, hit rate 0–1. */
-export interface QualityRow {
-  scenario: string;
-  seed: number;
-  routers: number;
-  /** Gossip delay spec and loss probability. */
-  delay: string;
-  loss: number;
-  p50: number;
-  p99: number;
-  hit: number;
-  completed: number;
-  requests: number;
-  /** Digest snapshots all routers pulled; one router's digest tables at the end, MiB. */
-  pulls: number;
-  viewMiB: number;
-}
 
 const list = (s: string): string[] => s.split(',').filter((x) => x !== '');
 const sets = (xs: string[]): Record<string, string> => Object.fromEntries(xs.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));

@@ -179,9 +179,13 @@ export function writeJson(path: string, report: BenchReport): void {
 
 const require = createRequire(import.meta.url);
 
+/** Chart.js's UMD build, to inline in a page. It is not in chart.js's "exports"; it sits beside the CommonJS entry in dist/. */
+export function chartJsSource(): string {
+  return readFileSync(join(dirname(require.resolve('chart.js')), 'chart.umd.min.js'), 'utf8');
+}
+
 export function writeHtml(path: string, reports: readonly BenchReport[]): void {
-  // The UMD build is not in chart.js's "exports"; it sits beside the CommonJS entry in dist/.
-  const chartJs = readFileSync(join(dirname(require.resolve('chart.js')), 'chart.umd.min.js'), 'utf8');
+  const chartJs = chartJsSource();
   const data = JSON.stringify(reports).replace(/</g, '\\u003c');
   const html = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Warmpath benchmark</title>

@@ -14,7 +14,11 @@
  *    encryption and framing included;
  *  - connections per node: router↔router, router↔agent, agent.
  *
- *   node_modules/.bin/node packages/router/bench/mesh.ts [--agents 60,120] [--routers 8] [--router-peers 0] [--rate 30] [--seconds 10]
+ *   node_modules/.bin/node packages/router/bench/mesh.ts [--agents 60,120] [--routers 8] [--router-peers 0] [--rate 30] [--seconds 10] [--save rows.json]
+ *
+ * `--save` writes the rows as JSON, each with its delivery latencies'
+ * quantiles in 1% steps (the figure in docs/SCALE.md is drawn from it by
+ * packages/bench/bench/plot.ts).
  *
  * Smoke: --agents 8 --routers 3 --rate 5 --seconds 1
  *
@@ -29,6 +33,7 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { subscribe } from 'node:diagnostics_channel';
+import { writeFileSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
@@ -41,6 +46,7 @@ const { values: args } = parseArgs({
     'router-peers': { type: 'string', default: '0' },
     rate: { type: 'string', default: '30' },
     seconds: { type: 'string', default: '10' },
+    save: { type: 'string', default: '' },
   },
 });
 const SIZES = args.agents.split(',').map(Number);
@@ -109,6 +115,8 @@ interface Row {
   routers: number;
   newReplicaMs: number[];
   latency: { p50: number; p99: number; max: number; n: number; expected: number };
+  /** Delivery latency at quantiles 0, 0.01, …, 1, ms. */
+  latencyQuantiles: number[];
   elu: number;
   routerKBs: { in: number; out: number; maxIn: number };
   agentKBs: { in: number; out: number };
@@ -163,6 +171,7 @@ async function run(agents: number): Promise<Row> {
       routers: ROUTERS,
       newReplicaMs,
       latency: { p50: quantile(latencies, 0.5), p99: quantile(latencies, 0.99), max: latencies.at(-1) ?? Number.NaN, n: latencies.length, expected: published * ROUTERS },
+      latencyQuantiles: Array.from({ length: 101 }, (_, k) => (k === 100 ? (latencies.at(-1) ?? Number.NaN) : quantile(latencies, k / 100))),
       elu,
       routerKBs: { in: mean(routerRates.map((r) => r.in)), out: mean(routerRates.map((r) => r.out)), maxIn: Math.max(...routerRates.map((r) => r.in)) },
       agentKBs: { in: mean(agentRates.map((r) => r.in)), out: mean(agentRates.map((r) => r.out)) },
@@ -200,6 +209,7 @@ const span = (xs: number[]): string => `${Math.min(...xs)}–${Math.max(...xs)}`
 
 const rows: Row[] = [];
 for (const agents of SIZES) rows.push(await run(agents));
+if (args.save !== '') writeFileSync(args.save, `${JSON.stringify(rows, null, 1)}\n`);
 console.log(`\ngossip mesh: ${ROUTERS} routers (each keeping ${ROUTER_PEERS === 0 ? 'every other' : ROUTER_PEERS} router peer(s)), each agent publishing to 2 of them; ${RATE} state messages/s fleet-wide; ${WINDOW_S} s window; one process (event-loop utilization shown: latency is CPU-bound when it nears 1)\n`);
 console.log('| agents × routers | each agent publishes every | new replica on every router, ms (median / max of 5) | delivery p50 / p99 / max, ms | delivered / expected | router KB/s in / out (max in) | router bytes in per message | agent KB/s in / out | connections: router↔router, router↔agent, agent | event loop |');
 console.log('|---|---|---|---|---|---|---|---|---|---|');

@@ -26,6 +26,10 @@
  *
  *   node packages/router/bench/overhead.ts [--seconds 5] [--concurrency 16] [--rounds 3]
  *        [--long-tokens 32768] [--long-seconds 3] [--proxies haproxy,nginx,node-floor] [--router name=cli.ts]
+ *        [--save rows.json]
+ *
+ * `--save` writes the medians printed, per target, as JSON (the figure in
+ * docs/SCALE.md is drawn from it by packages/bench/bench/plot.ts).
  *
  * Smoke: --seconds 0.3 --rounds 1 --long-tokens 2048 --long-seconds 0.2
  */
@@ -50,6 +54,7 @@ const { values: args } = parseArgs({
     'long-seconds': { type: 'string', default: '3' },
     proxies: { type: 'string', default: 'haproxy,nginx,node-floor' },
     router: { type: 'string', multiple: true, default: [] },
+    save: { type: 'string', default: '' },
   },
 });
 const SECONDS = Number(args.seconds);
@@ -303,18 +308,42 @@ for (let round = 0; round < ROUNDS; round++) {
   }
 }
 
+/** One target's medians: requests/s, requests per core-second (null for direct), added p50 / p99 ms (absolute for direct), same for the long prompt. */
+interface Saved {
+  target: string;
+  rps: number;
+  perCore: number | null;
+  p50: number;
+  p99: number;
+  longP50: number | null;
+  longP99: number | null;
+}
 const d = rows.get('direct')!;
 const f = (x: number, digits: number): string => (Number.isFinite(x) ? x.toFixed(digits) : '—');
 console.log(`medians of ${ROUNDS} round(s); small non-streaming chat at concurrency ${CONCURRENCY}, ${SECONDS} s per run; ${LONG_TOKENS}-token prompt at concurrency 1, ${LONG_SECONDS} s per run`);
 console.log(`client, upstream and proxies share this machine (${cpus().length} cores): timings are noisy under load`);
 console.log(`${'target'.padEnd(12)} ${'req/s'.padStart(8)} ${'req/core-s'.padStart(11)} ${'added p50 ms'.padStart(13)} ${'added p99 ms'.padStart(13)} ${'long added p50'.padStart(15)} ${'long added p99'.padStart(15)}`);
-for (const [name, r] of rows) {
+const saved: Saved[] = [...rows].map(([name, r]) => {
   const self = name === 'direct';
-  const added = (xs: number[], base: number[]): string => (self ? `${f(median(xs), 3)} abs` : f(median(xs) - median(base), 3));
+  const added = (xs: number[], base: number[]): number => median(xs) - (self ? 0 : median(base));
+  return {
+    target: name,
+    rps: median(r.rps),
+    perCore: self ? null : median(r.perCore),
+    p50: added(r.p50, d.p50),
+    p99: added(r.p99, d.p99),
+    longP50: LONG_TOKENS > 0 ? added(r.longP50, d.longP50) : null,
+    longP99: LONG_TOKENS > 0 ? added(r.longP99, d.longP99) : null,
+  };
+});
+for (const t of saved) {
+  const ms = (x: number | null): string => (x === null ? '—' : t.target === 'direct' ? `${f(x, 3)} abs` : f(x, 3));
   console.log(
-    `${name.padEnd(12)} ${f(median(r.rps), 0).padStart(8)} ${(self ? '—' : f(median(r.perCore), 0)).padStart(11)} ${added(r.p50, d.p50).padStart(13)} ${added(r.p99, d.p99).padStart(13)} ${(LONG_TOKENS > 0 ? added(r.longP50, d.longP50) : '—').padStart(15)} ${(LONG_TOKENS > 0 ? added(r.longP99, d.longP99) : '—').padStart(15)}`,
+    `${t.target.padEnd(12)} ${f(t.rps, 0).padStart(8)} ${(t.perCore === null ? '—' : f(t.perCore, 0)).padStart(11)} ${ms(t.p50).padStart(13)} ${ms(t.p99).padStart(13)} ${ms(t.longP50).padStart(15)} ${ms(t.longP99).padStart(15)}`,
   );
 }
+
+if (args.save !== '') writeFileSync(args.save, `${JSON.stringify({ concurrency: CONCURRENCY, seconds: SECONDS, rounds: ROUNDS, longTokens: LONG_TOKENS, cores: cpus().length, targets: saved }, null, 1)}\n`);
 
 clearInterval(timer);
 for (const t of targets) t.child?.kill('SIGTERM');

@@ -32,6 +32,15 @@ export const DEFAULT_GOSSIP: GossipModel = Object.freeze({ delay: 'uniform:5:20'
 /** z of the standard normal's 99th percentile. */
 const Z99 = 2.326;
 
+/** The median of a delay spec's distribution, ms (for plotting against); throws as delaySampler does. */
+export function delayMedianMs(spec: string): number {
+  delaySampler(spec, Math.random);
+  const [name, a, b] = spec.split(':');
+  if (name === 'uniform') return (Number(a) + Number(b)) / 2;
+  if (name === 'exp') return Number(a) + (Number(b) - Number(a)) * Math.LN2;
+  return Number(a);
+}
+
 /** A delay sampler over `random` (uniform in [0, 1)), ms; throws a message naming what is acceptable. */
 export function delaySampler(spec: string, random: () => number): () => number {
   const [name, ...rest] = spec.split(':');

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { mulberry32 } from '@warmpath/shared/runtime';
-import { DEFAULT_GOSSIP, delaySampler, validateGossip } from '../../src/des/gossip.ts';
+import { DEFAULT_GOSSIP, delayMedianMs, delaySampler, validateGossip } from '../../src/des/gossip.ts';
 import { runDes } from '../../src/des/run.ts';
 import { DEFAULT_MODEL, SCENARIOS } from '../../src/scenarios.ts';
 
@@ -26,6 +26,14 @@ describe('DES gossip model (des/gossip.ts)', () => {
     expect(l.p50).toBeLessThan(530);
     expect(l.p99).toBeGreaterThan(1350);
     expect(l.p99).toBeLessThan(1650);
+  });
+
+  it("delayMedianMs is each distribution's median, as drawn", () => {
+    for (const spec of ['uniform:5:20', 'exp:50:250', 'lognormal:500:1500']) {
+      const drawn = quantiles(spec).p50;
+      expect(Math.abs(delayMedianMs(spec) - drawn) / drawn, spec).toBeLessThan(0.03);
+    }
+    expect(() => delayMedianMs('gamma:1:2')).toThrow(/unknown distribution/);
   });
 
   it('bad specs are refused with what is acceptable', () => {

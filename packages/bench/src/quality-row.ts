@@ -1,0 +1,21 @@
+/**
+ * One cell of the quality matrix (packages/bench/bench/quality.ts): TTFT
+ * p50 / p99 in ms over every request sent, hit rate 0–1. What `--save`
+ * writes, and what `--compare` and the docs' figures read.
+ */
+export interface QualityRow {
+  scenario: string;
+  seed: number;
+  routers: number;
+  /** Gossip delay spec and loss probability. */
+  delay: string;
+  loss: number;
+  p50: number;
+  p99: number;
+  hit: number;
+  completed: number;
+  requests: number;
+  /** Digest snapshots all routers pulled; one router's digest tables at the end, MiB. */
+  pulls: number;
+  viewMiB: number;
+}
