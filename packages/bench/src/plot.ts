@@ -36,13 +36,12 @@ export async function renderFigures(figures: readonly Figure[], html = false): P
     for (const fig of figures) {
       // A page of its own: setContent on a used page would run the script in the old page's globals.
       const page = await browser.newPage({ deviceScaleFactor: 2 });
-      const errors: string[] = [];
-      page.on('pageerror', (e) => errors.push(e.message));
       const content = figurePage(fig);
       if (html) writeFileSync(fig.file.replace(/\.png$/, '.html'), content);
       await page.setContent(content);
-      await page.waitForFunction('window.drawn === true || window.failed === true');
-      if (errors.length > 0) throw new Error(`${fig.file}: Chart.js failed: ${errors.join('; ')}`);
+      await page.waitForFunction('window.drawn === true');
+      const failures = (await page.evaluate('window.failures')) as string[];
+      if (failures.length > 0) throw new Error(`${fig.file}: Chart.js failed: ${failures.join('; ')}`);
       await page.locator('#figure').screenshot({ path: fig.file });
       await page.close();
     }
@@ -62,7 +61,7 @@ function figurePage(fig: Figure): string {
 <script>${chartJsSource()}</script></head><body><div id="figure"></div>
 <script>
 const charts = ${charts};
-window.addEventListener('error', () => { window.failed = true; });
+window.failures = [];
 Chart.defaults.animation = false;
 Chart.defaults.font.family = 'system-ui, sans-serif';
 for (const spec of charts) {
@@ -71,7 +70,13 @@ for (const spec of charts) {
   const canvas = document.createElement('canvas');
   box.appendChild(canvas);
   document.getElementById('figure').appendChild(box);
-  new Chart(canvas, { ...spec, options: { responsive: true, maintainAspectRatio: false, ...(spec.options || {}) } });
+  try {
+    // An unknown chart type would draw nothing without a word: the registry names it.
+    Chart.registry.getController(spec.type);
+    new Chart(canvas, { ...spec, options: { responsive: true, maintainAspectRatio: false, ...(spec.options || {}) } });
+  } catch (e) {
+    window.failures.push(String(e && e.message || e));
+  }
 }
 window.drawn = true;
 </script></body></html>`;
