@@ -118,7 +118,7 @@ function routersFigure(rows: QualityRow[]): Figure {
   return { file: join(out, 'routers.png'), charts };
 }
 
-/** What gossipFigure reads of packages/router/bench/mesh.ts's saved rows. */
+/** What meshFigure reads of packages/router/bench/mesh.ts's saved rows. */
 interface MeshRow {
   agents: number;
   routers: number;
