@@ -60,6 +60,8 @@ export class Hash64Table {
   readonly #stride: number;
   readonly #values: boolean;
   #slots: number;
+  /** The slots it was made with: clear() returns to them. */
+  readonly #initialSlots: number;
   #mask: number;
   /** Keys in slots (the key 0 is not in one). */
   #inSlots = 0;
@@ -72,7 +74,7 @@ export class Hash64Table {
   constructor(capacity = 16, values = true) {
     this.#values = values;
     this.#stride = values ? 3 : 2;
-    this.#slots = slotsFor(capacity);
+    this.#slots = this.#initialSlots = slotsFor(capacity);
     this.#mask = this.#slots - 1;
     this.#data = new Uint32Array(this.#slots * this.#stride);
   }
@@ -177,8 +179,19 @@ export class Hash64Table {
     for (let p = 0; p < d.length; p += s) if ((d[p]! | d[p + 1]!) !== 0) fn(d[p]!, d[p + 1]!, s === 3 ? d[p + 2]! | 0 : 0);
   }
 
+  /**
+   * Empties the table and returns it to the capacity it was made with: a
+   * set filled by a burst and then emptied is not scanned (forEach) at its
+   * peak size ever after. The agent's pending digest delta is such a set:
+   * kept at its peak, every publish scanned it whole (5% of a simulator run
+   * at 100 replicas went there).
+   */
   clear(): void {
-    this.#data.fill(0);
+    if (this.#slots !== this.#initialSlots) {
+      this.#slots = this.#initialSlots;
+      this.#mask = this.#slots - 1;
+      this.#data = new Uint32Array(this.#slots * this.#stride);
+    } else this.#data.fill(0);
     this.#zero = false;
     this.#zeroValue = 0;
     this.#inSlots = 0;

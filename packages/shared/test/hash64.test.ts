@@ -48,8 +48,9 @@ describe('Hash64Table', () => {
     });
   }
 
-  it('grows past its first capacity and keeps every key; clear empties it', () => {
+  it('grows past its first capacity and keeps every key; clear empties it and returns it to its first capacity', () => {
     const t = new Hash64Table(16);
+    const small = t.bytes;
     for (let i = 1; i <= 10_000; i++) t.set(i * 2654435761 >>> 0, i, -i);
     expect(t.size).toBe(10_000);
     for (let i = 1; i <= 10_000; i++) expect(t.valueAt(t.find(i * 2654435761 >>> 0, i))).toBe(-i);
@@ -57,5 +58,15 @@ describe('Hash64Table', () => {
     t.clear();
     expect(t.size).toBe(0);
     expect(t.find(2654435761, 1)).toBe(-1);
+    expect(t.bytes).toBe(small);
+    let seen = 0;
+    t.forEach(() => seen++);
+    expect(seen).toBe(0);
+    // Usable again, and grows again.
+    t.set(0, 0, 7);
+    for (let i = 1; i <= 100; i++) t.set(i, i, i);
+    expect(t.size).toBe(101);
+    expect(t.valueAt(t.find(0, 0))).toBe(7);
+    expect(t.valueAt(t.find(100, 100))).toBe(100);
   });
 });
