@@ -2,12 +2,14 @@
  * Every benchmark script under packages/<pkg>/bench/ runs, so none can rot:
  * each with the tiny arguments of its header's `Smoke:` line (seconds, not
  * minutes), which must exit 0 and print figures (a line with a number on
- * stdout). A new script needs a `Smoke:` line to pass. Scripts run
+ * stdout). A new script needs a `Smoke:` line to pass; a `Needs:` line
+ * names programs it cannot run without (skipped, saying so, where one is
+ * missing). Scripts run
  * SMOKE_PARALLEL at a time: most of their time is child processes starting.
  * They typecheck with the rest (tsconfig includes packages/*\/bench).
  */
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -39,6 +41,17 @@ export function smokeArgs(source: string): string[] | undefined {
   const m = /^\s*\*\s*Smoke:(.*)$/m.exec(source);
   if (m === null) return undefined;
   return [...m[1]!.matchAll(/'([^']*)'|(\S+)/g)].map((w) => w[1] ?? w[2]!);
+}
+
+/**
+ * The `Needs:` line's programs (absolute paths), which the script cannot run
+ * without: Debian packages that .ci/run installs (plot.ts draws in
+ * Chromium). A machine without one skips the script, saying which, as the
+ * status-page test does.
+ */
+export function missingNeeds(source: string): string[] {
+  const m = /^\s*\*\s*Needs:(.*)$/m.exec(source);
+  return m === null ? [] : m[1]!.trim().split(/\s+/).filter((path) => !existsSync(path));
 }
 
 interface Outcome {
@@ -83,19 +96,22 @@ describe('benchmark scripts (smoke)', () => {
   });
 
   // Every script is started (through the pool) before the tests; each test awaits its own run.
-  const runs = new Map<string, { args: string[] | undefined; out: Promise<Outcome> | undefined }>();
+  const runs = new Map<string, { args: string[] | undefined; missing: string[]; out: Promise<Outcome> | undefined }>();
   beforeAll(() => {
     for (const script of scripts) {
-      const args = smokeArgs(readFileSync(join(REPO, script), 'utf8'));
-      runs.set(script, { args, out: args === undefined ? undefined : pooled(() => run(script, args)) });
+      const source = readFileSync(join(REPO, script), 'utf8');
+      const args = smokeArgs(source);
+      const missing = missingNeeds(source);
+      runs.set(script, { args, missing, out: args === undefined || missing.length > 0 ? undefined : pooled(() => run(script, args)) });
     }
   });
 
-  it.each(scripts)('%s runs with its Smoke: arguments and prints figures', async (script) => {
-    const { args, out: pending } = runs.get(script)!;
+  it.for(scripts)('%s runs with its Smoke: arguments and prints figures', { timeout: SCRIPT_TIMEOUT_MS * Math.ceil(scripts.length / SMOKE_PARALLEL) }, async (script, ctx) => {
+    const { args, missing, out: pending } = runs.get(script)!;
+    if (missing.length > 0) ctx.skip(`${script} needs ${missing.join(', ')}, not installed here (.ci/run installs it)`);
     expect(args, `${script} has no "Smoke:" line in its header comment (tiny arguments for this test)`).toBeDefined();
     const out = (await pending)!;
     expect(out.code, `${script} ${args!.join(' ')} exited ${out.code}:\n${out.stderr}`).toBe(0);
     expect(out.stdout, `${script} printed no figures`).toMatch(/\d/);
-  }, SCRIPT_TIMEOUT_MS * Math.ceil(scripts.length / SMOKE_PARALLEL));
+  });
 });

@@ -22,6 +22,7 @@
  *
  *   node packages/bench/bench/plot.ts --out docs/plots [--gossip …] [--instant …] [--routers …] [--mesh …] [--overhead …] [--html]
  *
+ * Needs: /usr/bin/chromium
  * Smoke: --out /tmp/warmpath-plot-smoke --gossip docs/plots/gossip-delay.json --instant docs/plots/gossip-instant.json --routers docs/plots/routers.json --mesh docs/plots/gossip-mesh.json --overhead docs/plots/hot-path.json
  */
 import { mkdirSync, readFileSync } from 'node:fs';
