@@ -4,9 +4,9 @@
  * minutes), which must exit 0 and print figures (a line with a number on
  * stdout). A new script needs a `Smoke:` line to pass; a `Needs:` line
  * names programs it cannot run without (skipped, saying so, where one is
- * missing). Scripts run
- * SMOKE_PARALLEL at a time: most of their time is child processes starting.
- * They typecheck with the rest (tsconfig includes packages/*\/bench).
+ * missing). Scripts run SMOKE_PARALLEL at a time: most of their time is
+ * child processes starting. They typecheck with the rest (tsconfig
+ * includes packages/*\/bench).
  */
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
