@@ -74,7 +74,7 @@ for (const policyName of ['warmpath', 'consistent-hash', 'least-request', 'round
       t = nextReport;
       for (let j = inflight.length - 1; j >= 0; j--)
         if (inflight[j]!.end <= t) {
-          routers[inflight[j]!.owner]!.local.complete(inflight[j]!.ticket);
+          routers[inflight[j]!.owner]!.local.complete(inflight[j]!.ticket, t);
           inflight.splice(j, 1);
         }
       publish();

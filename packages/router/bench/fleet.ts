@@ -128,7 +128,7 @@ for (let k = 0; k < 20_000; k++) {
   if (p.replica !== undefined) {
     const ticket = local.dispatch(p.replica.id, p.work ?? 0, now);
     notifyDispatch(policy, req, p.replica, local);
-    if (k % 2 === 0) local.complete(ticket);
+    if (k % 2 === 0) local.complete(ticket, now);
   }
 }
 placeUs.sort((a, b) => a - b);

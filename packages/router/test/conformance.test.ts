@@ -86,7 +86,7 @@ for (const name of POLICIES.keys()) {
           expect(eligible(p.replica!, req, view, local)).toBe(true);
           const t = local.dispatch(p.replica!.id, 10, req.now);
           notifyDispatch(policy, req, p.replica!, local);
-          local.complete(t);
+          local.complete(t, req.now);
           notifyComplete(policy, req, p.replica!, { kind: 'ok' });
         }),
         { numRuns: 150 },

@@ -252,7 +252,7 @@ export class RouterCore<T> {
   /** An attempt ended (`limit`: the queue limit it carried): close its dispatch; before the first byte, try another replica. */
   #ended(job: Job<T>, preq: PlacementRequest, replica: Replica, ticket: Ticket, limit: number | undefined, r: SendResult): void {
     const metrics = this.#o.metrics;
-    this.local.complete(ticket);
+    this.local.complete(ticket, this.#o.clock.now());
     this.#queue.wake();
     notifyComplete(this.policy, preq, replica, outcomeOf(r));
     this.#judge(job, replica, r);

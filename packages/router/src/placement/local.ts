@@ -10,9 +10,14 @@
  * complete() closes the ticket. figures(r).added is a running sum of open
  * tickets sent after r's report time (older ones are already in the
  * published load): each ticket leaves the sum once, on completion or when a
- * report covers it.
+ * report covers it. figures(r).reported counts this router's requests the
+ * report counts in flight: sent before it and finished after it, or not
+ * finished (a report a few hundred ms late still counts requests finished
+ * since; counting only the open ones made one router believe it was one of
+ * two or three behind a 500 ms gossip delay).
  * Complexity: dispatch and complete O(1) (+ O(overlay chunks) for the
- * overlay); figures O(1) amortized.
+ * overlay); figures O(1) amortized, and on a replica's new report
+ * O(this router's requests there closed since the report).
  * The overlay (overlay.ts) is a holder source for the fleet's one warmth
  * scan (fleet/warmth.ts): the same chained longest-prefix rule as the digest
  * index, over holders that expire.
@@ -27,6 +32,8 @@ import { Overlay } from './overlay.ts';
 
 /** Time constant of routersEstimate's averages, ms. */
 export const ROUTERS_TAU_MS = 2_000;
+/** How long a closed ticket may still be counted by a report not yet received, ms (well past any state TTL). */
+const DONE_KEEP_MS = 10_000;
 /** The most routers' worth of traffic a router believes it sees. */
 export const MAX_ROUTERS_ESTIMATE = 256;
 
@@ -35,6 +42,8 @@ export interface Ticket {
   readonly at: number;
   readonly work: number;
   open: boolean;
+  /** When complete() closed it (local clock, ms); NaN while open. */
+  doneAt: number;
   /** Still counted in its track's sum (open and sent after the replica's last report). */
   counted: boolean;
 }
@@ -48,6 +57,10 @@ interface Track {
   recent: Ticket[];
   /** First entry of `recent` not yet covered by a report. */
   head: number;
+  /** Closed tickets, in the order they closed, that a report not yet received may still count in flight (doneAt after its time). */
+  done: Ticket[];
+  /** First entry of `done` a later report may still count. */
+  doneHead: number;
 }
 
 /**
@@ -70,6 +83,8 @@ class TrackColumns {
   /** Prefill an agent said it had queued when it refused a request as stale (tokens), and the report it corrects. */
   queued: Float64Array = new Float64Array(64);
   queuedReportAt: Float64Array = new Float64Array(64);
+  /** Closed tickets the last report still counts in flight (sent before it, closed after it). */
+  lateDone: Float64Array = new Float64Array(64);
 
   /** Track number n starts afresh (growing the arrays to hold it). */
   reset(n: number): void {
@@ -81,8 +96,9 @@ class TrackColumns {
       this.ejectedUntil = holding(this.ejectedUntil, n);
       this.queued = holding(this.queued, n);
       this.queuedReportAt = holding(this.queuedReportAt, n);
+      this.lateDone = holding(this.lateDone, n);
     }
-    this.inflight[n] = this.sum[n] = this.counted[n] = this.ejectedUntil[n] = this.queued[n] = 0;
+    this.inflight[n] = this.sum[n] = this.counted[n] = this.ejectedUntil[n] = this.queued[n] = this.lateDone[n] = 0;
     this.advancedTo[n] = this.queuedReportAt[n] = Number.NaN;
   }
 }
@@ -130,7 +146,7 @@ export class LocalState {
     if (t === undefined) {
       const n = this.#freeNumbers.pop() ?? this.#byNumber.length;
       this.#cols.reset(n);
-      t = { id, n, recent: [], head: 0 };
+      t = { id, n, recent: [], head: 0, done: [], doneHead: 0 };
       this.#byNumber[n] = t;
       this.#tracks.set(id, t);
       this.#unbind(id);
@@ -168,8 +184,9 @@ export class LocalState {
    * `added`, the work (tokens) it sent r since the report and still open,
    * O(1) amortized; `queued`, the prefill r's agent last said it had queued
    * (a stale refusal), if said since the report, else 0; `inflight`, its
-   * requests in flight on r; `reported`, those of them sent before the
-   * report (so counted in r's published `inflight`). The object is reused by
+   * requests in flight on r; `reported`, its requests r's published
+   * `inflight` counts: sent before the report and open, or closed after it.
+   * The object is reused by
    * the next call: read it before. The candidate table passes r's slot and
    * report time from the view's columns, so that the common case reads
    * neither r nor its track, only arrays.
@@ -185,7 +202,7 @@ export class LocalState {
     f.added = this.#advance(n, reportAt);
     f.queued = c.queuedReportAt[n] === reportAt ? c.queued[n]! : 0;
     f.inflight = c.inflight[n]!;
-    f.reported = c.inflight[n]! - c.counted[n]!;
+    f.reported = c.inflight[n]! - c.counted[n]! + c.lateDone[n]!;
     return f;
   }
 
@@ -225,6 +242,18 @@ export class LocalState {
       head = 0;
     }
     t.head = head;
+    // Closed tickets this report still counts: closed after it (those closed before are done with for good), sent before it.
+    const done = t.done;
+    let dh = t.doneHead;
+    while (dh < done.length && done[dh]!.doneAt <= reportAt) dh++;
+    if (dh > 64 && dh * 2 > done.length) {
+      done.splice(0, dh);
+      dh = 0;
+    }
+    t.doneHead = dh;
+    let late = 0;
+    for (let i = dh; i < done.length; i++) if (done[i]!.at <= reportAt) late++;
+    c.lateDone[n] = late;
     return c.sum[n]!;
   }
 
@@ -253,20 +282,24 @@ export class LocalState {
     const t = this.#track(replica);
     const c = this.#cols;
     c.inflight[t.n] = c.inflight[t.n]! + 1;
-    const ticket: Ticket = { replica, at: now, work, open: true, counted: true };
+    const ticket: Ticket = { replica, at: now, work, open: true, counted: true, doneAt: Number.NaN };
     t.recent.push(ticket);
     c.sum[t.n] = c.sum[t.n]! + work;
     c.counted[t.n] = c.counted[t.n]! + 1;
     return ticket;
   }
 
-  complete(ticket: Ticket): void {
+  complete(ticket: Ticket, now: number): void {
     if (!ticket.open) return;
     ticket.open = false;
+    ticket.doneAt = now;
     const t = this.#tracks.get(ticket.replica);
     if (t === undefined) return;
     const c = this.#cols;
     c.inflight[t.n] = c.inflight[t.n]! - 1;
+    t.done.push(ticket);
+    // Sent before the report the view holds: that report counts it in flight still.
+    if (ticket.at <= c.advancedTo[t.n]!) c.lateDone[t.n] = c.lateDone[t.n]! + 1;
     if (ticket.counted) {
       ticket.counted = false;
       c.sum[t.n] = c.sum[t.n]! - ticket.work;
@@ -335,12 +368,17 @@ export class LocalState {
         t.recent = t.recent.slice(t.head).filter((k) => k.counted);
         t.head = 0;
       }
+      // A report that old places nothing (past the state TTL): what closed before then is no longer counted.
+      if (t.done.length > 0) {
+        t.done = t.done.slice(t.doneHead).filter((k) => now - k.doneAt < DONE_KEEP_MS);
+        t.doneHead = 0;
+      }
       const c = this.#cols;
       if (c.ejectedUntil[t.n] !== 0 && now >= c.ejectedUntil[t.n]!) {
         c.ejectedUntil[t.n] = 0;
         this.#ejected--;
       }
-      if (c.inflight[t.n] === 0 && t.recent.length === 0 && c.ejectedUntil[t.n] === 0) {
+      if (c.inflight[t.n] === 0 && t.recent.length === 0 && t.done.length === 0 && c.ejectedUntil[t.n] === 0) {
         this.#tracks.delete(id);
         this.#freeNumbers.push(t.n);
         this.#unbind(id);
