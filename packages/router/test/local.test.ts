@@ -66,7 +66,7 @@ describe('LocalState.figures', () => {
     now += 10;
     local.complete(t2, now);
     expect(local.figures(a())).toMatchObject({ inflight: 0, reported: 2 });
-    // A later report, sent after both finished, counts neither; one sent between them counts t2 only.
+    // A later report sent between their ends counts t2 only; one sent after both, neither.
     view.apply(makeState('a', { seq: 3, sentAt: now - 100 }));
     expect(local.figures(a()).reported).toBe(1);
     view.apply(makeState('a', { seq: 4, sentAt: now + 1 }));
