@@ -153,11 +153,18 @@ describe('warmpath placement branches', () => {
     expect(a.replica!.id).not.toBe(home);
     // Deterministic: every router picks the same second member.
     expect(placeRequest(policy(), req, busy, new LocalState(CONFIG)).replica!.id).toBe(a.replica!.id);
-    // A routing key keeps the request at its home.
+    // A keyed new task compares the same two members of its key's ring: the same view, the same pick.
     const keyed = preq(chat('a cold prompt', { prompt_cache_key: 'k' }));
     const keyHome = placeRequest(policy(), keyed, makeView(ids(5).map((id) => makeState(id))), new LocalState(CONFIG)).replica!.id;
     const keyBusy = makeView(ids(5).map((id) => makeState(id, { load: { prefillTokens: id === keyHome ? 6_000 : 0 } })));
-    expect(placeRequest(policy(), keyed, keyBusy, new LocalState(CONFIG))).toMatchObject({ branch: 'ring', replica: { id: keyHome } });
+    const k = placeRequest(policy(), keyed, keyBusy, new LocalState(CONFIG));
+    expect(k.branch).toBe('spill-two-choices');
+    expect(k.replica!.id).not.toBe(keyHome);
+    expect(placeRequest(policy(), keyed, keyBusy, new LocalState(CONFIG)).replica!.id).toBe(k.replica!.id);
+    // The key decides, not the prompt: another prompt with the same key goes to the same replica.
+    expect(placeRequest(policy(), preq(chat('another cold prompt', { prompt_cache_key: 'k' })), keyBusy, new LocalState(CONFIG)).replica!.id).toBe(k.replica!.id);
+    // Equal queues: the key's home.
+    expect(placeRequest(policy(), keyed, makeView(ids(5).map((id) => makeState(id))), new LocalState(CONFIG))).toMatchObject({ branch: 'ring', replica: { id: keyHome } });
   });
 
   it('spillChoices: a cold prompt compares the first d admissible ring members and takes the shortest published queue', () => {

@@ -18,7 +18,7 @@
  *     their retries would herd there too.
  *  1. warm (warmest.ts, balance.ts): the deepest match within the
  *     bound with headroom, ties broken by adapter tier, routing-key ring
- *     order (or least-loaded for a keyed new task), prefill queue plus the
+ *     order (a keyed new task takes the cold step), prefill queue plus the
  *     work the replica's recent clients will likely send (`horizon`), id —
  *     without a routing key and with several routers, the queue within the
  *     request's own slice of the tied rows ("warm"); a deeper replica within
@@ -27,7 +27,8 @@
  *     over its share → an under-loaded replica warms it too ("balance").
  *  2. cold (ring-or-spill.ts, adapter.ts): the key's ring home within the
  *     bound ("ring"), a later replica in ring order ("spill"), or the second
- *     with a shorter published prefill queue ("spill-two-choices"); with an
+ *     with less work ahead ("spill-two-choices": the published prefill
+ *     queue; for a keyed new task, `ahead` as in the tie-break); with an
  *     adapter: the adapter's own ring, hot before a free slot before an
  *     eviction ("adapter-home" / "adapter-spill").
  *  3. least-loaded (least-loaded.ts): every replica over the bound → the
@@ -47,7 +48,8 @@
  * and +1.0 to +1.4 points of hit rate, longctx +1.6 to +3.8 points, lora
  * about half the adapter loads). A request with a routing key asks for
  * cache affinity, and its c is 3 (keyLoadFactor): a new task goes to its
- * key's ring home (not to the least-loaded holder of a shared system
+ * key's ring home or the next member when less work is ahead there (not
+ * to the least-loaded holder of a shared system
  * prompt, which each router judged by its own view), and its calls stay
  * there unless the key is hot. With 1.25 and the least-loaded holder, 4 and
  * 16 routers split new tasks (fanout, DES, held-out seeds 101–104: hit rate
