@@ -32,7 +32,7 @@ import { Overlay } from './overlay.ts';
 
 /** Time constant of routersEstimate's averages, ms. */
 export const ROUTERS_TAU_MS = 2_000;
-/** How long a closed ticket may still be counted by a report not yet received, ms (well past any state TTL). */
+/** How long a closed ticket may still be counted by a report not yet received, ms (past the default state TTL). */
 const DONE_KEEP_MS = 10_000;
 /** The most routers' worth of traffic a router believes it sees. */
 export const MAX_ROUTERS_ESTIMATE = 256;
@@ -237,20 +237,12 @@ export class LocalState {
       }
       head++;
     }
-    if (head > 64 && head * 2 > recent.length) {
-      recent.splice(0, head);
-      head = 0;
-    }
-    t.head = head;
+    t.head = dropConsumed(recent, head);
     // Closed tickets this report still counts: closed after it (those closed before are done with for good), sent before it.
     const done = t.done;
     let dh = t.doneHead;
     while (dh < done.length && done[dh]!.doneAt <= reportAt) dh++;
-    if (dh > 64 && dh * 2 > done.length) {
-      done.splice(0, dh);
-      dh = 0;
-    }
-    t.doneHead = dh;
+    t.doneHead = dh = dropConsumed(done, dh);
     let late = 0;
     for (let i = dh; i < done.length; i++) if (done[i]!.at <= reportAt) late++;
     c.lateDone[n] = late;
@@ -385,4 +377,11 @@ export class LocalState {
       }
     }
   }
+}
+
+/** Drops a list's entries before `head` once they are most of it (amortised O(1) per entry); returns the new head. */
+function dropConsumed<T>(list: T[], head: number): number {
+  if (head <= 64 || head * 2 <= list.length) return head;
+  list.splice(0, head);
+  return 0;
 }
