@@ -27,8 +27,8 @@
  *     over its share → an under-loaded replica warms it too ("balance").
  *  2. cold (ring-or-spill.ts, adapter.ts): the key's ring home within the
  *     bound ("ring"), a later replica in ring order ("spill"), or the second
- *     with less work ahead ("spill-two-choices": the published prefill
- *     queue; for a keyed new task, `ahead` as in the tie-break); with an
+ *     with less prefill queued ("spill-two-choices": published; for a
+ *     keyed new task, with this router's work since the report); with an
  *     adapter: the adapter's own ring, hot before a free slot before an
  *     eviction ("adapter-home" / "adapter-spill").
  *  3. least-loaded (least-loaded.ts): every replica over the bound → the

@@ -16,17 +16,20 @@
  *   DES: TTFT p99 2,313 → 2,083 ms).
  * - With a routing key the prompt is a new task (less than half of it warm
  *   anywhere, warmest.ts), the first of a stream of calls that will follow
- *   it, and "ahead" is what the warm tie-break reads: this router's queue
- *   estimate plus the work the replica's recent clients will send (`ahead`,
- *   context.ts). Keyed prompts once kept to their key's home: a new task
+ *   it, and "ahead" is the prefill this router knows is queued: published,
+ *   plus its own work since the report and what a refusal said is queued
+ *   (not the other routers' expected work, a smooth estimate whose small
+ *   leftovers would decide between two idle replicas; idle, the key's home
+ *   wins the tie). Keyed prompts once kept to their key's home: a new task
  *   then queued its 3–5k-token first call behind another task's on a busy
  *   home while the next replica idled (fanout, DES, held-out seeds 101–104,
- *   1 / 4 / 16 routers: TTFT p99 ×0.74 / ×0.80 / ×0.78, p50 ×0.92–0.95, hit
- *   rate within ±0.04 points; behind a 500 ms gossip delay p99 ×0.85 / ×0.99
- *   / ×1.02, and 4 and 16 routers split a new task's calls more often, −1.0
- *   / −1.4 points of hit rate). Keyless prompts compared the same way cost
- *   seed's one-router p99 ×1.13 (docs/ABLATION.md, "A new task compares two
- *   ring members").
+ *   1 / 4 / 16 routers: TTFT p99 ×0.75 / ×0.74 / ×0.77, p50 ×0.95–0.96,
+ *   hit rate within ±0.04 points; behind a 500 ms gossip delay p99 ×0.85 /
+ *   ×0.90 / ×1.01, and 4 and 16 routers split a new task's calls more
+ *   often, −1.0 / −1.6 points of hit rate).
+ *   Keyless prompts compared this way: the trace +0.1 to +0.2 points of hit
+ *   rate, longctx's p50 ×1.02–1.03, seed's one-router p99 ×1.14, tuning
+ *   seeds (docs/ABLATION.md, "A new task compares two ring members").
  * The router's `spillChoices` widens the comparison to the first d
  * admissible members (the least ahead wins, ties to the earlier in ring
  * order): 4 cut longctx's TTFT p99 by 4–25% on every held-out run, but on
@@ -37,7 +40,7 @@
  */
 import { firstInRing } from '../candidates.ts';
 import type { Placement } from '../types.ts';
-import { ahead, type Ctx, pick } from './context.ts';
+import { type Ctx, pick } from './context.ts';
 
 export function ringOrSpill(ctx: Ctx): Placement | undefined {
   const t = ctx.t;
@@ -48,7 +51,7 @@ export function ringOrSpill(ctx: Ctx): Placement | undefined {
     const keyed = ctx.req.info.routingKey !== undefined;
     const aheadOf = (i: number): number => {
       const r = t.rows[i]!;
-      return (keyed ? ahead(ctx, r) : r.replica.state.load.prefillTokens) / r.weight;
+      return (keyed ? r.queue - r.expected : r.replica.state.load.prefillTokens) / r.weight;
     };
     let best = hit.i;
     let compared = 1;
