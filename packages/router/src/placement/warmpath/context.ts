@@ -44,7 +44,7 @@
  */
 import { mix32 } from '@warmpath/shared/runtime';
 import { type RequestInfo, underFloor, withinBound } from '@warmpath/shared/wire';
-import type { Candidate, CandidateTable, Warmth } from '../candidates.ts';
+import type { CandidateTable, Warmth } from '../candidates.ts';
 import type { Branch, Placement, PlacementRequest, PolicyOptions } from '../types.ts';
 import type { SwitchableStep } from './steps.ts';
 import { adapterTier } from './tier.ts';
@@ -197,11 +197,6 @@ export function derive(req: PlacementRequest, t: CandidateTable, warmth: Warmth,
 function drawOf(info: RequestInfo): number {
   const h = info.hashes.length > 0 ? info.hashes[info.hashes.length - 1]! : 0n;
   return mix32(Number(h & 0xffffffffn) ^ Number(h >> 32n) ^ mix32(info.tailHash ^ info.promptChars));
-}
-
-/** Row r's prefill queue plus the work its recent clients will likely send over the horizon (0 s with `horizon` off), tokens. */
-export function ahead(ctx: Ctx, r: Candidate): number {
-  return r.queue + ctx.horizonS * r.recent;
 }
 
 /** Row i's work per unit of weight, tokens. */

@@ -48,7 +48,7 @@
  * and +1.0 to +1.4 points of hit rate, longctx +1.6 to +3.8 points, lora
  * about half the adapter loads). A request with a routing key asks for
  * cache affinity, and its c is 3 (keyLoadFactor): a new task goes to its
- * key's ring home or the next member when less work is ahead there (not
+ * key's ring home or the next member when less prefill is queued there (not
  * to the least-loaded holder of a shared system
  * prompt, which each router judged by its own view), and its calls stay
  * there unless the key is hot. With 1.25 and the least-loaded holder, 4 and

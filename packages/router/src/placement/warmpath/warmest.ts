@@ -18,13 +18,18 @@
  */
 import { mix32 } from '@warmpath/shared/runtime';
 import { type Candidate, firstInRing } from '../candidates.ts';
-import { ahead, type Ctx } from './context.ts';
+import type { Ctx } from './context.ts';
 
 /** The warmest row found: its index, depth and adapter tier. */
 export interface Choice {
   readonly i: number;
   readonly depth: number;
   readonly tier: number;
+}
+
+/** Row r's prefill queue plus the work its recent clients will likely send over the horizon (0 s with `horizon` off), tokens. */
+function ahead(ctx: Ctx, r: Candidate): number {
+  return r.queue + ctx.horizonS * r.recent;
 }
 
 /** Is row i preferred over row j of the same depth: tier, then `ahead` per weight, then id. */
@@ -69,7 +74,7 @@ export function warmest(ctx: Ctx): { within: Choice | undefined; hard: Choice | 
  * When less than half the prompt is warm anywhere, the key's own history is
  * on no replica yet (a new task behind a shared system prompt): -1, so the
  * key's ring decides (the cold step, bounded by keyLoadFactor: whichever
- * of its first two admissible members has less work ahead) and not the
+ * of its first two admissible members has less prefill queued) and not the
  * holders of the shared prefix. Every router computes the same two members
  * from the key, so a new task's parallel calls gather on one replica even
  * before any router can see where the first one went, unless the routers'
