@@ -6,15 +6,17 @@
  * `--compare` prints a saved run beside this one (before → after).
  *
  *   node packages/bench/bench/quality.ts [--scenarios seed,chat,trace,longctx] [--seeds 1,2,3]
- *     [--routers 1,4] [--replicas N] [--rate R] [--duration S] [--policy warmpath]
+ *     [--routers 1,4] [--l4 random,sticky] [--replicas N] [--rate R] [--duration S] [--policy warmpath]
  *     [--agent-set k=v …] [--router-set k=v …] [--save rows.json] [--compare rows.json]
  *     [--gossip-delays uniform:5:20,lognormal:500:1500] [--gossip-losses 0,0.05]
  *
  * Smoke: --scenarios seed --seeds 1 --routers 1 --duration 2
  *
  * With gossip delays or losses, every (delay, loss) pair is one more axis of
- * the matrix (the DES gossip model, packages/bench/src/des/gossip.ts).
- * With --compare, a summary per scenario and router count follows the
+ * the matrix (the DES gossip model, packages/bench/src/des/gossip.ts); so
+ * is each L4 mode (how clients reach the routers, packages/bench/src/l4.ts;
+ * default random).
+ * With --compare, a summary per scenario, router count and L4 mode follows the
  * table: geometric-mean ratios of p50 and p99, runs faster and slower at
  * p99, and the mean change in hit rate.
  */
@@ -22,6 +24,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { p50AllRequests, p99AllRequests } from '../src/goals.ts';
 import { DEFAULT_GOSSIP, validateGossip } from '../src/des/gossip.ts';
+import { L4_MODES, type L4Mode } from '../src/l4.ts';
 import { DesPool, workloadKey, type DesJob, type JobOutcome } from '../src/pool.ts';
 import type { QualityRow } from '../src/quality-row.ts';
 
@@ -30,6 +33,7 @@ const { values } = parseArgs({
     scenarios: { type: 'string', default: 'seed,chat,trace,longctx' },
     seeds: { type: 'string', default: '1,2,3' },
     routers: { type: 'string', default: '1,4' },
+    l4: { type: 'string', default: 'random' },
     replicas: { type: 'string', default: '0' },
     rate: { type: 'string', default: '0' },
     duration: { type: 'string', default: '0' },
@@ -46,10 +50,14 @@ const { values } = parseArgs({
 
 const list = (s: string): string[] => s.split(',').filter((x) => x !== '');
 const sets = (xs: string[]): Record<string, string> => Object.fromEntries(xs.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
-const key = (r: Pick<QualityRow, 'scenario' | 'seed' | 'routers' | 'delay' | 'loss'>): string => `${r.scenario}/${r.seed}/${r.routers}/${r.delay}/${r.loss}`;
+const key = (r: Pick<QualityRow, 'scenario' | 'seed' | 'routers' | 'l4' | 'delay' | 'loss'>): string => `${r.scenario}/${r.seed}/${r.routers}/${r.l4 ?? 'random'}/${r.delay}/${r.loss}`;
 const cell = (r: QualityRow | undefined): string => (r === undefined ? '—' : `${r.p50.toFixed(0)} / ${r.p99.toFixed(0)} / ${(r.hit * 100).toFixed(1)}%`);
 const cost = (r: QualityRow): string => `${r.completed}/${r.requests} | ${r.pulls} | ${r.viewMiB.toFixed(1)}`;
 
+const l4Modes = list(values.l4).map((m): L4Mode => {
+  if (!(L4_MODES as readonly string[]).includes(m)) throw new Error(`--l4: "${m}" is not one of ${L4_MODES.join(', ')}`);
+  return m as L4Mode;
+});
 const agentOverrides = sets(values['agent-set']);
 const routerOverrides = sets(values['router-set']);
 const pool = new DesPool(Number(values.workers));
@@ -57,11 +65,12 @@ const jobs: DesJob[] = [];
 for (const scenario of list(values.scenarios))
   for (const seed of list(values.seeds).map(Number))
     for (const routers of list(values.routers).map(Number))
-      for (const delay of list(values['gossip-delays']))
-        for (const loss of list(values['gossip-losses']).map(Number)) {
-          const gossip = validateGossip({ delay, loss });
-          jobs.push({ scenario, seed, rate: Number(values.rate), duration: Number(values.duration), replicas: Number(values.replicas), routers, l4: 'random', policy: values.policy, agentOverrides, routerOverrides, gossip });
-        }
+      for (const l4 of l4Modes)
+        for (const delay of list(values['gossip-delays']))
+          for (const loss of list(values['gossip-losses']).map(Number)) {
+            const gossip = validateGossip({ delay, loss });
+            jobs.push({ scenario, seed, rate: Number(values.rate), duration: Number(values.duration), replicas: Number(values.replicas), routers, l4, policy: values.policy, agentOverrides, routerOverrides, gossip });
+          }
 
 const started = Date.now();
 // Jobs on one workload share its descriptions, made once on this thread (DesPool.runShared).
@@ -71,7 +80,7 @@ for (const group of byWorkload.values()) pool.runShared(group).outcomes.forEach(
 const rows = await Promise.all(
   jobs.map(async (job): Promise<QualityRow | string> => {
     const out = await outcomes.get(job)!;
-    const id = { scenario: job.scenario, seed: job.seed, routers: job.routers, delay: job.gossip!.delay, loss: job.gossip!.loss };
+    const id = { scenario: job.scenario, seed: job.seed, routers: job.routers, l4: job.l4, delay: job.gossip!.delay, loss: job.gossip!.loss };
     if (!out.ok) return `${key(id)}: failed: ${out.error.split('\n')[0]}`;
     const r = out.result;
     const row: QualityRow = { ...id, p50: p50AllRequests(r), p99: p99AllRequests(r), hit: r.cache_hit_rate, completed: r.completed, requests: r.requests, pulls: r.detail?.gossip?.pulls ?? 0, viewMiB: (r.detail?.gossip?.viewBytes ?? 0) / 2 ** 20 };
@@ -85,11 +94,11 @@ for (const f of rows) if (typeof f === 'string') console.log(f);
 if (values.save !== '') writeFileSync(values.save, JSON.stringify(ok, null, 1));
 const before = values.compare === '' ? undefined : new Map((JSON.parse(readFileSync(values.compare, 'utf8')) as QualityRow[]).map((r) => [key({ ...r, delay: r.delay ?? DEFAULT_GOSSIP.delay, loss: r.loss ?? DEFAULT_GOSSIP.loss }), r]));
 console.log(`TTFT p50 / p99 (ms, every request) / hit rate; ${values.policy}; ${((Date.now() - started) / 1000).toFixed(0)} s on a shared machine`);
-console.log(before === undefined ? '| scenario | seed | routers | gossip delay | loss | result | answered | pulls | one view, MiB |\n|---|--:|--:|---|--:|---|--:|--:|--:|' : '| scenario | seed | routers | gossip delay | loss | before | after | same |\n|---|--:|--:|---|--:|---|---|---|');
+console.log(before === undefined ? '| scenario | seed | routers | L4 | gossip delay | loss | result | answered | pulls | one view, MiB |\n|---|--:|--:|---|---|--:|---|--:|--:|--:|' : '| scenario | seed | routers | L4 | gossip delay | loss | before | after | same |\n|---|--:|--:|---|---|--:|---|---|---|');
 for (const r of ok) {
   const b = before?.get(key(r));
   const same = b !== undefined && b.p50 === r.p50 && b.p99 === r.p99 && b.hit === r.hit ? 'yes' : 'no';
-  const id = `| ${r.scenario} | ${r.seed} | ${r.routers} | ${r.delay} | ${r.loss} |`;
+  const id = `| ${r.scenario} | ${r.seed} | ${r.routers} | ${r.l4 ?? 'random'} | ${r.delay} | ${r.loss} |`;
   console.log(before === undefined ? `${id} ${cell(r)} | ${cost(r)} |` : `${id} ${cell(b)} | ${cell(r)} | ${same} |`);
 }
 if (before !== undefined) printSummary(ok, before);
@@ -103,11 +112,11 @@ if (before !== undefined) printSummary(ok, before);
 function printSummary(after: QualityRow[], beforeRows: Map<string, QualityRow>): void {
   const groups = Map.groupBy(
     after.filter((r) => beforeRows.has(key(r))),
-    (r) => `${r.scenario} | ${r.routers}`,
+    (r) => `${r.scenario} | ${r.routers} | ${r.l4 ?? 'random'}`,
   );
   const geo = (xs: number[]): number => Math.exp(xs.reduce((s, x) => s + Math.log(x), 0) / xs.length);
-  console.log('\nAfter ÷ before, per scenario and router count (geometric means over the seeds):');
-  console.log('| scenario | routers | runs | p50 | p99 | p99 faster / slower | hit rate, points |\n|---|--:|--:|--:|--:|---|--:|');
+  console.log('\nAfter ÷ before, per scenario, router count and L4 mode (geometric means over the seeds):');
+  console.log('| scenario | routers | L4 | runs | p50 | p99 | p99 faster / slower | hit rate, points |\n|---|--:|---|--:|--:|--:|---|--:|');
   for (const [g, rs] of groups) {
     const pairs = rs.map((r) => [beforeRows.get(key(r))!, r] as const);
     const p50 = geo(pairs.map(([b, a]) => a.p50 / b.p50));
