@@ -21,7 +21,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
 import { describeRequest, HEADERS, parseJsonBody, ROUTES, sendError, sseErrorEvent, WarmpathError } from '@warmpath/shared/wire';
-import { bearerToken, drained, forwardHeaders, readBody, secretMatches } from '@warmpath/shared/runtime';
+import { bearerToken, callUpstream, drained, forwardHeaders, readBody, secretMatches, type UpstreamResponse } from '@warmpath/shared/runtime';
 import type { EngineKind, RequestInfo } from '@warmpath/shared/wire';
 import { noteFirstByte, noteRefusal, noteRequest, noteUsage, observe, type AccessLogDeps } from './access-log.ts';
 import type { AgentCore, Refusal } from './core.ts';
@@ -171,18 +171,21 @@ async function forward(deps: ProxyDeps, f: Flight): Promise<{ cachedTokens: numb
     }
   };
   res.on('close', onClose);
-  let upstream: Dispatcher.ResponseData;
+  let upstream: UpstreamResponse;
   try {
-    upstream = await deps.pool.request({
-      origin: deps.engineOrigin,
-      path: f.url,
-      method: 'POST',
-      headers: { ...engineHeaders(deps, req), 'content-length': String(f.body.length) },
-      body: f.body,
-      signal: ac.signal,
-      headersTimeout: core.config.headersTimeoutMs,
-      bodyTimeout: core.config.bodyTimeoutMs,
-    });
+    upstream = await callUpstream(
+      deps.pool,
+      {
+        origin: deps.engineOrigin,
+        path: f.url,
+        method: 'POST',
+        headers: { ...engineHeaders(deps, req), 'content-length': String(f.body.length) },
+        body: f.body,
+        headersTimeout: core.config.headersTimeoutMs,
+        bodyTimeout: core.config.bodyTimeoutMs,
+      },
+      ac.signal,
+    );
   } catch (err) {
     res.off('close', onClose);
     if (!ac.signal.aborted) engineFailed(deps, res, err);
@@ -197,7 +200,7 @@ async function forward(deps: ProxyDeps, f: Flight): Promise<{ cachedTokens: numb
   res.flushHeaders();
   let first = true;
   try {
-    for await (const chunk of upstream.body as AsyncIterable<Buffer>) {
+    for await (const chunk of upstream.body) {
       if (first) {
         first = false;
         core.firstByte(f.admitted);
@@ -241,9 +244,9 @@ function engineFailed(deps: ProxyDeps, res: ServerResponse, err: unknown): void 
 
 async function passthrough(deps: ProxyDeps, req: IncomingMessage, res: ServerResponse, url: string): Promise<void> {
   try {
-    const up = await deps.pool.request({ origin: deps.engineOrigin, path: url, method: 'GET', headers: engineHeaders(deps, req) });
+    const up = await callUpstream(deps.pool, { origin: deps.engineOrigin, path: url, method: 'GET', headers: engineHeaders(deps, req) });
     res.writeHead(up.statusCode, forwardHeaders(up.headers, 'response'));
-    for await (const chunk of up.body as AsyncIterable<Buffer>) if (!res.write(chunk)) await drained(res);
+    for await (const chunk of up.body) if (!res.write(chunk)) await drained(res);
     res.end();
   } catch (err) {
     const code = (err as { code?: string }).code ?? '';

@@ -13,6 +13,11 @@
  * /dev/null too; a proxy whose binary is not installed is skipped, saying so.
  * `node-floor` is the least any proxy on Node's HTTP stack costs: node:http
  * in, undici out, nothing else (no validation, placement, logs or metrics).
+ * `socket-floor` is the least any proxy written for Node costs: node:net
+ * sockets in and out, with no HTTP library, only enough HTTP/1.1 for this
+ * bench (request and response heads scanned for Content-Length, keep-alive,
+ * one upstream connection per client connection). It is a reference, not a
+ * proxy anyone should run: no chunked bodies, no limits, no errors.
  *
  * Two cases: the small non-streaming chat at --concurrency (requests/s,
  * requests per core-second from the proxy process's CPU time in /proc, added
@@ -25,7 +30,7 @@
  * (e.g. the main branch's, for a before/after in one run); repeatable.
  *
  *   node packages/router/bench/overhead.ts [--seconds 5] [--concurrency 16] [--rounds 3]
- *        [--long-tokens 32768] [--long-seconds 3] [--proxies haproxy,nginx,node-floor] [--router name=cli.ts]
+ *        [--long-tokens 32768] [--long-seconds 3] [--proxies haproxy,nginx,node-floor,socket-floor] [--router name=cli.ts]
  *        [--save rows.json]
  *
  * `--save` writes the medians printed, per target, as JSON (the figure in
@@ -52,7 +57,7 @@ const { values: args } = parseArgs({
     rounds: { type: 'string', default: '3' },
     'long-tokens': { type: 'string', default: '32768' },
     'long-seconds': { type: 'string', default: '3' },
-    proxies: { type: 'string', default: 'haproxy,nginx,node-floor' },
+    proxies: { type: 'string', default: 'haproxy,nginx,node-floor,socket-floor' },
     router: { type: 'string', multiple: true, default: [] },
     save: { type: 'string', default: '' },
   },
@@ -198,11 +203,60 @@ const server = require('node:http').createServer((req, res) => {
 server.listen(0, '127.0.0.1', () => console.log(server.address().port));
 `;
 
-async function startNodeFloor(): Promise<Target> {
-  const undici = createRequire(import.meta.url).resolve('undici');
-  const child = spawn(process.execPath, ['-e', NODE_FLOOR_JS, undici, upstreamUrl], { stdio: ['ignore', 'pipe', 'inherit'] });
+// The floor of any proxy written for Node: raw sockets both ways, the heads scanned for Content-Length and nothing else.
+const SOCKET_FLOOR_JS = `
+const net = require('node:net');
+const up = new URL(process.argv[1]);
+const END = Buffer.from('\\r\\n\\r\\n');
+// A complete message at the start of buf: [head end, message end], or undefined while more bytes are due.
+const message = (buf) => {
+  const head = buf.indexOf(END);
+  if (head < 0) return undefined;
+  const m = /\\r\\ncontent-length: *(\\d+)/i.exec(buf.latin1Slice(0, head));
+  const end = head + 4 + (m ? Number(m[1]) : 0);
+  return buf.length < end ? undefined : [head + 4, end];
+};
+const server = net.createServer({ noDelay: true }, (client) => {
+  const upstream = net.connect({ host: up.hostname, port: Number(up.port), noDelay: true });
+  let fromClient = Buffer.alloc(0);
+  let fromUpstream = Buffer.alloc(0);
+  let waiting = false;
+  const next = () => {
+    const m = waiting ? undefined : message(fromClient);
+    if (m === undefined) return;
+    waiting = true;
+    const head = fromClient.latin1Slice(0, m[0]);
+    const line = head.slice(0, head.indexOf('\\r\\n'));
+    upstream.write(line + '\\r\\nhost: ' + up.host + '\\r\\ncontent-type: application/json\\r\\ncontent-length: ' + (m[1] - m[0]) + '\\r\\n\\r\\n');
+    upstream.write(fromClient.subarray(m[0], m[1]));
+    fromClient = fromClient.subarray(m[1]);
+  };
+  client.on('data', (d) => {
+    fromClient = fromClient.length === 0 ? d : Buffer.concat([fromClient, d]);
+    next();
+  });
+  upstream.on('data', (d) => {
+    fromUpstream = fromUpstream.length === 0 ? d : Buffer.concat([fromUpstream, d]);
+    const m = message(fromUpstream);
+    if (m === undefined) return;
+    client.write(fromUpstream.subarray(0, m[1]));
+    fromUpstream = fromUpstream.subarray(m[1]);
+    waiting = false;
+    next();
+  });
+  client.on('close', () => upstream.destroy());
+  upstream.on('close', () => client.destroy());
+  client.on('error', () => {});
+  upstream.on('error', () => {});
+});
+server.listen(0, '127.0.0.1', () => console.log(server.address().port));
+`;
+
+async function startFloor(name: 'node-floor' | 'socket-floor'): Promise<Target> {
+  const argv = name === 'node-floor' ? ['-e', NODE_FLOOR_JS, createRequire(import.meta.url).resolve('undici'), upstreamUrl] : ['-e', SOCKET_FLOOR_JS, upstreamUrl];
+  const child = spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise<string>((resolve) => createInterface({ input: child.stdout! }).once('line', resolve));
-  return { name: 'node-floor', url: `http://127.0.0.1:${port}`, pid: child.pid, child };
+  return { name, url: `http://127.0.0.1:${port}`, pid: child.pid, child };
 }
 
 async function startProxy(name: 'haproxy' | 'nginx'): Promise<Target | undefined> {
@@ -278,7 +332,7 @@ for (const spec of args.router) {
   targets.push(await startRouter(spec.slice(0, eq), spec.slice(eq + 1)));
 }
 for (const name of args.proxies.split(',').filter((p) => p !== '')) {
-  const t = name === 'node-floor' ? await startNodeFloor() : await startProxy(name as 'haproxy' | 'nginx');
+  const t = name === 'node-floor' || name === 'socket-floor' ? await startFloor(name) : await startProxy(name as 'haproxy' | 'nginx');
   if (t !== undefined) targets.push(t);
 }
 

@@ -1,6 +1,7 @@
-/** Runtime helpers shared by every process: config loading, HTTP helpers, Prometheus text parsing, a seeded PRNG, clocks, structured logs, a hash table keyed by 64-bit chain hashes, growable typed arrays. */
+/** Runtime helpers shared by every process: config loading, HTTP helpers, upstream calls over undici's dispatch, Prometheus text parsing, a seeded PRNG, clocks, structured logs, a hash table keyed by 64-bit chain hashes, growable typed arrays. */
 export * from './config.ts';
 export * from './http.ts';
+export * from './upstream-call.ts';
 export * from './auth.ts';
 export * from './prometheus.ts';
 export * from './random.ts';

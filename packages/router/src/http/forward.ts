@@ -16,9 +16,8 @@
  * Complexity: O(1) per relayed chunk.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Dispatcher } from 'undici';
 import { errorBody, HEADERS, isErrorCode, sendError, sseErrorEvent, type ErrorCode } from '@warmpath/shared/wire';
-import { drained, forwardHeaders } from '@warmpath/shared/runtime';
+import { callUpstream, drained, forwardHeaders, type UpstreamResponse } from '@warmpath/shared/runtime';
 import type { Dispatch, Send, SendResult } from '../core/types.ts';
 import { Downstream } from './downstream.ts';
 import { noteFirstByte, upstreamHeaders } from './observe.ts';
@@ -73,9 +72,9 @@ async function forward(id: string, upstreams: Upstreams, heartbeatMs: number, d:
   if (authorization !== undefined) headers.authorization = authorization;
   const out = new Downstream(d.ctx.res, { [HEADERS.replica]: d.replica.id, [HEADERS.route]: d.branch, [HEADERS.router]: id }, d.info.stream ? heartbeatMs : 0);
   try {
-    let up: Dispatcher.ResponseData;
+    let up: UpstreamResponse;
     try {
-      up = await upstreams.pool(origin).request({ path: base + path, method: 'POST', headers, body: raw, signal });
+      up = await callUpstream(upstreams.pool(origin), { path: base + path, method: 'POST', headers, body: raw }, signal);
     } catch (err) {
       return noResponse(d.ctx, out, classify(err));
     }
@@ -114,15 +113,12 @@ function noResponse(ex: Exchange, out: Downstream, kind: ReturnType<typeof class
 }
 
 /** Committed early (SSE, 200) and the replica answered: relay a stream, or turn any other answer into an error event. */
-async function afterEarlyCommit(ex: Exchange, out: Downstream, up: Dispatcher.ResponseData): Promise<SendResult> {
+async function afterEarlyCommit(ex: Exchange, out: Downstream, up: UpstreamResponse): Promise<SendResult> {
   const ct = up.headers['content-type'];
   if (up.statusCode < 300 && typeof ct === 'string' && ct.startsWith('text/event-stream')) return relay(ex, out, up, true);
   let text = '';
   try {
-    for await (const chunk of up.body) {
-      text += chunk.toString();
-      if (text.length > ERROR_BODY_MAX) break;
-    }
+    text = await up.body.text(ERROR_BODY_MAX);
   } catch {
     /* the error event below says enough */
   }
@@ -157,7 +153,7 @@ function holdsStreamError(tail: Buffer, chunk: Buffer): boolean {
  * error event is passed through as sent and counted as interrupted: the
  * client saw a failed answer even though the status was 200.
  */
-async function relay(ex: Exchange, out: Downstream, up: Dispatcher.ResponseData, sse: boolean): Promise<SendResult> {
+async function relay(ex: Exchange, out: Downstream, up: UpstreamResponse, sse: boolean): Promise<SendResult> {
   const res = ex.res;
   let failed = false;
   try {
@@ -170,9 +166,9 @@ async function relay(ex: Exchange, out: Downstream, up: Dispatcher.ResponseData,
         noteFirstByte(res);
       }
       if (sse && !failed) {
-        failed = holdsStreamError(tail, chunk as Buffer);
+        failed = holdsStreamError(tail, chunk);
         const keep = STREAM_ERROR.length - 1;
-        tail = (chunk as Buffer).length >= keep ? (chunk as Buffer).subarray(-keep) : Buffer.concat([tail, chunk as Buffer]).subarray(-keep);
+        tail = (chunk).length >= keep ? (chunk).subarray(-keep) : Buffer.concat([tail, chunk]).subarray(-keep);
       }
       if (!out.write(chunk)) await drained(res);
       if (res.destroyed) break;
