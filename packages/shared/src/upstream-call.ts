@@ -128,6 +128,8 @@ class Call implements Dispatcher.DispatchHandler {
   }
 
   onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
+    // An informational answer (100 Continue, 103 Early Hints): the final one follows.
+    if (statusCode < 200) return;
     const resolve = this.#resolve;
     this.#resolve = this.#reject = undefined;
     resolve?.({ statusCode, headers, body: new UpstreamBody(this) });

@@ -23,6 +23,11 @@ beforeAll(async () => {
           res.writeHead(201, { 'content-type': 'text/plain', 'x-method': req.method });
           res.end(Buffer.concat(chunks));
           return;
+        case '/hints':
+          res.writeEarlyHints({ link: '</style.css>; rel=preload; as=style' });
+          res.writeHead(200, { 'content-type': 'text/plain' });
+          res.end('final');
+          return;
         case '/chunks':
           res.writeHead(200, { 'content-type': 'text/event-stream' });
           res.write('data: 1\n\n');
@@ -80,6 +85,12 @@ describe('callUpstream', () => {
     const seen: string[] = [];
     for await (const chunk of sse.body) seen.push(chunk.toString());
     expect(seen.join('')).toBe('data: 1\n\ndata: 2\n\n');
+  });
+
+  it('skips an informational answer (103 Early Hints) and resolves with the final one', async () => {
+    const up = await callUpstream(pool, { path: '/hints', method: 'GET' });
+    expect(up.statusCode).toBe(200);
+    expect(await up.body.text()).toBe('final');
   });
 
   it('rejects when no response comes (connection refused), with undici’s error code', async () => {
