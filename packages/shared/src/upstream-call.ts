@@ -41,10 +41,9 @@ export interface UpstreamRequest {
 
 /** Sends `opts` on `dispatcher`; resolves at the response head, rejects if none comes. */
 export function callUpstream(dispatcher: Dispatcher, opts: UpstreamRequest, signal?: AbortSignal): Promise<UpstreamResponse> {
+  if (signal?.aborted) return Promise.reject(signal.reason);
   return new Promise((resolve, reject) => {
-    const call = new Call(resolve, reject, signal);
-    if (signal?.aborted) return reject(signal.reason);
-    dispatcher.dispatch(opts as Dispatcher.DispatchOptions, call);
+    dispatcher.dispatch(opts as Dispatcher.DispatchOptions, new Call(resolve, reject, signal));
   });
 }
 
