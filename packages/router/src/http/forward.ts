@@ -168,7 +168,7 @@ async function relay(ex: Exchange, out: Downstream, up: UpstreamResponse, sse: b
       if (sse && !failed) {
         failed = holdsStreamError(tail, chunk);
         const keep = STREAM_ERROR.length - 1;
-        tail = (chunk).length >= keep ? (chunk).subarray(-keep) : Buffer.concat([tail, chunk]).subarray(-keep);
+        tail = chunk.length >= keep ? chunk.subarray(-keep) : Buffer.concat([tail, chunk]).subarray(-keep);
       }
       if (!out.write(chunk)) await drained(res);
       if (res.destroyed) break;
