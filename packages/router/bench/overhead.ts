@@ -13,6 +13,9 @@
  * /dev/null too; a proxy whose binary is not installed is skipped, saying so.
  * `node-floor` is the least any proxy on Node's HTTP stack costs: node:http
  * in, undici out, nothing else (no validation, placement, logs or metrics).
+ * `agent` is a `warmpath agent` in front of the same upstream (served as a
+ * vLLM engine: the upstream also answers /v1/models and /metrics): what the
+ * sidecar adds to every request on its host, its access log to /dev/null.
  * `socket-floor` is the least any proxy written for Node costs: node:net
  * sockets in and out, with no HTTP library, only enough HTTP/1.1 for this
  * bench (request and response heads scanned for Content-Length, keep-alive,
@@ -30,7 +33,7 @@
  * (e.g. the main branch's, for a before/after in one run); repeatable.
  *
  *   node packages/router/bench/overhead.ts [--seconds 5] [--concurrency 16] [--rounds 3]
- *        [--long-tokens 32768] [--long-seconds 3] [--proxies haproxy,nginx,node-floor,socket-floor] [--router name=cli.ts]
+ *        [--long-tokens 32768] [--long-seconds 3] [--proxies agent,haproxy,nginx,node-floor,socket-floor] [--router name=cli.ts]
  *        [--save rows.json]
  *
  * `--save` writes the medians printed, per target, as JSON (the figure in
@@ -57,7 +60,7 @@ const { values: args } = parseArgs({
     rounds: { type: 'string', default: '3' },
     'long-tokens': { type: 'string', default: '32768' },
     'long-seconds': { type: 'string', default: '3' },
-    proxies: { type: 'string', default: 'haproxy,nginx,node-floor,socket-floor' },
+    proxies: { type: 'string', default: 'agent,haproxy,nginx,node-floor,socket-floor' },
     router: { type: 'string', multiple: true, default: [] },
     save: { type: 'string', default: '' },
   },
@@ -73,9 +76,19 @@ const dir = mkdtempSync(join(tmpdir(), 'wp-overhead-'));
 // The upstream runs in its own process, so that neither the client's event loop nor the proxies' share it.
 const UPSTREAM_JS = `
 const answer = JSON.stringify({ id: 'x', object: 'chat.completion', model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }], usage: { prompt_tokens: 50, completion_tokens: 1, total_tokens: 51 } });
+// Enough of vLLM's GET endpoints for a warmpath agent to take it for an idle engine.
+const gets = {
+  '/v1/models': ['application/json', JSON.stringify({ object: 'list', data: [{ id: 'm', object: 'model' }] })],
+  '/metrics': ['text/plain', 'vllm:num_requests_running 0\\nvllm:num_requests_waiting 0\\nvllm:kv_cache_usage_perc 0\\nvllm:cache_config_info{engine="0",num_gpu_blocks="100000",block_size="16"} 1\\n'],
+};
 const server = require('node:http').createServer({ keepAliveTimeout: 120000 }, (req, res) => {
   req.resume();
   req.on('end', () => {
+    const get = req.method === 'GET' ? gets[req.url] : undefined;
+    if (get !== undefined) {
+      res.writeHead(200, { 'content-type': get[0] });
+      return res.end(get[1]);
+    }
     res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(answer) });
     res.end(answer);
   });
@@ -112,6 +125,22 @@ const publish = (): void => {
   gossip.publish(encodeState(state)).catch(() => {});
 };
 const timer = setInterval(publish, 250);
+
+/** A warmpath agent in front of the upstream (as its vLLM engine): what the sidecar costs a request. */
+async function startAgent(): Promise<Target> {
+  const child = spawn(process.execPath, [CLI, 'agent', '--engine', 'vllm', '--engine-url', upstreamUrl, '--fleet', 'overhead', '--swarm-key', swarmKey], { stdio: ['ignore', 'pipe', 'ignore'] });
+  const line = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).once('line', resolve);
+    child.once('exit', (code) => reject(new Error(`agent exited ${code}`)));
+  });
+  const url = /proxy=(\S+)/.exec(line)![1]!;
+  const admin = /admin=(\S+)/.exec(line)![1]!;
+  for (let i = 0; i < 200; i++) {
+    if ((await fetch(`${admin}/readyz`)).status === 200) break;
+    await new Promise((x) => setTimeout(x, 100));
+  }
+  return { name: 'warmpath agent', url, pid: child.pid, child };
+}
 
 async function startRouter(name: string, cli: string): Promise<Target> {
   const child = spawn(process.execPath, [cli, 'router', '--port', '0', '--fleet', 'overhead', '--swarm-key', swarmKey, '--bootstrap', gossip.multiaddrs()[0]!], { stdio: ['ignore', 'pipe', 'ignore'] });
@@ -332,7 +361,7 @@ for (const spec of args.router) {
   targets.push(await startRouter(spec.slice(0, eq), spec.slice(eq + 1)));
 }
 for (const name of args.proxies.split(',').filter((p) => p !== '')) {
-  const t = name === 'node-floor' || name === 'socket-floor' ? await startFloor(name) : await startProxy(name as 'haproxy' | 'nginx');
+  const t = name === 'agent' ? await startAgent() : name === 'node-floor' || name === 'socket-floor' ? await startFloor(name) : await startProxy(name as 'haproxy' | 'nginx');
   if (t !== undefined) targets.push(t);
 }
 
@@ -376,7 +405,7 @@ const d = rows.get('direct')!;
 const f = (x: number, digits: number): string => (Number.isFinite(x) ? x.toFixed(digits) : '—');
 console.log(`medians of ${ROUNDS} round(s); small non-streaming chat at concurrency ${CONCURRENCY}, ${SECONDS} s per run; ${LONG_TOKENS}-token prompt at concurrency 1, ${LONG_SECONDS} s per run`);
 console.log(`client, upstream and proxies share this machine (${cpus().length} cores): timings are noisy under load`);
-console.log(`${'target'.padEnd(12)} ${'req/s'.padStart(8)} ${'req/core-s'.padStart(11)} ${'added p50 ms'.padStart(13)} ${'added p99 ms'.padStart(13)} ${'long added p50'.padStart(15)} ${'long added p99'.padStart(15)}`);
+console.log(`${'target'.padEnd(15)} ${'req/s'.padStart(8)} ${'req/core-s'.padStart(11)} ${'added p50 ms'.padStart(13)} ${'added p99 ms'.padStart(13)} ${'long added p50'.padStart(15)} ${'long added p99'.padStart(15)}`);
 const saved: Saved[] = [...rows].map(([name, r]) => {
   const self = name === 'direct';
   const added = (xs: number[], base: number[]): number => median(xs) - (self ? 0 : median(base));
@@ -393,7 +422,7 @@ const saved: Saved[] = [...rows].map(([name, r]) => {
 for (const t of saved) {
   const ms = (x: number | null): string => (x === null ? '—' : t.target === 'direct' ? `${f(x, 3)} abs` : f(x, 3));
   console.log(
-    `${t.target.padEnd(12)} ${f(t.rps, 0).padStart(8)} ${(t.perCore === null ? '—' : f(t.perCore, 0)).padStart(11)} ${ms(t.p50).padStart(13)} ${ms(t.p99).padStart(13)} ${ms(t.longP50).padStart(15)} ${ms(t.longP99).padStart(15)}`,
+    `${t.target.padEnd(15)} ${f(t.rps, 0).padStart(8)} ${(t.perCore === null ? '—' : f(t.perCore, 0)).padStart(11)} ${ms(t.p50).padStart(13)} ${ms(t.p99).padStart(13)} ${ms(t.longP50).padStart(15)} ${ms(t.longP99).padStart(15)}`,
   );
 }
 
