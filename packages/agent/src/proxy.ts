@@ -197,7 +197,8 @@ async function forward(deps: ProxyDeps, f: Flight): Promise<{ cachedTokens: numb
   const headers = forwardHeaders(upstream.headers, 'response');
   if (strip !== undefined) delete headers['content-length'];
   res.writeHead(upstream.statusCode, headers);
-  res.flushHeaders();
+  // A stream's client sees its status at once; a plain body's headers go out with it, in one write.
+  if (contentType.includes('text/event-stream')) res.flushHeaders();
   let first = true;
   try {
     for await (const chunk of upstream.body) {

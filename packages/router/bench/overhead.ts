@@ -31,9 +31,10 @@
  *
  * --router name=path/to/cli/main.ts adds a router from another checkout
  * (e.g. the main branch's, for a before/after in one run); repeatable.
+ * --agent name=path/to/cli/main.ts does the same for the agent.
  *
  *   node packages/router/bench/overhead.ts [--seconds 5] [--concurrency 16] [--rounds 3]
- *        [--long-tokens 32768] [--long-seconds 3] [--proxies agent,haproxy,nginx,node-floor,socket-floor] [--router name=cli.ts]
+ *        [--long-tokens 32768] [--long-seconds 3] [--proxies agent,haproxy,nginx,node-floor,socket-floor] [--router name=cli.ts] [--agent name=cli.ts]
  *        [--save rows.json]
  *
  * `--save` writes the medians printed, per target, as JSON (the figure in
@@ -62,6 +63,7 @@ const { values: args } = parseArgs({
     'long-seconds': { type: 'string', default: '3' },
     proxies: { type: 'string', default: 'agent,haproxy,nginx,node-floor,socket-floor' },
     router: { type: 'string', multiple: true, default: [] },
+    agent: { type: 'string', multiple: true, default: [] },
     save: { type: 'string', default: '' },
   },
 });
@@ -127,8 +129,8 @@ const publish = (): void => {
 const timer = setInterval(publish, 250);
 
 /** A warmpath agent in front of the upstream (as its vLLM engine): what the sidecar costs a request. */
-async function startAgent(): Promise<Target> {
-  const child = spawn(process.execPath, [CLI, 'agent', '--engine', 'vllm', '--engine-url', upstreamUrl, '--fleet', 'overhead', '--swarm-key', swarmKey], { stdio: ['ignore', 'pipe', 'ignore'] });
+async function startAgent(name: string, cli: string): Promise<Target> {
+  const child = spawn(process.execPath, [cli, 'agent', '--engine', 'vllm', '--engine-url', upstreamUrl, '--fleet', 'overhead', '--swarm-key', swarmKey], { stdio: ['ignore', 'pipe', 'ignore'] });
   const line = await new Promise<string>((resolve, reject) => {
     createInterface({ input: child.stdout! }).once('line', resolve);
     child.once('exit', (code) => reject(new Error(`agent exited ${code}`)));
@@ -139,7 +141,7 @@ async function startAgent(): Promise<Target> {
     if ((await fetch(`${admin}/readyz`)).status === 200) break;
     await new Promise((x) => setTimeout(x, 100));
   }
-  return { name: 'warmpath agent', url, pid: child.pid, child };
+  return { name, url, pid: child.pid, child };
 }
 
 async function startRouter(name: string, cli: string): Promise<Target> {
@@ -360,8 +362,12 @@ for (const spec of args.router) {
   const eq = spec.indexOf('=');
   targets.push(await startRouter(spec.slice(0, eq), spec.slice(eq + 1)));
 }
+for (const spec of args.agent) {
+  const eq = spec.indexOf('=');
+  targets.push(await startAgent(spec.slice(0, eq), spec.slice(eq + 1)));
+}
 for (const name of args.proxies.split(',').filter((p) => p !== '')) {
-  const t = name === 'agent' ? await startAgent() : name === 'node-floor' || name === 'socket-floor' ? await startFloor(name) : await startProxy(name as 'haproxy' | 'nginx');
+  const t = name === 'agent' ? await startAgent('warmpath agent', CLI) : name === 'node-floor' || name === 'socket-floor' ? await startFloor(name) : await startProxy(name as 'haproxy' | 'nginx');
   if (t !== undefined) targets.push(t);
 }
 
