@@ -10,9 +10,14 @@ import type { AddressInfo } from 'node:net';
  * after `delayMs` (a long prefill behind an engine that sends headers with the
  * first token); stall-mid-stream: two tokens, then silence `delayMs` long
  * between the second and the third; error-mid-stream: two tokens, then an
- * engine's error event and the end of the stream (no [DONE]).
+ * engine's error event and the end of the stream (no [DONE]); flood: a
+ * stream of FLOOD_BYTES written as fast as the connection takes it
+ * (`written` counts what it took).
  */
-export type Mode = 'ok' | 'reject' | 'die-mid-stream' | 'error-mid-stream' | 'slow-stream' | 'unavailable' | 'error-500' | 'late-headers' | 'stall-mid-stream';
+export type Mode = 'ok' | 'reject' | 'die-mid-stream' | 'error-mid-stream' | 'slow-stream' | 'unavailable' | 'error-500' | 'late-headers' | 'stall-mid-stream' | 'flood';
+
+/** What a flood stream sends in all, bytes. */
+export const FLOOD_BYTES = 128 * 1024 * 1024;
 
 export interface FakeAgent {
   url: string;
@@ -25,6 +30,8 @@ export interface FakeAgent {
   lastBody: string;
   /** The pause of late-headers and stall-mid-stream, ms. */
   delayMs: number;
+  /** Bytes of the flood stream the connection took so far. */
+  written: number;
   close(): Promise<void>;
 }
 
@@ -38,6 +45,7 @@ export async function startFakeAgent(name: string, mode: Mode = 'ok'): Promise<F
     lastHeaders: undefined,
     lastBody: '',
     delayMs: 500,
+    written: 0,
     close: async () => {
       agent.server.closeAllConnections();
       await new Promise<void>((r) => agent.server.close(() => r()));
@@ -73,6 +81,19 @@ export async function startFakeAgent(name: string, mode: Mode = 'ok'): Promise<F
         const out = JSON.stringify({ id: 'c1', object: 'chat.completion', model: body.model, choices: [{ index: 0, message: { role: 'assistant', content: `hello from ${name}` }, finish_reason: 'stop' }], usage: { prompt_tokens: 5, completion_tokens: 3, total_tokens: 8 } });
         res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(out) });
         res.end(out);
+        return;
+      }
+      if (agent.mode === 'flood') {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        const event = Buffer.from(`data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: 'x'.repeat(16_000) } }] })}\n\n`);
+        const pump = (): void => {
+          while (agent.written < FLOOD_BYTES && !res.destroyed) {
+            agent.written += event.length;
+            if (!res.write(event)) return void res.once('drain', pump);
+          }
+          if (!res.destroyed) res.end('data: [DONE]\n\n');
+        };
+        pump();
         return;
       }
       const tokens = ['hel', 'lo ', 'from ', name];

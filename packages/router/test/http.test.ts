@@ -5,7 +5,7 @@ import { request } from 'undici';
 import { waitFor } from '@warmpath/testkit';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startRouter, type Router } from '../src/index.ts';
-import { startFakeAgent, type FakeAgent } from './fake-agent.ts';
+import { FLOOD_BYTES, startFakeAgent, type FakeAgent } from './fake-agent.ts';
 import { chat, makeState } from './helpers.ts';
 
 async function post(url: string, body: unknown, headers: Record<string, string> = {}) {
@@ -219,6 +219,20 @@ describe('router HTTP: proxying to fake agents', () => {
     }
     await waitFor(() => agents[0]!.aborted > 0, { timeoutMs: 2_000, intervalMs: 10, message: 'the upstream request to be aborted' });
     expect(agents[0]!.aborted).toBe(1);
+  });
+
+  it('a slow client holds the replica back: the router pauses the upstream stream instead of buffering it', async () => {
+    const r = await start('flood');
+    const res = await request(`${r.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(chat('q', { stream: true })) });
+    expect(res.statusCode).toBe(200);
+    const body = res.body[Symbol.asyncIterator]();
+    let read = 0;
+    while (read < 1024 * 1024) read += ((await body.next()).value as Buffer).length;
+    // The client reads no more for a second, its connection open: an unpaused relay would take the whole 128 MiB meanwhile.
+    await new Promise((x) => setTimeout(x, 1_000));
+    expect(agents[0]!.written).toBeLessThan(FLOOD_BYTES / 4);
+    await body.return!();
+    await waitFor(() => agents[0]!.aborted > 0, { timeoutMs: 5_000, intervalMs: 10, message: 'the upstream stream to be aborted' });
   });
 
   it('/v1/models lists base models and adapters with parent; /readyz is ready', async () => {
