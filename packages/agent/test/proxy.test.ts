@@ -1,3 +1,6 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { request } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { startSimServer } from '@warmpath/sim';
 import { startAgent } from '../src/index.ts';
@@ -27,6 +30,56 @@ describe('proxy', () => {
     } finally {
       await agent.close();
       await sim.close();
+    }
+  });
+
+  it("a slow client holds the engine's stream back: the agent pauses it instead of buffering it", async () => {
+    // An engine that answers as vLLM and streams 128 MiB as fast as its connection takes it.
+    const FLOOD = 128 * 1024 * 1024;
+    let written = 0;
+    let cut = 0;
+    const engine = createServer((req, res) => {
+      if (req.method === 'GET' && req.url === '/metrics') {
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        return void res.end('vllm:num_requests_running 0\nvllm:num_requests_waiting 0\nvllm:kv_cache_usage_perc 0\nvllm:cache_config_info{engine="0",num_gpu_blocks="100000",block_size="16"} 1\n');
+      }
+      if (req.method === 'GET' && req.url === '/v1/models') {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        return void res.end(JSON.stringify({ object: 'list', data: [{ id: 'm', object: 'model' }] }));
+      }
+      req.resume();
+      res.on('close', () => {
+        if (!res.writableFinished) cut++;
+      });
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const event = Buffer.from(`data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: 'x'.repeat(16_000) } }] })}\n\n`);
+      const pump = (): void => {
+        while (written < FLOOD && !res.destroyed) {
+          written += event.length;
+          if (!res.write(event)) return void res.once('drain', pump);
+        }
+        if (!res.destroyed) res.end('data: [DONE]\n\n');
+      };
+      pump();
+    });
+    await new Promise<void>((r) => engine.listen(0, '127.0.0.1', r));
+    const agent = await startAgent({ engineUrl: `http://127.0.0.1:${(engine.address() as AddressInfo).port}`, gossip: false, scrapeIntervalMs: 50 });
+    try {
+      await until('agent ready', () => agent.state().status === 'ready');
+      const res = await request(`${agent.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(chatBody('m', 'system', 'q', { stream: true })) });
+      expect(res.statusCode).toBe(200);
+      const body = res.body[Symbol.asyncIterator]();
+      let read = 0;
+      while (read < 1024 * 1024) read += ((await body.next()).value as Buffer).length;
+      // The client reads no more for a second, its connection open: an unpaused proxy would take the whole 128 MiB meanwhile.
+      await new Promise((x) => setTimeout(x, 1_000));
+      expect(written).toBeLessThan(FLOOD / 4);
+      await body.return!();
+      await until('the engine stream cut', () => cut > 0);
+    } finally {
+      await agent.close();
+      engine.closeAllConnections();
+      await new Promise((r) => engine.close(r));
     }
   });
 
