@@ -76,7 +76,7 @@ export class UpstreamBody implements AsyncIterable<Buffer> {
     return this.#call.dump();
   }
 
-  /** The whole body as text, read up to `max` bytes (then the request is aborted). */
+  /** The whole body as text, read until it passes `max` characters (then the request is aborted). */
   async text(max = Infinity): Promise<string> {
     let text = '';
     for await (const chunk of this) {
@@ -87,7 +87,8 @@ export class UpstreamBody implements AsyncIterable<Buffer> {
   }
 }
 
-const ABANDONED = Object.assign(new Error('the response body was abandoned by its reader'), { code: 'UND_ERR_ABORTED', name: 'AbortError' });
+/** The error a request ends with when its reader stops early (an abort, as undici names one). */
+const abandoned = (): Error => Object.assign(new Error('the response body was abandoned by its reader'), { code: 'UND_ERR_ABORTED', name: 'AbortError' });
 
 class Call implements Dispatcher.DispatchHandler {
   #controller: Dispatcher.DispatchController | undefined;
@@ -183,8 +184,9 @@ class Call implements Dispatcher.DispatchHandler {
     this.#head = 0;
     this.#buffered = 0;
     if (this.#ended || this.#error !== undefined) return;
-    this.#error = ABANDONED;
-    this.#controller?.abort(ABANDONED);
+    const err = abandoned();
+    this.#error = err;
+    this.#controller?.abort(err);
   }
 
   dump(): Promise<void> {
