@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { request } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { startSimServer } from '@warmpath/sim';
+import { FLOOD_BYTES, flood } from '@warmpath/testkit';
 import { startAgent } from '../src/index.ts';
 import { chatBody, metricValue, post, until } from './helpers.ts';
 
@@ -34,9 +35,8 @@ describe('proxy', () => {
   });
 
   it("a slow client holds the engine's stream back: the agent pauses it instead of buffering it", async () => {
-    // An engine that answers as vLLM and streams 128 MiB as fast as its connection takes it.
-    const FLOOD = 128 * 1024 * 1024;
-    let written = 0;
+    // An engine that answers as vLLM and streams 128 MiB (testkit's flood) as fast as its connection takes it.
+    let stream: { written: () => number } | undefined;
     let cut = 0;
     const engine = createServer((req, res) => {
       if (req.method === 'GET' && req.url === '/metrics') {
@@ -51,16 +51,7 @@ describe('proxy', () => {
       res.on('close', () => {
         if (!res.writableFinished) cut++;
       });
-      res.writeHead(200, { 'content-type': 'text/event-stream' });
-      const event = Buffer.from(`data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: 'x'.repeat(16_000) } }] })}\n\n`);
-      const pump = (): void => {
-        while (written < FLOOD && !res.destroyed) {
-          written += event.length;
-          if (!res.write(event)) return void res.once('drain', pump);
-        }
-        if (!res.destroyed) res.end('data: [DONE]\n\n');
-      };
-      pump();
+      stream = flood(res);
     });
     await new Promise<void>((r) => engine.listen(0, '127.0.0.1', r));
     const agent = await startAgent({ engineUrl: `http://127.0.0.1:${(engine.address() as AddressInfo).port}`, gossip: false, scrapeIntervalMs: 50 });
@@ -73,7 +64,7 @@ describe('proxy', () => {
       while (read < 1024 * 1024) read += ((await body.next()).value as Buffer).length;
       // The client reads no more for a second, its connection open: an unpaused proxy would take the whole 128 MiB meanwhile.
       await new Promise((x) => setTimeout(x, 1_000));
-      expect(written).toBeLessThan(FLOOD / 4);
+      expect(stream!.written()).toBeLessThan(FLOOD_BYTES / 4);
       await body.return!();
       await until('the engine stream cut', () => cut > 0);
     } finally {

@@ -128,35 +128,32 @@ const publish = (): void => {
 };
 const timer = setInterval(publish, 250);
 
-/** A warmpath agent in front of the upstream (as its vLLM engine): what the sidecar costs a request. */
-async function startAgent(name: string, cli: string): Promise<Target> {
-  const child = spawn(process.execPath, [cli, 'agent', '--engine', 'vllm', '--engine-url', upstreamUrl, '--fleet', 'overhead', '--swarm-key', swarmKey], { stdio: ['ignore', 'pipe', 'ignore'] });
+/**
+ * A `warmpath <command>` process from `cli`: its ready line gives the URL to
+ * load (`urlKey=`) and the one whose /readyz says it can serve (`readyKey=`).
+ */
+async function startWarmpath(name: string, cli: string, argv: string[], urlKey: string, readyKey = urlKey): Promise<Target> {
+  const child = spawn(process.execPath, [cli, ...argv], { stdio: ['ignore', 'pipe', 'ignore'] });
   const line = await new Promise<string>((resolve, reject) => {
     createInterface({ input: child.stdout! }).once('line', resolve);
-    child.once('exit', (code) => reject(new Error(`agent exited ${code}`)));
+    child.once('exit', (code) => reject(new Error(`${name} exited ${code}`)));
   });
-  const url = /proxy=(\S+)/.exec(line)![1]!;
-  const admin = /admin=(\S+)/.exec(line)![1]!;
+  const field = (key: string): string => new RegExp(`${key}=(\\S+)`).exec(line)![1]!;
+  const url = field(urlKey);
   for (let i = 0; i < 200; i++) {
-    if ((await fetch(`${admin}/readyz`)).status === 200) break;
+    if ((await fetch(`${field(readyKey)}/readyz`)).status === 200) break;
     await new Promise((x) => setTimeout(x, 100));
   }
   return { name, url, pid: child.pid, child };
 }
 
-async function startRouter(name: string, cli: string): Promise<Target> {
-  const child = spawn(process.execPath, [cli, 'router', '--port', '0', '--fleet', 'overhead', '--swarm-key', swarmKey, '--bootstrap', gossip.multiaddrs()[0]!], { stdio: ['ignore', 'pipe', 'ignore'] });
-  const line = await new Promise<string>((resolve, reject) => {
-    createInterface({ input: child.stdout! }).once('line', resolve);
-    child.once('exit', (code) => reject(new Error(`${name} exited ${code}`)));
-  });
-  const url = /url=(\S+)/.exec(line)![1]!;
-  for (let i = 0; i < 200; i++) {
-    if ((await fetch(`${url}/readyz`)).status === 200) break;
-    await new Promise((x) => setTimeout(x, 100));
-  }
-  return { name, url, pid: child.pid, child };
-}
+/** A router fed by this bench's gossip node. */
+const startRouter = (name: string, cli: string): Promise<Target> =>
+  startWarmpath(name, cli, ['router', '--port', '0', '--fleet', 'overhead', '--swarm-key', swarmKey, '--bootstrap', gossip.multiaddrs()[0]!], 'url');
+
+/** A warmpath agent in front of the upstream (as its vLLM engine): what the sidecar costs a request. */
+const startAgent = (name: string, cli: string): Promise<Target> =>
+  startWarmpath(name, cli, ['agent', '--engine', 'vllm', '--engine-url', upstreamUrl, '--fleet', 'overhead', '--swarm-key', swarmKey], 'proxy', 'admin');
 
 // ---- HAProxy and nginx: configs generated here, one thread / worker each ----
 async function freePort(): Promise<number> {

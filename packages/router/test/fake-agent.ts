@@ -4,6 +4,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { flood } from '@warmpath/testkit';
 
 /**
  * error-500: answers 500 at once; late-headers: the stream's headers come only
@@ -12,12 +13,10 @@ import type { AddressInfo } from 'node:net';
  * between the second and the third; error-mid-stream: two tokens, then an
  * engine's error event and the end of the stream (no [DONE]); flood: a
  * stream of FLOOD_BYTES written as fast as the connection takes it
- * (`written` counts what it took).
+ * (testkit's `flood`; `written` says what it took).
  */
 export type Mode = 'ok' | 'reject' | 'die-mid-stream' | 'error-mid-stream' | 'slow-stream' | 'unavailable' | 'error-500' | 'late-headers' | 'stall-mid-stream' | 'flood';
 
-/** What a flood stream sends in all, bytes. */
-export const FLOOD_BYTES = 128 * 1024 * 1024;
 
 export interface FakeAgent {
   url: string;
@@ -30,8 +29,8 @@ export interface FakeAgent {
   lastBody: string;
   /** The pause of late-headers and stall-mid-stream, ms. */
   delayMs: number;
-  /** Bytes of the flood stream the connection took so far. */
-  written: number;
+  /** Bytes of the last flood stream the connection took so far. */
+  written: () => number;
   close(): Promise<void>;
 }
 
@@ -45,7 +44,7 @@ export async function startFakeAgent(name: string, mode: Mode = 'ok'): Promise<F
     lastHeaders: undefined,
     lastBody: '',
     delayMs: 500,
-    written: 0,
+    written: () => 0,
     close: async () => {
       agent.server.closeAllConnections();
       await new Promise<void>((r) => agent.server.close(() => r()));
@@ -84,16 +83,7 @@ export async function startFakeAgent(name: string, mode: Mode = 'ok'): Promise<F
         return;
       }
       if (agent.mode === 'flood') {
-        res.writeHead(200, { 'content-type': 'text/event-stream' });
-        const event = Buffer.from(`data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: 'x'.repeat(16_000) } }] })}\n\n`);
-        const pump = (): void => {
-          while (agent.written < FLOOD_BYTES && !res.destroyed) {
-            agent.written += event.length;
-            if (!res.write(event)) return void res.once('drain', pump);
-          }
-          if (!res.destroyed) res.end('data: [DONE]\n\n');
-        };
-        pump();
+        agent.written = flood(res).written;
         return;
       }
       const tokens = ['hel', 'lo ', 'from ', name];

@@ -2,6 +2,7 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Pool } from 'undici';
+import { flood } from '@warmpath/testkit';
 import { BODY_BUFFER_MAX, callUpstream } from '../src/upstream-call.ts';
 
 // A real HTTP server whose routes misbehave on purpose.
@@ -9,8 +10,8 @@ let server: Server;
 let pool: Pool;
 /** Responses held open by /hold, to be finished or cut by the test. */
 const held: ServerResponse[] = [];
-/** Bytes /big managed to write before the test stopped reading. */
-let bigWritten = 0;
+/** The last /big stream: how far it got before the test stopped reading. */
+let big: { written: () => number } | undefined;
 let closedEarly = 0;
 
 beforeAll(async () => {
@@ -46,20 +47,10 @@ beforeAll(async () => {
           res.write('data: 1\n\n');
           held.push(res);
           return;
-        case '/big': {
-          // Writes 64 MiB as fast as the client takes it.
-          res.writeHead(200, { 'content-type': 'application/octet-stream' });
-          const block = Buffer.alloc(16 * 1024, 120);
-          const pump = (): void => {
-            while (bigWritten < 64 * 1024 * 1024) {
-              bigWritten += block.length;
-              if (!res.write(block)) return void res.once('drain', pump);
-            }
-            res.end();
-          };
-          pump();
+        case '/big':
+          // testkit's flood: 128 MiB as fast as the client takes it.
+          big = flood(res);
           return;
-        }
         default:
           res.writeHead(404).end();
       }
@@ -132,7 +123,6 @@ describe('callUpstream', () => {
   });
 
   it('pauses the connection while the reader lags: the server cannot run far ahead of what was read', async () => {
-    bigWritten = 0;
     const up = await callUpstream(pool, { path: '/big', method: 'GET' });
     let read = 0;
     for await (const chunk of up.body) {
@@ -140,8 +130,8 @@ describe('callUpstream', () => {
       if (read >= 1024 * 1024) break;
       await new Promise((resolve) => setTimeout(resolve, 1));
     }
-    // What the server wrote beyond what was read sits in this buffer (BODY_BUFFER_MAX) and the sockets' (a few MiB on loopback), not 63 MiB.
-    expect(bigWritten - read).toBeLessThan(16 * 1024 * 1024 + BODY_BUFFER_MAX);
+    // What the server wrote beyond what was read sits in this buffer (BODY_BUFFER_MAX) and the sockets' (a few MiB on loopback), not the rest of 128 MiB.
+    expect(big!.written() - read).toBeLessThan(16 * 1024 * 1024 + BODY_BUFFER_MAX);
   });
 
   it('dump() reads a body to its end and leaves the connection usable', async () => {

@@ -132,3 +132,26 @@ export function spawnUntilLine(command: string, args: readonly string[], options
   });
   return { child, line };
 }
+
+/** What a flood stream sends in all, bytes (128 MiB: far more than any socket buffers hold). */
+export const FLOOD_BYTES = 128 * 1024 * 1024;
+
+/**
+ * Answers `res` with an SSE stream of FLOOD_BYTES (16 KB chunk events), written
+ * as fast as the connection takes it: back-pressure is respected, so
+ * `written()` says how far a slow reader let it get.
+ */
+export function flood(res: import('node:http').ServerResponse): { written: () => number } {
+  const event = Buffer.from(`data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: 'x'.repeat(16_000) } }] })}\n\n`);
+  let written = 0;
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  const pump = (): void => {
+    while (written < FLOOD_BYTES && !res.destroyed) {
+      written += event.length;
+      if (!res.write(event)) return void res.once('drain', pump);
+    }
+    if (!res.destroyed) res.end('data: [DONE]\n\n');
+  };
+  pump();
+  return { written: () => written };
+}
