@@ -5,13 +5,12 @@
  * and benches call; the discrete-event simulator drives the same core.
  */
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import { Pool } from 'undici';
-import { createGossipNode, loadIdentity } from '@warmpath/shared/gossip';
+import { createGossipNode, gossipOptionsOf } from '@warmpath/shared/gossip';
 import type { GossipNode } from '@warmpath/shared/gossip';
 import { collectDefaultMetrics } from 'prom-client';
 import { answerClientError, createLogger, DEFAULT_MAX_CONNECTIONS, isLoadedConfig, LINT_FAILING_DEFAULT_METRICS, readSecret, SERVER_TIMEOUTS, UPSTREAM_KEEP_ALIVE_MS, type Logger } from '@warmpath/shared/runtime';
@@ -221,19 +220,9 @@ function logEngine(logger: Logger, e: EngineEvent, lastError: () => unknown): vo
 
 async function joinGossip(config: AgentConfig, logger: Logger): Promise<GossipNode> {
   const gossip = await createGossipNode({
-    fleet: config.fleet,
-    listen: [...config.gossipListen],
-    bootstrap: [...config.bootstrap],
-    bootstrapDns: [...config.bootstrapDns],
-    gossipPeers: config.gossipPeers,
-    maxConnections: config.gossipMaxConnections,
-    timing: { dnsIntervalMs: config.bootstrapDnsIntervalMs },
+    ...(await gossipOptionsOf(config, (w) => logger.warn({ code: w.code }, w.message))),
     // Agents publish; routers subscribe. An agent never receives the fleet's state.
     subscribe: false,
-    ...(config.swarmKey !== '' ? { swarmKey: readFileSync(config.swarmKey, 'utf8') } : {}),
-    onWarning: (w) => logger.warn({ code: w.code }, w.message),
-    ...(config.insecureNoSwarmKey ? { insecureNoSwarmKey: true } : {}),
-    ...(config.identityFile !== '' ? { privateKey: await loadIdentity(config.identityFile) } : {}),
   });
   await gossip.start();
   return gossip;

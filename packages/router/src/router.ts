@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { ROUTER_SCHEMA, type RouterConfig } from './config.ts';
 import { answerClientError, ConfigError, createLogger, isLoadedConfig, loadConfig, readSecret, realClock, SERVER_TIMEOUTS, type Logger } from '@warmpath/shared/runtime';
 import { prepareRequestSchemas } from '@warmpath/shared/wire';
-import { createGossipNode, loadIdentity, type GossipNode, type GossipOrigin } from '@warmpath/shared/gossip';
+import { createGossipNode, gossipOptionsOf, type GossipNode, type GossipOrigin } from '@warmpath/shared/gossip';
 import { RouterCore } from './core/router-core.ts';
 import type { CoreMetrics, Send } from './core/types.ts';
 import { snapshotFetcher } from './fleet/snapshot.ts';
@@ -219,19 +219,7 @@ async function joinGossip(config: RouterConfig, opt: false | GossipNode | undefi
   const own = opt === undefined;
   const node =
     opt ??
-    (await createGossipNode({
-      fleet: config.fleet,
-      listen: [...config.gossipListen],
-      bootstrap: [...config.bootstrap],
-      bootstrapDns: [...config.bootstrapDns],
-      gossipPeers: config.gossipPeers,
-      maxConnections: config.gossipMaxConnections,
-      timing: { dnsIntervalMs: config.bootstrapDnsIntervalMs },
-      ...(config.swarmKey !== '' ? { swarmKey: readFileSync(config.swarmKey, 'utf8') } : {}),
-      onWarning: (w) => logger.warn({ code: w.code }, w.message),
-      ...(config.insecureNoSwarmKey ? { insecureNoSwarmKey: true } : {}),
-      ...(config.identityFile !== '' ? { privateKey: await loadIdentity(config.identityFile) } : {}),
-    }));
+    (await createGossipNode(await gossipOptionsOf(config, (w) => logger.warn({ code: w.code }, w.message))));
   node.setValidator((bytes, origin) => view.judge(bytes, origin));
   const unsubscribe = node.onMessage((bytes, _from, origin) => onMessage(bytes, origin));
   const leave = async (): Promise<void> => {

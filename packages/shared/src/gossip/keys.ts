@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import { generateKeyPair, privateKeyFromProtobuf, privateKeyToProtobuf } from '@libp2p/crypto/keys';
 import { GossipConfigError } from './types.ts';
+import type { GossipOptions, GossipWarning } from './types.ts';
 
 const SWARM_KEY_HEADER = '/key/swarm/psk/1.0.0/';
 const SWARM_KEY_CODEC = '/base16/';
@@ -89,4 +90,37 @@ export function peerIdOfIdentity(key: Uint8Array): string {
   } catch (err) {
     throw new GossipConfigError(`not a libp2p identity file: ${(err as Error).message}`);
   }
+}
+
+/** The gossip settings agent and router share, by their config field names. */
+export interface GossipSettings {
+  readonly fleet: string;
+  readonly gossipListen: readonly string[];
+  readonly bootstrap: readonly string[];
+  readonly bootstrapDns: readonly string[];
+  readonly bootstrapDnsIntervalMs: number;
+  readonly gossipPeers: number;
+  readonly gossipMaxConnections: number;
+  /** Path of the swarm key file ("" = none). */
+  readonly swarmKey: string;
+  readonly insecureNoSwarmKey: boolean;
+  /** Path of the identity file, created if missing ("" = a new peer id each start). */
+  readonly identityFile: string;
+}
+
+/** createGossipNode's options from an agent's or a router's settings: the swarm key and identity files read here. */
+export async function gossipOptionsOf(s: GossipSettings, onWarning: (w: GossipWarning) => void): Promise<GossipOptions> {
+  return {
+    fleet: s.fleet,
+    listen: [...s.gossipListen],
+    bootstrap: [...s.bootstrap],
+    bootstrapDns: [...s.bootstrapDns],
+    gossipPeers: s.gossipPeers,
+    maxConnections: s.gossipMaxConnections,
+    timing: { dnsIntervalMs: s.bootstrapDnsIntervalMs },
+    ...(s.swarmKey !== '' ? { swarmKey: await readFile(s.swarmKey, 'utf8') } : {}),
+    onWarning,
+    ...(s.insecureNoSwarmKey ? { insecureNoSwarmKey: true } : {}),
+    ...(s.identityFile !== '' ? { privateKey: await loadIdentity(s.identityFile) } : {}),
+  };
 }
