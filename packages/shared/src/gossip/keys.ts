@@ -1,6 +1,8 @@
 /**
  * The fleet's keys: the private-network swarm key every node of a fleet shares
- * (libp2p pnet, /key/swarm/psk/1.0.0/) and a node's own persistent identity.
+ * (libp2p pnet, /key/swarm/psk/1.0.0/) and a node's own persistent identity;
+ * and the gossip options an agent's or a router's settings name, with those
+ * two files read.
  */
 import { createHash } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
