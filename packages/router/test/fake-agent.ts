@@ -17,7 +17,6 @@ import { flood } from '@warmpath/testkit';
  */
 export type Mode = 'ok' | 'reject' | 'die-mid-stream' | 'error-mid-stream' | 'slow-stream' | 'unavailable' | 'error-500' | 'late-headers' | 'stall-mid-stream' | 'flood';
 
-
 export interface FakeAgent {
   url: string;
   server: Server;
