@@ -9,6 +9,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { request } from 'undici';
 import { startSimServer, type SimServer } from '@warmpath/sim';
+import { accessLine } from '@warmpath/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAgent, type Agent } from '../src/index.ts';
 
@@ -44,15 +45,6 @@ async function recordingHop(target: string): Promise<{ url: string; seen: Incomi
 async function post(url: string, body: unknown, headers: Record<string, string> = {}) {
   const res = await request(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
   return { status: res.statusCode, headers: res.headers, text: await res.body.text() };
-}
-
-async function accessLine(lines: Line[], requestId: string): Promise<Line> {
-  for (let i = 0; i < 100; i++) {
-    const line = lines.find((l) => l.msg === 'request' && l.requestId === requestId);
-    if (line !== undefined) return line;
-    await new Promise((r) => setImmediate(r));
-  }
-  throw new Error(`no access-log line for ${requestId}: ${JSON.stringify(lines)}`);
 }
 
 describe('agent request ids and access log', () => {

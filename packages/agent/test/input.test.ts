@@ -4,9 +4,9 @@
  * is a non-retryable 400 context_length_exceeded (with reject reason
  * too_large, so a router tries a larger replica).
  */
-import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimServer, type SimServer } from '@warmpath/sim';
+import { rawExchange } from '@warmpath/testkit';
 import { startAgent, type Agent } from '../src/index.ts';
 import { chatBody, post } from './helpers.ts';
 
@@ -44,13 +44,7 @@ describe('agent input', () => {
   it('an HTTP request node cannot parse → 400 with an OpenAI-shaped body on both ports', async () => {
     for (const url of [agent.url, agent.adminUrl]) {
       const { port } = new URL(url);
-      const text = await new Promise<string>((resolve, reject) => {
-        const s = connect(Number(port), '127.0.0.1', () => s.write('GET / HTTP/1.1\r\nHost: x\r\nContent-Length: nope\r\n\r\n'));
-        let got = '';
-        s.on('data', (d) => (got += d.toString()));
-        s.on('end', () => resolve(got));
-        s.on('error', reject);
-      });
+      const text = await rawExchange(Number(port), 'GET / HTTP/1.1\r\nHost: x\r\nContent-Length: nope\r\n\r\n');
       expect(text).toMatch(/^HTTP\/1\.1 400 /);
       expect(JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4)).error.code).toBe('invalid_request');
     }

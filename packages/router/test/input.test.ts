@@ -5,10 +5,11 @@
  * fit — and none of them reaches a replica.
  */
 import { createServer, type Server } from 'node:http';
-import { connect, type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERRORS, isErrorCode } from '@warmpath/shared/wire';
+import { rawExchange } from '@warmpath/testkit';
 import { startRouter, type Router } from '../src/index.ts';
 import { startFakeAgent, type FakeAgent } from './fake-agent.ts';
 import { makeState } from './helpers.ts';
@@ -111,13 +112,7 @@ describe('router input', () => {
 
   it('an HTTP request node cannot parse → 400 with an OpenAI-shaped body, then a clean close', async () => {
     const port = Number(new URL(router.url).port);
-    const text = await new Promise<string>((resolve, reject) => {
-      const s = connect(port, '127.0.0.1', () => s.write('POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n'));
-      let got = '';
-      s.on('data', (d) => (got += d.toString()));
-      s.on('end', () => resolve(got));
-      s.on('error', reject);
-    });
+    const text = await rawExchange(port, 'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n');
     expect(text).toMatch(/^HTTP\/1\.1 400 /);
     expect(JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4)).error.code).toBe('invalid_request');
   });

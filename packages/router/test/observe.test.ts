@@ -8,6 +8,7 @@ import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BRANCHES } from '../src/placement/types.ts';
 import { ERRORS } from '@warmpath/shared/wire';
+import { accessLine } from '@warmpath/testkit';
 import { startRouter, type Router } from '../src/index.ts';
 import { startFakeAgent, type FakeAgent } from './fake-agent.ts';
 import { chat, keepHearing, makeState } from './helpers.ts';
@@ -36,16 +37,6 @@ async function routerWithAgent(agent: FakeAgent, extra: Record<string, unknown> 
     await close();
   };
   return { router, lines };
-}
-
-/** The access-log line of one request, once its response has closed. */
-async function accessLine(lines: Line[], requestId: string): Promise<Line> {
-  for (let i = 0; i < 100; i++) {
-    const line = lines.find((l) => l.msg === 'request' && l.requestId === requestId);
-    if (line !== undefined) return line;
-    await new Promise((r) => setImmediate(r));
-  }
-  throw new Error(`no access-log line for ${requestId}: ${JSON.stringify(lines)}`);
 }
 
 describe('router observability', () => {

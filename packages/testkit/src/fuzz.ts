@@ -7,6 +7,7 @@
  * HTTP, a slice) draw from the same generators with the same seed.
  */
 import fc from 'fast-check';
+import { rawExchange } from './index.ts';
 
 /** One seed for every fuzz run, so a failure replays: fast-check prints the path to shrink from. */
 export const FUZZ_SEED = 14;
@@ -152,19 +153,12 @@ export async function fuzzHttp(url: string, o: { runs: number; model: string; en
  * and then closed by the server, never reset. Returns the tally.
  */
 export async function fuzzRawHeaders(port: number, runs: number): Promise<StatusTally> {
-  const { connect } = await import('node:net');
   const tally: StatusTally = new Map();
   const line = fc.string({ unit: fc.integer({ min: 0, max: 0xff }).filter((c) => c !== 10 && c !== 13).map((c) => String.fromCharCode(c)), minLength: 1, maxLength: 120 });
   await fc.assert(
     fc.asyncProperty(fc.array(line, { maxLength: 4 }), async (lines) => {
       const head = `POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n${lines.map((l) => `${l}\r\n`).join('')}Content-Length: 2\r\n\r\n{}`;
-      const reply = await new Promise<string>((resolve, reject) => {
-        const s = connect(port, '127.0.0.1', () => s.write(Buffer.from(head, 'latin1')));
-        let got = '';
-        s.on('data', (d: Buffer) => (got += d.toString('latin1')));
-        s.on('end', () => resolve(got));
-        s.on('error', reject);
-      });
+      const reply = await rawExchange(port, head);
       const status = Number(/^HTTP\/1\.1 (\d{3}) /.exec(reply)?.[1]);
       tally.set(status, (tally.get(status) ?? 0) + 1);
       if (!(status >= 200 && status < 500)) throw new Error(`status line ${JSON.stringify(reply.slice(0, 80))} for header lines ${JSON.stringify(lines)}`);

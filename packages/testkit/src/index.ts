@@ -155,3 +155,35 @@ export function flood(res: import('node:http').ServerResponse): { written: () =>
   pump();
   return { written: () => written };
 }
+
+/**
+ * Writes `bytes` (latin1) to a fresh TCP connection to 127.0.0.1:`port` and
+ * resolves with everything the server sends until it closes the connection:
+ * for requests no HTTP client would send (a malformed head, a bad
+ * Content-Length). Rejects on a reset.
+ */
+export async function rawExchange(port: number, bytes: string): Promise<string> {
+  const { connect } = await import('node:net');
+  return new Promise<string>((resolve, reject) => {
+    const s = connect(port, '127.0.0.1', () => s.write(Buffer.from(bytes, 'latin1')));
+    let got = '';
+    s.on('data', (d: Buffer) => (got += d.toString('latin1')));
+    s.on('end', () => resolve(got));
+    s.on('error', reject);
+  });
+}
+
+/**
+ * The access-log line (`msg: 'request'`) of one request among captured JSON
+ * log lines. A line is written once the response has closed, which can come
+ * a few event-loop turns after the client has read it: looks again for up to
+ * 100 turns, then fails naming the lines it saw.
+ */
+export async function accessLine<L extends Record<string, unknown>>(lines: readonly L[], requestId: string): Promise<L> {
+  for (let i = 0; i < 100; i++) {
+    const line = lines.find((l) => l.msg === 'request' && l.requestId === requestId);
+    if (line !== undefined) return line;
+    await new Promise((r) => setImmediate(r));
+  }
+  throw new Error(`no access-log line for ${requestId}: ${JSON.stringify(lines)}`);
+}
