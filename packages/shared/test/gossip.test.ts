@@ -202,6 +202,15 @@ describe('gossip node over TCP', () => {
     await e.stop();
   });
 
+  it('says so when a node has no bootstrap peer at all', async () => {
+    const warnings: GossipWarning[] = [];
+    const lone = await node({ fleet, swarmKey, bootstrap: [], onWarning: (w) => warnings.push(w) });
+    await until('isolation warning on the lone node', [lone], () => warnings.length > 0);
+    expect(warnings[0]?.code).toBe(GOSSIP_WARNING.isolated);
+    expect(warnings[0]?.message).toMatch(/has no bootstrap peer to dial \(neither --bootstrap nor --bootstrap-dns gave one\) and no peer connected to it within 1\.5s/);
+    await lone.stop();
+  });
+
   it('counts a throwing handler and keeps delivering', async () => {
     let calls = 0;
     const offThrow = c.onMessage(() => {

@@ -194,9 +194,12 @@ export class ConnectionUpkeep {
       key !== undefined
         ? `This node uses a private network (swarm key fingerprint ${key.fingerprint}); a peer with a different key does not refuse the connection, the dial just times out. If the fleet uses a swarm key, check that this node's key matches the other nodes' key.`
         : 'Check the bootstrap addresses (including /p2p/<peer id>), that those peers are running, and firewalls. If the fleet uses a private network (swarm key), this node needs the same key.';
+    const tried =
+      this.#candidates.size === 0
+        ? `has no bootstrap peer to dial (neither --bootstrap nor --bootstrap-dns gave one) and no peer connected to it within ${seconds}s`
+        : `could not connect to any of ${this.#candidates.size} bootstrap peer(s) within ${seconds}s and no other peer is connected`;
     return (
-      `gossip (fleet ${this.#config.fleet}): could not connect to any of ${this.#candidates.size} bootstrap peer(s) within ${seconds}s ` +
-      `and no other peer is connected, so this node neither sends nor receives fleet state. ${hint}` +
+      `gossip (fleet ${this.#config.fleet}): ${tried}, so this node neither sends nor receives fleet state. ${hint}` +
       (errors !== '' ? ` Last dial errors: ${errors}` : '')
     );
   }
