@@ -41,8 +41,8 @@ export const flagName = (key: string): string => key.replace(/[A-Z]/g, (c) => `-
 export const envName = (key: string, prefix = 'WARMPATH_'): string =>
   prefix + key.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase();
 
-function coerce(spec: FieldSpec, key: string, raw: unknown, source: string): unknown {
-  const where = `${source}: "${key}"`;
+/** `where`: the source and the field as that source spells it (`command line: --load-factor`), for errors. */
+function coerce(spec: FieldSpec, raw: unknown, where: string): unknown {
   switch (spec.type) {
     case 'number': {
       const n = typeof raw === 'string' && raw.trim() !== '' ? Number(raw) : raw;
@@ -149,11 +149,12 @@ export function loadConfig<S extends Schema>(schema: S, sources: ConfigSources =
 
   const flags = sources.argv !== undefined ? parseFlags(schema, sources.argv) : undefined;
   const file = flags?.configFile ?? sources.file;
-  const apply = (values: Record<string, unknown>, source: string): void => {
+  // Errors name a field as its source spells it: --load-factor, WARMPATH_LOAD_FACTOR, "loadFactor".
+  const apply = (values: Record<string, unknown>, source: string, spelled: (key: string) => string = (k) => `"${k}"`): void => {
     for (const [key, raw] of Object.entries(values)) {
       const spec = schema[key];
       if (spec === undefined) throw new ConfigError(`${source}: unknown key "${key}"`);
-      out[key] = coerce(spec, key, raw, source);
+      out[key] = coerce(spec, raw, `${source}: ${spelled(key)}`);
     }
   };
   if (file !== undefined) apply(readFile(file), `config file ${file}`);
@@ -163,9 +164,9 @@ export function loadConfig<S extends Schema>(schema: S, sources: ConfigSources =
       const v = sources.env[envName(key)];
       if (v !== undefined) fromEnv[key] = v;
     }
-    apply(fromEnv, 'environment');
+    apply(fromEnv, 'environment', (k) => envName(k));
   }
-  if (flags !== undefined) apply(flags.values, 'command line');
+  if (flags !== undefined) apply(flags.values, 'command line', (k) => `--${flagName(k)}`);
   if (sources.overrides !== undefined) apply(sources.overrides, 'overrides');
   const config = Object.freeze(out) as ConfigOf<S>;
   loaded.add(config);
