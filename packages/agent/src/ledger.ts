@@ -282,7 +282,7 @@ export class AgentLedger {
       this.settledPredictions.admissions++;
     }
     const flight = this.begin(info, predicted);
-    cache.record(info.hashes);
+    cache.record(info.hashes, this.now());
     if (info.adapter !== '' && this.config.loadedAdapters) this.#serve(info.adapter);
     return { flight, predicted, stamps };
   }

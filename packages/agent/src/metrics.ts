@@ -19,6 +19,12 @@ export function createMetrics() {
     gossipErrors: new Counter({ name: 'warmpath_agent_gossip_publish_errors_total', help: 'State publishes that failed', registers: [registry] }),
     cacheChunks: new Gauge({ name: 'warmpath_agent_cache_model_chunks', help: 'Chain hashes in the cache model', registers: [registry] }),
     cacheCapacity: new Gauge({ name: 'warmpath_agent_cache_model_capacity_chunks', help: 'Effective cache model capacity, chunks', registers: [registry] }),
+    cacheEvictionAge: new Gauge({
+      name: 'warmpath_agent_cache_eviction_age_seconds',
+      help: 'How long the prefix chunk the cache model last evicted had gone unused: a prompt repeated later than this misses (absent until the cache first fills)',
+      // Registered at its first value (publisher.ts): before the cache fills there is no age, and 0 would read as "evicts at once".
+      registers: [],
+    }),
     cacheCorrections: new Counter({ name: 'warmpath_agent_cache_model_corrections_total', help: 'Cache model corrections from engine feedback', labelNames: ['kind'], registers: [registry] }),
     cacheResets: new Counter({ name: 'warmpath_agent_cache_model_resets_total', help: 'Cache model resets (engine restart or cache clear)', labelNames: ['cause'], registers: [registry] }),
     predictedCached: new Counter({ name: 'warmpath_agent_predicted_cached_tokens_total', help: 'Prompt tokens the cache model predicted cached', registers: [registry] }),

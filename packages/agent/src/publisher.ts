@@ -117,6 +117,11 @@ export class Publisher {
     m.gossipMessages.inc();
     m.cacheChunks.set(this.#ledger.cache.size);
     m.cacheCapacity.set(this.#ledger.cache.capacity);
+    const age = this.#ledger.cache.evictionAgeMs;
+    if (age !== undefined) {
+      if (m.registry.getSingleMetric('warmpath_agent_cache_eviction_age_seconds') === undefined) m.registry.registerMetric(m.cacheEvictionAge);
+      m.cacheEvictionAge.set(age / 1000);
+    }
     if (this.#running) {
       this.#cancelPeriodic?.();
       this.#cancelPeriodic = this.#o.clock.schedule(this.#o.intervalMs, () => this.publishNow());

@@ -18,6 +18,31 @@ function applyDelta(mirror: Set<bigint>, c: CacheModel): void {
 }
 
 describe('CacheModel', () => {
+  it('says how long the chunk it last evicted had gone unused', () => {
+    const c = new CacheModel({ capacity: 4 });
+    c.record(chain(1, 2), 0);
+    c.record(chain(3, 4), 1_000);
+    expect(c.evictionAgeMs).toBeUndefined(); // not full yet
+    c.record(chain(1, 2), 2_000); // used again: 3 and 4 are now the oldest
+    c.record(chain(5, 6), 5_000);
+    expect(c.has(3n) || c.has(4n)).toBe(false);
+    expect(c.evictionAgeMs).toBe(4_000);
+    c.record(chain(7), 5_500); // evicts 2: a chain is touched tail first, so at 2 s it was used just before 1
+    expect(c.evictionAgeMs).toBe(3_500);
+    c.reset();
+    expect(c.evictionAgeMs).toBeUndefined();
+  });
+  it('keeps its touch-time log bounded, so an old chunk in a cache that never fills reads younger, never older', () => {
+    const c = new CacheModel({ capacity: 100 });
+    c.record(chain(1), 0);
+    // 70,000 requests for the same chunk: the cache holds 2 chunks, and the log one entry per request.
+    for (let t = 1; t <= 70_000; t++) c.record(chain(2), t);
+    // Fill it: chunk 1 (last used at 0) is evicted at 100 s.
+    c.record(BigUint64Array.from({ length: 99 }, (_, i) => BigInt(1_000 + i)), 100_000);
+    expect(c.has(1n)).toBe(false);
+    expect(c.evictionAgeMs).toBeLessThan(100_000);
+    expect(c.evictionAgeMs).toBeGreaterThanOrEqual(100_000 - 70_000);
+  });
   it('evicts tails before shared heads', () => {
     const c = new CacheModel({ capacity: 4 });
     c.record(chain(1, 2, 3));

@@ -23,6 +23,8 @@ describe('agent state over gossip', () => {
   });
 
   it('publishes ready state that reaches a subscriber within a second of a change', async () => {
+    // Nothing evicted yet: no eviction age (0 would read as "evicts at once").
+    expect(await (await fetch(`${agent.adminUrl}/metrics`)).text()).not.toContain('warmpath_agent_cache_eviction_age_seconds');
     const first = await sub.waitFor('first state', (s) => s.replica === agent.replica);
     expect(first.status).toBe('ready');
     expect(first.url).toBe(agent.url);
@@ -45,6 +47,11 @@ describe('agent state over gossip', () => {
       expect(r.status).toBe(200);
     }
     expect(agent.core.ledger.cache.stats.evictions).toBeGreaterThan(0);
+    // The evicted chunks had gone unused for less than this test has run, and /metrics says so after the next publish.
+    const age = agent.core.ledger.cache.evictionAgeMs;
+    expect(age).toBeGreaterThanOrEqual(0);
+    expect(age).toBeLessThan(60_000);
+    await until('eviction age on /metrics', async () => (await (await fetch(`${agent.adminUrl}/metrics`)).text()).includes('warmpath_agent_cache_eviction_age_seconds '));
     // Quiet: wait until the subscriber has applied a message at or after the last change.
     const seq = agent.publisher.seq;
     await until('mirror caught up', () => sub.mirrorSeq > seq);
