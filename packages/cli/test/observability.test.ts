@@ -66,11 +66,19 @@ beforeAll(async () => {
   const simUrl = /(http:\/\/\S+)/.exec(await start(['sim', '--port', '0', '--profile', 'tiny']))![1]!;
   const key = join(mkdtempSync(join(tmpdir(), 'wp-obs-')), 'swarm.key');
   writeFileSync(key, generateSwarmKey());
-  const agent = await start(['agent', '--engine', 'vllm', '--engine-url', simUrl, '--port', '0', '--admin-port', '0', '--fleet', fleet, '--swarm-key', key, '--replica-id', 'obs-0']);
+  // A one-chunk cache model, so that two requests evict and the eviction-age gauge exists.
+  const agent = await start(['agent', '--engine', 'vllm', '--engine-url', simUrl, '--port', '0', '--admin-port', '0', '--fleet', fleet, '--swarm-key', key, '--replica-id', 'obs-0', '--cache-capacity-chunks', '1']);
   const routerUrl = field(await start(['router', '--port', '0', '--fleet', fleet, '--swarm-key', key, '--bootstrap', field(agent, 'peer')]), 'url');
   await waitFor(async () => (await fetch(`${routerUrl}/readyz`)).status === 200, { timeoutMs: 20_000, message: 'the router to see the replica' });
-  // One request, so that labelled series (placements by branch…) exist.
+  // Two requests, so that labelled series (placements by branch…) and the cache's eviction age exist.
   const models = (await (await fetch(`${routerUrl}/v1/models`)).json()) as { data: Array<{ id: string }> };
+  const first = await fetch(`${routerUrl}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: models.data[0]!.id, messages: [{ role: 'user', content: 'x'.repeat(1_000) }], max_tokens: 2 }),
+  });
+  expect(first.status).toBe(200);
+  await first.arrayBuffer();
   const res = await fetch(`${routerUrl}/v1/chat/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'x-request-id': REQUEST_ID },
@@ -80,7 +88,14 @@ beforeAll(async () => {
   expect(res.headers.get('x-request-id')).toBe(REQUEST_ID);
   await res.arrayBuffer();
   live.router = await (await fetch(`${routerUrl}/metrics`)).text();
-  live.agent = await (await fetch(`${field(agent, 'admin')}/metrics`)).text();
+  // The agent sets its cache gauges when it next publishes its state (within a quarter second).
+  live.agent = await waitFor(
+    async () => {
+      const text = await (await fetch(`${field(agent, 'admin')}/metrics`)).text();
+      return text.includes('warmpath_agent_cache_eviction_age_seconds ') && text;
+    },
+    { timeoutMs: 5_000, message: "the agent's eviction-age gauge" },
+  );
   live.engine = await (await fetch(`${simUrl}/metrics`)).text();
 }, 60_000);
 
