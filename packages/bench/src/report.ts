@@ -51,6 +51,13 @@ export interface PolicyResult {
     gossip?: DesGossipDetail;
     /** Each router's estimate, at the end, of how many routers share the clients (the `share` step's N; warmpath_router_traffic_routers). */
     routersEstimate?: number[];
+    /**
+     * DES: how long a cached KV block had sat unused when the engines evicted
+     * it, seconds, averaged over every block evicted (absent when none was):
+     * a prompt repeated later than this misses. Placement moves it by how
+     * much it writes (misses) and where.
+     */
+    kvEvictionAgeS?: number;
   };
 }
 
@@ -70,6 +77,9 @@ export interface EngineTotals {
   cachedTokens: number;
   preemptions: number;
   adapterLoads: number;
+  /** DES: cached blocks the engines evicted, and the sum of how long each had sat unused, ms. */
+  evictedBlocks?: number;
+  evictedAgeMs?: number;
 }
 
 /**
@@ -151,6 +161,7 @@ export function summarize(
       ...(extra.perReplicaLoad !== undefined ? { perReplicaLoad: extra.perReplicaLoad } : {}),
       ...(extra.gossip !== undefined ? { gossip: extra.gossip } : {}),
       ...(extra.routersEstimate !== undefined ? { routersEstimate: extra.routersEstimate.map((x) => round(x, 2)!) } : {}),
+      ...(engine.evictedBlocks !== undefined && engine.evictedBlocks > 0 ? { kvEvictionAgeS: round((engine.evictedAgeMs ?? 0) / engine.evictedBlocks / 1000, 1)! } : {}),
       byTag,
     },
   };

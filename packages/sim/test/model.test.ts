@@ -48,6 +48,22 @@ describe('EngineModel', () => {
     expect(s.kvCachedBlocks).toBe(128);
   });
 
+  it('says how long the cached blocks it evicts had sat unused', () => {
+    const m = new EngineModel(PROFILES.tiny); // 256 blocks of 16 tokens
+    m.submit(req('a', 'a'.repeat(3000 * 4), 1), 0); // 187 full blocks, cached when it finishes
+    const aDone = drain(m, 0);
+    expect(m.snapshot().evictedBlocks).toBe(0);
+    // A minute later another 3,000-token prompt needs more than the 69 blocks never used: it evicts a's.
+    m.submit(req('b', 'b'.repeat(3000 * 4), 1), 60_000);
+    drain(m, 60_000);
+    const s = m.snapshot();
+    expect(s.evictedBlocks).toBeGreaterThan(100);
+    // Each sat from a's end (freed then) until b's first step, a little after 60 s.
+    const mean = s.evictedAgeMs / s.evictedBlocks;
+    expect(mean).toBeGreaterThan(60_000 - aDone);
+    expect(mean).toBeLessThan(60_100 - aDone);
+  });
+
   it('decode step time grows with batch like the H100 roofline', () => {
     const itl = (batch: number): number => {
       const m = new EngineModel(PROFILES['h100-llama3-8b']);

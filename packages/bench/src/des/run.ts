@@ -125,13 +125,15 @@ export async function runDes(o: DesOptions): Promise<PolicyResult> {
   // Whatever has not finished by the horizon is lost to the client: count it, never drop it.
   if (results.length < o.plan.length) for (const rec of recs) if (rec !== undefined && !rec.result.ok && rec.result.error === undefined && Number.isNaN(rec.result.e2eMs)) fail(rec, 'timeout', 504);
 
-  const totals: EngineTotals = { promptTokens: 0, cachedTokens: 0, preemptions: 0, adapterLoads: 0 };
+  const totals: EngineTotals = { promptTokens: 0, cachedTokens: 0, preemptions: 0, adapterLoads: 0, evictedBlocks: 0, evictedAgeMs: 0 };
   for (const r of fleet.replicas) {
     const s = r.model.snapshot();
     totals.promptTokens += s.prefixQueriesTokens;
     totals.cachedTokens += s.prefixHitsTokens;
     totals.preemptions += s.preemptions;
     totals.adapterLoads += s.lora.loads;
+    totals.evictedBlocks! += s.evictedBlocks;
+    totals.evictedAgeMs! += s.evictedAgeMs;
   }
   // Per agent per simulated second of the whole run (warm-up and drain included): what gossip carried.
   const perS = (n: number): number => Math.round((10 * n) / fleet.replicas.length / Math.max(1e-9, q.now / 1000)) / 10;

@@ -32,6 +32,16 @@ export class BlockPool {
   private free: number;
   /** Hashed blocks dropped to make room (diagnostics). */
   evictions = 0;
+  /**
+   * The engine's clock, ms, as its scheduler last set it (the start of the
+   * current step): when a block is freed, and so how long an evicted one had
+   * sat unused.
+   */
+  now = 0;
+  /** When each free hashed block was last released, ms. */
+  private readonly freedAt: Float64Array;
+  /** Sum over evicted blocks of how long each had sat free and cached, ms (diagnostics: ÷ evictions is the cache's turnover). */
+  evictedAgeMs = 0;
 
   constructor(numBlocks: number) {
     this.numBlocks = numBlocks;
@@ -43,6 +53,7 @@ export class BlockPool {
     this.hashLo = new Uint32Array(numBlocks);
     this.hashHi = new Uint32Array(numBlocks);
     this.hashed = new Uint8Array(numBlocks);
+    this.freedAt = new Float64Array(numBlocks);
     this.byHash = new Hash64Table(Math.min(numBlocks, 1 << 16));
     this.prev[this.head] = this.head;
     this.next[this.head] = this.head;
@@ -107,6 +118,7 @@ export class BlockPool {
         this.byHash.delete(this.hashLo[b]!, this.hashHi[b]!);
         this.hashed[b] = 0;
         this.evictions++;
+        this.evictedAgeMs += this.now - this.freedAt[b]!;
       }
       this.ref[b] = 1;
       out.push(b);
@@ -136,7 +148,10 @@ export class BlockPool {
       const b = blocks[i]!;
       if (--this.ref[b]! > 0) continue;
       if (this.hashed[b] === 0) this.pushLru(b);
-      else this.pushMru(b);
+      else {
+        this.freedAt[b] = this.now;
+        this.pushMru(b);
+      }
     }
   }
 

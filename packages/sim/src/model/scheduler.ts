@@ -57,6 +57,7 @@ interface Batch {
 }
 
 export function runStep(st: EngineState, now: number): StepResult {
+  st.pool.now = now;
   admitArrivals(st, now);
   const batch: Batch = { budget: st.profile.maxNumBatchedTokens, scheduled: [], counts: [], preempted: [], contextTokens: 0, prefillTokens: 0 };
   scheduleRunning(st, batch);

@@ -39,6 +39,8 @@ export interface EngineSnapshot {
   readonly finishedRequests: number;
   readonly abortedRequests: number;
   readonly evictedBlocks: number;
+  /** Sum over evicted blocks of how long each had sat cached and unused, ms (÷ evictedBlocks: the cache's turnover time). */
+  readonly evictedAgeMs: number;
   readonly steps: number;
   readonly lora: LoraState;
 }
@@ -122,6 +124,7 @@ export function snapshot(st: EngineState): EngineSnapshot {
     finishedRequests: c.finished,
     abortedRequests: c.aborted,
     evictedBlocks: st.pool.evictions,
+    evictedAgeMs: st.pool.evictedAgeMs,
     steps: c.steps,
     lora: st.lora.state([...waitingLoras]),
   };
