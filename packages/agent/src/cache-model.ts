@@ -17,10 +17,11 @@
  *     publish carries no delta (from = -1), so routers pull the snapshot.
  *  5. Deltas: `added`/`removed` since the last publish, cancelling
  *     add-then-evict and evict-then-add, so published = current − added + removed.
- *  6. Turnover: `record` with a time notes when its chunks were used (one
- *     entry per request, not per chunk); an eviction then says how long the
- *     chunk it dropped had gone unused (`evictionAgeMs`): how long a prefix
- *     survives without reuse, the age past which a repeated prompt misses.
+ *  6. Turnover: `record` with a time notes when its chunks were used (a
+ *     TouchLog, touch-log.ts: one entry per request, not per chunk); an
+ *     eviction then says how long the chunk it dropped had gone unused
+ *     (`evictionAgeMs`): how long a prefix survives without reuse, the age
+ *     past which a repeated prompt misses.
  *  7. Bound what is published: with `published` = K > 0, routers are told
  *     only the K most recently used chunks (a second list over the LRU's
  *     newest end). A chunk's prefix is always touched after
@@ -43,6 +44,7 @@
  */
 
 import { fromHalves, halves, Hash64Table, holding } from '@warmpath/shared/runtime';
+import { TouchLog } from './touch-log.ts';
 
 export interface CacheModelOptions {
   /** Capacity in chunks (≥ 1). */
@@ -57,9 +59,6 @@ export interface Delta {
   added: BigUint64Array;
   removed: BigUint64Array;
 }
-
-/** Most entries the touch-time log keeps (one per recorded request; 16 bytes each). */
-const LOG_MAX = 1 << 16;
 
 export class CacheModel {
   /** hash halves → node. */
@@ -87,10 +86,8 @@ export class CacheModel {
   #added = new Hash64Table(64, false);
   #removed = new Hash64Table(64, false);
   #full = true;
-  /** When stamps were made: entry k says stamps up to #logStamp[k] were touched at #logTime[k] (ms); the oldest still needed first. */
-  #logStamp: number[] = [];
-  #logTime: number[] = [];
-  #logHead = 0;
+  /** When stamps were made (for evictionAgeMs). */
+  readonly #touched = new TouchLog();
   #evictionAgeMs: number | undefined;
   /** Counters for metrics and the bench. */
   stats = { evictions: 0, corrections: 0, dropped: 0, promotions: 0, resets: 0 };
@@ -163,13 +160,15 @@ export class CacheModel {
   record(hashes: BigUint64Array, now?: number): void {
     const h = halves(hashes);
     for (let i = hashes.length - 1; i >= 0; i--) this.#touch(h[2 * i]!, h[2 * i + 1]!);
-    if (now !== undefined && hashes.length > 0) {
-      this.#logStamp.push(this.#stamp);
-      this.#logTime.push(now);
+    if (now === undefined) {
+      this.#evictOver();
+      return;
     }
+    if (hashes.length > 0) this.#touched.note(this.#stamp, now);
     const last = this.#evictOver();
-    if (now !== undefined && last >= 0) this.#noteEviction(last, now);
-    if (now !== undefined) this.#pruneLog();
+    const at = last >= 0 ? this.#touched.timeOf(last) : undefined;
+    if (at !== undefined) this.#evictionAgeMs = Math.max(0, now - at);
+    this.#touched.prune(this.#next[0] !== 0 ? this.#stamps[this.#next[0]!]! : this.#stamp + 1);
   }
 
   /**
@@ -219,9 +218,7 @@ export class CacheModel {
     this.#removed.clear();
     this.#full = true;
     this.#effective = this.#nominal;
-    this.#logStamp = [];
-    this.#logTime = [];
-    this.#logHead = 0;
+    this.#touched.clear();
     this.#evictionAgeMs = undefined;
     this.stats.resets++;
   }
@@ -368,42 +365,6 @@ export class CacheModel {
       this.stats.evictions++;
     }
     return last;
-  }
-
-  /** An eviction at `now` of a chunk last touched at `stamp`: its age, then the log entries no cached chunk needs any more. */
-  #noteEviction(stamp: number, now: number): void {
-    const stamps = this.#logStamp;
-    let lo = this.#logHead;
-    let hi = stamps.length - 1;
-    if (hi < lo) return;
-    // The first entry covering `stamp` (stamps only grow, so the entries are sorted).
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (stamps[mid]! < stamp) lo = mid + 1;
-      else hi = mid;
-    }
-    // Past the log's start (it was capped): the oldest time it holds, so the age is at least this.
-    if (stamps[lo]! >= stamp) this.#evictionAgeMs = Math.max(0, now - this.#logTime[lo]!);
-  }
-
-  /**
-   * Drops log entries no cached chunk needs (older than the oldest one's
-   * stamp), and the older half when more than LOG_MAX remain (an old chunk
-   * that never leaves a cache that never fills would keep them all): its
-   * age then reads lower, never higher. Compacts once half the log is dropped.
-   */
-  #pruneLog(): void {
-    const stamps = this.#logStamp;
-    const oldest = this.#next[0] !== 0 ? this.#stamps[this.#next[0]!]! : this.#stamp + 1;
-    let head = this.#logHead;
-    while (head < stamps.length - 1 && stamps[head]! < oldest) head++;
-    if (stamps.length - head > LOG_MAX) head = stamps.length - LOG_MAX / 2;
-    this.#logHead = head;
-    if (head * 2 > stamps.length) {
-      this.#logStamp = stamps.slice(head);
-      this.#logTime = this.#logTime.slice(head);
-      this.#logHead = 0;
-    }
   }
 }
 
