@@ -179,8 +179,14 @@ export function markdownTable(report: BenchReport): string {
   const ref =
     refs === undefined
       ? []
-      : ['', `References (no router can do better on this plan and fleet): hit-rate ceiling ${(refs.hitRateCeiling.belady * 100).toFixed(1)}% (the fleet's KV as one cache, optimal eviction; ${(refs.hitRateCeiling.unlimited * 100).toFixed(1)}% unlimited); TTFT floor p50 ${refs.ttftFloorMs.p50} ms, p99 ${refs.ttftFloorMs.p99} ms (each request alone on an idle replica holding its ceiling hit).`];
+      : ['', `References (no router can do better on this plan and fleet): hit-rate ceiling ${(refs.hitRateCeiling.belady * 100).toFixed(1)}% (the fleet's KV as one cache, optimal eviction; ${(refs.hitRateCeiling.unlimited * 100).toFixed(1)}% unlimited); TTFT floor p50 ${refs.ttftFloorMs.p50} ms, p99 ${refs.ttftFloorMs.p99} ms (each request alone on an idle replica holding its ceiling hit)${bound(refs)}.`];
   return [`### ${report.scenario} (${report.mode}; times in simulated ms)`, '', head, sep, ...rows, ...failed, ...ref].join('\n');
+}
+
+/** The TTFT bound, when the references carry it (reports saved before it was added do not). */
+function bound(refs: References): string {
+  const b = refs.ttftBoundMs as References['ttftBoundMs'] | undefined;
+  return b === undefined ? '' : `; no policy's TTFT is under p50 ${b.p50} ms, p99 ${b.p99} ms (the same with every earlier block cached)`;
 }
 
 export function writeJson(path: string, report: BenchReport): void {

@@ -65,6 +65,26 @@ describe('benchmark goals', () => {
     expect(goalsTable([row(1, true), row(2, false), row(3, true), row(4, false)], [1, 2, 3, 4]).met).toBe(0);
   });
 
+  it("a TTFT target under the plan's bound is marked beyond any router, and counted apart when too few seeds remain", () => {
+    const s = runs({ p50: 31, p99: 884, hit: 0.32 }, { p50: 31, p99: 882, hit: 0.32 }, { p50: 31 });
+    const refs = { hitRateCeiling: { belady: 0.324, unlimited: 0.324, capacityBlocks: 1 }, ttftFloorMs: { p50: 26, p99: 879 }, ttftBoundMs: { p50: 26, p99: 879 } };
+    const rows = checkRuns('pianos', 101, s, refs);
+    const by = (g: string) => rows.find((r) => r.goal === g)!;
+    expect(by('TTFT p99 ≤ 0.95 × best peer').beyond).toMatch(/838 ms is under the TTFT p99 bound 879 ms/);
+    expect(by('TTFT p50 ≤ 1/3 round-robin').beyond).toMatch(/under the TTFT p50 bound 26 ms/);
+    expect(by('TTFT p50 ≤ 0.95 × best peer').beyond).toBeUndefined(); // 29.5 ms is above the bound: reachable
+    const seeds = [101, 102, 103, 104];
+    const all = seeds.flatMap((seed) => checkRuns('pianos', seed, s, seed === 104 ? undefined : refs));
+    const t = goalsTable(all, seeds);
+    expect(t.beyond).toBe(2);
+    expect(t.table).toMatch(/TTFT p99 ≤ 0.95 × best peer .*✗ 0\/4, beyond any router \|/);
+    // Beyond on two seeds of four leaves two, under the three needed; beyond on one leaves three.
+    const two = seeds.flatMap((seed) => checkRuns('pianos', seed, s, seed >= 103 ? undefined : refs));
+    expect(goalsTable(two, seeds).beyond).toBe(2);
+    const one = seeds.flatMap((seed) => checkRuns('pianos', seed, s, seed === 101 ? refs : undefined));
+    expect(goalsTable(one, seeds).beyond).toBe(0);
+  });
+
   it('a failed run fails its goals instead of vanishing', () => {
     const rows = checkRuns('chat', 101, new RunSet(), undefined);
     expect(rows.length).toBeGreaterThan(0);

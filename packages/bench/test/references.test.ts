@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { PROFILES } from '@warmpath/sim';
-import { hitCeiling, ttftFloor, type PlanRequest } from '../src/references.ts';
+import { aloneTtfts, hitCeiling, ttftFloor, type PlanRequest } from '../src/references.ts';
 
 const BS = 16;
 /** A request of whole blocks (+1 token so every block can hit) named by block ids. */
@@ -11,12 +11,15 @@ describe('hit-rate ceiling', () => {
     const c = hitCeiling([req(0, 1, 2, 3), req(1, 1, 2, 4), req(2, 9, 2, 3)], BS, Infinity);
     expect([...c.cachedTokens]).toEqual([0, 2 * BS, 0]); // the third shares block 2 but not its prefix
     expect(c.unlimited).toBeCloseTo(c.belady);
+    expect([...c.seenTokens]).toEqual([...c.cachedTokens]);
   });
 
   it("keeps the block needed soonest (Belady), where LRU would have evicted it", () => {
     // Capacity 2: X, Y, Z, X. LRU evicts X when Z arrives; Belady evicts Y or Z (never used again).
     const c = hitCeiling([req(0, 10), req(1, 20), req(2, 30), req(3, 10)], BS, 2);
     expect([...c.cachedTokens]).toEqual([0, 0, 0, BS]);
+    // With unlimited capacity every earlier block is there, request by request.
+    expect([...c.seenTokens]).toEqual([0, 0, 0, BS]);
     expect(c.belady).toBeGreaterThan(0);
     expect(c.belady).toBeLessThanOrEqual(c.unlimited);
   });
@@ -45,5 +48,24 @@ describe('TTFT floor', () => {
     const warm = ttftFloor([r], Int32Array.of(240 * BS), p, [], 0);
     expect(cold.p50).toBeGreaterThan(0);
     expect(warm.p50).toBeLessThan(cold.p50);
+  });
+});
+
+describe('TTFT bound', () => {
+  it('is the floor with every earlier block cached: never above it, request by request, and reuses what it can', () => {
+    const p = PROFILES['h100-llama3-8b'];
+    const doc = Array.from({ length: 256 }, (_, i) => i + 1);
+    // Capacity of 256 blocks: the third request's document was evicted for the second's under Belady only if needed later.
+    const plan = [req(0, ...doc), req(1, ...doc.map((b) => b + 1000)), req(2, ...doc), req(3, ...doc.map((b) => b + 1000))];
+    const c = hitCeiling(plan, p.blockSize, 256);
+    expect(c.seenTokens.some((t, i) => t > c.cachedTokens[i]!)).toBe(true);
+    const floor = aloneTtfts(plan, c.cachedTokens, p, [], 0);
+    const bound = aloneTtfts(plan, c.seenTokens, p, [], 0, { ttfts: floor, cachedTokens: c.cachedTokens });
+    bound.forEach((b, i) => expect(b).toBeLessThanOrEqual(floor[i]!));
+    expect(bound.some((b, i) => b < floor[i]!)).toBe(true);
+    // Where the hits agree the floor's figure is reused, not run again.
+    const fake = floor.map((_, i) => 1e6 + i);
+    const reused = aloneTtfts(plan, c.seenTokens, p, [], 0, { ttfts: fake, cachedTokens: c.cachedTokens });
+    reused.forEach((t, i) => expect(t === fake[i]).toBe(c.seenTokens[i] === c.cachedTokens[i]));
   });
 });
