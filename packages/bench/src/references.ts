@@ -19,8 +19,11 @@
  *   replica, so every request's TTFT under any policy is at least its bound,
  *   and so are the p50 and p99 (the floor, with Belady's per-request hits,
  *   is not a bound request by request: a policy may hit more on one request
- *   and less on others). A goal whose target lies under the bound is beyond
- *   any router.
+ *   and less on others). With adapters, one more fact: the engines start
+ *   with none loaded, so each adapter's first load holds some request of
+ *   it, and with at least k adapters the k-th slowest request is at least
+ *   the k-th largest of those least first-load TTFTs. A goal whose target
+ *   lies under the bound is beyond any router.
  *
  * Steps (ceiling): index every block's access times → walk requests in
  * arrival order: count the hit, then insert/refresh the request's blocks with
@@ -181,23 +184,58 @@ export function aloneTtfts(
   maxLoras: number,
   known?: { readonly ttfts: readonly number[]; readonly cachedTokens: Int32Array },
 ): number[] {
-  return reqs.map((r, i) => {
-    if (known !== undefined && known.cachedTokens[i] === cachedTokens[i]) return known.ttfts[i]!;
-    // Only this request and its warm-up ever hold blocks: a pool that fits both (and the whole request, as
-    // the engine checks its context length against the pool) gives the same steps, and
-    // building the profile's whole pool (27,000 blocks) for every request was most of the floor's time.
-    const blocks = 2 * Math.ceil((r.promptTokens + Math.max(1, r.maxTokens) + 2) / profile.blockSize) + 16;
-    const model = new EngineModel(blocks < profile.numGpuBlocks ? { ...profile, numGpuBlocks: blocks } : profile, { maxLoras, adapters: [...adapters] });
-    let now = 0;
-    const cachedBlocks = Math.floor(cachedTokens[i]! / profile.blockSize);
-    if (cachedBlocks > 0 || r.adapter !== '') {
-      // Warm-up: the cached prefix (one token past it, so its last block is full) and the adapter.
-      const warm = Math.max(1, cachedBlocks * profile.blockSize + 1);
-      now = runToFirstToken(model, { id: 'warm', promptTokens: warm, maxTokens: 1, blockHashes: r.blockHashes.subarray(0, cachedBlocks), adapter: r.adapter }, now, true);
-    }
-    const start = now;
-    return runToFirstToken(model, { id: 'req', promptTokens: r.promptTokens, maxTokens: Math.max(1, r.maxTokens), blockHashes: r.blockHashes, adapter: r.adapter }, now, false) - start;
+  return reqs.map((r, i) =>
+    known !== undefined && known.cachedTokens[i] === cachedTokens[i] ? known.ttfts[i]! : aloneTtft(r, cachedTokens[i]!, profile, adapters, maxLoras, true),
+  );
+}
+
+/** One request's TTFT alone on an idle engine holding `cached` tokens of its prompt, and its adapter when `adapterLoaded`. */
+function aloneTtft(r: PlanRequest, cached: number, profile: EngineProfile, adapters: readonly string[], maxLoras: number, adapterLoaded: boolean): number {
+  // Only this request and its warm-up ever hold blocks: a pool that fits both (and the whole request, as
+  // the engine checks its context length against the pool) gives the same steps, and
+  // building the profile's whole pool (27,000 blocks) for every request was most of the floor's time.
+  const blocks = 2 * Math.ceil((r.promptTokens + Math.max(1, r.maxTokens) + 2) / profile.blockSize) + 16;
+  const model = new EngineModel(blocks < profile.numGpuBlocks ? { ...profile, numGpuBlocks: blocks } : profile, { maxLoras, adapters: [...adapters] });
+  let now = 0;
+  const cachedBlocks = Math.floor(cached / profile.blockSize);
+  const warmAdapter = adapterLoaded ? r.adapter : '';
+  if (cachedBlocks > 0 || warmAdapter !== '') {
+    // Warm-up: the cached prefix (one token past it, so its last block is full) and the adapter.
+    const warm = Math.max(1, cachedBlocks * profile.blockSize + 1);
+    now = runToFirstToken(model, { id: 'warm', promptTokens: warm, maxTokens: 1, blockHashes: r.blockHashes.subarray(0, cachedBlocks), adapter: warmAdapter }, now, true);
+  }
+  const start = now;
+  return runToFirstToken(model, { id: 'req', promptTokens: r.promptTokens, maxTokens: Math.max(1, r.maxTokens), blockHashes: r.blockHashes, adapter: r.adapter }, now, false) - start;
+}
+
+/**
+ * Per adapter the plan uses, the least TTFT any of its requests can have while the adapter loads (alone on
+ * an idle replica, every earlier block cached, the adapter not loaded). The engines start with no adapter
+ * loaded, so each adapter is loaded at least once, and the request that waits for that load takes at
+ * least its adapter's figure here.
+ */
+export function firstLoadTtfts(reqs: readonly PlanRequest[], seenTokens: Int32Array, profile: EngineProfile, adapters: readonly string[], maxLoras: number): number[] {
+  const least = new Map<string, number>();
+  reqs.forEach((r, i) => {
+    if (r.adapter === '') return;
+    const t = aloneTtft(r, seenTokens[i]!, profile, adapters, maxLoras, false);
+    least.set(r.adapter, Math.min(least.get(r.adapter) ?? Number.POSITIVE_INFINITY, t));
   });
+  return [...least.values()];
+}
+
+/**
+ * p50 / p99 that no policy goes under: each request takes at least its own figure in `ttfts`, and for each
+ * figure in `firstLoads` a distinct request takes at least that. A percentile is the k-th largest of every
+ * request's TTFT (nearest rank, as the reports count it), so it is at least the k-th largest of either set.
+ */
+export function boundTails(ttfts: readonly number[], firstLoads: readonly number[]): TtftFloor {
+  const loads = [...firstLoads].sort((a, b) => b - a);
+  const at = (p: number): number => {
+    const kth = ttfts.length - Math.max(0, Math.ceil((p / 100) * ttfts.length) - 1); // the k-th largest
+    return round(Math.max(percentile(ttfts, p), loads.length >= kth ? loads[kth - 1]! : 0));
+  };
+  return { p50: at(50), p99: at(99) };
 }
 
 const tails = (ttfts: readonly number[]): TtftFloor => ({ p50: round(percentile(ttfts, 50)), p99: round(percentile(ttfts, 99)) });
@@ -290,10 +328,11 @@ export function computeReferences(scenario: Scenario, plan: readonly PlannedRequ
   const floor = aloneTtfts(reqs, ceiling.cachedTokens, profile, adapters, maxLoras);
   // Most requests hit as much under Belady as with unlimited capacity: only the others are run again.
   const bound = aloneTtfts(reqs, ceiling.seenTokens, profile, adapters, maxLoras, { ttfts: floor, cachedTokens: ceiling.cachedTokens });
+  const firstLoads = firstLoadTtfts(reqs, ceiling.seenTokens, profile, adapters, maxLoras);
   return {
     hitRateCeiling: { belady: round4(ceiling.belady), unlimited: round4(ceiling.unlimited), capacityBlocks },
     ttftFloorMs: tails(floor),
-    ttftBoundMs: tails(bound),
+    ttftBoundMs: boundTails(bound, firstLoads),
   };
 }
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { PROFILES } from '@warmpath/sim';
-import { aloneTtfts, hitCeiling, ttftFloor, type PlanRequest } from '../src/references.ts';
+import { aloneTtfts, boundTails, firstLoadTtfts, hitCeiling, ttftFloor, type PlanRequest } from '../src/references.ts';
 
 const BS = 16;
 /** A request of whole blocks (+1 token so every block can hit) named by block ids. */
@@ -67,5 +67,20 @@ describe('TTFT bound', () => {
     const fake = floor.map((_, i) => 1e6 + i);
     const reused = aloneTtfts(plan, c.seenTokens, p, [], 0, { ttfts: fake, cachedTokens: c.cachedTokens });
     reused.forEach((t, i) => expect(t === fake[i]).toBe(c.seenTokens[i] === c.cachedTokens[i]));
+  });
+
+  it("counts each adapter's first load: the k-th slowest request waits at least the k-th largest least first load", () => {
+    const p = PROFILES['h100-llama3-8b'];
+    const lora = (at: number, adapter: string, ...blocks: number[]): PlanRequest => ({ ...req(at, ...blocks), adapter });
+    const plan = [lora(0, 'a', 1, 2), lora(1, 'a', 1, 2), lora(2, 'b', 3, 4), lora(3, 'c', 5, 6)];
+    const seen = hitCeiling(plan, p.blockSize, Infinity).seenTokens;
+    const loads = firstLoadTtfts(plan, seen, p, ['a', 'b', 'c'], 4);
+    expect(loads).toHaveLength(3); // one per adapter
+    const warm = aloneTtfts(plan, seen, p, ['a', 'b', 'c'], 4);
+    for (const t of loads) expect(t).toBeGreaterThanOrEqual(p.loraLoadMs + Math.min(...warm) - 1);
+    // 100 requests at 10 ms and three adapters' first loads: p99 is the 2nd slowest, so a load; p50 is not.
+    const b = boundTails(Array(100).fill(10), [200, 210, 220]);
+    expect(b).toEqual({ p50: 10, p99: 210 });
+    expect(boundTails(Array(100).fill(10), [])).toEqual({ p50: 10, p99: 10 });
   });
 });
