@@ -174,7 +174,7 @@ export function ttftFloor(reqs: readonly PlanRequest[], cachedTokens: Int32Array
 
 /**
  * Per request, its TTFT alone on an idle engine holding `cachedTokens[i]` of its prompt (and its adapter);
- * with `known`, only the requests whose cached tokens differ from `knownCached` are run again.
+ * with `known`, only the requests whose cached tokens differ from `known.cachedTokens` are run again.
  */
 export function aloneTtfts(
   reqs: readonly PlanRequest[],
