@@ -137,6 +137,13 @@ describe('placement end to end', () => {
       // next member has less work ahead), or the home's agent refuses (429) and the router
       // retries before any byte reached the client.
       for (let k = 0; k < 2; k++) {
+        // The other replicas idle in the router's view: the previous overflow request, finished, may
+        // still be in next's last report, and a busier next rightly loses to an idle third replica.
+        await waitFor(async () => (await replicas()).filter((r) => r.id !== home).every((r) => r.load.inflight === 0), {
+          timeoutMs: 30_000,
+          intervalMs: 50,
+          message: 'the replicas other than the home idle in the router view',
+        });
         const r = await chat(router, { messages: [{ role: 'user', content: `overflow ${k}` }] }, { 'x-warmpath-key': key });
         expect(r.status).toBe(200);
         expect(r.text).toContain('"choices"');
