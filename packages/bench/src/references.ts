@@ -227,14 +227,12 @@ export function firstLoadTtfts(reqs: readonly PlanRequest[], seenTokens: Int32Ar
 /**
  * p50 / p99 that no policy goes under: each request takes at least its own figure in `ttfts`, and for each
  * figure in `firstLoads` a distinct request takes at least that. A percentile is the k-th largest of every
- * request's TTFT (nearest rank, as the reports count it), so it is at least the k-th largest of either set.
+ * request's TTFT (nearest rank, as the reports count it), so it is at least the k-th largest of either set:
+ * the first-load figures padded with zeros to one per request give theirs.
  */
 export function boundTails(ttfts: readonly number[], firstLoads: readonly number[]): TtftFloor {
-  const loads = [...firstLoads].sort((a, b) => b - a);
-  const at = (p: number): number => {
-    const kth = ttfts.length - Math.max(0, Math.ceil((p / 100) * ttfts.length) - 1); // the k-th largest
-    return round(Math.max(percentile(ttfts, p), loads.length >= kth ? loads[kth - 1]! : 0));
-  };
+  const loads = [...firstLoads, ...new Array<number>(Math.max(0, ttfts.length - firstLoads.length)).fill(0)];
+  const at = (p: number): number => round(Math.max(percentile(ttfts, p), percentile(loads, p)));
   return { p50: at(50), p99: at(99) };
 }
 

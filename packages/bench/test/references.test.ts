@@ -55,7 +55,8 @@ describe('TTFT bound', () => {
   it('is the floor with every earlier block cached: never above it, request by request, and reuses what it can', () => {
     const p = PROFILES['h100-llama3-8b'];
     const doc = Array.from({ length: 256 }, (_, i) => i + 1);
-    // Capacity of 256 blocks: the third request's document was evicted for the second's under Belady only if needed later.
+    // Two 256-block documents, each sent twice, through a cache of 256 blocks: Belady keeps at most one whole,
+    // while with unlimited capacity both repeats hit in full.
     const plan = [req(0, ...doc), req(1, ...doc.map((b) => b + 1000)), req(2, ...doc), req(3, ...doc.map((b) => b + 1000))];
     const c = hitCeiling(plan, p.blockSize, 256);
     expect(c.seenTokens.some((t, i) => t > c.cachedTokens[i]!)).toBe(true);
