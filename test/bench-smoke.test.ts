@@ -51,7 +51,12 @@ export function smokeArgs(source: string): string[] | undefined {
  */
 export function missingNeeds(source: string): string[] {
   const m = /^\s*\*\s*Needs:(.*)$/m.exec(source);
-  return m === null ? [] : m[1]!.trim().split(/\s+/).filter((path) => !existsSync(path));
+  return m === null
+    ? []
+    : m[1]!
+        .trim()
+        .split(/\s+/)
+        .filter((path) => !existsSync(path));
 }
 
 interface Outcome {
@@ -102,16 +107,25 @@ describe('benchmark scripts (smoke)', () => {
       const source = readFileSync(join(REPO, script), 'utf8');
       const args = smokeArgs(source);
       const missing = missingNeeds(source);
-      runs.set(script, { args, missing, out: args === undefined || missing.length > 0 ? undefined : pooled(() => run(script, args)) });
+      runs.set(script, {
+        args,
+        missing,
+        out: args === undefined || missing.length > 0 ? undefined : pooled(() => run(script, args)),
+      });
     }
   });
 
-  it.for(scripts)('%s runs with its Smoke: arguments and prints figures', { timeout: SCRIPT_TIMEOUT_MS * Math.ceil(scripts.length / SMOKE_PARALLEL) }, async (script, ctx) => {
-    const { args, missing, out: pending } = runs.get(script)!;
-    if (missing.length > 0) ctx.skip(`${script} needs ${missing.join(', ')}, not installed here (.ci/run installs it)`);
-    expect(args, `${script} has no "Smoke:" line in its header comment (tiny arguments for this test)`).toBeDefined();
-    const out = (await pending)!;
-    expect(out.code, `${script} ${args!.join(' ')} exited ${out.code}:\n${out.stderr}`).toBe(0);
-    expect(out.stdout, `${script} printed no figures`).toMatch(/\d/);
-  });
+  it.for(scripts)(
+    '%s runs with its Smoke: arguments and prints figures',
+    { timeout: SCRIPT_TIMEOUT_MS * Math.ceil(scripts.length / SMOKE_PARALLEL) },
+    async (script, ctx) => {
+      const { args, missing, out: pending } = runs.get(script)!;
+      if (missing.length > 0)
+        ctx.skip(`${script} needs ${missing.join(', ')}, not installed here (.ci/run installs it)`);
+      expect(args, `${script} has no "Smoke:" line in its header comment (tiny arguments for this test)`).toBeDefined();
+      const out = (await pending)!;
+      expect(out.code, `${script} ${args!.join(' ')} exited ${out.code}:\n${out.stderr}`).toBe(0);
+      expect(out.stdout, `${script} printed no figures`).toMatch(/\d/);
+    },
+  );
 });

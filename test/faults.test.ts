@@ -47,7 +47,10 @@ async function relay(target: number): Promise<Relay> {
   let cut = false;
   const server: Server = createServer((a) => {
     const b = connect(target, '127.0.0.1');
-    for (const [x, y] of [[a, b], [b, a]] as const) {
+    for (const [x, y] of [
+      [a, b],
+      [b, a],
+    ] as const) {
       x.pipe(y);
       x.on('error', () => y.destroy());
     }
@@ -60,7 +63,7 @@ async function relay(target: number): Promise<Relay> {
     port: (server.address() as { port: number }).port,
     cut(on) {
       cut = on;
-      for (const [a, b] of pairs) for (const s of [a, b]) (on ? s.pause() : s.resume());
+      for (const [a, b] of pairs) for (const s of [a, b]) on ? s.pause() : s.resume();
     },
     close() {
       for (const [a, b] of pairs) (a.destroy(), b.destroy());
@@ -76,13 +79,42 @@ interface Replica {
   peer: string;
   agent: { child: ChildProcess; url: string };
 }
-const fleet = { replicas: [] as Replica[], relays: [] as Relay[], r: '', r2: '', r2Port: 0, r2Child: undefined as ChildProcess | undefined, r3: '', model: '' };
+const fleet = {
+  replicas: [] as Replica[],
+  relays: [] as Relay[],
+  r: '',
+  r2: '',
+  r2Port: 0,
+  r2Child: undefined as ChildProcess | undefined,
+  r3: '',
+  model: '',
+};
 
-const R_FLAGS = ['--eject-base-ms', '1000', '--eject-max-ms', '2000', '--body-timeout-ms', '1500', '--heartbeat-ms', '400', '--shutdown-delay-ms', '0'];
+const R_FLAGS = [
+  '--eject-base-ms',
+  '1000',
+  '--eject-max-ms',
+  '2000',
+  '--body-timeout-ms',
+  '1500',
+  '--heartbeat-ms',
+  '400',
+  '--shutdown-delay-ms',
+  '0',
+];
 
 async function startR2(port: number): Promise<{ child: ChildProcess; url: string }> {
   const boot = fleet.replicas.flatMap((r) => ['--bootstrap', r.peer]);
-  const { child, line } = await start(['router', '--port', String(port), '--fleet', FLEET, '--shutdown-delay-ms', '1000', ...boot]);
+  const { child, line } = await start([
+    'router',
+    '--port',
+    String(port),
+    '--fleet',
+    FLEET,
+    '--shutdown-delay-ms',
+    '1000',
+    ...boot,
+  ]);
   return { child, url: field(line, 'url') };
 }
 
@@ -91,7 +123,11 @@ async function readyReplicas(url: string): Promise<number> {
   return body.replicas?.ready ?? 0;
 }
 async function waitReady(url: string, n: number, timeoutMs = 30_000): Promise<void> {
-  await waitFor(async () => (await readyReplicas(url)) >= n, { timeoutMs, intervalMs: 100, message: `${url} to see ${n} ready replicas` });
+  await waitFor(async () => (await readyReplicas(url)) >= n, {
+    timeoutMs,
+    intervalMs: 100,
+    message: `${url} to see ${n} ready replicas`,
+  });
 }
 
 async function fault(r: Replica, body: Record<string, unknown>): Promise<void> {
@@ -133,7 +169,9 @@ beforeAll(async () => {
   const peer = field(r.line, 'peer');
   const gossipPort = Number(/\/tcp\/(\d+)\//.exec(peer)![1]);
   const peerId = peer.slice(peer.lastIndexOf('/p2p/') + 5);
-  const sims = await Promise.all([0, 1, 2, 3].map(() => start(['sim', '--port', '0', '--profile', 'tiny', '--speed', '1'])));
+  const sims = await Promise.all(
+    [0, 1, 2, 3].map(() => start(['sim', '--port', '0', '--profile', 'tiny', '--speed', '1'])),
+  );
   await Promise.all(
     sims.map(async (s, i) => {
       const rl = await relay(gossipPort);
@@ -143,16 +181,50 @@ beforeAll(async () => {
       // --gossip-peers 0: redial R whenever its link drops. With the default (2), R2 and R3 dialing the agent fill
       // its quota, so once the cut closed the link to R nobody redialed it, and R, with no bootstrap of its own and
       // no link to the other routers, never heard the fleet again (the flaky failure of the gossip-cut test).
-      const a = await start(['agent', '--engine', 'vllm', '--engine-url', sim, '--port', '0', '--admin-port', '0', '--fleet', FLEET, '--replica-id', id, '--gossip-peers', '0', '--bootstrap', `/ip4/127.0.0.1/tcp/${rl.port}/p2p/${peerId}`]);
-      fleet.replicas[i] = { id, sim, peer: field(a.line, 'peer'), agent: { child: a.child, url: field(a.line, 'proxy') } };
+      const a = await start([
+        'agent',
+        '--engine',
+        'vllm',
+        '--engine-url',
+        sim,
+        '--port',
+        '0',
+        '--admin-port',
+        '0',
+        '--fleet',
+        FLEET,
+        '--replica-id',
+        id,
+        '--gossip-peers',
+        '0',
+        '--bootstrap',
+        `/ip4/127.0.0.1/tcp/${rl.port}/p2p/${peerId}`,
+      ]);
+      fleet.replicas[i] = {
+        id,
+        sim,
+        peer: field(a.line, 'peer'),
+        agent: { child: a.child, url: field(a.line, 'proxy') },
+      };
     }),
   );
   const r2 = await startR2(0);
   Object.assign(fleet, { r2: r2.url, r2Port: Number(new URL(r2.url).port), r2Child: r2.child });
-  const r3 = await start(['router', '--port', '0', '--fleet', FLEET, '--shutdown-delay-ms', '0', ...fleet.replicas.flatMap((x) => ['--bootstrap', x.peer])]);
+  const r3 = await start([
+    'router',
+    '--port',
+    '0',
+    '--fleet',
+    FLEET,
+    '--shutdown-delay-ms',
+    '0',
+    ...fleet.replicas.flatMap((x) => ['--bootstrap', x.peer]),
+  ]);
   fleet.r3 = field(r3.line, 'url');
   await Promise.all([fleet.r, fleet.r2, fleet.r3].map((u) => waitReady(u, 4)));
-  fleet.model = ((await (await request(`${fleet.r}/v1/models`)).body.json()) as { data: Array<{ id: string }> }).data[0]!.id;
+  fleet.model = (
+    (await (await request(`${fleet.r}/v1/models`)).body.json()) as { data: Array<{ id: string }> }
+  ).data[0]!.id;
 });
 
 afterAll(() => {
@@ -171,36 +243,53 @@ describe('faults', () => {
     const ok = out.filter((x) => x.status === 200).length;
     const toBad = (await metric(fleet.r, 'warmpath_router_upstream_errors_total', '{kind="failed"}')) - failed0;
     const perReplica: Record<string, number> = {};
-    for (const x of out) perReplica[String(x.headers['x-warmpath-replica'])] = (perReplica[String(x.headers['x-warmpath-replica'])] ?? 0) + 1;
+    for (const x of out)
+      perReplica[String(x.headers['x-warmpath-replica'])] =
+        (perReplica[String(x.headers['x-warmpath-replica'])] ?? 0) + 1;
     figure('500-replica', { ok, of: 200, attemptsOnBad: toBad, afterEjection: toBad - 5, perReplica });
     expect(ok).toBeGreaterThanOrEqual(198);
     expect(toBad - 5).toBeLessThanOrEqual(10);
     expect(await metric(fleet.r, 'warmpath_router_ejections_total')).toBeGreaterThan(0);
     await fault(byId(home), { clear: true });
     const t0 = performance.now();
-    await waitFor(async () => (await chat(fleet.r, `is ${home} back?`)).headers['x-warmpath-replica'] === home, { timeoutMs: 15_000, intervalMs: 50, message: `${home} to take requests again` });
+    await waitFor(async () => (await chat(fleet.r, `is ${home} back?`)).headers['x-warmpath-replica'] === home, {
+      timeoutMs: 15_000,
+      intervalMs: 50,
+      message: `${home} to take requests again`,
+    });
     figure('500-replica-return-ms', Math.round(performance.now() - t0));
   });
 
-  it.each([1, 5, 50])('a replica killed mid-stream after %i tokens: an explicit SSE error, no token duplicated', async (k) => {
-    for (const r of fleet.replicas) await fault(r, { dieAfterTokens: k });
-    const body = { stream: true, max_tokens: 100 };
-    const cut = await chat(fleet.r, `tell a story of ${k}`, body);
-    for (const r of fleet.replicas) await fault(r, { dieAfterTokens: null });
-    const whole = await chat(fleet.r, `tell a story of ${k}`, { stream: true, max_tokens: k });
-    const tokens = (sse: string) => [...sse.matchAll(/"delta":\{"content":("(?:[^"\\]|\\.)*")/g)].map((m) => JSON.parse(m[1]!) as string).filter((t) => t !== '');
-    expect(cut.status).toBe(200);
-    expect(cut.text).toMatch(/data: \{"error":\{.*"code":"stream_interrupted"/);
-    expect(cut.text).not.toContain('[DONE]');
-    expect(cut.headers['x-warmpath-route']).not.toBe('retry');
-    expect(tokens(cut.text)).toEqual(tokens(whole.text)); // the first k tokens, once each
-    expect(tokens(cut.text)).toHaveLength(k);
-  });
+  it.each([1, 5, 50])(
+    'a replica killed mid-stream after %i tokens: an explicit SSE error, no token duplicated',
+    async (k) => {
+      for (const r of fleet.replicas) await fault(r, { dieAfterTokens: k });
+      const body = { stream: true, max_tokens: 100 };
+      const cut = await chat(fleet.r, `tell a story of ${k}`, body);
+      for (const r of fleet.replicas) await fault(r, { dieAfterTokens: null });
+      const whole = await chat(fleet.r, `tell a story of ${k}`, { stream: true, max_tokens: k });
+      const tokens = (sse: string) =>
+        [...sse.matchAll(/"delta":\{"content":("(?:[^"\\]|\\.)*")/g)]
+          .map((m) => JSON.parse(m[1]!) as string)
+          .filter((t) => t !== '');
+      expect(cut.status).toBe(200);
+      expect(cut.text).toMatch(/data: \{"error":\{.*"code":"stream_interrupted"/);
+      expect(cut.text).not.toContain('[DONE]');
+      expect(cut.headers['x-warmpath-route']).not.toBe('retry');
+      expect(tokens(cut.text)).toEqual(tokens(whole.text)); // the first k tokens, once each
+      expect(tokens(cut.text)).toHaveLength(k);
+    },
+  );
 
   it('a hung replica: the client gets keep-alive comments, then stream_interrupted within the between-chunks deadline', async () => {
     const res = await request(`${fleet.r}/v1/chat/completions`, {
       method: 'POST',
-      body: JSON.stringify({ model: fleet.model, messages: [{ role: 'user', content: 'a long answer please' }], max_tokens: 2000, stream: true }),
+      body: JSON.stringify({
+        model: fleet.model,
+        messages: [{ role: 'user', content: 'a long answer please' }],
+        max_tokens: 2000,
+        stream: true,
+      }),
     });
     const victim = byId(String(res.headers['x-warmpath-replica']));
     let text = '';
@@ -228,7 +317,7 @@ describe('faults', () => {
     let served = 0;
     const bad: number[] = [];
     while (performance.now() - t0 < 5_000) {
-      for (const x of await load(fleet.r, 8, 4, `cut ${served}`)) (x.status === 200 ? served++ : bad.push(x.status));
+      for (const x of await load(fleet.r, 8, 4, `cut ${served}`)) x.status === 200 ? served++ : bad.push(x.status);
       if ((await request(`${fleet.r}/readyz`)).statusCode === 503) wentStale = true;
     }
     for (const rl of fleet.relays) rl.cut(false);
@@ -236,7 +325,12 @@ describe('faults', () => {
     expect(wentStale).toBe(true); // the cut was real: the view went stale
     expect(bad).toEqual([]);
     await waitReady(fleet.r, 4, 60_000);
-    figure('gossip-cut', { seconds: 5, served, failed: bad.length, msToReadyAgain: Math.round(performance.now() - t1) });
+    figure('gossip-cut', {
+      seconds: 5,
+      served,
+      failed: bad.length,
+      msToReadyAgain: Math.round(performance.now() - t1),
+    });
   });
 
   it('several routers bursting at one warm replica: zero preemptions, every request answered or 429 with Retry-After', async () => {
@@ -244,16 +338,39 @@ describe('faults', () => {
     const ask = (url: string, q: string) =>
       request(`${url}/v1/chat/completions`, {
         method: 'POST',
-        body: JSON.stringify({ model: fleet.model, messages: [{ role: 'system', content: system }, { role: 'user', content: q }], max_tokens: 64 }),
-      }).then(async (res) => ({ status: res.statusCode, retryAfter: res.headers['retry-after'], replica: res.headers['x-warmpath-replica'], text: await res.body.text() }));
+        body: JSON.stringify({
+          model: fleet.model,
+          messages: [
+            { role: 'system', content: system },
+            { role: 'user', content: q },
+          ],
+          max_tokens: 64,
+        }),
+      }).then(async (res) => ({
+        status: res.statusCode,
+        retryAfter: res.headers['retry-after'],
+        replica: res.headers['x-warmpath-replica'],
+        text: await res.body.text(),
+      }));
     await ask(fleet.r, 'warm up');
-    const preempt = async () => (await Promise.all(fleet.replicas.map((r) => metric(r.sim, 'vllm:num_preemptions_total')))).reduce((a, b) => a + b, 0);
+    const preempt = async () =>
+      (await Promise.all(fleet.replicas.map((r) => metric(r.sim, 'vllm:num_preemptions_total')))).reduce(
+        (a, b) => a + b,
+        0,
+      );
     const before = await preempt();
-    const out = await Promise.all([fleet.r, fleet.r2, fleet.r3].flatMap((u, j) => Array.from({ length: 16 }, (_, i) => ask(u, `burst ${j}-${i}`))));
+    const out = await Promise.all(
+      [fleet.r, fleet.r2, fleet.r3].flatMap((u, j) => Array.from({ length: 16 }, (_, i) => ask(u, `burst ${j}-${i}`))),
+    );
     const preemptions = (await preempt()) - before;
     const by: Record<string, number> = {};
     for (const x of out) by[x.status] = (by[x.status] ?? 0) + 1;
-    figure('burst', { requests: out.length, byStatus: by, preemptions, replicas: [...new Set(out.map((x) => x.replica))].length });
+    figure('burst', {
+      requests: out.length,
+      byStatus: by,
+      preemptions,
+      replicas: [...new Set(out.map((x) => x.replica))].length,
+    });
     expect(preemptions).toBe(0);
     for (const x of out) {
       expect([200, 429]).toContain(x.status);
@@ -273,7 +390,8 @@ describe('faults', () => {
           if (x.status === 200) {
             tally.ok++;
             if (restartedAt > 0 && firstOkAfter === 0) firstOkAfter = performance.now();
-          } else if (x.status === 503 && x.headers['retry-after'] !== undefined && x.text.includes('"no_replica"')) tally.notYet++;
+          } else if (x.status === 503 && x.headers['retry-after'] !== undefined && x.text.includes('"no_replica"'))
+            tally.notYet++;
           else tally.bad.push(`${x.status} ${x.text.slice(0, 120)}`);
         } catch {
           tally.refused++; // the router is down: a client tries again (another router, in production)
@@ -299,7 +417,12 @@ describe('faults', () => {
     const child = fleet.r2Child!;
     const res = await request(`${fleet.r2}/v1/chat/completions`, {
       method: 'POST',
-      body: JSON.stringify({ model: fleet.model, messages: [{ role: 'user', content: 'one more long answer' }], max_tokens: 1500, stream: true }),
+      body: JSON.stringify({
+        model: fleet.model,
+        messages: [{ role: 'user', content: 'one more long answer' }],
+        max_tokens: 1500,
+        stream: true,
+      }),
     });
     let text = '';
     let signalled = false;
@@ -310,11 +433,14 @@ describe('faults', () => {
       if (!signalled && text.includes('"content":"')) {
         signalled = true;
         child.kill('SIGTERM');
-        readyAfter = await waitFor(async () => {
-          const r = await request(`${fleet.r2}/readyz`);
-          await r.body.dump();
-          return r.statusCode === 503 && r.statusCode;
-        }, { timeoutMs: 900, intervalMs: 10, message: '/readyz to fail' });
+        readyAfter = await waitFor(
+          async () => {
+            const r = await request(`${fleet.r2}/readyz`);
+            await r.body.dump();
+            return r.statusCode === 503 && r.statusCode;
+          },
+          { timeoutMs: 900, intervalMs: 10, message: '/readyz to fail' },
+        );
       }
     }
     const [code] = await exited;
@@ -328,12 +454,23 @@ describe('faults', () => {
     const prompt = 'Summarise the following report in one line. '.repeat(90);
     const res = await request(`${fleet.r}/v1/chat/completions`, {
       method: 'POST',
-      body: JSON.stringify({ model: fleet.model, messages: [{ role: 'user', content: prompt }], max_tokens: 3, stream: true }),
+      body: JSON.stringify({
+        model: fleet.model,
+        messages: [{ role: 'user', content: prompt }],
+        max_tokens: 3,
+        stream: true,
+      }),
     });
     const text = await res.body.text();
     const ai = new OpenAI({ baseURL: `${fleet.r}/v1`, apiKey: 'unused', maxRetries: 0 });
     let sdkText = '';
-    for await (const c of await ai.chat.completions.create({ model: fleet.model, messages: [{ role: 'user', content: `${prompt} again` }], max_tokens: 3, stream: true })) sdkText += c.choices[0]?.delta?.content ?? '';
+    for await (const c of await ai.chat.completions.create({
+      model: fleet.model,
+      messages: [{ role: 'user', content: `${prompt} again` }],
+      max_tokens: 3,
+      stream: true,
+    }))
+      sdkText += c.choices[0]?.delta?.content ?? '';
     for (const r of fleet.replicas) await fault(r, { slow: 1 });
     expect(text.indexOf(': keep-alive')).toBeGreaterThanOrEqual(0);
     expect(text.indexOf(': keep-alive')).toBeLessThan(text.indexOf('data: {'));
@@ -348,12 +485,20 @@ describe('faults', () => {
     victim.agent.child.kill('SIGKILL');
     const killedAt = performance.now();
     const during = await load(fleet.r, 40, 4, 'agent killed');
-    await waitFor(async () => (await readyReplicas(fleet.r)) === 3, { timeoutMs: 10_000, message: 'the killed replica to go stale' });
+    await waitFor(async () => (await readyReplicas(fleet.r)) === 3, {
+      timeoutMs: 10_000,
+      message: 'the killed replica to go stale',
+    });
     const staleMs = performance.now() - killedAt;
     const connect1 = await metric(fleet.r, 'warmpath_router_upstream_errors_total', '{kind="connect"}');
     const after = await load(fleet.r, 40, 4, 'after ttl');
     const connect2 = await metric(fleet.r, 'warmpath_router_upstream_errors_total', '{kind="connect"}');
-    figure('agent-killed', { attemptsOnDead: connect1 - connect0, staleAfterMs: Math.round(staleMs), ok: [...during, ...after].filter((x) => x.status === 200).length, of: 80 });
+    figure('agent-killed', {
+      attemptsOnDead: connect1 - connect0,
+      staleAfterMs: Math.round(staleMs),
+      ok: [...during, ...after].filter((x) => x.status === 200).length,
+      of: 80,
+    });
     expect([...during, ...after].every((x) => x.status === 200)).toBe(true);
     expect(connect2).toBe(connect1);
     expect(after.some((x) => x.headers['x-warmpath-replica'] === home)).toBe(false);

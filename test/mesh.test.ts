@@ -36,15 +36,40 @@ describe('--bootstrap-dns and the router mesh, real processes', () => {
   it('an agent that reaches one router by DNS name is served by another router through the mesh', async () => {
     const common = ['--fleet', 'mesh-e2e', '--swarm-key', SWARM_KEY];
     const identity = join(dir, 'r0.key');
-    const r0 = await start(['router', '--port', '0', '--gossip-listen', '/ip4/127.0.0.1/tcp/0', '--identity-file', identity, ...common]);
+    const r0 = await start([
+      'router',
+      '--port',
+      '0',
+      '--gossip-listen',
+      '/ip4/127.0.0.1/tcp/0',
+      '--identity-file',
+      identity,
+      ...common,
+    ]);
     const port = /\/tcp\/(\d+)/.exec(field(r0, 'peer'))![1]!;
     // The identity file was created on first start and holds r0's peer id.
     expect(existsSync(identity)).toBe(true);
-    expect(execFileSync(process.execPath, [CLI, 'keygen', '--identity', identity], { encoding: 'utf8' }).trim()).toBe(/\/p2p\/(\w+)/.exec(field(r0, 'peer'))![1]);
+    expect(execFileSync(process.execPath, [CLI, 'keygen', '--identity', identity], { encoding: 'utf8' }).trim()).toBe(
+      /\/p2p\/(\w+)/.exec(field(r0, 'peer'))![1],
+    );
     const dns = ['--bootstrap-dns', `localhost:${port}`, '--bootstrap-dns-interval-ms', '1000'];
     const r1 = await start(['router', '--port', '0', '--shutdown-delay-ms', '0', ...dns, ...common]);
     const sim = /(http:\/\/\S+)/.exec(await start(['sim', '--port', '0', '--profile', 'tiny', '--speed', '4']))![1]!;
-    await start(['agent', '--engine', 'vllm', '--engine-url', sim, '--port', '0', '--admin-port', '0', '--replica-id', 'dns-0', ...dns, ...common]);
+    await start([
+      'agent',
+      '--engine',
+      'vllm',
+      '--engine-url',
+      sim,
+      '--port',
+      '0',
+      '--admin-port',
+      '0',
+      '--replica-id',
+      'dns-0',
+      ...dns,
+      ...common,
+    ]);
     const r1Url = field(r1, 'url');
     await waitFor(
       async () => {
@@ -57,7 +82,11 @@ describe('--bootstrap-dns and the router mesh, real processes', () => {
     const res = await request(`${r1Url}/v1/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ model: models.data[0]!.id, messages: [{ role: 'user', content: 'hello through the mesh' }], max_tokens: 4 }),
+      body: JSON.stringify({
+        model: models.data[0]!.id,
+        messages: [{ role: 'user', content: 'hello through the mesh' }],
+        max_tokens: 4,
+      }),
     });
     const text = await res.body.text();
     expect(res.statusCode, text).toBe(200);

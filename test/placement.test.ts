@@ -50,7 +50,12 @@ async function chat(base: string, body: Record<string, unknown>, headers: Record
     body: JSON.stringify({ model, max_tokens: 4, ...body }),
   });
   const text = await res.body.text();
-  return { status: res.statusCode, text, replica: String(res.headers['x-warmpath-replica']), route: String(res.headers['x-warmpath-route']) };
+  return {
+    status: res.statusCode,
+    text,
+    replica: String(res.headers['x-warmpath-replica']),
+    route: String(res.headers['x-warmpath-route']),
+  };
 }
 
 /**
@@ -67,7 +72,12 @@ async function hold(replica: string, reqModel: string): Promise<{ abort: () => v
       const res = await request(`${proxyOf.get(replica)}/v1/chat/completions`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ model: reqModel, stream: true, max_tokens: HOLD_TOKENS, messages: [{ role: 'user', content: `hold ${replica}` }] }),
+        body: JSON.stringify({
+          model: reqModel,
+          stream: true,
+          max_tokens: HOLD_TOKENS,
+          messages: [{ role: 'user', content: `hold ${replica}` }],
+        }),
         signal: ac.signal,
       });
       if (res.statusCode !== 429) return res;
@@ -95,7 +105,11 @@ async function hold(replica: string, reqModel: string): Promise<{ abort: () => v
 
 /** Until the router sees every replica idle again (held streams gone). */
 async function waitIdle(): Promise<void> {
-  await waitFor(async () => (await replicas()).every((r) => r.load.inflight === 0), { timeoutMs: 30_000, intervalMs: 100, message: 'every replica idle' });
+  await waitFor(async () => (await replicas()).every((r) => r.load.inflight === 0), {
+    timeoutMs: 30_000,
+    intervalMs: 100,
+    message: 'every replica idle',
+  });
 }
 
 beforeAll(async () => {
@@ -112,7 +126,9 @@ beforeAll(async () => {
   await fleet.waitConverged(60_000);
   router = fleet.routerUrls[0]!;
   fleet.agents.forEach((a, i) => proxyOf.set(`replica-${i}`, a.info.proxy!));
-  const models = (await (await request(`${router}/v1/models`)).body.json()) as { data: Array<{ id: string; parent: string | null }> };
+  const models = (await (await request(`${router}/v1/models`)).body.json()) as {
+    data: Array<{ id: string; parent: string | null }>;
+  };
   model = models.data.find((m) => m.parent === null)!.id;
   expect(models.data.map((m) => m.id)).toContain(ADAPTER);
 });
@@ -144,13 +160,20 @@ describe('placement end to end', () => {
           intervalMs: 50,
           message: 'the replicas other than the home idle in the router view',
         });
-        const r = await chat(router, { messages: [{ role: 'user', content: `overflow ${k}` }] }, { 'x-warmpath-key': key });
+        const r = await chat(
+          router,
+          { messages: [{ role: 'user', content: `overflow ${k}` }] },
+          { 'x-warmpath-key': key },
+        );
         expect(r.status).toBe(200);
         expect(r.text).toContain('"choices"');
         expect(r.replica).toBe(next);
         expect(['spill', 'spill-two-choices', 'retry']).toContain(r.route);
       }
-      expect(holds.every((h) => !h.ended()), 'the home stayed full throughout').toBe(true);
+      expect(
+        holds.every((h) => !h.ended()),
+        'the home stayed full throughout',
+      ).toBe(true);
     } finally {
       for (const h of holds) h.abort();
     }
@@ -172,7 +195,11 @@ describe('placement end to end', () => {
         message: `${ADAPTER} hot on ${hot}`,
       });
       for (let k = 0; k < 4; k++) {
-        const r = await chat(router, { model: ADAPTER, messages: [{ role: 'user', content: `query ${k}` }] }, { 'x-warmpath-key': `user-${k}` });
+        const r = await chat(
+          router,
+          { model: ADAPTER, messages: [{ role: 'user', content: `query ${k}` }] },
+          { 'x-warmpath-key': `user-${k}` },
+        );
         expect(r.status).toBe(200);
         expect(r).toMatchObject({ replica: hot, route: 'adapter-spill' });
       }

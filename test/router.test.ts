@@ -31,7 +31,18 @@ interface Fleet {
 }
 
 async function startRouter(bootstrap: string[], port = 0): Promise<Fleet['routers'][number]> {
-  const { child, line } = await start(['router', '--port', String(port), '--fleet', 'e2e', '--swarm-key', SWARM_KEY, '--shutdown-delay-ms', '0', ...bootstrap.flatMap((b) => ['--bootstrap', b])]);
+  const { child, line } = await start([
+    'router',
+    '--port',
+    String(port),
+    '--fleet',
+    'e2e',
+    '--swarm-key',
+    SWARM_KEY,
+    '--shutdown-delay-ms',
+    '0',
+    ...bootstrap.flatMap((b) => ['--bootstrap', b]),
+  ]);
   return { child, url: field(line, 'url'), peer: field(line, 'peer') };
 }
 
@@ -54,11 +65,38 @@ beforeAll(async () => {
   const r0 = await startRouter([]);
   const r1 = await startRouter([r0.peer]);
   fleet.routers.push(r0, r1);
-  const sims = await Promise.all([0, 1, 2].map(() => start(['sim', '--port', '0', '--profile', 'tiny', '--speed', '4'])));
+  const sims = await Promise.all(
+    [0, 1, 2].map(() => start(['sim', '--port', '0', '--profile', 'tiny', '--speed', '4'])),
+  );
   for (const [i, s] of sims.entries()) {
     const simUrl = /(http:\/\/\S+)/.exec(s.line)![1]!;
-    const a = await start(['agent', '--engine', 'vllm', '--engine-url', simUrl, '--port', '0', '--admin-port', '0', '--fleet', 'e2e', '--swarm-key', SWARM_KEY, '--replica-id', `agent-${i}`, '--bootstrap', r0.peer, '--bootstrap', r1.peer]);
-    fleet.agents.push({ child: a.child, url: field(a.line, 'proxy'), replica: `agent-${i}`, peer: field(a.line, 'peer') });
+    const a = await start([
+      'agent',
+      '--engine',
+      'vllm',
+      '--engine-url',
+      simUrl,
+      '--port',
+      '0',
+      '--admin-port',
+      '0',
+      '--fleet',
+      'e2e',
+      '--swarm-key',
+      SWARM_KEY,
+      '--replica-id',
+      `agent-${i}`,
+      '--bootstrap',
+      r0.peer,
+      '--bootstrap',
+      r1.peer,
+    ]);
+    fleet.agents.push({
+      child: a.child,
+      url: field(a.line, 'proxy'),
+      replica: `agent-${i}`,
+      peer: field(a.line, 'peer'),
+    });
   }
   await Promise.all(fleet.routers.map((r) => waitReady(r.url, 3)));
 });
@@ -76,12 +114,24 @@ describe('warmpath router end to end', () => {
     expect(models.data.length).toBeGreaterThan(0);
     const model = models.data[0]!.id;
     const { data, response } = await ai.chat.completions
-      .create({ model, messages: [{ role: 'system', content: SYSTEM }, { role: 'user', content: 'hello' }], max_tokens: 8 })
+      .create({
+        model,
+        messages: [
+          { role: 'system', content: SYSTEM },
+          { role: 'user', content: 'hello' },
+        ],
+        max_tokens: 8,
+      })
       .withResponse();
     expect(data.choices[0]!.message.content).toBeTruthy();
     expect(response.headers.get('x-warmpath-replica')).toMatch(/^agent-/);
     expect(['ring', 'warm', 'spill']).toContain(response.headers.get('x-warmpath-route'));
-    const stream = await ai.chat.completions.create({ model, messages: [{ role: 'user', content: 'stream please' }], max_tokens: 8, stream: true });
+    const stream = await ai.chat.completions.create({
+      model,
+      messages: [{ role: 'user', content: 'stream please' }],
+      max_tokens: 8,
+      stream: true,
+    });
     let text = '';
     for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
     expect(text.length).toBeGreaterThan(0);
@@ -94,7 +144,14 @@ describe('warmpath router end to end', () => {
       for (const [i, r] of fleet.routers.entries()) {
         const res = await request(`${r.url}/v1/chat/completions`, {
           method: 'POST',
-          body: JSON.stringify({ model, messages: [{ role: 'system', content: SYSTEM }, { role: 'user', content: `question ${k}` }], max_tokens: 4 }),
+          body: JSON.stringify({
+            model,
+            messages: [
+              { role: 'system', content: SYSTEM },
+              { role: 'user', content: `question ${k}` },
+            ],
+            max_tokens: 4,
+          }),
         });
         await res.body.dump();
         picks[i]!.push(String(res.headers['x-warmpath-replica']));
@@ -112,7 +169,11 @@ describe('warmpath router end to end', () => {
         const res = await request(`${fleet.routers[k % 2]!.url}/v1/chat/completions`, {
           method: 'POST',
           headers: { 'x-warmpath-key': 'swarm-42' },
-          body: JSON.stringify({ model, messages: [{ role: 'user', content: `sub-task ${k} ${'x'.repeat(k * 300)}` }], max_tokens: 4 }),
+          body: JSON.stringify({
+            model,
+            messages: [{ role: 'user', content: `sub-task ${k} ${'x'.repeat(k * 300)}` }],
+            max_tokens: 4,
+          }),
         });
         await res.body.dump();
         expect(res.statusCode).toBe(200);
@@ -127,7 +188,12 @@ describe('warmpath router end to end', () => {
     const model = (await client(r.url).models.list()).data[0]!.id;
     const res = await request(`${r.url}/v1/chat/completions`, {
       method: 'POST',
-      body: JSON.stringify({ model, messages: [{ role: 'user', content: 'tell a long story' }], max_tokens: 400, stream: true }),
+      body: JSON.stringify({
+        model,
+        messages: [{ role: 'user', content: 'tell a long story' }],
+        max_tokens: 400,
+        stream: true,
+      }),
     });
     const replica = String(res.headers['x-warmpath-replica']);
     const victim = fleet.agents.find((a) => a.replica === replica)!;
@@ -156,11 +222,21 @@ describe('warmpath router end to end', () => {
     old.child.kill('SIGTERM');
     await new Promise((r) => old.child.once('exit', r));
     // It dials the agents itself: a router takes an agent's state only over a direct connection (docs/SECURITY.md).
-    const again = await startRouter([fleet.routers[0]!.peer, ...fleet.agents.filter((a) => a.child.exitCode === null && a.child.signalCode === null).map((a) => a.peer)], port);
+    const again = await startRouter(
+      [
+        fleet.routers[0]!.peer,
+        ...fleet.agents.filter((a) => a.child.exitCode === null && a.child.signalCode === null).map((a) => a.peer),
+      ],
+      port,
+    );
     fleet.routers[1] = again;
     await waitReady(again.url, 2);
     const model = (await client(again.url).models.list()).data[0]!.id;
-    const out = await client(again.url).chat.completions.create({ model, messages: [{ role: 'user', content: 'back?' }], max_tokens: 4 });
+    const out = await client(again.url).chat.completions.create({
+      model,
+      messages: [{ role: 'user', content: 'back?' }],
+      max_tokens: 4,
+    });
     expect(out.choices[0]!.message.content).toBeTruthy();
   });
 });

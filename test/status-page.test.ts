@@ -17,7 +17,8 @@ import { spawnUntilLine, waitFor } from '@warmpath/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const CHROMIUM = '/usr/bin/chromium';
-const NO_CHROMIUM = "chromium is not installed: it comes with Debian's `chromium` package (apt-get install -y --no-install-recommends chromium; .ci/run does this)";
+const NO_CHROMIUM =
+  "chromium is not installed: it comes with Debian's `chromium` package (apt-get install -y --no-install-recommends chromium; .ci/run does this)";
 const HAVE_CHROMIUM = existsSync(CHROMIUM);
 const CLI = new URL('../packages/cli/src/main.ts', import.meta.url).pathname;
 const children: ChildProcess[] = [];
@@ -49,7 +50,25 @@ beforeAll(async () => {
   const sims = await Promise.all([0, 1].map(() => start(['sim', '--port', '0', '--profile', 'tiny', '--speed', '4'])));
   await Promise.all(
     sims.map((line, i) =>
-      start(['agent', '--engine', 'vllm', '--engine-url', /(http:\/\/\S+)/.exec(line)![1]!, '--port', '0', '--admin-port', '0', '--fleet', 'status', '--replica-id', `gpu-${i}`, '--bootstrap', router.peer, '--bootstrap', other.peer]),
+      start([
+        'agent',
+        '--engine',
+        'vllm',
+        '--engine-url',
+        /(http:\/\/\S+)/.exec(line)![1]!,
+        '--port',
+        '0',
+        '--admin-port',
+        '0',
+        '--fleet',
+        'status',
+        '--replica-id',
+        `gpu-${i}`,
+        '--bootstrap',
+        router.peer,
+        '--bootstrap',
+        other.peer,
+      ]),
     ),
   );
   await waitFor(
@@ -65,7 +84,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   for (const c of children) c.kill('SIGTERM');
-  await Promise.all(children.map((c) => (c.exitCode !== null ? undefined : new Promise((r) => c.once('exit', r)))));
+  await Promise.all(children.filter((c) => c.exitCode === null).map((c) => new Promise((r) => c.once('exit', r))));
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -73,7 +92,15 @@ async function chat(user: string): Promise<string> {
   const res = await request(`${router.url}/v1/chat/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ model: 'meta-llama/Llama-3.1-8B-Instruct', messages: [{ role: 'system', content: SYSTEM }, { role: 'user', content: user }], max_tokens: 8, stream: true }),
+    body: JSON.stringify({
+      model: 'meta-llama/Llama-3.1-8B-Instruct',
+      messages: [
+        { role: 'system', content: SYSTEM },
+        { role: 'user', content: user },
+      ],
+      max_tokens: 8,
+      stream: true,
+    }),
   });
   await res.body.text();
   expect(res.statusCode).toBe(200);
@@ -82,9 +109,12 @@ async function chat(user: string): Promise<string> {
 
 describe.skipIf(!HAVE_CHROMIUM)('router status page in headless Chromium', () => {
   it('lists the replicas and the other router, and updates live as requests are placed', async () => {
-    const json = (await (await request(`${router.url}/warmpath/v1/status.json`)).body.json()) as { replicas: Array<Record<string, unknown>> };
+    const json = (await (await request(`${router.url}/warmpath/v1/status.json`)).body.json()) as {
+      replicas: Array<Record<string, unknown>>;
+    };
     expect(json.replicas.map((r) => r.id)).toEqual(['gpu-0', 'gpu-1']);
-    for (const r of json.replicas) expect(r).toMatchObject({ status: 'ready', draining: false, ejected: false, fresh: true });
+    for (const r of json.replicas)
+      expect(r).toMatchObject({ status: 'ready', draining: false, ejected: false, fresh: true });
 
     const page = await browser!.newPage({ viewport: { width: 1400, height: 900 } });
     const offsite: string[] = [];
@@ -103,11 +133,17 @@ describe.skipIf(!HAVE_CHROMIUM)('router status page in headless Chromium', () =>
     // Traffic, with no reload: the placement count, the branches and the hot prefix appear.
     const replicas = new Set<string>();
     for (let i = 0; i < 6; i++) replicas.add(await chat(`ticket ${i}: the volume is read-only`));
-    await waitFor(async () => Number(await placedCard.textContent()) >= 6, { timeoutMs: 10_000, message: 'the page to count the placements' });
+    await waitFor(async () => Number(await placedCard.textContent()) >= 6, {
+      timeoutMs: 10_000,
+      message: 'the page to count the placements',
+    });
     const branches = await page.locator('#branches tbody').textContent();
     expect(branches).toMatch(/warm|ring|least-loaded|spill/);
     const prefixRow = page.locator('#prefixes tbody tr').first();
-    await waitFor(async () => /gpu-\d/.test((await prefixRow.textContent()) ?? ''), { timeoutMs: 10_000, message: 'the hottest prefix to show where it is warm' });
+    await waitFor(async () => /gpu-\d/.test((await prefixRow.textContent()) ?? ''), {
+      timeoutMs: 10_000,
+      message: 'the hottest prefix to show where it is warm',
+    });
     expect(await prefixRow.locator('td').nth(3).textContent()).toBe('6');
     for (const r of replicas) expect(await page.locator('#recent tbody').textContent()).toContain(r);
     expect(offsite).toEqual([]);

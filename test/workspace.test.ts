@@ -12,18 +12,26 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 const REPO = fileURLToPath(new URL('..', import.meta.url));
-const cliPkg = JSON.parse(readFileSync(new URL('../packages/cli/package.json', import.meta.url), 'utf8')) as { version: string; engines: { node: string } };
+const cliPkg = JSON.parse(readFileSync(new URL('../packages/cli/package.json', import.meta.url), 'utf8')) as {
+  version: string;
+  engines: { node: string };
+};
 /** A Node.js older than the CLI's floor (Debian 12's is 20); none on the machine skips that test. */
 const OLD_NODE = ['/usr/bin/node', '/usr/local/bin/node']
   .map((path) => ({ path, version: spawnSync(path, ['--version'], { encoding: 'utf8' }).stdout?.trim() ?? '' }))
   .find((n) => /^v\d+\./.test(n.version) && Number(n.version.slice(1).split('.')[0]) < 22);
 
 describe('the workspace commands', () => {
-  it.skipIf(OLD_NODE === undefined)('on an old Node.js, the version check says what it needs instead of failing to load', () => {
-    const res = spawnSync(OLD_NODE!.path, ['packages/cli/src/require-node.js'], { cwd: REPO, encoding: 'utf8' });
-    expect(res.status).toBe(1);
-    expect(res.stderr).toContain(`warmpath ${cliPkg.version} needs Node.js ${cliPkg.engines.node} (this is ${OLD_NODE!.version}); run \`npm run setup\``);
-  });
+  it.skipIf(OLD_NODE === undefined)(
+    'on an old Node.js, the version check says what it needs instead of failing to load',
+    () => {
+      const res = spawnSync(OLD_NODE!.path, ['packages/cli/src/require-node.js'], { cwd: REPO, encoding: 'utf8' });
+      expect(res.status).toBe(1);
+      expect(res.stderr).toContain(
+        `warmpath ${cliPkg.version} needs Node.js ${cliPkg.engines.node} (this is ${OLD_NODE!.version}); run \`npm run setup\``,
+      );
+    },
+  );
 
   it('`npm run warmpath -- --version` runs the CLI from the sources', () => {
     const res = spawnSync('npm', ['run', '--silent', 'warmpath', '--', '--version'], { cwd: REPO, encoding: 'utf8' });
@@ -33,7 +41,11 @@ describe('the workspace commands', () => {
 
   it('Ctrl-C on `npm run demo` stops the fleet and exits 0', async () => {
     // detached: the demo gets its own process group, which the SIGINT below reaches whole, as a terminal's Ctrl-C does.
-    const child = spawn('npm', ['run', 'demo', '--', '--replicas', '1', '--routers', '1', '--profile', 'tiny'], { cwd: REPO, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('npm', ['run', 'demo', '--', '--replicas', '1', '--routers', '1', '--profile', 'tiny'], {
+      cwd: REPO,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr!.on('data', (d: Buffer) => (out += d.toString()));

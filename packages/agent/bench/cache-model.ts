@@ -54,18 +54,37 @@ const zipf = (n: number): number => {
   return Math.min(n - 1, Math.floor(n * r * r * r));
 };
 
-const profile = { ...PROFILES.tiny, name: 'bench-cache', numGpuBlocks: Number(values.blocks), maxNumSeqs: 32, maxModelLen: 16384, maxNumBatchedTokens: 2048 };
+const profile = {
+  ...PROFILES.tiny,
+  name: 'bench-cache',
+  numGpuBlocks: Number(values.blocks),
+  maxNumSeqs: 32,
+  maxModelLen: 16384,
+  maxNumBatchedTokens: 2048,
+};
 /** The fleet's swarm key, as every deployment has one. */
 const swarmKey = join(mkdtempSync(join(tmpdir(), 'wp-bench-')), 'swarm.key');
 writeFileSync(swarmKey, generateSwarmKey(), { mode: 0o600 });
 const sim = await startSimServer({ port: 0, profile, speed: Number(values.speed) });
-const agent = await startAgent({ engineUrl: sim.url, gossip: true, fleet: 'bench-cache', swarmKey, maxWaiting: 0, kvHighWatermark: 1 });
+const agent = await startAgent({
+  engineUrl: sim.url,
+  gossip: true,
+  fleet: 'bench-cache',
+  swarmKey,
+  maxWaiting: 0,
+  kvHighWatermark: 1,
+});
 
 const systems = Array.from({ length: 12 }, (_, i) => words(250 + 50 * i, `s${i}`));
 const convs = Array.from({ length: 60 }, () => ({ sys: zipf(12), turns: [] as string[] }));
 
 function nextBody(): Record<string, unknown> {
-  if (rand() < 0.15) return { model: sim.modelName, messages: [{ role: 'user', content: words(200 + Math.floor(rand() * 400), 'u') }], max_tokens: 8 };
+  if (rand() < 0.15)
+    return {
+      model: sim.modelName,
+      messages: [{ role: 'user', content: words(200 + Math.floor(rand() * 400), 'u') }],
+      max_tokens: 8,
+    };
   const c = convs[zipf(convs.length)]!;
   c.turns.push(words(40 + Math.floor(rand() * 120), 't'));
   if (c.turns.length > 12) c.turns = [c.turns.at(-1)!];
@@ -93,11 +112,14 @@ async function worker(): Promise<void> {
       const due = tStart + (i / rate) * 1000 - performance.now();
       if (due > 0) await new Promise((r) => setTimeout(r, due));
     }
-    if (i === warmup) gossipStart = { bytes: agent.publisher.bytes, messages: agent.publisher.messages, at: performance.now() };
+    if (i === warmup)
+      gossipStart = { bytes: agent.publisher.bytes, messages: agent.publisher.messages, at: performance.now() };
     const body = nextBody();
     const info = describeRequest(body, 'chat', { chunkChars });
     const predicted = agent.core.ledger.cache.predict(info.hashes);
-    const probe = (await (await fetch(`${sim.url}/sim/v1/probe`, { method: 'POST', body: JSON.stringify(body) })).json()) as { cachedTokens: number };
+    const probe = (await (
+      await fetch(`${sim.url}/sim/v1/probe`, { method: 'POST', body: JSON.stringify(body) })
+    ).json()) as { cachedTokens: number };
     const trueDepth = Math.floor((probe.cachedTokens * 4) / chunkChars);
     if (i >= warmup) {
       for (let k = 0; k < info.hashes.length; k++) {
@@ -109,7 +131,11 @@ async function worker(): Promise<void> {
         else tn++;
       }
     }
-    const res = await fetch(`${agent.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+    const res = await fetch(`${agent.url}/v1/chat/completions`, {
+      method: 'POST',
+      body: JSON.stringify(body),
+      headers: { 'content-type': 'application/json' },
+    });
     await res.arrayBuffer();
     if (res.status !== 200) errors++;
   }
@@ -121,10 +147,18 @@ const gossipBps = (agent.publisher.bytes - gossipStart.bytes) / seconds;
 const msgs = (agent.publisher.messages - gossipStart.messages) / seconds;
 const st = agent.state();
 const stats = agent.core.ledger.cache.stats;
-console.log(`cache-model bench: ${N} requests (${warmup} warm-up), concurrency ${C}, engine KV ${profile.numGpuBlocks * 16} tokens, ${((performance.now() - t0) / 1000).toFixed(1)} s, errors ${errors}`);
+console.log(
+  `cache-model bench: ${N} requests (${warmup} warm-up), concurrency ${C}, engine KV ${profile.numGpuBlocks * 16} tokens, ${((performance.now() - t0) / 1000).toFixed(1)} s, errors ${errors}`,
+);
 console.log(`  chunks scored: ${tp + fp + fn + tn} (cached in truth: ${tp + fn})`);
-console.log(`  precision ${(tp / (tp + fp)).toFixed(3)}  recall ${(tp / (tp + fn)).toFixed(3)}  (tp ${tp} fp ${fp} fn ${fn} tn ${tn})`);
-console.log(`  model: ${st.cache.size} chunks, effective capacity ${st.cache.capacity} of nominal ${agent.core.ledger.cache.nominalCapacity}; corrections ${stats.corrections} (dropped ${stats.dropped}), promotions ${stats.promotions}`);
-console.log(`  gossip: ${gossipBps.toFixed(0)} B/s per agent at this load (${msgs.toFixed(1)} msgs/s, ${(gossipBps / msgs).toFixed(0)} B/msg), ${(st.load.inflight)} in flight at end`);
+console.log(
+  `  precision ${(tp / (tp + fp)).toFixed(3)}  recall ${(tp / (tp + fn)).toFixed(3)}  (tp ${tp} fp ${fp} fn ${fn} tn ${tn})`,
+);
+console.log(
+  `  model: ${st.cache.size} chunks, effective capacity ${st.cache.capacity} of nominal ${agent.core.ledger.cache.nominalCapacity}; corrections ${stats.corrections} (dropped ${stats.dropped}), promotions ${stats.promotions}`,
+);
+console.log(
+  `  gossip: ${gossipBps.toFixed(0)} B/s per agent at this load (${msgs.toFixed(1)} msgs/s, ${(gossipBps / msgs).toFixed(0)} B/msg), ${st.load.inflight} in flight at end`,
+);
 await agent.close();
 await sim.close();

@@ -16,7 +16,9 @@ import { join } from 'node:path';
 import { generateSwarmKey } from '@warmpath/shared/gossip';
 import { startAgent } from '../src/index.ts';
 
-const { values } = parseArgs({ options: { rate: { type: 'string', default: '10' }, seconds: { type: 'string', default: '10' } } });
+const { values } = parseArgs({
+  options: { rate: { type: 'string', default: '10' }, seconds: { type: 'string', default: '10' } },
+});
 const rate = Number(values.rate);
 const seconds = Number(values.seconds);
 /** The fleet's swarm key, as every deployment has one. */
@@ -46,13 +48,29 @@ const load = (async () => {
   for (let i = 0; i < total; i++) {
     const due = t0 + (i / rate) * 1000 - performance.now();
     if (due > 0) await sleep(due);
-    const body = { model: sim.modelName, max_tokens: 64, messages: [{ role: 'system', content: systems[i % 4] }, { role: 'user', content: `turn ${n++} `.repeat(60) }] };
-    pending.push(fetch(`${agent.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }).then((r) => r.arrayBuffer()));
+    const body = {
+      model: sim.modelName,
+      max_tokens: 64,
+      messages: [
+        { role: 'system', content: systems[i % 4] },
+        { role: 'user', content: `turn ${n++} `.repeat(60) },
+      ],
+    };
+    pending.push(
+      fetch(`${agent.url}/v1/chat/completions`, {
+        method: 'POST',
+        body: JSON.stringify(body),
+        headers: { 'content-type': 'application/json' },
+      }).then((r) => r.arrayBuffer()),
+    );
   }
   await Promise.all(pending);
 })();
 const busy = await window(seconds * 1000, load);
-const f = (w: { bps: number; mps: number }) => `${w.bps.toFixed(0)} B/s (${w.mps.toFixed(1)} msg/s, ${(w.bps / w.mps).toFixed(0)} B/msg)`;
-console.log(`gossip bytes per agent: idle ${f(idle)}; steady ${rate} req/s ${f(busy)}; digest ${agent.core.ledger.cache.size} chunks`);
+const f = (w: { bps: number; mps: number }) =>
+  `${w.bps.toFixed(0)} B/s (${w.mps.toFixed(1)} msg/s, ${(w.bps / w.mps).toFixed(0)} B/msg)`;
+console.log(
+  `gossip bytes per agent: idle ${f(idle)}; steady ${rate} req/s ${f(busy)}; digest ${agent.core.ledger.cache.size} chunks`,
+);
 await agent.close();
 await sim.close();

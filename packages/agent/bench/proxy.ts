@@ -52,7 +52,21 @@ writeFileSync(swarmKey, generateSwarmKey(), { mode: 0o600 });
 
 const simLine = await launch(['sim', '--port', '0', '--profile', 'h100-llama3-8b', '--speed', String(values.speed)]);
 const simUrl = /http:\/\/127\.0\.0\.1:\d+/.exec(simLine)![0];
-const agentLine = await launch(['agent', '--engine', 'vllm', '--engine-url', simUrl, '--port', '0', '--admin-port', '0', '--fleet', 'bench-proxy', '--swarm-key', swarmKey]);
+const agentLine = await launch([
+  'agent',
+  '--engine',
+  'vllm',
+  '--engine-url',
+  simUrl,
+  '--port',
+  '0',
+  '--admin-port',
+  '0',
+  '--fleet',
+  'bench-proxy',
+  '--swarm-key',
+  swarmKey,
+]);
 const agentUrl = /proxy=(\S+)/.exec(agentLine)![1]!;
 const model = ((await (await fetch(`${simUrl}/v1/models`)).json()) as { data: Array<{ id: string }> }).data[0]!.id;
 const direct = new Pool(simUrl, { connections: 64 });
@@ -64,13 +78,21 @@ let n = 0;
 async function one(pool: Pool, stream: boolean): Promise<{ ttfb: number; total: number }> {
   const body = JSON.stringify({
     model,
-    messages: [{ role: 'system', content: system }, { role: 'user', content: `question ${n++}` }],
+    messages: [
+      { role: 'system', content: system },
+      { role: 'user', content: `question ${n++}` },
+    ],
     max_tokens: 16,
     stream,
     ...(stream ? { stream_options: { include_usage: true } } : {}),
   });
   const t0 = performance.now();
-  const res = await pool.request({ path: '/v1/chat/completions', method: 'POST', body, headers: { 'content-type': 'application/json' } });
+  const res = await pool.request({
+    path: '/v1/chat/completions',
+    method: 'POST',
+    body,
+    headers: { 'content-type': 'application/json' },
+  });
   let ttfb = -1;
   for await (const _chunk of res.body) if (ttfb < 0) ttfb = performance.now() - t0;
   if (res.statusCode !== 200) throw new Error(`HTTP ${res.statusCode}`);
@@ -104,7 +126,9 @@ async function run(concurrency: number, stream: boolean, print = true): Promise<
   );
 }
 
-console.log(`proxy bench: ${N} requests per row, ${PROMPT}-char prompts, 16 output tokens, sim h100-llama3-8b at speed ${values.speed}`);
+console.log(
+  `proxy bench: ${N} requests per row, ${PROMPT}-char prompts, 16 output tokens, sim h100-llama3-8b at speed ${values.speed}`,
+);
 await run(1, false, false); // warm-up (keep-alive, JIT)
 for (const c of [1, 8]) for (const stream of [true, false]) await run(c, stream);
 await direct.close();

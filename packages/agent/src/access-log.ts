@@ -46,7 +46,13 @@ export function observe(req: IncomingMessage, res: ServerResponse, deps: AccessL
   // The proxy forwards the request's own headers: the engine (vLLM takes it as its request id) sees this one.
   req.headers[TRACE_HEADERS.requestId] = id;
   res.setHeader(TRACE_HEADERS.requestId, id);
-  const entry: Entry = { id, t0: performance.now(), path: q < 0 ? url : url.slice(0, q), traceId: traceContextOf(req.headers)?.traceId, logPrompts: deps.logPrompts };
+  const entry: Entry = {
+    id,
+    t0: performance.now(),
+    path: q < 0 ? url : url.slice(0, q),
+    traceId: traceContextOf(req.headers)?.traceId,
+    logPrompts: deps.logPrompts,
+  };
   entries.set(res, entry);
   res.once('close', () => finish(req, res, entry, deps.logger));
 }
@@ -92,8 +98,16 @@ function finish(req: IncomingMessage, res: ServerResponse, e: Entry, logger: Log
       status: res.headersSent ? res.statusCode : 499,
       durationMs: ms(end - e.t0),
       ...(e.firstByteAt !== undefined ? { ttftMs: ms(e.firstByteAt - e.t0) } : {}),
-      ...(info !== undefined ? { model: info.requested, stream: info.stream, promptTokensEst: info.promptTokens, maxTokens: info.maxTokens } : {}),
-      ...(usage !== undefined ? { promptTokens: usage.promptTokens, cachedTokens: usage.cachedTokens, completionTokens: usage.completionTokens } : {}),
+      ...(info !== undefined
+        ? { model: info.requested, stream: info.stream, promptTokensEst: info.promptTokens, maxTokens: info.maxTokens }
+        : {}),
+      ...(usage !== undefined
+        ? {
+            promptTokens: usage.promptTokens,
+            cachedTokens: usage.cachedTokens,
+            completionTokens: usage.completionTokens,
+          }
+        : {}),
       ...(e.refused !== undefined ? { refused: e.refused } : {}),
       ...(typeof attempt === 'string' ? { attempt: Number(attempt) } : {}),
       ...(res.writableFinished ? {} : { aborted: true }),

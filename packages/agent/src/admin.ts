@@ -25,7 +25,11 @@ export function createAdminHandler(deps: AdminDeps): (req: IncomingMessage, res:
   const { ledger, publisher } = deps.core;
   return (req, res) => {
     const path = (req.url ?? '/').split('?')[0];
-    if (deps.token !== undefined && !OPEN_PATHS.has(path) && !secretMatches(bearerToken(req.headers.authorization), deps.token)) {
+    if (
+      deps.token !== undefined &&
+      !OPEN_PATHS.has(path) &&
+      !secretMatches(bearerToken(req.headers.authorization), deps.token)
+    ) {
       req.resume();
       return sendError(res, 'unauthorized', undefined, { headers: { 'www-authenticate': 'Bearer' } });
     }
@@ -33,7 +37,11 @@ export function createAdminHandler(deps: AdminDeps): (req: IncomingMessage, res:
     switch (path) {
       case '/warmpath/v1/digest': {
         const body = encodeSnapshot(publisher.snapshot());
-        res.writeHead(200, { 'content-type': SNAPSHOT_CONTENT_TYPE, 'content-length': body.byteLength, 'x-warmpath-seq': publisher.seq });
+        res.writeHead(200, {
+          'content-type': SNAPSHOT_CONTENT_TYPE,
+          'content-length': body.byteLength,
+          'x-warmpath-seq': publisher.seq,
+        });
         res.end(body);
         return;
       }
@@ -51,8 +59,16 @@ export function createAdminHandler(deps: AdminDeps): (req: IncomingMessage, res:
           load: ledger.load(),
           engine: ledger.snapshot ?? null,
           engineUp: ledger.engineUp,
-          cache: { size: ledger.cache.size, capacity: ledger.cache.capacity, nominalCapacity: ledger.cache.nominalCapacity, ...ledger.cache.stats },
-          lastPublished: last === undefined ? null : { seq: last.seq, sentAt: last.sentAt, status: last.status, digestSize: last.digest.size },
+          cache: {
+            size: ledger.cache.size,
+            capacity: ledger.cache.capacity,
+            nominalCapacity: ledger.cache.nominalCapacity,
+            ...ledger.cache.stats,
+          },
+          lastPublished:
+            last === undefined
+              ? null
+              : { seq: last.seq, sentAt: last.sentAt, status: last.status, digestSize: last.digest.size },
           gossip: { bytes: publisher.bytes, messages: publisher.messages },
           ...deps.extra(),
         });

@@ -13,7 +13,17 @@ import { Pool } from 'undici';
 import { createGossipNode, gossipOptionsOf } from '@warmpath/shared/gossip';
 import type { GossipNode } from '@warmpath/shared/gossip';
 import { collectDefaultMetrics } from 'prom-client';
-import { answerClientError, createLogger, DEFAULT_MAX_CONNECTIONS, isLoadedConfig, LINT_FAILING_DEFAULT_METRICS, readSecret, SERVER_TIMEOUTS, UPSTREAM_KEEP_ALIVE_MS, type Logger } from '@warmpath/shared/runtime';
+import {
+  answerClientError,
+  createLogger,
+  DEFAULT_MAX_CONNECTIONS,
+  isLoadedConfig,
+  LINT_FAILING_DEFAULT_METRICS,
+  readSecret,
+  SERVER_TIMEOUTS,
+  UPSTREAM_KEEP_ALIVE_MS,
+  type Logger,
+} from '@warmpath/shared/runtime';
 import { prepareRequestSchemas, sendError, type EngineKind } from '@warmpath/shared/wire';
 import { createAdminHandler } from './admin.ts';
 import { agentConfig } from './config.ts';
@@ -74,16 +84,27 @@ export interface AgentOptions {
  * throw ConfigError), or a config agentConfig()/loadConfig() already validated
  * (the CLI's), used as is.
  */
-export async function startAgent(overrides: Record<string, unknown> | AgentConfig = {}, options: AgentOptions = {}): Promise<Agent> {
+export async function startAgent(
+  overrides: Record<string, unknown> | AgentConfig = {},
+  options: AgentOptions = {},
+): Promise<Agent> {
   const config = isLoadedConfig(overrides) ? (overrides as AgentConfig) : agentConfig(overrides);
   prepareRequestSchemas();
   const engine = config.engine as EngineKind;
   const engineOrigin = new URL(config.engineUrl).origin;
   const token = config.agentToken !== '' ? readSecret(config.agentToken, 'agentToken') : undefined;
   const engineKey = config.engineApiKey !== '' ? readSecret(config.engineApiKey, 'engineApiKey') : undefined;
-  const pool = new Pool(engineOrigin, { connections: config.upstreamConnections, keepAliveTimeout: UPSTREAM_KEEP_ALIVE_MS, pipelining: 1 });
+  const pool = new Pool(engineOrigin, {
+    connections: config.upstreamConnections,
+    keepAliveTimeout: UPSTREAM_KEEP_ALIVE_MS,
+    pipelining: 1,
+  });
   const control = new Pool(engineOrigin, { connections: 4, keepAliveTimeout: UPSTREAM_KEEP_ALIVE_MS, pipelining: 1 });
-  const adapter = createAdapter(engine, { dispatcher: control, baseUrl: engineOrigin, ...(engineKey !== undefined ? { headers: { authorization: `Bearer ${engineKey}` } } : {}) });
+  const adapter = createAdapter(engine, {
+    dispatcher: control,
+    baseUrl: engineOrigin,
+    ...(engineKey !== undefined ? { headers: { authorization: `Bearer ${engineKey}` } } : {}),
+  });
   // The proxy port is bound before the core exists (its URL and the replica id are part of the
   // core's identity); until then the engine is not even scraped, so the answer is engine_unavailable.
   let proxy: (req: IncomingMessage, res: ServerResponse) => void = (req, res) => {
@@ -93,9 +114,20 @@ export async function startAgent(overrides: Record<string, unknown> | AgentConfi
   const proxyServer = createServer(SERVER_TIMEOUTS, (req, res) => proxy(req, res)).on('clientError', answerClientError);
   proxyServer.maxConnections = DEFAULT_MAX_CONNECTIONS;
   const proxyAddr = await listen(proxyServer, config.port, config.host);
-  const advertise = urlHost(config.advertiseHost !== '' ? config.advertiseHost : config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host);
+  const advertise = urlHost(
+    config.advertiseHost !== ''
+      ? config.advertiseHost
+      : config.host === '0.0.0.0' || config.host === '::'
+        ? '127.0.0.1'
+        : config.host,
+  );
   const replica = config.replicaId !== '' ? config.replicaId : `${hostname()}:${proxyAddr.port}`;
-  const logger = createLogger({ level: config.logLevel, name: 'agent', bindings: { replica }, ...(options.log !== undefined ? { write: options.log } : {}) });
+  const logger = createLogger({
+    level: config.logLevel,
+    name: 'agent',
+    bindings: { replica },
+    ...(options.log !== undefined ? { write: options.log } : {}),
+  });
   const gossip = config.gossip ? await joinGossip(config, logger) : undefined;
   const boot = randomUUID();
   const agentCore = new AgentCore({
@@ -115,7 +147,14 @@ export async function startAgent(overrides: Record<string, unknown> | AgentConfi
   });
   collectDefaultMetrics({ register: agentCore.metrics.registry });
   for (const name of LINT_FAILING_DEFAULT_METRICS) agentCore.metrics.registry.removeSingleMetric(name);
-  proxy = createProxyHandler({ core: agentCore, pool, engineOrigin, accessLog: { logger, logPrompts: config.logPrompts }, token, engineKey });
+  proxy = createProxyHandler({
+    core: agentCore,
+    pool,
+    engineOrigin,
+    accessLog: { logger, logPrompts: config.logPrompts },
+    token,
+    engineKey,
+  });
   const adminServer = createServer(
     createAdminHandler({
       core: agentCore,
@@ -150,7 +189,12 @@ export async function startAgent(overrides: Record<string, unknown> | AgentConfi
 }
 
 /** The admin API's fields beyond the core's own: the engine and the gossip node. */
-function adminExtra(core: AgentCore, engine: EngineKind, engineUrl: string, gossip: Awaited<ReturnType<typeof joinGossip>> | undefined): Record<string, unknown> {
+function adminExtra(
+  core: AgentCore,
+  engine: EngineKind,
+  engineUrl: string,
+  gossip: Awaited<ReturnType<typeof joinGossip>> | undefined,
+): Record<string, unknown> {
   return {
     engineKind: engine,
     engineUrl,
@@ -180,7 +224,12 @@ function stateOf(core: AgentCore, boot: string): AgentState {
 }
 
 /** Close at once: stop the loops, tell routers (best effort), close the servers, gossip and pools. */
-function closer(core: AgentCore, servers: Server[], gossip: GossipNode | undefined, pools: Pool[]): () => Promise<void> {
+function closer(
+  core: AgentCore,
+  servers: Server[],
+  gossip: GossipNode | undefined,
+  pools: Pool[],
+): () => Promise<void> {
   let closing: Promise<void> | undefined;
   return () =>
     (closing ??= (async () => {
@@ -188,7 +237,8 @@ function closer(core: AgentCore, servers: Server[], gossip: GossipNode | undefin
       core.ledger.closed = true;
       core.stop();
       // Best effort: tell routers at once rather than letting them time the replica out.
-      if (!announced && gossip !== undefined) await Promise.race([core.publisher.announce(), new Promise((r) => setTimeout(r, CLOSE_ANNOUNCE_MS))]);
+      if (!announced && gossip !== undefined)
+        await Promise.race([core.publisher.announce(), new Promise((r) => setTimeout(r, CLOSE_ANNOUNCE_MS))]);
       await Promise.all(servers.map(closeServer));
       await gossip?.stop().catch(() => {});
       await Promise.all(pools.map((p) => p.destroy().catch(() => {})));
@@ -203,7 +253,10 @@ function drainer(core: AgentCore, close: () => Promise<void>): () => Promise<voi
       core.ledger.draining = true;
       await core.publisher.announce();
       let timer: ReturnType<typeof setTimeout> | undefined;
-      await Promise.race([core.ledger.idle(), new Promise<void>((r) => (timer = setTimeout(r, core.config.drainTimeoutMs)))]);
+      await Promise.race([
+        core.ledger.idle(),
+        new Promise<void>((r) => (timer = setTimeout(r, core.config.drainTimeoutMs))),
+      ]);
       clearTimeout(timer);
       core.ledger.closed = true;
       await core.publisher.announce();

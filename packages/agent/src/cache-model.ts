@@ -197,7 +197,11 @@ export class CacheModel {
       }
       this.stats.dropped += dropped;
       // Shrink gently: one miss may be a cache clear, not a smaller cache; repeated misses compound.
-      this.#effective = Math.max(1, Math.ceil(this.#nominal * 0.05), Math.min(this.#effective, Math.max(this.#size, Math.floor(this.#effective * 0.9))));
+      this.#effective = Math.max(
+        1,
+        Math.ceil(this.#nominal * 0.05),
+        Math.min(this.#effective, Math.max(this.#size, Math.floor(this.#effective * 0.9))),
+      );
     } else if (actual > predicted) {
       this.stats.promotions++;
       this.#effective = Math.min(this.#nominal * 2, Math.max(this.#effective, this.#size + (actual - predicted)));
@@ -231,7 +235,9 @@ export class CacheModel {
   /** Takes the delta since the last call; `maxHashes` exceeded → a full (snapshot) marker instead. */
   takeDelta(maxHashes: number): Delta {
     const full = this.#full || this.#added.size + this.#removed.size > maxHashes;
-    const out: Delta = full ? { full: true, added: new BigUint64Array(0), removed: new BigUint64Array(0) } : { full: false, added: hashesOf(this.#added), removed: hashesOf(this.#removed) };
+    const out: Delta = full
+      ? { full: true, added: new BigUint64Array(0), removed: new BigUint64Array(0) }
+      : { full: false, added: hashesOf(this.#added), removed: hashesOf(this.#removed) };
     this.#added.clear();
     this.#removed.clear();
     this.#full = false;
@@ -242,7 +248,8 @@ export class CacheModel {
   published(): BigUint64Array {
     const next = this.#limit > 0 ? this.#topNext : this.#next;
     return collect(this.publishedSize - this.#added.size + this.#removed.size, (put) => {
-      for (let n = next[0]!; n !== 0; n = next[n]!) if (this.#added.find(this.#lo[n]!, this.#hi[n]!) < 0) put(this.#lo[n]!, this.#hi[n]!);
+      for (let n = next[0]!; n !== 0; n = next[n]!)
+        if (this.#added.find(this.#lo[n]!, this.#hi[n]!) < 0) put(this.#lo[n]!, this.#hi[n]!);
       this.#removed.forEach(put);
     });
   }

@@ -28,7 +28,9 @@ export async function run(argv: string[]): Promise<void> {
   const agent = await startAgent(config);
   const peer = agent.peerAddrs[0] ?? 'none';
   const status = agent.state().status;
-  process.stdout.write(`warmpath agent ready proxy=${agent.url} admin=${agent.adminUrl} peer=${peer} replica=${agent.replica} engine=${config.engine} status=${status}\n`);
+  process.stdout.write(
+    `warmpath agent ready proxy=${agent.url} admin=${agent.adminUrl} peer=${peer} replica=${agent.replica} engine=${config.engine} status=${status}\n`,
+  );
   agent.logger.info({ proxy: agent.url, admin: agent.adminUrl, peer, engine: config.engine, status }, 'ready');
   let signals = 0;
   const onSignal = (signal: NodeJS.Signals): void => {

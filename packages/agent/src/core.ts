@@ -46,7 +46,8 @@ export interface AgentCoreOptions {
   onEngine?: (event: EngineEvent) => void;
 }
 
-export type EngineEvent = { readonly type: 'up' | 'down' } | { readonly type: 'reset'; readonly cause: RestartCause | 'cleared' };
+export type EngineEvent =
+  { readonly type: 'up' | 'down' } | { readonly type: 'reset'; readonly cause: RestartCause | 'cleared' };
 
 export class AgentCore {
   readonly config: AgentConfig;
@@ -74,17 +75,26 @@ export class AgentCore {
       wallClock: o.wallClock ?? Date.now,
       send: o.send,
     });
-    this.monitor = new EngineMonitor(o.engine, { intervalMs: o.config.scrapeIntervalMs, modelsIntervalMs: o.config.modelsIntervalMs, downAfterFailures: o.config.downAfterFailures }, clock, {
-      onScrape: (snap, startedAt) => this.#scraped(snap, startedAt),
-      onUp: () => this.#engineUp(true),
-      onDown: () => this.#engineUp(false),
-      onRestart: (cause) => this.#reset(cause),
-      onModels: (models) => {
-        this.ledger.setModels(models);
-        this.publisher.poke(true);
+    this.monitor = new EngineMonitor(
+      o.engine,
+      {
+        intervalMs: o.config.scrapeIntervalMs,
+        modelsIntervalMs: o.config.modelsIntervalMs,
+        downAfterFailures: o.config.downAfterFailures,
       },
-      onError: (code) => this.metrics.scrapeErrors.inc({ code }),
-    });
+      clock,
+      {
+        onScrape: (snap, startedAt) => this.#scraped(snap, startedAt),
+        onUp: () => this.#engineUp(true),
+        onDown: () => this.#engineUp(false),
+        onRestart: (cause) => this.#reset(cause),
+        onModels: (models) => {
+          this.ledger.setModels(models);
+          this.publisher.poke(true);
+        },
+        onError: (code) => this.metrics.scrapeErrors.inc({ code }),
+      },
+    );
   }
 
   get replica(): string {

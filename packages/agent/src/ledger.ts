@@ -10,7 +10,16 @@
  * cache model) → the engine answers → `feedback(…)` with the engine's
  * cached_tokens → `end(flight)`.
  */
-import { ARRIVAL_TAU_MS, RECENT_TAU_MS, type Endpoint, type ModelRef, type ReplicaCapacity, type ReplicaLoad, type ReplicaStatus, type RequestInfo } from '@warmpath/shared/wire';
+import {
+  ARRIVAL_TAU_MS,
+  RECENT_TAU_MS,
+  type Endpoint,
+  type ModelRef,
+  type ReplicaCapacity,
+  type ReplicaLoad,
+  type ReplicaStatus,
+  type RequestInfo,
+} from '@warmpath/shared/wire';
 import { admit } from './admission.ts';
 import type { RejectReason } from './admission.ts';
 import { CacheModel, chunksFor } from './cache-model.ts';
@@ -85,7 +94,10 @@ export class AgentLedger {
     this.config = config;
     this.metrics = metrics;
     this.now = now;
-    this.cache = new CacheModel({ capacity: config.cacheCapacityChunks > 0 ? config.cacheCapacityChunks : INITIAL_CHUNKS, published: config.digestMaxHashes });
+    this.cache = new CacheModel({
+      capacity: config.cacheCapacityChunks > 0 ? config.cacheCapacityChunks : INITIAL_CHUNKS,
+      published: config.digestMaxHashes,
+    });
   }
 
   get status(): ReplicaStatus {
@@ -105,7 +117,8 @@ export class AgentLedger {
     this.snapshot = snap;
     this.snapshotStartedAt = startedAt;
     const cap = this.kvCapacityTokens;
-    if (this.config.cacheCapacityChunks === 0 && cap > 0) this.cache.resize(chunksFor(cap, this.config.charsPerToken, this.config.chunkChars));
+    if (this.config.cacheCapacityChunks === 0 && cap > 0)
+      this.cache.resize(chunksFor(cap, this.config.charsPerToken, this.config.chunkChars));
     return prevHot !== this.hotAdapters().join(',');
   }
 
@@ -120,13 +133,25 @@ export class AgentLedger {
     if (snap.prefixHits === undefined || snap.prefixQueries === undefined) return false;
     const prev = this.#clearWindow;
     const p = this.settledPredictions;
-    const now = { predicted: p.tokens, admissions: p.admissions, hits: snap.prefixHits, queries: snap.prefixQueries, feedbacks: this.feedbacks };
+    const now = {
+      predicted: p.tokens,
+      admissions: p.admissions,
+      hits: snap.prefixHits,
+      queries: snap.prefixQueries,
+      feedbacks: this.feedbacks,
+    };
     this.#clearWindow = now;
     if (prev === undefined || now.hits < prev.hits || now.queries < prev.queries) return false;
     const predicted = now.predicted - prev.predicted;
     // Several admissions' settled predictions all missed: one request's evicted prefix is no clear.
     const several = now.admissions - prev.admissions >= CLEAR_MIN_ADMISSIONS;
-    return now.feedbacks === prev.feedbacks && several && predicted >= CLEAR_MIN_TOKENS && now.queries - prev.queries >= predicted && now.hits === prev.hits;
+    return (
+      now.feedbacks === prev.feedbacks &&
+      several &&
+      predicted >= CLEAR_MIN_TOKENS &&
+      now.queries - prev.queries >= predicted &&
+      now.hits === prev.hits
+    );
   }
 
   setModels(entries: ModelEntry[]): void {
@@ -292,9 +317,13 @@ export class AgentLedger {
     if (info.hashes.length === 0) return;
     const cfg = this.config;
     const m = this.metrics;
-    const charsPerToken = promptTokens !== undefined && promptTokens > 0 ? info.promptChars / promptTokens : cfg.charsPerToken;
+    const charsPerToken =
+      promptTokens !== undefined && promptTokens > 0 ? info.promptChars / promptTokens : cfg.charsPerToken;
     // Lenient for misses (slack: the engine never reports a prompt's last block), strict for promotions.
-    const atMost = Math.min(info.hashes.length, Math.floor(((cachedTokens + (cachedTokens > 0 ? FEEDBACK_SLACK_TOKENS : 0)) * charsPerToken) / cfg.chunkChars));
+    const atMost = Math.min(
+      info.hashes.length,
+      Math.floor(((cachedTokens + (cachedTokens > 0 ? FEEDBACK_SLACK_TOKENS : 0)) * charsPerToken) / cfg.chunkChars),
+    );
     const atLeast = Math.min(info.hashes.length, Math.floor((cachedTokens * charsPerToken) / cfg.chunkChars));
     const predicted = a.predicted;
     const actual = atMost < predicted ? atMost : atLeast > predicted ? atLeast : predicted;

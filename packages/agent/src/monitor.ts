@@ -94,7 +94,8 @@ export class EngineMonitor {
       }
       this.#onSuccess(snap, startedAt);
       const now = this.#clock.now();
-      if (this.#running && (this.#modelsAt === undefined || now - this.#modelsAt >= this.#opts.modelsIntervalMs)) this.#refreshModels(end);
+      if (this.#running && (this.#modelsAt === undefined || now - this.#modelsAt >= this.#opts.modelsIntervalMs))
+        this.#refreshModels(end);
       else end();
     });
   }
@@ -106,7 +107,11 @@ export class EngineMonitor {
         this.#modelsAt = this.#clock.now();
         const prev = this.#models;
         this.#models = models;
-        if (models.length !== prev.length || models.some((m, i) => m.id !== prev[i]?.id || m.parent !== prev[i]?.parent)) this.#hooks.onModels(models);
+        if (
+          models.length !== prev.length ||
+          models.some((m, i) => m.id !== prev[i]?.id || m.parent !== prev[i]?.parent)
+        )
+          this.#hooks.onModels(models);
       }
       then();
     });

@@ -20,8 +20,24 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
-import { describeRequest, HEADERS, parseJsonBody, ROUTES, sendError, sseErrorEvent, WarmpathError } from '@warmpath/shared/wire';
-import { bearerToken, callUpstream, drained, forwardHeaders, readBody, secretMatches, type UpstreamResponse } from '@warmpath/shared/runtime';
+import {
+  describeRequest,
+  HEADERS,
+  parseJsonBody,
+  ROUTES,
+  sendError,
+  sseErrorEvent,
+  WarmpathError,
+} from '@warmpath/shared/wire';
+import {
+  bearerToken,
+  callUpstream,
+  drained,
+  forwardHeaders,
+  readBody,
+  secretMatches,
+  type UpstreamResponse,
+} from '@warmpath/shared/runtime';
 import type { EngineKind, RequestInfo } from '@warmpath/shared/wire';
 import { noteFirstByte, noteRefusal, noteRequest, noteUsage, observe, type AccessLogDeps } from './access-log.ts';
 import type { AgentCore, Refusal } from './core.ts';
@@ -29,7 +45,15 @@ import type { Admitted } from './ledger.ts';
 import { askForUsage, UsageStrip, type UsageAsk } from './stream-usage.ts';
 import { UsageTap } from './usage.ts';
 
-const CONNECT_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'EHOSTUNREACH', 'ENOTFOUND', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_SOCKET', 'EPIPE']);
+const CONNECT_ERRORS = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EHOSTUNREACH',
+  'ENOTFOUND',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_SOCKET',
+  'EPIPE',
+]);
 
 export interface ProxyDeps {
   core: AgentCore;
@@ -80,7 +104,9 @@ async function handle(deps: ProxyDeps, req: IncomingMessage, res: ServerResponse
   if (deps.token !== undefined && !secretMatches(bearerToken(req.headers.authorization), deps.token)) {
     req.resume();
     core.metrics.rejected.inc({ reason: 'unauthorized' });
-    return sendError(res, 'unauthorized', 'This agent takes requests only from routers presenting its token.', { headers: { 'www-authenticate': 'Bearer' } });
+    return sendError(res, 'unauthorized', 'This agent takes requests only from routers presenting its token.', {
+      headers: { 'www-authenticate': 'Bearer' },
+    });
   }
   if (path === '/v1/models') {
     if (req.method !== 'GET') return sendError(res, 'method_not_allowed');
@@ -149,17 +175,36 @@ function queueLimitOf(h: string | string[] | undefined): number | undefined {
 /** `queued`: on a stale refusal, the prefill queued here now, for the router's view (x-warmpath-queued). */
 function refuse(res: ServerResponse, reason: Refusal, queued?: number): void {
   noteRefusal(res, reason);
-  if (reason === 'draining') return sendError(res, 'draining', undefined, { headers: { 'retry-after': 1, [HEADERS.rejectReason]: reason } });
-  if (reason === 'engine_down') return sendError(res, 'engine_unavailable', undefined, { headers: { 'retry-after': 1, [HEADERS.rejectReason]: reason } });
+  if (reason === 'draining')
+    return sendError(res, 'draining', undefined, { headers: { 'retry-after': 1, [HEADERS.rejectReason]: reason } });
+  if (reason === 'engine_down')
+    return sendError(res, 'engine_unavailable', undefined, {
+      headers: { 'retry-after': 1, [HEADERS.rejectReason]: reason },
+    });
   // Larger than this replica's whole KV cache: it can never run here, so not retryable (a router still tries a larger replica).
-  if (reason === 'too_large') return sendError(res, 'context_length_exceeded', "The prompt plus max_tokens is larger than this replica's KV cache.", { headers: { [HEADERS.rejectReason]: reason } });
+  if (reason === 'too_large')
+    return sendError(
+      res,
+      'context_length_exceeded',
+      "The prompt plus max_tokens is larger than this replica's KV cache.",
+      { headers: { [HEADERS.rejectReason]: reason } },
+    );
   // Retry-After: the refusal is momentary.
-  const headers = { 'retry-after': 1, [HEADERS.rejectReason]: reason, ...(queued !== undefined ? { [HEADERS.queued]: Math.round(queued) } : {}) };
-  sendError(res, 'admission_rejected', `This replica cannot take the request now (${reason}); try another replica.`, { headers });
+  const headers = {
+    'retry-after': 1,
+    [HEADERS.rejectReason]: reason,
+    ...(queued !== undefined ? { [HEADERS.queued]: Math.round(queued) } : {}),
+  };
+  sendError(res, 'admission_rejected', `This replica cannot take the request now (${reason}); try another replica.`, {
+    headers,
+  });
 }
 
 /** Forwards one admitted request and streams the answer; resolves with the engine's usage when it reported cached tokens. */
-async function forward(deps: ProxyDeps, f: Flight): Promise<{ cachedTokens: number; promptTokens: number | undefined } | undefined> {
+async function forward(
+  deps: ProxyDeps,
+  f: Flight,
+): Promise<{ cachedTokens: number; promptTokens: number | undefined } | undefined> {
   const { core } = deps;
   const m = core.metrics;
   const { req, res } = f;
@@ -193,7 +238,10 @@ async function forward(deps: ProxyDeps, f: Flight): Promise<{ cachedTokens: numb
   }
   const contentType = String(upstream.headers['content-type'] ?? '');
   const tap = upstream.statusCode < 300 ? new UsageTap(contentType) : undefined;
-  const strip = f.asked !== undefined && tap !== undefined && contentType.includes('text/event-stream') ? new UsageStrip(f.asked.dropNullUsage) : undefined;
+  const strip =
+    f.asked !== undefined && tap !== undefined && contentType.includes('text/event-stream')
+      ? new UsageStrip(f.asked.dropNullUsage)
+      : undefined;
   const headers = forwardHeaders(upstream.headers, 'response');
   if (strip !== undefined) delete headers['content-length'];
   res.writeHead(upstream.statusCode, headers);
@@ -228,7 +276,9 @@ async function forward(deps: ProxyDeps, f: Flight): Promise<{ cachedTokens: numb
   }
   const usage = tap?.end();
   noteUsage(res, usage);
-  return usage?.cachedTokens !== undefined ? { cachedTokens: usage.cachedTokens, promptTokens: usage.promptTokens } : undefined;
+  return usage?.cachedTokens !== undefined
+    ? { cachedTokens: usage.cachedTokens, promptTokens: usage.promptTokens }
+    : undefined;
 }
 
 /** The engine request failed before any response: answer, and scrape at once if the engine looks gone. */
@@ -237,7 +287,9 @@ function engineFailed(deps: ProxyDeps, res: ServerResponse, err: unknown): void 
   deps.core.metrics.upstreamErrors.inc({ phase: 'connect' });
   if (CONNECT_ERRORS.has(code)) {
     deps.core.kick();
-    return sendError(res, 'engine_unavailable', `The inference engine is unreachable (${code}).`, { headers: { 'retry-after': 1 } });
+    return sendError(res, 'engine_unavailable', `The inference engine is unreachable (${code}).`, {
+      headers: { 'retry-after': 1 },
+    });
   }
   if (code === 'UND_ERR_HEADERS_TIMEOUT') return sendError(res, 'upstream_timeout');
   sendError(res, 'upstream_error', `Engine request failed: ${(err as Error).message}`);
@@ -245,7 +297,12 @@ function engineFailed(deps: ProxyDeps, res: ServerResponse, err: unknown): void 
 
 async function passthrough(deps: ProxyDeps, req: IncomingMessage, res: ServerResponse, url: string): Promise<void> {
   try {
-    const up = await callUpstream(deps.pool, { origin: deps.engineOrigin, path: url, method: 'GET', headers: engineHeaders(deps, req) });
+    const up = await callUpstream(deps.pool, {
+      origin: deps.engineOrigin,
+      path: url,
+      method: 'GET',
+      headers: engineHeaders(deps, req),
+    });
     res.writeHead(up.statusCode, forwardHeaders(up.headers, 'response'));
     for await (const chunk of up.body) if (!res.write(chunk)) await drained(res);
     res.end();

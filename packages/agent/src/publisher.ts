@@ -119,7 +119,8 @@ export class Publisher {
     m.cacheCapacity.set(this.#ledger.cache.capacity);
     const age = this.#ledger.cache.evictionAgeMs;
     if (age !== undefined) {
-      if (m.registry.getSingleMetric('warmpath_agent_cache_eviction_age_seconds') === undefined) m.registry.registerMetric(m.cacheEvictionAge);
+      if (m.registry.getSingleMetric('warmpath_agent_cache_eviction_age_seconds') === undefined)
+        m.registry.registerMetric(m.cacheEvictionAge);
       m.cacheEvictionAge.set(age / 1000);
     }
     if (this.#running) {
@@ -140,7 +141,14 @@ export class Publisher {
   /** The full digest as of the last published message (served to routers that missed deltas). */
   snapshot(): DigestSnapshot {
     const id = this.#o.identity;
-    return { v: PROTOCOL_VERSION, replica: id.replica, boot: id.boot, seq: this.#seq, chunkChars: this.#ledger.config.chunkChars, hashes: this.#ledger.cache.published() };
+    return {
+      v: PROTOCOL_VERSION,
+      replica: id.replica,
+      boot: id.boot,
+      seq: this.#seq,
+      chunkChars: this.#ledger.config.chunkChars,
+      hashes: this.#ledger.cache.published(),
+    };
   }
 
   /** Next message (advances seq and takes the delta). */
@@ -169,7 +177,12 @@ export class Publisher {
       load: l.load(),
       status: l.status,
       chunkChars: l.config.chunkChars,
-      digest: { from: delta.full || prev === 0 ? -1 : prev, added: delta.added, removed: delta.removed, size: l.cache.publishedSize },
+      digest: {
+        from: delta.full || prev === 0 ? -1 : prev,
+        added: delta.added,
+        removed: delta.removed,
+        size: l.cache.publishedSize,
+      },
     };
   }
 
@@ -182,7 +195,12 @@ export class Publisher {
     if (last.models.length !== l.models.length || last.adapters.length !== l.adapters.length) return true;
     if (last.hotAdapters.join(',') !== l.hotAdapters().join(',')) return true;
     const moved = this.#o.changeTokens;
-    if (moved > 0 && (Math.abs(l.pendingPrefillTokens - last.load.prefillTokens) >= moved || Math.abs(l.inflightTokens - last.load.inflightTokens) >= moved)) return true;
+    if (
+      moved > 0 &&
+      (Math.abs(l.pendingPrefillTokens - last.load.prefillTokens) >= moved ||
+        Math.abs(l.inflightTokens - last.load.inflightTokens) >= moved)
+    )
+      return true;
     const cap = l.kvCapacityTokens;
     if (cap > 0 && Math.abs(l.inflightTokens - last.load.inflightTokens) >= 0.1 * cap) return true;
     const n = l.inflight.size;

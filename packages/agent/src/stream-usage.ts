@@ -53,7 +53,12 @@ export interface UsageAsk {
  * The body to send when the agent should ask the engine for usage on the
  * client's behalf; undefined to forward the request as it came.
  */
-export function askForUsage(engine: EngineKind, kind: RequestKind, parsed: Record<string, unknown>, raw: Buffer): UsageAsk | undefined {
+export function askForUsage(
+  engine: EngineKind,
+  kind: RequestKind,
+  parsed: Record<string, unknown>,
+  raw: Buffer,
+): UsageAsk | undefined {
   const dialect = USAGE_DIALECTS[engine];
   if (!dialect.ask || (kind !== 'chat' && kind !== 'completion') || parsed.stream !== true) return undefined;
   const dropNullUsage = dialect.nullOnlyWhenAsked;
@@ -65,7 +70,12 @@ export function askForUsage(engine: EngineKind, kind: RequestKind, parsed: Recor
     return { body: Buffer.concat([raw.subarray(0, open + 1), insert, raw.subarray(open + 1)]), dropNullUsage };
   }
   const so = parsed.stream_options;
-  const own = so === null ? [] : typeof so === 'object' && !Array.isArray(so) ? Object.entries(so as Record<string, unknown>) : undefined;
+  const own =
+    so === null
+      ? []
+      : typeof so === 'object' && !Array.isArray(so)
+        ? Object.entries(so as Record<string, unknown>)
+        : undefined;
   // The client asked, or set other stream options we must not second-guess.
   if (own === undefined || own.some(([k, v]) => k !== 'include_usage' || (v !== false && v !== null))) return undefined;
   return { body: Buffer.from(JSON.stringify({ ...parsed, stream_options: { include_usage: true } })), dropNullUsage };
@@ -132,7 +142,9 @@ export class UsageStrip {
     if (event.indexOf('"usage"') < 0) return event;
     const text = event.toString('utf8');
     const lines = text.split('\n');
-    const data = lines.filter((l) => l.startsWith('data:')).map((l) => l.slice(l[5] === ' ' ? 6 : 5).replace(/\r$/, ''));
+    const data = lines
+      .filter((l) => l.startsWith('data:'))
+      .map((l) => l.slice(l[5] === ' ' ? 6 : 5).replace(/\r$/, ''));
     if (data.length === 1 && EMPTY_CHOICES.test(data[0]!) && isUsageOnly(data[0]!)) {
       this.dropped++;
       return undefined;

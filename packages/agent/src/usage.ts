@@ -31,7 +31,11 @@ export function usageOf(obj: unknown): Usage | undefined {
   const fromUsage: Usage | undefined =
     u === undefined
       ? undefined
-      : { promptTokens: num(u.prompt_tokens) ?? num(u.input_tokens), cachedTokens: num(details?.cached_tokens), completionTokens: num(u.completion_tokens) ?? num(u.output_tokens) };
+      : {
+          promptTokens: num(u.prompt_tokens) ?? num(u.input_tokens),
+          cachedTokens: num(details?.cached_tokens),
+          completionTokens: num(u.completion_tokens) ?? num(u.output_tokens),
+        };
   // llama.cpp's last chunk carries both: `usage` without cached tokens, `timings` with them.
   const t = fromUsage?.cachedTokens === undefined ? rec(o.timings) : undefined;
   if (t === undefined) return fromUsage;

@@ -18,14 +18,20 @@ const SECRET = 'the-prompt-words-5521';
 type Line = Record<string, unknown>;
 
 /** An HTTP hop in front of the simulator that records the headers of each inference request. */
-async function recordingHop(target: string): Promise<{ url: string; seen: IncomingHttpHeaders[]; close(): Promise<void> }> {
+async function recordingHop(
+  target: string,
+): Promise<{ url: string; seen: IncomingHttpHeaders[]; close(): Promise<void> }> {
   const seen: IncomingHttpHeaders[] = [];
   const server: Server = createServer((req, res) => {
     if (req.url?.startsWith('/v1/') && req.method === 'POST') seen.push(req.headers);
     const headers = { ...req.headers };
     delete headers.host;
     delete headers.connection;
-    request(`${target}${req.url}`, { method: req.method as 'GET' | 'POST', headers, body: req.method === 'POST' ? req : null }).then(
+    request(`${target}${req.url}`, {
+      method: req.method as 'GET' | 'POST',
+      headers,
+      body: req.method === 'POST' ? req : null,
+    }).then(
       async (up) => {
         res.writeHead(up.statusCode, up.headers as Record<string, string>);
         for await (const chunk of up.body) res.write(chunk);
@@ -43,7 +49,11 @@ async function recordingHop(target: string): Promise<{ url: string; seen: Incomi
 }
 
 async function post(url: string, body: unknown, headers: Record<string, string> = {}) {
-  const res = await request(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  const res = await request(`${url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
   return { status: res.statusCode, headers: res.headers, text: await res.body.text() };
 }
 
@@ -52,12 +62,20 @@ describe('agent request ids and access log', () => {
   let hop: Awaited<ReturnType<typeof recordingHop>>;
   let agent: Agent;
   const lines: Line[] = [];
-  const body = (extra: Record<string, unknown> = {}) => ({ model: sim.modelName, messages: [{ role: 'user', content: `${SECRET} hello` }], max_tokens: 3, ...extra });
+  const body = (extra: Record<string, unknown> = {}) => ({
+    model: sim.modelName,
+    messages: [{ role: 'user', content: `${SECRET} hello` }],
+    max_tokens: 3,
+    ...extra,
+  });
 
   beforeAll(async () => {
     sim = await startSimServer({ port: 0, profile: 'tiny' });
     hop = await recordingHop(sim.url);
-    agent = await startAgent({ engineUrl: hop.url, gossip: false, replicaId: 'obs-a' }, { log: (l) => lines.push(JSON.parse(l) as Line) });
+    agent = await startAgent(
+      { engineUrl: hop.url, gossip: false, replicaId: 'obs-a' },
+      { log: (l) => lines.push(JSON.parse(l) as Line) },
+    );
   });
   afterAll(async () => {
     await agent.close();
@@ -66,12 +84,29 @@ describe('agent request ids and access log', () => {
   });
 
   it("passes the router's request id and the trace context to the engine and returns the id", async () => {
-    const r = await post(agent.url, body(), { 'x-request-id': 'from-router-1', traceparent: TRACEPARENT, 'x-warmpath-attempt': '2' });
+    const r = await post(agent.url, body(), {
+      'x-request-id': 'from-router-1',
+      traceparent: TRACEPARENT,
+      'x-warmpath-attempt': '2',
+    });
     expect(r.status).toBe(200);
     expect(r.headers['x-request-id']).toBe('from-router-1');
     expect(hop.seen.at(-1)).toMatchObject({ 'x-request-id': 'from-router-1', traceparent: TRACEPARENT });
     const line = await accessLine(lines, 'from-router-1');
-    expect(line).toMatchObject({ level: 'info', name: 'agent', replica: 'obs-a', status: 200, model: sim.modelName, stream: false, maxTokens: 3, promptTokens: expect.any(Number), cachedTokens: expect.any(Number), completionTokens: 3, attempt: 2, traceId: '4bf92f3577b34da6a3ce929d0e0e4736' });
+    expect(line).toMatchObject({
+      level: 'info',
+      name: 'agent',
+      replica: 'obs-a',
+      status: 200,
+      model: sim.modelName,
+      stream: false,
+      maxTokens: 3,
+      promptTokens: expect.any(Number),
+      cachedTokens: expect.any(Number),
+      completionTokens: 3,
+      attempt: 2,
+      traceId: '4bf92f3577b34da6a3ce929d0e0e4736',
+    });
     expect(line.ttftMs).toBeGreaterThan(0);
     expect(JSON.stringify(lines)).not.toContain(SECRET);
   });
@@ -108,9 +143,16 @@ describe('agent access log with logPrompts', () => {
   it('puts the prompt in the line when asked', async () => {
     const sim = await startSimServer({ port: 0, profile: 'tiny' });
     const lines: Line[] = [];
-    const agent = await startAgent({ engineUrl: sim.url, gossip: false, logPrompts: true }, { log: (l) => lines.push(JSON.parse(l) as Line) });
+    const agent = await startAgent(
+      { engineUrl: sim.url, gossip: false, logPrompts: true },
+      { log: (l) => lines.push(JSON.parse(l) as Line) },
+    );
     try {
-      await post(agent.url, { model: sim.modelName, messages: [{ role: 'user', content: SECRET }], max_tokens: 2 }, { 'x-request-id': 'p-1' });
+      await post(
+        agent.url,
+        { model: sim.modelName, messages: [{ role: 'user', content: SECRET }], max_tokens: 2 },
+        { 'x-request-id': 'p-1' },
+      );
       expect(JSON.stringify((await accessLine(lines, 'p-1')).prompt)).toContain(SECRET);
     } finally {
       await agent.close();

@@ -5,7 +5,17 @@ import { startAgent } from '../src/index.ts';
 import { chatBody, metricValue, post } from './helpers.ts';
 
 const limits = { maxWaiting: 4, maxInflight: 0, kvHighWatermark: 0.9 };
-const base = { running: 2, waiting: 0, kvUsedTokens: 0, kvCapacityTokens: 1000, inflight: 2, sinceCount: 0, sinceNeed: 0, meanNeed: 100, need: 100 };
+const base = {
+  running: 2,
+  waiting: 0,
+  kvUsedTokens: 0,
+  kvCapacityTokens: 1000,
+  inflight: 2,
+  sinceCount: 0,
+  sinceNeed: 0,
+  meanNeed: 100,
+  need: 100,
+};
 
 describe('admit (pure)', () => {
   it('admits with headroom, rejects kv over the watermark', () => {
@@ -37,7 +47,12 @@ describe('admit (pure)', () => {
 
 async function burst(url: string, model: string, n: number, tag: string) {
   const rs = await Promise.all(
-    Array.from({ length: n }, (_, i) => post(`${url}/v1/chat/completions`, chatBody(model, `${tag}${i} `.repeat(400).slice(0, 2000), 'q', { max_tokens: 200 }))),
+    Array.from({ length: n }, (_, i) =>
+      post(
+        `${url}/v1/chat/completions`,
+        chatBody(model, `${tag}${i} `.repeat(400).slice(0, 2000), 'q', { max_tokens: 200 }),
+      ),
+    ),
   );
   const by: Record<string, number> = {};
   for (const r of rs) {
@@ -66,9 +81,14 @@ describe('admission control against the simulator (tiny profile)', () => {
       expect(rejected.headers.get('retry-after')).toBe('1');
       expect(await metricValue(`${sim.url}/metrics`, 'vllm:num_preemptions_total')).toBe(0);
       // Once the burst is done, the replica admits again.
-      const after = await post(`${agent.url}/v1/chat/completions`, chatBody(sim.modelName, 'after', 'q', { max_tokens: 5 }));
+      const after = await post(
+        `${agent.url}/v1/chat/completions`,
+        chatBody(sim.modelName, 'after', 'q', { max_tokens: 5 }),
+      );
       expect(after.status).toBe(200);
-      expect(await metricValue(`${agent.adminUrl}/metrics`, 'warmpath_agent_rejected_total')).toBe(viaAgent.rs.filter((r) => r.status === 429).length);
+      expect(await metricValue(`${agent.adminUrl}/metrics`, 'warmpath_agent_rejected_total')).toBe(
+        viaAgent.rs.filter((r) => r.status === 429).length,
+      );
     } finally {
       await agent.close();
       await sim.close();
@@ -87,18 +107,36 @@ describe('admission counts a shared prefix once', async () => {
     const core = new AgentLedger(agentConfig({ kvCapacityTokens: 100_000, maxWaiting: 0 }), createMetrics());
     core.setSnapshot({ ...emptySnapshot(), running: 1, kvUsedFraction: 0.1 }, 0);
     const shared = 'the shared conversation so far '.repeat(1_100);
-    const call = (k: number) => describeRequest({ model: 'm', messages: [{ role: 'user', content: `${shared} call ${k}` }], max_tokens: 100 }, 'chat');
+    const call = (k: number) =>
+      describeRequest(
+        { model: 'm', messages: [{ role: 'user', content: `${shared} call ${k}` }], max_tokens: 100 },
+        'chat',
+      );
     const verdicts = Array.from({ length: 16 }, (_, k) => ('reason' in core.admit(call(k)) ? 'refused' : 'admitted'));
     // Counting the whole prompt per call (16 × 8k on top of 10k used) would refuse from the 11th call.
     expect(verdicts.every((v) => v === 'admitted')).toBe(true);
     // Distinct long prompts still fill the cache and are refused.
-    const distinct = Array.from({ length: 16 }, (_, k) => core.admit(describeRequest({ model: 'm', messages: [{ role: 'user', content: `${k} ${shared}` }], max_tokens: 100 }, 'chat')));
+    const distinct = Array.from({ length: 16 }, (_, k) =>
+      core.admit(
+        describeRequest(
+          { model: 'm', messages: [{ role: 'user', content: `${k} ${shared}` }], max_tokens: 100 },
+          'chat',
+        ),
+      ),
+    );
     expect(distinct.some((a) => 'reason' in a && a.reason === 'kv')).toBe(true);
   });
   it('admission off admits everything the rules would refuse (engines without Warmpath, in the benchmark)', () => {
     const shared = 'a long prompt of its own '.repeat(2_000);
     const fill = (l: InstanceType<typeof AgentLedger>) =>
-      Array.from({ length: 16 }, (_, k) => l.admit(describeRequest({ model: 'm', messages: [{ role: 'user', content: `${k} ${shared}` }], max_tokens: 100 }, 'chat')));
+      Array.from({ length: 16 }, (_, k) =>
+        l.admit(
+          describeRequest(
+            { model: 'm', messages: [{ role: 'user', content: `${k} ${shared}` }], max_tokens: 100 },
+            'chat',
+          ),
+        ),
+      );
     const on = new AgentLedger(agentConfig({ kvCapacityTokens: 20_000 }), createMetrics());
     const off = new AgentLedger(agentConfig({ kvCapacityTokens: 20_000, admission: false }), createMetrics());
     for (const l of [on, off]) l.setSnapshot({ ...emptySnapshot(), running: 8, waiting: 100, kvUsedFraction: 0.9 }, 0);
@@ -110,7 +148,11 @@ describe('admission counts a shared prefix once', async () => {
     const core = new AgentLedger(agentConfig({ kvCapacityTokens: 1_000_000 }), createMetrics());
     core.setSnapshot({ ...emptySnapshot(), running: 1 }, 0);
     // Each prompt ≈ 1,000 uncached tokens (4,000 characters).
-    const req = (k: number) => describeRequest({ model: 'm', messages: [{ role: 'user', content: `${k} `.padEnd(4_000, 'x') }], max_tokens: 10 }, 'chat');
+    const req = (k: number) =>
+      describeRequest(
+        { model: 'm', messages: [{ role: 'user', content: `${k} `.padEnd(4_000, 'x') }], max_tokens: 10 },
+        'chat',
+      );
     const first = core.admit(req(1), 500);
     expect('reason' in first).toBe(false);
     // One prompt queued: a router that expected none (limit 500: less than one prompt) is refused; one that expected it is not.

@@ -14,7 +14,9 @@ import { startAgent, type Agent } from '../src/index.ts';
 import { chatBody, post } from './helpers.ts';
 
 /** A pass-through in front of the simulator that records the headers of every request the engine gets. */
-async function recordingEngine(target: string): Promise<{ url: string; seen: Array<{ path: string; headers: IncomingHttpHeaders }>; server: Server }> {
+async function recordingEngine(
+  target: string,
+): Promise<{ url: string; seen: Array<{ path: string; headers: IncomingHttpHeaders }>; server: Server }> {
   const seen: Array<{ path: string; headers: IncomingHttpHeaders }> = [];
   const server = createServer((req, res) => {
     seen.push({ path: req.url ?? '', headers: req.headers });
@@ -41,7 +43,12 @@ describe('agent auth', () => {
     engine = await recordingEngine(sim.url);
     writeFileSync(join(dir, 'token'), '# routers present this\ntier-secret\n');
     writeFileSync(join(dir, 'engine-key'), 'engine-secret\n');
-    agent = await startAgent({ engineUrl: engine.url, gossip: false, agentToken: join(dir, 'token'), engineApiKey: join(dir, 'engine-key') });
+    agent = await startAgent({
+      engineUrl: engine.url,
+      gossip: false,
+      agentToken: join(dir, 'token'),
+      engineApiKey: join(dir, 'engine-key'),
+    });
   });
   afterAll(async () => {
     await agent?.close();
@@ -77,7 +84,9 @@ describe('agent auth', () => {
       const res = await fetch(`${agent.adminUrl}${path}`);
       expect(res.status).toBe(401);
       expect(((await res.json()) as { error: { code: string } }).error.code).toBe('unauthorized');
-      expect((await fetch(`${agent.adminUrl}${path}`, { headers: { authorization: 'Bearer tier-secret' } })).status).toBe(200);
+      expect(
+        (await fetch(`${agent.adminUrl}${path}`, { headers: { authorization: 'Bearer tier-secret' } })).status,
+      ).toBe(200);
     }
     for (const path of ['/healthz', '/readyz']) expect((await fetch(`${agent.adminUrl}${path}`)).status).toBe(200);
   });
@@ -85,9 +94,13 @@ describe('agent auth', () => {
   it("without a token or an engine key, the client's Authorization reaches the engine as before", async () => {
     const open = await startAgent({ engineUrl: engine.url, gossip: false });
     try {
-      const r = await post(`${open.url}/v1/chat/completions`, chatBody(sim.modelName, 'sys', 'yo', { max_tokens: 2 }), { authorization: 'Bearer client-key' });
+      const r = await post(`${open.url}/v1/chat/completions`, chatBody(sim.modelName, 'sys', 'yo', { max_tokens: 2 }), {
+        authorization: 'Bearer client-key',
+      });
       expect(r.status).toBe(200);
-      expect(engine.seen.filter((s) => s.path === '/v1/chat/completions').at(-1)?.headers.authorization).toBe('Bearer client-key');
+      expect(engine.seen.filter((s) => s.path === '/v1/chat/completions').at(-1)?.headers.authorization).toBe(
+        'Bearer client-key',
+      );
     } finally {
       await open.close();
     }

@@ -4,7 +4,6 @@ import { CacheModel } from '../src/cache-model.ts';
 
 const chain = (...xs: number[]): BigUint64Array => BigUint64Array.from(xs.map(BigInt));
 
-
 /** What a router does with the model's next delta: apply it to its copy, or replace the copy on a full one. */
 function applyDelta(mirror: Set<bigint>, c: CacheModel): void {
   const d = c.takeDelta(1e6);
@@ -38,7 +37,10 @@ describe('CacheModel', () => {
     // 70,000 requests for the same chunk: the cache holds 2 chunks, and the log one entry per request.
     for (let t = 1; t <= 70_000; t++) c.record(chain(2), t);
     // Fill it: chunk 1 (last used at 0) is evicted at 100 s.
-    c.record(BigUint64Array.from({ length: 99 }, (_, i) => BigInt(1_000 + i)), 100_000);
+    c.record(
+      BigUint64Array.from({ length: 99 }, (_, i) => BigInt(1_000 + i)),
+      100_000,
+    );
     expect(c.has(1n)).toBe(false);
     expect(c.evictionAgeMs).toBeLessThan(100_000);
     expect(c.evictionAgeMs).toBeGreaterThanOrEqual(100_000 - 70_000);
@@ -69,26 +71,33 @@ describe('CacheModel', () => {
   });
   it('deltas applied in order rebuild the published set exactly', () => {
     fc.assert(
-      fc.property(fc.array(fc.array(fc.integer({ min: 1, max: 60 }), { maxLength: 8 }), { maxLength: 80 }), fc.integer({ min: 1, max: 40 }), (reqs, cap) => {
-        const c = new CacheModel({ capacity: cap });
-        const mirror = new Set<bigint>();
-        let i = 0;
-        for (const r of reqs) {
-          c.record(chain(...r));
-          if (++i % 3 === 0) {
-            applyDelta(mirror, c);
-            expect([...mirror].sort()).toEqual([...c.hashes()].sort());
+      fc.property(
+        fc.array(fc.array(fc.integer({ min: 1, max: 60 }), { maxLength: 8 }), { maxLength: 80 }),
+        fc.integer({ min: 1, max: 40 }),
+        (reqs, cap) => {
+          const c = new CacheModel({ capacity: cap });
+          const mirror = new Set<bigint>();
+          let i = 0;
+          for (const r of reqs) {
+            c.record(chain(...r));
+            if (++i % 3 === 0) {
+              applyDelta(mirror, c);
+              expect([...mirror].sort()).toEqual([...c.hashes()].sort());
+            }
+            if (i % 17 === 0) c.reset();
+            expect(new Set(c.published()).size).toBe(c.published().length);
           }
-          if (i % 17 === 0) c.reset();
-          expect(new Set(c.published()).size).toBe(c.published().length);
-        }
-      }),
+        },
+      ),
     );
   });
   it('a capped digest is the K most recently used chunks: deltas rebuild it exactly, it is prefix-closed, and prediction still uses the whole model', () => {
     fc.assert(
       fc.property(
-        fc.array(fc.tuple(fc.integer({ min: 0, max: 5 }), fc.array(fc.integer({ min: 1, max: 40 }), { maxLength: 6 })), { maxLength: 80 }),
+        fc.array(
+          fc.tuple(fc.integer({ min: 0, max: 5 }), fc.array(fc.integer({ min: 1, max: 40 }), { maxLength: 6 })),
+          { maxLength: 80 },
+        ),
         fc.integer({ min: 4, max: 40 }),
         fc.integer({ min: 1, max: 30 }),
         (reqs, cap, limit) => {
@@ -97,7 +106,15 @@ describe('CacheModel', () => {
           let i = 0;
           for (const [head, tail] of reqs) {
             // Chains share heads, as conversations behind a few system prompts do: chunk k names its whole prefix.
-            const hashes = [head + 1000, ...tail].map((_, k, xs) => BigInt(xs.slice(0, k + 1).join('.').split('').reduce((h, ch) => (h * 31 + ch.charCodeAt(0)) % 2 ** 40, 7)));
+            const hashes = [head + 1000, ...tail].map((_, k, xs) =>
+              BigInt(
+                xs
+                  .slice(0, k + 1)
+                  .join('.')
+                  .split('')
+                  .reduce((h, ch) => (h * 31 + ch.charCodeAt(0)) % 2 ** 40, 7),
+              ),
+            );
             const predicted = c.predict(BigUint64Array.from(hashes));
             c.record(BigUint64Array.from(hashes));
             if (++i % 5 === 0 && predicted > 1) c.feedback(predicted, 1, c.stampOf(hashes[1]!));
@@ -167,7 +184,9 @@ describe('cache clear seen in prefix counters', async () => {
     const { describeRequest } = await import('@warmpath/shared/wire');
     const core = new AgentLedger(agentConfig({ kvCapacityTokens: 1_000_000 }), createMetrics());
     core.setSnapshot({ ...emptySnapshot(), running: 0 }, 0);
-    const info = describeRequest({ model: 'm', prompt: 'shared prefix '.repeat(400) }, 'completion', { resolveModel: (m) => ({ model: m, adapter: '' }) });
+    const info = describeRequest({ model: 'm', prompt: 'shared prefix '.repeat(400) }, 'completion', {
+      resolveModel: (m) => ({ model: m, adapter: '' }),
+    });
     const first = core.admit(info);
     const second = core.admit(info); // a burst: the first is still prefilling the shared prefix
     expect('flight' in first && 'flight' in second).toBe(true);

@@ -9,17 +9,28 @@ import { agentConfig } from '../src/config.ts';
 import { AgentCore } from '../src/core.ts';
 import { emptySnapshot, type EngineSnapshot, type ModelEntry } from '../src/engines/types.ts';
 
-
 function setup(config: Record<string, unknown> = {}) {
   const clock = manualClock(0);
   const engine = {
-    snap: { ...emptySnapshot(), kvCapacityTokens: 100_000, kvUsedFraction: 0, counters: [10] } as EngineSnapshot | Error,
-    models: [{ id: 'm', parent: undefined }, { id: 'fin', parent: 'm' }] as ModelEntry[],
+    snap: { ...emptySnapshot(), kvCapacityTokens: 100_000, kvUsedFraction: 0, counters: [10] } as
+      EngineSnapshot | Error,
+    models: [
+      { id: 'm', parent: undefined },
+      { id: 'fin', parent: 'm' },
+    ] as ModelEntry[],
   };
   const sent: ReplicaState[] = [];
   const core = new AgentCore({
     config: agentConfig({ gossip: false, downAfterFailures: 2, ...config }),
-    identity: { fleet: 'f', replica: 'r1', boot: 'b', bootAt: 1, url: 'http://r1', admin: 'http://r1-admin', engine: 'vllm' },
+    identity: {
+      fleet: 'f',
+      replica: 'r1',
+      boot: 'b',
+      bootAt: 1,
+      url: 'http://r1',
+      admin: 'http://r1-admin',
+      engine: 'vllm',
+    },
     engine: {
       endpoints: ['chat'],
       scrape: (done) => (engine.snap instanceof Error ? done(engine.snap) : done(undefined, engine.snap)),
@@ -75,7 +86,8 @@ describe('agent core', () => {
       if ('reason' in a) throw new Error(`refused: ${a.reason}`);
       clock.advance(core.config.minPublishGapMs);
       expect(core.ledger.pendingPrefillTokens).toBeGreaterThan(1024);
-      if (changeTokens > 0) expect(sent.slice(before).map((s) => s.load.prefillTokens)).toEqual([core.ledger.pendingPrefillTokens]);
+      if (changeTokens > 0)
+        expect(sent.slice(before).map((s) => s.load.prefillTokens)).toEqual([core.ledger.pendingPrefillTokens]);
       else expect(sent.length).toBe(before); // only the period (or a larger jump) publishes then
     }
   });
@@ -120,5 +132,8 @@ describe('agent core', () => {
 });
 
 function info() {
-  return describeRequest({ model: 'm', messages: [{ role: 'user', content: 'a long shared prompt '.repeat(400) }], max_tokens: 16 }, 'chat');
+  return describeRequest(
+    { model: 'm', messages: [{ role: 'user', content: 'a long shared prompt '.repeat(400) }], max_tokens: 16 },
+    'chat',
+  );
 }

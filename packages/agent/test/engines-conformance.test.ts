@@ -20,7 +20,13 @@ import { EngineError } from '../src/engines/types.ts';
 const fixture = (name: string): string => readFileSync(new URL(`./fixtures/${name}`, import.meta.url), 'utf8');
 const readStream = (name: string): Buffer => readFileSync(new URL(`./fixtures/streams/${name}`, import.meta.url));
 /** OpenAI-style /v1/models as vLLM and SGLang answer it (vLLM marks adapters with `parent`). */
-const openAiModels = JSON.stringify({ object: 'list', data: [{ id: 'meta-llama/Llama-3.1-8B-Instruct', object: 'model', owned_by: 'vllm', parent: null }, { id: 'sql-lora', object: 'model', owned_by: 'vllm', parent: 'meta-llama/Llama-3.1-8B-Instruct' }] });
+const openAiModels = JSON.stringify({
+  object: 'list',
+  data: [
+    { id: 'meta-llama/Llama-3.1-8B-Instruct', object: 'model', owned_by: 'vllm', parent: null },
+    { id: 'sql-lora', object: 'model', owned_by: 'vllm', parent: 'meta-llama/Llama-3.1-8B-Instruct' },
+  ],
+});
 
 interface Case {
   /** Path → body, in the engine's own format. */
@@ -32,11 +38,31 @@ interface Case {
 }
 
 const CASES: Record<EngineKind, Case> = {
-  vllm: { routes: { '/metrics': fixture('vllm-0.9.txt'), '/v1/models': openAiModels }, running: 5, model: 'meta-llama/Llama-3.1-8B-Instruct' },
-  sglang: { routes: { '/metrics': fixture('sglang.txt'), '/v1/models': openAiModels }, running: 10, model: 'meta-llama/Llama-3.1-8B-Instruct' },
-  tgi: { routes: { '/metrics': fixture('tgi.txt'), '/info': JSON.stringify({ model_id: 'bigscience/bloom', max_total_tokens: 4096 }) }, running: 12, model: 'bigscience/bloom' },
+  vllm: {
+    routes: { '/metrics': fixture('vllm-0.9.txt'), '/v1/models': openAiModels },
+    running: 5,
+    model: 'meta-llama/Llama-3.1-8B-Instruct',
+  },
+  sglang: {
+    routes: { '/metrics': fixture('sglang.txt'), '/v1/models': openAiModels },
+    running: 10,
+    model: 'meta-llama/Llama-3.1-8B-Instruct',
+  },
+  tgi: {
+    routes: {
+      '/metrics': fixture('tgi.txt'),
+      '/info': JSON.stringify({ model_id: 'bigscience/bloom', max_total_tokens: 4096 }),
+    },
+    running: 12,
+    model: 'bigscience/bloom',
+  },
   llamacpp: {
-    routes: { '/slots': fixture('llamacpp-slots.json'), '/metrics': fixture('llamacpp-metrics.txt'), '/props': fixture('llamacpp-props.json'), '/v1/models': fixture('llamacpp-models.json') },
+    routes: {
+      '/slots': fixture('llamacpp-slots.json'),
+      '/metrics': fixture('llamacpp-metrics.txt'),
+      '/props': fixture('llamacpp-props.json'),
+      '/v1/models': fixture('llamacpp-models.json'),
+    },
     running: 2,
     model: 'tiny-llama',
     idle: { '/slots': fixture('llamacpp-slots-idle.json'), '/metrics': fixture('llamacpp-metrics-idle.txt') },
@@ -56,7 +82,9 @@ async function engine(answer: (path: string) => { status: number; body: string }
   const server = createServer((req, res) => {
     const a = answer(req.url ?? '/');
     if (a === undefined) return; // hang
-    res.writeHead(a.status, { 'content-type': a.body.startsWith('{') || a.body.startsWith('[') ? 'application/json' : 'text/plain' });
+    res.writeHead(a.status, {
+      'content-type': a.body.startsWith('{') || a.body.startsWith('[') ? 'application/json' : 'text/plain',
+    });
     res.end(a.body);
   });
   servers.push(server);
@@ -71,7 +99,8 @@ function expectValidSnapshot(s: EngineSnapshot): void {
   }
   if (s.kvUsedFraction !== undefined) expect(s.kvUsedFraction >= 0 && s.kvUsedFraction <= 1).toBe(true);
   if (s.kvCapacityTokens !== undefined) expect(s.kvCapacityTokens).toBeGreaterThan(0);
-  for (const v of [s.prefixQueries, s.prefixHits, s.preemptions, s.maxRunning]) if (v !== undefined) expect(Number.isFinite(v) && v >= 0).toBe(true);
+  for (const v of [s.prefixQueries, s.prefixHits, s.preemptions, s.maxRunning])
+    if (v !== undefined) expect(Number.isFinite(v) && v >= 0).toBe(true);
   expect(s.counters.every((c) => Number.isFinite(c))).toBe(true);
   expect(s.hotAdapters.every((a) => typeof a === 'string')).toBe(true);
   expect(Number.isInteger(s.adapterSlots) && s.adapterSlots >= 0).toBe(true);
@@ -84,7 +113,9 @@ describe.each(kinds)('engine adapter conformance: %s', (kind) => {
   const c = CASES[kind];
 
   it("reads the engine's own output into a valid snapshot and model list", async () => {
-    const baseUrl = await engine((path) => (c.routes[path] !== undefined ? { status: 200, body: c.routes[path]! } : { status: 404, body: 'not found' }));
+    const baseUrl = await engine((path) =>
+      c.routes[path] !== undefined ? { status: 200, body: c.routes[path]! } : { status: 404, body: 'not found' },
+    );
     const a = createAdapter(kind, { dispatcher, baseUrl });
     expect(a.kind).toBe(kind);
     expect(a.endpoints.length).toBeGreaterThan(0);
@@ -94,18 +125,27 @@ describe.each(kinds)('engine adapter conformance: %s', (kind) => {
     expect(s.running).toBe(c.running);
     const models = await a.models(AbortSignal.timeout(5_000));
     expect(models.map((m) => m.id)).toContain(c.model);
-    expect(models.every((m) => typeof m.id === 'string' && (m.parent === undefined || typeof m.parent === 'string'))).toBe(true);
+    expect(
+      models.every((m) => typeof m.id === 'string' && (m.parent === undefined || typeof m.parent === 'string')),
+    ).toBe(true);
   });
 
   it('rejects with a stable EngineError code when the engine answers errors', async () => {
     const baseUrl = await engine(() => ({ status: 500, body: 'internal error' }));
     const a = createAdapter(kind, { dispatcher, baseUrl });
-    await expect(a.scrape(AbortSignal.timeout(5_000))).rejects.toSatisfy((e: unknown) => e instanceof EngineError && e.code === 'ENGINE_HTTP');
-    await expect(a.models(AbortSignal.timeout(5_000))).rejects.toSatisfy((e: unknown) => e instanceof EngineError && e.code === 'ENGINE_HTTP');
+    await expect(a.scrape(AbortSignal.timeout(5_000))).rejects.toSatisfy(
+      (e: unknown) => e instanceof EngineError && e.code === 'ENGINE_HTTP',
+    );
+    await expect(a.models(AbortSignal.timeout(5_000))).rejects.toSatisfy(
+      (e: unknown) => e instanceof EngineError && e.code === 'ENGINE_HTTP',
+    );
   });
 
   it('answers junk with a valid snapshot or an ENGINE_FORMAT error, never NaN or a stray exception', async () => {
-    const baseUrl = await engine((path) => ({ status: 200, body: path === '/metrics' ? 'vllm:num_requests_running{ NaN\n# junk\nx y z' : '{"slots": "no", "data": 7' }));
+    const baseUrl = await engine((path) => ({
+      status: 200,
+      body: path === '/metrics' ? 'vllm:num_requests_running{ NaN\n# junk\nx y z' : '{"slots": "no", "data": 7',
+    }));
     const a = createAdapter(kind, { dispatcher, baseUrl });
     const outcome = await a.scrape(AbortSignal.timeout(5_000)).then(
       (s) => ({ s }),
@@ -155,7 +195,9 @@ describe.each(kinds)('engine stream conformance through the agent: %s', (kind) =
         return;
       }
       const body = c.idle?.[path] ?? c.routes[path];
-      res.writeHead(body === undefined ? 404 : 200, { 'content-type': body?.startsWith('{') ? 'application/json' : 'text/plain' });
+      res.writeHead(body === undefined ? 404 : 200, {
+        'content-type': body?.startsWith('{') ? 'application/json' : 'text/plain',
+      });
       res.end(body ?? 'not found');
     });
     servers.push(server);
@@ -166,7 +208,12 @@ describe.each(kinds)('engine stream conformance through the agent: %s', (kind) =
       const res = await fetch(`${agent.url}/v1/chat/completions`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ model: c.model, messages: [{ role: 'user', content: 'The capital of France? '.repeat(60) }], max_tokens: 4, stream: true }),
+        body: JSON.stringify({
+          model: c.model,
+          messages: [{ role: 'user', content: 'The capital of France? '.repeat(60) }],
+          max_tokens: 4,
+          stream: true,
+        }),
       });
       expect(res.status).toBe(200);
       expect(Buffer.from(await res.arrayBuffer()).equals(readStream(st.plain))).toBe(true);
@@ -184,13 +231,24 @@ describe('llama.cpp: a stream that fails after it started', () => {
     const bytes = readStream('llamacpp-chat-error.sse');
     expect(bytes.toString()).toMatch(/data: \{"error":\{"code":500,[^\n]*\n\n$/);
     const routes = { ...CASES.llamacpp.routes, ...CASES.llamacpp.idle };
-    const baseUrl = await engine((path) => (path === '/v1/chat/completions' ? { status: 200, body: bytes.toString() } : routes[path] !== undefined ? { status: 200, body: routes[path]! } : { status: 404, body: 'not found' }));
+    const baseUrl = await engine((path) =>
+      path === '/v1/chat/completions'
+        ? { status: 200, body: bytes.toString() }
+        : routes[path] !== undefined
+          ? { status: 200, body: routes[path]! }
+          : { status: 404, body: 'not found' },
+    );
     const agent = await startAgent({ engine: 'llamacpp', engineUrl: baseUrl, gossip: false, scrapeIntervalMs: 50 });
     try {
       const res = await fetch(`${agent.url}/v1/chat/completions`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ model: 'tiny-llama', messages: [{ role: 'user', content: 'Where is my booking? '.repeat(60) }], max_tokens: 8, stream: true }),
+        body: JSON.stringify({
+          model: 'tiny-llama',
+          messages: [{ role: 'user', content: 'Where is my booking? '.repeat(60) }],
+          max_tokens: 8,
+          stream: true,
+        }),
       });
       expect(res.status).toBe(200);
       expect(Buffer.from(await res.arrayBuffer()).equals(bytes)).toBe(true);

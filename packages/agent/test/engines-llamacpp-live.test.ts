@@ -9,7 +9,17 @@ import { Agent as Dispatcher } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAdapter, startAgent } from '../src/index.ts';
 import type { Agent } from '../src/index.ts';
-import { busy, LLAMA_ALIAS, LLAMA_CTX, LLAMA_SLOTS, post, SAMPLING, startLlamaServer, TURN1, turn2 } from './fixtures/record-llamacpp.ts';
+import {
+  busy,
+  LLAMA_ALIAS,
+  LLAMA_CTX,
+  LLAMA_SLOTS,
+  post,
+  SAMPLING,
+  startLlamaServer,
+  TURN1,
+  turn2,
+} from './fixtures/record-llamacpp.ts';
 import type { LlamaServer, Message } from './fixtures/record-llamacpp.ts';
 import { metricValue, subscribe, SWARM_KEY_FILE, until } from './helpers.ts';
 import type { Subscriber } from './helpers.ts';
@@ -17,7 +27,9 @@ import type { Subscriber } from './helpers.ts';
 const BIN = process.env.WARMPATH_LLAMA_SERVER ?? '';
 const MODEL = process.env.WARMPATH_LLAMA_MODEL ?? '';
 const LIVE = BIN !== '' && MODEL !== '';
-const TITLE = LIVE ? 'llama.cpp server, live' : 'llama.cpp server, live (skipped: set WARMPATH_LLAMA_SERVER and WARMPATH_LLAMA_MODEL; see fixtures/README.md)';
+const TITLE = LIVE
+  ? 'llama.cpp server, live'
+  : 'llama.cpp server, live (skipped: set WARMPATH_LLAMA_SERVER and WARMPATH_LLAMA_MODEL; see fixtures/README.md)';
 
 /** A streamed chat as the client sees it: the text and the engine's `timings.cache_n`. */
 async function streamChat(url: string, messages: Message[]): Promise<{ text: string; cacheN: number | undefined }> {
@@ -27,7 +39,10 @@ async function streamChat(url: string, messages: Message[]): Promise<{ text: str
   let cacheN: number | undefined;
   for (const line of (await res.text()).split('\n')) {
     if (!line.startsWith('data: {')) continue;
-    const chunk = JSON.parse(line.slice(6)) as { choices: Array<{ delta?: { content?: string | null } }>; timings?: { cache_n?: number } };
+    const chunk = JSON.parse(line.slice(6)) as {
+      choices: Array<{ delta?: { content?: string | null } }>;
+      timings?: { cache_n?: number };
+    };
     text += chunk.choices[0]?.delta?.content ?? '';
     if (chunk.timings?.cache_n !== undefined) cacheN = chunk.timings.cache_n;
   }
@@ -48,7 +63,14 @@ describe.skipIf(!LIVE)(TITLE, () => {
   it('the adapter reads an idle server, then one with every slot busy and a request deferred', async () => {
     const a = createAdapter('llamacpp', { dispatcher, baseUrl: server.url });
     const idle = await a.scrape(AbortSignal.timeout(5_000));
-    expect(idle).toMatchObject({ running: 0, waiting: 0, maxRunning: LLAMA_SLOTS, kvCapacityTokens: LLAMA_CTX, kvUsedFraction: 0, configHint: `slots:${LLAMA_SLOTS},ctx:${LLAMA_CTX}` });
+    expect(idle).toMatchObject({
+      running: 0,
+      waiting: 0,
+      maxRunning: LLAMA_SLOTS,
+      kvCapacityTokens: LLAMA_CTX,
+      kvUsedFraction: 0,
+      configHint: `slots:${LLAMA_SLOTS},ctx:${LLAMA_CTX}`,
+    });
     expect(idle.prefixQueries).toBeUndefined();
     expect(idle.counters).toHaveLength(3);
     expect((await a.models(AbortSignal.timeout(5_000))).map((m) => m.id)).toEqual([LLAMA_ALIAS]);
@@ -68,7 +90,14 @@ describe.skipIf(!LIVE)(TITLE, () => {
     let agent: Agent;
     let sub: Subscriber;
     beforeAll(async () => {
-      agent = await startAgent({ engine: 'llamacpp', engineUrl: server.url, fleet: 'llama-live', swarmKey: SWARM_KEY_FILE, publishIntervalMs: 100, scrapeIntervalMs: 100 });
+      agent = await startAgent({
+        engine: 'llamacpp',
+        engineUrl: server.url,
+        fleet: 'llama-live',
+        swarmKey: SWARM_KEY_FILE,
+        publishIntervalMs: 100,
+        scrapeIntervalMs: 100,
+      });
       sub = await subscribe('llama-live', agent.peerAddrs);
     });
     afterAll(async () => {
@@ -77,10 +106,14 @@ describe.skipIf(!LIVE)(TITLE, () => {
     });
 
     it('learns the cached tokens of a session’s second turn from the unasked stream, and publishes them', async () => {
-      const ready = await sub.waitFor('ready with the model', (s) => s.status === 'ready' && s.models.includes(LLAMA_ALIAS));
+      const ready = await sub.waitFor(
+        'ready with the model',
+        (s) => s.status === 'ready' && s.models.includes(LLAMA_ALIAS),
+      );
       expect(ready.capacity.kvTokens).toBe(LLAMA_CTX);
       expect(ready.capacity.maxRunning).toBe(LLAMA_SLOTS);
-      const reported = (): Promise<number> => metricValue(`${agent.adminUrl}/metrics`, 'warmpath_agent_reported_cached_tokens_total');
+      const reported = (): Promise<number> =>
+        metricValue(`${agent.adminUrl}/metrics`, 'warmpath_agent_reported_cached_tokens_total');
       const one = await streamChat(agent.url, TURN1);
       expect(agent.core.ledger.feedbacks).toBe(1);
       const before = await reported();

@@ -23,12 +23,29 @@ describe('engine metric parsers over the shared prometheus parser', () => {
     );
   });
   it('never throws on metric-shaped junk', () => {
-    const name = fc.constantFrom('vllm:num_requests_running', 'vllm:kv_cache_usage_perc', 'vllm:cache_config_info', 'vllm:lora_requests_info', 'vllm:prefix_cache_hits_total', 'sglang:token_usage', 'tgi_queue_size');
-    const label = fc.tuple(fc.constantFrom('engine', 'num_gpu_blocks', 'block_size', 'max_lora', 'running_lora_adapters'), fc.string({ maxLength: 12 }));
-    const line = fc.tuple(name, fc.array(label, { maxLength: 4 }), fc.oneof(fc.double().map(String), fc.constantFrom('NaN', '+Inf', '-Inf', 'x', '')));
+    const name = fc.constantFrom(
+      'vllm:num_requests_running',
+      'vllm:kv_cache_usage_perc',
+      'vllm:cache_config_info',
+      'vllm:lora_requests_info',
+      'vllm:prefix_cache_hits_total',
+      'sglang:token_usage',
+      'tgi_queue_size',
+    );
+    const label = fc.tuple(
+      fc.constantFrom('engine', 'num_gpu_blocks', 'block_size', 'max_lora', 'running_lora_adapters'),
+      fc.string({ maxLength: 12 }),
+    );
+    const line = fc.tuple(
+      name,
+      fc.array(label, { maxLength: 4 }),
+      fc.oneof(fc.double().map(String), fc.constantFrom('NaN', '+Inf', '-Inf', 'x', '')),
+    );
     fc.assert(
       fc.property(fc.array(line, { maxLength: 30 }), (lines) => {
-        const text = lines.map(([n, ls, v]) => `${n}{${ls.map(([k, x]) => `${k}="${x.replace(/["\\]/g, '')}"`).join(',')}} ${v}`).join('\n');
+        const text = lines
+          .map(([n, ls, v]) => `${n}{${ls.map(([k, x]) => `${k}="${x.replace(/["\\]/g, '')}"`).join(',')}} ${v}`)
+          .join('\n');
         const s = parseVllmMetrics(parsePrometheus(text));
         expect(s.running).toBeGreaterThanOrEqual(0);
         expect(Number.isFinite(s.running)).toBe(true);
@@ -73,7 +90,10 @@ describe('vLLM adapter', () => {
   });
   it('reads /v1/models with parent for adapters and tolerates junk', () => {
     expect(
-      parseModelList({ object: 'list', data: [{ id: 'base', parent: null }, { id: 'sql', parent: 'base' }, { id: 3 }, null, 'x'] }),
+      parseModelList({
+        object: 'list',
+        data: [{ id: 'base', parent: null }, { id: 'sql', parent: 'base' }, { id: 3 }, null, 'x'],
+      }),
     ).toEqual([
       { id: 'base', parent: undefined },
       { id: 'sql', parent: 'base' },
@@ -122,20 +142,45 @@ describe('SGLang, TGI, llama.cpp adapters', () => {
     const slots = JSON.parse(fixture('llamacpp-slots.json'));
     const props = JSON.parse(fixture('llamacpp-props.json'));
     const s = parseLlamacppState(slots, parsePrometheus(fixture('llamacpp-metrics.txt')), props);
-    expect(s).toMatchObject({ running: 2, waiting: 1, kvCapacityTokens: 4096, kvUsedFraction: 1, maxRunning: 2, configHint: 'slots:2,ctx:4096' });
+    expect(s).toMatchObject({
+      running: 2,
+      waiting: 1,
+      kvCapacityTokens: 4096,
+      kvUsedFraction: 1,
+      maxRunning: 2,
+      configHint: 'slots:2,ctx:4096',
+    });
     // No prefix-cache counters in /metrics: cached tokens arrive per response (timings.cache_n).
     expect(s.prefixHits).toBeUndefined();
     expect(s.prefixQueries).toBeUndefined();
     expect(s.counters).toEqual([896, 48, 89]);
     // /metrics off (501): slots alone; /slots off too: /props alone, occupancy unknown.
-    expect(parseLlamacppState(slots, undefined, props)).toMatchObject({ running: 2, waiting: 0, kvUsedFraction: 1, kvCapacityTokens: 4096, counters: [] });
-    expect(parseLlamacppState(undefined, undefined, props)).toMatchObject({ running: 0, maxRunning: 2, kvCapacityTokens: 4096, kvUsedFraction: undefined });
+    expect(parseLlamacppState(slots, undefined, props)).toMatchObject({
+      running: 2,
+      waiting: 0,
+      kvUsedFraction: 1,
+      kvCapacityTokens: 4096,
+      counters: [],
+    });
+    expect(parseLlamacppState(undefined, undefined, props)).toMatchObject({
+      running: 0,
+      maxRunning: 2,
+      kvCapacityTokens: 4096,
+      kvUsedFraction: undefined,
+    });
     // Older builds (b4747, for one) also exported the KV ratio.
-    const old = parsePrometheus('# TYPE llamacpp:kv_cache_usage_ratio gauge\nllamacpp:kv_cache_usage_ratio 0.25\n# TYPE llamacpp:requests_processing gauge\nllamacpp:requests_processing 1\n');
+    const old = parsePrometheus(
+      '# TYPE llamacpp:kv_cache_usage_ratio gauge\nllamacpp:kv_cache_usage_ratio 0.25\n# TYPE llamacpp:requests_processing gauge\nllamacpp:requests_processing 1\n',
+    );
     expect(parseLlamacppState(slots, old, props).kvUsedFraction).toBe(0.25);
     // Before `is_processing`: `state` 0 = idle, 1–4 = a busy stage.
     const legacy = [0, 2, 4, 0].map((state, id) => ({ id, n_ctx: 1024, state }));
-    expect(parseLlamacppState(legacy, undefined, undefined)).toMatchObject({ running: 2, kvUsedFraction: 0.5, kvCapacityTokens: 4096, maxRunning: 4 });
+    expect(parseLlamacppState(legacy, undefined, undefined)).toMatchObject({
+      running: 2,
+      kvUsedFraction: 0.5,
+      kvCapacityTokens: 4096,
+      maxRunning: 4,
+    });
     fc.assert(fc.property(fc.anything(), fc.anything(), (a, b) => void parseLlamacppState(a, undefined, b)));
   });
 });

@@ -24,7 +24,12 @@ describe('agent HTTP fuzz', () => {
   });
 
   it('200 generated requests: 2xx or a registry 4xx, never a 5xx or a reset', async () => {
-    const tally = await fuzzHttp(agent.url, { runs: 200, model: sim.modelName, endpoints: ['chat', 'completion'], isCode: isErrorCode });
+    const tally = await fuzzHttp(agent.url, {
+      runs: 200,
+      model: sim.modelName,
+      endpoints: ['chat', 'completion'],
+      isCode: isErrorCode,
+    });
     expect(tally.get(200) ?? 0).toBeGreaterThan(10);
     expect(tally.get(400) ?? 0).toBeGreaterThan(10);
   });

@@ -38,12 +38,16 @@ const garbage = fc.record({
     fc.uint8Array({ maxLength: 2000 }),
     fc.string({ maxLength: 500 }).map((s) => new TextEncoder().encode(s)),
     fc.jsonValue().map((v) => new TextEncoder().encode(JSON.stringify(v))),
-    fc.array(fc.jsonValue(), { maxLength: 5 }).map((vs) => new TextEncoder().encode(vs.map((v) => `data: ${JSON.stringify({ usage: v })}\n\n`).join(''))),
-    fc.constantFrom(
-      'vllm:num_requests_running NaN\nvllm:cache_config_info{num_gpu_blocks="-5",block_size="x"} 1\nvllm:kv_cache_usage_perc 7e308\n',
-      'data: {"usage":{"prompt_tokens":-1,"prompt_tokens_details":{"cached_tokens":1e309}}}\n\n',
-      '{"data":[{"id":"m","parent":"m"},{"id":""}]}',
-    ).map((s) => new TextEncoder().encode(s)),
+    fc
+      .array(fc.jsonValue(), { maxLength: 5 })
+      .map((vs) => new TextEncoder().encode(vs.map((v) => `data: ${JSON.stringify({ usage: v })}\n\n`).join(''))),
+    fc
+      .constantFrom(
+        'vllm:num_requests_running NaN\nvllm:cache_config_info{num_gpu_blocks="-5",block_size="x"} 1\nvllm:kv_cache_usage_perc 7e308\n',
+        'data: {"usage":{"prompt_tokens":-1,"prompt_tokens_details":{"cached_tokens":1e309}}}\n\n',
+        '{"data":[{"id":"m","parent":"m"},{"id":""}]}',
+      )
+      .map((s) => new TextEncoder().encode(s)),
   ),
   cut: fc.boolean(),
 });
@@ -51,7 +55,13 @@ const garbage = fc.record({
 describe('malformed engine output', () => {
   it('a fake engine returning garbage never crashes the agent', async () => {
     const engine = await fakeEngine();
-    const agent = await startAgent({ engineUrl: engine.url, gossip: false, scrapeIntervalMs: 20, modelsIntervalMs: 100, scrapeTimeoutMs: 300 });
+    const agent = await startAgent({
+      engineUrl: engine.url,
+      gossip: false,
+      scrapeIntervalMs: 20,
+      modelsIntervalMs: 100,
+      scrapeTimeoutMs: 300,
+    });
     try {
       const samples = fc.sample(garbage, { numRuns: 120, seed: 42 });
       for (const [i, g] of samples.entries()) {
@@ -60,14 +70,25 @@ describe('malformed engine output', () => {
         const res = await fetch(`${agent.url}/v1/chat/completions`, {
           method: 'POST',
           headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: `q${i} `.repeat(200) }], stream: i % 2 === 0 }),
+          body: JSON.stringify({
+            model: 'm',
+            messages: [{ role: 'user', content: `q${i} `.repeat(200) }],
+            stream: i % 2 === 0,
+          }),
         }).catch((e: unknown) => e as Error);
         if (!(res instanceof Error)) await res.arrayBuffer().catch(() => undefined);
       }
       expect((await fetch(`${agent.adminUrl}/healthz`)).status).toBe(200);
       expect((await fetch(`${agent.adminUrl}/warmpath/v1/state`)).status).toBe(200);
       // Sane again → the agent recovers by itself.
-      engine.set({ status: 200, contentType: 'text/plain', body: new TextEncoder().encode('vllm:num_requests_running 1\nvllm:cache_config_info{block_size="16",num_gpu_blocks="100"} 1\n'), cut: false });
+      engine.set({
+        status: 200,
+        contentType: 'text/plain',
+        body: new TextEncoder().encode(
+          'vllm:num_requests_running 1\nvllm:cache_config_info{block_size="16",num_gpu_blocks="100"} 1\n',
+        ),
+        cut: false,
+      });
       await until('engine up', () => agent.state().status === 'ready' && agent.state().capacity.kvTokens === 1600);
       const s = agent.state();
       expect(Number.isFinite(s.load.kvUsedTokens)).toBe(true);
@@ -81,14 +102,19 @@ describe('malformed engine output', () => {
 
   it('the usage tap never throws on arbitrary streams', () => {
     fc.assert(
-      fc.property(fc.constantFrom('text/event-stream', 'application/json'), fc.array(fc.uint8Array({ maxLength: 300 }), { maxLength: 10 }), (ct, chunks) => {
-        const tap = new UsageTap(ct);
-        for (const c of chunks) tap.write(Buffer.from(c));
-        tap.end();
-      }),
+      fc.property(
+        fc.constantFrom('text/event-stream', 'application/json'),
+        fc.array(fc.uint8Array({ maxLength: 300 }), { maxLength: 10 }),
+        (ct, chunks) => {
+          const tap = new UsageTap(ct);
+          for (const c of chunks) tap.write(Buffer.from(c));
+          tap.end();
+        },
+      ),
     );
     const tap = new UsageTap('text/event-stream');
-    const ev = 'data: {"choices":[],"usage":{"prompt_tokens":500,"completion_tokens":3,"prompt_tokens_details":{"cached_tokens":448}}}\n\ndata: [DONE]\n\n';
+    const ev =
+      'data: {"choices":[],"usage":{"prompt_tokens":500,"completion_tokens":3,"prompt_tokens_details":{"cached_tokens":448}}}\n\ndata: [DONE]\n\n';
     for (let i = 0; i < ev.length; i += 7) tap.write(Buffer.from(ev.slice(i, i + 7)));
     expect(tap.end()).toEqual({ promptTokens: 500, cachedTokens: 448, completionTokens: 3 });
   });

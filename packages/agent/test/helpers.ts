@@ -16,7 +16,11 @@ export interface Subscriber {
   mirrorSeq: number;
   snapshotsPulled: number;
   /** Resolves when `check` holds for some received state (checked on each message). */
-  waitFor(what: string, check: (s: ReplicaState) => boolean, ms?: number): Promise<ReplicaState & { receivedAt: number }>;
+  waitFor(
+    what: string,
+    check: (s: ReplicaState) => boolean,
+    ms?: number,
+  ): Promise<ReplicaState & { receivedAt: number }>;
   close(): Promise<void>;
 }
 
@@ -94,22 +98,49 @@ export async function subscribe(fleet: string, bootstrap: string[]): Promise<Sub
 }
 
 /** Waits until `check` holds (re-checked every `everyMs`); see @warmpath/testkit's waitFor. */
-export async function until(what: string, check: () => boolean | Promise<boolean>, ms = 10_000, everyMs = 20): Promise<void> {
+export async function until(
+  what: string,
+  check: () => boolean | Promise<boolean>,
+  ms = 10_000,
+  everyMs = 20,
+): Promise<void> {
   await waitFor(check, { timeoutMs: ms, intervalMs: everyMs, message: what });
 }
 
-export function chatBody(model: string, system: string, user: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
-  return { model, messages: [{ role: 'system', content: system }, { role: 'user', content: user }], ...extra };
+export function chatBody(
+  model: string,
+  system: string,
+  user: string,
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
+  return {
+    model,
+    messages: [
+      { role: 'system', content: system },
+      { role: 'user', content: user },
+    ],
+    ...extra,
+  };
 }
 
-export async function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; text: string; headers: Headers }> {
-  const res = await fetch(url, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json', ...headers } });
+export async function post(
+  url: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; text: string; headers: Headers }> {
+  const res = await fetch(url, {
+    method: 'POST',
+    body: JSON.stringify(body),
+    headers: { 'content-type': 'application/json', ...headers },
+  });
   return { status: res.status, text: await res.text(), headers: res.headers };
 }
 
 export async function metricValue(url: string, name: string): Promise<number> {
   const text = await (await fetch(url)).text();
   let total = 0;
-  for (const line of text.split('\n')) if (line.startsWith(name) && (line[name.length] === ' ' || line[name.length] === '{')) total += Number(line.slice(line.lastIndexOf(' ') + 1));
+  for (const line of text.split('\n'))
+    if (line.startsWith(name) && (line[name.length] === ' ' || line[name.length] === '{'))
+      total += Number(line.slice(line.lastIndexOf(' ') + 1));
   return total;
 }

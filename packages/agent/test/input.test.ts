@@ -25,7 +25,10 @@ describe('agent input', () => {
   it('larger than the whole KV cache → 400 context_length_exceeded, reject reason too_large, no Retry-After', async () => {
     const kv = agent.core.ledger.capacity().kvTokens;
     expect(kv).toBeGreaterThan(0);
-    const r = await post(`${agent.url}/v1/chat/completions`, chatBody(sim.modelName, 's'.repeat(kv * 4), 'hi', { max_tokens: 16 }));
+    const r = await post(
+      `${agent.url}/v1/chat/completions`,
+      chatBody(sim.modelName, 's'.repeat(kv * 4), 'hi', { max_tokens: 16 }),
+    );
     expect(r.status).toBe(400);
     expect(JSON.parse(r.text).error.code).toBe('context_length_exceeded');
     expect(r.headers.get('x-warmpath-reject-reason')).toBe('too_large');
@@ -33,10 +36,16 @@ describe('agent input', () => {
   });
 
   it('max_tokens: 1e300 and 10,000-deep content → 400 invalid_request', async () => {
-    const huge = await fetch(`${agent.url}/v1/chat/completions`, { method: 'POST', body: `{"model":"${sim.modelName}","messages":[{"role":"user","content":"x"}],"max_tokens":1e300}` });
+    const huge = await fetch(`${agent.url}/v1/chat/completions`, {
+      method: 'POST',
+      body: `{"model":"${sim.modelName}","messages":[{"role":"user","content":"x"}],"max_tokens":1e300}`,
+    });
     expect(huge.status).toBe(400);
     expect(((await huge.json()) as { error: { param: string } }).error.param).toBe('max_tokens');
-    const deep = await fetch(`${agent.url}/v1/chat/completions`, { method: 'POST', body: `{"model":"${sim.modelName}","messages":[{"role":"user","content":${'['.repeat(10_000)}${']'.repeat(10_000)}}]}` });
+    const deep = await fetch(`${agent.url}/v1/chat/completions`, {
+      method: 'POST',
+      body: `{"model":"${sim.modelName}","messages":[{"role":"user","content":${'['.repeat(10_000)}${']'.repeat(10_000)}}]}`,
+    });
     expect(deep.status).toBe(400);
     expect(((await deep.json()) as { error: { code: string } }).error.code).toBe('invalid_request');
   });

@@ -13,9 +13,28 @@ const NODE = process.execPath;
 describe('drain', () => {
   it('SIGTERM mid-stream: announces draining, refuses new work, finishes the stream, announces down, exits 0', async () => {
     const sim = await startSimServer({ port: 0, profile: 'tiny', speed: 0.5 });
-    const child = spawn(NODE, [MAIN, 'agent', '--engine', 'vllm', '--engine-url', sim.url, '--port', '0', '--admin-port', '0', '--fleet', 'drain-test', '--swarm-key', SWARM_KEY_FILE], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      NODE,
+      [
+        MAIN,
+        'agent',
+        '--engine',
+        'vllm',
+        '--engine-url',
+        sim.url,
+        '--port',
+        '0',
+        '--admin-port',
+        '0',
+        '--fleet',
+        'drain-test',
+        '--swarm-key',
+        SWARM_KEY_FILE,
+      ],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let stderr = '';
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     const exited = once(child, 'exit');
@@ -25,7 +44,9 @@ describe('drain', () => {
         rl.once('line', resolve);
         child.once('exit', (code) => reject(new Error(`agent exited ${code}: ${stderr}`)));
       });
-      expect(line).toMatch(/^warmpath agent ready proxy=http:\/\/127\.0\.0\.1:\d+ admin=http:\/\/127\.0\.0\.1:\d+ peer=\/ip4\/127\.0\.0\.1\/tcp\/\d+\/p2p\/\w+/);
+      expect(line).toMatch(
+        /^warmpath agent ready proxy=http:\/\/127\.0\.0\.1:\d+ admin=http:\/\/127\.0\.0\.1:\d+ peer=\/ip4\/127\.0\.0\.1\/tcp\/\d+\/p2p\/\w+/,
+      );
       const proxy = /proxy=(\S+)/.exec(line)![1]!;
       const peer = /peer=(\S+)/.exec(line)![1]!;
       const sub = await subscribe('drain-test', [peer]);
@@ -42,7 +63,10 @@ describe('drain', () => {
       expect(first.done).toBe(false);
       child.kill('SIGTERM');
       await sub.waitFor('draining', (s) => s.status === 'draining');
-      const refused = await post(`${proxy}/v1/chat/completions`, chatBody(sim.modelName, 'late', 'x', { max_tokens: 5 }));
+      const refused = await post(
+        `${proxy}/v1/chat/completions`,
+        chatBody(sim.modelName, 'late', 'x', { max_tokens: 5 }),
+      );
       expect(refused.status).toBe(503);
       expect(JSON.parse(refused.text).error.code).toBe('draining');
       let text = new TextDecoder().decode(first.value);
@@ -67,11 +91,20 @@ describe('engine death and recovery', () => {
   it('announces down, answers 503 engine_unavailable, and comes back ready on its own', async () => {
     let sim = await startSimServer({ port: 0, profile: 'tiny', speed: 4 });
     const port = sim.port;
-    const agent = await startAgent({ engineUrl: sim.url, fleet: 'death-test', swarmKey: SWARM_KEY_FILE, scrapeIntervalMs: 100, scrapeTimeoutMs: 500 });
+    const agent = await startAgent({
+      engineUrl: sim.url,
+      fleet: 'death-test',
+      swarmKey: SWARM_KEY_FILE,
+      scrapeIntervalMs: 100,
+      scrapeTimeoutMs: 500,
+    });
     const sub = await subscribe('death-test', agent.peerAddrs);
     try {
       await sub.waitFor('ready', (s) => s.status === 'ready');
-      expect((await post(`${agent.url}/v1/completions`, { model: sim.modelName, prompt: 'x'.repeat(600), max_tokens: 3 })).status).toBe(200);
+      expect(
+        (await post(`${agent.url}/v1/completions`, { model: sim.modelName, prompt: 'x'.repeat(600), max_tokens: 3 }))
+          .status,
+      ).toBe(200);
       await until('scraped traffic', () => (agent.core.ledger.snapshot?.counters[0] ?? 0) > 0);
       await sim.close();
       const down = await sub.waitFor('down', (s) => s.status === 'down');
@@ -82,7 +115,9 @@ describe('engine death and recovery', () => {
       sim = await startSimServer({ port, profile: 'tiny', speed: 4 });
       await sub.waitFor('ready again', (s) => s.status === 'ready' && s.seq > down.seq);
       expect((await fetch(`${agent.adminUrl}/readyz`)).status).toBe(200);
-      expect((await post(`${agent.url}/v1/completions`, { model: sim.modelName, prompt: 'z', max_tokens: 3 })).status).toBe(200);
+      expect(
+        (await post(`${agent.url}/v1/completions`, { model: sim.modelName, prompt: 'z', max_tokens: 3 })).status,
+      ).toBe(200);
       // The restarted engine's cache is empty: the model was reset and routers told to pull a snapshot.
       expect(agent.core.ledger.cache.stats.resets).toBeGreaterThan(0);
       expect(sub.states.some((s) => s.seq > down.seq && s.digest.from === -1)).toBe(true);

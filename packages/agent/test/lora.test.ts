@@ -13,7 +13,11 @@ describe('vLLM adapter live against the simulator', () => {
       expect([...s.adapters].sort()).toEqual(['chat', 'sql']);
       expect(s.capacity.kvTokens).toBe(4096);
       expect(agent.core.ledger.resolveModel('sql')).toEqual({ model: sim.modelName, adapter: 'sql' });
-      const pending = post(`${agent.url}/v1/completions`, { model: 'sql', prompt: 'select '.repeat(100), max_tokens: 200 });
+      const pending = post(`${agent.url}/v1/completions`, {
+        model: 'sql',
+        prompt: 'select '.repeat(100),
+        max_tokens: 200,
+      });
       await until('sql hot', () => agent.state().hotAdapters.includes('sql'));
       expect(agent.state().capacity.adapterSlots).toBe(2);
       expect((await pending).status).toBe(200);
@@ -24,18 +28,28 @@ describe('vLLM adapter live against the simulator', () => {
   });
 
   it('publishes idle loaded adapters as hot, least recently used out first, as the engine evicts them', async () => {
-    const sim = await startSimServer({ port: 0, profile: 'tiny', adapters: ['sql', 'chat', 'docs'], maxLoras: 2, speed: 4 });
+    const sim = await startSimServer({
+      port: 0,
+      profile: 'tiny',
+      adapters: ['sql', 'chat', 'docs'],
+      maxLoras: 2,
+      speed: 4,
+    });
     const agent = await startAgent({ engineUrl: sim.url, gossip: false, scrapeIntervalMs: 50 });
     const plain = await startAgent({ engineUrl: sim.url, gossip: false, scrapeIntervalMs: 50, loadedAdapters: false });
     const ask = async (url: string, model: string): Promise<void> => {
       expect((await post(`${url}/v1/completions`, { model, prompt: 'select 1', max_tokens: 2 })).status).toBe(200);
     };
     try {
-      await until('slots known', () => agent.state().capacity.adapterSlots === 2 && plain.state().capacity.adapterSlots === 2);
+      await until(
+        'slots known',
+        () => agent.state().capacity.adapterSlots === 2 && plain.state().capacity.adapterSlots === 2,
+      );
       await ask(agent.url, 'sql');
       await ask(agent.url, 'chat');
       // Finished: the engine reports no adapter in use, but they stay loaded.
-      const idle = (): Promise<void> => until('engine idle', () => agent.core.ledger.snapshot?.hotAdapters.length === 0);
+      const idle = (): Promise<void> =>
+        until('engine idle', () => agent.core.ledger.snapshot?.hotAdapters.length === 0);
       await idle();
       expect(agent.state().hotAdapters).toEqual(['chat', 'sql']);
       await ask(agent.url, 'docs');
@@ -46,7 +60,10 @@ describe('vLLM adapter live against the simulator', () => {
       expect(agent.state().hotAdapters).toEqual(['chat', 'docs']);
       // Off: only what the engine reports in use.
       await ask(plain.url, 'sql');
-      await until('engine idle again', () => plain.state().hotAdapters.length === 0 && agent.state().hotAdapters.length === 2);
+      await until(
+        'engine idle again',
+        () => plain.state().hotAdapters.length === 0 && agent.state().hotAdapters.length === 2,
+      );
     } finally {
       await plain.close();
       await agent.close();

@@ -16,7 +16,9 @@ describe('proxy', () => {
       const res = await fetch(`${agent.url}/v1/chat/completions`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify(chatBody(sim.modelName, 's'.repeat(1000), 'long answer', { max_tokens: 2000, stream: true })),
+        body: JSON.stringify(
+          chatBody(sim.modelName, 's'.repeat(1000), 'long answer', { max_tokens: 2000, stream: true }),
+        ),
         signal: ac.signal,
       });
       expect(res.headers.get('content-type')).toContain('text/event-stream');
@@ -26,7 +28,12 @@ describe('proxy', () => {
       expect(agent.state().load.inflightTokens).toBeGreaterThan(2000);
       ac.abort();
       await until('agent idle', () => agent.state().load.inflight === 0);
-      await until('engine idle', async () => (await metricValue(`${sim.url}/metrics`, 'vllm:num_requests_running')) === 0, 5000, 50);
+      await until(
+        'engine idle',
+        async () => (await metricValue(`${sim.url}/metrics`, 'vllm:num_requests_running')) === 0,
+        5000,
+        50,
+      );
       expect(await metricValue(`${agent.adminUrl}/metrics`, 'warmpath_agent_client_aborts_total')).toBe(1);
     } finally {
       await agent.close();
@@ -41,7 +48,9 @@ describe('proxy', () => {
     const engine = createServer((req, res) => {
       if (req.method === 'GET' && req.url === '/metrics') {
         res.writeHead(200, { 'content-type': 'text/plain' });
-        return void res.end('vllm:num_requests_running 0\nvllm:num_requests_waiting 0\nvllm:kv_cache_usage_perc 0\nvllm:cache_config_info{engine="0",num_gpu_blocks="100000",block_size="16"} 1\n');
+        return void res.end(
+          'vllm:num_requests_running 0\nvllm:num_requests_waiting 0\nvllm:kv_cache_usage_perc 0\nvllm:cache_config_info{engine="0",num_gpu_blocks="100000",block_size="16"} 1\n',
+        );
       }
       if (req.method === 'GET' && req.url === '/v1/models') {
         res.writeHead(200, { 'content-type': 'application/json' });
@@ -54,10 +63,18 @@ describe('proxy', () => {
       stream = flood(res);
     });
     await new Promise<void>((r) => engine.listen(0, '127.0.0.1', r));
-    const agent = await startAgent({ engineUrl: `http://127.0.0.1:${(engine.address() as AddressInfo).port}`, gossip: false, scrapeIntervalMs: 50 });
+    const agent = await startAgent({
+      engineUrl: `http://127.0.0.1:${(engine.address() as AddressInfo).port}`,
+      gossip: false,
+      scrapeIntervalMs: 50,
+    });
     try {
       await until('agent ready', () => agent.state().status === 'ready');
-      const res = await request(`${agent.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(chatBody('m', 'system', 'q', { stream: true })) });
+      const res = await request(`${agent.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(chatBody('m', 'system', 'q', { stream: true })),
+      });
       expect(res.statusCode).toBe(200);
       const body = res.body[Symbol.asyncIterator]();
       let read = 0;
@@ -87,7 +104,11 @@ describe('proxy', () => {
         signal: ac.signal,
       }).catch(() => undefined);
       await until('first request queued for prefill', () => agent.state().load.prefillTokens > 0);
-      const stale = await post(`${agent.url}/v1/chat/completions`, chatBody(sim.modelName, 'another', 'q', { max_tokens: 5 }), { 'x-warmpath-queue-limit': '10' });
+      const stale = await post(
+        `${agent.url}/v1/chat/completions`,
+        chatBody(sim.modelName, 'another', 'q', { max_tokens: 5 }),
+        { 'x-warmpath-queue-limit': '10' },
+      );
       expect(stale.status).toBe(429);
       expect(stale.headers.get('x-warmpath-reject-reason')).toBe('stale');
       // …and says how much is queued, for the router's view.
@@ -114,7 +135,11 @@ describe('proxy', () => {
       expect((await fetch(`${agent.url}/v1/nope`)).status).toBe(404);
       const models = (await (await fetch(`${agent.url}/v1/models`)).json()) as { data: Array<{ id: string }> };
       expect(models.data[0]!.id).toBe(sim.modelName);
-      const ok = await post(`${agent.url}/v1/completions`, { model: sim.modelName, prompt: 'p'.repeat(1100), max_tokens: 3 });
+      const ok = await post(`${agent.url}/v1/completions`, {
+        model: sim.modelName,
+        prompt: 'p'.repeat(1100),
+        max_tokens: 3,
+      });
       expect(ok.status).toBe(200);
       expect(JSON.parse(ok.text).usage.prompt_tokens).toBeGreaterThan(0);
       const digest = await fetch(`${agent.adminUrl}/warmpath/v1/digest`);

@@ -27,7 +27,9 @@ describe('askForUsage', () => {
   it('splices include_usage into a streaming chat or completion body for vLLM and SGLang, leaving the rest byte for byte', () => {
     const body = Buffer.from(`  {"model":"m","stream":true,"prompt":"p"}`);
     const asked = askForUsage('vllm', 'completion', JSON.parse(body.toString()), body)!;
-    expect(asked.body.toString()).toBe(`  {"stream_options":{"include_usage":true},"model":"m","stream":true,"prompt":"p"}`);
+    expect(asked.body.toString()).toBe(
+      `  {"stream_options":{"include_usage":true},"model":"m","stream":true,"prompt":"p"}`,
+    );
     expect(asked.dropNullUsage).toBe(true);
     const sg = askForUsage('sglang', 'chat', chat, raw(chat))!;
     expect(JSON.parse(sg.body.toString())).toEqual({ ...chat, stream_options: { include_usage: true } });
@@ -37,12 +39,17 @@ describe('askForUsage', () => {
   it('re-serializes only when the client said include_usage false or null', () => {
     for (const so of [{ include_usage: false }, { include_usage: null }, null, {}]) {
       const body = { ...chat, stream_options: so };
-      expect(JSON.parse(askForUsage('vllm', 'chat', body, raw(body))!.body.toString())).toEqual({ ...chat, stream_options: { include_usage: true } });
+      expect(JSON.parse(askForUsage('vllm', 'chat', body, raw(body))!.body.toString())).toEqual({
+        ...chat,
+        stream_options: { include_usage: true },
+      });
     }
   });
 
   it('leaves the request alone when the client asked, set other stream options, does not stream, or the engine has nothing to tell', () => {
-    const cases: Array<[Parameters<typeof askForUsage>[0], Parameters<typeof askForUsage>[1], Record<string, unknown>]> = [
+    const cases: Array<
+      [Parameters<typeof askForUsage>[0], Parameters<typeof askForUsage>[1], Record<string, unknown>]
+    > = [
       ['vllm', 'chat', { ...chat, stream_options: { include_usage: true } }],
       ['vllm', 'chat', { ...chat, stream_options: { include_usage: false, continuous_usage_stats: true } }],
       ['vllm', 'chat', { ...chat, stream: false }],
@@ -69,15 +76,24 @@ describe('UsageStrip', () => {
     expect(stripped(bytes, dropNull).equals(want)).toBe(true);
     // Every single cut (inside multi-byte characters and blank lines too), and every byte on its own.
     for (let c = 1; c < bytes.length; c++) expect(stripped(bytes, dropNull, [c]).equals(want)).toBe(true);
-    expect(stripped(bytes, dropNull, Array.from({ length: bytes.length - 1 }, (_, i) => i + 1)).equals(want)).toBe(true);
+    expect(
+      stripped(
+        bytes,
+        dropNull,
+        Array.from({ length: bytes.length - 1 }, (_, i) => i + 1),
+      ).equals(want),
+    ).toBe(true);
   });
 
   it('takes out "usage":null members in the dialect that adds them only when asked (and CRLF framing)', () => {
-    const asked = 'data: {"id":"a","choices":[{"index":0,"delta":{"content":"x"}}],"usage":null}\r\n\r\ndata: {"id":"a","choices":[],"usage":{"prompt_tokens":5,"prompt_tokens_details":{"cached_tokens":4}}}\r\n\r\ndata: [DONE]\r\n\r\n';
+    const asked =
+      'data: {"id":"a","choices":[{"index":0,"delta":{"content":"x"}}],"usage":null}\r\n\r\ndata: {"id":"a","choices":[],"usage":{"prompt_tokens":5,"prompt_tokens_details":{"cached_tokens":4}}}\r\n\r\ndata: [DONE]\r\n\r\n';
     const want = 'data: {"id":"a","choices":[{"index":0,"delta":{"content":"x"}}]}\r\n\r\ndata: [DONE]\r\n\r\n';
     expect(stripped(Buffer.from(asked), true).toString()).toBe(want);
     // The other dialect keeps the null member (its engine writes it unasked too).
-    expect(stripped(Buffer.from(asked), false).toString()).toBe(asked.replace(/data: \{"id":"a","choices":\[\],[^\n]*\n\r\n/, ''));
+    expect(stripped(Buffer.from(asked), false).toString()).toBe(
+      asked.replace(/data: \{"id":"a","choices":\[\],[^\n]*\n\r\n/, ''),
+    );
   });
 
   it('keeps every event that is not a usage-only chunk, and passes oversized events unexamined', () => {
@@ -89,7 +105,9 @@ describe('UsageStrip', () => {
       ': comment "usage"\n\n',
     ].join('');
     expect(stripped(Buffer.from(keep), false).toString()).toBe(keep);
-    expect(stripped(Buffer.from(keep), true).toString()).toBe(keep.replace('{"choices":[],"usage":null}', '{"choices":[]}'));
+    expect(stripped(Buffer.from(keep), true).toString()).toBe(
+      keep.replace('{"choices":[],"usage":null}', '{"choices":[]}'),
+    );
     const big = `data: {"choices":[],"usage":{"prompt_tokens":1},"pad":"${'x'.repeat(MAX_EVENT_BYTES)}"}\n\n`;
     expect(stripped(Buffer.from(big), true, [10, MAX_EVENT_BYTES + 20]).toString()).toBe(big);
     // An unterminated last event is still judged at the end.
@@ -130,7 +148,11 @@ describe('cache feedback from clients that did not ask for usage (sim engine, re
   const norm = (s: string): string => s.replace(/"id":"[^"]*"/g, '"id":"X"').replace(/"created":\d+/g, '"created":0');
 
   async function streamText(url: string, body: Record<string, unknown>): Promise<string> {
-    const res = await fetch(`${url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const res = await fetch(`${url}/v1/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     expect(res.status).toBe(200);
     return res.text();
   }

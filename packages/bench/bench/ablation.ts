@@ -25,7 +25,15 @@ const steps = opt('--steps')?.split(',') ?? [...SWITCHABLE_STEP_NAMES];
 const duration = Number(opt('--duration') ?? 0);
 const pool = new DesPool();
 const job = (scenario: string, off: string | undefined): DesJob => ({
-  scenario, seed, rate: 0, duration, replicas: 0, routers: 2, l4: 'random', policy: 'warmpath', ...(off !== undefined ? { routerOverrides: { placementOff: off } } : {}),
+  scenario,
+  seed,
+  rate: 0,
+  duration,
+  replicas: 0,
+  routers: 2,
+  l4: 'random',
+  policy: 'warmpath',
+  ...(off !== undefined ? { routerOverrides: { placementOff: off } } : {}),
 });
 const runs = new Map<string, Promise<JobOutcome>>();
 // One scenario's runs share one description of its plan (DesPool.runShared).
@@ -34,20 +42,41 @@ for (const sc of scenarios) {
   pool.runShared(offs.map((off) => job(sc, off))).outcomes.forEach((o, i) => runs.set(`${sc}|${offs[i] ?? ''}`, o));
 }
 const f = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : '∞');
-console.log(`Warmpath with one step off, as a ratio to warmpath whole (DES, seed ${seed}, 2 routers, random L4): TTFT p50 / p99 over every request sent, hit rate.\n`);
+console.log(
+  `Warmpath with one step off, as a ratio to warmpath whole (DES, seed ${seed}, 2 routers, random L4): TTFT p50 / p99 over every request sent, hit rate.\n`,
+);
 console.log(`| step off | ${scenarios.join(' | ')} |`);
 console.log(`|---|${scenarios.map(() => '---|').join('')}`);
 const whole = new Map<string, JobOutcome>();
 for (const sc of scenarios) whole.set(sc, await runs.get(`${sc}|`)!);
-console.log(`| (none: absolute) | ${scenarios.map((sc) => { const w = whole.get(sc)!; return w.ok ? `${p50AllRequests(w.result).toFixed(0)} / ${p99AllRequests(w.result).toFixed(0)} ms, ${(w.result.cache_hit_rate * 100).toFixed(1)}%` : 'failed'; }).join(' | ')} |`);
+console.log(
+  `| (none: absolute) | ${scenarios
+    .map((sc) => {
+      const w = whole.get(sc)!;
+      return w.ok
+        ? `${p50AllRequests(w.result).toFixed(0)} / ${p99AllRequests(w.result).toFixed(0)} ms, ${(w.result.cache_hit_rate * 100).toFixed(1)}%`
+        : 'failed';
+    })
+    .join(' | ')} |`,
+);
 for (const off of steps) {
   const cells: string[] = [];
   for (const sc of scenarios) {
     const r = await runs.get(`${sc}|${off}`)!;
     const w = whole.get(sc)!;
-    if (!r.ok || !w.ok) { cells.push('failed'); continue; }
-    const same = r.result.detail?.branches !== undefined && JSON.stringify(r.result.ttft_ms) === JSON.stringify(w.result.ttft_ms) && r.result.cache_hit_rate === w.result.cache_hit_rate;
-    cells.push(same ? '=' : `${f(p50AllRequests(r.result) / p50AllRequests(w.result))} / ${f(p99AllRequests(r.result) / p99AllRequests(w.result))}, ${((r.result.cache_hit_rate - w.result.cache_hit_rate) * 100).toFixed(1)} pt`);
+    if (!r.ok || !w.ok) {
+      cells.push('failed');
+      continue;
+    }
+    const same =
+      r.result.detail?.branches !== undefined &&
+      JSON.stringify(r.result.ttft_ms) === JSON.stringify(w.result.ttft_ms) &&
+      r.result.cache_hit_rate === w.result.cache_hit_rate;
+    cells.push(
+      same
+        ? '='
+        : `${f(p50AllRequests(r.result) / p50AllRequests(w.result))} / ${f(p99AllRequests(r.result) / p99AllRequests(w.result))}, ${((r.result.cache_hit_rate - w.result.cache_hit_rate) * 100).toFixed(1)} pt`,
+    );
   }
   console.log(`| ${off} | ${cells.join(' | ')} |`);
 }

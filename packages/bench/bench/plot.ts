@@ -49,7 +49,10 @@ mkdirSync(out, { recursive: true });
 const read = <T>(path: string): T => JSON.parse(readFileSync(path, 'utf8')) as T;
 const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
 const title = (text: string): Record<string, unknown> => ({ display: true, text, font: { size: 13 } });
-const axis = (text: string, extra: Record<string, unknown> = {}): Record<string, unknown> => ({ title: { display: true, text }, ...extra });
+const axis = (text: string, extra: Record<string, unknown> = {}): Record<string, unknown> => ({
+  title: { display: true, text },
+  ...extra,
+});
 
 /** The three measures of a quality row, and how each is drawn. */
 const MEASURES = [
@@ -68,7 +71,8 @@ function gossipFigure(rows: QualityRow[], instant: QualityRow[]): Figure {
     // p50 and p99 as ratios to warmpath-instant's (the goal's terms), the hit rate as it is.
     const ratio = m.key !== 'hit';
     const ref = mean(instant.map(m.of));
-    const y = (d: string, loss: number): number => mean(rows.filter((r) => r.delay === d && r.loss === loss).map(m.of)) / (ratio ? ref : 1);
+    const y = (d: string, loss: number): number =>
+      mean(rows.filter((r) => r.delay === d && r.loss === loss).map(m.of)) / (ratio ? ref : 1);
     const lines = losses.map((loss, i) => ({
       type: 'line',
       label: `${loss * 100}% loss`,
@@ -78,7 +82,10 @@ function gossipFigure(rows: QualityRow[], instant: QualityRow[]): Figure {
       pointRadius: 3,
     }));
     const refs = ratio
-      ? [hline('warmpath-instant', 1, xs[0]!, xs.at(-1)!), { ...hline('goal: 1.05', 1.05, xs[0]!, xs.at(-1)!), borderDash: [2, 3] }]
+      ? [
+          hline('warmpath-instant', 1, xs[0]!, xs.at(-1)!),
+          { ...hline('goal: 1.05', 1.05, xs[0]!, xs.at(-1)!), borderDash: [2, 3] },
+        ]
       : [hline('warmpath-instant', ref, xs[0]!, xs.at(-1)!)];
     const label = ratio ? `${m.label.replace(', ms', '')} ÷ warmpath-instant's` : m.label;
     return {
@@ -106,7 +113,10 @@ function routersFigure(rows: QualityRow[]): Figure {
         labels: counts.map((n) => `${n} router${n === 1 ? '' : 's'}`),
         datasets: [
           { type: 'bar', label: m.label, data: counts.map((n) => at(n, m)), backgroundColor: COLORS[1], order: 1 },
-          goalLine(m.key === 'hit' ? 'goal: one router − 2 points' : 'goal: 1.1 × one router', counts.map(() => goal)),
+          goalLine(
+            m.key === 'hit' ? 'goal: one router − 2 points' : 'goal: 1.1 × one router',
+            counts.map(() => goal),
+          ),
         ],
       },
       options: {
@@ -140,7 +150,10 @@ function meshFigure(rows: MeshRow[]): Figure {
           backgroundColor: COLORS[i],
           pointRadius: 0,
         })),
-        goalLine('goal: p99 ≤ 500 ms', [{ x: 500, y: 0 }, { x: 500, y: 100 }]),
+        goalLine('goal: p99 ≤ 500 ms', [
+          { x: 500, y: 0 },
+          { x: 500, y: 100 },
+        ]),
       ],
     },
     options: {
@@ -155,8 +168,19 @@ function meshFigure(rows: MeshRow[]): Figure {
     data: {
       labels,
       datasets: [
-        ...Array.from({ length: most }, (_, k) => ({ type: 'bar', label: `new replica ${k + 1}`, data: rows.map((r) => r.newReplicaMs[k] ?? null), backgroundColor: COLORS[1], borderColor: '#fff', borderWidth: 1, order: 1 })),
-        goalLine('goal: 2 s', rows.map(() => 2000)),
+        ...Array.from({ length: most }, (_, k) => ({
+          type: 'bar',
+          label: `new replica ${k + 1}`,
+          data: rows.map((r) => r.newReplicaMs[k] ?? null),
+          backgroundColor: COLORS[1],
+          borderColor: '#fff',
+          borderWidth: 1,
+          order: 1,
+        })),
+        goalLine(
+          'goal: 2 s',
+          rows.map(() => 2000),
+        ),
       ],
     },
     options: {
@@ -183,11 +207,30 @@ function overheadFigure(run: OverheadRun): Figure {
     data: {
       labels,
       datasets: [
-        { type: 'bar', label: 'requests per core-second', data: proxies.map((t) => t.perCore), backgroundColor: proxies.map((t) => (t.target.startsWith('warmpath') ? COLORS[0] : COLORS[1])), order: 1 },
-        ...(haproxy === undefined ? [] : [goalLine('goal: half of HAProxy', proxies.map(() => haproxy / 2))]),
+        {
+          type: 'bar',
+          label: 'requests per core-second',
+          data: proxies.map((t) => t.perCore),
+          backgroundColor: proxies.map((t) => (t.target.startsWith('warmpath') ? COLORS[0] : COLORS[1])),
+          order: 1,
+        },
+        ...(haproxy === undefined
+          ? []
+          : [
+              goalLine(
+                'goal: half of HAProxy',
+                proxies.map(() => haproxy / 2),
+              ),
+            ]),
       ],
     },
-    options: { plugins: { title: title(`Requests per core-second (small chat, concurrency ${run.concurrency})`), legend: { display: false } }, scales: { y: axis('requests per CPU-second of the proxy', { beginAtZero: true }) } },
+    options: {
+      plugins: {
+        title: title(`Requests per core-second (small chat, concurrency ${run.concurrency})`),
+        legend: { display: false },
+      },
+      scales: { y: axis('requests per CPU-second of the proxy', { beginAtZero: true }) },
+    },
   };
   const added: ChartSpec = {
     type: 'bar',
@@ -196,17 +239,30 @@ function overheadFigure(run: OverheadRun): Figure {
       datasets: [
         { type: 'bar', label: 'added p50', data: proxies.map((t) => t.p50), backgroundColor: COLORS[2], order: 1 },
         { type: 'bar', label: 'added p99', data: proxies.map((t) => t.p99), backgroundColor: COLORS[3], order: 1 },
-        { type: 'bar', label: `added p50, ${run.longTokens}-token prompt`, data: proxies.map((t) => t.longP50), backgroundColor: COLORS[4], order: 1 },
-        goalLine('goal: 2 ms', proxies.map(() => 2)),
+        {
+          type: 'bar',
+          label: `added p50, ${run.longTokens}-token prompt`,
+          data: proxies.map((t) => t.longP50),
+          backgroundColor: COLORS[4],
+          order: 1,
+        },
+        goalLine(
+          'goal: 2 ms',
+          proxies.map(() => 2),
+        ),
       ],
     },
-    options: { plugins: { title: title('Latency a proxy adds, ms') }, scales: { y: axis('ms over the direct request') } },
+    options: {
+      plugins: { title: title('Latency a proxy adds, ms') },
+      scales: { y: axis('ms over the direct request') },
+    },
   };
   return { file: join(out, 'hot-path.png'), charts: [perCore, added] };
 }
 
 const figures: Figure[] = [];
-if (values.gossip !== undefined) figures.push(gossipFigure(read(values.gossip), values.instant === undefined ? [] : read(values.instant)));
+if (values.gossip !== undefined)
+  figures.push(gossipFigure(read(values.gossip), values.instant === undefined ? [] : read(values.instant)));
 if (values.routers !== undefined) figures.push(routersFigure(read(values.routers)));
 if (values.mesh !== undefined) figures.push(meshFigure(read(values.mesh)));
 if (values.overhead !== undefined) figures.push(overheadFigure(read(values.overhead)));

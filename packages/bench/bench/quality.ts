@@ -49,13 +49,17 @@ const { values } = parseArgs({
 });
 
 const list = (s: string): string[] => s.split(',').filter((x) => x !== '');
-const sets = (xs: string[]): Record<string, string> => Object.fromEntries(xs.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
-const key = (r: Pick<QualityRow, 'scenario' | 'seed' | 'routers' | 'l4' | 'delay' | 'loss'>): string => `${r.scenario}/${r.seed}/${r.routers}/${r.l4 ?? 'random'}/${r.delay}/${r.loss}`;
-const cell = (r: QualityRow | undefined): string => (r === undefined ? '—' : `${r.p50.toFixed(0)} / ${r.p99.toFixed(0)} / ${(r.hit * 100).toFixed(1)}%`);
+const sets = (xs: string[]): Record<string, string> =>
+  Object.fromEntries(xs.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+const key = (r: Pick<QualityRow, 'scenario' | 'seed' | 'routers' | 'l4' | 'delay' | 'loss'>): string =>
+  `${r.scenario}/${r.seed}/${r.routers}/${r.l4 ?? 'random'}/${r.delay}/${r.loss}`;
+const cell = (r: QualityRow | undefined): string =>
+  r === undefined ? '—' : `${r.p50.toFixed(0)} / ${r.p99.toFixed(0)} / ${(r.hit * 100).toFixed(1)}%`;
 const cost = (r: QualityRow): string => `${r.completed}/${r.requests} | ${r.pulls} | ${r.viewMiB.toFixed(1)}`;
 
 const l4Modes = list(values.l4).map((m): L4Mode => {
-  if (!(L4_MODES as readonly string[]).includes(m)) throw new Error(`--l4: "${m}" is not one of ${L4_MODES.join(', ')}`);
+  if (!(L4_MODES as readonly string[]).includes(m))
+    throw new Error(`--l4: "${m}" is not one of ${L4_MODES.join(', ')}`);
   return m as L4Mode;
 });
 const agentOverrides = sets(values['agent-set']);
@@ -69,7 +73,19 @@ for (const scenario of list(values.scenarios))
         for (const delay of list(values['gossip-delays']))
           for (const loss of list(values['gossip-losses']).map(Number)) {
             const gossip = validateGossip({ delay, loss });
-            jobs.push({ scenario, seed, rate: Number(values.rate), duration: Number(values.duration), replicas: Number(values.replicas), routers, l4, policy: values.policy, agentOverrides, routerOverrides, gossip });
+            jobs.push({
+              scenario,
+              seed,
+              rate: Number(values.rate),
+              duration: Number(values.duration),
+              replicas: Number(values.replicas),
+              routers,
+              l4,
+              policy: values.policy,
+              agentOverrides,
+              routerOverrides,
+              gossip,
+            });
           }
 
 const started = Date.now();
@@ -80,10 +96,26 @@ for (const group of byWorkload.values()) pool.runShared(group).outcomes.forEach(
 const rows = await Promise.all(
   jobs.map(async (job): Promise<QualityRow | string> => {
     const out = await outcomes.get(job)!;
-    const id = { scenario: job.scenario, seed: job.seed, routers: job.routers, l4: job.l4, delay: job.gossip!.delay, loss: job.gossip!.loss };
+    const id = {
+      scenario: job.scenario,
+      seed: job.seed,
+      routers: job.routers,
+      l4: job.l4,
+      delay: job.gossip!.delay,
+      loss: job.gossip!.loss,
+    };
     if (!out.ok) return `${key(id)}: failed: ${out.error.split('\n')[0]}`;
     const r = out.result;
-    const row: QualityRow = { ...id, p50: p50AllRequests(r), p99: p99AllRequests(r), hit: r.cache_hit_rate, completed: r.completed, requests: r.requests, pulls: r.detail?.gossip?.pulls ?? 0, viewMiB: (r.detail?.gossip?.viewBytes ?? 0) / 2 ** 20 };
+    const row: QualityRow = {
+      ...id,
+      p50: p50AllRequests(r),
+      p99: p99AllRequests(r),
+      hit: r.cache_hit_rate,
+      completed: r.completed,
+      requests: r.requests,
+      pulls: r.detail?.gossip?.pulls ?? 0,
+      viewMiB: (r.detail?.gossip?.viewBytes ?? 0) / 2 ** 20,
+    };
     console.error(`  ${key(id)}: ${cell(row)} | ${cost(row)} (${out.seconds.toFixed(0)} s)`);
     return row;
   }),
@@ -92,9 +124,23 @@ await pool.close();
 const ok = rows.filter((r): r is QualityRow => typeof r !== 'string');
 for (const f of rows) if (typeof f === 'string') console.log(f);
 if (values.save !== '') writeFileSync(values.save, JSON.stringify(ok, null, 1));
-const before = values.compare === '' ? undefined : new Map((JSON.parse(readFileSync(values.compare, 'utf8')) as QualityRow[]).map((r) => [key({ ...r, delay: r.delay ?? DEFAULT_GOSSIP.delay, loss: r.loss ?? DEFAULT_GOSSIP.loss }), r]));
-console.log(`TTFT p50 / p99 (ms, every request) / hit rate; ${values.policy}; ${((Date.now() - started) / 1000).toFixed(0)} s on a shared machine`);
-console.log(before === undefined ? '| scenario | seed | routers | L4 | gossip delay | loss | result | answered | pulls | one view, MiB |\n|---|--:|--:|---|---|--:|---|--:|--:|--:|' : '| scenario | seed | routers | L4 | gossip delay | loss | before | after | same |\n|---|--:|--:|---|---|--:|---|---|---|');
+const before =
+  values.compare === ''
+    ? undefined
+    : new Map(
+        (JSON.parse(readFileSync(values.compare, 'utf8')) as QualityRow[]).map((r) => [
+          key({ ...r, delay: r.delay ?? DEFAULT_GOSSIP.delay, loss: r.loss ?? DEFAULT_GOSSIP.loss }),
+          r,
+        ]),
+      );
+console.log(
+  `TTFT p50 / p99 (ms, every request) / hit rate; ${values.policy}; ${((Date.now() - started) / 1000).toFixed(0)} s on a shared machine`,
+);
+console.log(
+  before === undefined
+    ? '| scenario | seed | routers | L4 | gossip delay | loss | result | answered | pulls | one view, MiB |\n|---|--:|--:|---|---|--:|---|--:|--:|--:|'
+    : '| scenario | seed | routers | L4 | gossip delay | loss | before | after | same |\n|---|--:|--:|---|---|--:|---|---|---|',
+);
 for (const r of ok) {
   const b = before?.get(key(r));
   const same = b !== undefined && b.p50 === r.p50 && b.p99 === r.p99 && b.hit === r.hit ? 'yes' : 'no';
@@ -116,7 +162,9 @@ function printSummary(after: QualityRow[], beforeRows: Map<string, QualityRow>):
   );
   const geo = (xs: number[]): number => Math.exp(xs.reduce((s, x) => s + Math.log(x), 0) / xs.length);
   console.log('\nAfter ÷ before, per scenario, router count and L4 mode (geometric means over the seeds):');
-  console.log('| scenario | routers | L4 | runs | p50 | p99 | p99 faster / slower | hit rate, points |\n|---|--:|---|--:|--:|--:|---|--:|');
+  console.log(
+    '| scenario | routers | L4 | runs | p50 | p99 | p99 faster / slower | hit rate, points |\n|---|--:|---|--:|--:|--:|---|--:|',
+  );
   for (const [g, rs] of groups) {
     const pairs = rs.map((r) => [beforeRows.get(key(r))!, r] as const);
     const p50 = geo(pairs.map(([b, a]) => a.p50 / b.p50));
@@ -124,6 +172,8 @@ function printSummary(after: QualityRow[], beforeRows: Map<string, QualityRow>):
     const faster = pairs.filter(([b, a]) => a.p99 < b.p99).length;
     const slower = pairs.filter(([b, a]) => a.p99 > b.p99).length;
     const hit = (100 * pairs.reduce((s, [b, a]) => s + a.hit - b.hit, 0)) / pairs.length;
-    console.log(`| ${g} | ${pairs.length} | ${p50.toFixed(3)} | ${p99.toFixed(3)} | ${faster} / ${slower} | ${hit >= 0 ? '+' : ''}${hit.toFixed(2)} |`);
+    console.log(
+      `| ${g} | ${pairs.length} | ${p50.toFixed(3)} | ${p99.toFixed(3)} | ${faster} / ${slower} | ${hit >= 0 ? '+' : ''}${hit.toFixed(2)} |`,
+    );
   }
 }

@@ -17,7 +17,13 @@ const d = SOAK_DEFAULTS;
 const schema = {
   seconds: { type: 'number', default: d.seconds, min: 1, doc: 'seconds of mixed traffic' },
   concurrency: { type: 'number', default: d.concurrency, min: 1, integer: true, doc: 'requests in flight at once' },
-  burst: { type: 'number', default: d.burst, min: 0, integer: true, doc: 'streams opened at once through the router after the soak (0 = none)' },
+  burst: {
+    type: 'number',
+    default: d.burst,
+    min: 0,
+    integer: true,
+    doc: 'streams opened at once through the router after the soak (0 = none)',
+  },
   sampleEverySec: { type: 'number', default: d.sampleEverySec, min: 0.1, doc: 'seconds between samples' },
   replicas: { type: 'number', default: d.replicas, min: 1, integer: true, doc: 'simulator replicas (h100-llama3-8b)' },
   speed: { type: 'number', default: d.speed, min: 0.01, doc: 'simulated time per wall time' },
@@ -28,5 +34,7 @@ const schema = {
 const { json, ...o } = configFromProcess('soak', schema, process.argv.slice(2));
 const report = await runSoak(o);
 if (json !== '') writeFileSync(json, JSON.stringify(report, null, 2));
-const errors = Object.values(report.soak.errors).reduce((a, b) => a + b, 0) + Object.values(report.burst?.errors ?? {}).reduce((a, b) => a + b, 0);
+const errors =
+  Object.values(report.soak.errors).reduce((a, b) => a + b, 0) +
+  Object.values(report.burst?.errors ?? {}).reduce((a, b) => a + b, 0);
 process.exit(errors === 0 ? 0 : 1);

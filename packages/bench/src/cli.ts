@@ -23,25 +23,83 @@ const KNOWN_POLICIES: readonly string[] = [...new Set([...ALL_POLICIES, ...DES_O
 
 export const benchSchema = {
   scenario: { type: 'string', default: 'seed', choices: Object.keys(SCENARIOS), doc: 'workload' },
-  mode: { type: 'string', default: 'live', choices: ['live', 'des'], doc: 'live: real processes; des: discrete-event simulation in virtual time' },
+  mode: {
+    type: 'string',
+    default: 'live',
+    choices: ['live', 'des'],
+    doc: 'live: real processes; des: discrete-event simulation in virtual time',
+  },
   policies: { type: 'list', default: ALL_POLICIES, doc: 'policies to compare, side by side' },
-  routers: { type: 'number', default: 2, min: 1, max: 200, integer: true, doc: 'router instances (each policy instance learns on its own)' },
+  routers: {
+    type: 'number',
+    default: 2,
+    min: 1,
+    max: 200,
+    integer: true,
+    doc: 'router instances (each policy instance learns on its own)',
+  },
   replicas: { type: 'number', default: 0, min: 0, max: 5000, integer: true, doc: "replicas (0 = the scenario's)" },
   duration: { type: 'number', default: 0, min: 0, doc: "simulated seconds of arrivals (0 = the scenario's)" },
-  rate: { type: 'number', default: 0, min: 0, doc: "arrival rate per simulated second (0 = the scenario's; trace: time compression)" },
+  rate: {
+    type: 'number',
+    default: 0,
+    min: 0,
+    doc: "arrival rate per simulated second (0 = the scenario's; trace: time compression)",
+  },
   trace: { type: 'string', default: '', doc: 'Mooncake-format JSONL trace, for --scenario trace' },
-  timeScale: { type: 'number', default: 1, min: 0.1, max: 100, doc: 'live: simulated time runs this many times faster than wall time (2 cores hold the seed scenario at 1)' },
+  timeScale: {
+    type: 'number',
+    default: 1,
+    min: 0.1,
+    max: 100,
+    doc: 'live: simulated time runs this many times faster than wall time (2 cores hold the seed scenario at 1)',
+  },
   seed: { type: 'number', default: 1, integer: true, doc: 'seed of the workload and of the DES random stream' },
-  requestTimeoutS: { type: 'number', default: 30, min: 1, doc: 'live: a client gives up on a request after this many simulated seconds (an error)' },
+  requestTimeoutS: {
+    type: 'number',
+    default: 30,
+    min: 1,
+    doc: 'live: a client gives up on a request after this many simulated seconds (an error)',
+  },
   json: { type: 'string', default: '', doc: 'write the JSON result here' },
   report: { type: 'string', default: '', doc: 'write the HTML report here' },
   progress: { type: 'boolean', default: true, doc: 'live: show a progress bar on stderr' },
-  l4: { type: 'string', default: 'random', choices: L4_MODES, doc: 'how clients reach routers: random (a seeded draw per request) or sticky (a session always reaches the same router)' },
-  workers: { type: 'number', default: 2, min: 1, max: 64, integer: true, doc: 'des: policies simulated at once (worker threads, each under a heap limit)' },
-  routerSet: { type: 'list', default: [], doc: 'router config overrides as key=value (e.g. loadFactor=1.5), for every policy' },
-  agentSet: { type: 'list', default: [], doc: 'agent config overrides as key=value (e.g. publishChangeTokens=0), for every replica' },
-  gossipDelay: { type: 'string', default: DEFAULT_GOSSIP.delay, doc: 'des: gossip delay per message and router, ms: uniform:min:max, exp:base:mean or lognormal:p50:p99' },
-  gossipLoss: { type: 'number', default: 0, min: 0, max: 0.99, doc: 'des: probability a router misses a given state message (it pulls the digest snapshot on the gap)' },
+  l4: {
+    type: 'string',
+    default: 'random',
+    choices: L4_MODES,
+    doc: 'how clients reach routers: random (a seeded draw per request) or sticky (a session always reaches the same router)',
+  },
+  workers: {
+    type: 'number',
+    default: 2,
+    min: 1,
+    max: 64,
+    integer: true,
+    doc: 'des: policies simulated at once (worker threads, each under a heap limit)',
+  },
+  routerSet: {
+    type: 'list',
+    default: [],
+    doc: 'router config overrides as key=value (e.g. loadFactor=1.5), for every policy',
+  },
+  agentSet: {
+    type: 'list',
+    default: [],
+    doc: 'agent config overrides as key=value (e.g. publishChangeTokens=0), for every replica',
+  },
+  gossipDelay: {
+    type: 'string',
+    default: DEFAULT_GOSSIP.delay,
+    doc: 'des: gossip delay per message and router, ms: uniform:min:max, exp:base:mean or lognormal:p50:p99',
+  },
+  gossipLoss: {
+    type: 'number',
+    default: 0,
+    min: 0,
+    max: 0.99,
+    doc: 'des: probability a router misses a given state message (it pulls the digest snapshot on the gap)',
+  },
 } as const satisfies Schema;
 
 export const BENCH_HELP: CommandHelp = {
@@ -67,9 +125,14 @@ export async function run(argv: string[]): Promise<void> {
   const liveDefault = parsed.mode === 'live' && parsed.policies.join() === ALL_POLICIES.join();
   const cfg = liveDefault ? { ...parsed, policies: parsed.policies.filter((p) => !isDesOnly(p)) } : parsed;
   const scenario = SCENARIOS[cfg.scenario]!;
-  for (const p of cfg.policies) if (!KNOWN_POLICIES.includes(p)) throw new ConfigError(`command line: unknown policy "${p}"; known: ${KNOWN_POLICIES.join(', ')}`);
+  for (const p of cfg.policies)
+    if (!KNOWN_POLICIES.includes(p))
+      throw new ConfigError(`command line: unknown policy "${p}"; known: ${KNOWN_POLICIES.join(', ')}`);
   const desOnly = cfg.policies.filter(isDesOnly);
-  if (cfg.mode === 'live' && desOnly.length > 0) throw new ConfigError(`command line: DES-only policies ${desOnly.join(', ')} run only in --mode des (they need the engines' true state or the simulator's feeds); drop them from --policies in live mode`);
+  if (cfg.mode === 'live' && desOnly.length > 0)
+    throw new ConfigError(
+      `command line: DES-only policies ${desOnly.join(', ')} run only in --mode des (they need the engines' true state or the simulator's feeds); drop them from --policies in live mode`,
+    );
   const routerOverrides = parseSet('--router-set', cfg.routerSet);
   const agentOverrides = parseSet('--agent-set', cfg.agentSet);
   const replicas = cfg.replicas > 0 ? cfg.replicas : scenario.fleet.replicas;
@@ -78,12 +141,39 @@ export async function run(argv: string[]): Promise<void> {
   const trace = cfg.trace === '' ? undefined : resolve(cfg.trace);
   const l4 = cfg.l4 as L4Mode;
   const gossip = gossipOf(cfg);
-  const plan = assignRouters(scenario.build({ seed: cfg.seed, rate, duration, model: DEFAULT_MODEL, trace }), cfg.routers, l4, cfg.seed);
-  const config = { ...(cfg.routerSet.length > 0 ? { router: routerOverrides } : {}), ...(cfg.agentSet.length > 0 ? { agent: agentOverrides } : {}), replicas, routers: cfg.routers, l4, duration, rate, seed: cfg.seed, timeScale: cfg.timeScale, profile: scenario.fleet.profile, requests: plan.length, ...(cfg.trace !== '' ? { trace: cfg.trace } : {}), ...(cfg.mode === 'des' ? { gossip } : {}) };
-  console.error(`warmpath bench: scenario ${scenario.name} (${scenario.summary}), ${cfg.mode} mode, ${plan.length} requests, ${replicas} replicas, ${cfg.routers} routers (${l4} L4), policies: ${cfg.policies.join(', ')}`);
+  const plan = assignRouters(
+    scenario.build({ seed: cfg.seed, rate, duration, model: DEFAULT_MODEL, trace }),
+    cfg.routers,
+    l4,
+    cfg.seed,
+  );
+  const config = {
+    ...(cfg.routerSet.length > 0 ? { router: routerOverrides } : {}),
+    ...(cfg.agentSet.length > 0 ? { agent: agentOverrides } : {}),
+    replicas,
+    routers: cfg.routers,
+    l4,
+    duration,
+    rate,
+    seed: cfg.seed,
+    timeScale: cfg.timeScale,
+    profile: scenario.fleet.profile,
+    requests: plan.length,
+    ...(cfg.trace !== '' ? { trace: cfg.trace } : {}),
+    ...(cfg.mode === 'des' ? { gossip } : {}),
+  };
+  console.error(
+    `warmpath bench: scenario ${scenario.name} (${scenario.summary}), ${cfg.mode} mode, ${plan.length} requests, ${replicas} replicas, ${cfg.routers} routers (${l4} L4), policies: ${cfg.policies.join(', ')}`,
+  );
   // DES: the main thread describes the plan once, streaming it to the workers as they simulate, then
   // computes the references while they run; live: the references first (nothing else may take the CPU).
-  const report: Omit<BenchReport, 'references'> & { references?: References } = { scenario: scenario.name, mode: cfg.mode as 'live' | 'des', config, results: [], failures: [] };
+  const report: Omit<BenchReport, 'references'> & { references?: References } = {
+    scenario: scenario.name,
+    mode: cfg.mode as 'live' | 'des',
+    config,
+    results: [],
+    failures: [],
+  };
   const done = (): BenchReport => ({ ...report, references: report.references! });
   // Each policy's result is written as soon as it finishes; a failed policy is reported, never fatal.
   const save = (): void => {
@@ -96,7 +186,9 @@ export async function run(argv: string[]): Promise<void> {
       console.error(`  ${policy}: FAILED after ${seconds.toFixed(0)} s: ${r.message.split('\n')[0]}`);
     } else {
       report.results.push(r);
-      console.error(`  ${policy}: ${r.completed}/${r.requests} ok, TTFT p50 ${r.ttft_ms.p50} ms, hit rate ${(r.cache_hit_rate * 100).toFixed(1)}% (${seconds.toFixed(0)} s)`);
+      console.error(
+        `  ${policy}: ${r.completed}/${r.requests} ok, TTFT p50 ${r.ttft_ms.p50} ms, hit rate ${(r.cache_hit_rate * 100).toFixed(1)}% (${seconds.toFixed(0)} s)`,
+      );
     }
     save();
   };
@@ -137,24 +229,86 @@ function parseSet(flag: string, list: readonly string[]): Record<string, string>
 type Settle = (policy: string, r: PolicyResult | Error, seconds: number) => void;
 
 /** DES: every policy on the worker pool (a policy that runs out of memory or throws is reported as failed). */
-async function runDesPolicies(cfg: BenchConfig, o: { replicas: number; trace: string | undefined; l4: L4Mode; routerOverrides: Record<string, string>; agentOverrides: Record<string, string>; gossip: GossipModel; plan: readonly PlannedRequest[] }, settle: Settle): Promise<void> {
+async function runDesPolicies(
+  cfg: BenchConfig,
+  o: {
+    replicas: number;
+    trace: string | undefined;
+    l4: L4Mode;
+    routerOverrides: Record<string, string>;
+    agentOverrides: Record<string, string>;
+    gossip: GossipModel;
+    plan: readonly PlannedRequest[];
+  },
+  settle: Settle,
+): Promise<void> {
   const pool = new DesPool(cfg.workers);
-  const job = (policy: string): DesJob => ({ scenario: cfg.scenario, seed: cfg.seed, rate: cfg.rate, duration: cfg.duration, trace: o.trace, replicas: o.replicas, routers: cfg.routers, l4: o.l4, policy, routerOverrides: o.routerOverrides, agentOverrides: o.agentOverrides, gossip: o.gossip });
+  const job = (policy: string): DesJob => ({
+    scenario: cfg.scenario,
+    seed: cfg.seed,
+    rate: cfg.rate,
+    duration: cfg.duration,
+    trace: o.trace,
+    replicas: o.replicas,
+    routers: cfg.routers,
+    l4: o.l4,
+    policy,
+    routerOverrides: o.routerOverrides,
+    agentOverrides: o.agentOverrides,
+    gossip: o.gossip,
+  });
   // Submits every policy, then describes the plan once here while the workers start (the references below reuse the descriptions).
   const { outcomes } = pool.runShared(cfg.policies.map(job), o.plan);
-  await Promise.all(outcomes.map((out, i) => out.then((r) => settle(cfg.policies[i]!, r.ok ? r.result : new Error(r.error), r.seconds))));
+  await Promise.all(
+    outcomes.map((out, i) =>
+      out.then((r) => settle(cfg.policies[i]!, r.ok ? r.result : new Error(r.error), r.seconds)),
+    ),
+  );
   await pool.close();
 }
 
 /** Live: one fresh fleet per policy, one policy at a time (they would share the 2 cores otherwise). */
-async function runLivePolicies(cfg: BenchConfig, o: { scenario: Scenario; plan: PlannedRequest[]; replicas: number; duration: number; routerOverrides: Record<string, string>; agentOverrides: Record<string, string> }, settle: Settle): Promise<void> {
+async function runLivePolicies(
+  cfg: BenchConfig,
+  o: {
+    scenario: Scenario;
+    plan: PlannedRequest[];
+    replicas: number;
+    duration: number;
+    routerOverrides: Record<string, string>;
+    agentOverrides: Record<string, string>;
+  },
+  settle: Settle,
+): Promise<void> {
   const spanS = Math.max(o.duration, lastArrivalMs(o.plan) / 1000);
-  const bars = cfg.progress && process.stderr.isTTY ? new cliProgress.MultiBar({ format: ' {policy} [{bar}] {value}/{total} {duration_formatted}', clearOnComplete: false, hideCursor: true }, cliProgress.Presets.shades_classic) : undefined;
+  const bars =
+    cfg.progress && process.stderr.isTTY
+      ? new cliProgress.MultiBar(
+          {
+            format: ' {policy} [{bar}] {value}/{total} {duration_formatted}',
+            clearOnComplete: false,
+            hideCursor: true,
+          },
+          cliProgress.Presets.shades_classic,
+        )
+      : undefined;
   for (const policy of cfg.policies) {
     const bar = bars?.create(o.plan.length, 0, { policy: policy.padEnd(20) });
     const started = Date.now();
     try {
-      const r = await runLive({ scenario: o.scenario, plan: o.plan, policy, replicas: o.replicas, routers: cfg.routers, timeScale: cfg.timeScale, durationS: spanS, onProgress: (done) => bar?.update(done), routerOverrides: o.routerOverrides, agentOverrides: o.agentOverrides, requestTimeoutMs: cfg.requestTimeoutS * 1000 });
+      const r = await runLive({
+        scenario: o.scenario,
+        plan: o.plan,
+        policy,
+        replicas: o.replicas,
+        routers: cfg.routers,
+        timeScale: cfg.timeScale,
+        durationS: spanS,
+        onProgress: (done) => bar?.update(done),
+        routerOverrides: o.routerOverrides,
+        agentOverrides: o.agentOverrides,
+        requestTimeoutMs: cfg.requestTimeoutS * 1000,
+      });
       bar?.update(o.plan.length);
       settle(policy, r, (Date.now() - started) / 1000);
     } catch (err) {

@@ -41,5 +41,7 @@ export function diffTotals(after: EngineTotals, before: EngineTotals): EngineTot
 }
 
 export async function resetSims(simUrls: readonly string[]): Promise<void> {
-  await Promise.all(simUrls.map((u) => fetch(`${u}/sim/v1/reset_prefix_cache`, { method: 'POST' }).then((r) => r.body?.cancel())));
+  await Promise.all(
+    simUrls.map((u) => fetch(`${u}/sim/v1/reset_prefix_cache`, { method: 'POST' }).then((r) => r.body?.cancel())),
+  );
 }

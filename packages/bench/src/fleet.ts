@@ -55,7 +55,12 @@ export interface Fleet {
 }
 
 /** Polls `fn` until it returns true or the time runs out. */
-export async function waitFor(fn: () => Promise<boolean> | boolean, timeoutMs: number, what: string, everyMs = 100): Promise<void> {
+export async function waitFor(
+  fn: () => Promise<boolean> | boolean,
+  timeoutMs: number,
+  what: string,
+  everyMs = 100,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
@@ -84,42 +89,85 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
     swarmKeyFile = join(dir, 'swarm.key');
     writeFileSync(swarmKeyFile, generateSwarmKey(), { mode: 0o600 });
   }
-  const common = ['--fleet', fleetName, ...(swarmKeyFile !== undefined ? ['--swarm-key', swarmKeyFile] : ['--insecure-no-swarm-key'])];
+  const common = [
+    '--fleet',
+    fleetName,
+    ...(swarmKeyFile !== undefined ? ['--swarm-key', swarmKeyFile] : ['--insecure-no-swarm-key']),
+  ];
   const sims: Proc[] = [];
   const agents: Proc[] = [];
   const routers: Proc[] = [];
   const bootstrap: string[] = [];
-  const how = { ...(opts.script !== undefined ? { script: opts.script } : {}), ...(opts.env !== undefined ? { env: opts.env } : {}) };
+  const how = {
+    ...(opts.script !== undefined ? { script: opts.script } : {}),
+    ...(opts.env !== undefined ? { env: opts.env } : {}),
+  };
   const all = () => [...routers, ...agents, ...sims];
   const stop = async () => {
     await Promise.all(all().map((p) => p.stop(3_000)));
   };
   try {
-    const simArgs = (i: number) => [
-      'sim', '--port', '0', '--profile', opts.profile ?? 'h100-llama3-8b',
+    const simArgs = () => [
+      'sim',
+      '--port',
+      '0',
+      '--profile',
+      opts.profile ?? 'h100-llama3-8b',
       ...(opts.model !== undefined ? ['--model', opts.model] : []),
       ...(opts.adapters !== undefined && opts.adapters.length > 0 ? ['--adapters', opts.adapters.join(',')] : []),
       ...(opts.maxLoras !== undefined ? ['--max-loras', String(opts.maxLoras)] : []),
       ...(opts.speed !== undefined ? ['--speed', String(opts.speed)] : []),
       ...(opts.simArgs ?? []),
     ];
-    sims.push(...(await Promise.all(Array.from({ length: opts.replicas }, (_, i) => startProcess(`sim-${i}`, simArgs(i), how)))));
+    sims.push(
+      ...(await Promise.all(Array.from({ length: opts.replicas }, (_, i) => startProcess(`sim-${i}`, simArgs(), how)))),
+    );
     const agentArgs = (i: number, boot: string[]) => [
-      'agent', '--engine', 'vllm', '--engine-url', sims[i]!.info.url!, '--port', '0', '--admin-port', '0',
-      '--replica-id', `replica-${i}`, ...common, ...boot.flatMap((b) => ['--bootstrap', b]), ...(opts.agentArgs ?? []),
+      'agent',
+      '--engine',
+      'vllm',
+      '--engine-url',
+      sims[i]!.info.url!,
+      '--port',
+      '0',
+      '--admin-port',
+      '0',
+      '--replica-id',
+      `replica-${i}`,
+      ...common,
+      ...boot.flatMap((b) => ['--bootstrap', b]),
+      ...(opts.agentArgs ?? []),
     ];
     // Agents publish only and dial nobody: routers dial them (below).
-    agents.push(...(await Promise.all(Array.from({ length: opts.replicas }, (_, i) => startProcess(`agent-${i}`, agentArgs(i, []), how)))));
+    agents.push(
+      ...(await Promise.all(
+        Array.from({ length: opts.replicas }, (_, i) => startProcess(`agent-${i}`, agentArgs(i, []), how)),
+      )),
+    );
     bootstrap.push(...agents.map((a) => a.info.peer!));
   } catch (err) {
     await stop();
     throw err;
   }
   const addRouter = async (policy = opts.policy ?? 'warmpath', extra: readonly string[] = []) => {
-    const p = await startProcess(`router-${routers.length}`, [
-      // No load balancer in front of these routers to deregister from: stop at once on SIGTERM.
-      'router', '--port', '0', '--policy', policy, '--shutdown-delay-ms', '0', ...common, ...agents.flatMap((a) => ['--bootstrap', a.info.peer!]), ...(opts.routerArgs ?? []), ...extra,
-    ], how);
+    const p = await startProcess(
+      `router-${routers.length}`,
+      [
+        // No load balancer in front of these routers to deregister from: stop at once on SIGTERM.
+        'router',
+        '--port',
+        '0',
+        '--policy',
+        policy,
+        '--shutdown-delay-ms',
+        '0',
+        ...common,
+        ...agents.flatMap((a) => ['--bootstrap', a.info.peer!]),
+        ...(opts.routerArgs ?? []),
+        ...extra,
+      ],
+      how,
+    );
     routers.push(p);
     return p;
   };
@@ -141,7 +189,11 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
     addRouter,
     async waitConverged(timeoutMs = 20_000) {
       const want = agents.length;
-      await waitFor(async () => (await Promise.all(fleet.routerUrls.map(readyReplicas))).every((n) => n >= want), timeoutMs, `every router to see ${want} ready replicas`);
+      await waitFor(
+        async () => (await Promise.all(fleet.routerUrls.map(readyReplicas))).every((n) => n >= want),
+        timeoutMs,
+        `every router to see ${want} ready replicas`,
+      );
     },
     stop,
   };

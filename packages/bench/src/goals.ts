@@ -27,10 +27,16 @@ import type { L4Mode } from './l4.ts';
 import { DesPool, type DesJob, type JobOutcome } from './pool.ts';
 import { computeReferences, type References } from './references.ts';
 import type { PolicyResult } from './report.ts';
-import { DEFAULT_MODEL, SCENARIOS } from './scenarios.ts';
+import { SCENARIOS } from './scenarios.ts';
 
 /** The peers' emulations (docs/PEERS.md): the rivals warmpath's goals compare against. */
-export const PEER_POLICIES = ['sglang-cache-aware', 'llm-d-approx', 'llm-d-precise', 'dynamo-kv', 'kubeai-prefix-hash'] as const;
+export const PEER_POLICIES = [
+  'sglang-cache-aware',
+  'llm-d-approx',
+  'llm-d-precise',
+  'dynamo-kv',
+  'kubeai-prefix-hash',
+] as const;
 export const TUNING_SEEDS = [1, 2, 3] as const;
 export const HELD_OUT_SEEDS = [101, 102, 103, 104] as const;
 export const GOAL_SCENARIOS = ['seed', 'chat', 'fanout', 'lora', 'pianos', 'trace', 'longctx'] as const;
@@ -91,12 +97,36 @@ export class RunSet {
   }
 }
 
-const combos = (): Array<[number, L4Mode]> => ROUTER_COUNTS.flatMap((n) => (n === 1 ? [[1, 'random']] : [[n, 'random'], [n, 'sticky']]) as Array<[number, L4Mode]>);
+const combos = (): Array<[number, L4Mode]> =>
+  ROUTER_COUNTS.flatMap(
+    (n) =>
+      (n === 1
+        ? [[1, 'random']]
+        : [
+            [n, 'random'],
+            [n, 'sticky'],
+          ]) as Array<[number, L4Mode]>,
+  );
 
 /** Every DES job one (scenario, seed) needs. */
 export function jobsFor(scenario: string, seed: number, trace: string | undefined): DesJob[] {
-  const job = (routers: number, l4: L4Mode, policy: string): DesJob => ({ scenario, seed, rate: 0, duration: 0, trace, replicas: 0, routers, l4, policy });
-  const base = ['warmpath', 'round-robin', ...PEER_POLICIES, ...((ALL_POLICIES as readonly string[]).includes(INSTANT) ? [INSTANT] : [])];
+  const job = (routers: number, l4: L4Mode, policy: string): DesJob => ({
+    scenario,
+    seed,
+    rate: 0,
+    duration: 0,
+    trace,
+    replicas: 0,
+    routers,
+    l4,
+    policy,
+  });
+  const base = [
+    'warmpath',
+    'round-robin',
+    ...PEER_POLICIES,
+    ...((ALL_POLICIES as readonly string[]).includes(INSTANT) ? [INSTANT] : []),
+  ];
   const out = base.map((p) => job(BASE_ROUTERS, 'random', p));
   for (const [n, l4] of combos()) for (const p of ['warmpath', ...PEER_POLICIES]) out.push(job(n, l4, p));
   return out;
@@ -104,36 +134,79 @@ export function jobsFor(scenario: string, seed: number, trace: string | undefine
 
 /** TTFT against the best peer and round-robin, adapter loads, the instant variant (2 routers, random L4). */
 function baseRows(scenario: string, seed: number, runs: RunSet, refs: References | undefined): GoalRow[] {
-  const row = (goal: string, measured: string, target: string, pass: boolean, beyond?: string): GoalRow => ({ scenario, seed, goal, measured, target, pass, ...(beyond !== undefined ? { beyond } : {}) });
+  const row = (goal: string, measured: string, target: string, pass: boolean, beyond?: string): GoalRow => ({
+    scenario,
+    seed,
+    goal,
+    measured,
+    target,
+    pass,
+    ...(beyond !== undefined ? { beyond } : {}),
+  });
   // The target (ms) is under what no policy can beat: say so, with the bound.
   const underBound = (target: number, name: 'p50' | 'p99'): string | undefined => {
     const b = refs?.ttftBoundMs?.[name];
-    return b !== undefined && target < b ? `beyond any router: the target ${f0(target)} ms is under the TTFT ${name} bound ${f0(b)} ms` : undefined;
+    return b !== undefined && target < b
+      ? `beyond any router: the target ${f0(target)} ms is under the TTFT ${name} bound ${f0(b)} ms`
+      : undefined;
   };
   const w = runs.get(BASE_ROUTERS, 'random', 'warmpath');
   if (w === undefined) return [row('warmpath ran', 'failed', 'a result', false)];
   const out: GoalRow[] = [];
   const peers = runs.peers(BASE_ROUTERS, 'random');
-  for (const [name, of] of [['p50', p50AllRequests], ['p99', p99AllRequests]] as const) {
+  for (const [name, of] of [
+    ['p50', p50AllRequests],
+    ['p99', p99AllRequests],
+  ] as const) {
     if (peers.length === 0) break;
     const best = peers.reduce((a, b) => (of(b) < of(a) ? b : a));
     const ratio = of(w) / of(best);
-    out.push(row(`TTFT ${name} ≤ 0.95 × best peer`, `${f0(of(w))} vs ${best.policy} ${f0(of(best))} ms (${ratio.toFixed(2)}×)`, '≤ 0.95×', ratio <= TARGETS.vsPeer, underBound(TARGETS.vsPeer * of(best), name)));
+    out.push(
+      row(
+        `TTFT ${name} ≤ 0.95 × best peer`,
+        `${f0(of(w))} vs ${best.policy} ${f0(of(best))} ms (${ratio.toFixed(2)}×)`,
+        '≤ 0.95×',
+        ratio <= TARGETS.vsPeer,
+        underBound(TARGETS.vsPeer * of(best), name),
+      ),
+    );
   }
   const rr = runs.get(BASE_ROUTERS, 'random', 'round-robin');
   if (rr !== undefined) {
     const ratio = p50AllRequests(w) / p50AllRequests(rr);
-    out.push(row('TTFT p50 ≤ 1/3 round-robin', `${f0(p50AllRequests(w))} vs ${f0(p50AllRequests(rr))} ms (${ratio.toFixed(2)}×)`, '≤ 0.33×', ratio <= TARGETS.vsRoundRobin, underBound(TARGETS.vsRoundRobin * p50AllRequests(rr), 'p50')));
+    out.push(
+      row(
+        'TTFT p50 ≤ 1/3 round-robin',
+        `${f0(p50AllRequests(w))} vs ${f0(p50AllRequests(rr))} ms (${ratio.toFixed(2)}×)`,
+        '≤ 0.33×',
+        ratio <= TARGETS.vsRoundRobin,
+        underBound(TARGETS.vsRoundRobin * p50AllRequests(rr), 'p50'),
+      ),
+    );
   }
   const instant = runs.get(BASE_ROUTERS, 'random', INSTANT);
   if (instant !== undefined) {
     const r50 = p50AllRequests(w) / p50AllRequests(instant);
     const r99 = p99AllRequests(w) / p99AllRequests(instant);
-    out.push(row('within 10% of warmpath-instant', `p50 ${r50.toFixed(2)}×, p99 ${r99.toFixed(2)}×`, '≤ 1.10×', r50 <= TARGETS.vsInstant && r99 <= TARGETS.vsInstant));
+    out.push(
+      row(
+        'within 10% of warmpath-instant',
+        `p50 ${r50.toFixed(2)}×, p99 ${r99.toFixed(2)}×`,
+        '≤ 1.10×',
+        r50 <= TARGETS.vsInstant && r99 <= TARGETS.vsInstant,
+      ),
+    );
   }
   if (scenario === 'lora' && peers.length > 0) {
     const fewest = peers.reduce((a, b) => (b.adapter_loads < a.adapter_loads ? b : a));
-    out.push(row('adapter loads ≤ 0.95 × fewest peer', `${w.adapter_loads} vs ${fewest.policy} ${fewest.adapter_loads}`, '≤ 0.95×', w.adapter_loads <= TARGETS.vsPeer * fewest.adapter_loads));
+    out.push(
+      row(
+        'adapter loads ≤ 0.95 × fewest peer',
+        `${w.adapter_loads} vs ${fewest.policy} ${fewest.adapter_loads}`,
+        '≤ 0.95×',
+        w.adapter_loads <= TARGETS.vsPeer * fewest.adapter_loads,
+      ),
+    );
   }
   return out;
 }
@@ -147,20 +220,44 @@ function routerRows(scenario: string, seed: number, runs: RunSet, refs: Referenc
     const w = runs.get(n, l4, 'warmpath');
     const at = n === 1 ? '1 router' : `${n} routers, ${l4} L4`;
     if (w === undefined) {
-      out.push({ scenario, seed, goal: `hit rate ≥ every peer (${at})`, measured: 'warmpath failed', target: '≥', pass: false });
+      out.push({
+        scenario,
+        seed,
+        goal: `hit rate ≥ every peer (${at})`,
+        measured: 'warmpath failed',
+        target: '≥',
+        pass: false,
+      });
       continue;
     }
     const peers = runs.peers(n, l4);
     const best = peers.length > 0 ? peers.reduce((a, b) => (b.cache_hit_rate > a.cache_hit_rate ? b : a)) : undefined;
-    const ofCeiling = ceiling !== undefined && ceiling > 0 ? ` (${pct(w.cache_hit_rate / ceiling)} of the ceiling ${pct(ceiling)})` : '';
+    const ofCeiling =
+      ceiling !== undefined && ceiling > 0
+        ? ` (${pct(w.cache_hit_rate / ceiling)} of the ceiling ${pct(ceiling)})`
+        : '';
     const vs = best === undefined ? '' : ` vs ${best.policy} ${pct(best.cache_hit_rate)}`;
-    out.push({ scenario, seed, goal: `hit rate ≥ every peer (${at})`, measured: `${pct(w.cache_hit_rate)}${vs}${ofCeiling}`, target: '≥', pass: best === undefined || w.cache_hit_rate >= best.cache_hit_rate });
+    out.push({
+      scenario,
+      seed,
+      goal: `hit rate ≥ every peer (${at})`,
+      measured: `${pct(w.cache_hit_rate)}${vs}${ofCeiling}`,
+      target: '≥',
+      pass: best === undefined || w.cache_hit_rate >= best.cache_hit_rate,
+    });
     if (n === 1 || one === undefined) continue;
     const hit = w.cache_hit_rate / Math.max(1e-9, one.cache_hit_rate);
     const p50 = p50AllRequests(w) / p50AllRequests(one);
     const p99 = p99AllRequests(w) / p99AllRequests(one);
     const pass = hit >= TARGETS.routersHit && p50 <= TARGETS.routersTtft && p99 <= TARGETS.routersTtft;
-    out.push({ scenario, seed, goal: `${at} within 5% of 1 router`, measured: `hit ${hit.toFixed(3)}×, p50 ${p50.toFixed(2)}×, p99 ${p99.toFixed(2)}×`, target: 'hit ≥ 0.95×, TTFT ≤ 1.05×', pass });
+    out.push({
+      scenario,
+      seed,
+      goal: `${at} within 5% of 1 router`,
+      measured: `hit ${hit.toFixed(3)}×, p50 ${p50.toFixed(2)}×, p99 ${p99.toFixed(2)}×`,
+      target: 'hit ≥ 0.95×, TTFT ≤ 1.05×',
+      pass,
+    });
   }
   return out;
 }
@@ -173,14 +270,20 @@ export function checkRuns(scenario: string, seed: number, runs: RunSet, refs: Re
  * One row per (scenario, goal): ✓/✗ per seed and whether it holds on enough seeds; `beyond` counts the
  * goals no router could meet (beyond the TTFT bound on so many seeds that too few remain).
  */
-export function goalsTable(rows: readonly GoalRow[], seeds: readonly number[]): { table: string; met: number; total: number; beyond: number } {
+export function goalsTable(
+  rows: readonly GoalRow[],
+  seeds: readonly number[],
+): { table: string; met: number; total: number; beyond: number } {
   const goals = new Map<string, Map<number, GoalRow>>();
   for (const r of rows) {
     const k = `${r.scenario}\u0000${r.goal}`;
     (goals.get(k) ?? goals.set(k, new Map()).get(k)!).set(r.seed, r);
   }
   const need = Math.ceil(TARGETS.seedsNeeded * seeds.length);
-  const lines = [`| scenario | goal | ${seeds.map((s) => `seed ${s}`).join(' | ')} | met |`, `|---|---|${seeds.map(() => '---|').join('')}:-:|`];
+  const lines = [
+    `| scenario | goal | ${seeds.map((s) => `seed ${s}`).join(' | ')} | met |`,
+    `|---|---|${seeds.map(() => '---|').join('')}:-:|`,
+  ];
   let met = 0;
   let beyond = 0;
   for (const [k, bySeed] of goals) {
@@ -193,25 +296,45 @@ export function goalsTable(rows: readonly GoalRow[], seeds: readonly number[]): 
     if (out) beyond++;
     const cells = seeds.map((s) => {
       const r = bySeed.get(s);
-      return r === undefined ? '—' : `${r.pass ? '✓' : '✗'} ${r.measured}${r.beyond !== undefined ? `; ${r.beyond}` : ''}`;
+      return r === undefined
+        ? '—'
+        : `${r.pass ? '✓' : '✗'} ${r.measured}${r.beyond !== undefined ? `; ${r.beyond}` : ''}`;
     });
-    lines.push(`| ${scenario} | ${goal} | ${cells.join(' | ')} | ${ok ? '✓' : '✗'} ${passes}/${seeds.length}${out ? ', beyond any router' : ''} |`);
+    lines.push(
+      `| ${scenario} | ${goal} | ${cells.join(' | ')} | ${ok ? '✓' : '✗'} ${passes}/${seeds.length}${out ? ', beyond any router' : ''} |`,
+    );
   }
   return { table: lines.join('\n'), met, total: goals.size, beyond };
 }
 
 export const goalsSchema = {
   scenarios: { type: 'list', default: [...GOAL_SCENARIOS], doc: 'scenarios to check' },
-  seeds: { type: 'list', default: HELD_OUT_SEEDS.map(String), doc: 'workload seeds (held-out: 101–104; tune on 1–3 only)' },
-  trace: { type: 'string', default: '', doc: 'Mooncake-format trace for the trace scenario ("" = the one shipped in packages/bench/traces/)' },
+  seeds: {
+    type: 'list',
+    default: HELD_OUT_SEEDS.map(String),
+    doc: 'workload seeds (held-out: 101–104; tune on 1–3 only)',
+  },
+  trace: {
+    type: 'string',
+    default: '',
+    doc: 'Mooncake-format trace for the trace scenario ("" = the one shipped in packages/bench/traces/)',
+  },
   workers: { type: 'number', default: 2, min: 1, max: 64, integer: true, doc: 'DES jobs run at once (worker threads)' },
-  json: { type: 'string', default: '', doc: 'write every result, reference and goal row here (rewritten as results arrive)' },
+  json: {
+    type: 'string',
+    default: '',
+    doc: 'write every result, reference and goal row here (rewritten as results arrive)',
+  },
 } as const satisfies Schema;
 
 export const GOALS_HELP: CommandHelp = {
   description:
     "Checks the benchmark's goals (TTFT and hit rate against the peers, round-robin, several routers, the gossip price) on every scenario in the discrete-event simulator, on the held-out seeds 101-104: a goal is met when it holds on at least 3 of 4. Prints the goal table; takes tens of minutes per seed on 2 cores.",
-  examples: ['warmpath goals', '# one seed, two scenarios, every result saved as it arrives', 'warmpath goals --seeds 101 --scenarios seed,chat --json goals.json'],
+  examples: [
+    'warmpath goals',
+    '# one seed, two scenarios, every result saved as it arrives',
+    'warmpath goals --seeds 101 --scenarios seed,chat --json goals.json',
+  ],
 };
 
 interface Progress {
@@ -243,12 +366,15 @@ export async function run(argv: string[]): Promise<void> {
       const { outcomes, plan } = pool.runShared(jobsFor(scenario, seed, trace));
       const jobs = outcomes.map((o) => o.then((x) => record(x, runs, progress, save)));
       const refs = computeReferences(sc, plan, sc.fleet.replicas);
-      done.set(`${scenario}|${seed}`, Promise.all(jobs).then(() => {
-        progress.references[`${scenario}|${seed}`] = refs;
-        progress.rows.push(...checkRuns(scenario, seed, runs, refs));
-        save();
-        console.error(`goals: ${scenario}, seed ${seed} done (${((Date.now() - started) / 60_000).toFixed(1)} min)`);
-      }));
+      done.set(
+        `${scenario}|${seed}`,
+        Promise.all(jobs).then(() => {
+          progress.references[`${scenario}|${seed}`] = refs;
+          progress.rows.push(...checkRuns(scenario, seed, runs, refs));
+          save();
+          console.error(`goals: ${scenario}, seed ${seed} done (${((Date.now() - started) / 60_000).toFixed(1)} min)`);
+        }),
+      );
     }
   }
   await Promise.all(done.values());
@@ -256,9 +382,17 @@ export async function run(argv: string[]): Promise<void> {
   const { table, met, total, beyond } = goalsTable(progress.rows, seeds);
   console.log(table);
   const failed = progress.results.filter((r) => r.error !== undefined);
-  for (const f of failed) console.log(`\nfailed: ${f.job.policy} on ${f.job.scenario}, seed ${f.job.seed}, ${f.job.routers} routers (${f.job.l4}): ${f.error?.split('\n')[0]}`);
-  const out = beyond > 0 ? `; ${beyond} of the other ${total - met} beyond any router (a target under the plan's TTFT bound)` : '';
-  console.log(`\n${met}/${total} goals met on at least ${Math.ceil(TARGETS.seedsNeeded * seeds.length)} of ${seeds.length} seeds${out} (seeds ${seeds.join(', ')}; ${((Date.now() - started) / 60_000).toFixed(1)} min)`);
+  for (const f of failed)
+    console.log(
+      `\nfailed: ${f.job.policy} on ${f.job.scenario}, seed ${f.job.seed}, ${f.job.routers} routers (${f.job.l4}): ${f.error?.split('\n')[0]}`,
+    );
+  const out =
+    beyond > 0
+      ? `; ${beyond} of the other ${total - met} beyond any router (a target under the plan's TTFT bound)`
+      : '';
+  console.log(
+    `\n${met}/${total} goals met on at least ${Math.ceil(TARGETS.seedsNeeded * seeds.length)} of ${seeds.length} seeds${out} (seeds ${seeds.join(', ')}; ${((Date.now() - started) / 60_000).toFixed(1)} min)`,
+  );
   save();
 }
 
@@ -266,10 +400,19 @@ function record(o: JobOutcome, runs: RunSet, progress: Progress, save: () => voi
   if (o.ok) {
     runs.set(o.job.routers, o.job.l4, o.result);
     const { detail, ...rest } = o.result;
-    progress.results.push({ job: o.job, result: { ...rest, ...(detail !== undefined ? { detail: { ...detail, ttftSamples: [], perReplicaLoad: [] } } : {}) } as PolicyResult, seconds: o.seconds });
+    progress.results.push({
+      job: o.job,
+      result: {
+        ...rest,
+        ...(detail !== undefined ? { detail: { ...detail, ttftSamples: [], perReplicaLoad: [] } } : {}),
+      } as PolicyResult,
+      seconds: o.seconds,
+    });
   } else {
     progress.results.push({ job: o.job, error: o.error, seconds: o.seconds });
-    console.error(`goals: ${o.job.policy} failed on ${o.job.scenario} (seed ${o.job.seed}, ${o.job.routers} routers, ${o.job.l4}): ${o.error.split('\n')[0]}`);
+    console.error(
+      `goals: ${o.job.policy} failed on ${o.job.scenario} (seed ${o.job.seed}, ${o.job.routers} routers, ${o.job.l4}): ${o.error.split('\n')[0]}`,
+    );
   }
   save();
 }

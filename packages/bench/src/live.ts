@@ -42,7 +42,11 @@ async function oracleTarget(simUrls: string[], agentUrls: string[], p: PlannedRe
   const probes = await Promise.all(
     simUrls.map(async (u) => {
       try {
-        const res = await fetch(`${u}/sim/v1/probe`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+        const res = await fetch(`${u}/sim/v1/probe`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body,
+        });
         return res.ok ? ((await res.json()) as ProbeResult) : undefined;
       } catch {
         return undefined;
@@ -81,12 +85,15 @@ export async function runLive(o: LiveOptions): Promise<PolicyResult> {
     const before = await readSims(simUrls);
     const load: Array<{ t: number; running: number[] }> = [];
     const t0 = Date.now();
-    const sampler = setInterval(() => {
-      readSims(simUrls).then(
-        (r) => load.push({ t: (Date.now() - t0) * o.timeScale, running: r.running }),
-        () => {},
-      );
-    }, Math.max(100, 1000 / o.timeScale));
+    const sampler = setInterval(
+      () => {
+        readSims(simUrls).then(
+          (r) => load.push({ t: (Date.now() - t0) * o.timeScale, running: r.running }),
+          () => {},
+        );
+      },
+      Math.max(100, 1000 / o.timeScale),
+    );
     const plan = o.plan.map((p) => ({ ...p, at: p.at / o.timeScale }));
     let results: RequestResult[];
     try {
@@ -105,7 +112,14 @@ export async function runLive(o: LiveOptions): Promise<PolicyResult> {
     }
     const totals = diffTotals((await readSims(simUrls)).totals, before.totals);
     const routersEstimate = oracle ? undefined : await Promise.all(fleet.routerUrls.map(readRoutersEstimate));
-    return summarize(o.policy, { routers: oracle ? 0 : o.routers, replicas: o.replicas }, results, totals, o.durationS, { perReplicaLoad: load, ...(routersEstimate ? { routersEstimate } : {}) });
+    return summarize(
+      o.policy,
+      { routers: oracle ? 0 : o.routers, replicas: o.replicas },
+      results,
+      totals,
+      o.durationS,
+      { perReplicaLoad: load, ...(routersEstimate ? { routersEstimate } : {}) },
+    );
   } finally {
     await fleet.stop();
   }
@@ -113,7 +127,10 @@ export async function runLive(o: LiveOptions): Promise<PolicyResult> {
 
 /** Config overrides as command-line flags (loadFactor=1.5 → --load-factor 1.5). */
 function flags(overrides: Record<string, string> | undefined): string[] {
-  return Object.entries(overrides ?? {}).flatMap(([k, v]) => [`--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`, v]);
+  return Object.entries(overrides ?? {}).flatMap(([k, v]) => [
+    `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`,
+    v,
+  ]);
 }
 
 /** A router's warmpath_router_traffic_routers gauge (NaN when unreadable). */

@@ -58,14 +58,37 @@ export interface LoadOptions {
 
 // Open loop: no connection cap, so a slow policy's backlog waits in the fleet (where routers and
 // agents see it), never hidden in the client's connection pool.
-const dispatcher = new Agent({ connections: null, pipelining: 1, keepAliveTimeout: 30_000, headersTimeout: 0, bodyTimeout: 0 });
+const dispatcher = new Agent({
+  connections: null,
+  pipelining: 1,
+  keepAliveTimeout: 30_000,
+  headersTimeout: 0,
+  bodyTimeout: 0,
+});
 
-export async function runOne(target: string, planned: PlannedRequest, targetIndex: number, timeoutMs = 300_000): Promise<RequestResult> {
+export async function runOne(
+  target: string,
+  planned: PlannedRequest,
+  targetIndex: number,
+  timeoutMs = 300_000,
+): Promise<RequestResult> {
   const body = { ...planned.body, stream: true, stream_options: { include_usage: true } };
   const start = performance.now();
   const result: RequestResult = {
-    tag: planned.tag, target: targetIndex, ok: false, status: 0, error: undefined, ttftMs: Number.NaN, e2eMs: Number.NaN, itlMs: [],
-    promptTokens: 0, cachedTokens: 0, outputTokens: 0, replica: undefined, route: undefined, sentAt: Date.now(),
+    tag: planned.tag,
+    target: targetIndex,
+    ok: false,
+    status: 0,
+    error: undefined,
+    ttftMs: Number.NaN,
+    e2eMs: Number.NaN,
+    itlMs: [],
+    promptTokens: 0,
+    cachedTokens: 0,
+    outputTokens: 0,
+    replica: undefined,
+    route: undefined,
+    sentAt: Date.now(),
   };
   try {
     const res = await request(`${target}${planned.path ?? '/v1/chat/completions'}`, {
@@ -115,7 +138,13 @@ export async function runOne(target: string, planned: PlannedRequest, targetInde
           continue;
         }
         if (data.includes('"usage":{')) {
-          const parsed = JSON.parse(data) as { usage?: { prompt_tokens?: number; completion_tokens?: number; prompt_tokens_details?: { cached_tokens?: number } } };
+          const parsed = JSON.parse(data) as {
+            usage?: {
+              prompt_tokens?: number;
+              completion_tokens?: number;
+              prompt_tokens_details?: { cached_tokens?: number };
+            };
+          };
           const u = parsed.usage;
           if (u) {
             result.promptTokens = u.prompt_tokens ?? 0;
@@ -140,7 +169,11 @@ export async function runOne(target: string, planned: PlannedRequest, targetInde
 }
 
 /** Runs a plan open-loop against the targets; resolves when every request has finished. */
-export async function runLoad(plan: readonly PlannedRequest[], targets: readonly string[], opts: LoadOptions = {}): Promise<RequestResult[]> {
+export async function runLoad(
+  plan: readonly PlannedRequest[],
+  targets: readonly string[],
+  opts: LoadOptions = {},
+): Promise<RequestResult[]> {
   const sorted = [...plan].sort((a, b) => a.at - b.at);
   const results: RequestResult[] = [];
   const t0 = performance.now();
@@ -152,18 +185,21 @@ export async function runLoad(plan: readonly PlannedRequest[], targets: readonly
     const p = sorted[i]!;
     const delay = t0 + p.at - performance.now();
     if (delay > 1) await new Promise((r) => setTimeout(r, delay));
-    if (opts.maxInFlight !== undefined) while (inFlight >= opts.maxInFlight) await new Promise<void>((r) => waiters.push(r));
+    if (opts.maxInFlight !== undefined)
+      while (inFlight >= opts.maxInFlight) await new Promise<void>((r) => waiters.push(r));
     const ti = (p.target ?? i) % Math.max(1, targets.length);
     inFlight++;
     const target = opts.chooseTarget !== undefined ? opts.chooseTarget(p) : Promise.resolve(targets[ti]!);
     pending.push(
-      target.then((t) => runOne(t, p, ti, opts.timeoutMs)).then((r) => {
-        inFlight--;
-        done++;
-        results.push(r);
-        opts.onResult?.(r, done, sorted.length);
-        waiters.shift()?.();
-      }),
+      target
+        .then((t) => runOne(t, p, ti, opts.timeoutMs))
+        .then((r) => {
+          inFlight--;
+          done++;
+          results.push(r);
+          opts.onResult?.(r, done, sorted.length);
+          waiters.shift()?.();
+        }),
     );
   }
   await Promise.all(pending);
@@ -186,7 +222,9 @@ export function percentiles(values: readonly number[] | Float64Array, ps: readon
   // A typed array sorts numerically without a comparator call per step (a run's every inter-token gap: millions).
   const finite = (x: number): boolean => Number.isFinite(x);
   const v = (values instanceof Float64Array ? values.filter(finite) : Float64Array.from(values.filter(finite))).sort();
-  return ps.map((p) => (v.length === 0 ? Number.NaN : v[Math.min(v.length - 1, Math.max(0, Math.ceil((p / 100) * v.length) - 1))]!));
+  return ps.map((p) =>
+    v.length === 0 ? Number.NaN : v[Math.min(v.length - 1, Math.max(0, Math.ceil((p / 100) * v.length) - 1))]!,
+  );
 }
 
 export function mean(values: readonly number[]): number {

@@ -30,7 +30,8 @@ export const CHROMIUM = '/usr/bin/chromium';
 
 /** Writes every figure's PNG, and the same page as HTML beside it when `html` is set (to look at or debug). */
 export async function renderFigures(figures: readonly Figure[], html = false): Promise<void> {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} not found: figures are drawn in headless Chromium (Debian: apt-get install chromium)`);
+  if (!existsSync(CHROMIUM))
+    throw new Error(`${CHROMIUM} not found: figures are drawn in headless Chromium (Debian: apt-get install chromium)`);
   const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu'] });
   try {
     for (const fig of figures) {
@@ -87,12 +88,26 @@ export const GOAL_COLOR = '#555';
 
 /** A dashed line through `data` for a reference or a goal, drawn over bars (a lower `order` is drawn later). */
 export function goalLine(label: string, data: unknown[]): Record<string, unknown> {
-  return { type: 'line', label, data, borderColor: GOAL_COLOR, backgroundColor: GOAL_COLOR, borderDash: [6, 4], borderWidth: 1.5, pointRadius: 0, fill: false, order: 0 };
+  return {
+    type: 'line',
+    label,
+    data,
+    borderColor: GOAL_COLOR,
+    backgroundColor: GOAL_COLOR,
+    borderDash: [6, 4],
+    borderWidth: 1.5,
+    pointRadius: 0,
+    fill: false,
+    order: 0,
+  };
 }
 
 /** A goalLine across the x range [xMin, xMax] at y. */
 export function hline(label: string, y: number, xMin: number, xMax: number): Record<string, unknown> {
-  return goalLine(label, [{ x: xMin, y }, { x: xMax, y }]);
+  return goalLine(label, [
+    { x: xMin, y },
+    { x: xMax, y },
+  ]);
 }
 
 /** Colours for series, in order. */

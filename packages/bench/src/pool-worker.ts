@@ -34,7 +34,11 @@ parentPort!.on('message', (m: ToWorker) => {
   void runJob(m.job, current, m.feed);
 });
 
-async function runJob(job: DesJob, slot: { inbox: PreparedInbox | undefined }, feed: FeedId | undefined): Promise<void> {
+async function runJob(
+  job: DesJob,
+  slot: { inbox: PreparedInbox | undefined },
+  feed: FeedId | undefined,
+): Promise<void> {
   try {
     const scenario = SCENARIOS[job.scenario];
     if (scenario === undefined) throw new Error(`unknown scenario "${job.scenario}"`);

@@ -46,7 +46,10 @@ export function workloadKey(j: Pick<DesJob, 'scenario' | 'seed' | 'rate' | 'dura
 }
 
 /** The plan a job's worker builds, before the L4 assignment (which does not reorder it), and the duration it spans by default, s. */
-export function planFor(j: Pick<DesJob, 'scenario' | 'seed' | 'rate' | 'duration' | 'trace'>): { plan: PlannedRequest[]; duration: number } {
+export function planFor(j: Pick<DesJob, 'scenario' | 'seed' | 'rate' | 'duration' | 'trace'>): {
+  plan: PlannedRequest[];
+  duration: number;
+} {
   const scenario = SCENARIOS[j.scenario];
   if (scenario === undefined) throw new Error(`unknown scenario "${j.scenario}"`);
   const duration = j.duration > 0 ? j.duration : scenario.defaults.duration;
@@ -57,7 +60,9 @@ export function planFor(j: Pick<DesJob, 'scenario' | 'seed' | 'rate' | 'duration
 /** Parent → worker: a job (with the feed it will be streamed, if any), or a batch of a job's feed. */
 export type ToWorker = { seq: number; job: DesJob; feed?: FeedId } | { seq: number; batch: PreparedBatch };
 
-export type JobOutcome = { ok: true; job: DesJob; result: PolicyResult; seconds: number } | { ok: false; job: DesJob; error: string; seconds: number };
+export type JobOutcome =
+  | { ok: true; job: DesJob; result: PolicyResult; seconds: number }
+  | { ok: false; job: DesJob; error: string; seconds: number };
 
 /** Heap per worker, MiB: generous for one policy's run, small enough that two fit on a CI machine. */
 export const WORKER_HEAP_MB = 4_096;
@@ -77,7 +82,8 @@ export class DesPool {
 
   /** Runs `job`; with `feed` (describing the job's workload), the worker takes its descriptions from it. */
   run(job: DesJob, feed?: PreparedFeed): Promise<JobOutcome> {
-    if (feed !== undefined && feed.id.workload !== workloadKey(job)) throw new Error(`feed for ${feed.id.workload} given to a job on ${workloadKey(job)}`);
+    if (feed !== undefined && feed.id.workload !== workloadKey(job))
+      throw new Error(`feed for ${feed.id.workload} given to a job on ${workloadKey(job)}`);
     return new Promise((resolve) => {
       this.#queue.push({ job, feed, resolve });
       this.#next();
@@ -90,7 +96,9 @@ export class DesPool {
     if (w === undefined) {
       if (this.#workers >= this.size) return;
       this.#workers++;
-      w = new Worker(new URL('./pool-worker.ts', import.meta.url), { resourceLimits: { maxOldGenerationSizeMb: this.#heapMb } });
+      w = new Worker(new URL('./pool-worker.ts', import.meta.url), {
+        resourceLimits: { maxOldGenerationSizeMb: this.#heapMb },
+      });
     }
     const { job, feed, resolve } = this.#queue.shift()!;
     const worker = w;
@@ -102,10 +110,25 @@ export class DesPool {
     // Our own listeners only: removeAllListeners() would also drop the Worker's internal
     // ones, after which its messages are never delivered again.
     const onMessage = (m: { result?: PolicyResult; error?: string }): void =>
-      settle(m.result !== undefined ? { ok: true, job, result: m.result, seconds: seconds() } : { ok: false, job, error: m.error ?? 'unknown error', seconds: seconds() }, true);
+      settle(
+        m.result !== undefined
+          ? { ok: true, job, result: m.result, seconds: seconds() }
+          : { ok: false, job, error: m.error ?? 'unknown error', seconds: seconds() },
+        true,
+      );
     const onError = (err: Error & { code?: string }): void =>
-      settle({ ok: false, job, error: err.code === 'ERR_WORKER_OUT_OF_MEMORY' ? `out of memory (heap limit ${this.#heapMb} MiB)` : err.message, seconds: seconds() }, false);
-    const onExit = (code: number): void => settle({ ok: false, job, error: `worker exited with code ${code}`, seconds: seconds() }, false);
+      settle(
+        {
+          ok: false,
+          job,
+          error:
+            err.code === 'ERR_WORKER_OUT_OF_MEMORY' ? `out of memory (heap limit ${this.#heapMb} MiB)` : err.message,
+          seconds: seconds(),
+        },
+        false,
+      );
+    const onExit = (code: number): void =>
+      settle({ ok: false, job, error: `worker exited with code ${code}`, seconds: seconds() }, false);
     let settled = false;
     const settle = (o: JobOutcome, alive: boolean): void => {
       if (settled) return;
@@ -133,7 +156,10 @@ export class DesPool {
    * plan, if the caller has it. Returns the outcomes and the plan (whose
    * descriptions `prepare` now has cached, for the references).
    */
-  runShared(jobs: readonly DesJob[], plan?: readonly PlannedRequest[]): { outcomes: Array<Promise<JobOutcome>>; plan: readonly PlannedRequest[] } {
+  runShared(
+    jobs: readonly DesJob[],
+    plan?: readonly PlannedRequest[],
+  ): { outcomes: Array<Promise<JobOutcome>>; plan: readonly PlannedRequest[] } {
     if (jobs.length === 0) return { outcomes: [], plan: plan ?? [] };
     const settings = routerConfig();
     const feed = new PreparedFeed(workloadKey(jobs[0]!), settings, jobs.length);

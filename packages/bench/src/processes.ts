@@ -39,7 +39,11 @@ function parseReadyLine(line: string): Record<string, string> {
 }
 
 /** Starts `warmpath <args>` (or `script <args>`: a program that runs a warmpath command its way) and resolves once it printed a line matching `ready`. */
-export async function startProcess(name: string, args: string[], opts: { env?: NodeJS.ProcessEnv; ready?: RegExp; timeoutMs?: number; script?: string } = {}): Promise<Proc> {
+export async function startProcess(
+  name: string,
+  args: string[],
+  opts: { env?: NodeJS.ProcessEnv; ready?: RegExp; timeoutMs?: number; script?: string } = {},
+): Promise<Proc> {
   const child = spawn(process.execPath, [opts.script ?? CLI_PATH, ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...opts.env },
@@ -54,7 +58,10 @@ export async function startProcess(name: string, args: string[], opts: { env?: N
   const readyRe = opts.ready ?? /listening|ready/;
   const info = await new Promise<Record<string, string>>((resolve, reject) => {
     let buf = '';
-    const timer = setTimeout(() => fail(new Error(`${name} did not become ready within ${opts.timeoutMs ?? READY_TIMEOUT_MS} ms`)), opts.timeoutMs ?? READY_TIMEOUT_MS);
+    const timer = setTimeout(
+      () => fail(new Error(`${name} did not become ready within ${opts.timeoutMs ?? READY_TIMEOUT_MS} ms`)),
+      opts.timeoutMs ?? READY_TIMEOUT_MS,
+    );
     const onData = (chunk: Buffer) => {
       keep(chunk);
       buf += chunk.toString('utf8');

@@ -164,11 +164,22 @@ export function hitCeiling(reqs: readonly PlanRequest[], blockSize: number, capa
       cachedCount--;
     }
   });
-  return { belady: total === 0 ? 0 : hit / total, unlimited: total === 0 ? 0 : unlimitedHit / total, cachedTokens, seenTokens };
+  return {
+    belady: total === 0 ? 0 : hit / total,
+    unlimited: total === 0 ? 0 : unlimitedHit / total,
+    cachedTokens,
+    seenTokens,
+  };
 }
 
 /** TTFT p50 / p99 of each request alone on an idle engine that already holds `cachedTokens[i]` of its prompt. */
-export function ttftFloor(reqs: readonly PlanRequest[], cachedTokens: Int32Array, profile: EngineProfile, adapters: readonly string[], maxLoras: number): TtftFloor {
+export function ttftFloor(
+  reqs: readonly PlanRequest[],
+  cachedTokens: Int32Array,
+  profile: EngineProfile,
+  adapters: readonly string[],
+  maxLoras: number,
+): TtftFloor {
   return tails(aloneTtfts(reqs, cachedTokens, profile, adapters, maxLoras));
 }
 
@@ -185,27 +196,63 @@ export function aloneTtfts(
   known?: { readonly ttfts: readonly number[]; readonly cachedTokens: Int32Array },
 ): number[] {
   return reqs.map((r, i) =>
-    known !== undefined && known.cachedTokens[i] === cachedTokens[i] ? known.ttfts[i]! : aloneTtft(r, cachedTokens[i]!, profile, adapters, maxLoras, true),
+    known !== undefined && known.cachedTokens[i] === cachedTokens[i]
+      ? known.ttfts[i]!
+      : aloneTtft(r, cachedTokens[i]!, profile, adapters, maxLoras, true),
   );
 }
 
 /** One request's TTFT alone on an idle engine holding `cached` tokens of its prompt, and its adapter when `adapterLoaded`. */
-function aloneTtft(r: PlanRequest, cached: number, profile: EngineProfile, adapters: readonly string[], maxLoras: number, adapterLoaded: boolean): number {
+function aloneTtft(
+  r: PlanRequest,
+  cached: number,
+  profile: EngineProfile,
+  adapters: readonly string[],
+  maxLoras: number,
+  adapterLoaded: boolean,
+): number {
   // Only this request and its warm-up ever hold blocks: a pool that fits both (and the whole request, as
   // the engine checks its context length against the pool) gives the same steps, and
   // building the profile's whole pool (27,000 blocks) for every request was most of the floor's time.
   const blocks = 2 * Math.ceil((r.promptTokens + Math.max(1, r.maxTokens) + 2) / profile.blockSize) + 16;
-  const model = new EngineModel(blocks < profile.numGpuBlocks ? { ...profile, numGpuBlocks: blocks } : profile, { maxLoras, adapters: [...adapters] });
+  const model = new EngineModel(blocks < profile.numGpuBlocks ? { ...profile, numGpuBlocks: blocks } : profile, {
+    maxLoras,
+    adapters: [...adapters],
+  });
   let now = 0;
   const cachedBlocks = Math.floor(cached / profile.blockSize);
   const warmAdapter = adapterLoaded ? r.adapter : '';
   if (cachedBlocks > 0 || warmAdapter !== '') {
     // Warm-up: the cached prefix (one token past it, so its last block is full) and the adapter.
     const warm = Math.max(1, cachedBlocks * profile.blockSize + 1);
-    now = runToFirstToken(model, { id: 'warm', promptTokens: warm, maxTokens: 1, blockHashes: r.blockHashes.subarray(0, cachedBlocks), adapter: warmAdapter }, now, true);
+    now = runToFirstToken(
+      model,
+      {
+        id: 'warm',
+        promptTokens: warm,
+        maxTokens: 1,
+        blockHashes: r.blockHashes.subarray(0, cachedBlocks),
+        adapter: warmAdapter,
+      },
+      now,
+      true,
+    );
   }
   const start = now;
-  return runToFirstToken(model, { id: 'req', promptTokens: r.promptTokens, maxTokens: Math.max(1, r.maxTokens), blockHashes: r.blockHashes, adapter: r.adapter }, now, false) - start;
+  return (
+    runToFirstToken(
+      model,
+      {
+        id: 'req',
+        promptTokens: r.promptTokens,
+        maxTokens: Math.max(1, r.maxTokens),
+        blockHashes: r.blockHashes,
+        adapter: r.adapter,
+      },
+      now,
+      false,
+    ) - start
+  );
 }
 
 /**
@@ -214,7 +261,13 @@ function aloneTtft(r: PlanRequest, cached: number, profile: EngineProfile, adapt
  * loaded, so each adapter is loaded at least once, and the request that waits for that load takes at
  * least its adapter's figure here.
  */
-export function firstLoadTtfts(reqs: readonly PlanRequest[], seenTokens: Int32Array, profile: EngineProfile, adapters: readonly string[], maxLoras: number): number[] {
+export function firstLoadTtfts(
+  reqs: readonly PlanRequest[],
+  seenTokens: Int32Array,
+  profile: EngineProfile,
+  adapters: readonly string[],
+  maxLoras: number,
+): number[] {
   const least = new Map<string, number>();
   reqs.forEach((r, i) => {
     if (r.adapter === '') return;
@@ -236,7 +289,10 @@ export function boundTails(ttfts: readonly number[], firstLoads: readonly number
   return { p50: at(50), p99: at(99) };
 }
 
-const tails = (ttfts: readonly number[]): TtftFloor => ({ p50: round(percentile(ttfts, 50)), p99: round(percentile(ttfts, 99)) });
+const tails = (ttfts: readonly number[]): TtftFloor => ({
+  p50: round(percentile(ttfts, 50)),
+  p99: round(percentile(ttfts, 99)),
+});
 
 type Submit = Parameters<EngineModel['submit']>[0];
 
@@ -311,7 +367,13 @@ export function planRequests(plan: readonly PlannedRequest[], adapters: Readonly
   const settings = routerConfig();
   return plan.map((p) => {
     const x = prepare(p, adapters, settings);
-    return { at: p.at, adapter: x.info.adapter, maxTokens: x.info.maxTokens, promptTokens: x.promptTokens, blockHashes: x.blockHashes };
+    return {
+      at: p.at,
+      adapter: x.info.adapter,
+      maxTokens: x.info.maxTokens,
+      promptTokens: x.promptTokens,
+      blockHashes: x.blockHashes,
+    };
   });
 }
 
@@ -325,7 +387,10 @@ export function computeReferences(scenario: Scenario, plan: readonly PlannedRequ
   const maxLoras = scenario.fleet.maxLoras ?? 0;
   const floor = aloneTtfts(reqs, ceiling.cachedTokens, profile, adapters, maxLoras);
   // Most requests hit as much under Belady as with unlimited capacity: only the others are run again.
-  const bound = aloneTtfts(reqs, ceiling.seenTokens, profile, adapters, maxLoras, { ttfts: floor, cachedTokens: ceiling.cachedTokens });
+  const bound = aloneTtfts(reqs, ceiling.seenTokens, profile, adapters, maxLoras, {
+    ttfts: floor,
+    cachedTokens: ceiling.cachedTokens,
+  });
   const firstLoads = firstLoadTtfts(reqs, ceiling.seenTokens, profile, adapters, maxLoras);
   return {
     hitRateCeiling: { belady: round4(ceiling.belady), unlimited: round4(ceiling.unlimited), capacityBlocks },

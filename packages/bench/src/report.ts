@@ -110,7 +110,11 @@ export function summarize(
   results: readonly RequestResult[],
   engine: EngineTotals,
   durationS: number,
-  extra: { perReplicaLoad?: Array<{ t: number; running: number[] }>; gossip?: DesGossipDetail; routersEstimate?: number[] } = {},
+  extra: {
+    perReplicaLoad?: Array<{ t: number; running: number[] }>;
+    gossip?: DesGossipDetail;
+    routersEstimate?: number[];
+  } = {},
 ): PolicyResult {
   const ok = results.filter((r) => r.ok);
   const branches: Record<string, number> = {};
@@ -128,7 +132,8 @@ export function summarize(
   const e2e = ok.map((r) => r.e2eMs);
   const [e2e50, e2e99] = percentiles(e2e, [50, 99]);
   const errorsByCode: Record<string, number> = {};
-  for (const r of results) if (!r.ok) errorsByCode[r.error ?? 'unknown'] = (errorsByCode[r.error ?? 'unknown'] ?? 0) + 1;
+  for (const r of results)
+    if (!r.ok) errorsByCode[r.error ?? 'unknown'] = (errorsByCode[r.error ?? 'unknown'] ?? 0) + 1;
   const byTag: Record<string, { n: number; ttft_p50: number; ttft_p99: number }> = {};
   const tags = new Set(ok.map((r) => r.tag ?? ''));
   for (const tag of tags) {
@@ -160,15 +165,20 @@ export function summarize(
       ttftP99AllRequests: round(percentileOverAllRequests(ttft, results.length, 99)),
       ...(extra.perReplicaLoad !== undefined ? { perReplicaLoad: extra.perReplicaLoad } : {}),
       ...(extra.gossip !== undefined ? { gossip: extra.gossip } : {}),
-      ...(extra.routersEstimate !== undefined ? { routersEstimate: extra.routersEstimate.map((x) => round(x, 2)!) } : {}),
-      ...(engine.evictedBlocks !== undefined && engine.evictedBlocks > 0 ? { kvEvictionAgeS: round((engine.evictedAgeMs ?? 0) / engine.evictedBlocks / 1000, 1)! } : {}),
+      ...(extra.routersEstimate !== undefined
+        ? { routersEstimate: extra.routersEstimate.map((x) => round(x, 2)!) }
+        : {}),
+      ...(engine.evictedBlocks !== undefined && engine.evictedBlocks > 0
+        ? { kvEvictionAgeS: round((engine.evictedAgeMs ?? 0) / engine.evictedBlocks / 1000, 1)! }
+        : {}),
       byTag,
     },
   };
 }
 
 export function markdownTable(report: BenchReport): string {
-  const head = '| policy | routers | done/req | errors | TTFT p50 | TTFT p90 | TTFT p99 | ITL p50 | e2e p99 | out tok/s | hit rate | preempt | spills | adapter loads |';
+  const head =
+    '| policy | routers | done/req | errors | TTFT p50 | TTFT p90 | TTFT p99 | ITL p50 | e2e p99 | out tok/s | hit rate | preempt | spills | adapter loads |';
   const sep = '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|';
   const rows = report.results.map(
     (r) =>
@@ -179,18 +189,37 @@ export function markdownTable(report: BenchReport): string {
   const ref =
     refs === undefined
       ? []
-      : ['', `References (no router can do better on this plan and fleet): hit-rate ceiling ${(refs.hitRateCeiling.belady * 100).toFixed(1)}% (the fleet's KV as one cache, optimal eviction; ${(refs.hitRateCeiling.unlimited * 100).toFixed(1)}% unlimited); TTFT floor p50 ${refs.ttftFloorMs.p50} ms, p99 ${refs.ttftFloorMs.p99} ms (each request alone on an idle replica holding its ceiling hit)${bound(refs)}.`];
-  return [`### ${report.scenario} (${report.mode}; times in simulated ms)`, '', head, sep, ...rows, ...failed, ...ref].join('\n');
+      : [
+          '',
+          `References (no router can do better on this plan and fleet): hit-rate ceiling ${(refs.hitRateCeiling.belady * 100).toFixed(1)}% (the fleet's KV as one cache, optimal eviction; ${(refs.hitRateCeiling.unlimited * 100).toFixed(1)}% unlimited); TTFT floor p50 ${refs.ttftFloorMs.p50} ms, p99 ${refs.ttftFloorMs.p99} ms (each request alone on an idle replica holding its ceiling hit)${bound(refs)}.`,
+        ];
+  return [
+    `### ${report.scenario} (${report.mode}; times in simulated ms)`,
+    '',
+    head,
+    sep,
+    ...rows,
+    ...failed,
+    ...ref,
+  ].join('\n');
 }
 
 /** The TTFT bound, when the references carry it (reports saved before it was added do not). */
 function bound(refs: References): string {
   const b = refs.ttftBoundMs as References['ttftBoundMs'] | undefined;
-  return b === undefined ? '' : `; TTFT bound p50 ${b.p50} ms, p99 ${b.p99} ms, which no policy goes under (each request alone on an idle replica holding every earlier block, and each adapter's first load waited for once)`;
+  return b === undefined
+    ? ''
+    : `; TTFT bound p50 ${b.p50} ms, p99 ${b.p99} ms, which no policy goes under (each request alone on an idle replica holding every earlier block, and each adapter's first load waited for once)`;
 }
 
 export function writeJson(path: string, report: BenchReport): void {
-  const slim = { ...report, results: report.results.map(({ detail, ...r }) => ({ ...r, detail: detail ? { ...detail, ttftSamples: undefined } : undefined })) };
+  const slim = {
+    ...report,
+    results: report.results.map(({ detail, ...r }) => ({
+      ...r,
+      detail: detail ? { ...detail, ttftSamples: undefined } : undefined,
+    })),
+  };
   writeFileSync(path, `${JSON.stringify(slim, null, 2)}\n`);
 }
 

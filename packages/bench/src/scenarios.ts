@@ -44,10 +44,20 @@ export interface Scenario {
 
 type Message = { role: 'system' | 'user' | 'assistant'; content: string };
 
-function chat(p: ScenarioParams, at: number, messages: Message[], maxTokens: number, tag: string, extra: Record<string, unknown> = {}, session?: string): PlannedRequest {
+function chat(
+  p: ScenarioParams,
+  at: number,
+  messages: Message[],
+  maxTokens: number,
+  tag: string,
+  extra: Record<string, unknown> = {},
+  session?: string,
+): PlannedRequest {
   const body = { model: p.model, messages, max_tokens: maxTokens, ignore_eos: true, ...extra };
   // A session's requests carry its id in the session header, as real chat clients send one.
-  return session === undefined ? { at, tag, body } : { at, tag, body, session, headers: { [HEADERS.session]: session } };
+  return session === undefined
+    ? { at, tag, body }
+    : { at, tag, body, session, headers: { [HEADERS.session]: session } };
 }
 
 /** A session: turns `gapMs` apart, each a user message of `userTokens` and a reply of `replyTokens`. */
@@ -82,7 +92,12 @@ const uniform = (r: () => number, lo: number, hi: number) => () => Math.round(lo
  * (drawing from `r` first), then the gap to the next is drawn at `rate(at)`
  * per simulated second. One place for the loop every scenario shares.
  */
-function arrivals(p: ScenarioParams, r: () => number, rate: (at: number) => number, make: (at: number, i: number) => PlannedRequest | PlannedRequest[]): PlannedRequest[] {
+function arrivals(
+  p: ScenarioParams,
+  r: () => number,
+  rate: (at: number) => number,
+  make: (at: number, i: number) => PlannedRequest | PlannedRequest[],
+): PlannedRequest[] {
   const out: PlannedRequest[] = [];
   for (let at = 0, i = 0; at < p.duration * 1000; i++) {
     const made = make(at, i);
@@ -100,7 +115,8 @@ function arrivals(p: ScenarioParams, r: () => number, rate: (at: number) => numb
  */
 const seedScenario: Scenario = {
   name: 'seed',
-  summary: '10 replicas, shared 2k-token system prompts (one dominant), unique 500-token turns, Poisson arrivals, then a 2x spike',
+  summary:
+    '10 replicas, shared 2k-token system prompts (one dominant), unique 500-token turns, Poisson arrivals, then a 2x spike',
   fleet: { replicas: 10, profile: 'h100x4-llama3-70b' },
   defaults: { rate: 100, duration: 50 },
   build(p) {
@@ -109,11 +125,24 @@ const seedScenario: Scenario = {
     const pickTemplate = () => (r() < 0.7 ? 0 : 1 + Math.floor(r() * 3));
     const spikeAt = (p.duration * 1000 * 2) / 3;
     // Sessions arrive at rate / 3.5 (mean turns) so requests arrive at ≈ rate, doubled in the spike.
-    return arrivals(p, r, (at) => ((at >= spikeAt ? 2 : 1) * p.rate) / 3.5, (at, s) => {
-      const phase = at >= spikeAt ? 'spike' : 'steady';
-      const turns = 1 + Math.floor(r() * 6);
-      return session(p, `seed/s${p.seed}/${s}`, at, templates[pickTemplate()], turns, { user: () => 500, reply: uniform(r, 20, 60), gapMs: uniform(r, 3000, 8000) }, () => phase);
-    });
+    return arrivals(
+      p,
+      r,
+      (at) => ((at >= spikeAt ? 2 : 1) * p.rate) / 3.5,
+      (at, s) => {
+        const phase = at >= spikeAt ? 'spike' : 'steady';
+        const turns = 1 + Math.floor(r() * 6);
+        return session(
+          p,
+          `seed/s${p.seed}/${s}`,
+          at,
+          templates[pickTemplate()],
+          turns,
+          { user: () => 500, reply: uniform(r, 20, 60), gapMs: uniform(r, 3000, 8000) },
+          () => phase,
+        );
+      },
+    );
   },
 };
 
@@ -126,10 +155,23 @@ const chatScenario: Scenario = {
   build(p) {
     const r = rng(p.seed ^ 0xc4a7);
     const system = textOf('chat/system', 400);
-    return arrivals(p, r, () => p.rate, (at, s) => {
-      const turns = 4 + Math.floor(r() * 9);
-      return session(p, `chat/s${p.seed}/${s}`, at, system, turns, { user: uniform(r, 100, 400), reply: uniform(r, 100, 300), gapMs: uniform(r, 2000, 6000) }, (t) => `turn${Math.min(t, 9)}`);
-    });
+    return arrivals(
+      p,
+      r,
+      () => p.rate,
+      (at, s) => {
+        const turns = 4 + Math.floor(r() * 9);
+        return session(
+          p,
+          `chat/s${p.seed}/${s}`,
+          at,
+          system,
+          turns,
+          { user: uniform(r, 100, 400), reply: uniform(r, 100, 300), gapMs: uniform(r, 2000, 6000) },
+          (t) => `turn${Math.min(t, 9)}`,
+        );
+      },
+    );
   },
 };
 
@@ -146,26 +188,31 @@ const fanoutScenario: Scenario = {
   build(p) {
     const r = rng(p.seed ^ 0xfa17);
     const system = textOf('fanout/system', 1000);
-    return arrivals(p, r, () => p.rate, (at, s) => {
-      const out: PlannedRequest[] = [];
-      const id = `fanout/s${p.seed}/${s}`;
-      const history: Message[] = [
-        { role: 'system', content: system },
-        { role: 'user', content: textOf(`${id}/task`, 2000 + Math.round(r() * 2000)) },
-      ];
-      const steps = 2 + Math.floor(r() * 3);
-      let t = at;
-      for (let step = 0; step < steps && t < p.duration * 1000; step++) {
-        const width = 4 + Math.floor(r() * 13);
-        for (let k = 0; k < width; k++) {
-          const msgs: Message[] = [...history, { role: 'user', content: textOf(`${id}/st${step}/call${k}`, 60) }];
-          out.push(chat(p, t + k * 5, msgs, 80, `step${step}`, { prompt_cache_key: id }, id));
+    return arrivals(
+      p,
+      r,
+      () => p.rate,
+      (at, s) => {
+        const out: PlannedRequest[] = [];
+        const id = `fanout/s${p.seed}/${s}`;
+        const history: Message[] = [
+          { role: 'system', content: system },
+          { role: 'user', content: textOf(`${id}/task`, 2000 + Math.round(r() * 2000)) },
+        ];
+        const steps = 2 + Math.floor(r() * 3);
+        let t = at;
+        for (let step = 0; step < steps && t < p.duration * 1000; step++) {
+          const width = 4 + Math.floor(r() * 13);
+          for (let k = 0; k < width; k++) {
+            const msgs: Message[] = [...history, { role: 'user', content: textOf(`${id}/st${step}/call${k}`, 60) }];
+            out.push(chat(p, t + k * 5, msgs, 80, `step${step}`, { prompt_cache_key: id }, id));
+          }
+          history.push({ role: 'assistant', content: textOf(`${id}/st${step}/results`, 40 * width) });
+          t += 4000 + r() * 4000;
         }
-        history.push({ role: 'assistant', content: textOf(`${id}/st${step}/results`, 40 * width) });
-        t += 4000 + r() * 4000;
-      }
-      return out;
-    });
+        return out;
+      },
+    );
   },
 };
 
@@ -180,14 +227,23 @@ const loraScenario: Scenario = {
   build(p) {
     const r = rng(p.seed ^ 0x10a);
     const pick = zipf(r, LORA_ADAPTERS.length, 1.0);
-    return arrivals(p, r, () => p.rate, (at, i) => {
-      const adapter = LORA_ADAPTERS[pick()]!;
-      const msgs: Message[] = [
-        { role: 'system', content: textOf(`lora/system/${adapter}`, 300) },
-        { role: 'user', content: textOf(`lora/${p.seed}/${i}`, 200 + Math.round(r() * 300)) },
-      ];
-      return { at, tag: adapter, body: { model: adapter, messages: msgs, max_tokens: 64 + Math.round(r() * 128), ignore_eos: true } };
-    });
+    return arrivals(
+      p,
+      r,
+      () => p.rate,
+      (at, i) => {
+        const adapter = LORA_ADAPTERS[pick()]!;
+        const msgs: Message[] = [
+          { role: 'system', content: textOf(`lora/system/${adapter}`, 300) },
+          { role: 'user', content: textOf(`lora/${p.seed}/${i}`, 200 + Math.round(r() * 300)) },
+        ];
+        return {
+          at,
+          tag: adapter,
+          body: { model: adapter, messages: msgs, max_tokens: 64 + Math.round(r() * 128), ignore_eos: true },
+        };
+      },
+    );
   },
 };
 
@@ -200,14 +256,19 @@ const pianosScenario: Scenario = {
   build(p) {
     const r = rng(p.seed ^ 0x91a0);
     const system = textOf('pianos/system', 300);
-    return arrivals(p, r, () => p.rate, (at, i) => {
-      const piano = r() < 0.02;
-      const msgs: Message[] = [
-        { role: 'system', content: system },
-        { role: 'user', content: textOf(`pianos/${p.seed}/${i}`, piano ? 24_000 : 100 + Math.round(r() * 400)) },
-      ];
-      return chat(p, at, msgs, piano ? 1500 : 50 + Math.round(r() * 150), piano ? 'piano' : 'short');
-    });
+    return arrivals(
+      p,
+      r,
+      () => p.rate,
+      (at, i) => {
+        const piano = r() < 0.02;
+        const msgs: Message[] = [
+          { role: 'system', content: system },
+          { role: 'user', content: textOf(`pianos/${p.seed}/${i}`, piano ? 24_000 : 100 + Math.round(r() * 400)) },
+        ];
+        return chat(p, at, msgs, piano ? 1500 : 50 + Math.round(r() * 150), piano ? 'piano' : 'short');
+      },
+    );
   },
 };
 
@@ -230,12 +291,25 @@ const longctxScenario: Scenario = {
     const docs = Array.from({ length: 8 }, (_, i) => textOf(`longctx/doc-${i}`, 8_000 + ((i * 2_000) % 16_001)));
     const pickDoc = zipf(r, docs.length, 1.0);
     // Sessions arrive at rate / 2 (mean turns) so requests arrive at ≈ rate.
-    return arrivals(p, r, () => p.rate / 2, (at, s) => {
-      const id = `longctx/s${p.seed}/${s}`;
-      const context = r() < 0.3 ? docs[pickDoc()]! : textOf(`${id}/context`, Math.round(8_000 + r() * 24_000));
-      const turns = 1 + Math.floor(r() * 3);
-      return session(p, id, at, context, turns, { user: uniform(r, 50, 200), reply: uniform(r, 100, 400), gapMs: uniform(r, 5000, 15000) }, (t) => (t === 0 ? 'first' : 'follow-up'));
-    });
+    return arrivals(
+      p,
+      r,
+      () => p.rate / 2,
+      (at, s) => {
+        const id = `longctx/s${p.seed}/${s}`;
+        const context = r() < 0.3 ? docs[pickDoc()]! : textOf(`${id}/context`, Math.round(8_000 + r() * 24_000));
+        const turns = 1 + Math.floor(r() * 3);
+        return session(
+          p,
+          id,
+          at,
+          context,
+          turns,
+          { user: uniform(r, 50, 200), reply: uniform(r, 100, 400), gapMs: uniform(r, 5000, 15000) },
+          (t) => (t === 0 ? 'first' : 'follow-up'),
+        );
+      },
+    );
   },
 };
 
@@ -277,7 +351,11 @@ export function traceMessages(rec: TraceRecord): Message[] {
     ids.forEach((id, i) => {
       const remaining = length - i * TRACE_BLOCK_TOKENS;
       const last = i === ids.length - 1;
-      parts.push(last ? textOf(`trace/block/${id}`, TRACE_BLOCK_TOKENS).slice(0, Math.max(0, remaining) * 4) : textOf(`trace/block/${id}`, TRACE_BLOCK_TOKENS));
+      parts.push(
+        last
+          ? textOf(`trace/block/${id}`, TRACE_BLOCK_TOKENS).slice(0, Math.max(0, remaining) * 4)
+          : textOf(`trace/block/${id}`, TRACE_BLOCK_TOKENS),
+      );
     });
     return parts.join('');
   };
@@ -304,7 +382,8 @@ export function traceMessages(rec: TraceRecord): Message[] {
  */
 const traceScenario: Scenario = {
   name: 'trace',
-  summary: 'replay of a Mooncake-format trace (timestamp, input_length, output_length, hash_ids of 512-token blocks), repeated with fresh block ids to fill a longer duration',
+  summary:
+    'replay of a Mooncake-format trace (timestamp, input_length, output_length, hash_ids of 512-token blocks), repeated with fresh block ids to fill a longer duration',
   fleet: { replicas: 10, profile: 'h100-llama3-8b' },
   defaults: { rate: 1, duration: 0 },
   build(p) {

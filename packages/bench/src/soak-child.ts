@@ -36,7 +36,12 @@ const every = Number(process.env.WARMPATH_SOAK_SAMPLE_MS ?? 1_000);
 const gc = (globalThis as { gc?: () => void }).gc;
 setInterval(() => {
   gc?.();
-  const sample = { rss: process.memoryUsage.rss(), heap: process.memoryUsage().heapUsed, fds: openFds(), handles: process.getActiveResourcesInfo().length };
+  const sample = {
+    rss: process.memoryUsage.rss(),
+    heap: process.memoryUsage().heapUsed,
+    fds: openFds(),
+    handles: process.getActiveResourcesInfo().length,
+  };
   process.stderr.write(`soak-sample ${JSON.stringify(sample)}\n`);
 }, every).unref();
 await (await load()).run(argv);

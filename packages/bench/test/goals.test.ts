@@ -2,7 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { checkRuns, goalsTable, jobsFor, p50AllRequests, p99AllRequests, PEER_POLICIES, RunSet } from '../src/goals.ts';
 import { p50OverAllRequests, percentileOverAllRequests, type PolicyResult } from '../src/report.ts';
 
-function result(policy: string, o: { p50?: number; p99?: number; hit?: number; loads?: number; routers?: number } = {}): PolicyResult {
+function result(
+  policy: string,
+  o: { p50?: number; p99?: number; hit?: number; loads?: number; routers?: number } = {},
+): PolicyResult {
   return {
     policy,
     routers: o.routers ?? 2,
@@ -22,9 +25,20 @@ function result(policy: string, o: { p50?: number; p99?: number; hit?: number; l
 }
 
 /** A full run set: warmpath with `w`, every peer with `peer`, at every router count and L4. */
-function runs(w: Parameters<typeof result>[1], peer: Parameters<typeof result>[1], rr: Parameters<typeof result>[1] = { p50: 1000 }): RunSet {
+function runs(
+  w: Parameters<typeof result>[1],
+  peer: Parameters<typeof result>[1],
+  rr: Parameters<typeof result>[1] = { p50: 1000 },
+): RunSet {
   const s = new RunSet();
-  for (const [n, l4] of [[2, 'random'], [1, 'random'], [4, 'random'], [4, 'sticky'], [16, 'random'], [16, 'sticky']] as const) {
+  for (const [n, l4] of [
+    [2, 'random'],
+    [1, 'random'],
+    [4, 'random'],
+    [4, 'sticky'],
+    [16, 'random'],
+    [16, 'sticky'],
+  ] as const) {
     s.set(n, l4, result('warmpath', w));
     for (const p of PEER_POLICIES) s.set(n, l4, result(p, peer));
   }
@@ -34,13 +48,28 @@ function runs(w: Parameters<typeof result>[1], peer: Parameters<typeof result>[1
 
 describe('benchmark goals', () => {
   it('passes each goal on good numbers and fails it on bad ones', () => {
-    const good = checkRuns('chat', 101, runs({ p50: 90, p99: 280, hit: 0.8 }, { p50: 100, p99: 300, hit: 0.7 }), undefined);
+    const good = checkRuns(
+      'chat',
+      101,
+      runs({ p50: 90, p99: 280, hit: 0.8 }, { p50: 100, p99: 300, hit: 0.7 }),
+      undefined,
+    );
     expect(good.length).toBeGreaterThan(8);
     expect(good.filter((g) => !g.pass)).toEqual([]);
     // Within the 5% margin of the best peer is not enough.
-    const close = checkRuns('chat', 101, runs({ p50: 97, p99: 280, hit: 0.8 }, { p50: 100, p99: 300, hit: 0.7 }), undefined);
+    const close = checkRuns(
+      'chat',
+      101,
+      runs({ p50: 97, p99: 280, hit: 0.8 }, { p50: 100, p99: 300, hit: 0.7 }),
+      undefined,
+    );
     expect(close.find((g) => g.goal === 'TTFT p50 ≤ 0.95 × best peer')?.pass).toBe(false);
-    const lowHit = checkRuns('chat', 101, runs({ p50: 90, p99: 280, hit: 0.6 }, { p50: 100, p99: 300, hit: 0.7 }), undefined);
+    const lowHit = checkRuns(
+      'chat',
+      101,
+      runs({ p50: 90, p99: 280, hit: 0.6 }, { p50: 100, p99: 300, hit: 0.7 }),
+      undefined,
+    );
     expect(lowHit.filter((g) => g.goal.startsWith('hit rate ≥ every peer')).every((g) => !g.pass)).toBe(true);
   });
 
@@ -60,14 +89,25 @@ describe('benchmark goals', () => {
   });
 
   it('a goal is met when it holds on at least 3 of 4 seeds', () => {
-    const row = (seed: number, pass: boolean) => ({ scenario: 'chat', seed, goal: 'g', measured: String(seed), target: 't', pass });
+    const row = (seed: number, pass: boolean) => ({
+      scenario: 'chat',
+      seed,
+      goal: 'g',
+      measured: String(seed),
+      target: 't',
+      pass,
+    });
     expect(goalsTable([row(1, true), row(2, true), row(3, true), row(4, false)], [1, 2, 3, 4]).met).toBe(1);
     expect(goalsTable([row(1, true), row(2, false), row(3, true), row(4, false)], [1, 2, 3, 4]).met).toBe(0);
   });
 
   it("a TTFT target under the plan's bound is marked beyond any router, and counted apart when too few seeds remain", () => {
     const s = runs({ p50: 31, p99: 884, hit: 0.32 }, { p50: 31, p99: 882, hit: 0.32 }, { p50: 31 });
-    const refs = { hitRateCeiling: { belady: 0.324, unlimited: 0.324, capacityBlocks: 1 }, ttftFloorMs: { p50: 26, p99: 879 }, ttftBoundMs: { p50: 26, p99: 879 } };
+    const refs = {
+      hitRateCeiling: { belady: 0.324, unlimited: 0.324, capacityBlocks: 1 },
+      ttftFloorMs: { p50: 26, p99: 879 },
+      ttftBoundMs: { p50: 26, p99: 879 },
+    };
     const rows = checkRuns('pianos', 101, s, refs);
     const by = (g: string) => rows.find((r) => r.goal === g)!;
     expect(by('TTFT p99 ≤ 0.95 × best peer').beyond).toMatch(/838 ms is under the TTFT p99 bound 879 ms/);
@@ -95,7 +135,12 @@ describe('benchmark goals', () => {
     const jobs = jobsFor('chat', 101, undefined);
     const at = (n: number, l4: string) => jobs.filter((j) => j.routers === n && j.l4 === l4).map((j) => j.policy);
     expect(at(2, 'random')).toEqual(expect.arrayContaining(['warmpath', 'round-robin', ...PEER_POLICIES]));
-    for (const [n, l4] of [[1, 'random'], [4, 'sticky'], [16, 'random']] as const) expect(at(n, l4)).toEqual(['warmpath', ...PEER_POLICIES]);
+    for (const [n, l4] of [
+      [1, 'random'],
+      [4, 'sticky'],
+      [16, 'random'],
+    ] as const)
+      expect(at(n, l4)).toEqual(['warmpath', ...PEER_POLICIES]);
     expect(at(1, 'sticky')).toEqual([]);
   });
 });
@@ -106,7 +151,13 @@ describe('TTFT over every request sent', () => {
     expect(p50OverAllRequests(answered, 100)).toBe(50);
     expect(p50OverAllRequests(answered.slice(0, 40), 100)).toBe(Number.POSITIVE_INFINITY);
     expect(percentileOverAllRequests(answered, 100, 99)).toBe(Number.POSITIVE_INFINITY);
-    expect(percentileOverAllRequests(Array.from({ length: 100 }, (_, i) => i), 100, 99)).toBe(98);
+    expect(
+      percentileOverAllRequests(
+        Array.from({ length: 100 }, (_, i) => i),
+        100,
+        99,
+      ),
+    ).toBe(98);
     const base = result('round-robin', { p50: 30, p99: 90 });
     const detail = { errorsByCode: {}, branches: {}, ttftSamples: [] };
     expect(p50AllRequests({ ...base, detail: { ...detail, ttftP50AllRequests: 50 } })).toBe(50);

@@ -35,7 +35,10 @@ describe('load generator', () => {
       return new Promise((r) => server.close(() => r()));
     };
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    const plan: PlannedRequest[] = Array.from({ length: n }, () => ({ at: 0, body: { model: 'm', messages: [{ role: 'user', content: 'hi' }], max_tokens: 1 } }));
+    const plan: PlannedRequest[] = Array.from({ length: n }, () => ({
+      at: 0,
+      body: { model: 'm', messages: [{ role: 'user', content: 'hi' }], max_tokens: 1 },
+    }));
     const results = await runLoad(plan, [url], { timeoutMs: 20_000 });
     expect(peak).toBe(n);
     expect(results.filter((r) => r.ok)).toHaveLength(n);

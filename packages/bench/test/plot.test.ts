@@ -22,7 +22,22 @@ function pngSize(file: string): { width: number; height: number } {
 describe.skipIf(!existsSync(CHROMIUM))('figures (src/plot.ts)', () => {
   it('draws a figure of two charts side by side to a PNG, at twice the CSS pixels', async () => {
     const file = join(dir, 'two.png');
-    const line = { type: 'line', data: { datasets: [{ label: 'a', data: [{ x: 1, y: 2 }, { x: 10, y: 3 }] }, hline('goal', 2.5, 1, 10)] }, options: { scales: { x: { type: 'logarithmic' } } } };
+    const line = {
+      type: 'line',
+      data: {
+        datasets: [
+          {
+            label: 'a',
+            data: [
+              { x: 1, y: 2 },
+              { x: 10, y: 3 },
+            ],
+          },
+          hline('goal', 2.5, 1, 10),
+        ],
+      },
+      options: { scales: { x: { type: 'logarithmic' } } },
+    };
     const bar = { type: 'bar', data: { labels: ['one', 'two'], datasets: [{ label: 'b', data: [1, 2] }] } };
     await renderFigures([{ file, charts: [line, bar], width: 300, height: 200 }]);
     const { width, height } = pngSize(file);
@@ -35,7 +50,9 @@ describe.skipIf(!existsSync(CHROMIUM))('figures (src/plot.ts)', () => {
 
   it('a chart Chart.js cannot draw fails the render, naming the figure', async () => {
     const file = join(dir, 'bad.png');
-    await expect(renderFigures([{ file, charts: [{ type: 'no-such-chart', data: { datasets: [] } }] }])).rejects.toThrow(/bad\.png: Chart\.js failed: .*no-such-chart/);
+    await expect(
+      renderFigures([{ file, charts: [{ type: 'no-such-chart', data: { datasets: [] } }] }]),
+    ).rejects.toThrow(/bad\.png: Chart\.js failed: .*no-such-chart/);
     expect(existsSync(file)).toBe(false);
   }, 60_000);
 });

@@ -4,7 +4,13 @@ import { aloneTtfts, boundTails, firstLoadTtfts, hitCeiling, ttftFloor, type Pla
 
 const BS = 16;
 /** A request of whole blocks (+1 token so every block can hit) named by block ids. */
-const req = (at: number, ...blocks: number[]): PlanRequest => ({ at, adapter: '', maxTokens: 8, promptTokens: blocks.length * BS + 1, blockHashes: BigUint64Array.from(blocks.map(BigInt)) });
+const req = (at: number, ...blocks: number[]): PlanRequest => ({
+  at,
+  adapter: '',
+  maxTokens: 8,
+  promptTokens: blocks.length * BS + 1,
+  blockHashes: BigUint64Array.from(blocks.map(BigInt)),
+});
 
 describe('hit-rate ceiling', () => {
   it('unlimited capacity hits every block seen before, as a prefix', () => {
@@ -14,7 +20,7 @@ describe('hit-rate ceiling', () => {
     expect([...c.seenTokens]).toEqual([...c.cachedTokens]);
   });
 
-  it("keeps the block needed soonest (Belady), where LRU would have evicted it", () => {
+  it('keeps the block needed soonest (Belady), where LRU would have evicted it', () => {
     // Capacity 2: X, Y, Z, X. LRU evicts X when Z arrives; Belady evicts Y or Z (never used again).
     const c = hitCeiling([req(0, 10), req(1, 20), req(2, 30), req(3, 10)], BS, 2);
     expect([...c.cachedTokens]).toEqual([0, 0, 0, BS]);
@@ -57,7 +63,12 @@ describe('TTFT bound', () => {
     const doc = Array.from({ length: 256 }, (_, i) => i + 1);
     // Two 256-block documents, each sent twice, through a cache of 256 blocks: Belady keeps at most one whole,
     // while with unlimited capacity both repeats hit in full.
-    const plan = [req(0, ...doc), req(1, ...doc.map((b) => b + 1000)), req(2, ...doc), req(3, ...doc.map((b) => b + 1000))];
+    const plan = [
+      req(0, ...doc),
+      req(1, ...doc.map((b) => b + 1000)),
+      req(2, ...doc),
+      req(3, ...doc.map((b) => b + 1000)),
+    ];
     const c = hitCeiling(plan, p.blockSize, 256);
     expect(c.seenTokens.some((t, i) => t > c.cachedTokens[i]!)).toBe(true);
     const floor = aloneTtfts(plan, c.cachedTokens, p, [], 0);
@@ -72,7 +83,10 @@ describe('TTFT bound', () => {
 
   it("counts each adapter's first load: the k-th slowest request waits at least the k-th largest least first load", () => {
     const p = PROFILES['h100-llama3-8b'];
-    const lora = (at: number, adapter: string, ...blocks: number[]): PlanRequest => ({ ...req(at, ...blocks), adapter });
+    const lora = (at: number, adapter: string, ...blocks: number[]): PlanRequest => ({
+      ...req(at, ...blocks),
+      adapter,
+    });
     const plan = [lora(0, 'a', 1, 2), lora(1, 'a', 1, 2), lora(2, 'b', 3, 4), lora(3, 'c', 5, 6)];
     const seen = hitCeiling(plan, p.blockSize, Infinity).seenTokens;
     const loads = firstLoadTtfts(plan, seen, p, ['a', 'b', 'c'], 4);

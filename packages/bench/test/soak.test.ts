@@ -9,12 +9,18 @@ import { runSoak } from '../src/soak.ts';
 describe('soak (smoke)', () => {
   it('runs a burst and mixed streaming traffic through a live fleet, sampling every process, losing nothing', async () => {
     const lines: string[] = [];
-    const r = await runSoak({ seconds: 2, concurrency: 8, burst: 100, sampleEverySec: 0.5, replicas: 1, speed: 1, seed: 1 }, (l) => lines.push(l));
+    const r = await runSoak(
+      { seconds: 2, concurrency: 8, burst: 100, sampleEverySec: 0.5, replicas: 1, speed: 1, seed: 1 },
+      (l) => lines.push(l),
+    );
     // Nothing lost: every stream of the burst completes, or (on a machine busy with other tests) is
     // refused cleanly with the fleet's 429 after the router queue's timeout — never a reset or a cut stream.
     const refused = r.burst?.errors['429 fleet_saturated'] ?? 0;
     expect(r.burst?.sent, JSON.stringify(r.burst)).toBe(100);
-    expect(Object.keys(r.burst?.errors ?? {}).filter((k) => k !== '429 fleet_saturated'), JSON.stringify(r.burst)).toEqual([]);
+    expect(
+      Object.keys(r.burst?.errors ?? {}).filter((k) => k !== '429 fleet_saturated'),
+      JSON.stringify(r.burst),
+    ).toEqual([]);
     expect(r.burst!.ok + refused, JSON.stringify(r.burst)).toBe(100);
     expect(r.burst!.ok, JSON.stringify(r.burst)).toBeGreaterThan(50);
     expect(r.soak.errors).toEqual({});

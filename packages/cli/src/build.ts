@@ -80,14 +80,22 @@ function packageDirOf(moduleId: string): string | undefined {
 
 function thirdPartyLicenses(chunks: OutputChunk[]): string {
   const dirs = new Set<string>();
-  for (const chunk of chunks) for (const id of chunk.moduleIds) {
-    const dir = packageDirOf(id);
-    if (dir !== undefined) dirs.add(dir);
-  }
+  for (const chunk of chunks)
+    for (const id of chunk.moduleIds) {
+      const dir = packageDirOf(id);
+      if (dir !== undefined) dirs.add(dir);
+    }
   const sections = [...dirs].map((dir) => {
-    const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name: string; version: string; license?: string };
+    const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as {
+      name: string;
+      version: string;
+      license?: string;
+    };
     const file = readdirSync(dir).find((f) => /^licen[cs]e/i.test(f));
-    const text = file === undefined ? `(the package ships no licence file; its package.json says ${pkg.license ?? 'nothing'})` : readFileSync(join(dir, file), 'utf8').trim();
+    const text =
+      file === undefined
+        ? `(the package ships no licence file; its package.json says ${pkg.license ?? 'nothing'})`
+        : readFileSync(join(dir, file), 'utf8').trim();
     return `## ${pkg.name} ${pkg.version} (${pkg.license ?? 'unknown'})\n\n\`\`\`\n${text}\n\`\`\``;
   });
   sections.sort();
@@ -106,7 +114,13 @@ export async function buildCli(outDir = join(CLI_ROOT, 'dist')): Promise<BuiltCl
     transform: { target: TARGET },
     plugins: [relocateAssets(outDir)],
     logLevel: 'warn',
-    output: { dir: outDir, format: 'esm', entryFileNames: '[name].js', chunkFileNames: '[name]-[hash].js', sourcemap: false },
+    output: {
+      dir: outDir,
+      format: 'esm',
+      entryFileNames: '[name].js',
+      chunkFileNames: '[name]-[hash].js',
+      sourcemap: false,
+    },
   });
   const chunks = result.output.filter((o): o is OutputChunk => o.type === 'chunk');
   writeFileSync(join(outDir, 'THIRD-PARTY-LICENSES.md'), thirdPartyLicenses(chunks));
@@ -116,5 +130,7 @@ export async function buildCli(outDir = join(CLI_ROOT, 'dist')): Promise<BuiltCl
 if (import.meta.main) {
   const t0 = performance.now();
   const { outDir, chunks } = await buildCli();
-  console.log(`warmpath: bundled ${chunks.length} chunks into ${relative(process.cwd(), outDir) || '.'} in ${Math.round(performance.now() - t0)} ms`);
+  console.log(
+    `warmpath: bundled ${chunks.length} chunks into ${relative(process.cwd(), outDir) || '.'} in ${Math.round(performance.now() - t0)} ms`,
+  );
 }

@@ -13,7 +13,14 @@ import { benchSchema, BENCH_HELP } from '@warmpath/bench/cli';
 import { goalsSchema, GOALS_HELP } from '@warmpath/bench/goals';
 import { ROUTER_SCHEMA } from '@warmpath/router';
 import { ROUTER_HELP } from '@warmpath/router/cli';
-import { defaultText, envName, flagName, type CommandHelp, type FieldSpec, type Schema } from '@warmpath/shared/runtime';
+import {
+  defaultText,
+  envName,
+  flagName,
+  type CommandHelp,
+  type FieldSpec,
+  type Schema,
+} from '@warmpath/shared/runtime';
 import { simSchema, SIM_HELP } from '@warmpath/sim/cli';
 import { demoSchema, DEMO_HELP } from './demo.ts';
 
@@ -33,7 +40,14 @@ export const CONFIGURATION_MD = fileURLToPath(new URL('../../../docs/CONFIGURATI
 function validValues(spec: FieldSpec): string {
   switch (spec.type) {
     case 'number': {
-      const range = spec.min !== undefined && spec.max !== undefined ? `${spec.min}–${spec.max}` : spec.min !== undefined ? `≥ ${spec.min}` : spec.max !== undefined ? `≤ ${spec.max}` : 'any';
+      const range =
+        spec.min !== undefined && spec.max !== undefined
+          ? `${spec.min}–${spec.max}`
+          : spec.min !== undefined
+            ? `≥ ${spec.min}`
+            : spec.max !== undefined
+              ? `≤ ${spec.max}`
+              : 'any';
       return `${spec.integer === true ? 'integer' : 'number'}, ${range}`;
     }
     case 'string':
@@ -50,10 +64,22 @@ const cell = (text: string): string => text.replace(/\|/g, '\\|').replace(/\n/g,
 export function configurationReference(): string {
   const sections = COMMANDS.map(({ name, schema, help }) => {
     const rows = Object.entries(schema).map(
-      ([key, spec]) => `| \`${key}\` | \`--${flagName(key)}\` | \`${envName(key)}\` | \`${defaultText(spec)}\` | ${cell(validValues(spec))} | ${cell(spec.doc)} |`,
+      ([key, spec]) =>
+        `| \`${key}\` | \`--${flagName(key)}\` | \`${envName(key)}\` | \`${defaultText(spec)}\` | ${cell(validValues(spec))} | ${cell(spec.doc)} |`,
     );
-    const table = ['| key | flag | environment | default | valid values | what it does |', '|---|---|---|---|---|---|', ...rows].join('\n');
-    return [`## warmpath ${name}`, help.description, table, help.more !== undefined ? `\`\`\`\n${help.more}\n\`\`\`` : undefined].filter((p) => p !== undefined).join('\n\n');
+    const table = [
+      '| key | flag | environment | default | valid values | what it does |',
+      '|---|---|---|---|---|---|',
+      ...rows,
+    ].join('\n');
+    return [
+      `## warmpath ${name}`,
+      help.description,
+      table,
+      help.more !== undefined ? `\`\`\`\n${help.more}\n\`\`\`` : undefined,
+    ]
+      .filter((p) => p !== undefined)
+      .join('\n\n');
   });
   return `# Configuration reference
 

@@ -16,11 +16,32 @@ import { runLoad, percentile, type RequestResult } from '@warmpath/bench';
 import { readSims, diffTotals, resetSims } from '@warmpath/bench';
 
 export const demoSchema = {
-  replicas: { type: 'number', default: 4, min: 1, max: 64, integer: true, doc: 'simulator replicas (each with its agent)' },
+  replicas: {
+    type: 'number',
+    default: 4,
+    min: 1,
+    max: 64,
+    integer: true,
+    doc: 'simulator replicas (each with its agent)',
+  },
   routers: { type: 'number', default: 2, min: 1, max: 16, integer: true, doc: 'routers' },
-  profile: { type: 'string', default: 'h100-llama3-8b', doc: 'simulator profile (h100-llama3-8b, a100-llama3-8b, h100x4-llama3-70b, tiny)' },
-  speed: { type: 'number', default: 1, min: 0.1, max: 100, doc: 'simulated time runs this many times faster than wall time' },
-  smoke: { type: 'boolean', default: false, doc: 'send a short workload with warmpath and with round-robin, print a table, exit' },
+  profile: {
+    type: 'string',
+    default: 'h100-llama3-8b',
+    doc: 'simulator profile (h100-llama3-8b, a100-llama3-8b, h100x4-llama3-70b, tiny)',
+  },
+  speed: {
+    type: 'number',
+    default: 1,
+    min: 0.1,
+    max: 100,
+    doc: 'simulated time runs this many times faster than wall time',
+  },
+  smoke: {
+    type: 'boolean',
+    default: false,
+    doc: 'send a short workload with warmpath and with round-robin, print a table, exit',
+  },
   duration: { type: 'number', default: 20, min: 1, doc: 'smoke workload length, simulated seconds' },
   rate: { type: 'number', default: 0, min: 0, doc: 'smoke requests per simulated second (0 = 1.2 per replica)' },
 } as const satisfies Schema;
@@ -28,7 +49,13 @@ export const demoSchema = {
 export const DEMO_HELP: CommandHelp = {
   description:
     'A local fleet on this machine: simulator replicas, each with its agent, and routers, joined by real gossip under a generated swarm key. Prints the router URLs, a curl and an openai SDK snippet, and runs until Ctrl-C. --smoke sends a short workload through it with warmpath and with round-robin, prints the comparison and exits.',
-  examples: ['warmpath demo', '# 8 replicas behind 3 routers', 'warmpath demo --replicas 8 --routers 3', '# the comparison table, then exit (0 when every request was answered)', 'warmpath demo --smoke --duration 30'],
+  examples: [
+    'warmpath demo',
+    '# 8 replicas behind 3 routers',
+    'warmpath demo --replicas 8 --routers 3',
+    '# the comparison table, then exit (0 when every request was answered)',
+    'warmpath demo --smoke --duration 30',
+  ],
 };
 
 interface Row {
@@ -38,9 +65,15 @@ interface Row {
   preemptions: number;
 }
 
-async function runSmoke(fleet: Fleet, cfg: { replicas: number; routers: number; duration: number; rate: number; speed: number }): Promise<Row[]> {
+async function runSmoke(
+  fleet: Fleet,
+  cfg: { replicas: number; routers: number; duration: number; rate: number; speed: number },
+): Promise<Row[]> {
   const rate = cfg.rate > 0 ? cfg.rate : 1.2 * cfg.replicas;
-  const plan = SCENARIOS.seed!.build({ seed: 7, rate, duration: cfg.duration, model: DEFAULT_MODEL }).map((p) => ({ ...p, at: p.at / cfg.speed }));
+  const plan = SCENARIOS.seed!.build({ seed: 7, rate, duration: cfg.duration, model: DEFAULT_MODEL }).map((p) => ({
+    ...p,
+    at: p.at / cfg.speed,
+  }));
   const simUrls = fleet.sims.map((s) => s.info.url!);
   const rows: Row[] = [];
   for (const policy of ['warmpath', 'round-robin']) {
@@ -60,7 +93,12 @@ async function runSmoke(fleet: Fleet, cfg: { replicas: number; routers: number; 
       r.e2eMs *= cfg.speed;
     }
     console.log(`${results.filter((r) => r.ok).length} ok`);
-    rows.push({ policy, results, hitRate: t.promptTokens > 0 ? t.cachedTokens / t.promptTokens : 0, preemptions: t.preemptions });
+    rows.push({
+      policy,
+      results,
+      hitRate: t.promptTokens > 0 ? t.cachedTokens / t.promptTokens : 0,
+      preemptions: t.preemptions,
+    });
   }
   return rows;
 }
@@ -81,8 +119,16 @@ function printTable(rows: Row[]): void {
 
 export async function run(argv: string[]): Promise<void> {
   const cfg = configFromProcess('demo', demoSchema, argv, DEMO_HELP);
-  console.log(`warmpath demo: starting ${cfg.replicas} simulator replicas (${cfg.profile}, speed ${cfg.speed}×), ${cfg.replicas} agents and ${cfg.routers} routers…`);
-  const fleet = await startFleet({ replicas: cfg.replicas, routers: cfg.routers, profile: cfg.profile, speed: cfg.speed, policy: 'warmpath' });
+  console.log(
+    `warmpath demo: starting ${cfg.replicas} simulator replicas (${cfg.profile}, speed ${cfg.speed}×), ${cfg.replicas} agents and ${cfg.routers} routers…`,
+  );
+  const fleet = await startFleet({
+    replicas: cfg.replicas,
+    routers: cfg.routers,
+    profile: cfg.profile,
+    speed: cfg.speed,
+    policy: 'warmpath',
+  });
   let stopping = false;
   const stop = async (code: number) => {
     if (stopping) return;
@@ -108,7 +154,9 @@ export async function run(argv: string[]): Promise<void> {
   const [url] = fleet.routerUrls;
   console.log(`\nfleet ready (gossip under a private swarm key: ${fleet.swarmKeyFile})`);
   fleet.routerUrls.forEach((u, i) => console.log(`  router ${i}: ${u}`));
-  fleet.agents.forEach((a, i) => console.log(`  replica-${i}: agent ${a.info.proxy} (admin ${a.info.admin}) → sim ${fleet.sims[i]!.info.url}`));
+  fleet.agents.forEach((a, i) =>
+    console.log(`  replica-${i}: agent ${a.info.proxy} (admin ${a.info.admin}) → sim ${fleet.sims[i]!.info.url}`),
+  );
   console.log(`
 try it:
   curl -sN ${url}/v1/chat/completions -H 'content-type: application/json' \\

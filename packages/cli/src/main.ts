@@ -23,8 +23,14 @@ const commands: Record<string, { summary: string; load: () => Promise<{ run(argv
   router: { summary: 'run a stateless router (OpenAI-compatible gateway)', load: () => import('@warmpath/router/cli') },
   demo: { summary: 'start a local fleet: simulators, agents and two routers', load: () => import('./demo.ts') },
   bench: { summary: 'run a benchmark scenario across routing policies', load: () => import('@warmpath/bench/cli') },
-  goals: { summary: "check the benchmark's goals on every scenario (discrete-event mode)", load: () => import('@warmpath/bench/goals') },
-  keygen: { summary: "print a new swarm key (the fleet's gossip network key), or make a node identity file (--identity)", load: () => import('./swarm-key.ts') },
+  goals: {
+    summary: "check the benchmark's goals on every scenario (discrete-event mode)",
+    load: () => import('@warmpath/bench/goals'),
+  },
+  keygen: {
+    summary: "print a new swarm key (the fleet's gossip network key), or make a node identity file (--identity)",
+    load: () => import('./swarm-key.ts'),
+  },
   'swarm-key': { summary: 'the same as keygen', load: () => import('./swarm-key.ts') },
 };
 
@@ -54,7 +60,9 @@ const [name, ...rest] = process.argv.slice(2);
 const command = name === undefined ? undefined : commands[name];
 if (command === undefined) {
   const helpAsked = name === undefined || name === '--help' || name === '-h' || name === 'help';
-  (helpAsked ? console.log : console.error)(name === undefined || helpAsked ? usage() : `warmpath: unknown command "${name}"\n\n${usage()}`);
+  (helpAsked ? console.log : console.error)(
+    name === undefined || helpAsked ? usage() : `warmpath: unknown command "${name}"\n\n${usage()}`,
+  );
   process.exit(helpAsked ? 0 : 2);
 }
 try {

@@ -18,7 +18,9 @@ const index = need.findIndex((n, i) => (have[i] ?? 0) !== n);
 if (index >= 0 && (have[index] ?? 0) < need[index]) {
   // In the repository (not the npm bundle) the workspace brings its own Node: say how to get it.
   const fromSources = import.meta.url.endsWith('/src/require-node.js');
-  const hint = fromSources ? 'run `npm run setup` once (it brings Node 24) and then `npm run warmpath -- …`' : 'install a current Node.js LTS or use the container image';
+  const hint = fromSources
+    ? 'run `npm run setup` once (it brings Node 24) and then `npm run warmpath -- …`'
+    : 'install a current Node.js LTS or use the container image';
   console.error(`warmpath ${pkg.version} needs Node.js ${pkg.engines.node} (this is ${process.version}); ${hint}.`);
   process.exit(1);
 }

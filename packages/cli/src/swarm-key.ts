@@ -23,7 +23,10 @@ Prints a new swarm key, the fleet's gossip network key; pass the file to every a
 export async function run(argv: string[]): Promise<void> {
   let values: { help?: boolean; out?: string; identity?: string };
   try {
-    ({ values } = parseArgs({ args: argv, options: { help: { type: 'boolean', short: 'h' }, out: { type: 'string' }, identity: { type: 'string' } } }));
+    ({ values } = parseArgs({
+      args: argv,
+      options: { help: { type: 'boolean', short: 'h' }, out: { type: 'string' }, identity: { type: 'string' } },
+    }));
   } catch (err) {
     console.error(`${(err as Error).message}\n\n${USAGE}`);
     process.exitCode = 2;

@@ -54,7 +54,11 @@ function dockerignore(text: string): (path: string) => boolean {
     .map((l) => l.trim())
     .filter((l) => l !== '' && !l.startsWith('#'))
     .map((p) => {
-      const glob = p.replace(/[.+^${}()|[\]]/g, '\\$&').replace(/\*\*\//g, '\0').replace(/\*/g, '[^/]*').replace(/\0/g, '(?:.*/)?');
+      const glob = p
+        .replace(/[.+^${}()|[\]]/g, '\\$&')
+        .replace(/\*\*\//g, '\0')
+        .replace(/\*/g, '[^/]*')
+        .replace(/\0/g, '(?:.*/)?');
       return new RegExp(`^${glob}(?:/.*)?$`);
     });
   return (path) => patterns.some((re) => re.test(path));
@@ -65,8 +69,15 @@ const ignored = dockerignore(readFileSync(join(REPO, '.dockerignore'), 'utf8'));
 const build = stages.slice(0, -1);
 const runtime = stages.at(-1)!;
 const rootPkg = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { packageManager: string };
-const cliPkg = JSON.parse(readFileSync(join(CLI_ROOT, 'package.json'), 'utf8')) as { engines: { node: string }; bin: Record<string, string> };
-const sources = (i: Instruction): string[] => i.args.split(/\s+/).filter((a) => !a.startsWith('--')).slice(0, -1);
+const cliPkg = JSON.parse(readFileSync(join(CLI_ROOT, 'package.json'), 'utf8')) as {
+  engines: { node: string };
+  bin: Record<string, string>;
+};
+const sources = (i: Instruction): string[] =>
+  i.args
+    .split(/\s+/)
+    .filter((a) => !a.startsWith('--'))
+    .slice(0, -1);
 
 describe('Dockerfile', () => {
   it('parses, and the parser sees through comments and continuation lines', () => {
@@ -104,14 +115,22 @@ describe('Dockerfile', () => {
   it('has an exec-form ENTRYPOINT at the warmpath bin that `npm install --global --prefix` creates, and a CMD', () => {
     const entry = runtime.body.filter((i) => i.op === 'ENTRYPOINT').at(-1);
     const argv = JSON.parse(entry!.args) as string[];
-    const prefix = /npm install --global --prefix (\S+)/.exec(build.flatMap((s) => s.body).map((i) => i.args).join('\n'))?.[1];
+    const prefix = /npm install --global --prefix (\S+)/.exec(
+      build
+        .flatMap((s) => s.body)
+        .map((i) => i.args)
+        .join('\n'),
+    )?.[1];
     expect(prefix).toBeDefined();
     expect(argv).toEqual([`${prefix}/bin/${Object.keys(cliPkg.bin)[0]}`]);
     expect(runtime.body.some((i) => i.op === 'CMD')).toBe(true);
   });
 
   it('copies sources that exist and are in the build context, including every workspace manifest', () => {
-    const copied = build.flatMap((s) => s.body).filter((i) => i.op === 'COPY' && !i.args.includes('--from=')).flatMap(sources);
+    const copied = build
+      .flatMap((s) => s.body)
+      .filter((i) => i.op === 'COPY' && !i.args.includes('--from='))
+      .flatMap(sources);
     for (const src of copied) {
       expect(existsSync(join(REPO, src)), `${src} exists`).toBe(true);
       expect(ignored(src), `${src} is not in .dockerignore`).toBe(false);
@@ -120,15 +139,21 @@ describe('Dockerfile', () => {
       ...readdirSync(join(REPO, 'packages')).map((p) => `packages/${p}/package.json`),
       'test/package.json',
     ].filter((p) => existsSync(join(REPO, p)));
-    for (const m of ['package.json', 'pnpm-lock.yaml', 'pnpm-workspace.yaml', ...manifests]) expect(copied, `${m} is copied before the install`).toContain(m);
+    for (const m of ['package.json', 'pnpm-lock.yaml', 'pnpm-workspace.yaml', ...manifests])
+      expect(copied, `${m} is copied before the install`).toContain(m);
     // What the bundle reads must reach the context; what it must not carry stays out.
     expect(ignored('packages/sim/src/cli.ts')).toBe(false);
     expect(ignored('packages/bench/traces/mooncake-synthetic.jsonl')).toBe(false);
-    for (const out of ['node_modules/x', 'packages/cli/node_modules/x', 'packages/cli/dist/main.js', '.git/HEAD']) expect(ignored(out), out).toBe(true);
+    for (const out of ['node_modules/x', 'packages/cli/node_modules/x', 'packages/cli/dist/main.js', '.git/HEAD'])
+      expect(ignored(out), out).toBe(true);
   });
 
   it('pins the pnpm the workspace declares', () => {
-    const runs = stages.flatMap((s) => s.body).filter((i) => i.op === 'RUN').map((i) => i.args).join('\n');
+    const runs = stages
+      .flatMap((s) => s.body)
+      .filter((i) => i.op === 'RUN')
+      .map((i) => i.args)
+      .join('\n');
     const pinned = [...runs.matchAll(/pnpm@(\S+)/g)].map((m) => m[1]);
     expect(pinned.length).toBeGreaterThan(0);
     for (const v of pinned) expect(`pnpm@${v}`).toBe(rootPkg.packageManager);

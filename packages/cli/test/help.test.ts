@@ -63,7 +63,8 @@ describe.each(COMMANDS.map((c) => [c.name, c] as const))('warmpath %s --help', (
     expect(res.status, res.stderr).toBe(0);
     expect(res.stdout).toContain(`usage: warmpath ${name} [options]`);
     expect(res.stdout).toContain(command.help.description!.slice(0, 40));
-    for (const key of Object.keys(command.schema)) expect(res.stdout).toMatch(new RegExp(`^  --${flagName(key)}\\b`, 'm'));
+    for (const key of Object.keys(command.schema))
+      expect(res.stdout).toMatch(new RegExp(`^  --${flagName(key)}\\b`, 'm'));
   });
 
   it('has examples, and each parses against the schema', () => {
@@ -78,7 +79,10 @@ describe.each(COMMANDS.map((c) => [c.name, c] as const))('warmpath %s --help', (
 
 describe("the README's commands", () => {
   const readme = readFileSync(join(CLI_ROOT, '../../README.md'), 'utf8');
-  const scripts = Object.keys((JSON.parse(readFileSync(join(CLI_ROOT, '../../package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts);
+  const scripts = Object.keys(
+    (JSON.parse(readFileSync(join(CLI_ROOT, '../../package.json'), 'utf8')) as { scripts: Record<string, string> })
+      .scripts,
+  );
 
   it('name npm scripts that exist', () => {
     const named = [...readme.matchAll(/\bnpm run ([\w:-]+)/g)].map((m) => m[1]!);
@@ -88,7 +92,9 @@ describe("the README's commands", () => {
 
   it('give each warmpath command flags and values its schema accepts', () => {
     // Code blocks (continuation lines joined) and inline code; `npm run warmpath -- x` is `warmpath x`.
-    const blocks = [...readme.matchAll(/```\w*\n([\s\S]*?)```/g)].flatMap((m) => m[1]!.replace(/\\\n\s*/g, '').split('\n'));
+    const blocks = [...readme.matchAll(/```\w*\n([\s\S]*?)```/g)].flatMap((m) =>
+      m[1]!.replace(/\\\n\s*/g, '').split('\n'),
+    );
     const inline = [...readme.matchAll(/`([^`\n]*warmpath [^`\n]*)`/g)].map((m) => m[1]!);
     const lines = [...blocks, ...inline]
       .map((l) => l.replace(/#.*$/, '').replace('npm run warmpath -- ', 'warmpath ').trim())
@@ -110,7 +116,8 @@ describe('docs/CONFIGURATION.md', () => {
     const doc = readFileSync(CONFIGURATION_MD, 'utf8');
     for (const { name, schema } of COMMANDS) {
       const section = doc.slice(doc.indexOf(`## warmpath ${name}\n`));
-      for (const key of Object.keys(schema)) expect(section, `${name} ${key}`).toContain(`| \`${key}\` | \`--${flagName(key)}\` |`);
+      for (const key of Object.keys(schema))
+        expect(section, `${name} ${key}`).toContain(`| \`${key}\` | \`--${flagName(key)}\` |`);
     }
   });
 });

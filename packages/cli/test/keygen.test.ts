@@ -35,7 +35,12 @@ describe('warmpath keygen', () => {
     expect(first).toMatch(/^12D3KooW\w+$/);
     expect(cli(['keygen', '--identity', file]).stdout.trim()).toBe(first);
     for (let start = 0; start < 2; start++) {
-      const node = await createGossipNode({ fleet: 'keygen', insecureNoSwarmKey: true, onWarning: null, privateKey: await loadIdentity(file) });
+      const node = await createGossipNode({
+        fleet: 'keygen',
+        insecureNoSwarmKey: true,
+        onWarning: null,
+        privateKey: await loadIdentity(file),
+      });
       expect(node.peerId).toBe(first);
     }
   });

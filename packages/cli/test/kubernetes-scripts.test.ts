@@ -38,16 +38,26 @@ describe('deploy/kubernetes/scripts', () => {
 
   it('drain-agent.sh sends SIGTERM and returns only after the process has finished draining', async () => {
     // A stand-in agent: on SIGTERM it "drains" for 300 ms, then exits 0.
-    const agent = spawn(process.execPath, ['-e', "process.on('SIGTERM', () => setTimeout(() => process.exit(0), 300)); setInterval(() => {}, 1e6); console.log('up')"], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
+    const agent = spawn(
+      process.execPath,
+      [
+        '-e',
+        "process.on('SIGTERM', () => setTimeout(() => process.exit(0), 300)); setInterval(() => {}, 1e6); console.log('up')",
+      ],
+      {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
     await once(agent.stdout!, 'data');
     const pidFile = join(dir, 'drain.pid');
     writeFileSync(pidFile, `${agent.pid}\n`);
     let agentExitedAt = 0;
     const agentExit = once(agent, 'exit').then(([code]) => ((agentExitedAt = performance.now()), code));
     const t0 = performance.now();
-    const drain = spawn('/bin/sh', [DRAIN], { env: { PATH: process.env.PATH, AGENT_PID_FILE: pidFile }, stdio: 'ignore' });
+    const drain = spawn('/bin/sh', [DRAIN], {
+      env: { PATH: process.env.PATH, AGENT_PID_FILE: pidFile },
+      stdio: 'ignore',
+    });
     const [drainCode] = await once(drain, 'exit');
     const drainedAt = performance.now();
     expect(drainCode).toBe(0);
@@ -57,7 +67,9 @@ describe('deploy/kubernetes/scripts', () => {
   });
 
   it('drain-agent.sh does nothing when there is no agent to drain', () => {
-    const res = spawnSync('/bin/sh', [DRAIN], { env: { PATH: process.env.PATH, AGENT_PID_FILE: join(dir, 'missing.pid') } });
+    const res = spawnSync('/bin/sh', [DRAIN], {
+      env: { PATH: process.env.PATH, AGENT_PID_FILE: join(dir, 'missing.pid') },
+    });
     expect(res.status).toBe(0);
   });
 });

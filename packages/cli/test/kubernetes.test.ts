@@ -27,14 +27,22 @@ interface Kustomization {
 }
 const KUSTOMIZATION_KEYS = new Set(['apiVersion', 'kind', 'labels', 'resources', 'configMapGenerator', 'images']);
 
-const kustomization = parseYaml(readFileSync(join(KUBE_DIR, 'kustomization.yaml'), 'utf8'), { version: '1.1' }) as Kustomization;
+const kustomization = parseYaml(readFileSync(join(KUBE_DIR, 'kustomization.yaml'), 'utf8'), {
+  version: '1.1',
+}) as Kustomization;
 const docs: Doc[] = kustomization.resources.flatMap((f) => loadYaml(join(KUBE_DIR, f), f));
 const example = loadYaml(join(KUBE_DIR, 'swarm-key.example.yaml'), 'swarm-key.example.yaml');
 const generated = new Set((kustomization.configMapGenerator ?? []).map((g) => g.name));
 
 // Typed views of what the wiring checks read.
-interface EnvVar { name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string } } }
-interface Probe { httpGet?: { path: string; port: string | number } }
+interface EnvVar {
+  name: string;
+  value?: string;
+  valueFrom?: { fieldRef?: { fieldPath: string } };
+}
+interface Probe {
+  httpGet?: { path: string; port: string | number };
+}
 interface Container {
   name: string;
   image: string;
@@ -57,8 +65,19 @@ interface PodSpec {
   securityContext?: { runAsUser?: number };
   volumes?: Array<{ name: string; secret?: { secretName: string }; configMap?: { name: string }; emptyDir?: object }>;
 }
-interface Workload { metadata: { name: string }; spec: { selector: { matchLabels: Record<string, string> }; template: { metadata: { labels: Record<string, string> }; spec: PodSpec } } }
-interface ServiceSpec { clusterIP?: string; publishNotReadyAddresses?: boolean; selector: Record<string, string>; ports: Array<{ port: number; targetPort: string | number }> }
+interface Workload {
+  metadata: { name: string };
+  spec: {
+    selector: { matchLabels: Record<string, string> };
+    template: { metadata: { labels: Record<string, string> }; spec: PodSpec };
+  };
+}
+interface ServiceSpec {
+  clusterIP?: string;
+  publishNotReadyAddresses?: boolean;
+  selector: Record<string, string>;
+  ports: Array<{ port: number; targetPort: string | number }>;
+}
 
 const byKind = (kind: string): Doc[] => docs.filter((d) => d.obj.kind === kind);
 const named = <T>(kind: string, name: string): T => {
@@ -66,7 +85,9 @@ const named = <T>(kind: string, name: string): T => {
   if (d === undefined) throw new Error(`no ${kind} ${name}`);
   return d.obj as unknown as T;
 };
-const configMaps = new Map(byKind('ConfigMap').map((d) => [d.obj.metadata.name, (d.obj as unknown as { data: Record<string, string> }).data]));
+const configMaps = new Map(
+  byKind('ConfigMap').map((d) => [d.obj.metadata.name, (d.obj as unknown as { data: Record<string, string> }).data]),
+);
 
 /** A container's environment as the process sees it: envFrom ConfigMaps, then env (downward-API fields as sample values). */
 function environment(c: Container): Record<string, string> {
@@ -81,11 +102,15 @@ function environment(c: Container): Record<string, string> {
 function configOf<S extends Schema>(schema: S, c: Container) {
   const env = environment(c);
   const known = new Set(Object.keys(schema).map((k) => envName(k)));
-  expect(Object.keys(env).filter((k) => k.startsWith('WARMPATH_') && !known.has(k)), `${c.name}: WARMPATH_* variables that are not settings`).toEqual([]);
+  expect(
+    Object.keys(env).filter((k) => k.startsWith('WARMPATH_') && !known.has(k)),
+    `${c.name}: WARMPATH_* variables that are not settings`,
+  ).toEqual([]);
   return loadConfig(schema, { env });
 }
 
-const portOf = (c: Container, port: string | number): number => (typeof port === 'number' ? port : (c.ports ?? []).find((p) => p.name === port)?.containerPort ?? NaN);
+const portOf = (c: Container, port: string | number): number =>
+  typeof port === 'number' ? port : ((c.ports ?? []).find((p) => p.name === port)?.containerPort ?? NaN);
 
 describe('deploy/kubernetes: schemas', () => {
   it('every manifest (and the example Secret) is valid against the Kubernetes 1.34 schemas', async () => {
@@ -100,7 +125,11 @@ describe('deploy/kubernetes: schemas', () => {
   it('rejects a deliberately wrong manifest: an unknown field, and a wrong type', async () => {
     const router = docs.find((d) => d.obj.kind === 'Deployment' && d.obj.metadata.name === 'warmpath-router')!;
     const typo = structuredClone(router);
-    (typo.obj as unknown as Workload).spec.template.spec.containers[0]!.readinessProbe!.httpGet = { path: '/readyz', port: 'http', timeoutSecond: 1 } as never;
+    (typo.obj as unknown as Workload).spec.template.spec.containers[0]!.readinessProbe!.httpGet = {
+      path: '/readyz',
+      port: 'http',
+      timeoutSecond: 1,
+    } as never;
     expect(unknownFieldErrors([typo]).join('\n')).toMatch(/'"?timeoutSecond"?' does not exist/);
     expect(await schemaErrors([typo])).toEqual([]); // the API's own schemas let unknown fields through: hence the strict check
     const wrong = structuredClone(router);
@@ -113,7 +142,9 @@ describe('deploy/kubernetes: schemas', () => {
 describe('deploy/kubernetes: the kustomization', () => {
   it('lists every manifest and script in the directory, and only known keys', () => {
     expect(Object.keys(kustomization).filter((k) => !KUSTOMIZATION_KEYS.has(k))).toEqual([]);
-    const yamls = readdirSync(KUBE_DIR).filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml' && !f.endsWith('.example.yaml'));
+    const yamls = readdirSync(KUBE_DIR).filter(
+      (f) => f.endsWith('.yaml') && f !== 'kustomization.yaml' && !f.endsWith('.example.yaml'),
+    );
     expect([...kustomization.resources].sort()).toEqual(yamls.sort());
     const scripts = readdirSync(join(KUBE_DIR, 'scripts')).map((f) => `scripts/${f}`);
     expect((kustomization.configMapGenerator ?? []).flatMap((g) => g.files).sort()).toEqual(scripts.sort());
@@ -121,25 +152,30 @@ describe('deploy/kubernetes: the kustomization', () => {
 
   it('tags the warmpath image with the npm package version, and every image it names is used', () => {
     const version = (JSON.parse(readFileSync(join(CLI_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
-    const used = new Set(byKind('Deployment').flatMap((d) => {
-      const spec = (d.obj as unknown as Workload).spec.template.spec;
-      return [...(spec.initContainers ?? []), ...spec.containers].map((c) => c.image);
-    }));
+    const used = new Set(
+      byKind('Deployment').flatMap((d) => {
+        const spec = (d.obj as unknown as Workload).spec.template.spec;
+        return [...(spec.initContainers ?? []), ...spec.containers].map((c) => c.image);
+      }),
+    );
     for (const image of kustomization.images ?? []) expect(used.has(image.name), image.name).toBe(true);
     expect(kustomization.images?.find((i) => i.name === 'warmpath')?.newTag).toBe(version);
   });
 
-  it.skipIf(spawnSync('kubectl', ['version', '--client'], { stdio: 'ignore' }).status !== 0)('builds with kubectl kustomize (when kubectl is installed), into valid objects', async () => {
-    const out = execFileSync('kubectl', ['kustomize', KUBE_DIR], { encoding: 'utf8' });
-    const rendered = parseAllDocuments(out).map((d, i) => ({ where: `kustomize#${i}`, obj: d.toJS() as Doc['obj'] }));
-    expect(await schemaErrors(rendered)).toEqual([]);
-    expect(unknownFieldErrors(rendered)).toEqual([]);
-    const kinds = rendered.map((d) => d.obj);
-    expect(kinds.map((k) => k.kind).sort()).toEqual([...docs.map((d) => d.obj.kind), 'ConfigMap'].sort());
-    // The generated ConfigMap's hashed name is what the pods mount.
-    const scripts = kinds.find((k) => k.kind === 'ConfigMap' && k.metadata.name.startsWith('warmpath-scripts-'));
-    expect(out).toContain(`name: ${scripts!.metadata.name}`);
-  });
+  it.skipIf(spawnSync('kubectl', ['version', '--client'], { stdio: 'ignore' }).status !== 0)(
+    'builds with kubectl kustomize (when kubectl is installed), into valid objects',
+    async () => {
+      const out = execFileSync('kubectl', ['kustomize', KUBE_DIR], { encoding: 'utf8' });
+      const rendered = parseAllDocuments(out).map((d, i) => ({ where: `kustomize#${i}`, obj: d.toJS() as Doc['obj'] }));
+      expect(await schemaErrors(rendered)).toEqual([]);
+      expect(unknownFieldErrors(rendered)).toEqual([]);
+      const kinds = rendered.map((d) => d.obj);
+      expect(kinds.map((k) => k.kind).sort()).toEqual([...docs.map((d) => d.obj.kind), 'ConfigMap'].sort());
+      // The generated ConfigMap's hashed name is what the pods mount.
+      const scripts = kinds.find((k) => k.kind === 'ConfigMap' && k.metadata.name.startsWith('warmpath-scripts-'));
+      expect(out).toContain(`name: ${scripts!.metadata.name}`);
+    },
+  );
 });
 
 describe('deploy/kubernetes: wired to the agent and router as they are', () => {
@@ -162,18 +198,23 @@ describe('deploy/kubernetes: wired to the agent and router as they are', () => {
     expect(portOf(agentContainer, 'proxy')).toBe(config.port);
     expect(portOf(agentContainer, 'admin')).toBe(config.adminPort);
     expect(config.advertiseHost).toBe('10.1.2.3');
-    for (const probe of [agentContainer.startupProbe, agentContainer.livenessProbe]) expect(probe?.httpGet?.path).toBe('/healthz');
+    for (const probe of [agentContainer.startupProbe, agentContainer.livenessProbe])
+      expect(probe?.httpGet?.path).toBe('/healthz');
     expect(agentContainer.readinessProbe?.httpGet?.path).toBe('/readyz');
     for (const probe of [agentContainer.startupProbe, agentContainer.livenessProbe, agentContainer.readinessProbe]) {
       expect(portOf(agentContainer, probe!.httpGet!.port)).toBe(config.adminPort);
     }
     expect(new URL(config.engineUrl).port).toBe(String(portOf(engine, 'engine')));
-    expect(config.gossipListen.map((a) => /\/tcp\/(\d+)/.exec(a)?.[1])).toEqual([String(portOf(agentContainer, 'gossip'))]);
+    expect(config.gossipListen.map((a) => /\/tcp\/(\d+)/.exec(a)?.[1])).toEqual([
+      String(portOf(agentContainer, 'gossip')),
+    ]);
   });
 
   it("gives the pod a grace period longer than the agent's drain, and vLLM's preStop drains the agent first", () => {
     const config = configOf(AGENT_SCHEMA, agentContainer);
-    expect(model.spec.template.spec.terminationGracePeriodSeconds).toBeGreaterThanOrEqual(config.drainTimeoutMs / 1000 + 10);
+    expect(model.spec.template.spec.terminationGracePeriodSeconds).toBeGreaterThanOrEqual(
+      config.drainTimeoutMs / 1000 + 10,
+    );
     expect(engine.lifecycle?.preStop?.exec?.command.join(' ')).toContain('drain-agent.sh');
     expect(environment(engine).AGENT_PID_FILE).toBe(environment(agentContainer).AGENT_PID_FILE);
   });
@@ -187,14 +228,19 @@ describe('deploy/kubernetes: wired to the agent and router as they are', () => {
     expect(config.fleet).toBe(configOf(AGENT_SCHEMA, agentContainer).fleet);
   });
 
-  it("gives the router a grace period longer than its drain (the serving delay plus the in-flight deadline)", () => {
+  it('gives the router a grace period longer than its drain (the serving delay plus the in-flight deadline)', () => {
     const config = configOf(ROUTER_SCHEMA, routerContainer);
-    expect(router.spec.template.spec.terminationGracePeriodSeconds! * 1_000).toBeGreaterThan(config.shutdownDelayMs + config.shutdownTimeoutMs);
+    expect(router.spec.template.spec.terminationGracePeriodSeconds! * 1_000).toBeGreaterThan(
+      config.shutdownDelayMs + config.shutdownTimeoutMs,
+    );
   });
 
   it('mounts the swarm key where both read it, from the Secret the example defines', () => {
     const secretName = example[0]!.obj.metadata.name;
-    for (const [w, c] of [[model, agentContainer], [router, routerContainer]] as const) {
+    for (const [w, c] of [
+      [model, agentContainer],
+      [router, routerContainer],
+    ] as const) {
       const path = environment(c).WARMPATH_SWARM_KEY!;
       const volume = (w.spec.template.spec.volumes ?? []).find((v) => v.secret?.secretName === secretName);
       expect(volume, `${c.name} mounts the ${secretName} Secret`).toBeDefined();
@@ -219,11 +265,17 @@ describe('deploy/kubernetes: wired to the agent and router as they are', () => {
     expect(agent.gossipPeers).toBe(2);
     expect(routerConfig.gossipPeers).toBeGreaterThan(0);
     expect(routerConfig.agentNetworks.length).toBeGreaterThan(0);
-    for (const [w, c] of [[model, agentContainer], [router, routerContainer]] as const) {
+    for (const [w, c] of [
+      [model, agentContainer],
+      [router, routerContainer],
+    ] as const) {
       const path = configOf(c === agentContainer ? AGENT_SCHEMA : ROUTER_SCHEMA, c).identityFile;
       const mount = (c.volumeMounts ?? []).find((m) => path.startsWith(`${m.mountPath}/`));
       expect(mount, `${c.name} mounts a volume for ${path}`).toBeDefined();
-      expect(w.spec.template.spec.volumes?.find((v) => v.name === mount!.name)?.emptyDir, `${path} is on an emptyDir`).toBeDefined();
+      expect(
+        w.spec.template.spec.volumes?.find((v) => v.name === mount!.name)?.emptyDir,
+        `${path} is on an emptyDir`,
+      ).toBeDefined();
     }
   });
 
@@ -235,15 +287,27 @@ describe('deploy/kubernetes: wired to the agent and router as they are', () => {
       const pod = pods.find((p) => Object.entries(spec.selector).every(([k, v]) => p.labels[k] === v));
       expect(pod, `${svc.where} selects a pod`).toBeDefined();
       const containers = [...(pod!.spec.initContainers ?? []), ...pod!.spec.containers];
-      for (const p of spec.ports) expect(containers.some((c) => !Number.isNaN(portOf(c, p.targetPort))), `${svc.where} port ${p.targetPort}`).toBe(true);
+      for (const p of spec.ports)
+        expect(
+          containers.some((c) => !Number.isNaN(portOf(c, p.targetPort))),
+          `${svc.where} port ${p.targetPort}`,
+        ).toBe(true);
     }
-    const hpa = named<{ spec: { scaleTargetRef: { kind: string; name: string } } }>('HorizontalPodAutoscaler', 'warmpath-router');
+    const hpa = named<{ spec: { scaleTargetRef: { kind: string; name: string } } }>(
+      'HorizontalPodAutoscaler',
+      'warmpath-router',
+    );
     expect(hpa.spec.scaleTargetRef).toMatchObject({ kind: 'Deployment', name: router.metadata.name });
     expect(routerContainer.resources?.requests?.cpu, 'CPU utilization needs a CPU request').toBeDefined();
-    const pdb = named<{ spec: { selector: { matchLabels: Record<string, string> } } }>('PodDisruptionBudget', 'warmpath-router');
+    const pdb = named<{ spec: { selector: { matchLabels: Record<string, string> } } }>(
+      'PodDisruptionBudget',
+      'warmpath-router',
+    );
     expect(router.spec.template.metadata.labels).toMatchObject(pdb.spec.selector.matchLabels);
     for (const w of [model, router]) {
-      for (const v of w.spec.template.spec.volumes ?? []) if (v.configMap !== undefined) expect(generated.has(v.configMap.name) || configMaps.has(v.configMap.name), v.configMap.name).toBe(true);
+      for (const v of w.spec.template.spec.volumes ?? [])
+        if (v.configMap !== undefined)
+          expect(generated.has(v.configMap.name) || configMaps.has(v.configMap.name), v.configMap.name).toBe(true);
       for (const c of [...(w.spec.template.spec.initContainers ?? []), ...w.spec.template.spec.containers]) {
         for (const f of c.envFrom ?? []) expect(configMaps.has(f.configMapRef!.name), f.configMapRef!.name).toBe(true);
       }

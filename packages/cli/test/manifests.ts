@@ -46,7 +46,10 @@ export function loadYaml(path: string, label = path): Doc[] {
 export async function schemaErrors(docs: readonly Doc[]): Promise<string[]> {
   const errors: string[] = [];
   for (const { where, obj } of docs) {
-    const mod = (await import(/* @vite-ignore */ `kubernetes-models/${obj.apiVersion}/${obj.kind}`)) as Record<string, new (data: unknown) => { validate(): void }>;
+    const mod = (await import(/* @vite-ignore */ `kubernetes-models/${obj.apiVersion}/${obj.kind}`)) as Record<
+      string,
+      new (data: unknown) => { validate(): void }
+    >;
     const Model = mod[obj.kind];
     if (Model === undefined) {
       errors.push(`${where}: no schema for ${obj.apiVersion} ${obj.kind}`);
@@ -67,7 +70,10 @@ export function unknownFieldErrors(docs: readonly Doc[]): string[] {
   // virtual file sits in packages/cli so that `kubernetes-models` resolves.
   const file = join(CLI_ROOT, 'test', '__manifests__.ts');
   const source = docs
-    .map(({ obj }, i) => `import type { I${obj.kind} as T${i} } from 'kubernetes-models/${obj.apiVersion}/${obj.kind}'; export const m${i}: T${i} = ${JSON.stringify(obj)};`)
+    .map(
+      ({ obj }, i) =>
+        `import type { I${obj.kind} as T${i} } from 'kubernetes-models/${obj.apiVersion}/${obj.kind}'; export const m${i}: T${i} = ${JSON.stringify(obj)};`,
+    )
     .join('\n');
   const options: ts.CompilerOptions = {
     strict: true,
@@ -80,7 +86,8 @@ export function unknownFieldErrors(docs: readonly Doc[]): string[] {
   };
   const host = ts.createCompilerHost(options);
   const { getSourceFile, fileExists, readFile } = host;
-  host.getSourceFile = (name, lang, ...rest) => (name === file ? ts.createSourceFile(name, source, lang) : getSourceFile.call(host, name, lang, ...rest));
+  host.getSourceFile = (name, lang, ...rest) =>
+    name === file ? ts.createSourceFile(name, source, lang) : getSourceFile.call(host, name, lang, ...rest);
   host.fileExists = (name) => name === file || fileExists.call(host, name);
   host.readFile = (name) => (name === file ? source : readFile.call(host, name));
   const program = ts.createProgram([file], options, host);

@@ -31,7 +31,8 @@ import { REPO } from './manifests.ts';
 const DIR = join(REPO, 'deploy/observability');
 const CLI = join(CLI_ROOT, 'src/main.ts');
 const PROMTOOL = spawnSync('promtool', ['--version'], { encoding: 'utf8' }).status === 0 ? 'promtool' : undefined;
-const NO_PROMTOOL = "promtool is not installed: it comes with Debian's `prometheus` package (apt-get install -y --no-install-recommends prometheus; .ci/run does this)";
+const NO_PROMTOOL =
+  "promtool is not installed: it comes with Debian's `prometheus` package (apt-get install -y --no-install-recommends prometheus; .ci/run does this)";
 /** vLLM's name for KV-cache use before V1; the dashboard falls back to it and the agent reads both (the simulator speaks the new one). */
 const OLDER_ENGINE_NAMES = new Set(['vllm:gpu_cache_usage_perc']);
 
@@ -67,15 +68,43 @@ beforeAll(async () => {
   const key = join(mkdtempSync(join(tmpdir(), 'wp-obs-')), 'swarm.key');
   writeFileSync(key, generateSwarmKey());
   // A one-chunk cache model, so that two requests evict and the eviction-age gauge exists.
-  const agent = await start(['agent', '--engine', 'vllm', '--engine-url', simUrl, '--port', '0', '--admin-port', '0', '--fleet', fleet, '--swarm-key', key, '--replica-id', 'obs-0', '--cache-capacity-chunks', '1']);
-  const routerUrl = field(await start(['router', '--port', '0', '--fleet', fleet, '--swarm-key', key, '--bootstrap', field(agent, 'peer')]), 'url');
-  await waitFor(async () => (await fetch(`${routerUrl}/readyz`)).status === 200, { timeoutMs: 20_000, message: 'the router to see the replica' });
+  const agent = await start([
+    'agent',
+    '--engine',
+    'vllm',
+    '--engine-url',
+    simUrl,
+    '--port',
+    '0',
+    '--admin-port',
+    '0',
+    '--fleet',
+    fleet,
+    '--swarm-key',
+    key,
+    '--replica-id',
+    'obs-0',
+    '--cache-capacity-chunks',
+    '1',
+  ]);
+  const routerUrl = field(
+    await start(['router', '--port', '0', '--fleet', fleet, '--swarm-key', key, '--bootstrap', field(agent, 'peer')]),
+    'url',
+  );
+  await waitFor(async () => (await fetch(`${routerUrl}/readyz`)).status === 200, {
+    timeoutMs: 20_000,
+    message: 'the router to see the replica',
+  });
   // Two requests, so that labelled series (placements by branch…) and the cache's eviction age exist.
   const models = (await (await fetch(`${routerUrl}/v1/models`)).json()) as { data: Array<{ id: string }> };
   const first = await fetch(`${routerUrl}/v1/chat/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ model: models.data[0]!.id, messages: [{ role: 'user', content: 'x'.repeat(1_000) }], max_tokens: 2 }),
+    body: JSON.stringify({
+      model: models.data[0]!.id,
+      messages: [{ role: 'user', content: 'x'.repeat(1_000) }],
+      max_tokens: 2,
+    }),
   });
   expect(first.status).toBe(200);
   await first.arrayBuffer();
@@ -116,16 +145,24 @@ function families(text: string): Map<string, Map<string, Set<string>>> {
     const sample = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? /.exec(line);
     if (sample === null) continue;
     const labels = family(sample[1]!.replace(/_(bucket|sum|count)$/, '')).set('', new Set());
-    for (const [, k, v] of (sample[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) (labels.get(k!) ?? labels.set(k!, new Set()).get(k!)!).add(v!);
+    for (const [, k, v] of (sample[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g))
+      (labels.get(k!) ?? labels.set(k!, new Set()).get(k!)!).add(v!);
   }
   return out;
 }
 
 /** Every PromQL expression of the rules and the dashboard. */
 function expressions(): string[] {
-  const rules = parseYaml(readFileSync(join(DIR, 'alerts.yaml'), 'utf8')) as { groups: Array<{ rules: Array<{ expr: string }> }> };
-  const dashboard = JSON.parse(readFileSync(join(DIR, 'grafana-dashboard.json'), 'utf8')) as { panels: Array<{ targets?: Array<{ expr: string }> }> };
-  return [...rules.groups.flatMap((g) => g.rules.map((r) => r.expr)), ...dashboard.panels.flatMap((p) => (p.targets ?? []).map((t) => t.expr))];
+  const rules = parseYaml(readFileSync(join(DIR, 'alerts.yaml'), 'utf8')) as {
+    groups: Array<{ rules: Array<{ expr: string }> }>;
+  };
+  const dashboard = JSON.parse(readFileSync(join(DIR, 'grafana-dashboard.json'), 'utf8')) as {
+    panels: Array<{ targets?: Array<{ expr: string }> }>;
+  };
+  return [
+    ...rules.groups.flatMap((g) => g.rules.map((r) => r.expr)),
+    ...dashboard.panels.flatMap((p) => (p.targets ?? []).map((t) => t.expr)),
+  ];
 }
 
 describe('deploy/observability with promtool', () => {
@@ -133,26 +170,43 @@ describe('deploy/observability with promtool', () => {
     expect(PROMTOOL, NO_PROMTOOL).toBeDefined();
   });
 
-  it.runIf(PROMTOOL)('the alert rules pass `promtool check rules`, and their unit tests pass `promtool test rules`', () => {
-    const check = promtool(['check', 'rules', 'alerts.yaml']);
-    expect(check.status, check.output).toBe(0);
-    const test = promtool(['test', 'rules', 'alerts.test.yaml']);
-    expect(test.status, test.output).toBe(0);
-  });
+  it.runIf(PROMTOOL)(
+    'the alert rules pass `promtool check rules`, and their unit tests pass `promtool test rules`',
+    () => {
+      const check = promtool(['check', 'rules', 'alerts.yaml']);
+      expect(check.status, check.output).toBe(0);
+      const test = promtool(['test', 'rules', 'alerts.test.yaml']);
+      expect(test.status, test.output).toBe(0);
+    },
+  );
 
-  it.runIf(PROMTOOL)('the example scrape configuration passes `promtool check config` and scrapes the ports the manifests use', () => {
-    const check = promtool(['check', 'config', 'prometheus.yml']);
-    expect(check.status, check.output).toBe(0);
-    const config = parseYaml(readFileSync(join(DIR, 'prometheus.yml'), 'utf8')) as { scrape_configs: Array<{ job_name: string; dns_sd_configs: Array<{ port: number }> }> };
-    const port = (job: string) => config.scrape_configs.find((s) => s.job_name === job)?.dns_sd_configs[0]?.port;
-    const manifests = ['router.yaml', 'model-server.yaml'].map((f) => readFileSync(join(REPO, 'deploy/kubernetes', f), 'utf8')).join('\n');
-    for (const [job, name] of [['warmpath-router', 'http'], ['warmpath-agent', 'admin'], ['vllm', 'engine']] as const) {
-      expect(manifests).toMatch(new RegExp(`- name: ${name}\\n\\s+containerPort: ${port(job)}\\n`));
-    }
-  });
+  it.runIf(PROMTOOL)(
+    'the example scrape configuration passes `promtool check config` and scrapes the ports the manifests use',
+    () => {
+      const check = promtool(['check', 'config', 'prometheus.yml']);
+      expect(check.status, check.output).toBe(0);
+      const config = parseYaml(readFileSync(join(DIR, 'prometheus.yml'), 'utf8')) as {
+        scrape_configs: Array<{ job_name: string; dns_sd_configs: Array<{ port: number }> }>;
+      };
+      const port = (job: string) => config.scrape_configs.find((s) => s.job_name === job)?.dns_sd_configs[0]?.port;
+      const manifests = ['router.yaml', 'model-server.yaml']
+        .map((f) => readFileSync(join(REPO, 'deploy/kubernetes', f), 'utf8'))
+        .join('\n');
+      for (const [job, name] of [
+        ['warmpath-router', 'http'],
+        ['warmpath-agent', 'admin'],
+        ['vllm', 'engine'],
+      ] as const) {
+        expect(manifests).toMatch(new RegExp(`- name: ${name}\\n\\s+containerPort: ${port(job)}\\n`));
+      }
+    },
+  );
 
   it.runIf(PROMTOOL)("a live router's and agent's /metrics pass `promtool check metrics`", () => {
-    for (const [who, text] of [['router', live.router], ['agent', live.agent]] as const) {
+    for (const [who, text] of [
+      ['router', live.router],
+      ['agent', live.agent],
+    ] as const) {
       const lint = promtool(['check', 'metrics'], text);
       expect(lint.status, `${who}: ${lint.output}`).toBe(0);
     }
@@ -162,7 +216,14 @@ describe('deploy/observability with promtool', () => {
 describe('the live metrics and logs', () => {
   it('count requests by route and status, TTFT, duration and attempts, with the process metrics', () => {
     const router = families(live.router);
-    for (const name of ['warmpath_router_requests_total', 'warmpath_router_ttft_seconds', 'warmpath_router_request_duration_seconds', 'warmpath_router_upstream_attempts_total', 'process_cpu_seconds_total', 'nodejs_eventloop_lag_seconds']) {
+    for (const name of [
+      'warmpath_router_requests_total',
+      'warmpath_router_ttft_seconds',
+      'warmpath_router_request_duration_seconds',
+      'warmpath_router_upstream_attempts_total',
+      'process_cpu_seconds_total',
+      'nodejs_eventloop_lag_seconds',
+    ]) {
       expect(router.has(name), name).toBe(true);
     }
     expect(router.get('warmpath_router_requests_total')!.get('status')).toContain('200');
@@ -171,7 +232,10 @@ describe('the live metrics and logs', () => {
 
   it('name every counter `_total` and nothing else so', () => {
     for (const text of [live.router, live.agent]) {
-      for (const [, name, type] of text.matchAll(/^# TYPE (\S+) (\w+)$/gm)) expect(`${name} ${type}`).toBe(`${name} ${name!.endsWith('_total') ? 'counter' : type === 'counter' ? '(a counter named _total)' : type}`);
+      for (const [, name, type] of text.matchAll(/^# TYPE (\S+) (\w+)$/gm))
+        expect(`${name} ${type}`).toBe(
+          `${name} ${name!.endsWith('_total') ? 'counter' : type === 'counter' ? '(a counter named _total)' : type}`,
+        );
     }
   });
 
@@ -182,16 +246,36 @@ describe('the live metrics and logs', () => {
         .filter((l) => l !== '')
         .map((l) => JSON.parse(l) as Record<string, unknown>)
         .filter((l) => l.msg === 'request' && l.requestId === REQUEST_ID);
-    await waitFor(() => access('router').length === 1 && access('agent').length === 1, { timeoutMs: 5_000, message: 'both access-log lines' });
-    expect(access('router')[0]).toMatchObject({ level: 'info', name: 'router', status: 200, replica: 'obs-0', attempts: 1 });
-    expect(access('agent')[0]).toMatchObject({ level: 'info', name: 'agent', replica: 'obs-0', status: 200, attempt: 1, completionTokens: 2 });
+    await waitFor(() => access('router').length === 1 && access('agent').length === 1, {
+      timeoutMs: 5_000,
+      message: 'both access-log lines',
+    });
+    expect(access('router')[0]).toMatchObject({
+      level: 'info',
+      name: 'router',
+      status: 200,
+      replica: 'obs-0',
+      attempts: 1,
+    });
+    expect(access('agent')[0]).toMatchObject({
+      level: 'info',
+      name: 'agent',
+      replica: 'obs-0',
+      status: 200,
+      attempt: 1,
+      completionTokens: 2,
+    });
   });
 });
 
 describe('deploy/observability queries what the components expose', () => {
   it('every metric the alerts and the dashboard query exists', () => {
     const exposed = new Set([live.router, live.agent, live.engine].flatMap((t) => [...families(t).keys()]));
-    const queried = new Set(expressions().flatMap((e) => [...e.matchAll(/\b(warmpath_[a-z_]+|vllm:[a-z_]+)/g)].map((m) => m[1]!.replace(/_(bucket|sum|count)$/, ''))));
+    const queried = new Set(
+      expressions().flatMap((e) =>
+        [...e.matchAll(/\b(warmpath_[a-z_]+|vllm:[a-z_]+)/g)].map((m) => m[1]!.replace(/_(bucket|sum|count)$/, '')),
+      ),
+    );
     expect(queried.size).toBeGreaterThan(10);
     expect([...queried].filter((name) => !exposed.has(name) && !OLDER_ENGINE_NAMES.has(name))).toEqual([]);
   });
@@ -211,7 +295,10 @@ describe('deploy/observability queries what the components expose', () => {
       for (const [, metric, matchers] of expr.matchAll(/\b([a-z_:][\w:]*)\{([^}]*)\}/g)) {
         for (const [, label, , values] of matchers!.matchAll(/(\w+)\s*(=~|!=|=)\s*"([^"]*)"/g)) {
           if (label === 'job') continue; // the dashboard's job variables
-          const known = new Set([...(seen.get(metric!)?.get(label!) ?? []), ...(registries[`${metric}/${label}`] ?? [])]);
+          const known = new Set([
+            ...(seen.get(metric!)?.get(label!) ?? []),
+            ...(registries[`${metric}/${label}`] ?? []),
+          ]);
           for (const v of values!.split('|')) if (!known.has(v)) unknown.push(`${metric}{${label}="${v}"}`);
         }
       }
@@ -223,7 +310,12 @@ describe('deploy/observability queries what the components expose', () => {
     const d = JSON.parse(readFileSync(join(DIR, 'grafana-dashboard.json'), 'utf8')) as {
       uid: string;
       templating: { list: Array<{ name: string; type: string }> };
-      panels: Array<{ id: number; type: string; gridPos: { x: number; y: number; w: number; h: number }; targets?: Array<{ expr: string; datasource: { uid: string } }> }>;
+      panels: Array<{
+        id: number;
+        type: string;
+        gridPos: { x: number; y: number; w: number; h: number };
+        targets?: Array<{ expr: string; datasource: { uid: string } }>;
+      }>;
     };
     expect(d.uid).toMatch(/^[\w-]{1,40}$/);
     expect(d.templating.list.find((v) => v.name === 'datasource')?.type).toBe('datasource');
@@ -232,10 +324,11 @@ describe('deploy/observability queries what the components expose', () => {
     for (const p of d.panels) {
       const { x, y, w, h } = p.gridPos;
       expect(x >= 0 && w > 0 && x + w <= 24, `panel ${p.id} fits the grid`).toBe(true);
-      for (let i = x; i < x + w; i++) for (let j = y; j < y + h; j++) {
-        expect(cells.has(`${i},${j}`), `panel ${p.id} overlaps another at ${i},${j}`).toBe(false);
-        cells.add(`${i},${j}`);
-      }
+      for (let i = x; i < x + w; i++)
+        for (let j = y; j < y + h; j++) {
+          expect(cells.has(`${i},${j}`), `panel ${p.id} overlaps another at ${i},${j}`).toBe(false);
+          cells.add(`${i},${j}`);
+        }
       if (p.type !== 'row') for (const t of p.targets ?? []) expect(t.datasource.uid).toBe('${datasource}');
     }
   });

@@ -41,14 +41,23 @@ function npm(args: string[], cwd: string): string {
 }
 
 /** Packs `name` as installed for `fromDir` (pnpm layout) and, recursively, its dependencies; returns the tarballs. */
-function packDependencies(deps: Record<string, string>, fromDir: string, out: string, seen = new Set<string>()): string[] {
+function packDependencies(
+  deps: Record<string, string>,
+  fromDir: string,
+  out: string,
+  seen = new Set<string>(),
+): string[] {
   const tarballs: string[] = [];
   for (const name of Object.keys(deps)) {
     const depDir = realpathSync(join(fromDir, 'node_modules', name));
     if (seen.has(depDir)) continue;
     seen.add(depDir);
-    tarballs.push(join(out, npm(['pack', depDir, '--ignore-scripts', '--pack-destination', out], out).trim().split('\n').at(-1)!));
-    const own = (JSON.parse(readFileSync(join(depDir, 'package.json'), 'utf8')) as { dependencies?: Record<string, string> }).dependencies ?? {};
+    tarballs.push(
+      join(out, npm(['pack', depDir, '--ignore-scripts', '--pack-destination', out], out).trim().split('\n').at(-1)!),
+    );
+    const own =
+      (JSON.parse(readFileSync(join(depDir, 'package.json'), 'utf8')) as { dependencies?: Record<string, string> })
+        .dependencies ?? {};
     // pnpm puts a package's dependencies beside it: <store>/node_modules/<name> and <store>/node_modules/<dep>.
     const storeDir = join(depDir, ...name.split('/').map(() => '..'), '..');
     tarballs.push(...packDependencies(own, storeDir, out, seen));
@@ -67,7 +76,10 @@ const field = (line: string, key: string): string => new RegExp(`${key}=(\\S+)`)
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'warmpath-pack-'));
   built = await buildCli();
-  const packed = join(dir, npm(['pack', '--ignore-scripts', '--pack-destination', dir], CLI_ROOT).trim().split('\n').at(-1)!);
+  const packed = join(
+    dir,
+    npm(['pack', '--ignore-scripts', '--pack-destination', dir], CLI_ROOT).trim().split('\n').at(-1)!,
+  );
   const deps = packDependencies(pkg.dependencies, CLI_ROOT, dir);
   const install = join(dir, 'install');
   mkdirSync(install);
@@ -87,7 +99,9 @@ describe('the warmpath npm package', () => {
     expect(pkg.bin).toEqual({ warmpath: './dist/main.js' });
     expect(pkg.files).toEqual(['dist']);
     for (const spec of Object.values(pkg.dependencies)) expect(spec).toMatch(/^\d+\.\d+\.\d+$/);
-    const bench = JSON.parse(readFileSync(join(CLI_ROOT, '../bench/package.json'), 'utf8')) as { dependencies: Record<string, string> };
+    const bench = JSON.parse(readFileSync(join(CLI_ROOT, '../bench/package.json'), 'utf8')) as {
+      dependencies: Record<string, string>;
+    };
     // The report reads chart.js from node_modules at run time (not bundled): the same version as the benchmark's.
     expect(pkg.dependencies['chart.js']).toBe(bench.dependencies['chart.js']);
   });
@@ -101,7 +115,7 @@ describe('the warmpath npm package', () => {
       const seen = new Set([first.fileName]);
       const queue = [first];
       for (let chunk = queue.pop(); chunk !== undefined; chunk = queue.pop()) {
-        for (const f of chunk.imports) if (!seen.has(f) && byFile.has(f)) queue.push(byFile.get(f)!), seen.add(f);
+        for (const f of chunk.imports) if (!seen.has(f) && byFile.has(f)) (queue.push(byFile.get(f)!), seen.add(f));
       }
       return [...seen].flatMap((f) => byFile.get(f)!.moduleIds);
     };
@@ -114,11 +128,16 @@ describe('the warmpath npm package', () => {
     expect(execFileSync(bin, ['--version'], { env: ENV, encoding: 'utf8' }).trim()).toBe(pkg.version);
   });
 
-  it.skipIf(OLD_NODE === undefined)('on a Node.js older than engines.node it says what it needs instead of failing to load', () => {
-    const res = spawnSync(OLD_NODE!.path, [bin, 'sim', '--port', '0'], { encoding: 'utf8', timeout: 10_000 });
-    expect(res.status).toBe(1);
-    expect(res.stderr).toContain(`warmpath ${pkg.version} needs Node.js ${pkg.engines.node} (this is ${OLD_NODE!.version})`);
-  });
+  it.skipIf(OLD_NODE === undefined)(
+    'on a Node.js older than engines.node it says what it needs instead of failing to load',
+    () => {
+      const res = spawnSync(OLD_NODE!.path, [bin, 'sim', '--port', '0'], { encoding: 'utf8', timeout: 10_000 });
+      expect(res.status).toBe(1);
+      expect(res.stderr).toContain(
+        `warmpath ${pkg.version} needs Node.js ${pkg.engines.node} (this is ${OLD_NODE!.version})`,
+      );
+    },
+  );
 
   it('`warmpath sim --port 0` prints its listening line and stops on SIGTERM', async () => {
     const { child, line } = await start(['sim', '--port', '0', '--profile', 'tiny']);
@@ -130,7 +149,19 @@ describe('the warmpath npm package', () => {
   });
 
   it('computes the same benchmark as the sources: a short DES run of the shipped trace gives byte-identical JSON', () => {
-    const args = ['bench', '--scenario', 'trace', '--mode', 'des', '--duration', '5', '--policies', 'warmpath,round-robin', '--no-progress', '--json'];
+    const args = [
+      'bench',
+      '--scenario',
+      'trace',
+      '--mode',
+      'des',
+      '--duration',
+      '5',
+      '--policies',
+      'warmpath,round-robin',
+      '--no-progress',
+      '--json',
+    ];
     const [installed, source] = [join(dir, 'bench-installed.json'), join(dir, 'bench-source.json')];
     execFileSync(bin, [...args, installed], { env: ENV, stdio: 'ignore' });
     execFileSync(process.execPath, [join(CLI_ROOT, 'src/main.ts'), ...args, source], { stdio: 'ignore' });
@@ -140,7 +171,11 @@ describe('the warmpath npm package', () => {
   });
 
   it('`warmpath demo --smoke` starts its fleet from the installed copy (the bundle finds its own entry point) and exits 0', () => {
-    const res = spawnSync(bin, ['demo', '--smoke', '--replicas', '1', '--routers', '1', '--duration', '1', '--profile', 'tiny'], { env: ENV, encoding: 'utf8', timeout: 60_000 });
+    const res = spawnSync(
+      bin,
+      ['demo', '--smoke', '--replicas', '1', '--routers', '1', '--duration', '1', '--profile', 'tiny'],
+      { env: ENV, encoding: 'utf8', timeout: 60_000 },
+    );
     expect(res.status, res.stderr).toBe(0);
     expect(res.stdout).toMatch(/\| warmpath \| 1 \| 0 \|/);
   });
@@ -151,15 +186,48 @@ describe('the warmpath npm package', () => {
     const simUrl = /(http:\/\/\S+)/.exec(sim.line)![1]!;
     const key = join(dir, 'swarm.key');
     writeFileSync(key, execFileSync(bin, ['swarm-key'], { env: ENV }));
-    const agent = await start(['agent', '--engine', 'vllm', '--engine-url', simUrl, '--port', '0', '--admin-port', '0', '--fleet', fleet, '--swarm-key', key, '--replica-id', 'smoke-0']);
-    const router = await start(['router', '--port', '0', '--fleet', fleet, '--swarm-key', key, '--bootstrap', field(agent.line, 'peer')]);
+    const agent = await start([
+      'agent',
+      '--engine',
+      'vllm',
+      '--engine-url',
+      simUrl,
+      '--port',
+      '0',
+      '--admin-port',
+      '0',
+      '--fleet',
+      fleet,
+      '--swarm-key',
+      key,
+      '--replica-id',
+      'smoke-0',
+    ]);
+    const router = await start([
+      'router',
+      '--port',
+      '0',
+      '--fleet',
+      fleet,
+      '--swarm-key',
+      key,
+      '--bootstrap',
+      field(agent.line, 'peer'),
+    ]);
     const url = field(router.line, 'url');
-    await waitFor(async () => (await fetch(`${url}/readyz`)).status === 200, { timeoutMs: 20_000, message: 'the router to see the replica' });
+    await waitFor(async () => (await fetch(`${url}/readyz`)).status === 200, {
+      timeoutMs: 20_000,
+      message: 'the router to see the replica',
+    });
     const models = (await (await fetch(`${url}/v1/models`)).json()) as { data: Array<{ id: string }> };
     const res = await fetch(`${url}/v1/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ model: models.data[0]!.id, messages: [{ role: 'user', content: 'hello' }], max_tokens: 4 }),
+      body: JSON.stringify({
+        model: models.data[0]!.id,
+        messages: [{ role: 'user', content: 'hello' }],
+        max_tokens: 4,
+      }),
     });
     const body = (await res.json()) as { choices?: unknown[] };
     expect(res.status).toBe(200);

@@ -24,12 +24,18 @@ const RATE = Number(process.argv[3] ?? 40);
 const DURATION_MS = Number(process.argv[4] ?? 120) * 1000; // virtual time
 const SERVICE_MS = 3_000; // each request holds its work this long
 let rng = 99;
-const rand = (): number => ((rng = (Math.imul(rng, 1664525) + 1013904223) >>> 0) / 2 ** 32);
+const rand = (): number => (rng = (Math.imul(rng, 1664525) + 1013904223) >>> 0) / 2 ** 32;
 const systems = Array.from({ length: 8 }, (_, i) => `Tenant ${i} system prompt. `.repeat(80));
 
 for (const policyName of ['warmpath', 'consistent-hash', 'least-request', 'round-robin']) {
   rng = 99;
-  const view = new FleetView({ fleet: 'a', chunkChars: 256, stateTtlMs: 10_000, forgetAfterMs: routerConfig().forgetAfterMs, now: () => t });
+  const view = new FleetView({
+    fleet: 'a',
+    chunkChars: 256,
+    stateTtlMs: 10_000,
+    forgetAfterMs: routerConfig().forgetAfterMs,
+    now: () => t,
+  });
   const opts = policyOptions(routerConfig({ chunkChars: 256 }));
   const routers = [0, 1].map(() => ({ policy: createPolicy(policyName, opts), local: new LocalState(routerConfig()) }));
   let t = 0;
@@ -46,10 +52,30 @@ for (const policyName of ['warmpath', 'consistent-hash', 'least-request', 'round
       served.set(id, []);
       const prevSize = view.replicas.get(id)?.digestSize ?? 0;
       const s: ReplicaState = {
-        v: 1, fleet: 'a', replica: id, boot: 'b', bootAt: 1, seq, sentAt: t, url: `http://x/${id}`, admin: '', engine: 'vllm', models: ['m'], adapters: [], hotAdapters: [],
-        endpoints: ['chat'], capacity: { kvTokens: 400_000, adapterSlots: 0, weight: 1, maxRunning: 256 },
-        load: { running: 0, waiting: 0, kvUsedTokens: work, inflight: 0, inflightTokens: work, prefillTokens: 0 }, status: 'ready', chunkChars: 256,
-        digest: { from: seq === 1 ? -1 : seq - 1, added, removed: new BigUint64Array(0), size: prevSize + added.length },
+        v: 1,
+        fleet: 'a',
+        replica: id,
+        boot: 'b',
+        bootAt: 1,
+        seq,
+        sentAt: t,
+        url: `http://x/${id}`,
+        admin: '',
+        engine: 'vllm',
+        models: ['m'],
+        adapters: [],
+        hotAdapters: [],
+        endpoints: ['chat'],
+        capacity: { kvTokens: 400_000, adapterSlots: 0, weight: 1, maxRunning: 256 },
+        load: { running: 0, waiting: 0, kvUsedTokens: work, inflight: 0, inflightTokens: work, prefillTokens: 0 },
+        status: 'ready',
+        chunkChars: 256,
+        digest: {
+          from: seq === 1 ? -1 : seq - 1,
+          added,
+          removed: new BigUint64Array(0),
+          size: prevSize + added.length,
+        },
       };
       if (seq > 1) {
         // size after applying: count only new hashes
@@ -84,9 +110,23 @@ for (const policyName of ['warmpath', 'consistent-hash', 'least-request', 'round
     const c = Math.floor(rand() * 200);
     const history = (conv.get(c) ?? '') + `User turn ${k}: ${'question '.repeat(40)}`;
     conv.set(c, history);
-    const body = { model: 'm', messages: [{ role: 'system', content: systems[c % systems.length]! }, { role: 'user', content: history }], max_tokens: 200 };
+    const body = {
+      model: 'm',
+      messages: [
+        { role: 'system', content: systems[c % systems.length]! },
+        { role: 'user', content: history },
+      ],
+      max_tokens: 200,
+    };
     const info = describeRequest(body, 'chat');
-    const req: PlacementRequest = { info, endpoint: 'chat', key: affinityKey(info, 8), body, exclude: undefined, now: t };
+    const req: PlacementRequest = {
+      info,
+      endpoint: 'chat',
+      key: affinityKey(info, 8),
+      body,
+      exclude: undefined,
+      now: t,
+    };
     const picks = routers.map((r) => placeRequest(r.policy, req, view, r.local));
     const owner = k % 2;
     total++;
@@ -100,5 +140,7 @@ for (const policyName of ['warmpath', 'consistent-hash', 'least-request', 'round
     inflight.push({ end: t + SERVICE_MS, replica: p.replica.id, work, ticket, owner });
     served.get(p.replica.id)!.push(...info.hashes);
   }
-  console.log(`${policyName.padEnd(16)} ${N} replicas, ${RATE} req/s, 2 routers: same choice for ${((100 * same) / total).toFixed(1)}% of ${total} requests`);
+  console.log(
+    `${policyName.padEnd(16)} ${N} replicas, ${RATE} req/s, 2 routers: same choice for ${((100 * same) / total).toFixed(1)}% of ${total} requests`,
+  );
 }

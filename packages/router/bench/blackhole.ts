@@ -45,20 +45,44 @@ try {
     const sim = await start(['sim', '--port', '0', '--profile', 'tiny', '--speed', '4']);
     const simUrl = /(http:\/\/\S+)/.exec(sim)![1]!;
     sims[`replica-${i}`] = simUrl;
-    await start(['agent', '--engine', 'vllm', '--engine-url', simUrl, '--port', '0', '--admin-port', '0', '--fleet', 'blackhole', '--swarm-key', swarmKey, '--replica-id', `replica-${i}`, '--bootstrap', field(router, 'peer')]);
+    await start([
+      'agent',
+      '--engine',
+      'vllm',
+      '--engine-url',
+      simUrl,
+      '--port',
+      '0',
+      '--admin-port',
+      '0',
+      '--fleet',
+      'blackhole',
+      '--swarm-key',
+      swarmKey,
+      '--replica-id',
+      `replica-${i}`,
+      '--bootstrap',
+      field(router, 'peer'),
+    ]);
   }
   for (;;) {
     const body = (await (await request(`${url}/readyz`)).body.json()) as { replicas?: { ready?: number } };
     if ((body.replicas?.ready ?? 0) >= 4) break;
     await new Promise((r) => setTimeout(r, 100));
   }
-  const model = ((await (await request(`${url}/v1/models`)).body.json()) as { data: Array<{ id: string }> }).data[0]!.id;
+  const model = ((await (await request(`${url}/v1/models`)).body.json()) as { data: Array<{ id: string }> }).data[0]!
+    .id;
   const ask = (content: string) =>
-    request(`${url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify({ model, messages: [{ role: 'user', content }], max_tokens: 8 }) });
+    request(`${url}/v1/chat/completions`, {
+      method: 'POST',
+      body: JSON.stringify({ model, messages: [{ role: 'user', content }], max_tokens: 8 }),
+    });
   const probe = await ask('where do short chats go?');
   await probe.body.dump();
   const bad = String(probe.headers['x-warmpath-replica']);
-  await (await request(`${sims[bad]}/sim/v1/fault`, { method: 'POST', body: JSON.stringify({ errorRate: 1 }) })).body.dump();
+  await (
+    await request(`${sims[bad]}/sim/v1/fault`, { method: 'POST', body: JSON.stringify({ errorRate: 1 }) })
+  ).body.dump();
   const byStatus: Record<string, number> = {};
   const byReplica: Record<string, number> = {};
   let next = 0;

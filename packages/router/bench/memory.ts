@@ -54,7 +54,8 @@ function measure(): { heap: number; buffers: number; rss: number } {
 
 function randomHashes(random: () => number, n: number): BigUint64Array {
   const out = new BigUint64Array(n);
-  for (let i = 0; i < n; i++) out[i] = (BigInt(Math.floor(random() * 2 ** 32)) << 32n) | BigInt(Math.floor(random() * 2 ** 32));
+  for (let i = 0; i < n; i++)
+    out[i] = (BigInt(Math.floor(random() * 2 ** 32)) << 32n) | BigInt(Math.floor(random() * 2 ** 32));
   return out;
 }
 const systems = Array.from({ length: PROMPTS }, (_, i) => randomHashes(mulberry32(1_000_000 + i), PROMPT_CHUNKS));
@@ -79,19 +80,40 @@ function digestOf(i: number): BigUint64Array {
 
 function state(i: number): ReplicaState {
   return {
-    v: 1, fleet: 'bench', replica: `replica-${i}`, boot: `boot-${i}`, bootAt: 1, seq: 1, sentAt: Date.now(),
-    url: `http://10.0.${i >> 8}.${i & 255}:8000`, admin: `http://10.0.${i >> 8}.${i & 255}:8001`, engine: 'vllm',
-    models: ['m'], adapters: [], hotAdapters: [], endpoints: ['chat', 'completion', 'responses'],
+    v: 1,
+    fleet: 'bench',
+    replica: `replica-${i}`,
+    boot: `boot-${i}`,
+    bootAt: 1,
+    seq: 1,
+    sentAt: Date.now(),
+    url: `http://10.0.${i >> 8}.${i & 255}:8000`,
+    admin: `http://10.0.${i >> 8}.${i & 255}:8001`,
+    engine: 'vllm',
+    models: ['m'],
+    adapters: [],
+    hotAdapters: [],
+    endpoints: ['chat', 'completion', 'responses'],
     capacity: { kvTokens: KV_TOKENS, adapterSlots: 0, weight: 1, maxRunning: 256 },
     load: { running: 8, waiting: 0, kvUsedTokens: 200_000, inflight: 8, inflightTokens: 10_000, prefillTokens: 1_000 },
-    status: 'ready', chunkChars, digest: { from: -1, added: new BigUint64Array(0), removed: new BigUint64Array(0), size: 1 },
+    status: 'ready',
+    chunkChars,
+    digest: { from: -1, added: new BigUint64Array(0), removed: new BigUint64Array(0), size: 1 },
   };
 }
 
 // Every agent's snapshot first, so the figures after the base are the view's alone.
-const snapshots = Array.from({ length: N }, (_, i) => encodeSnapshot({ v: 1, replica: `replica-${i}`, boot: `boot-${i}`, seq: 1, chunkChars, hashes: digestOf(i) }));
+const snapshots = Array.from({ length: N }, (_, i) =>
+  encodeSnapshot({ v: 1, replica: `replica-${i}`, boot: `boot-${i}`, seq: 1, chunkChars, hashes: digestOf(i) }),
+);
 const base = measure();
-const view = new FleetView({ fleet: 'bench', chunkChars, stateTtlMs: 3_600_000, forgetAfterMs: 3_600_000, fetchSnapshot: (r) => Promise.resolve(snapshots[r.slot]!) });
+const view = new FleetView({
+  fleet: 'bench',
+  chunkChars,
+  stateTtlMs: 3_600_000,
+  forgetAfterMs: 3_600_000,
+  fetchSnapshot: (r) => Promise.resolve(snapshots[r.slot]!),
+});
 for (let i = 0; i < N; i++) {
   view.apply(state(i));
   await new Promise((r) => setImmediate(r)); // let the pull land before the next replica

@@ -95,7 +95,8 @@ function bytesByNode(): Map<string, { read: number; written: number }> {
   return out;
 }
 
-const quantile = (sorted: number[], q: number): number => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
+const quantile = (sorted: number[], q: number): number =>
+  sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
 
@@ -142,7 +143,11 @@ async function run(agents: number): Promise<Row> {
   });
   const stopPublishing = fleet.startPublishing(intervalMs);
   try {
-    await waitUntil(() => fleet.routers.every((r) => r.view.replicas.size === agents), CONVERGE_TIMEOUT_MS, 'every router to see every replica');
+    await waitUntil(
+      () => fleet.routers.every((r) => r.view.replicas.size === agents),
+      CONVERGE_TIMEOUT_MS,
+      'every router to see every replica',
+    );
     await sleep(2 * intervalMs);
     // Window: delivery latency, bytes, event-loop utilization.
     const before = bytesByNode();
@@ -170,10 +175,20 @@ async function run(agents: number): Promise<Row> {
       rate: published / WINDOW_S,
       routers: ROUTERS,
       newReplicaMs,
-      latency: { p50: quantile(latencies, 0.5), p99: quantile(latencies, 0.99), max: latencies.at(-1) ?? Number.NaN, n: latencies.length, expected: published * ROUTERS },
+      latency: {
+        p50: quantile(latencies, 0.5),
+        p99: quantile(latencies, 0.99),
+        max: latencies.at(-1) ?? Number.NaN,
+        n: latencies.length,
+        expected: published * ROUTERS,
+      },
       latencyQuantiles: Array.from({ length: 101 }, (_, k) => quantile(latencies, k / 100)),
       elu,
-      routerKBs: { in: mean(routerRates.map((r) => r.in)), out: mean(routerRates.map((r) => r.out)), maxIn: Math.max(...routerRates.map((r) => r.in)) },
+      routerKBs: {
+        in: mean(routerRates.map((r) => r.in)),
+        out: mean(routerRates.map((r) => r.out)),
+        maxIn: Math.max(...routerRates.map((r) => r.in)),
+      },
       agentKBs: { in: mean(agentRates.map((r) => r.in)), out: mean(agentRates.map((r) => r.out)) },
       conns: { routerRouter: c.routerToRouter, routerAgent: c.routerToAgent, agent: c.agent },
     };
@@ -193,7 +208,11 @@ async function newReplicas(fleet: MeshFleet): Promise<number[]> {
     const timer = setInterval(() => void fleet.publish(agent), NEW_AGENT_PUBLISH_MS);
     void fleet.publish(agent);
     try {
-      await waitUntil(() => fleet.routers.every((r) => r.view.replicas.has(agent.name)), NEW_REPLICA_TIMEOUT_MS, `every router to see ${agent.name}`).then(
+      await waitUntil(
+        () => fleet.routers.every((r) => r.view.replicas.has(agent.name)),
+        NEW_REPLICA_TIMEOUT_MS,
+        `every router to see ${agent.name}`,
+      ).then(
         () => out.push(performance.now() - t0),
         () => out.push(Number.POSITIVE_INFINITY),
       );
@@ -204,14 +223,19 @@ async function newReplicas(fleet: MeshFleet): Promise<number[]> {
   return out;
 }
 
-const fmt = (x: number, d = 0): string => (Number.isFinite(x) ? x.toFixed(d) : x === Number.POSITIVE_INFINITY ? '∞' : '—');
+const fmt = (x: number, d = 0): string =>
+  Number.isFinite(x) ? x.toFixed(d) : x === Number.POSITIVE_INFINITY ? '∞' : '—';
 const span = (xs: number[]): string => `${Math.min(...xs)}–${Math.max(...xs)}`;
 
 const rows: Row[] = [];
 for (const agents of SIZES) rows.push(await run(agents));
 if (args.save !== '') writeFileSync(args.save, `${JSON.stringify(rows, null, 1)}\n`);
-console.log(`\ngossip mesh: ${ROUTERS} routers (each keeping ${ROUTER_PEERS === 0 ? 'every other' : ROUTER_PEERS} router peer(s)), each agent publishing to 2 of them; ${RATE} state messages/s fleet-wide; ${WINDOW_S} s window; one process (event-loop utilization shown: latency is CPU-bound when it nears 1)\n`);
-console.log('| agents × routers | each agent publishes every | new replica on every router, ms (median / max of 5) | delivery p50 / p99 / max, ms | delivered / expected | router KB/s in / out (max in) | router bytes in per message | agent KB/s in / out | connections: router↔router, router↔agent, agent | event loop |');
+console.log(
+  `\ngossip mesh: ${ROUTERS} routers (each keeping ${ROUTER_PEERS === 0 ? 'every other' : ROUTER_PEERS} router peer(s)), each agent publishing to 2 of them; ${RATE} state messages/s fleet-wide; ${WINDOW_S} s window; one process (event-loop utilization shown: latency is CPU-bound when it nears 1)\n`,
+);
+console.log(
+  '| agents × routers | each agent publishes every | new replica on every router, ms (median / max of 5) | delivery p50 / p99 / max, ms | delivered / expected | router KB/s in / out (max in) | router bytes in per message | agent KB/s in / out | connections: router↔router, router↔agent, agent | event loop |',
+);
 console.log('|---|---|---|---|---|---|---|---|---|---|');
 for (const r of rows) {
   const nr = [...r.newReplicaMs].sort((a, b) => a - b);

@@ -98,7 +98,9 @@ const server = require('node:http').createServer({ keepAliveTimeout: 120000 }, (
 server.listen(0, '127.0.0.1', () => console.log(server.address().port));
 `;
 const upstream = spawn(process.execPath, ['-e', UPSTREAM_JS], { stdio: ['ignore', 'pipe', 'inherit'] });
-const upstreamPort = Number(await new Promise<string>((resolve) => createInterface({ input: upstream.stdout! }).once('line', resolve)));
+const upstreamPort = Number(
+  await new Promise<string>((resolve) => createInterface({ input: upstream.stdout! }).once('line', resolve)),
+);
 const upstreamUrl = `http://127.0.0.1:${upstreamPort}`;
 
 /** A proxy under test: its URL and the pid whose CPU time is its cost (undefined: direct). */
@@ -119,9 +121,24 @@ let seq = 0;
 const publish = (): void => {
   seq++;
   const state = {
-    v: 1 as const, fleet: 'overhead', replica: 'up', boot: 'b', bootAt: 1, seq, sentAt: Date.now(), url: upstreamUrl, admin: upstreamUrl, engine: 'vllm' as const,
-    models: ['m'], adapters: [], hotAdapters: [], endpoints: ['chat' as const], capacity: { kvTokens: 0, adapterSlots: 0, weight: 1, maxRunning: 0 },
-    load: { running: 0, waiting: 0, kvUsedTokens: 0, inflight: 0, inflightTokens: 0, prefillTokens: 0 }, status: 'ready' as const, chunkChars: 256,
+    v: 1 as const,
+    fleet: 'overhead',
+    replica: 'up',
+    boot: 'b',
+    bootAt: 1,
+    seq,
+    sentAt: Date.now(),
+    url: upstreamUrl,
+    admin: upstreamUrl,
+    engine: 'vllm' as const,
+    models: ['m'],
+    adapters: [],
+    hotAdapters: [],
+    endpoints: ['chat' as const],
+    capacity: { kvTokens: 0, adapterSlots: 0, weight: 1, maxRunning: 0 },
+    load: { running: 0, waiting: 0, kvUsedTokens: 0, inflight: 0, inflightTokens: 0, prefillTokens: 0 },
+    status: 'ready' as const,
+    chunkChars: 256,
     digest: { from: -1, added: new BigUint64Array(0), removed: new BigUint64Array(0), size: 0 },
   };
   gossip.publish(encodeState(state)).catch(() => {});
@@ -132,7 +149,13 @@ const timer = setInterval(publish, 250);
  * A `warmpath <command>` process from `cli`: its ready line gives the URL to
  * load (`urlKey=`) and the one whose /readyz says it can serve (`readyKey=`).
  */
-async function startWarmpath(name: string, cli: string, argv: string[], urlKey: string, readyKey = urlKey): Promise<Target> {
+async function startWarmpath(
+  name: string,
+  cli: string,
+  argv: string[],
+  urlKey: string,
+  readyKey = urlKey,
+): Promise<Target> {
   const child = spawn(process.execPath, [cli, ...argv], { stdio: ['ignore', 'pipe', 'ignore'] });
   const line = await new Promise<string>((resolve, reject) => {
     createInterface({ input: child.stdout! }).once('line', resolve);
@@ -149,11 +172,22 @@ async function startWarmpath(name: string, cli: string, argv: string[], urlKey: 
 
 /** A router fed by this bench's gossip node. */
 const startRouter = (name: string, cli: string): Promise<Target> =>
-  startWarmpath(name, cli, ['router', '--port', '0', '--fleet', 'overhead', '--swarm-key', swarmKey, '--bootstrap', gossip.multiaddrs()[0]!], 'url');
+  startWarmpath(
+    name,
+    cli,
+    ['router', '--port', '0', '--fleet', 'overhead', '--swarm-key', swarmKey, '--bootstrap', gossip.multiaddrs()[0]!],
+    'url',
+  );
 
 /** A warmpath agent in front of the upstream (as its vLLM engine): what the sidecar costs a request. */
 const startAgent = (name: string, cli: string): Promise<Target> =>
-  startWarmpath(name, cli, ['agent', '--engine', 'vllm', '--engine-url', upstreamUrl, '--fleet', 'overhead', '--swarm-key', swarmKey], 'proxy', 'admin');
+  startWarmpath(
+    name,
+    cli,
+    ['agent', '--engine', 'vllm', '--engine-url', upstreamUrl, '--fleet', 'overhead', '--swarm-key', swarmKey],
+    'proxy',
+    'admin',
+  );
 
 // ---- HAProxy and nginx: configs generated here, one thread / worker each ----
 async function freePort(): Promise<number> {
@@ -281,7 +315,10 @@ server.listen(0, '127.0.0.1', () => console.log(server.address().port));
 `;
 
 async function startFloor(name: 'node-floor' | 'socket-floor'): Promise<Target> {
-  const argv = name === 'node-floor' ? ['-e', NODE_FLOOR_JS, createRequire(import.meta.url).resolve('undici'), upstreamUrl] : ['-e', SOCKET_FLOOR_JS, upstreamUrl];
+  const argv =
+    name === 'node-floor'
+      ? ['-e', NODE_FLOOR_JS, createRequire(import.meta.url).resolve('undici'), upstreamUrl]
+      : ['-e', SOCKET_FLOOR_JS, upstreamUrl];
   const child = spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise<string>((resolve) => createInterface({ input: child.stdout! }).once('line', resolve));
   return { name, url: `http://127.0.0.1:${port}`, pid: child.pid, child };
@@ -300,7 +337,10 @@ async function startProxy(name: 'haproxy' | 'nginx'): Promise<Target | undefined
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; i < 100; i++) {
     if (child.exitCode !== null) throw new Error(`${name} exited ${child.exitCode}`);
-    const ok = await fetch(`${url}/v1/chat/completions`, { method: 'POST', body: '{}' }).then((r) => r.status === 200, () => false);
+    const ok = await fetch(`${url}/v1/chat/completions`, { method: 'POST', body: '{}' }).then(
+      (r) => r.status === 200,
+      () => false,
+    );
     if (ok) return { name, url, pid: child.pid, child };
     await new Promise((x) => setTimeout(x, 50));
   }
@@ -313,10 +353,29 @@ const cpuSeconds = (pid: number): number => {
   return (Number(f[11]) + Number(f[12])) / 100; // utime + stime in clock ticks (100/s)
 };
 
-const smallBody = JSON.stringify({ model: 'm', messages: [{ role: 'system', content: 'You are terse. '.repeat(20) }, { role: 'user', content: 'Say ok.' }], max_tokens: 1 });
+const smallBody = JSON.stringify({
+  model: 'm',
+  messages: [
+    { role: 'system', content: 'You are terse. '.repeat(20) },
+    { role: 'user', content: 'Say ok.' },
+  ],
+  max_tokens: 1,
+});
 // Varied text (not one repeated word) so prefix hashing and JSON parsing see a realistic prompt.
-const longText = Array.from({ length: Math.ceil((LONG_TOKENS * 4) / 48) }, (_, i) => `Line ${String(i).padStart(6, '0')} of the shared document. `).join('').slice(0, LONG_TOKENS * 4);
-const longBody = JSON.stringify({ model: 'm', messages: [{ role: 'system', content: longText }, { role: 'user', content: 'Summarise.' }], max_tokens: 1 });
+const longText = Array.from(
+  { length: Math.ceil((LONG_TOKENS * 4) / 48) },
+  (_, i) => `Line ${String(i).padStart(6, '0')} of the shared document. `,
+)
+  .join('')
+  .slice(0, LONG_TOKENS * 4);
+const longBody = JSON.stringify({
+  model: 'm',
+  messages: [
+    { role: 'system', content: longText },
+    { role: 'user', content: 'Summarise.' },
+  ],
+  max_tokens: 1,
+});
 
 interface Run {
   lat: number[];
@@ -331,7 +390,12 @@ async function load(t: Target, body: string, seconds: number, concurrency: numbe
   const worker = async (): Promise<void> => {
     while (performance.now() < end) {
       const t0 = performance.now();
-      const res = await pool.request({ path: '/v1/chat/completions', method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      const res = await pool.request({
+        path: '/v1/chat/completions',
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body,
+      });
       await res.body.dump();
       if (res.statusCode !== 200) throw new Error(`${t.name}: HTTP ${res.statusCode}`);
       lat.push(performance.now() - t0);
@@ -364,7 +428,12 @@ for (const spec of args.agent) {
   targets.push(await startAgent(spec.slice(0, eq), spec.slice(eq + 1)));
 }
 for (const name of args.proxies.split(',').filter((p) => p !== '')) {
-  const t = name === 'agent' ? await startAgent('warmpath agent', CLI) : name === 'node-floor' || name === 'socket-floor' ? await startFloor(name) : await startProxy(name as 'haproxy' | 'nginx');
+  const t =
+    name === 'agent'
+      ? await startAgent('warmpath agent', CLI)
+      : name === 'node-floor' || name === 'socket-floor'
+        ? await startFloor(name)
+        : await startProxy(name as 'haproxy' | 'nginx');
   if (t !== undefined) targets.push(t);
 }
 
@@ -376,7 +445,9 @@ interface Row {
   longP50: number[];
   longP99: number[];
 }
-const rows = new Map<string, Row>(targets.map((t) => [t.name, { rps: [], perCore: [], p50: [], p99: [], longP50: [], longP99: [] }]));
+const rows = new Map<string, Row>(
+  targets.map((t) => [t.name, { rps: [], perCore: [], p50: [], p99: [], longP50: [], longP99: [] }]),
+);
 for (const t of targets) await load(t, smallBody, Math.min(1, SECONDS), CONCURRENCY); // warm-up (JIT, connections)
 for (let round = 0; round < ROUNDS; round++) {
   for (const t of targets) {
@@ -406,9 +477,13 @@ interface Saved {
 }
 const d = rows.get('direct')!;
 const f = (x: number, digits: number): string => (Number.isFinite(x) ? x.toFixed(digits) : '—');
-console.log(`medians of ${ROUNDS} round(s); small non-streaming chat at concurrency ${CONCURRENCY}, ${SECONDS} s per run; ${LONG_TOKENS}-token prompt at concurrency 1, ${LONG_SECONDS} s per run`);
+console.log(
+  `medians of ${ROUNDS} round(s); small non-streaming chat at concurrency ${CONCURRENCY}, ${SECONDS} s per run; ${LONG_TOKENS}-token prompt at concurrency 1, ${LONG_SECONDS} s per run`,
+);
 console.log(`client, upstream and proxies share this machine (${cpus().length} cores): timings are noisy under load`);
-console.log(`${'target'.padEnd(15)} ${'req/s'.padStart(8)} ${'req/core-s'.padStart(11)} ${'added p50 ms'.padStart(13)} ${'added p99 ms'.padStart(13)} ${'long added p50'.padStart(15)} ${'long added p99'.padStart(15)}`);
+console.log(
+  `${'target'.padEnd(15)} ${'req/s'.padStart(8)} ${'req/core-s'.padStart(11)} ${'added p50 ms'.padStart(13)} ${'added p99 ms'.padStart(13)} ${'long added p50'.padStart(15)} ${'long added p99'.padStart(15)}`,
+);
 const saved: Saved[] = [...rows].map(([name, r]) => {
   const self = name === 'direct';
   const added = (xs: number[], base: number[]): number => median(xs) - (self ? 0 : median(base));
@@ -429,7 +504,11 @@ for (const t of saved) {
   );
 }
 
-if (args.save !== '') writeFileSync(args.save, `${JSON.stringify({ concurrency: CONCURRENCY, seconds: SECONDS, rounds: ROUNDS, longTokens: LONG_TOKENS, cores: cpus().length, targets: saved }, null, 1)}\n`);
+if (args.save !== '')
+  writeFileSync(
+    args.save,
+    `${JSON.stringify({ concurrency: CONCURRENCY, seconds: SECONDS, rounds: ROUNDS, longTokens: LONG_TOKENS, cores: cpus().length, targets: saved }, null, 1)}\n`,
+  );
 
 clearInterval(timer);
 for (const t of targets) t.child?.kill('SIGTERM');

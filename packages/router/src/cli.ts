@@ -36,7 +36,10 @@ export async function run(argv: string[]): Promise<void> {
   let signals = 0;
   const onSignal = (signal: NodeJS.Signals): void => {
     if (++signals > 1) process.exit(1);
-    router.logger.info({ signal, shutdownDelayMs: config.shutdownDelayMs, shutdownTimeoutMs: config.shutdownTimeoutMs }, 'draining');
+    router.logger.info(
+      { signal, shutdownDelayMs: config.shutdownDelayMs, shutdownTimeoutMs: config.shutdownTimeoutMs },
+      'draining',
+    );
     router.drain().then(
       () => process.exit(0),
       (err: unknown) => {

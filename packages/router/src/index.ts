@@ -5,11 +5,30 @@
  */
 export { startRouter, type Router, type RouterOptions } from './router.ts';
 export { ROUTER_SCHEMA, POLICY_NAMES, routerConfig, type RouterConfig } from './config.ts';
-export { RouterCore, describeFor, placementChannel, SWEEP_MS, QUEUE_POLL_MS, type RouterCoreOptions, type RouteJob, type RequestHeaders } from './core/router-core.ts';
+export {
+  RouterCore,
+  describeFor,
+  placementChannel,
+  SWEEP_MS,
+  QUEUE_POLL_MS,
+  type RouterCoreOptions,
+  type RouteJob,
+  type RequestHeaders,
+} from './core/router-core.ts';
 export type { Clock, CoreMetrics, Dispatch, RouteError, Send, SendResult, UpstreamErrorKind } from './core/types.ts';
 export type { Replica, ViewEvent } from './fleet/view.ts';
 export { createPolicy, registerPolicy, policyOptions, POLICIES, type PolicyName } from './placement/registry.ts';
 export type { Candidate, CandidateTable, Warmth } from './placement/candidates.ts';
-export { BRANCHES, type Branch, type KnownBranch, type Outcome, type Placement, type PlacementRequest, type Policy, type PolicyFactory, type PolicyOptions } from './placement/types.ts';
+export {
+  BRANCHES,
+  type Branch,
+  type KnownBranch,
+  type Outcome,
+  type Placement,
+  type PlacementRequest,
+  type Policy,
+  type PolicyFactory,
+  type PolicyOptions,
+} from './placement/types.ts';
 export { SWITCHABLE_STEPS, SWITCHABLE_STEP_NAMES, type SwitchableStep } from './placement/warmpath/steps.ts';
 export { ROUTE_LABELS } from './http/observe.ts';

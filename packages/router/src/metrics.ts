@@ -33,7 +33,13 @@ export interface RouterMetrics {
 }
 
 /** A counter over a running count kept elsewhere (the fleet view's), set from it at scrape time: a number, or one per label value. */
-function countOf(registry: Registry, name: string, help: string, labelName: string | undefined, read: () => number | Readonly<Record<string, number>>): void {
+function countOf(
+  registry: Registry,
+  name: string,
+  help: string,
+  labelName: string | undefined,
+  read: () => number | Readonly<Record<string, number>>,
+): void {
   new Counter({
     name,
     help,
@@ -48,9 +54,17 @@ function countOf(registry: Registry, name: string, help: string, labelName: stri
   });
 }
 
-export function createMetrics(view: FleetView, extra: { queueLength: () => number; overlaySize: () => number; ejected: () => number; routers: () => number }): RouterMetrics {
+export function createMetrics(
+  view: FleetView,
+  extra: { queueLength: () => number; overlaySize: () => number; ejected: () => number; routers: () => number },
+): RouterMetrics {
   const registry = new Registry();
-  const branches = new Counter({ name: 'warmpath_router_placements_total', help: 'Placement decisions by policy and branch', labelNames: ['policy', 'branch'] as const, registers: [registry] });
+  const branches = new Counter({
+    name: 'warmpath_router_placements_total',
+    help: 'Placement decisions by policy and branch',
+    labelNames: ['policy', 'branch'] as const,
+    registers: [registry],
+  });
   const placementSeconds = new Histogram({
     name: 'warmpath_router_placement_seconds',
     help: 'Time spent in the placement function',
@@ -58,10 +72,31 @@ export function createMetrics(view: FleetView, extra: { queueLength: () => numbe
     buckets: [1e-6, 2e-6, 5e-6, 1e-5, 2e-5, 5e-5, 1e-4, 2e-4, 5e-4, 1e-3, 5e-3],
     registers: [registry],
   });
-  const upstreamErrors = new Counter({ name: 'warmpath_router_upstream_errors_total', help: 'Upstream failures by kind (connect, reset, failed = a 5xx before the first byte, rejected, timeout, interrupted, aborted)', labelNames: ['kind'] as const, registers: [registry] });
-  const retries = new Counter({ name: 'warmpath_router_retries_total', help: 'Requests placed again on another replica before the first byte', registers: [registry] });
-  const responses = new Counter({ name: 'warmpath_router_errors_total', help: 'Error answers by code', labelNames: ['code'] as const, registers: [registry] });
-  const queueWaiting = new Gauge({ name: 'warmpath_router_queue_waiting', help: 'Requests waiting in the saturation queue', registers: [registry], collect() { this.set(extra.queueLength()); } });
+  const upstreamErrors = new Counter({
+    name: 'warmpath_router_upstream_errors_total',
+    help: 'Upstream failures by kind (connect, reset, failed = a 5xx before the first byte, rejected, timeout, interrupted, aborted)',
+    labelNames: ['kind'] as const,
+    registers: [registry],
+  });
+  const retries = new Counter({
+    name: 'warmpath_router_retries_total',
+    help: 'Requests placed again on another replica before the first byte',
+    registers: [registry],
+  });
+  const responses = new Counter({
+    name: 'warmpath_router_errors_total',
+    help: 'Error answers by code',
+    labelNames: ['code'] as const,
+    registers: [registry],
+  });
+  const queueWaiting = new Gauge({
+    name: 'warmpath_router_queue_waiting',
+    help: 'Requests waiting in the saturation queue',
+    registers: [registry],
+    collect() {
+      this.set(extra.queueLength());
+    },
+  });
   new Gauge({
     name: 'warmpath_router_replicas',
     help: 'Known replicas by status (ready, draining, down, stale, mismatch = chunkChars differs from the router)',
@@ -71,16 +106,67 @@ export function createMetrics(view: FleetView, extra: { queueLength: () => numbe
       for (const [status, n] of Object.entries(view.statusCounts())) this.set({ status }, n);
     },
   });
-  countOf(registry, 'warmpath_router_gossip_drops_total', 'State messages dropped, by reason (too_large, malformed, version, invalid, fleet, superseded, stale; not_allowed, future, not_owner, too_many_ids, foreign_url, relayed, rate: docs/SECURITY.md)', 'reason', () => view.drops);
+  countOf(
+    registry,
+    'warmpath_router_gossip_drops_total',
+    'State messages dropped, by reason (too_large, malformed, version, invalid, fleet, superseded, stale; not_allowed, future, not_owner, too_many_ids, foreign_url, relayed, rate: docs/SECURITY.md)',
+    'reason',
+    () => view.drops,
+  );
   countOf(registry, 'warmpath_router_gossip_applied_total', 'State messages applied', undefined, () => view.applied);
-  countOf(registry, 'warmpath_router_snapshot_pulls_total', 'Digest snapshot pulls by result', 'result', () => ({ ok: view.pulls.ok, failed: view.pulls.failed }));
-  new Gauge({ name: 'warmpath_router_digest_index_hashes', help: 'Distinct chain hashes in the digest index', registers: [registry], collect() { this.set(view.indexSize); } });
-  new Gauge({ name: 'warmpath_router_overlay_hashes', help: 'Chain hashes in the optimistic overlay', registers: [registry], collect() { this.set(extra.overlaySize()); } });
-  const ejections = new Counter({ name: 'warmpath_router_ejections_total', help: 'Replicas ejected from placement for consecutive failures (outlier ejection)', registers: [registry] });
-  new Gauge({ name: 'warmpath_router_traffic_routers', help: "Routers' worth of traffic the fleet carries per request of this router's (in-flight requests the replicas publish over this router's own; placement's share of the bound floor)", registers: [registry], collect() { this.set(extra.routers()); } });
-  new Gauge({ name: 'warmpath_router_ejected_replicas', help: 'Replicas ejected now', registers: [registry], collect() { this.set(extra.ejected()); } });
-  const retriesDenied = new Counter({ name: 'warmpath_router_retries_denied_total', help: 'Failed requests not tried again, by reason (budget = the retry budget is spent, crashes = engines crashed on 2 replicas)', labelNames: ['reason'] as const, registers: [registry] });
-  const requests = new Counter({ name: 'warmpath_router_requests_total', help: 'HTTP requests answered, by route (the path, "other" for unknown ones) and status ("499": the client left before the answer)', labelNames: ['route', 'status'] as const, registers: [registry] });
+  countOf(registry, 'warmpath_router_snapshot_pulls_total', 'Digest snapshot pulls by result', 'result', () => ({
+    ok: view.pulls.ok,
+    failed: view.pulls.failed,
+  }));
+  new Gauge({
+    name: 'warmpath_router_digest_index_hashes',
+    help: 'Distinct chain hashes in the digest index',
+    registers: [registry],
+    collect() {
+      this.set(view.indexSize);
+    },
+  });
+  new Gauge({
+    name: 'warmpath_router_overlay_hashes',
+    help: 'Chain hashes in the optimistic overlay',
+    registers: [registry],
+    collect() {
+      this.set(extra.overlaySize());
+    },
+  });
+  const ejections = new Counter({
+    name: 'warmpath_router_ejections_total',
+    help: 'Replicas ejected from placement for consecutive failures (outlier ejection)',
+    registers: [registry],
+  });
+  new Gauge({
+    name: 'warmpath_router_traffic_routers',
+    help: "Routers' worth of traffic the fleet carries per request of this router's (in-flight requests the replicas publish over this router's own; placement's share of the bound floor)",
+    registers: [registry],
+    collect() {
+      this.set(extra.routers());
+    },
+  });
+  new Gauge({
+    name: 'warmpath_router_ejected_replicas',
+    help: 'Replicas ejected now',
+    registers: [registry],
+    collect() {
+      this.set(extra.ejected());
+    },
+  });
+  const retriesDenied = new Counter({
+    name: 'warmpath_router_retries_denied_total',
+    help: 'Failed requests not tried again, by reason (budget = the retry budget is spent, crashes = engines crashed on 2 replicas)',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+  });
+  const requests = new Counter({
+    name: 'warmpath_router_requests_total',
+    help: 'HTTP requests answered, by route (the path, "other" for unknown ones) and status ("499": the client left before the answer)',
+    labelNames: ['route', 'status'] as const,
+    registers: [registry],
+  });
   const ttftSeconds = new Histogram({
     name: 'warmpath_router_ttft_seconds',
     help: 'Inference requests: time from arrival to the first response byte sent to the client (the first token of a stream)',
@@ -95,7 +181,12 @@ export function createMetrics(view: FleetView, extra: { queueLength: () => numbe
     buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600],
     registers: [registry],
   });
-  const attempts = new Counter({ name: 'warmpath_router_upstream_attempts_total', help: 'Attempts sent to replicas, by result (ok, rejected, connect, reset, timeout, aborted, error)', labelNames: ['result'] as const, registers: [registry] });
+  const attempts = new Counter({
+    name: 'warmpath_router_upstream_attempts_total',
+    help: 'Attempts sent to replicas, by result (ok, rejected, connect, reset, timeout, aborted, error)',
+    labelNames: ['result'] as const,
+    registers: [registry],
+  });
   const missedTokens = new Histogram({
     name: 'warmpath_router_refusal_missed_tokens',
     help: "Prefill tokens an agent's stale refusal found queued beyond the attempt's queue limit: other routers' work this router's view had not seen (how much the routers herd)",
@@ -104,5 +195,20 @@ export function createMetrics(view: FleetView, extra: { queueLength: () => numbe
   });
   collectDefaultMetrics({ register: registry });
   for (const name of LINT_FAILING_DEFAULT_METRICS) registry.removeSingleMetric(name);
-  return { registry, branches, placementSeconds, upstreamErrors, retries, responses, queueWaiting, requests, ttftSeconds, durationSeconds, attempts, ejections, retriesDenied, missedTokens };
+  return {
+    registry,
+    branches,
+    placementSeconds,
+    upstreamErrors,
+    retries,
+    responses,
+    queueWaiting,
+    requests,
+    ttftSeconds,
+    durationSeconds,
+    attempts,
+    ejections,
+    retriesDenied,
+    missedTokens,
+  };
 }

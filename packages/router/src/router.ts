@@ -9,7 +9,17 @@ import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ROUTER_SCHEMA, type RouterConfig } from './config.ts';
-import { answerClientError, ConfigError, createLogger, isLoadedConfig, loadConfig, readSecret, realClock, SERVER_TIMEOUTS, type Logger } from '@warmpath/shared/runtime';
+import {
+  answerClientError,
+  ConfigError,
+  createLogger,
+  isLoadedConfig,
+  loadConfig,
+  readSecret,
+  realClock,
+  SERVER_TIMEOUTS,
+  type Logger,
+} from '@warmpath/shared/runtime';
 import { prepareRequestSchemas } from '@warmpath/shared/wire';
 import { createGossipNode, gossipOptionsOf, type GossipNode, type GossipOrigin } from '@warmpath/shared/gossip';
 import { RouterCore } from './core/router-core.ts';
@@ -28,7 +38,9 @@ import type { Branch, Policy } from './placement/types.ts';
 import { StatusRecorder } from './status/recorder.ts';
 import { statusJson, statusPage } from './status/status.ts';
 
-export type RouterOptions = Partial<{ -readonly [K in keyof RouterConfig]: RouterConfig[K] extends readonly string[] ? string[] : RouterConfig[K] }> & {
+export type RouterOptions = Partial<{
+  -readonly [K in keyof RouterConfig]: RouterConfig[K] extends readonly string[] ? string[] : RouterConfig[K];
+}> & {
   /** false: no gossip node (feed state with `router.ingest`); a node: use it (not stopped on close). */
   gossip?: false | GossipNode;
   /** A policy instance instead of `policy` by name (the benchmark's emulations). */
@@ -67,15 +79,28 @@ export interface Router {
 
 export async function startRouter(options: RouterOptions = {}): Promise<Router> {
   const { gossip: gossipOpt, policyInstance, fetchSnapshot, log: logOpt, config: validated, ...overrides } = options;
-  if (validated !== undefined && !isLoadedConfig(validated)) throw new ConfigError('startRouter: `config` must come from routerConfig()/loadConfig(); pass plain keys to have them validated');
+  if (validated !== undefined && !isLoadedConfig(validated))
+    throw new ConfigError(
+      'startRouter: `config` must come from routerConfig()/loadConfig(); pass plain keys to have them validated',
+    );
   const config = validated ?? loadConfig(ROUTER_SCHEMA, { overrides: overrides as Record<string, unknown> });
   prepareRequestSchemas();
   const id = config.id !== '' ? config.id : `router-${randomBytes(4).toString('hex')}`;
-  const logger = createLogger({ level: config.logLevel, name: 'router', bindings: { router: id }, ...(logOpt !== undefined ? { write: logOpt } : {}) });
+  const logger = createLogger({
+    level: config.logLevel,
+    name: 'router',
+    bindings: { router: id },
+    ...(logOpt !== undefined ? { write: logOpt } : {}),
+  });
   const apiKeys = config.apiKeys !== '' ? readKeys(config.apiKeys) : undefined;
   const agentAuth = config.agentToken !== '' ? `Bearer ${readSecret(config.agentToken, 'agentToken')}` : undefined;
   const fetcher = snapshotFetcher(config.snapshotTimeoutMs, agentAuth);
-  const upstreams = new Upstreams({ connections: config.upstreamConnections, connectTimeoutMs: config.connectTimeoutMs, headersTimeoutMs: config.headersTimeoutMs, bodyTimeoutMs: config.bodyTimeoutMs });
+  const upstreams = new Upstreams({
+    connections: config.upstreamConnections,
+    connectTimeoutMs: config.connectTimeoutMs,
+    headersTimeoutMs: config.headersTimeoutMs,
+    bodyTimeoutMs: config.bodyTimeoutMs,
+  });
   // The core counts into prom-client metrics that need the core's view: bound once both exist.
   let metrics: RouterMetrics | undefined;
   const startedAt = Date.now();
@@ -84,31 +109,73 @@ export async function startRouter(options: RouterOptions = {}): Promise<Router> 
     config,
     id,
     clock: realClock(),
-    send: observeAttempts(recording(recorder, createSend(id, upstreams, config.heartbeatMs, agentAuth)), () => metrics!),
+    send: observeAttempts(
+      recording(recorder, createSend(id, upstreams, config.heartbeatMs, agentAuth)),
+      () => metrics!,
+    ),
     answer: (ex, e) => answer(ex, e),
     fetchSnapshot: fetchSnapshot ?? fetcher.fetch,
     ...(policyInstance !== undefined ? { policy: policyInstance } : {}),
-    metrics: coreMetrics(() => metrics!, () => core.policy.name, recorder),
+    metrics: coreMetrics(
+      () => metrics!,
+      () => core.policy.name,
+      recorder,
+    ),
     onViewEvent: viewLogger(logger),
     onSweep: () => upstreams.retain(originsOf(core.view)),
   });
-  metrics = createMetrics(core.view, { queueLength: () => core.waiting, overlaySize: () => core.local.overlaySize, ejected: () => core.local.ejectedCount(core.view.now()), routers: () => core.local.routers });
+  metrics = createMetrics(core.view, {
+    queueLength: () => core.waiting,
+    overlaySize: () => core.local.overlaySize,
+    ejected: () => core.local.ejectedCount(core.view.now()),
+    routers: () => core.local.routers,
+  });
   const answer = createAnswer(id, config.retryAfterS, metrics);
   let gossip: Awaited<ReturnType<typeof joinGossip>> | undefined;
   const status = {
     json: () =>
-      statusJson({ id, policy: core.policy.name, chunkChars: config.chunkChars, charsPerToken: config.charsPerToken, view: core.view, local: core.local, recorder, waiting: () => core.waiting, gossip: gossip?.node, startedAt }),
+      statusJson({
+        id,
+        policy: core.policy.name,
+        chunkChars: config.chunkChars,
+        charsPerToken: config.charsPerToken,
+        view: core.view,
+        local: core.local,
+        recorder,
+        waiting: () => core.waiting,
+        gossip: gossip?.node,
+        startedAt,
+      }),
     page: statusPage,
   };
   const server: Server = createServer(SERVER_TIMEOUTS);
   server.maxConnections = config.maxConnections;
   const drain = new Drain(server, id, config);
   const ready = (): boolean => !drain.draining && core.view.statusCounts().ready! > 0;
-  server.on('request', createHandler({ id, view: core.view, metrics, proxy: createProxy(core, metrics), apiKeys, ready, drain, status, observe: { logger, metrics, logPrompts: config.logPrompts } }));
+  server.on(
+    'request',
+    createHandler({
+      id,
+      view: core.view,
+      metrics,
+      proxy: createProxy(core, metrics),
+      apiKeys,
+      ready,
+      drain,
+      status,
+      observe: { logger, metrics, logPrompts: config.logPrompts },
+    }),
+  );
   server.on('clientError', answerClientError);
 
   try {
-    gossip = await joinGossip(config, gossipOpt, core.view, (bytes, origin) => core.receiveBytes(bytes, origin), logger);
+    gossip = await joinGossip(
+      config,
+      gossipOpt,
+      core.view,
+      (bytes, origin) => core.receiveBytes(bytes, origin),
+      logger,
+    );
     await listen(server, config.port, config.host);
   } catch (err) {
     core.stop();
@@ -118,7 +185,12 @@ export async function startRouter(options: RouterOptions = {}): Promise<Router> 
   }
   const joined = gossip;
   const port = (server.address() as AddressInfo).port;
-  const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host.includes(':') ? `[${config.host}]` : config.host;
+  const host =
+    config.host === '0.0.0.0' || config.host === '::'
+      ? '127.0.0.1'
+      : config.host.includes(':')
+        ? `[${config.host}]`
+        : config.host;
 
   const close = closer(core, server, joined, upstreams, fetcher);
   let draining: Promise<void> | undefined;
@@ -142,7 +214,13 @@ export async function startRouter(options: RouterOptions = {}): Promise<Router> 
 }
 
 /** Close at once, once: stop the core, close idle connections, cut the rest after 1 s, leave gossip, close the pools. */
-function closer(core: RouterCore<Exchange>, server: Server, gossip: { leave(): Promise<void> }, upstreams: Upstreams, fetcher: { close(): Promise<unknown> }): () => Promise<void> {
+function closer(
+  core: RouterCore<Exchange>,
+  server: Server,
+  gossip: { leave(): Promise<void> },
+  upstreams: Upstreams,
+  fetcher: { close(): Promise<unknown> },
+): () => Promise<void> {
   let closing: Promise<void> | undefined;
   return () =>
     (closing ??= (async () => {
@@ -190,7 +268,10 @@ function viewLogger(logger: Logger): (e: ViewEvent) => void {
   return (e) => {
     if (e.type === 'chunk_mismatch' && !mismatchLogged.has(e.replica)) {
       mismatchLogged.add(e.replica);
-      logger.warn({ replica: e.replica, theirs: e.theirs, ours: e.ours }, `replica ${e.replica} publishes chunkChars=${e.theirs} but this router uses ${e.ours}; excluding it from routing (set the same --chunk-chars fleet-wide)`);
+      logger.warn(
+        { replica: e.replica, theirs: e.theirs, ours: e.ours },
+        `replica ${e.replica} publishes chunkChars=${e.theirs} but this router uses ${e.ours}; excluding it from routing (set the same --chunk-chars fleet-wide)`,
+      );
     } else if (e.type === 'snapshot_failed') {
       logger.warn({ replica: e.replica, error: e.error }, `digest snapshot from ${e.replica} failed`);
     }
@@ -214,12 +295,17 @@ function originsOf(view: FleetView): Set<string> {
  * message before it is delivered or relayed (trust.ts), and applies it with
  * its origin.
  */
-async function joinGossip(config: RouterConfig, opt: false | GossipNode | undefined, view: FleetView, onMessage: (bytes: Uint8Array, origin: GossipOrigin) => void, logger: Logger): Promise<{ node: GossipNode | undefined; leave(): Promise<void> }> {
+async function joinGossip(
+  config: RouterConfig,
+  opt: false | GossipNode | undefined,
+  view: FleetView,
+  onMessage: (bytes: Uint8Array, origin: GossipOrigin) => void,
+  logger: Logger,
+): Promise<{ node: GossipNode | undefined; leave(): Promise<void> }> {
   if (opt === false) return { node: undefined, leave: async () => {} };
   const own = opt === undefined;
   const node =
-    opt ??
-    (await createGossipNode(await gossipOptionsOf(config, (w) => logger.warn({ code: w.code }, w.message))));
+    opt ?? (await createGossipNode(await gossipOptionsOf(config, (w) => logger.warn({ code: w.code }, w.message))));
   node.setValidator((bytes, origin) => view.judge(bytes, origin));
   const unsubscribe = node.onMessage((bytes, _from, origin) => onMessage(bytes, origin));
   const leave = async (): Promise<void> => {

@@ -17,27 +17,41 @@ import { SWITCHABLE_STEP_NAMES, type SwitchableStep } from '../src/placement/war
 import { CONFIG, chainOf, chat, makeState, makeView, preq } from './helpers.ts';
 
 /** Warmpath built as the router builds it, from validated config. */
-const warmpath = (...off: SwitchableStep[]): Policy => createWarmpathPolicy(policyOptions(routerConfig({ placementOff: off })));
-const place = (p: Policy, req: PlacementRequest, view: FleetView, local = new LocalState(CONFIG)): Placement => placeRequest(p, req, view, local);
+const warmpath = (...off: SwitchableStep[]): Policy =>
+  createWarmpathPolicy(policyOptions(routerConfig({ placementOff: off })));
+const place = (p: Policy, req: PlacementRequest, view: FleetView, local = new LocalState(CONFIG)): Placement =>
+  placeRequest(p, req, view, local);
 const ids = (n: number) => Array.from({ length: n }, (_, i) => `r${i}`);
 const warmOn = (chain: BigUint64Array) => ({ digest: { from: -1, added: chain, size: chain.length } });
-const lora = (id: string, hot: string[]) => makeState(id, { adapters: ['a1', 'a2', 'a3'], hotAdapters: hot, capacity: { adapterSlots: 2 } });
+const lora = (id: string, hot: string[]) =>
+  makeState(id, { adapters: ['a1', 'a2', 'a3'], hotAdapters: hot, capacity: { adapterSlots: 2 } });
 
 describe('placementOff: config', () => {
   it('is empty by default and reaches the policy options', () => {
     expect(routerConfig().placementOff).toEqual([]);
-    expect(policyOptions(routerConfig({ placementOff: ['balance', 'overlay'] })).placementOff).toEqual(['balance', 'overlay']);
+    expect(policyOptions(routerConfig({ placementOff: ['balance', 'overlay'] })).placementOff).toEqual([
+      'balance',
+      'overlay',
+    ]);
   });
 
   it('parses from the string form of flags, env and --router-set key=value', () => {
     expect(routerConfig({ placementOff: 'balance' }).placementOff).toEqual(['balance']);
-    expect(loadConfig(ROUTER_SCHEMA, { argv: ['--placement-off', 'balance,overlay'] }).placementOff).toEqual(['balance', 'overlay']);
-    expect(loadConfig(ROUTER_SCHEMA, { env: { WARMPATH_PLACEMENT_OFF: 'spill, bound-floor' } }).placementOff).toEqual(['spill', 'bound-floor']);
+    expect(loadConfig(ROUTER_SCHEMA, { argv: ['--placement-off', 'balance,overlay'] }).placementOff).toEqual([
+      'balance',
+      'overlay',
+    ]);
+    expect(loadConfig(ROUTER_SCHEMA, { env: { WARMPATH_PLACEMENT_OFF: 'spill, bound-floor' } }).placementOff).toEqual([
+      'spill',
+      'bound-floor',
+    ]);
   });
 
   it('rejects an unknown step, naming the known ones', () => {
     expect(() => routerConfig({ placementOff: ['balance', 'warmth'] })).toThrow(ConfigError);
-    expect(() => routerConfig({ placementOff: 'warmth' })).toThrow(`may list only ${SWITCHABLE_STEP_NAMES.join(', ')} (got "warmth")`);
+    expect(() => routerConfig({ placementOff: 'warmth' })).toThrow(
+      `may list only ${SWITCHABLE_STEP_NAMES.join(', ')} (got "warmth")`,
+    );
   });
 });
 
@@ -55,32 +69,52 @@ const CASES: Record<SwitchableStep, () => void> = {
   'warm-over-bound'() {
     const body = chat('a long conversation turn '.repeat(400), { max_tokens: 16 });
     const chain = chainOf(body);
-    const others = ids(4).map((id) => makeState(id, { load: { inflightTokens: 20_000 }, ...warmOn(chain.slice(0, 13)) }));
-    const view = makeView([makeState('home', { load: { inflightTokens: 50_000, prefillTokens: 500 }, ...warmOn(chain) }), ...others]);
+    const others = ids(4).map((id) =>
+      makeState(id, { load: { inflightTokens: 20_000 }, ...warmOn(chain.slice(0, 13)) }),
+    );
+    const view = makeView([
+      makeState('home', { load: { inflightTokens: 50_000, prefillTokens: 500 }, ...warmOn(chain) }),
+      ...others,
+    ]);
     expect(place(warmpath(), preq(body), view)).toMatchObject({ branch: 'warm-over-bound', replica: { id: 'home' } });
     // Off: the warmest within the bound (the system prompt's holders; queues tie → the lowest id).
-    expect(place(warmpath('warm-over-bound'), preq(body), view)).toMatchObject({ branch: 'warm', replica: { id: 'r0' } });
+    expect(place(warmpath('warm-over-bound'), preq(body), view)).toMatchObject({
+      branch: 'warm',
+      replica: { id: 'r0' },
+    });
   },
 
   balance() {
     const sys = chainOf(chat(''), 13);
-    const view = makeView([...ids(7).map((id) => makeState(id, { load: { inflightTokens: 40_000 }, ...warmOn(sys) })), makeState('idle')]);
-    expect(place(warmpath(), preq(chat('a new session')), view)).toMatchObject({ branch: 'balance', replica: { id: 'idle' } });
+    const view = makeView([
+      ...ids(7).map((id) => makeState(id, { load: { inflightTokens: 40_000 }, ...warmOn(sys) })),
+      makeState('idle'),
+    ]);
+    expect(place(warmpath(), preq(chat('a new session')), view)).toMatchObject({
+      branch: 'balance',
+      replica: { id: 'idle' },
+    });
     // Off: the warm pick keeps it (queues tie → the lowest id).
-    expect(place(warmpath('balance'), preq(chat('a new session')), view)).toMatchObject({ branch: 'warm', replica: { id: 'r0' } });
+    expect(place(warmpath('balance'), preq(chat('a new session')), view)).toMatchObject({
+      branch: 'warm',
+      replica: { id: 'r0' },
+    });
   },
 
   'key-tie-break'() {
     // A system prompt warm everywhere; r2 has the shortest prefill queue.
     const sys = chainOf(chat(''), 13);
     const queues = [4_000, 3_000, 500, 2_000, 1_000, 2_500];
-    const view = makeView(ids(6).map((id, i) => makeState(id, { load: { prefillTokens: queues[i]! }, ...warmOn(sys) })));
+    const view = makeView(
+      ids(6).map((id, i) => makeState(id, { load: { prefillTokens: queues[i]! }, ...warmOn(sys) })),
+    );
     const keys = ['session-1', 'session-2', 'session-3', 'session-4'];
     const keyed = (p: Policy, key: string) => place(p, preq(chat('call 1', { prompt_cache_key: key })), view);
     // On: keyed calls follow their key's ring order, so they do not all land on r2.
     expect(new Set(keys.map((k) => keyed(warmpath(), k).replica!.id)).size).toBeGreaterThan(1);
     // Off: every keyed call breaks the tie as a keyless one does — the shortest queue.
-    for (const k of keys) expect(keyed(warmpath('key-tie-break'), k)).toMatchObject({ branch: 'warm', replica: { id: 'r2' } });
+    for (const k of keys)
+      expect(keyed(warmpath('key-tie-break'), k)).toMatchObject({ branch: 'warm', replica: { id: 'r2' } });
   },
 
   overlay() {
@@ -91,7 +125,9 @@ const CASES: Record<SwitchableStep, () => void> = {
       const local = new LocalState(CONFIG);
       const first: PlacementRequest = preq(chat('u0', { prompt_cache_key: 'k0' }, sys), { now });
       notifyDispatch(p, first, place(p, first, view, local).replica!, local);
-      return [1, 2, 3, 4, 5].map((i) => place(p, preq(chat(`u${i}`, { prompt_cache_key: `k${i}` }, sys), { now: now + i }), view, local));
+      return [1, 2, 3, 4, 5].map((i) =>
+        place(p, preq(chat(`u${i}`, { prompt_cache_key: `k${i}` }, sys), { now: now + i }), view, local),
+      );
     };
     expect(burst(warmpath()).every((p) => p.branch === 'warm')).toBe(true);
     // Off: nothing is warm until gossip says so; each key goes to its own ring home.
@@ -140,7 +176,19 @@ const CASES: Record<SwitchableStep, () => void> = {
     const sent = Date.now() - 60_000;
     for (let k = 0; k < 4; k++) local.dispatch(`r${k}`, 100, sent);
     const warm = warmOn(chainOf(chat('')));
-    const view = makeView(ids(4).map((id) => makeState(id, { load: { inflight: 4, inflightTokens: 400, prefillTokens: id === 'r0' ? 0 : 2_000, arrivalTokensPerS: id === 'r0' ? 100_000 : 0 }, ...warm })));
+    const view = makeView(
+      ids(4).map((id) =>
+        makeState(id, {
+          load: {
+            inflight: 4,
+            inflightTokens: 400,
+            prefillTokens: id === 'r0' ? 0 : 2_000,
+            arrivalTokensPerS: id === 'r0' ? 100_000 : 0,
+          },
+          ...warm,
+        }),
+      ),
+    );
     const req = preq(chat('a question'), { now: Date.now() + 200 });
     place(warmpath(), req, view, local); // the first placement learns how many routers share the clients
     expect(local.routers).toBeCloseTo(4, 0);
@@ -151,13 +199,25 @@ const CASES: Record<SwitchableStep, () => void> = {
   horizon() {
     // A system prompt warm on r0 and r1, both queues empty; r0's recent clients send it 20k tokens/s, r1's 1k.
     const warm = warmOn(chainOf(chat('')));
-    const view = makeView([makeState('r0', { load: { recentTokensPerS: 20_000 }, ...warm }), makeState('r1', { load: { recentTokensPerS: 1_000 }, ...warm })]);
+    const view = makeView([
+      makeState('r0', { load: { recentTokensPerS: 20_000 }, ...warm }),
+      makeState('r1', { load: { recentTokensPerS: 1_000 }, ...warm }),
+    ]);
     // On: the new conversation's home is the replica whose next seconds are quieter.
-    expect(place(warmpath(), preq(chat('a new question')), view)).toMatchObject({ branch: 'warm', replica: { id: 'r1' } });
+    expect(place(warmpath(), preq(chat('a new question')), view)).toMatchObject({
+      branch: 'warm',
+      replica: { id: 'r1' },
+    });
     // Off: equal queues, so the lower id.
-    expect(place(warmpath('horizon'), preq(chat('a new question')), view)).toMatchObject({ branch: 'warm', replica: { id: 'r0' } });
+    expect(place(warmpath('horizon'), preq(chat('a new question')), view)).toMatchObject({
+      branch: 'warm',
+      replica: { id: 'r0' },
+    });
     // The queue still counts: 70k tokens queued on r1 outweigh 3 s of r0's 19k tokens/s more.
-    const queued = makeView([makeState('r0', { load: { recentTokensPerS: 20_000 }, ...warm }), makeState('r1', { load: { recentTokensPerS: 1_000, prefillTokens: 70_000 }, ...warm })]);
+    const queued = makeView([
+      makeState('r0', { load: { recentTokensPerS: 20_000 }, ...warm }),
+      makeState('r1', { load: { recentTokensPerS: 1_000, prefillTokens: 70_000 }, ...warm }),
+    ]);
     expect(place(warmpath(), preq(chat('a new question')), queued)).toMatchObject({ replica: { id: 'r0' } });
   },
 
@@ -166,8 +226,15 @@ const CASES: Record<SwitchableStep, () => void> = {
     const local = new LocalState(CONFIG);
     const sent = Date.now() - 60_000;
     for (let k = 0; k < 16; k++) local.dispatch(`r${k}`, 100, sent);
-    const view = makeView(ids(16).map((id) => makeState(id, { load: { inflight: 4, inflightTokens: 400 }, ...warmOn(chainOf(chat(''))) })));
-    const picks = (p: Policy) => new Set(Array.from({ length: 24 }, (_, k) => place(p, preq(chat(`question ${k}`)), view, local)).map((x) => `${x.branch}:${x.replica!.id}`));
+    const view = makeView(
+      ids(16).map((id) => makeState(id, { load: { inflight: 4, inflightTokens: 400 }, ...warmOn(chainOf(chat(''))) })),
+    );
+    const picks = (p: Policy) =>
+      new Set(
+        Array.from({ length: 24 }, (_, k) => place(p, preq(chat(`question ${k}`)), view, local)).map(
+          (x) => `${x.branch}:${x.replica!.id}`,
+        ),
+      );
     // On: each prompt's own slice of the tied replicas, so the routers do not all send their next prompt to one replica.
     const on = [...picks(warmpath())];
     expect(on.every((x) => x.startsWith('warm:'))).toBe(true);
@@ -180,7 +247,10 @@ const CASES: Record<SwitchableStep, () => void> = {
     // r0 holds the whole prompt (a long history), the others only its first chunks; r0 has 300 tokens of prefill queued.
     const body = chat('a long conversation turn '.repeat(200));
     const chain = chainOf(body);
-    const view = makeView([makeState('r0', { load: { prefillTokens: 300 }, ...warmOn(chain) }), ...['r1', 'r2'].map((id) => makeState(id, warmOn(chain.slice(0, 4))))]);
+    const view = makeView([
+      makeState('r0', { load: { prefillTokens: 300 }, ...warmOn(chain) }),
+      ...['r1', 'r2'].map((id) => makeState(id, warmOn(chain.slice(0, 4)))),
+    ]);
     const on = place(warmpath(), preq(body), view);
     expect(on).toMatchObject({ branch: 'warm', replica: { id: 'r0' } });
     if (on.replica === undefined) throw new Error('no pick');
@@ -195,7 +265,9 @@ const CASES: Record<SwitchableStep, () => void> = {
   spill() {
     const req = preq(chat('x'));
     const home = place(warmpath(), req, makeView(ids(4).map((id) => makeState(id)))).replica!.id;
-    const view = makeView(ids(4).map((id) => makeState(id, { load: { inflightTokens: id === home ? 50_000 : 1_000 } })));
+    const view = makeView(
+      ids(4).map((id) => makeState(id, { load: { inflightTokens: id === home ? 50_000 : 1_000 } })),
+    );
     expect(place(warmpath(), req, view).branch).toBe('spill');
     // Off: the home over the bound → the least loaded (ties → the first in id order).
     const least = ids(4).find((id) => id !== home)!;
@@ -215,22 +287,44 @@ const CASES: Record<SwitchableStep, () => void> = {
     const local = new LocalState(CONFIG);
     const sent = Date.now() - 60_000;
     for (let k = 0; k < 16; k++) local.dispatch(`r${k}`, 100, sent);
-    const view = makeView(ids(16).map((id) => makeState(id, { load: { inflight: 4, inflightTokens: 400, prefillTokens: id === 'r5' ? 1_500 : 0 }, ...warmOn(chainOf(chat(''))) })));
-    const retries = (p: Policy) => Array.from({ length: 40 }, (_, k) => place(p, preq(chat(`question ${k}`), { exclude: new Set(['r0']) }), view, local));
+    const view = makeView(
+      ids(16).map((id) =>
+        makeState(id, {
+          load: { inflight: 4, inflightTokens: 400, prefillTokens: id === 'r5' ? 1_500 : 0 },
+          ...warmOn(chainOf(chat(''))),
+        }),
+      ),
+    );
+    const retries = (p: Policy) =>
+      Array.from({ length: 40 }, (_, k) =>
+        place(p, preq(chat(`question ${k}`), { exclude: new Set(['r0']) }), view, local),
+      );
     // On: each retry samples two warm replicas (its own draw) and takes the cheaper: spread, never r0, never the busy r5 over an idle one.
     const on = retries(warmpath());
-    expect(on.every((x) => x.branch === 'retry-two-choices' && x.replica!.id !== 'r0' && x.replica!.id !== 'r5')).toBe(true);
+    expect(on.every((x) => x.branch === 'retry-two-choices' && x.replica!.id !== 'r0' && x.replica!.id !== 'r5')).toBe(
+      true,
+    );
     expect(new Set(on.map((x) => x.replica!.id)).size).toBeGreaterThan(6);
     // Off: a retry is placed as a first attempt is.
-    expect(retries(warmpath('retry-two-choices')).every((x) => x.branch === 'warm' && x.replica!.id !== 'r0')).toBe(true);
+    expect(retries(warmpath('retry-two-choices')).every((x) => x.branch === 'warm' && x.replica!.id !== 'r0')).toBe(
+      true,
+    );
     // One router alone: a refusal is no herd, the retry is placed as a first attempt is.
     const alone = makeView(ids(16).map((id) => makeState(id, warmOn(chainOf(chat(''))))));
     expect(place(warmpath(), preq(chat('question'), { exclude: new Set(['r0']) }), alone).branch).toBe('warm');
     // The cold choice: with 4 idle cold replicas beside the 16 warm ones, a retry whose refusal found little
     // queued beyond its limit stays warm (a cold row lacks the whole prompt); one that found the herd's
     // work there counts it on every warm row, and some retries go cold.
-    const mixed = makeView([...ids(16).map((id) => makeState(id, { load: { inflight: 4, inflightTokens: 400, prefillTokens: 0 }, ...warmOn(chainOf(chat(''))) })), ...['c0', 'c1', 'c2', 'c3'].map((id) => makeState(id))]);
-    const cold = (missed: number) => Array.from({ length: 40 }, (_, k) => place(warmpath(), { ...preq(chat(`question ${k}`), { exclude: new Set(['r0']) }), missed }, mixed, local)).filter((x) => x.replica!.id.startsWith('c')).length;
+    const mixed = makeView([
+      ...ids(16).map((id) =>
+        makeState(id, { load: { inflight: 4, inflightTokens: 400, prefillTokens: 0 }, ...warmOn(chainOf(chat(''))) }),
+      ),
+      ...['c0', 'c1', 'c2', 'c3'].map((id) => makeState(id)),
+    ]);
+    const cold = (missed: number) =>
+      Array.from({ length: 40 }, (_, k) =>
+        place(warmpath(), { ...preq(chat(`question ${k}`), { exclude: new Set(['r0']) }), missed }, mixed, local),
+      ).filter((x) => x.replica!.id.startsWith('c')).length;
     expect(cold(0)).toBe(0);
     expect(cold(100_000)).toBeGreaterThan(0);
   },

@@ -54,7 +54,10 @@ describe('router auth', () => {
     try {
       const adminUrl = `http://127.0.0.1:${(admin.address() as AddressInfo).port}`;
       router.view.apply(makeState('t0', { fleet: 'default', url: agent.url, admin: adminUrl, digest: { from: 5 } }));
-      const res = await request(`${router.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(chat('hello')) });
+      const res = await request(`${router.url}/v1/chat/completions`, {
+        method: 'POST',
+        body: JSON.stringify(chat('hello')),
+      });
       await res.body.dump();
       expect(res.statusCode).toBe(200);
       expect(agent.lastHeaders?.authorization).toBe('Bearer tier-secret');
@@ -68,6 +71,8 @@ describe('router auth', () => {
   });
 
   it('a missing token file is a config error at start', async () => {
-    await expect(startRouter({ port: 0, gossip: false, agentToken: join(dir, 'nope'), log: () => {} })).rejects.toThrow(/agentToken: cannot read/);
+    await expect(startRouter({ port: 0, gossip: false, agentToken: join(dir, 'nope'), log: () => {} })).rejects.toThrow(
+      /agentToken: cannot read/,
+    );
   });
 });

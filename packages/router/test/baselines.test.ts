@@ -36,7 +36,7 @@ describe('random', () => {
   it('draws uniformly over the eligible candidates', () => {
     const view = fleetOf(4);
     let s = 11;
-    const p = createRandomPolicy({ random: () => ((s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 2 ** 32) });
+    const p = createRandomPolicy({ random: () => (s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 2 ** 32 });
     const counts = new Map<string, number>();
     const local = new LocalState(CONFIG);
     for (let i = 0; i < 4000; i++) {
@@ -49,7 +49,13 @@ describe('random', () => {
 
   it('maps the draw onto the candidates only (an excluded replica is never drawn)', () => {
     const view = fleetOf(3);
-    const at = (x: number) => placeRequest(createRandomPolicy({ random: () => x }), preq(chat('q'), { exclude: new Set(['r1']) }), view, new LocalState(CONFIG)).replica!.id;
+    const at = (x: number) =>
+      placeRequest(
+        createRandomPolicy({ random: () => x }),
+        preq(chat('q'), { exclude: new Set(['r1']) }),
+        view,
+        new LocalState(CONFIG),
+      ).replica!.id;
     expect([at(0), at(0.49), at(0.51), at(0.999)]).toEqual(['r0', 'r0', 'r2', 'r2']);
   });
 });
@@ -70,7 +76,12 @@ describe('consistent-hash (nginx hash $http_x_session_id consistent)', () => {
   it('takes the next candidate in ring order when the home is not eligible', () => {
     const view = fleetOf(5);
     const [home, second] = ringOrder(view, 'session-b');
-    const pl = placeRequest(createConsistentHashPolicy(), preq(chat('q'), { sessionHeader: 'session-b', exclude: new Set([home!]) }), view, new LocalState(CONFIG));
+    const pl = placeRequest(
+      createConsistentHashPolicy(),
+      preq(chat('q'), { sessionHeader: 'session-b', exclude: new Set([home!]) }),
+      view,
+      new LocalState(CONFIG),
+    );
     expect(pl).toMatchObject({ branch: 'chash-home', replica: { id: second } });
   });
 
@@ -78,7 +89,11 @@ describe('consistent-hash (nginx hash $http_x_session_id consistent)', () => {
     const view = fleetOf(4);
     const p = createConsistentHashPolicy();
     const seen = new Set<string>();
-    for (let s = 0; s < 64; s++) seen.add(placeRequest(p, preq(chat('same prompt'), { sessionHeader: `s${s}` }), view, new LocalState(CONFIG)).replica!.id);
+    for (let s = 0; s < 64; s++)
+      seen.add(
+        placeRequest(p, preq(chat('same prompt'), { sessionHeader: `s${s}` }), view, new LocalState(CONFIG)).replica!
+          .id,
+      );
     expect(seen.size).toBe(4);
   });
 
@@ -96,7 +111,10 @@ describe('consistent-hash (nginx hash $http_x_session_id consistent)', () => {
     expect(keyless().replica!.id).toBe('r2');
     expect(keyless().replica!.id).toBe('r0');
     // A blank header is no session key.
-    expect(route(p, preq(chat('q'), { sessionHeader: '  ' }), view, local)).toMatchObject({ branch: 'chash-no-key', replica: { id: 'r1' } });
+    expect(route(p, preq(chat('q'), { sessionHeader: '  ' }), view, local)).toMatchObject({
+      branch: 'chash-no-key',
+      replica: { id: 'r1' },
+    });
   });
 });
 
@@ -107,11 +125,20 @@ describe('chwbl-header (HAProxy hdr(X-Session-Id), hash-type consistent, hash-ba
     const local = new LocalState(CONFIG);
     const [home, next] = ringOrder(view, 'session-a');
     // Idle fleet: ceil(1.25 × 1 × 1/2) = 1 ≥ 0 + 1.
-    expect(route(p, preq(chat('t0'), { sessionHeader: 'session-a' }), view, local)).toMatchObject({ branch: 'chwbl-home', replica: { id: home } });
+    expect(route(p, preq(chat('t0'), { sessionHeader: 'session-a' }), view, local)).toMatchObject({
+      branch: 'chwbl-home',
+      replica: { id: home },
+    });
     // Home 1 in flight, total 1: ceil(1.25 × 2 / 2) = 2 ≥ 1 + 1 → still home.
-    expect(route(p, preq(chat('t1'), { sessionHeader: 'session-a' }), view, local)).toMatchObject({ branch: 'chwbl-home', replica: { id: home } });
+    expect(route(p, preq(chat('t1'), { sessionHeader: 'session-a' }), view, local)).toMatchObject({
+      branch: 'chwbl-home',
+      replica: { id: home },
+    });
     // Home 2, total 2: ceil(1.25 × 3 / 2) = 2 < 2 + 1 → walk on to the next in the session's ring order.
-    expect(route(p, preq(chat('t2'), { sessionHeader: 'session-a' }), view, local)).toMatchObject({ branch: 'chwbl-walk', replica: { id: next } });
+    expect(route(p, preq(chat('t2'), { sessionHeader: 'session-a' }), view, local)).toMatchObject({
+      branch: 'chwbl-walk',
+      replica: { id: next },
+    });
   });
 
   it('walks the ring past every candidate over the bound, in the session order', () => {
@@ -121,13 +148,24 @@ describe('chwbl-header (HAProxy hdr(X-Session-Id), hash-type consistent, hash-ba
     busy(local, order[0]!, 3);
     busy(local, order[1]!, 3);
     // Total 6: ceil(1.25 × 7 / 6) = 2; the first two are at 3 + 1 > 2, the third at 0 + 1 fits.
-    expect(placeRequest(createChwblHeaderPolicy(), preq(chat('q'), { sessionHeader: 'session-c' }), view, local)).toMatchObject({ branch: 'chwbl-walk', replica: { id: order[2] } });
+    expect(
+      placeRequest(createChwblHeaderPolicy(), preq(chat('q'), { sessionHeader: 'session-c' }), view, local),
+    ).toMatchObject({ branch: 'chwbl-walk', replica: { id: order[2] } });
   });
 
   it('counts only in-flight requests at this router, not tokens or other routers', () => {
-    const view = makeView(ids(3).map((id) => makeState(id, { load: { inflightTokens: id === 'r0' ? 90_000 : 0, inflight: id === 'r0' ? 40 : 0 } })));
+    const view = makeView(
+      ids(3).map((id) =>
+        makeState(id, { load: { inflightTokens: id === 'r0' ? 90_000 : 0, inflight: id === 'r0' ? 40 : 0 } }),
+      ),
+    );
     const order = ringOrder(view, 'session-d');
-    const pl = placeRequest(createChwblHeaderPolicy(), preq(chat('q'.repeat(5000)), { sessionHeader: 'session-d' }), view, new LocalState(CONFIG));
+    const pl = placeRequest(
+      createChwblHeaderPolicy(),
+      preq(chat('q'.repeat(5000)), { sessionHeader: 'session-d' }),
+      view,
+      new LocalState(CONFIG),
+    );
     expect(pl).toMatchObject({ branch: 'chwbl-home', replica: { id: order[0] } });
   });
 

@@ -17,7 +17,7 @@ const DETERMINISTIC = new Set(['warmpath', 'round-robin', 'least-request', 'cons
 
 function seeded(seed: number): () => number {
   let s = seed >>> 0;
-  return () => ((s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 2 ** 32);
+  return () => (s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 2 ** 32;
 }
 
 /**
@@ -26,13 +26,21 @@ function seeded(seed: number): () => number {
  * and are left as they are; an object already frozen is taken as done.
  */
 function deepFreeze<T>(value: T, seen = new WeakSet<object>()): T {
-  if (typeof value !== 'object' || value === null || ArrayBuffer.isView(value) || seen.has(value) || Object.isFrozen(value)) return value;
+  if (
+    typeof value !== 'object' ||
+    value === null ||
+    ArrayBuffer.isView(value) ||
+    seen.has(value) ||
+    Object.isFrozen(value)
+  )
+    return value;
   seen.add(value);
   const readOnly = () => {
     throw new TypeError('write to a frozen input');
   };
   if (value instanceof Map || value instanceof Set) {
-    for (const m of ['set', 'add', 'delete', 'clear'] as const) if (m in value) Object.defineProperty(value, m, { value: readOnly });
+    for (const m of ['set', 'add', 'delete', 'clear'] as const)
+      if (m in value) Object.defineProperty(value, m, { value: readOnly });
     for (const [k, v] of value instanceof Map ? value : new Map([...value].map((x) => [x, x]))) {
       deepFreeze(k, seen);
       deepFreeze(v, seen);
@@ -70,25 +78,34 @@ for (const name of POLICIES.keys()) {
       const policy = make();
       const local = new LocalState(CONFIG);
       fc.assert(
-        fc.property(fc.string({ maxLength: 600 }), fc.subarray(['ok1', 'ok2', 'ok3']), fc.option(fc.string({ minLength: 1, maxLength: 8 })), fc.option(fc.string({ maxLength: 8 })), (text, excluded, key, session) => {
-          const body = chat(text, key === null ? {} : { prompt_cache_key: key });
-          const req = preq(body, { exclude: new Set(excluded), ...(session === null ? {} : { sessionHeader: session }) });
-          const p = placeRequest(policy, req, view, local);
-          expect(BRANCHES as readonly string[]).toContain(p.branch);
-          if (excluded.length === 3) {
-            expect(p.replica).toBeUndefined();
-            expect(p.branch).toBe('no-replica');
-            return;
-          }
-          expect(p.replica).toBeDefined();
-          expect(['ok1', 'ok2', 'ok3']).toContain(p.replica!.id);
-          expect(excluded).not.toContain(p.replica!.id);
-          expect(eligible(p.replica!, req, view, local)).toBe(true);
-          const t = local.dispatch(p.replica!.id, 10, req.now);
-          notifyDispatch(policy, req, p.replica!, local);
-          local.complete(t, req.now);
-          notifyComplete(policy, req, p.replica!, { kind: 'ok' });
-        }),
+        fc.property(
+          fc.string({ maxLength: 600 }),
+          fc.subarray(['ok1', 'ok2', 'ok3']),
+          fc.option(fc.string({ minLength: 1, maxLength: 8 })),
+          fc.option(fc.string({ maxLength: 8 })),
+          (text, excluded, key, session) => {
+            const body = chat(text, key === null ? {} : { prompt_cache_key: key });
+            const req = preq(body, {
+              exclude: new Set(excluded),
+              ...(session === null ? {} : { sessionHeader: session }),
+            });
+            const p = placeRequest(policy, req, view, local);
+            expect(BRANCHES as readonly string[]).toContain(p.branch);
+            if (excluded.length === 3) {
+              expect(p.replica).toBeUndefined();
+              expect(p.branch).toBe('no-replica');
+              return;
+            }
+            expect(p.replica).toBeDefined();
+            expect(['ok1', 'ok2', 'ok3']).toContain(p.replica!.id);
+            expect(excluded).not.toContain(p.replica!.id);
+            expect(eligible(p.replica!, req, view, local)).toBe(true);
+            const t = local.dispatch(p.replica!.id, 10, req.now);
+            notifyDispatch(policy, req, p.replica!, local);
+            local.complete(t, req.now);
+            notifyComplete(policy, req, p.replica!, { kind: 'ok' });
+          },
+        ),
         { numRuns: 150 },
       );
     });
@@ -96,14 +113,26 @@ for (const name of POLICIES.keys()) {
     it('answers no-replica for an unknown model, an empty fleet and a fleet with nobody ready', () => {
       const policy = make();
       const local = new LocalState(CONFIG);
-      expect(placeRequest(policy, preq(chat('hi', { model: 'nope' })), fleet(), local)).toMatchObject({ replica: undefined, branch: 'no-replica' });
-      expect(placeRequest(policy, preq(chat('hi')), makeView(), local)).toMatchObject({ replica: undefined, branch: 'no-replica' });
+      expect(placeRequest(policy, preq(chat('hi', { model: 'nope' })), fleet(), local)).toMatchObject({
+        replica: undefined,
+        branch: 'no-replica',
+      });
+      expect(placeRequest(policy, preq(chat('hi')), makeView(), local)).toMatchObject({
+        replica: undefined,
+        branch: 'no-replica',
+      });
       const nobody = makeView([makeState('a', { status: 'draining' }), makeState('b', { status: 'down' })]);
-      expect(placeRequest(policy, preq(chat('hi')), nobody, local)).toMatchObject({ replica: undefined, branch: 'no-replica' });
+      expect(placeRequest(policy, preq(chat('hi')), nobody, local)).toMatchObject({
+        replica: undefined,
+        branch: 'no-replica',
+      });
     });
 
     it('only picks replicas serving the adapter when one is asked for', () => {
-      const view = makeView([makeState('base'), makeState('lora', { adapters: ['fin'], capacity: { adapterSlots: 2 } })]);
+      const view = makeView([
+        makeState('base'),
+        makeState('lora', { adapters: ['fin'], capacity: { adapterSlots: 2 } }),
+      ]);
       const policy = make();
       for (let i = 0; i < 20; i++) {
         const p = placeRequest(policy, preq(chat(`q${i}`, { model: 'fin' }), { view }), view, new LocalState(CONFIG));
@@ -114,7 +143,12 @@ for (const name of POLICIES.keys()) {
     it('only routes an endpoint to replicas that offer it', () => {
       const view = makeView([makeState('chat'), makeState('emb', { endpoints: ['embedding'] })]);
       const policy = make();
-      const p = placeRequest(policy, preq({ model: 'm', input: 'hello' }, { kind: 'embedding' }), view, new LocalState(CONFIG));
+      const p = placeRequest(
+        policy,
+        preq({ model: 'm', input: 'hello' }, { kind: 'embedding' }),
+        view,
+        new LocalState(CONFIG),
+      );
       expect(p.replica?.id).toBe('emb');
     });
 
@@ -126,7 +160,9 @@ for (const name of POLICIES.keys()) {
       for (let i = 0; i < 50; i++) {
         const body = chat(`question ${i} `.repeat(i));
         const req = preq(body, i % 2 === 0 ? {} : { sessionHeader: `s${i % 7}` });
-        expect(placeRequest(a, req, va, new LocalState(CONFIG)).replica?.id).toBe(placeRequest(b, req, vb, new LocalState(CONFIG)).replica?.id);
+        expect(placeRequest(a, req, va, new LocalState(CONFIG)).replica?.id).toBe(
+          placeRequest(b, req, vb, new LocalState(CONFIG)).replica?.id,
+        );
       }
     });
 
@@ -135,7 +171,11 @@ for (const name of POLICIES.keys()) {
       const chain = chainOf(warmBody);
       const lora = { adapters: ['fin'], hotAdapters: ['fin'], capacity: { adapterSlots: 2 } };
       const view = makeView([
-        makeState('r0', { ...lora, load: { inflightTokens: 30_000, prefillTokens: 2_000 }, digest: { from: -1, added: chain, size: chain.length } }),
+        makeState('r0', {
+          ...lora,
+          load: { inflightTokens: 30_000, prefillTokens: 2_000 },
+          digest: { from: -1, added: chain, size: chain.length },
+        }),
         makeState('r1', { load: { inflightTokens: 500 }, digest: { from: -1, added: chain.slice(0, 13), size: 13 } }),
         makeState('r2', { capacity: { weight: 2 }, load: { waiting: 3, kvUsedTokens: 20_000 } }),
         makeState('r3', { ...lora, endpoints: ['chat', 'embedding'] }),
@@ -152,7 +192,10 @@ for (const name of POLICIES.keys()) {
         preq({ model: 'm', input: 'embed me' }, { kind: 'embedding' }),
       ];
       // Learn something first, as a running router would (trees, LRUs, counters, the overlay).
-      const learner = createPolicy(name, options(() => 0.37));
+      const learner = createPolicy(
+        name,
+        options(() => 0.37),
+      );
       for (const req of requests.slice(0, 4)) {
         const p = placeRequest(learner, req, view, local);
         if (p.replica !== undefined) notifyDispatch(learner, req, p.replica, local);

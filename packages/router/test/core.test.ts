@@ -9,7 +9,6 @@ import { placementChannel, RouterCore } from '../src/core/router-core.ts';
 import type { Dispatch, RouteError, SendResult } from '../src/core/types.ts';
 import { chat, makeState } from './helpers.ts';
 
-
 type Ctx = { n: number };
 
 function setup(replicas: string[], overrides: Record<string, unknown> = {}) {
@@ -24,7 +23,12 @@ function setup(replicas: string[], overrides: Record<string, unknown> = {}) {
     send: (d, report) => sent.push({ d, report }),
     answer: (ctx, e) => answers.push({ ctx, e }),
     fetchSnapshot: () => Promise.reject(new Error('none')),
-    metrics: { placed: (b) => counts.branches.push(b), retried: () => counts.retried++, upstreamError: (k) => counts.upstream.push(k), missed: (t) => counts.missed.push(t) },
+    metrics: {
+      placed: (b) => counts.branches.push(b),
+      retried: () => counts.retried++,
+      upstreamError: (k) => counts.upstream.push(k),
+      missed: (t) => counts.missed.push(t),
+    },
   });
   for (const id of replicas) core.receive(makeState(id, { sentAt: clock.now() }));
   const route = (n: number, user = 'q') => {

@@ -10,7 +10,12 @@ const firstCells = new Set(
   readme
     .split('\n')
     .filter((l) => l.startsWith('| `'))
-    .flatMap((l) => l.split('|')[1]!.split(/ \/ |, /).map((c) => c.trim().replace(/^`|`$/g, ''))),
+    .flatMap((l) =>
+      l
+        .split('|')[1]!
+        .split(/ \/ |, /)
+        .map((c) => c.trim().replace(/^`|`$/g, '')),
+    ),
 );
 
 describe('router README', () => {
@@ -19,6 +24,7 @@ describe('router README', () => {
   });
 
   it('lists every switchable step with its fallback as steps.ts states it', () => {
-    for (const [step, without] of Object.entries(SWITCHABLE_STEPS)) expect(readme).toContain(`| \`${step}\` | ${without} |`);
+    for (const [step, without] of Object.entries(SWITCHABLE_STEPS))
+      expect(readme).toContain(`| \`${step}\` | ${without} |`);
   });
 });

@@ -15,7 +15,17 @@ import { flood } from '@warmpath/testkit';
  * stream of FLOOD_BYTES written as fast as the connection takes it
  * (testkit's `flood`; `written` says what it took).
  */
-export type Mode = 'ok' | 'reject' | 'die-mid-stream' | 'error-mid-stream' | 'slow-stream' | 'unavailable' | 'error-500' | 'late-headers' | 'stall-mid-stream' | 'flood';
+export type Mode =
+  | 'ok'
+  | 'reject'
+  | 'die-mid-stream'
+  | 'error-mid-stream'
+  | 'slow-stream'
+  | 'unavailable'
+  | 'error-500'
+  | 'late-headers'
+  | 'stall-mid-stream'
+  | 'flood';
 
 export interface FakeAgent {
   url: string;
@@ -62,7 +72,11 @@ export async function startFakeAgent(name: string, mode: Mode = 'ok'): Promise<F
       });
       if (agent.mode === 'reject') {
         res.writeHead(429, { 'content-type': 'application/json', 'x-warmpath-reject-reason': 'kv' });
-        res.end(JSON.stringify({ error: { message: 'full', type: 'rate_limit_error', param: null, code: 'admission_rejected' } }));
+        res.end(
+          JSON.stringify({
+            error: { message: 'full', type: 'rate_limit_error', param: null, code: 'admission_rejected' },
+          }),
+        );
         return;
       }
       if (agent.mode === 'error-500') {
@@ -76,7 +90,13 @@ export async function startFakeAgent(name: string, mode: Mode = 'ok'): Promise<F
         return;
       }
       if (!body.stream) {
-        const out = JSON.stringify({ id: 'c1', object: 'chat.completion', model: body.model, choices: [{ index: 0, message: { role: 'assistant', content: `hello from ${name}` }, finish_reason: 'stop' }], usage: { prompt_tokens: 5, completion_tokens: 3, total_tokens: 8 } });
+        const out = JSON.stringify({
+          id: 'c1',
+          object: 'chat.completion',
+          model: body.model,
+          choices: [{ index: 0, message: { role: 'assistant', content: `hello from ${name}` }, finish_reason: 'stop' }],
+          usage: { prompt_tokens: 5, completion_tokens: 3, total_tokens: 8 },
+        });
         res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(out) });
         res.end(out);
         return;
@@ -88,7 +108,8 @@ export async function startFakeAgent(name: string, mode: Mode = 'ok'): Promise<F
       const tokens = ['hel', 'lo ', 'from ', name];
       let i = 0;
       const tick = (): void => {
-        if (i === 0 && !res.headersSent) res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+        if (i === 0 && !res.headersSent)
+          res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
         if (res.destroyed) return;
         if (agent.mode === 'die-mid-stream' && i === 2) {
           res.socket?.destroy();
@@ -101,9 +122,14 @@ export async function startFakeAgent(name: string, mode: Mode = 'ok'): Promise<F
           return;
         }
         if (i < tokens.length) {
-          res.write(`data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: tokens[i] } }] })}\n\n`);
+          res.write(
+            `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: tokens[i] } }] })}\n\n`,
+          );
           i++;
-          setTimeout(tick, agent.mode === 'slow-stream' ? 200 : agent.mode === 'stall-mid-stream' && i === 2 ? agent.delayMs : 5);
+          setTimeout(
+            tick,
+            agent.mode === 'slow-stream' ? 200 : agent.mode === 'stall-mid-stream' && i === 2 ? agent.delayMs : 5,
+          );
           return;
         }
         res.end('data: [DONE]\n\n');

@@ -9,7 +9,8 @@ import { REORDER_WAIT_MS } from '../src/fleet/digest-sync.ts';
 import type { Replica } from '../src/fleet/view.ts';
 import { makeState, makeView } from './helpers.ts';
 
-const H = (...xs: number[]) => BigUint64Array.from(xs.map((x) => BigInt(x) * 0x9e3779b97f4a7c15n & 0xffffffffffffffffn));
+const H = (...xs: number[]) =>
+  BigUint64Array.from(xs.map((x) => (BigInt(x) * 0x9e3779b97f4a7c15n) & 0xffffffffffffffffn));
 
 describe('FleetView', () => {
   it('supersedes by (boot, seq) and counts drops by reason', () => {
@@ -64,8 +65,15 @@ describe('FleetView', () => {
     view.apply(makeState('b', { sentAt: now, endpoints: ['embedding'] }));
     const a = view.replicas.get('a')!.slot;
     const b = view.replicas.get('b')!.slot;
-    expect([view.columns.inflightTokens[a], view.columns.prefillTokens[a], view.columns.kvUsedTokens[a]]).toEqual([700, 300, 50]);
-    expect([view.placeable(a, chat, now), view.placeable(a, emb, now), view.placeable(b, chat, now), view.placeable(b, emb, now)]).toEqual([true, false, false, true]);
+    expect([view.columns.inflightTokens[a], view.columns.prefillTokens[a], view.columns.kvUsedTokens[a]]).toEqual([
+      700, 300, 50,
+    ]);
+    expect([
+      view.placeable(a, chat, now),
+      view.placeable(a, emb, now),
+      view.placeable(b, chat, now),
+      view.placeable(b, emb, now),
+    ]).toEqual([true, false, false, true]);
     view.apply(makeState('a', { seq: 2, sentAt: now, status: 'draining', load: { inflightTokens: 900 } }));
     expect(view.columns.inflightTokens[a]).toBe(900);
     expect(view.placeable(a, chat, now)).toBe(false);
@@ -88,12 +96,22 @@ describe('FleetView', () => {
     const chain = H(1, 2, 3, 4, 5);
     view.apply(makeState('a', { seq: 1, digest: { from: -1, added: chain.slice(0, 3), size: 3 } }));
     view.apply(makeState('b', { seq: 1, digest: { from: -1, added: chain.slice(0, 1), size: 1 } }));
-    view.apply(makeState('a', { seq: 2, digest: { from: 1, added: chain.slice(3, 4), removed: new BigUint64Array(0), size: 4 } }));
+    view.apply(
+      makeState('a', {
+        seq: 2,
+        digest: { from: 1, added: chain.slice(3, 4), removed: new BigUint64Array(0), size: 4 },
+      }),
+    );
     const [a, b] = [view.replicas.get('a')!, view.replicas.get('b')!];
     view.scanWarmth(chain);
     expect(view.depthOf(a.slot)).toBe(4);
     expect(view.depthOf(b.slot)).toBe(1);
-    view.apply(makeState('a', { seq: 3, digest: { from: 2, added: new BigUint64Array(0), removed: chain.slice(1, 2), size: 3 } }));
+    view.apply(
+      makeState('a', {
+        seq: 3,
+        digest: { from: 2, added: new BigUint64Array(0), removed: chain.slice(1, 2), size: 3 },
+      }),
+    );
     view.scanWarmth(chain);
     expect(view.depthOf(a.slot)).toBe(1);
     expect(view.holds(a, chain[3]!)).toBe(true);
@@ -155,7 +173,10 @@ describe('FleetView', () => {
 
     it('on a gap still open after REORDER_WAIT_MS pulls one snapshot (deduplicated), keeps the old digest meanwhile, then replays buffered deltas', async () => {
       const hits = { n: 0 };
-      const admin = await agentAdmin(() => encodeSnapshot({ v: 1, replica: 'a', boot: 'a-boot', seq: 5, chunkChars: 256, hashes: H(10, 11, 12) }), hits);
+      const admin = await agentAdmin(
+        () => encodeSnapshot({ v: 1, replica: 'a', boot: 'a-boot', seq: 5, chunkChars: 256, hashes: H(10, 11, 12) }),
+        hits,
+      );
       const f = snapshotFetcher(1_000);
       let now = 1_000_000;
       const view = makeView([], { fetchSnapshot: f.fetch, now: () => now });
@@ -171,7 +192,11 @@ describe('FleetView', () => {
       view.apply(makeState('a', { admin, seq: 8, digest: { from: 7, added: H(14), size: 5 } }));
       expect(view.digestOf(a)!.pulling).toBe(true);
       expect(view.holds(a, H(1)[0]!)).toBe(true); // old digest still serves
-      await waitFor(() => !view.digestOf(a)!.pulling && view.pulls.ok === 1, { timeoutMs: 3_000, intervalMs: 5, message: 'the snapshot pull to finish' });
+      await waitFor(() => !view.digestOf(a)!.pulling && view.pulls.ok === 1, {
+        timeoutMs: 3_000,
+        intervalMs: 5,
+        message: 'the snapshot pull to finish',
+      });
       expect(hits.n).toBe(1);
       expect(view.holds(a, H(1)[0]!)).toBe(false);
       expect(view.holds(a, H(13)[0]!)).toBe(true); // replayed seq 6 after snapshot seq 5
@@ -182,25 +207,62 @@ describe('FleetView', () => {
     it('pulls on a new boot and on from = -1, and survives a failing agent', async () => {
       const hits = { n: 0 };
       let boot = 'b1';
-      const admin = await agentAdmin(() => encodeSnapshot({ v: 1, replica: 'a', boot, seq: 1, chunkChars: 256, hashes: H(1, 2) }), hits);
+      const admin = await agentAdmin(
+        () => encodeSnapshot({ v: 1, replica: 'a', boot, seq: 1, chunkChars: 256, hashes: H(1, 2) }),
+        hits,
+      );
       const f = snapshotFetcher(1_000);
       let now = 1_000_000;
       const view = makeView([], { fetchSnapshot: f.fetch, now: () => now });
-      view.apply(makeState('a', { admin, boot: 'b1', seq: 1, digest: { from: -1, added: new BigUint64Array(0), size: 2 } }));
+      view.apply(
+        makeState('a', { admin, boot: 'b1', seq: 1, digest: { from: -1, added: new BigUint64Array(0), size: 2 } }),
+      );
       const a = view.replicas.get('a')!;
       await waitFor(() => view.pulls.ok === 1, { timeoutMs: 3_000, intervalMs: 5, message: 'the first snapshot pull' });
       expect(a.digestSize).toBe(2);
       boot = 'b2';
       now += 1_000; // past the retry gap between pulls of one replica
-      view.apply(makeState('a', { admin, boot: 'b2', bootAt: 2, seq: 1, digest: { from: 0, added: new BigUint64Array(0), size: 2 } }));
-      await waitFor(() => view.pulls.ok === 2, { timeoutMs: 3_000, intervalMs: 5, message: 'the pull after the new boot' });
+      view.apply(
+        makeState('a', {
+          admin,
+          boot: 'b2',
+          bootAt: 2,
+          seq: 1,
+          digest: { from: 0, added: new BigUint64Array(0), size: 2 },
+        }),
+      );
+      await waitFor(() => view.pulls.ok === 2, {
+        timeoutMs: 3_000,
+        intervalMs: 5,
+        message: 'the pull after the new boot',
+      });
       expect(view.digestOf(a)!.boot).toBe('b2');
       server!.close();
       now += 1_000;
-      view.apply(makeState('a', { admin: 'http://127.0.0.1:1', boot: 'b2', bootAt: 2, seq: 9, digest: { from: 7, added: new BigUint64Array(0), size: 2 } }));
+      view.apply(
+        makeState('a', {
+          admin: 'http://127.0.0.1:1',
+          boot: 'b2',
+          bootAt: 2,
+          seq: 9,
+          digest: { from: 7, added: new BigUint64Array(0), size: 2 },
+        }),
+      );
       now += REORDER_WAIT_MS;
-      view.apply(makeState('a', { admin: 'http://127.0.0.1:1', boot: 'b2', bootAt: 2, seq: 10, digest: { from: 9, added: new BigUint64Array(0), size: 2 } }));
-      await waitFor(() => view.pulls.failed === 1, { timeoutMs: 3_000, intervalMs: 5, message: 'the pull from the dead agent to fail' });
+      view.apply(
+        makeState('a', {
+          admin: 'http://127.0.0.1:1',
+          boot: 'b2',
+          bootAt: 2,
+          seq: 10,
+          digest: { from: 9, added: new BigUint64Array(0), size: 2 },
+        }),
+      );
+      await waitFor(() => view.pulls.failed === 1, {
+        timeoutMs: 3_000,
+        intervalMs: 5,
+        message: 'the pull from the dead agent to fail',
+      });
       expect(a.digestSize).toBe(2);
       await f.close();
     });

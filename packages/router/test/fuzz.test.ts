@@ -20,7 +20,9 @@ describe('router HTTP fuzz', () => {
     agent = await startFakeAgent('fz');
     // The replica stays fresh and the view settled for the whole run: this test is about input, not staleness.
     router = await startRouter({ port: 0, gossip: false, stateTtlMs: 1_000, log: () => {} });
-    hearing = keepHearing(router, (seq) => makeState('fz', { fleet: 'default', url: agent.url, seq, capacity: { kvTokens: 1_000_000 } }));
+    hearing = keepHearing(router, (seq) =>
+      makeState('fz', { fleet: 'default', url: agent.url, seq, capacity: { kvTokens: 1_000_000 } }),
+    );
     await hearing.settled;
   });
   afterAll(async () => {
@@ -30,7 +32,12 @@ describe('router HTTP fuzz', () => {
   });
 
   it('300 generated requests: 2xx or a registry 4xx, never a 5xx or a reset', async () => {
-    const tally = await fuzzHttp(router.url, { runs: 300, model: 'm', endpoints: ['chat', 'completion', 'embedding', 'responses'], isCode: isErrorCode });
+    const tally = await fuzzHttp(router.url, {
+      runs: 300,
+      model: 'm',
+      endpoints: ['chat', 'completion', 'embedding', 'responses'],
+      isCode: isErrorCode,
+    });
     expect(tally.get(200) ?? 0).toBeGreaterThan(10);
     expect(tally.get(400) ?? 0).toBeGreaterThan(10);
   });

@@ -38,15 +38,26 @@ describe('gossip attacks', () => {
   const boots = new Map<string, number>();
 
   const node = async (subscribe = true): Promise<GossipNode> => {
-    const n = await createGossipNode({ fleet: FLEET, swarmKey, bootstrap: routerNode?.multiaddrs() ?? [], onWarning: null, timing: TIMING, subscribe });
+    const n = await createGossipNode({
+      fleet: FLEET,
+      swarmKey,
+      bootstrap: routerNode?.multiaddrs() ?? [],
+      onWarning: null,
+      timing: TIMING,
+      subscribe,
+    });
     await n.start();
     nodes.push(n);
     return n;
   };
-  const state = (id: string, o: Parameters<typeof makeState>[1] = {}): ReplicaState => makeState(id, { fleet: FLEET, sentAt: Date.now(), bootAt: boots.get(id) ?? Date.now() - 60_000, ...o });
+  const state = (id: string, o: Parameters<typeof makeState>[1] = {}): ReplicaState =>
+    makeState(id, { fleet: FLEET, sentAt: Date.now(), bootAt: boots.get(id) ?? Date.now() - 60_000, ...o });
   const send = (from: GossipNode, bytes: Uint8Array): Promise<unknown> => from.publish(bytes).catch(() => undefined);
   const ask = async (): Promise<string> => {
-    const res = await request(`${router.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(chat(`q ${Math.random()}`)) });
+    const res = await request(`${router.url}/v1/chat/completions`, {
+      method: 'POST',
+      body: JSON.stringify(chat(`q ${Math.random()}`)),
+    });
     await res.body.dump();
     expect(res.statusCode).toBe(200);
     return String(res.headers['x-warmpath-replica']);
@@ -79,9 +90,15 @@ describe('gossip attacks', () => {
       for (const h of honest) void send(h.node, encodeState(state(h.id, { url: h.agent.url, admin: '', seq })));
     };
     timer = setInterval(publish, 100);
-    await waitFor(() => router.view.replicas.size === 2 && [...router.view.replicas.values()].every((r) => r.live), { timeoutMs: 15_000, message: 'the router to see both replicas' });
+    await waitFor(() => router.view.replicas.size === 2 && [...router.view.replicas.values()].every((r) => r.live), {
+      timeoutMs: 15_000,
+      message: 'the router to see both replicas',
+    });
     rogue = await node();
-    await waitFor(() => routerNode.peers().includes(rogue.peerId) && rogue.meshPeers().includes(routerNode.peerId), { timeoutMs: 15_000, message: 'the rogue in the router mesh' });
+    await waitFor(() => routerNode.peers().includes(rogue.peerId) && rogue.meshPeers().includes(routerNode.peerId), {
+      timeoutMs: 15_000,
+      message: 'the rogue in the router mesh',
+    });
   });
 
   afterAll(async () => {
@@ -101,7 +118,10 @@ describe('gossip attacks', () => {
   });
 
   it('a huge bootAt cannot take over an id', async () => {
-    await send(rogue, encodeState(state('a1', { url: trapUrl, bootAt: Number.MAX_SAFE_INTEGER, boot: 'evil', seq: 1 })));
+    await send(
+      rogue,
+      encodeState(state('a1', { url: trapUrl, bootAt: Number.MAX_SAFE_INTEGER, boot: 'evil', seq: 1 })),
+    );
     await waitFor(() => (router.view.drops.future ?? 0) >= 1, { message: 'a future drop' });
     expect(router.view.replicas.get('a1')?.state.bootAt).toBe(boots.get('a1'));
     expect(router.view.replicas.get('a1')?.state.url).toBe(agents[1]!.url);
@@ -109,7 +129,10 @@ describe('gossip attacks', () => {
 
   it('a foreign url (not where the publisher is) never enters the view', async () => {
     // TEST-NET-1: nothing there; and the state names a model no request asks for, so nothing would be sent even on failure.
-    await send(rogue, encodeState(state('rogue-x', { url: 'http://192.0.2.10:9000', admin: '', models: ['rogue-model'] })));
+    await send(
+      rogue,
+      encodeState(state('rogue-x', { url: 'http://192.0.2.10:9000', admin: '', models: ['rogue-model'] })),
+    );
     await waitFor(() => (router.view.drops.foreign_url ?? 0) >= 1, { message: 'a foreign_url drop' });
     expect(router.view.replicas.has('rogue-x')).toBe(false);
   });
@@ -117,23 +140,48 @@ describe('gossip attacks', () => {
   it('oversized and malformed messages are rejected', async () => {
     await send(rogue, new Uint8Array(300 * 1024).fill(0x91));
     await send(rogue, new TextEncoder().encode('not msgpack at all'));
-    await waitFor(() => (router.view.drops.too_large ?? 0) >= 1 && (router.view.drops.malformed ?? 0) >= 1, { message: 'too_large and malformed drops' });
+    await waitFor(() => (router.view.drops.too_large ?? 0) >= 1 && (router.view.drops.malformed ?? 0) >= 1, {
+      message: 'too_large and malformed drops',
+    });
   });
 
   it('a flood of valid-looking messages: the rogue is metered, graylisted and pruned; the fleet keeps working', async () => {
     // The earlier attacks graylisted the rogue; its score decays within seconds and it is heard again.
-    await waitFor(() => routerNode.peerScore(rogue.peerId) >= GRAYLIST_THRESHOLD, { timeoutMs: 10_000, message: 'the rogue heard again' });
+    await waitFor(() => routerNode.peerScore(rogue.peerId) >= GRAYLIST_THRESHOLD, {
+      timeoutMs: 10_000,
+      message: 'the rogue heard again',
+    });
     // Its own ids, where it may point at itself (one machine), but far faster than any agent publishes.
     let seq = 10;
     await waitFor(
       async () => {
-        await Promise.all(Array.from({ length: 100 }, () => send(rogue, encodeState(state(`rogue-${seq % 4}`, { url: 'http://127.0.0.1:1', admin: '', models: ['rogue-model'], seq: seq++ })))));
+        await Promise.all(
+          Array.from({ length: 100 }, () =>
+            send(
+              rogue,
+              encodeState(
+                state(`rogue-${seq % 4}`, {
+                  url: 'http://127.0.0.1:1',
+                  admin: '',
+                  models: ['rogue-model'],
+                  seq: seq++,
+                }),
+              ),
+            ),
+          ),
+        );
         return (router.view.drops.rate ?? 0) >= 3;
       },
       { timeoutMs: 10_000, intervalMs: 1, message: 'rate drops' },
     );
-    await waitFor(() => routerNode.peerScore(rogue.peerId) < GRAYLIST_THRESHOLD, { timeoutMs: 5_000, message: 'the rogue graylisted' });
-    await waitFor(() => !routerNode.meshPeers().includes(rogue.peerId), { timeoutMs: 5_000, message: 'the rogue pruned from the mesh' });
+    await waitFor(() => routerNode.peerScore(rogue.peerId) < GRAYLIST_THRESHOLD, {
+      timeoutMs: 5_000,
+      message: 'the rogue graylisted',
+    });
+    await waitFor(() => !routerNode.meshPeers().includes(rogue.peerId), {
+      timeoutMs: 5_000,
+      message: 'the rogue pruned from the mesh',
+    });
     for (const n of nodes.filter((n) => n !== rogue)) expect(routerNode.peerScore(n.peerId)).toBeGreaterThanOrEqual(0);
     for (let i = 0; i < 10; i++) expect(['a0', 'a1']).toContain(await ask());
     expect(trapHits).toBe(0);

@@ -31,15 +31,35 @@ describe('router over gossip', () => {
     publisher = await createGossipNode({ fleet: 'gtest', swarmKey, onWarning: null });
     await publisher.start();
     const boot = [publisher.multiaddrs()[0]!];
-    routers = await Promise.all([0, 1].map((i) => startRouter({ port: 0, fleet: 'gtest', swarmKey: keyFile, bootstrap: boot, id: `gr${i}`, log: () => {} })));
+    routers = await Promise.all(
+      [0, 1].map((i) =>
+        startRouter({ port: 0, fleet: 'gtest', swarmKey: keyFile, bootstrap: boot, id: `gr${i}`, log: () => {} }),
+      ),
+    );
     let seq = 1;
     const publishAll = (): void => {
       seq++;
       for (const [i, a] of agents.entries())
-        publisher!.publish(encodeState(makeState(`g${i}`, { fleet: 'gtest', url: a.url, seq, sentAt: Date.now(), digest: { from: -1, added: new BigUint64Array(0), size: 0 } }))).catch(() => {});
+        publisher!
+          .publish(
+            encodeState(
+              makeState(`g${i}`, {
+                fleet: 'gtest',
+                url: a.url,
+                seq,
+                sentAt: Date.now(),
+                digest: { from: -1, added: new BigUint64Array(0), size: 0 },
+              }),
+            ),
+          )
+          .catch(() => {});
     };
     timer = setInterval(publishAll, 100);
-    await waitFor(() => routers.every((r) => r.view.replicas.size >= 3), { timeoutMs: 15_000, intervalMs: 50, message: 'both routers to see 3 replicas' });
+    await waitFor(() => routers.every((r) => r.view.replicas.size >= 3), {
+      timeoutMs: 15_000,
+      intervalMs: 50,
+      message: 'both routers to see 3 replicas',
+    });
     for (const r of routers) expect(r.view.replicas.size).toBe(3);
     for (let k = 0; k < 10; k++) {
       const body = JSON.stringify(chat(`conversation ${k}`));

@@ -50,8 +50,17 @@ export function options(random?: () => number): PolicyOptions {
   return policyOptions(routerConfig(), random);
 }
 
-export function makeView(states: ReplicaState[] = [], opts: Partial<ConstructorParameters<typeof FleetView>[0]> = {}): FleetView {
-  const view = new FleetView({ fleet: 'test', chunkChars: 256, stateTtlMs: CONFIG.stateTtlMs, forgetAfterMs: CONFIG.forgetAfterMs, ...opts });
+export function makeView(
+  states: ReplicaState[] = [],
+  opts: Partial<ConstructorParameters<typeof FleetView>[0]> = {},
+): FleetView {
+  const view = new FleetView({
+    fleet: 'test',
+    chunkChars: 256,
+    stateTtlMs: CONFIG.stateTtlMs,
+    forgetAfterMs: CONFIG.forgetAfterMs,
+    ...opts,
+  });
   for (const s of states) view.apply(s);
   return view;
 }
@@ -59,12 +68,27 @@ export function makeView(states: ReplicaState[] = [], opts: Partial<ConstructorP
 export const SYSTEM = 'You are a careful assistant. '.repeat(120); // ≈ 3.5k chars: 13 chunks
 
 export function chat(user: string, extra: Record<string, unknown> = {}, system = SYSTEM): Record<string, unknown> {
-  return { model: 'm', messages: [{ role: 'system', content: system }, { role: 'user', content: user }], max_tokens: 16, ...extra };
+  return {
+    model: 'm',
+    messages: [
+      { role: 'system', content: system },
+      { role: 'user', content: user },
+    ],
+    max_tokens: 16,
+    ...extra,
+  };
 }
 
 export function preq(
   body: Record<string, unknown>,
-  o: { exclude?: Set<string>; now?: number; keyHeader?: string; sessionHeader?: string; kind?: 'chat' | 'completion' | 'embedding' | 'responses'; view?: FleetView } = {},
+  o: {
+    exclude?: Set<string>;
+    now?: number;
+    keyHeader?: string;
+    sessionHeader?: string;
+    kind?: 'chat' | 'completion' | 'embedding' | 'responses';
+    view?: FleetView;
+  } = {},
 ): PlacementRequest {
   const kind = o.kind ?? 'chat';
   const info = describeRequest(body, kind, {
@@ -100,6 +124,10 @@ export function keepHearing(
   router.view.apply(state(seq++));
   const timer = setInterval(() => router.view.apply(state(seq++)), everyMs);
   timer.unref();
-  const settled = waitFor(() => router.view.settled(router.view.now()), { timeoutMs: 15_000, intervalMs: 50, message: 'the router to have heard the fleet for stateTtlMs' }).then(() => undefined);
+  const settled = waitFor(() => router.view.settled(router.view.now()), {
+    timeoutMs: 15_000,
+    intervalMs: 50,
+    message: 'the router to have heard the fleet for stateTtlMs',
+  }).then(() => undefined);
   return { settled, stop: () => clearInterval(timer) };
 }

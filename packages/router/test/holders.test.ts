@@ -34,7 +34,11 @@ describe('HolderIndex', () => {
   });
 
   it('agrees with a map of sets under any sequence of adds and removes', () => {
-    const op = fc.record({ add: fc.boolean(), hash: fc.integer({ min: 0, max: 7 }), slot: fc.integer({ min: 0, max: 5 }) });
+    const op = fc.record({
+      add: fc.boolean(),
+      hash: fc.integer({ min: 0, max: 7 }),
+      slot: fc.integer({ min: 0, max: 5 }),
+    });
     fc.assert(
       fc.property(fc.array(op, { maxLength: 200 }), (ops) => {
         const idx = new HolderIndex();

@@ -9,7 +9,11 @@ import { startFakeAgent, type FakeAgent } from './fake-agent.ts';
 import { chat, makeState } from './helpers.ts';
 
 async function post(url: string, body: unknown, headers: Record<string, string> = {}) {
-  const res = await request(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+  const res = await request(`${url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
   const text = await res.body.text();
   return { status: res.statusCode, headers: res.headers, text, json: () => JSON.parse(text) };
 }
@@ -33,7 +37,14 @@ async function settle(router: Router): Promise<void> {
 describe('router HTTP: error shapes', () => {
   let router: Router;
   beforeAll(async () => {
-    router = await startRouter({ port: 0, gossip: false, maxBodyBytes: 4096, queueTimeoutMs: 100, stateTtlMs: 1_000, log: () => {} });
+    router = await startRouter({
+      port: 0,
+      gossip: false,
+      maxBodyBytes: 4096,
+      queueTimeoutMs: 100,
+      stateTtlMs: 1_000,
+      log: () => {},
+    });
   });
   afterAll(() => router.close());
 
@@ -44,7 +55,9 @@ describe('router HTTP: error shapes', () => {
   });
 
   it('missing model → 400 model_required; unknown model → 404 model_not_found', async () => {
-    expect((await post(router.url, { messages: [{ role: 'user', content: 'x' }] })).json().error.code).toBe('model_required');
+    expect((await post(router.url, { messages: [{ role: 'user', content: 'x' }] })).json().error.code).toBe(
+      'model_required',
+    );
     await settle(router);
     const r = await post(router.url, chat('x', { model: 'ghost' }));
     expect(r.status).toBe(404);
@@ -67,7 +80,11 @@ describe('router HTTP: error shapes', () => {
 
   it('saturated → waits in the queue, then 429 fleet_saturated with Retry-After', async () => {
     // Full, not too small: a request larger than every replica's KV is a 400 context_length_exceeded (input.test.ts).
-    announce(router, 'full', 'http://127.0.0.1:1', { models: ['big'], capacity: { kvTokens: 100_000 }, load: { kvUsedTokens: 100_000 } });
+    announce(router, 'full', 'http://127.0.0.1:1', {
+      models: ['big'],
+      capacity: { kvTokens: 100_000 },
+      load: { kvUsedTokens: 100_000 },
+    });
     const t0 = Date.now();
     const r = await post(router.url, chat('x', { model: 'big' }));
     expect(Date.now() - t0).toBeGreaterThanOrEqual(90);
@@ -79,7 +96,10 @@ describe('router HTTP: error shapes', () => {
   it('embeddings for a model without an embedding replica → 404 unsupported_endpoint', async () => {
     await settle(router);
     announce(router, 'chatonly', 'http://127.0.0.1:1', { models: ['c'] });
-    const res = await request(`${router.url}/v1/embeddings`, { method: 'POST', body: JSON.stringify({ model: 'c', input: 'x' }) });
+    const res = await request(`${router.url}/v1/embeddings`, {
+      method: 'POST',
+      body: JSON.stringify({ model: 'c', input: 'x' }),
+    });
     expect(res.statusCode).toBe(404);
     expect(((await res.body.json()) as { error: { code: string } }).error.code).toBe('unsupported_endpoint');
   });
@@ -105,14 +125,22 @@ describe('router HTTP: auth', () => {
   it('with --api-keys, a missing or unknown bearer key → 401 unauthorized', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'wp-keys-'));
     writeFileSync(join(dir, 'keys'), '# comment\nsk-one\n\nsk-two\n');
-    const router = await startRouter({ port: 0, gossip: false, apiKeys: join(dir, 'keys'), stateTtlMs: 1_000, log: () => {} });
+    const router = await startRouter({
+      port: 0,
+      gossip: false,
+      apiKeys: join(dir, 'keys'),
+      stateTtlMs: 1_000,
+      log: () => {},
+    });
     try {
       await settle(router);
       const none = await post(router.url, chat('x'));
       expect(none.status).toBe(401);
       expect(none.json().error).toMatchObject({ code: 'unauthorized', type: 'authentication_error' });
       expect((await post(router.url, chat('x'), { authorization: 'Bearer sk-bad' })).status).toBe(401);
-      expect((await post(router.url, chat('x', { model: 'ghost' }), { authorization: 'Bearer sk-two' })).status).toBe(404);
+      expect((await post(router.url, chat('x', { model: 'ghost' }), { authorization: 'Bearer sk-two' })).status).toBe(
+        404,
+      );
       expect((await request(`${router.url}/healthz`)).statusCode).toBe(200);
     } finally {
       await router.close();
@@ -206,24 +234,37 @@ describe('router HTTP: proxying to fake agents', () => {
     // A healthy stream is not: the same router, one more request, still one.
     agents[0]!.mode = 'ok';
     expect((await post(r.url, chat('q2', { stream: true }))).text).toContain('[DONE]');
-    expect(await (await request(`${r.url}/metrics`)).body.text()).toMatch(/warmpath_router_upstream_errors_total\{kind="interrupted"\} 1/);
+    expect(await (await request(`${r.url}/metrics`)).body.text()).toMatch(
+      /warmpath_router_upstream_errors_total\{kind="interrupted"\} 1/,
+    );
   });
 
   it('a client disconnect aborts the upstream request', async () => {
     const r = await start('slow-stream');
     const ac = new AbortController();
-    const res = await request(`${r.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(chat('q', { stream: true })), signal: ac.signal });
+    const res = await request(`${r.url}/v1/chat/completions`, {
+      method: 'POST',
+      body: JSON.stringify(chat('q', { stream: true })),
+      signal: ac.signal,
+    });
     for await (const _ of res.body) {
       ac.abort();
       break;
     }
-    await waitFor(() => agents[0]!.aborted > 0, { timeoutMs: 2_000, intervalMs: 10, message: 'the upstream request to be aborted' });
+    await waitFor(() => agents[0]!.aborted > 0, {
+      timeoutMs: 2_000,
+      intervalMs: 10,
+      message: 'the upstream request to be aborted',
+    });
     expect(agents[0]!.aborted).toBe(1);
   });
 
   it('a slow client holds the replica back: the router pauses the upstream stream instead of buffering it', async () => {
     const r = await start('flood');
-    const res = await request(`${r.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(chat('q', { stream: true })) });
+    const res = await request(`${r.url}/v1/chat/completions`, {
+      method: 'POST',
+      body: JSON.stringify(chat('q', { stream: true })),
+    });
     expect(res.statusCode).toBe(200);
     const body = res.body[Symbol.asyncIterator]();
     let read = 0;
@@ -232,14 +273,25 @@ describe('router HTTP: proxying to fake agents', () => {
     await new Promise((x) => setTimeout(x, 1_000));
     expect(agents[0]!.written()).toBeLessThan(FLOOD_BYTES / 4);
     await body.return!();
-    await waitFor(() => agents[0]!.aborted > 0, { timeoutMs: 5_000, intervalMs: 10, message: 'the upstream stream to be aborted' });
+    await waitFor(() => agents[0]!.aborted > 0, {
+      timeoutMs: 5_000,
+      intervalMs: 10,
+      message: 'the upstream stream to be aborted',
+    });
   });
 
   it('/v1/models lists base models and adapters with parent; /readyz is ready', async () => {
     const r = await start('ok');
     announce(r, 'lora', agents[0]!.url, { models: ['base'], adapters: ['fin'] });
-    const body = (await (await request(`${r.url}/v1/models`)).body.json()) as { data: Array<{ id: string; parent: string | null }> };
-    expect(body.data).toEqual(expect.arrayContaining([expect.objectContaining({ id: 'm', parent: null }), expect.objectContaining({ id: 'fin', parent: 'base' })]));
+    const body = (await (await request(`${r.url}/v1/models`)).body.json()) as {
+      data: Array<{ id: string; parent: string | null }>;
+    };
+    expect(body.data).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ id: 'm', parent: null }),
+        expect.objectContaining({ id: 'fin', parent: 'base' }),
+      ]),
+    );
     expect((await request(`${r.url}/readyz`)).statusCode).toBe(200);
   });
 });

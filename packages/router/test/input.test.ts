@@ -14,8 +14,19 @@ import { startRouter, type Router } from '../src/index.ts';
 import { startFakeAgent, type FakeAgent } from './fake-agent.ts';
 import { makeState } from './helpers.ts';
 
-async function post(url: string, body: string): Promise<{ status: number; headers: Record<string, unknown>; error: { code: string; param: string | null; type: string } }> {
-  const res = await request(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+async function post(
+  url: string,
+  body: string,
+): Promise<{
+  status: number;
+  headers: Record<string, unknown>;
+  error: { code: string; param: string | null; type: string };
+}> {
+  const res = await request(`${url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body,
+  });
   const json = (await res.body.json()) as { error: { code: string; param: string | null; type: string } };
   return { status: res.statusCode, headers: res.headers, error: json.error };
 }
@@ -52,13 +63,23 @@ describe('router input', () => {
       req.resume();
       smallHits++;
       res.writeHead(400, { 'content-type': 'application/json', 'x-warmpath-reject-reason': 'too_large' });
-      res.end(JSON.stringify({ error: { message: 'too large', type: 'invalid_request_error', param: null, code: 'context_length_exceeded' } }));
+      res.end(
+        JSON.stringify({
+          error: { message: 'too large', type: 'invalid_request_error', param: null, code: 'context_length_exceeded' },
+        }),
+      );
     });
     await new Promise<void>((r) => small.listen(0, '127.0.0.1', r));
     // Round-robin places blindly, so some requests do land on the small replica and must move on.
     router = await startRouter({ port: 0, gossip: false, policy: 'round-robin', log: () => {} });
     router.view.apply(makeState('big', { fleet: 'default', url: agent.url, capacity: { kvTokens: 50_000 } }));
-    router.view.apply(makeState('small', { fleet: 'default', url: `http://127.0.0.1:${(small.address() as AddressInfo).port}`, capacity: { kvTokens: 2_000 } }));
+    router.view.apply(
+      makeState('small', {
+        fleet: 'default',
+        url: `http://127.0.0.1:${(small.address() as AddressInfo).port}`,
+        capacity: { kvTokens: 2_000 },
+      }),
+    );
   });
   afterAll(async () => {
     await router.close();
@@ -69,7 +90,11 @@ describe('router input', () => {
   it('fifteen kinds of malformed chat request: each a 4xx with its stable code, none forwarded', async () => {
     for (const [kind, body, code] of MALFORMED) {
       const r = await post(router.url, body);
-      expect({ kind, status: r.status, code: r.error.code }).toEqual({ kind, status: ERRORS[code as keyof typeof ERRORS].status, code });
+      expect({ kind, status: r.status, code: r.error.code }).toEqual({
+        kind,
+        status: ERRORS[code as keyof typeof ERRORS].status,
+        code,
+      });
       expect(isErrorCode(r.error.code)).toBe(true);
     }
     expect(agent.hits + smallHits).toBe(0);
@@ -89,18 +114,32 @@ describe('router input', () => {
   });
 
   it('a prompt larger than every replica KV → 400 context_length_exceeded, not retryable', async () => {
-    const r = await post(router.url, JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x'.repeat(50_000 * 4) }], max_tokens: 16 }));
+    const r = await post(
+      router.url,
+      JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x'.repeat(50_000 * 4) }], max_tokens: 16 }),
+    );
     expect(r.status).toBe(400);
     expect(r.headers['retry-after']).toBeUndefined();
-    expect(r.error).toMatchObject({ code: 'context_length_exceeded', param: 'messages', type: 'invalid_request_error' });
+    expect(r.error).toMatchObject({
+      code: 'context_length_exceeded',
+      param: 'messages',
+      type: 'invalid_request_error',
+    });
     expect(agent.hits + smallHits).toBe(0);
   });
 
   it('a prompt too large for one replica but not another: the small one refuses (400 too_large), the larger one answers', async () => {
-    const body = JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'y'.repeat(30_000) }], max_tokens: 16 });
+    const body = JSON.stringify({
+      model: 'm',
+      messages: [{ role: 'user', content: 'y'.repeat(30_000) }],
+      max_tokens: 16,
+    });
     const routes = new Set<unknown>();
     for (let i = 0; i < 8; i++) {
-      const res = await request(`${router.url}/v1/chat/completions`, { method: 'POST', body: body.replace('yyy', `y${i}y`) });
+      const res = await request(`${router.url}/v1/chat/completions`, {
+        method: 'POST',
+        body: body.replace('yyy', `y${i}y`),
+      });
       await res.body.dump();
       expect(res.statusCode).toBe(200);
       expect(res.headers['x-warmpath-replica']).toBe('big');

@@ -47,32 +47,40 @@ describe(`a router mesh: ${AGENTS} agents × ${ROUTERS} routers, each agent link
     await fleet?.stop();
   });
 
-  it('every router sees every replica; an agent holds 2 router links, a router its router peers plus the agents that picked it', async () => {
-    await waitFor(() => fleet.routers.every((r) => live(r) === AGENTS), { timeoutMs: CONVERGE_MS, intervalMs: 100, message: 'every router to see every replica' });
-    for (const a of fleet.agents) {
-      expect(fleet.linksOf(a), a.name).toHaveLength(2);
-      expect(a.node.peers(), a.name).toHaveLength(2);
-    }
-    const c = fleet.connections();
-    expect(c.routerToAgent.reduce((x, y) => x + y, 0)).toBe(2 * AGENTS);
-    for (const n of c.routerToRouter) expect(n).toBe(ROUTERS - 1);
-    // No router is dialed by every agent: each holds well under all 60.
-    for (const n of c.routerToAgent) expect(n).toBeLessThan(AGENTS / 2);
-    // Most of what each router holds came through the mesh, and nothing was refused as relayed.
-    for (const r of fleet.routers) {
-      const direct = new Set(r.node.peers());
-      expect(fleet.agents.filter((a) => !direct.has(a.node.peerId)).length, r.name).toBeGreaterThan(AGENTS / 2);
-      expect(r.view.drops.relayed ?? 0, r.name).toBe(0);
-    }
-    // The author of a relayed state is the agent that signed it, not the relay.
-    // (A copy from a relay can also beat the author's own copy to a router it is linked to.)
-    const relayed = [...origins.entries()].filter(([, o]) => o.via !== o.peer);
-    expect(relayed.filter(([, o]) => o.addresses.length === 0).length).toBeGreaterThan(0);
-    for (const [replica, o] of relayed) {
-      expect(o.peer).toBe(fleet.agents.find((a) => a.name === replica)!.node.peerId);
-      expect(fleet.routers.map((r) => r.node.peerId)).toContain(o.via);
-    }
-  }, CONVERGE_MS + 10_000);
+  it(
+    'every router sees every replica; an agent holds 2 router links, a router its router peers plus the agents that picked it',
+    async () => {
+      await waitFor(() => fleet.routers.every((r) => live(r) === AGENTS), {
+        timeoutMs: CONVERGE_MS,
+        intervalMs: 100,
+        message: 'every router to see every replica',
+      });
+      for (const a of fleet.agents) {
+        expect(fleet.linksOf(a), a.name).toHaveLength(2);
+        expect(a.node.peers(), a.name).toHaveLength(2);
+      }
+      const c = fleet.connections();
+      expect(c.routerToAgent.reduce((x, y) => x + y, 0)).toBe(2 * AGENTS);
+      for (const n of c.routerToRouter) expect(n).toBe(ROUTERS - 1);
+      // No router is dialed by every agent: each holds well under all 60.
+      for (const n of c.routerToAgent) expect(n).toBeLessThan(AGENTS / 2);
+      // Most of what each router holds came through the mesh, and nothing was refused as relayed.
+      for (const r of fleet.routers) {
+        const direct = new Set(r.node.peers());
+        expect(fleet.agents.filter((a) => !direct.has(a.node.peerId)).length, r.name).toBeGreaterThan(AGENTS / 2);
+        expect(r.view.drops.relayed ?? 0, r.name).toBe(0);
+      }
+      // The author of a relayed state is the agent that signed it, not the relay.
+      // (A copy from a relay can also beat the author's own copy to a router it is linked to.)
+      const relayed = [...origins.entries()].filter(([, o]) => o.via !== o.peer);
+      expect(relayed.filter(([, o]) => o.addresses.length === 0).length).toBeGreaterThan(0);
+      for (const [replica, o] of relayed) {
+        expect(o.peer).toBe(fleet.agents.find((a) => a.name === replica)!.node.peerId);
+        expect(fleet.routers.map((r) => r.node.peerId)).toContain(o.via);
+      }
+    },
+    CONVERGE_MS + 10_000,
+  );
 
   it("a router whose direct agent links are cut keeps receiving those agents' state through the mesh", async () => {
     const r0 = fleet.routers[0]!;
@@ -84,9 +92,18 @@ describe(`a router mesh: ${AGENTS} agents × ${ROUTERS} routers, each agent link
     const lagging = (): string[] =>
       direct
         .filter((a) => !((r0.view.replicas.get(a.name)?.state.seq ?? 0) > mark.get(a.name)! + 2))
-        .map((a) => `${a.name}: seq ${r0.view.replicas.get(a.name)?.state.seq} (cut at ${mark.get(a.name)}, now ${a.seq}), links ${fleet.linksOf(a).map((r) => r.name)}`);
-    await waitFor(() => lagging().length === 0, { timeoutMs: 30_000, intervalMs: 100, message: 'router-0 to receive newer state from every agent it lost' }).catch((err: unknown) => {
-      throw new Error(`${String(err)}; lagging: ${lagging().join('; ')}; router-0 drops ${JSON.stringify(r0.view.drops)}`);
+        .map(
+          (a) =>
+            `${a.name}: seq ${r0.view.replicas.get(a.name)?.state.seq} (cut at ${mark.get(a.name)}, now ${a.seq}), links ${fleet.linksOf(a).map((r) => r.name)}`,
+        );
+    await waitFor(() => lagging().length === 0, {
+      timeoutMs: 30_000,
+      intervalMs: 100,
+      message: 'router-0 to receive newer state from every agent it lost',
+    }).catch((err: unknown) => {
+      throw new Error(
+        `${String(err)}; lagging: ${lagging().join('; ')}; router-0 drops ${JSON.stringify(r0.view.drops)}`,
+      );
     });
     // Meanwhile each of them re-picks a second router (not router-0) as its dials complete;
     // under load a dial can take seconds, and the state flows through the remaining link anyway.

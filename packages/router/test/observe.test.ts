@@ -17,7 +17,11 @@ const TRACEPARENT = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
 const SECRET = 'the-prompt-words-4417';
 
 async function post(url: string, body: unknown, headers: Record<string, string> = {}) {
-  const res = await request(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  const res = await request(`${url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
   const text = await res.body.text();
   return { status: res.statusCode, headers: res.headers, text };
 }
@@ -25,9 +29,19 @@ async function post(url: string, body: unknown, headers: Record<string, string> 
 type Line = Record<string, unknown>;
 
 /** A router over one fake agent, its log lines parsed. */
-async function routerWithAgent(agent: FakeAgent, extra: Record<string, unknown> = {}): Promise<{ router: Router; lines: Line[] }> {
+async function routerWithAgent(
+  agent: FakeAgent,
+  extra: Record<string, unknown> = {},
+): Promise<{ router: Router; lines: Line[] }> {
   const lines: Line[] = [];
-  const router = await startRouter({ port: 0, gossip: false, id: 'r-obs', stateTtlMs: 1_000, log: (l) => lines.push(JSON.parse(l) as Line), ...extra });
+  const router = await startRouter({
+    port: 0,
+    gossip: false,
+    id: 'r-obs',
+    stateTtlMs: 1_000,
+    log: (l) => lines.push(JSON.parse(l) as Line),
+    ...extra,
+  });
   // Heard for a whole stateTtlMs: an unknown model is then a 404 (model_not_found), not a retryable 503.
   const hearing = keepHearing(router, (seq) => makeState('a1', { fleet: 'default', url: agent.url, seq }));
   await hearing.settled;
@@ -53,10 +67,18 @@ describe('router observability', () => {
   });
 
   it("keeps the client's x-request-id, returns it and passes it to the agent with traceparent and tracestate", async () => {
-    const r = await post(router.url, chat(SECRET), { 'x-request-id': 'client-id-1', traceparent: TRACEPARENT, tracestate: 'vendor=abc' });
+    const r = await post(router.url, chat(SECRET), {
+      'x-request-id': 'client-id-1',
+      traceparent: TRACEPARENT,
+      tracestate: 'vendor=abc',
+    });
     expect(r.status).toBe(200);
     expect(r.headers['x-request-id']).toBe('client-id-1');
-    expect(agent.lastHeaders).toMatchObject({ 'x-request-id': 'client-id-1', traceparent: TRACEPARENT, tracestate: 'vendor=abc' });
+    expect(agent.lastHeaders).toMatchObject({
+      'x-request-id': 'client-id-1',
+      traceparent: TRACEPARENT,
+      tracestate: 'vendor=abc',
+    });
   });
 
   it('makes a request id when there is none or it is unusable, and never invents a trace', async () => {
@@ -64,11 +86,18 @@ describe('router observability', () => {
     expect(made.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
     expect(agent.lastHeaders!['x-request-id']).toBe(made.headers['x-request-id']);
     expect(agent.lastHeaders!.traceparent).toBeUndefined();
-    const long = await post(router.url, chat('x'), { 'x-request-id': 'x'.repeat(200), traceparent: '00-00000000000000000000000000000000-00f067aa0ba902b7-01' });
+    const long = await post(router.url, chat('x'), {
+      'x-request-id': 'x'.repeat(200),
+      traceparent: '00-00000000000000000000000000000000-00f067aa0ba902b7-01',
+    });
     expect(long.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
     expect(agent.lastHeaders!.traceparent).toBeUndefined();
     // Errors the router answers itself carry the id too.
-    const bad = await post(router.url, { model: 'ghost', messages: [{ role: 'user', content: 'x' }] }, { 'x-request-id': 'bad-1' });
+    const bad = await post(
+      router.url,
+      { model: 'ghost', messages: [{ role: 'user', content: 'x' }] },
+      { 'x-request-id': 'bad-1' },
+    );
     expect(bad.status).toBe(404);
     expect(bad.headers['x-request-id']).toBe('bad-1');
   });
@@ -76,12 +105,29 @@ describe('router observability', () => {
   it('logs one access-log line per request, with where and why, and without the prompt', async () => {
     await post(router.url, chat(SECRET, { stream: true }), { 'x-request-id': 'line-1', traceparent: TRACEPARENT });
     const line = await accessLine(lines, 'line-1');
-    expect(line).toMatchObject({ level: 'info', name: 'router', router: 'r-obs', method: 'POST', path: '/v1/chat/completions', status: 200, model: 'm', stream: true, replica: 'a1', attempts: 1, maxTokens: 16, traceId: '4bf92f3577b34da6a3ce929d0e0e4736' });
+    expect(line).toMatchObject({
+      level: 'info',
+      name: 'router',
+      router: 'r-obs',
+      method: 'POST',
+      path: '/v1/chat/completions',
+      status: 200,
+      model: 'm',
+      stream: true,
+      replica: 'a1',
+      attempts: 1,
+      maxTokens: 16,
+      traceId: '4bf92f3577b34da6a3ce929d0e0e4736',
+    });
     expect(BRANCHES).toContain(line.branch);
     expect(line.ttftMs).toBeGreaterThan(0);
     expect(line.durationMs).toBeGreaterThanOrEqual(line.ttftMs as number);
     expect(line.promptTokensEst).toBeGreaterThan(100);
-    await post(router.url, { model: 'ghost', messages: [{ role: 'user', content: SECRET }] }, { 'x-request-id': 'line-2' });
+    await post(
+      router.url,
+      { model: 'ghost', messages: [{ role: 'user', content: SECRET }] },
+      { 'x-request-id': 'line-2' },
+    );
     expect(await accessLine(lines, 'line-2')).toMatchObject({ status: 404, error: 'model_not_found' });
     expect(lines.filter((l) => l.requestId === 'line-1')).toHaveLength(1);
     expect(JSON.stringify(lines)).not.toContain(SECRET);
@@ -113,7 +159,8 @@ describe('router observability', () => {
     try {
       r2.view.apply(makeState('a2', { fleet: 'default', url: refusing.url, load: { inflight: 0 } }));
       // Enough distinct prompts (no shared system prompt) that the ring puts some on the refusing replica.
-      for (let i = 0; i < 8; i++) expect((await post(r2.url, chat('q', {}, `distinct ${i} `.repeat(100)))).status).toBe(200);
+      for (let i = 0; i < 8; i++)
+        expect((await post(r2.url, chat('q', {}, `distinct ${i} `.repeat(100)))).status).toBe(200);
       const text = await (await request(`${r2.url}/metrics`)).body.text();
       expect(text).toMatch(/^warmpath_router_upstream_attempts_total\{result="rejected"\} [1-9]/m);
       expect(text).toMatch(/^warmpath_router_upstream_attempts_total\{result="ok"\} 8$/m);
@@ -144,18 +191,40 @@ describe('router series budget', () => {
     const agent = await startFakeAgent('a');
     const router = await startRouter({ port: 0, gossip: false, log: () => {} });
     try {
-      for (let i = 0; i < replicas; i++) router.view.apply(makeState(`r${i}`, { fleet: 'default', url: agent.url, status: i % 10 === 9 ? 'draining' : 'ready' }));
+      for (let i = 0; i < replicas; i++)
+        router.view.apply(
+          makeState(`r${i}`, { fleet: 'default', url: agent.url, status: i % 10 === 9 ? 'draining' : 'ready' }),
+        );
       for (let i = 0; i < 20; i++) await post(router.url, chat(`request ${i} `.repeat(50), { stream: i % 2 === 0 }));
       // Every label value the registries allow, as a worst case.
       const m = router.metrics;
       for (const branch of BRANCHES) m.branches.inc({ policy: router.policy.name, branch });
       for (const code of Object.keys(ERRORS)) m.responses.inc({ code });
-      for (const kind of ['connect', 'reset', 'rejected', 'timeout', 'aborted', 'interrupted']) m.upstreamErrors.inc({ kind });
-      for (const result of ['ok', 'rejected', 'connect', 'reset', 'timeout', 'aborted', 'error']) m.attempts.inc({ result });
-      const routes = ['/v1/chat/completions', '/v1/completions', '/v1/responses', '/v1/embeddings', '/v1/models', '/healthz', '/readyz', '/metrics', '/warmpath/v1/fleet', '/warmpath/v1/status', '/warmpath/v1/status.json', 'other'];
+      for (const kind of ['connect', 'reset', 'rejected', 'timeout', 'aborted', 'interrupted'])
+        m.upstreamErrors.inc({ kind });
+      for (const result of ['ok', 'rejected', 'connect', 'reset', 'timeout', 'aborted', 'error'])
+        m.attempts.inc({ result });
+      const routes = [
+        '/v1/chat/completions',
+        '/v1/completions',
+        '/v1/responses',
+        '/v1/embeddings',
+        '/v1/models',
+        '/healthz',
+        '/readyz',
+        '/metrics',
+        '/warmpath/v1/fleet',
+        '/warmpath/v1/status',
+        '/warmpath/v1/status.json',
+        'other',
+      ];
       const statuses = [200, 499, ...Object.values(ERRORS).map((e) => e.status), 301, 418, 501];
-      for (const route of routes) for (const status of statuses) await request(`${router.url}${route === 'other' ? '/x' : route}`).then((r) => r.body.text()), m.requests.inc({ route, status: String(status) });
-      for (const route of routes.slice(0, 4)) m.ttftSeconds.observe({ route }, 0.1), m.durationSeconds.observe({ route }, 1);
+      for (const route of routes)
+        for (const status of statuses)
+          (await request(`${router.url}${route === 'other' ? '/x' : route}`).then((r) => r.body.text()),
+            m.requests.inc({ route, status: String(status) }));
+      for (const route of routes.slice(0, 4))
+        (m.ttftSeconds.observe({ route }, 0.1), m.durationSeconds.observe({ route }, 1));
       const text = await (await request(`${router.url}/metrics`)).body.text();
       const series = text.split('\n').filter((l) => l !== '' && !l.startsWith('#'));
       return { all: series.length, own: series.filter((l) => l.startsWith('warmpath_')).length };

@@ -58,7 +58,11 @@ function setup(replicas: string[], overrides: Record<string, unknown> = {}) {
 }
 
 /** Fails the attempt `s` with `r`; its retry (if any) is answered ok. */
-function failThenOk(sent: Array<{ report: (r: SendResult) => void }>, s: { report: (r: SendResult) => void }, r: SendResult): void {
+function failThenOk(
+  sent: Array<{ report: (r: SendResult) => void }>,
+  s: { report: (r: SendResult) => void },
+  r: SendResult,
+): void {
   const before = sent.length;
   s.report(r);
   if (sent.length > before) sent[sent.length - 1]!.report({ kind: 'done', outcome: 'ok' });
@@ -144,7 +148,11 @@ describe('retry budget and crash limit', () => {
   });
 
   it('retries after failures stay within max(retryBudgetMin, retryBudgetPercent × active); the rest wait for a slot until queueTimeoutMs; refusals are not budgeted', () => {
-    const { clock, core, sent, answers, counts, route } = setup(['a', 'b', 'c'], { retryBudgetMin: 3, retryBudgetPercent: 20, queueTimeoutMs: 500 });
+    const { clock, core, sent, answers, counts, route } = setup(['a', 'b', 'c'], {
+      retryBudgetMin: 3,
+      retryBudgetPercent: 20,
+      queueTimeoutMs: 500,
+    });
     const first = Array.from({ length: 10 }, () => route());
     expect(core.active).toBe(10);
     for (const s of first) s.report({ kind: 'failed', status: 500 }); // a fleet-wide fault

@@ -29,9 +29,14 @@ describe('sglang-cache-aware', () => {
     const local = new LocalState(CONFIG);
     const first = route(p, preq(chat('question one')), view, local);
     // Same system prompt (≈ 3.5k chars of a ≈ 3.5k-char text): match rate > 0.3 → same worker.
-    expect(placeRequest(p, preq(chat('question two')), view, local)).toMatchObject({ branch: 'sglang-cache-hit', replica: { id: first } });
+    expect(placeRequest(p, preq(chat('question two')), view, local)).toMatchObject({
+      branch: 'sglang-cache-hit',
+      replica: { id: first },
+    });
     // A fresh instance (another router) has not seen it: no hit.
-    expect(placeRequest(createSglangCacheAwarePolicy(), preq(chat('question two')), view, new LocalState(CONFIG)).branch).toBe('sglang-least-load');
+    expect(
+      placeRequest(createSglangCacheAwarePolicy(), preq(chat('question two')), view, new LocalState(CONFIG)).branch,
+    ).toBe('sglang-least-load');
   });
 
   it('falls back to the least-loaded worker when imbalanced (abs > 64 and rel > 1.5)', () => {
@@ -58,18 +63,27 @@ describe('llm-d endpoint picker', () => {
   it('precise: prefers the pod whose true cache holds the prefix', () => {
     const body = chat('precise');
     const chain = chainOf(body);
-    const view = makeView(ids(3).map((id) => makeState(id, id === 'r2' ? { digest: { from: -1, added: chain, size: chain.length } } : {})));
+    const view = makeView(
+      ids(3).map((id) => makeState(id, id === 'r2' ? { digest: { from: -1, added: chain, size: chain.length } } : {})),
+    );
     expect(placeRequest(createLlmdPolicy('precise'), preq(body), view, new LocalState(CONFIG)).replica?.id).toBe('r2');
   });
 
   it('KV and queue scorers pull away from a loaded pod', () => {
     const view = makeView([makeState('a', { load: { waiting: 3, kvUsedTokens: 70_000 } }), makeState('b')]);
-    expect(placeRequest(createLlmdPolicy('approx'), preq(chat('x')), view, new LocalState(CONFIG)).replica?.id).toBe('b');
+    expect(placeRequest(createLlmdPolicy('approx'), preq(chat('x')), view, new LocalState(CONFIG)).replica?.id).toBe(
+      'b',
+    );
   });
 
   it('saturation detector: every pod saturated (queue ≥ 5 or KV ≥ 0.8) → saturated, not a colder pod', () => {
-    const view = makeView([makeState('a', { load: { waiting: 5 } }), makeState('b', { load: { kvUsedTokens: 80_000 } })]);
-    expect(placeRequest(createLlmdPolicy('approx'), preq(chat('x')), view, new LocalState(CONFIG)).branch).toBe('saturated');
+    const view = makeView([
+      makeState('a', { load: { waiting: 5 } }),
+      makeState('b', { load: { kvUsedTokens: 80_000 } }),
+    ]);
+    expect(placeRequest(createLlmdPolicy('approx'), preq(chat('x')), view, new LocalState(CONFIG)).branch).toBe(
+      'saturated',
+    );
   });
 });
 
@@ -77,11 +91,31 @@ describe('dynamo-kv', () => {
   it('minimizes prefill blocks + active blocks', () => {
     const body = chat('dynamo '.repeat(300));
     const chain = chainOf(body);
-    const warm = makeView([makeState('cold'), makeState('warm', { digest: { from: -1, added: chain, size: chain.length } })]);
-    expect(placeRequest(createDynamoKvPolicy({ chunkChars: 256, charsPerToken: 4 }), preq(body), warm, new LocalState(CONFIG)).replica?.id).toBe('warm');
+    const warm = makeView([
+      makeState('cold'),
+      makeState('warm', { digest: { from: -1, added: chain, size: chain.length } }),
+    ]);
+    expect(
+      placeRequest(
+        createDynamoKvPolicy({ chunkChars: 256, charsPerToken: 4 }),
+        preq(body),
+        warm,
+        new LocalState(CONFIG),
+      ).replica?.id,
+    ).toBe('warm');
     // Enough active work on the warm worker (requests routed there, queued or running) outweighs the prefill it would save.
-    const busy = makeView([makeState('cold'), makeState('warm', { digest: { from: -1, added: chain, size: chain.length }, load: { inflightTokens: 60_000 } })]);
-    expect(placeRequest(createDynamoKvPolicy({ chunkChars: 256, charsPerToken: 4 }), preq(body), busy, new LocalState(CONFIG)).replica?.id).toBe('cold');
+    const busy = makeView([
+      makeState('cold'),
+      makeState('warm', { digest: { from: -1, added: chain, size: chain.length }, load: { inflightTokens: 60_000 } }),
+    ]);
+    expect(
+      placeRequest(
+        createDynamoKvPolicy({ chunkChars: 256, charsPerToken: 4 }),
+        preq(body),
+        busy,
+        new LocalState(CONFIG),
+      ).replica?.id,
+    ).toBe('cold');
   });
 });
 
@@ -101,14 +135,16 @@ describe('kubeai-prefix-hash', () => {
     expect(pl.replica!.id).not.toBe(home);
   });
 
-  it('every endpoint over the bound → the key\'s home anyway (kubeai-home-over-bound); an idle fleet of 4 is: 0 + 1 > (0 + 1) / 4 × 1.25', () => {
+  it("every endpoint over the bound → the key's home anyway (kubeai-home-over-bound); an idle fleet of 4 is: 0 + 1 > (0 + 1) / 4 × 1.25", () => {
     const view = makeView(ids(4).map((id) => makeState(id)));
     const p = createKubeaiPrefixHashPolicy();
     const first = placeRequest(p, preq(chat('idle')), view, new LocalState(CONFIG));
     expect(first.branch).toBe('kubeai-home-over-bound');
     expect(placeRequest(p, preq(chat('idle')), view, new LocalState(CONFIG)).replica?.id).toBe(first.replica!.id);
     // One endpoint alone: 1 ≤ 1 × 1.25, within the bound.
-    expect(placeRequest(p, preq(chat('idle')), makeView([makeState('solo')]), new LocalState(CONFIG)).branch).toBe('kubeai-home');
+    expect(placeRequest(p, preq(chat('idle')), makeView([makeState('solo')]), new LocalState(CONFIG)).branch).toBe(
+      'kubeai-home',
+    );
   });
 });
 

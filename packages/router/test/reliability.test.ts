@@ -13,7 +13,11 @@ import { startFakeAgent, type FakeAgent } from './fake-agent.ts';
 import { chat, makeState } from './helpers.ts';
 
 async function post(url: string, body: unknown) {
-  const res = await request(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await request(`${url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   const text = await res.body.text();
   return { status: res.statusCode, headers: res.headers, text };
 }
@@ -27,7 +31,11 @@ afterEach(async () => {
   await Promise.all(agents.splice(0).map((a) => a.close()));
 });
 
-async function start(modes: Array<FakeAgent['mode']>, options: Parameters<typeof startRouter>[0] = {}, receivedAt?: number): Promise<Router> {
+async function start(
+  modes: Array<FakeAgent['mode']>,
+  options: Parameters<typeof startRouter>[0] = {},
+  receivedAt?: number,
+): Promise<Router> {
   for (const [i, m] of modes.entries()) agents.push(await startFakeAgent(`a${i}`, m));
   router = await startRouter({ port: 0, gossip: false, id: 'r-test', log: () => {}, ...options });
   announceAll(receivedAt);
@@ -35,7 +43,12 @@ async function start(modes: Array<FakeAgent['mode']>, options: Parameters<typeof
 }
 /** Every fake agent's state, as received at `receivedAt` (default now). */
 function announceAll(receivedAt?: number): void {
-  agents.forEach((a, i) => router!.view.apply(makeState(`a${i}`, { fleet: 'default', url: a.url, seq: seq++ }), receivedAt ?? router!.view.now()));
+  agents.forEach((a, i) =>
+    router!.view.apply(
+      makeState(`a${i}`, { fleet: 'default', url: a.url, seq: seq++ }),
+      receivedAt ?? router!.view.now(),
+    ),
+  );
 }
 
 describe('router transport under faults', () => {
@@ -113,7 +126,10 @@ describe('router transport under faults', () => {
     agents.push(await startFakeAgent('a0'));
     announceAll();
     expect((await request(`${r.url}/readyz`)).statusCode).toBe(200);
-    await waitFor(async () => (await request(`${r.url}/readyz`)).statusCode === 503, { timeoutMs: 5_000, message: '/readyz to fail once the state is stale' });
+    await waitFor(async () => (await request(`${r.url}/readyz`)).statusCode === 503, {
+      timeoutMs: 5_000,
+      message: '/readyz to fail once the state is stale',
+    });
   });
 
   it('keeps routing on the last state while gossip is silent (the whole view stale), not on a replica gone silent alone', async () => {
@@ -145,7 +161,9 @@ describe('router transport under faults', () => {
     await new Promise<void>((resolve) => third.once('close', () => resolve()));
     expect(answered).toBe(false);
     for (const s of held) s.destroy();
-    await waitFor(async () => (await post(r.url, chat('q'))).status === 200, { message: 'a request once the held connections are gone' });
+    await waitFor(async () => (await post(r.url, chat('q'))).status === 200, {
+      message: 'a request once the held connections are gone',
+    });
   });
 
   it('drain: /readyz fails at once, an in-flight stream ends with [DONE], new connections are refused after the delay', async () => {

@@ -4,13 +4,15 @@ import { DECAY_EVERY, PREFIX_ROWS, RECENT_PLACEMENTS, StatusRecorder } from '../
 import { CONFIG, chainOf, chat, encode, makeState } from './helpers.ts';
 import { describeRequest } from '@warmpath/shared/wire';
 
-const info = (user: string, system?: string) => describeRequest(chat(user, {}, system), 'chat', { chunkChars: CONFIG.chunkChars });
+const info = (user: string, system?: string) =>
+  describeRequest(chat(user, {}, system), 'chat', { chunkChars: CONFIG.chunkChars });
 
 describe('StatusRecorder', () => {
   it('keeps the last placements newest first, refusals included', () => {
     let t = 0;
     const rec = new StatusRecorder(8, () => ++t);
-    for (let i = 0; i < RECENT_PLACEMENTS + 5; i++) rec.record(info(`q${i}`), i % 2 === 0 ? 'warm' : 'ring', `r${i % 3}`);
+    for (let i = 0; i < RECENT_PLACEMENTS + 5; i++)
+      rec.record(info(`q${i}`), i % 2 === 0 ? 'warm' : 'ring', `r${i % 3}`);
     rec.recordRefusal('saturated');
     const recent = rec.recent();
     expect(recent.length).toBe(RECENT_PLACEMENTS);
@@ -32,7 +34,11 @@ describe('StatusRecorder', () => {
     expect(rec.hottest(PREFIX_ROWS * 2).length).toBe(PREFIX_ROWS);
     expect(rec.hottest(1)[0]!.hash).toBe(shared.hashes[7]);
     // Short prompts are placed but count no prefix.
-    rec.record(describeRequest({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }, 'chat', {}), 'least-loaded', 'c');
+    rec.record(
+      describeRequest({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }, 'chat', {}),
+      'least-loaded',
+      'c',
+    );
     expect(rec.recent(1)[0]!.prefix).toBe('');
     const before = rec.hottest(1)[0]!.count;
     for (let i = rec.total; i % DECAY_EVERY !== 0; i++) rec.recordRefusal('no-replica');
@@ -44,7 +50,9 @@ describe('status routes', () => {
   it('serves the page and the JSON: replicas with KV headroom, draining ones, the ejected field, placements', async () => {
     const router = await startRouter({ gossip: false, fleet: 'test' });
     try {
-      router.ingest(encode(makeState('a', { load: { kvUsedTokens: 25_000, waiting: 2, running: 3 }, hotAdapters: ['sql-lora'] })));
+      router.ingest(
+        encode(makeState('a', { load: { kvUsedTokens: 25_000, waiting: 2, running: 3 }, hotAdapters: ['sql-lora'] })),
+      );
       router.ingest(encode(makeState('b', { status: 'draining' })));
       router.ingest(encode(makeState('c', { sentAt: Date.now() - 60_000 })));
       const page = await fetch(`${router.url}/warmpath/v1/status`);
@@ -59,7 +67,15 @@ describe('status routes', () => {
       };
       expect(s.fleet).toBe('test');
       expect(s.replicas.map((r) => r.id)).toEqual(['a', 'b', 'c']);
-      expect(s.replicas[0]).toMatchObject({ status: 'ready', draining: false, ejected: false, hotAdapters: ['sql-lora'], running: 3, waiting: 2, kv: { usedTokens: 25_000, capacityTokens: 100_000, usedFraction: 0.25, headroomTokens: 75_000 } });
+      expect(s.replicas[0]).toMatchObject({
+        status: 'ready',
+        draining: false,
+        ejected: false,
+        hotAdapters: ['sql-lora'],
+        running: 3,
+        waiting: 2,
+        kv: { usedTokens: 25_000, capacityTokens: 100_000, usedFraction: 0.25, headroomTokens: 75_000 },
+      });
       expect(s.replicas[1]).toMatchObject({ status: 'draining', draining: true, live: false });
       expect(s.placements.total).toBe(0);
       expect(s.routers).toEqual({ self: null, mesh: [], connectedPeers: 0 });

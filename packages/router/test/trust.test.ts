@@ -7,12 +7,20 @@ import fc from 'fast-check';
 import { decodeState, encodeState } from '@warmpath/shared/wire';
 import { FUZZ_SEED } from '@warmpath/testkit/fuzz';
 import { describe, expect, it } from 'vitest';
-import { MAX_CLOCK_AHEAD_MS, MAX_REPLICAS_PER_PEER, PEER_MESSAGE_BURST, PEER_MESSAGES_PER_S, PublisherTrust, type Origin } from '../src/fleet/trust.ts';
+import {
+  MAX_CLOCK_AHEAD_MS,
+  MAX_REPLICAS_PER_PEER,
+  PEER_MESSAGE_BURST,
+  PEER_MESSAGES_PER_S,
+  PublisherTrust,
+  type Origin,
+} from '../src/fleet/trust.ts';
 import { makeState, makeView } from './helpers.ts';
 
 const T0 = 1_000_000;
 const TTL = 3_000;
-const trust = (o: { agentPeers?: string[]; agentNetworks?: string[] } = {}) => new PublisherTrust({ stateTtlMs: TTL, agentPeers: o.agentPeers ?? [], agentNetworks: o.agentNetworks ?? [] });
+const trust = (o: { agentPeers?: string[]; agentNetworks?: string[] } = {}) =>
+  new PublisherTrust({ stateTtlMs: TTL, agentPeers: o.agentPeers ?? [], agentNetworks: o.agentNetworks ?? [] });
 const from = (peer: string, addresses: string[] = ['127.0.0.1'], via = peer): Origin => ({ peer, via, addresses });
 const state = (id: string, url = 'http://127.0.0.1:9000', extra: Parameters<typeof makeState>[1] = {}) =>
   makeState(id, { url, admin: url.replace('9000', '9001'), sentAt: T0, bootAt: T0 - 10_000, ...extra });
@@ -64,7 +72,9 @@ describe('publisher trust', () => {
     expect(t.check(state('r', 'http://127.0.0.1:9000'), remote, T0)).toBe('foreign_url');
     expect(t.check(state('r', 'http://localhost:9000'), remote, T0)).toBe('foreign_url');
     expect(t.check(state('r', 'http://169.254.169.254:80'), remote, T0)).toBe('foreign_url');
-    expect(t.check(state('r', 'http://10.1.2.3:9000', { admin: 'http://169.254.169.254/' }), remote, T0)).toBe('foreign_url');
+    expect(t.check(state('r', 'http://10.1.2.3:9000', { admin: 'http://169.254.169.254/' }), remote, T0)).toBe(
+      'foreign_url',
+    );
     // Allowlisted networks and names.
     expect(t.check(state('r', 'http://10.8.3.4:9000'), remote, T0)).toBeUndefined();
     expect(t.check(state('r', 'http://a.pods.example:9000'), remote, T0)).toBeUndefined();
@@ -85,10 +95,18 @@ describe('publisher trust', () => {
     const relayed = (viaAddresses: string[]): Origin => ({ peer: 'A', via: 'R', addresses: [], viaAddresses });
     // Inside agentNetworks, whoever relays it.
     expect(t.check(state('r', 'http://10.8.3.4:9000'), relayed(['10.9.0.1']), T0)).toBeUndefined();
-    expect(t.check(state('r', 'http://a.pods.example:9000', { admin: 'http://a.pods.example:9001' }), relayed(['10.9.0.1']), T0)).toBeUndefined();
+    expect(
+      t.check(
+        state('r', 'http://a.pods.example:9000', { admin: 'http://a.pods.example:9001' }),
+        relayed(['10.9.0.1']),
+        T0,
+      ),
+    ).toBeUndefined();
     // Outside: refused as relayed, even an address the author would be allowed from its own connection.
     expect(t.check(state('r', 'http://10.1.2.3:9000'), relayed(['10.9.0.1']), T0)).toBe('relayed');
-    expect(t.check(state('r', 'http://10.8.3.4:9000', { admin: 'http://169.254.169.254/' }), relayed(['10.9.0.1']), T0)).toBe('relayed');
+    expect(
+      t.check(state('r', 'http://10.8.3.4:9000', { admin: 'http://169.254.169.254/' }), relayed(['10.9.0.1']), T0),
+    ).toBe('relayed');
     // A remote relay cannot vouch for this machine's loopback.
     expect(t.check(state('r', 'http://127.0.0.1:9000'), relayed(['10.9.0.1']), T0)).toBe('relayed');
     // What the relay could publish itself: its own address, and on one machine any local address.
@@ -112,7 +130,8 @@ describe('publisher trust', () => {
 
 describe('the topic validator (FleetView.judge)', () => {
   const view = (now: () => number) => makeView([], { fleet: 'test', now });
-  const bytes = (id: string, extra: Parameters<typeof makeState>[1] = {}) => encodeState(state(id, 'http://127.0.0.1:9000', extra));
+  const bytes = (id: string, extra: Parameters<typeof makeState>[1] = {}) =>
+    encodeState(state(id, 'http://127.0.0.1:9000', extra));
 
   it('rejects what the decoder rejects and what the author may not say; ignores the stale and what a relay brings', () => {
     let now = T0;
@@ -132,7 +151,15 @@ describe('the topic validator (FleetView.judge)', () => {
     expect(v.judge(bytes('r1', { seq: 4 }), from('A'))).toBe('ignore');
     now += 60_000;
     expect(v.judge(bytes('r2', { sentAt: T0 }), from('C'))).toBe('ignore');
-    expect(v.drops).toMatchObject({ malformed: 1, too_large: 1, fleet: 1, future: 1, not_owner: 2, superseded: 1, stale: 1 });
+    expect(v.drops).toMatchObject({
+      malformed: 1,
+      too_large: 1,
+      fleet: 1,
+      future: 1,
+      not_owner: 2,
+      superseded: 1,
+      stale: 1,
+    });
   });
 
   it('applying with an origin checks again: a claim that lost the race is dropped', () => {
@@ -151,12 +178,16 @@ describe('the topic validator (FleetView.judge)', () => {
     const v = view(() => T0);
     const good = bytes('r1', { seq: 1 });
     fc.assert(
-      fc.property(fc.array(fc.tuple(fc.nat(good.length - 1), fc.nat(255)), { minLength: 1, maxLength: 6 }), fc.nat(good.length), (flips, cut) => {
-        const b = Uint8Array.from(good.subarray(0, Math.max(1, cut)));
-        for (const [i, x] of flips) b[i % b.length] = x;
-        const verdict = v.judge(b, from('A'));
-        if (!decodeState(b).ok) expect(verdict).toBe('reject');
-      }),
+      fc.property(
+        fc.array(fc.tuple(fc.nat(good.length - 1), fc.nat(255)), { minLength: 1, maxLength: 6 }),
+        fc.nat(good.length),
+        (flips, cut) => {
+          const b = Uint8Array.from(good.subarray(0, Math.max(1, cut)));
+          for (const [i, x] of flips) b[i % b.length] = x;
+          const verdict = v.judge(b, from('A'));
+          if (!decodeState(b).ok) expect(verdict).toBe('reject');
+        },
+      ),
       { seed: FUZZ_SEED, numRuns: 1_000 },
     );
   });

@@ -17,7 +17,10 @@ describe('warmpath placement branches', () => {
     const p = policy();
     const first = placeRequest(p, preq(chat('a')), view, new LocalState(CONFIG));
     expect(first.branch).toBe('ring');
-    for (let i = 0; i < 10; i++) expect(placeRequest(p, preq(chat(`other turn ${i}`)), view, new LocalState(CONFIG)).replica?.id).toBe(first.replica!.id);
+    for (let i = 0; i < 10; i++)
+      expect(placeRequest(p, preq(chat(`other turn ${i}`)), view, new LocalState(CONFIG)).replica?.id).toBe(
+        first.replica!.id,
+      );
   });
 
   it('warm: the replica holding the longest prefix wins over the ring home', () => {
@@ -27,31 +30,71 @@ describe('warmpath placement branches', () => {
     const home = placeRequest(policy(), preq(body), view0, new LocalState(CONFIG)).replica!.id;
     const other = ids(5).find((id) => id !== home)!;
     const chain = chainOf(body);
-    const view = makeView(ids(5).map((id) => makeState(id, id === other ? { digest: { from: -1, added: chain, size: chain.length } } : id === home ? { digest: { from: -1, added: chain.slice(0, 4), size: 4 } } : {})));
-    expect(placeRequest(policy(), preq(body), view, new LocalState(CONFIG))).toMatchObject({ branch: 'warm', replica: { id: other } });
+    const view = makeView(
+      ids(5).map((id) =>
+        makeState(
+          id,
+          id === other
+            ? { digest: { from: -1, added: chain, size: chain.length } }
+            : id === home
+              ? { digest: { from: -1, added: chain.slice(0, 4), size: 4 } }
+              : {},
+        ),
+      ),
+    );
+    expect(placeRequest(policy(), preq(body), view, new LocalState(CONFIG))).toMatchObject({
+      branch: 'warm',
+      replica: { id: other },
+    });
   });
 
   it('warm ties (a system prompt cached everywhere) go to the shortest prefill queue, not one hot replica', () => {
     const sysChain = chainOf(chat(''), 13);
     const queues = [4_000, 3_000, 500, 2_000, 1_000, 2_500];
-    const view = makeView(ids(6).map((id, i) => makeState(id, { load: { prefillTokens: queues[i]! }, digest: { from: -1, added: sysChain, size: sysChain.length } })));
-    for (let i = 0; i < 5; i++) expect(placeRequest(policy(), preq(chat(`turn ${i}`)), view, new LocalState(CONFIG))).toMatchObject({ branch: 'warm', replica: { id: 'r2' } });
+    const view = makeView(
+      ids(6).map((id, i) =>
+        makeState(id, {
+          load: { prefillTokens: queues[i]! },
+          digest: { from: -1, added: sysChain, size: sysChain.length },
+        }),
+      ),
+    );
+    for (let i = 0; i < 5; i++)
+      expect(placeRequest(policy(), preq(chat(`turn ${i}`)), view, new LocalState(CONFIG))).toMatchObject({
+        branch: 'warm',
+        replica: { id: 'r2' },
+      });
     // Equal queues: the id breaks the tie, identically on every router.
-    const even = makeView(ids(6).map((id) => makeState(id, { digest: { from: -1, added: sysChain, size: sysChain.length } })));
+    const even = makeView(
+      ids(6).map((id) => makeState(id, { digest: { from: -1, added: sysChain, size: sysChain.length } })),
+    );
     expect(placeRequest(policy(), preq(chat('x')), even, new LocalState(CONFIG)).replica?.id).toBe('r0');
   });
 
   it('warm ties with an explicit routing key follow the key ring: every router sends a fan-out to one replica', () => {
     const sysChain = chainOf(chat(''), 13);
     const queues = [4_000, 3_000, 500, 2_000, 1_000, 2_500];
-    const view = makeView(ids(6).map((id, i) => makeState(id, { load: { prefillTokens: queues[i]! }, digest: { from: -1, added: sysChain, size: sysChain.length } })));
+    const view = makeView(
+      ids(6).map((id, i) =>
+        makeState(id, {
+          load: { prefillTokens: queues[i]! },
+          digest: { from: -1, added: sysChain, size: sysChain.length },
+        }),
+      ),
+    );
     const cold = makeView(ids(6).map((id) => makeState(id)));
     for (const key of ['session-1', 'session-2', 'session-3']) {
       // The key's ring home, as the ring branch picks it on a cold fleet.
-      const home = placeRequest(policy(), preq(chat('call 0', { prompt_cache_key: key })), cold, new LocalState(CONFIG)).replica!.id;
+      const home = placeRequest(policy(), preq(chat('call 0', { prompt_cache_key: key })), cold, new LocalState(CONFIG))
+        .replica!.id;
       // Two routers, each with its own (empty) local state, place the key's calls alike, despite the queues.
       for (let call = 0; call < 4; call++) {
-        const a = placeRequest(policy(), preq(chat(`call ${call}`, { prompt_cache_key: key })), view, new LocalState(CONFIG));
+        const a = placeRequest(
+          policy(),
+          preq(chat(`call ${call}`, { prompt_cache_key: key })),
+          view,
+          new LocalState(CONFIG),
+        );
         const b = placeRequest(policy(), preq(chat(`call ${call}`), { keyHeader: key }), view, new LocalState(CONFIG));
         expect(a).toMatchObject({ branch: 'warm', replica: { id: home } });
         expect(b.replica?.id).toBe(home);
@@ -63,7 +106,14 @@ describe('warmpath placement branches', () => {
     const sysChain = chainOf(chat(''), 13);
     const loads = [40_000, 30_000, 5_000, 20_000, 35_000, 25_000];
     // The shared system prompt is warm on r0–r2 only.
-    const view = makeView(ids(6).map((id, i) => makeState(id, { load: { inflightTokens: loads[i]! }, ...(i < 3 ? { digest: { from: -1, added: sysChain, size: sysChain.length } } : {}) })));
+    const view = makeView(
+      ids(6).map((id, i) =>
+        makeState(id, {
+          load: { inflightTokens: loads[i]! },
+          ...(i < 3 ? { digest: { from: -1, added: sysChain, size: sysChain.length } } : {}),
+        }),
+      ),
+    );
     const cold = makeView(ids(6).map((id) => makeState(id)));
     const homes = new Set<string>();
     for (const key of ['task-1', 'task-2', 'task-3', 'task-4', 'task-5', 'task-6']) {
@@ -71,7 +121,10 @@ describe('warmpath placement branches', () => {
       const home = placeRequest(policy(), preq(body), cold, new LocalState(CONFIG)).replica!.id;
       homes.add(home);
       // Any router, whatever it sent lately, computes the same home from the key alone.
-      expect(placeRequest(policy(), preq(body), view, new LocalState(CONFIG))).toMatchObject({ branch: 'ring', replica: { id: home } });
+      expect(placeRequest(policy(), preq(body), view, new LocalState(CONFIG))).toMatchObject({
+        branch: 'ring',
+        replica: { id: home },
+      });
     }
     expect(homes.size).toBeGreaterThan(1);
   });
@@ -83,7 +136,10 @@ describe('warmpath placement branches', () => {
       makeState('deep', { load: { prefillTokens: 3_000 }, digest: { from: -1, added: chain, size: chain.length } }),
       makeState('shallow', { digest: { from: -1, added: chain.slice(0, 13), size: 13 } }),
     ]);
-    expect(placeRequest(policy(), preq(body), view, new LocalState(CONFIG))).toMatchObject({ branch: 'warm', replica: { id: 'deep' } });
+    expect(placeRequest(policy(), preq(body), view, new LocalState(CONFIG))).toMatchObject({
+      branch: 'warm',
+      replica: { id: 'deep' },
+    });
   });
 
   it('warm-over-bound: a deeper replica a little over the bound still wins when its prefill is cheaper', () => {
@@ -92,15 +148,31 @@ describe('warmpath placement branches', () => {
     const body = chat('a long conversation turn '.repeat(400), { max_tokens: 16 });
     const chain = chainOf(body);
     const sys = chain.slice(0, 13);
-    const others = ids(4).map((id) => makeState(id, { load: { inflightTokens: 20_000 }, digest: { from: -1, added: sys, size: sys.length } }));
-    const home = makeState('home', { load: { inflightTokens: 50_000, prefillTokens: 500 }, digest: { from: -1, added: chain, size: chain.length } });
-    expect(placeRequest(policy(), preq(body), makeView([home, ...others]), new LocalState(CONFIG))).toMatchObject({ branch: 'warm-over-bound', replica: { id: 'home' } });
+    const others = ids(4).map((id) =>
+      makeState(id, { load: { inflightTokens: 20_000 }, digest: { from: -1, added: sys, size: sys.length } }),
+    );
+    const home = makeState('home', {
+      load: { inflightTokens: 50_000, prefillTokens: 500 },
+      digest: { from: -1, added: chain, size: chain.length },
+    });
+    expect(placeRequest(policy(), preq(body), makeView([home, ...others]), new LocalState(CONFIG))).toMatchObject({
+      branch: 'warm-over-bound',
+      replica: { id: 'home' },
+    });
     // Far past the hard bound, the shallower replica takes it.
-    const swamped = makeState('home', { load: { inflightTokens: 400_000, prefillTokens: 500 }, digest: { from: -1, added: chain, size: chain.length } });
-    expect(placeRequest(policy(), preq(body), makeView([swamped, ...others]), new LocalState(CONFIG)).replica?.id).not.toBe('home');
+    const swamped = makeState('home', {
+      load: { inflightTokens: 400_000, prefillTokens: 500 },
+      digest: { from: -1, added: chain, size: chain.length },
+    });
+    expect(
+      placeRequest(policy(), preq(body), makeView([swamped, ...others]), new LocalState(CONFIG)).replica?.id,
+    ).not.toBe('home');
     // With the hard bound lifted (hardBound), the cost alone decides: home's short queue keeps it.
     const uncapped = createWarmpathPolicy(policyOptions(routerConfig({ hardBound: 1e9 })));
-    expect(placeRequest(uncapped, preq(body), makeView([swamped, ...others]), new LocalState(CONFIG))).toMatchObject({ branch: 'warm-over-bound', replica: { id: 'home' } });
+    expect(placeRequest(uncapped, preq(body), makeView([swamped, ...others]), new LocalState(CONFIG))).toMatchObject({
+      branch: 'warm-over-bound',
+      replica: { id: 'home' },
+    });
   });
 
   it('warm-over-bound counts what a shallower pick re-prefills twice: once for the request, once for the fleet', () => {
@@ -111,16 +183,32 @@ describe('warmpath placement branches', () => {
     const sys = chain.slice(0, 13);
     const info = preq(body).info;
     const lack = info.promptTokens - Math.floor((13 * CONFIG.chunkChars) / CONFIG.charsPerToken);
-    const others = ids(4).map((id) => makeState(id, { load: { inflightTokens: 20_000 }, digest: { from: -1, added: sys, size: sys.length } }));
-    const home = (queue: number) => makeState('home', { load: { inflightTokens: 50_000, prefillTokens: queue }, digest: { from: -1, added: chain, size: chain.length } });
-    const place = (queue: number) => placeRequest(policy(), preq(body), makeView([home(queue), ...others]), new LocalState(CONFIG));
+    const others = ids(4).map((id) =>
+      makeState(id, { load: { inflightTokens: 20_000 }, digest: { from: -1, added: sys, size: sys.length } }),
+    );
+    const home = (queue: number) =>
+      makeState('home', {
+        load: { inflightTokens: 50_000, prefillTokens: queue },
+        digest: { from: -1, added: chain, size: chain.length },
+      });
+    const place = (queue: number) =>
+      placeRequest(policy(), preq(body), makeView([home(queue), ...others]), new LocalState(CONFIG));
     expect(place(Math.round(1.5 * lack))).toMatchObject({ branch: 'warm-over-bound', replica: { id: 'home' } });
     expect(place(Math.round(2.5 * lack)).replica?.id).not.toBe('home');
   });
 
   it('a request with a routing key has the looser bound (keyLoadFactor 3, others loadFactor 1.75): it asks for affinity', () => {
     const place = (req: ReturnType<typeof preq>, busy?: string) =>
-      placeRequest(policy(), req, makeView(ids(4).map((id) => makeState(id, { load: { inflightTokens: id === busy ? 60_000 : busy === undefined ? 0 : 20_000 } }))), new LocalState(CONFIG));
+      placeRequest(
+        policy(),
+        req,
+        makeView(
+          ids(4).map((id) =>
+            makeState(id, { load: { inflightTokens: id === busy ? 60_000 : busy === undefined ? 0 : 20_000 } }),
+          ),
+        ),
+        new LocalState(CONFIG),
+      );
     // The home carries 2× the fleet mean: over 1.75, within 3.
     const keyless = preq(chat('a cold prompt'));
     const home = place(keyless).replica!.id;
@@ -136,7 +224,9 @@ describe('warmpath placement branches', () => {
     const states = ids(4).map((id) => makeState(id));
     const req = preq(chat('x'));
     const home = placeRequest(policy(), req, makeView(states), new LocalState(CONFIG)).replica!.id;
-    const loaded = makeView(ids(4).map((id) => makeState(id, { load: { inflightTokens: id === home ? 50_000 : 1_000 } })));
+    const loaded = makeView(
+      ids(4).map((id) => makeState(id, { load: { inflightTokens: id === home ? 50_000 : 1_000 } })),
+    );
     const a = placeRequest(policy(), req, loaded, new LocalState(CONFIG));
     const b = placeRequest(policy(), req, loaded, new LocalState(CONFIG));
     expect(a.branch).toBe('spill');
@@ -146,7 +236,8 @@ describe('warmpath placement branches', () => {
 
   it('two choices on the ring: a cold prompt takes the next ring member when the home has the longer prefill queue', () => {
     const req = preq(chat('a cold prompt'));
-    const home = placeRequest(policy(), req, makeView(ids(5).map((id) => makeState(id))), new LocalState(CONFIG)).replica!.id;
+    const home = placeRequest(policy(), req, makeView(ids(5).map((id) => makeState(id))), new LocalState(CONFIG))
+      .replica!.id;
     const busy = makeView(ids(5).map((id) => makeState(id, { load: { prefillTokens: id === home ? 6_000 : 0 } })));
     const a = placeRequest(policy(), req, busy, new LocalState(CONFIG));
     expect(a.branch).toBe('spill-two-choices');
@@ -155,16 +246,28 @@ describe('warmpath placement branches', () => {
     expect(placeRequest(policy(), req, busy, new LocalState(CONFIG)).replica!.id).toBe(a.replica!.id);
     // A keyed new task compares the same two members of its key's ring: the same view, the same pick.
     const keyed = preq(chat('a cold prompt', { prompt_cache_key: 'k' }));
-    const keyHome = placeRequest(policy(), keyed, makeView(ids(5).map((id) => makeState(id))), new LocalState(CONFIG)).replica!.id;
-    const keyBusy = makeView(ids(5).map((id) => makeState(id, { load: { prefillTokens: id === keyHome ? 6_000 : 0 } })));
+    const keyHome = placeRequest(policy(), keyed, makeView(ids(5).map((id) => makeState(id))), new LocalState(CONFIG))
+      .replica!.id;
+    const keyBusy = makeView(
+      ids(5).map((id) => makeState(id, { load: { prefillTokens: id === keyHome ? 6_000 : 0 } })),
+    );
     const k = placeRequest(policy(), keyed, keyBusy, new LocalState(CONFIG));
     expect(k.branch).toBe('spill-two-choices');
     expect(k.replica!.id).not.toBe(keyHome);
     expect(placeRequest(policy(), keyed, keyBusy, new LocalState(CONFIG)).replica!.id).toBe(k.replica!.id);
     // The key decides, not the prompt: another prompt with the same key goes to the same replica.
-    expect(placeRequest(policy(), preq(chat('another cold prompt', { prompt_cache_key: 'k' })), keyBusy, new LocalState(CONFIG)).replica!.id).toBe(k.replica!.id);
+    expect(
+      placeRequest(
+        policy(),
+        preq(chat('another cold prompt', { prompt_cache_key: 'k' })),
+        keyBusy,
+        new LocalState(CONFIG),
+      ).replica!.id,
+    ).toBe(k.replica!.id);
     // Equal queues: the key's home.
-    expect(placeRequest(policy(), keyed, makeView(ids(5).map((id) => makeState(id))), new LocalState(CONFIG))).toMatchObject({ branch: 'ring', replica: { id: keyHome } });
+    expect(
+      placeRequest(policy(), keyed, makeView(ids(5).map((id) => makeState(id))), new LocalState(CONFIG)),
+    ).toMatchObject({ branch: 'ring', replica: { id: keyHome } });
   });
 
   it('spillChoices: a cold prompt compares the first d admissible ring members and takes the shortest published queue', () => {
@@ -173,35 +276,68 @@ describe('warmpath placement branches', () => {
     // The ring order of this prompt's key: each replica in turn made the only admissible one.
     const order: string[] = [];
     for (let k = 0; k < n; k++) {
-      const full = makeView(ids(n).map((id) => makeState(id, { load: order.includes(id) ? { inflightTokens: 10_000_000 } : {} })));
+      const full = makeView(
+        ids(n).map((id) => makeState(id, { load: order.includes(id) ? { inflightTokens: 10_000_000 } : {} })),
+      );
       order.push(placeRequest(policy(), req, full, new LocalState(CONFIG)).replica!.id);
     }
     // Queues fall along the ring: 6k, 5k, 4k, 3k, … tokens.
-    const queued = makeView(ids(n).map((id) => makeState(id, { load: { prefillTokens: 6_000 - 1_000 * order.indexOf(id) } })));
+    const queued = makeView(
+      ids(n).map((id) => makeState(id, { load: { prefillTokens: 6_000 - 1_000 * order.indexOf(id) } })),
+    );
     const two = placeRequest(policy(), req, queued, new LocalState(CONFIG));
     expect(two).toMatchObject({ branch: 'spill-two-choices', replica: { id: order[1] } });
-    const four = placeRequest(createWarmpathPolicy(policyOptions(routerConfig({ spillChoices: 4 }))), req, queued, new LocalState(CONFIG));
+    const four = placeRequest(
+      createWarmpathPolicy(policyOptions(routerConfig({ spillChoices: 4 }))),
+      req,
+      queued,
+      new LocalState(CONFIG),
+    );
     expect(four).toMatchObject({ branch: 'spill-two-choices', replica: { id: order[3] } });
     // Equal queues: the ring home keeps it, however many are compared.
     const even = makeView(ids(n).map((id) => makeState(id, { load: { prefillTokens: 1_000 } })));
-    expect(placeRequest(createWarmpathPolicy(policyOptions(routerConfig({ spillChoices: 4 }))), req, even, new LocalState(CONFIG))).toMatchObject({ branch: 'ring', replica: { id: order[0] } });
+    expect(
+      placeRequest(
+        createWarmpathPolicy(policyOptions(routerConfig({ spillChoices: 4 }))),
+        req,
+        even,
+        new LocalState(CONFIG),
+      ),
+    ).toMatchObject({ branch: 'ring', replica: { id: order[0] } });
   });
 
   it('balance: a prefix warm on several replicas, all over their share, warms an idle replica too', () => {
     const sysChain = chainOf(chat(''), 13);
-    const warm = (id: string) => makeState(id, { load: { inflightTokens: 40_000 }, digest: { from: -1, added: sysChain, size: sysChain.length } });
+    const warm = (id: string) =>
+      makeState(id, { load: { inflightTokens: 40_000 }, digest: { from: -1, added: sysChain, size: sysChain.length } });
     const view = makeView([...ids(7).map(warm), makeState('idle')]);
-    expect(placeRequest(policy(), preq(chat('a new session')), view, new LocalState(CONFIG))).toMatchObject({ branch: 'balance', replica: { id: 'idle' } });
+    expect(placeRequest(policy(), preq(chat('a new session')), view, new LocalState(CONFIG))).toMatchObject({
+      branch: 'balance',
+      replica: { id: 'idle' },
+    });
     // Only a nearly idle replica warms it: at about half its share (20k against a mean of 37.5k), it does not.
     const half = makeView([...ids(7).map(warm), makeState('idle', { load: { inflightTokens: 20_000 } })]);
     expect(placeRequest(policy(), preq(chat('a new session')), half, new LocalState(CONFIG)).branch).toBe('warm');
     // A routing key asks for affinity: it stays on a warm replica.
-    expect(placeRequest(policy(), preq(chat('a new session', { prompt_cache_key: 's1' })), view, new LocalState(CONFIG)).branch).toBe('warm');
+    expect(
+      placeRequest(policy(), preq(chat('a new session', { prompt_cache_key: 's1' })), view, new LocalState(CONFIG))
+        .branch,
+    ).toBe('warm');
     // A history warm on one replica only (a session's home) stays home.
     const body = chat('a long conversation turn '.repeat(100));
     const chain = chainOf(body);
-    const home = makeState('home', { load: { inflightTokens: 40_000 }, digest: { from: -1, added: chain, size: chain.length } });
-    expect(placeRequest(policy(), preq(body), makeView([home, ...ids(6).map(warm), makeState('idle')]), new LocalState(CONFIG))).toMatchObject({ branch: 'warm', replica: { id: 'home' } });
+    const home = makeState('home', {
+      load: { inflightTokens: 40_000 },
+      digest: { from: -1, added: chain, size: chain.length },
+    });
+    expect(
+      placeRequest(
+        policy(),
+        preq(body),
+        makeView([home, ...ids(6).map(warm), makeState('idle')]),
+        new LocalState(CONFIG),
+      ),
+    ).toMatchObject({ branch: 'warm', replica: { id: 'home' } });
     // Balanced load: the warm replicas keep it.
     const even = makeView([...ids(7).map(warm), makeState('idle', { load: { inflightTokens: 36_000 } })]);
     expect(placeRequest(policy(), preq(chat('a new session')), even, new LocalState(CONFIG)).branch).toBe('warm');
@@ -209,7 +345,8 @@ describe('warmpath placement branches', () => {
 
   it('balance with several routers: requests sharing a prefix spread over the first idle replicas in ring order, alike on every router', () => {
     const sysChain = chainOf(chat(''), 13);
-    const warm = (id: string) => makeState(id, { load: { inflightTokens: 30_000 }, digest: { from: -1, added: sysChain, size: sysChain.length } });
+    const warm = (id: string) =>
+      makeState(id, { load: { inflightTokens: 30_000 }, digest: { from: -1, added: sysChain, size: sysChain.length } });
     const view = makeView([...ids(10).map(warm), ...['i0', 'i1', 'i2', 'i3'].map((id) => makeState(id))]);
     const local = new LocalState(CONFIG);
     const alone = new Set<string>();
@@ -240,12 +377,20 @@ describe('warmpath placement branches', () => {
       makeState('c', { load: { inflightTokens: 80_000 }, capacity: { kvTokens: 1_000_000 } }),
     ]);
     const body = chat('y', { max_tokens: 400_000 });
-    expect(placeRequest(policy(), preq(body), view, new LocalState(CONFIG))).toMatchObject({ branch: 'least-loaded', replica: { id: 'b' } });
+    expect(placeRequest(policy(), preq(body), view, new LocalState(CONFIG))).toMatchObject({
+      branch: 'least-loaded',
+      replica: { id: 'b' },
+    });
   });
 
   it('saturated: no replica has KV headroom', () => {
-    const view = makeView(ids(3).map((id) => makeState(id, { capacity: { kvTokens: 10_000 }, load: { kvUsedTokens: 9_990 } })));
-    expect(placeRequest(policy(), preq(chat('z', { max_tokens: 100 })), view, new LocalState(CONFIG))).toEqual({ replica: undefined, branch: 'saturated' });
+    const view = makeView(
+      ids(3).map((id) => makeState(id, { capacity: { kvTokens: 10_000 }, load: { kvUsedTokens: 9_990 } })),
+    );
+    expect(placeRequest(policy(), preq(chat('z', { max_tokens: 100 })), view, new LocalState(CONFIG))).toEqual({
+      replica: undefined,
+      branch: 'saturated',
+    });
   });
 
   it("counts this router's own work sent since the last report", () => {
@@ -264,7 +409,11 @@ describe('warmpath placement branches', () => {
     const t0 = Date.now() - 60_000;
     const local = new LocalState(CONFIG);
     const table = (inflight: number, now: number) =>
-      buildCandidates(preq(chat('q'), { now }), makeView(ids(4).map((id) => makeState(id, { load: { inflight } }))), local)!;
+      buildCandidates(
+        preq(chat('q'), { now }),
+        makeView(ids(4).map((id) => makeState(id, { load: { inflight } }))),
+        local,
+      )!;
     // Nothing of its own in flight: it assumes it is alone.
     expect(table(5, t0 + 60_000).routers).toBe(1);
     // 2 of its requests in r0's and r1's reports (4 of 20 published): 5 routers' worth, with no config.
@@ -295,7 +444,12 @@ describe('warmpath placement branches', () => {
       expect(r).toMatchObject({ branch: 'warm', replica: { id: first.replica!.id } });
     }
     // After the overlay expires, routing keys spread again.
-    const later = placeRequest(p, preq(chat('u9', { prompt_cache_key: 'k9' }, sys), { now: now + 60_000 }), view, local);
+    const later = placeRequest(
+      p,
+      preq(chat('u9', { prompt_cache_key: 'k9' }, sys), { now: now + 60_000 }),
+      view,
+      local,
+    );
     expect(later.branch).not.toBe('warm');
   });
 
@@ -311,12 +465,17 @@ describe('warmpath placement branches', () => {
   });
 
   describe('adapters', () => {
-    const lora = (id: string, hot: string[], slots = 2) => makeState(id, { adapters: ['a1', 'a2', 'a3'], hotAdapters: hot, capacity: { adapterSlots: slots } });
+    const lora = (id: string, hot: string[], slots = 2) =>
+      makeState(id, { adapters: ['a1', 'a2', 'a3'], hotAdapters: hot, capacity: { adapterSlots: slots } });
 
     it('a cold prefix goes to a replica with the adapter hot before a free slot, in the adapter ring order', () => {
-      const ring = (view: ReturnType<typeof makeView>) => placeRequest(policy(), preq(chat('q', { model: 'a2' }), { view }), view, new LocalState(CONFIG));
+      const ring = (view: ReturnType<typeof makeView>) =>
+        placeRequest(policy(), preq(chat('q', { model: 'a2' }), { view }), view, new LocalState(CONFIG));
       const home = ring(makeView([lora('r0', []), lora('r1', []), lora('r2', [])])).replica!.id;
-      expect(ring(makeView([lora('r0', []), lora('r1', []), lora('r2', [])]))).toMatchObject({ branch: 'adapter-home', replica: { id: home } });
+      expect(ring(makeView([lora('r0', []), lora('r1', []), lora('r2', [])]))).toMatchObject({
+        branch: 'adapter-home',
+        replica: { id: home },
+      });
       // The adapter hot on a replica past its ring home, which still has a free slot: the hot one takes it.
       const hot = ['r0', 'r1', 'r2'].find((id) => id !== home)!;
       const view = makeView(['r0', 'r1', 'r2'].map((id) => lora(id, id === hot ? ['a2'] : [])));
@@ -327,18 +486,35 @@ describe('warmpath placement branches', () => {
       const body = chat('q '.repeat(400), { model: 'a2' });
       const chain = preq(body, { view: makeView([lora('r0', ['a2'])]) }).info.hashes;
       const digest = { from: -1, added: chain, size: chain.length };
-      const state = (id: string, hot: string[], warm: boolean) => makeState(id, { adapters: ['a1', 'a2', 'a3'], hotAdapters: hot, capacity: { adapterSlots: 2 }, ...(warm ? { digest } : {}) });
+      const state = (id: string, hot: string[], warm: boolean) =>
+        makeState(id, {
+          adapters: ['a1', 'a2', 'a3'],
+          hotAdapters: hot,
+          capacity: { adapterSlots: 2 },
+          ...(warm ? { digest } : {}),
+        });
       const cold = makeView([state('warm', ['a1'], true), state('hot', ['a2'], false), state('r2', [], false)]);
-      expect(placeRequest(policy(), preq(body, { view: cold }), cold, new LocalState(CONFIG))).toMatchObject({ branch: 'warm', replica: { id: 'warm' } });
+      expect(placeRequest(policy(), preq(body, { view: cold }), cold, new LocalState(CONFIG))).toMatchObject({
+        branch: 'warm',
+        replica: { id: 'warm' },
+      });
       const tied = makeView([state('warm', ['a1'], true), state('warm-hot', ['a2'], true), state('r2', [], false)]);
-      expect(placeRequest(policy(), preq(body, { view: tied }), tied, new LocalState(CONFIG))).toMatchObject({ branch: 'warm', replica: { id: 'warm-hot' } });
+      expect(placeRequest(policy(), preq(body, { view: tied }), tied, new LocalState(CONFIG))).toMatchObject({
+        branch: 'warm',
+        replica: { id: 'warm-hot' },
+      });
     });
 
     it('sends cold loads of one adapter to its ring home, whatever the prompt', () => {
       const view = makeView([lora('r0', []), lora('r1', []), lora('r2', []), lora('r3', [])]);
       const picks = new Set<string>();
       for (let i = 0; i < 20; i++) {
-        const p = placeRequest(policy(), preq(chat(`prompt ${i}`, { model: 'a3' }), { view }), view, new LocalState(CONFIG));
+        const p = placeRequest(
+          policy(),
+          preq(chat(`prompt ${i}`, { model: 'a3' }), { view }),
+          view,
+          new LocalState(CONFIG),
+        );
         expect(p.branch).toBe('adapter-home');
         picks.add(p.replica!.id);
       }
@@ -346,7 +522,12 @@ describe('warmpath placement branches', () => {
     });
 
     it('a free slot beats evicting: walks past full replicas', () => {
-      const home = placeRequest(policy(), preq(chat('q', { model: 'a3' }), { view: makeView([lora('r0', []), lora('r1', []), lora('r2', [])]) }), makeView([lora('r0', []), lora('r1', []), lora('r2', [])]), new LocalState(CONFIG)).replica!.id;
+      const home = placeRequest(
+        policy(),
+        preq(chat('q', { model: 'a3' }), { view: makeView([lora('r0', []), lora('r1', []), lora('r2', [])]) }),
+        makeView([lora('r0', []), lora('r1', []), lora('r2', [])]),
+        new LocalState(CONFIG),
+      ).replica!.id;
       const view = makeView(['r0', 'r1', 'r2'].map((id) => (id === home ? lora(id, ['a1', 'a2'], 2) : lora(id, []))));
       const p = placeRequest(policy(), preq(chat('q', { model: 'a3' }), { view }), view, new LocalState(CONFIG));
       expect(p.branch).toBe('adapter-spill');
@@ -360,6 +541,8 @@ describe('warmpath placement branches', () => {
       makeState('e2', { endpoints: ['embedding'], load: { inflightTokens: 10 } }),
       makeState('c', { load: { inflightTokens: 0 } }),
     ]);
-    expect(placeRequest(policy(), preq({ model: 'm', input: 'x' }, { kind: 'embedding' }), view, new LocalState(CONFIG))).toMatchObject({ branch: 'embedding-least-loaded', replica: { id: 'e2' } });
+    expect(
+      placeRequest(policy(), preq({ model: 'm', input: 'x' }, { kind: 'embedding' }), view, new LocalState(CONFIG)),
+    ).toMatchObject({ branch: 'embedding-least-loaded', replica: { id: 'e2' } });
   });
 });

@@ -48,7 +48,9 @@ function sources(chain: BigUint64Array, held: boolean[][]) {
 
 describe('warmth scan', () => {
   it('gives the digest index, the overlay and a plain list the same chained depths', () => {
-    const shape = fc.integer({ min: 1, max: 10 }).chain((n) => fc.array(fc.array(fc.boolean(), { minLength: n, maxLength: n }), { minLength: 1, maxLength: 6 }));
+    const shape = fc
+      .integer({ min: 1, max: 10 })
+      .chain((n) => fc.array(fc.array(fc.boolean(), { minLength: n, maxLength: n }), { minLength: 1, maxLength: 6 }));
     fc.assert(
       fc.property(shape, fc.integer({ min: 0, max: 10 }), (held, offset) => {
         const chain = BigUint64Array.from(held[0]!, (_, i) => hash(i + offset * 100));

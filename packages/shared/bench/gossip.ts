@@ -140,7 +140,9 @@ async function run(topology: Topology): Promise<Result> {
   }
   const setupMs = performance.now() - t0;
   if (warmupDelivered < expectedWarmup) {
-    console.warn(`${topology}: warm-up incomplete (${warmupDelivered}/${expectedWarmup}) after ${warmupRound} round(s)`);
+    console.warn(
+      `${topology}: warm-up incomplete (${warmupDelivered}/${expectedWarmup}) after ${warmupRound} round(s)`,
+    );
   }
 
   // Measurement: each node publishes MESSAGES_PER_NODE messages, phases staggered.

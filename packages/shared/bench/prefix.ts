@@ -9,10 +9,30 @@
  * Smoke: --ms 5 --mb 0.25
  */
 import { parseArgs } from 'node:util';
-import { canonicalText, chainHashes, describeRequest, FLEET_DEFAULTS, parseJsonBody, prefixSeed } from '@warmpath/shared/wire';
+import {
+  canonicalText,
+  chainHashes,
+  describeRequest,
+  FLEET_DEFAULTS,
+  parseJsonBody,
+  prefixSeed,
+} from '@warmpath/shared/wire';
 
 function words(n: number, seed: number): string {
-  const vocab = ['alpha', 'beta', 'gamma', 'delta', 'kv', 'cache', 'prefix', 'router', 'token', 'stream', 'replica', 'adapter'];
+  const vocab = [
+    'alpha',
+    'beta',
+    'gamma',
+    'delta',
+    'kv',
+    'cache',
+    'prefix',
+    'router',
+    'token',
+    'stream',
+    'replica',
+    'adapter',
+  ];
   let s = '';
   let x = seed;
   while (s.length < n) {
@@ -22,7 +42,9 @@ function words(n: number, seed: number): string {
   return s.slice(0, n);
 }
 
-const { values: opts } = parseArgs({ options: { ms: { type: 'string', default: '300' }, mb: { type: 'string', default: '4' } } });
+const { values: opts } = parseArgs({
+  options: { ms: { type: 'string', default: '300' }, mb: { type: 'string', default: '4' } },
+});
 const MIN_MS = Number(opts.ms);
 const TEXT_CHARS = Math.round(Number(opts.mb) * (1 << 20));
 
@@ -40,20 +62,28 @@ function time(fn: () => void, minMs = MIN_MS): number {
 }
 
 const seed = prefixSeed('meta-llama/Llama-3.1-8B-Instruct');
-console.log(`chunkChars=${FLEET_DEFAULTS.chunkChars} maxChunks=${FLEET_DEFAULTS.maxChunks} (Node ${process.version})\n`);
+console.log(
+  `chunkChars=${FLEET_DEFAULTS.chunkChars} maxChunks=${FLEET_DEFAULTS.maxChunks} (Node ${process.version})\n`,
+);
 console.log('chained xxh64 over chunks (no chunk limit):');
 for (const chunk of [64, 256, 1024]) {
   const text = words(TEXT_CHARS, 1);
   const ms = time(() => chainHashes(text, chunk, seed, Infinity));
-  console.log(`  chunk ${String(chunk).padStart(4)} chars: ${((text.length / ms) * 1e3 / 1e6).toFixed(0).padStart(5)} MB/s  (${((ms * 1e3) / (text.length / chunk)).toFixed(2)} µs/chunk)`);
+  console.log(
+    `  chunk ${String(chunk).padStart(4)} chars: ${(((text.length / ms) * 1e3) / 1e6).toFixed(0).padStart(5)} MB/s  (${((ms * 1e3) / (text.length / chunk)).toFixed(2)} µs/chunk)`,
+  );
 }
 const nonAscii = words(Math.min(TEXT_CHARS, 1 << 20), 2).replace(/a/g, 'ä');
 const msNA = time(() => chainHashes(nonAscii, 256, seed, Infinity));
-console.log(`  non-ASCII text, chunk 256: ${((nonAscii.length / msNA) * 1e3 / 1e6).toFixed(0)} M chars/s`);
+console.log(`  non-ASCII text, chunk 256: ${(((nonAscii.length / msNA) * 1e3) / 1e6).toFixed(0)} M chars/s`);
 
 console.log('\nper-request cost (JSON.parse + canonical text + chain, default limits):');
 console.log('  prompt     parse     render    chain     total');
-for (const [label, size] of [['8 KB', 8 << 10], ['128 KB', 128 << 10], ['1 MB', 1 << 20]] as const) {
+for (const [label, size] of [
+  ['8 KB', 8 << 10],
+  ['128 KB', 128 << 10],
+  ['1 MB', 1 << 20],
+] as const) {
   const body = JSON.stringify({
     model: 'meta-llama/Llama-3.1-8B-Instruct',
     messages: [

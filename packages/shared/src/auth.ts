@@ -17,7 +17,10 @@ export function readSecret(path: string, what: string): string {
   } catch (err) {
     throw new ConfigError(`${what}: cannot read ${path}: ${(err as Error).message}`);
   }
-  const line = text.split(/\r?\n/).map((l) => l.trim()).find((l) => l !== '' && !l.startsWith('#'));
+  const line = text
+    .split(/\r?\n/)
+    .map((l) => l.trim())
+    .find((l) => l !== '' && !l.startsWith('#'));
   if (line === undefined) throw new ConfigError(`${what}: ${path} holds no token`);
   return line;
 }

@@ -46,8 +46,10 @@ function coerce(spec: FieldSpec, raw: unknown, where: string): unknown {
   switch (spec.type) {
     case 'number': {
       const n = typeof raw === 'string' && raw.trim() !== '' ? Number(raw) : raw;
-      if (typeof n !== 'number' || !Number.isFinite(n)) throw new ConfigError(`${where} must be a number (got ${JSON.stringify(raw)})`);
-      if (spec.integer === true && !Number.isInteger(n)) throw new ConfigError(`${where} must be an integer (got ${n})`);
+      if (typeof n !== 'number' || !Number.isFinite(n))
+        throw new ConfigError(`${where} must be a number (got ${JSON.stringify(raw)})`);
+      if (spec.integer === true && !Number.isInteger(n))
+        throw new ConfigError(`${where} must be an integer (got ${n})`);
       if (spec.min !== undefined && n < spec.min) throw new ConfigError(`${where} must be >= ${spec.min} (got ${n})`);
       if (spec.max !== undefined && n > spec.max) throw new ConfigError(`${where} must be <= ${spec.max} (got ${n})`);
       return n;
@@ -70,7 +72,8 @@ function coerce(spec: FieldSpec, raw: unknown, where: string): unknown {
         throw new ConfigError(`${where} must be a list of strings (got ${JSON.stringify(raw)})`);
       const list = items.map((s: string) => s.trim()).filter((s: string) => s !== '');
       const unknown = spec.choices === undefined ? undefined : list.find((s: string) => !spec.choices!.includes(s));
-      if (unknown !== undefined) throw new ConfigError(`${where} may list only ${spec.choices!.join(', ')} (got "${unknown}")`);
+      if (unknown !== undefined)
+        throw new ConfigError(`${where} may list only ${spec.choices!.join(', ')} (got "${unknown}")`);
       return Object.freeze(list);
     }
   }
@@ -102,12 +105,16 @@ function readFile(path: string): Record<string, unknown> {
     throw new ConfigError(`config file ${path} does not parse: ${(err as Error).message}`);
   }
   if (parsed === null || parsed === undefined) return {};
-  if (typeof parsed !== 'object' || Array.isArray(parsed)) throw new ConfigError(`config file ${path} must hold a mapping of keys to values`);
+  if (typeof parsed !== 'object' || Array.isArray(parsed))
+    throw new ConfigError(`config file ${path} must hold a mapping of keys to values`);
   return parsed as Record<string, unknown>;
 }
 
 /** Parses flags against the schema. `--config FILE` and `--help` are always accepted. */
-export function parseFlags(schema: Schema, argv: readonly string[]): { values: Record<string, unknown>; configFile?: string; help: boolean } {
+export function parseFlags(
+  schema: Schema,
+  argv: readonly string[],
+): { values: Record<string, unknown>; configFile?: string; help: boolean } {
   const options: Record<string, { type: 'string' | 'boolean'; multiple?: boolean }> = {
     config: { type: 'string' },
     help: { type: 'boolean' },
@@ -116,7 +123,12 @@ export function parseFlags(schema: Schema, argv: readonly string[]): { values: R
   for (const [key, spec] of Object.entries(schema)) {
     const flag = flagName(key);
     byFlag.set(flag, key);
-    options[flag] = spec.type === 'boolean' ? { type: 'boolean' } : spec.type === 'list' ? { type: 'string', multiple: true } : { type: 'string' };
+    options[flag] =
+      spec.type === 'boolean'
+        ? { type: 'boolean' }
+        : spec.type === 'list'
+          ? { type: 'string', multiple: true }
+          : { type: 'string' };
   }
   let parsed;
   try {
@@ -150,7 +162,11 @@ export function loadConfig<S extends Schema>(schema: S, sources: ConfigSources =
   const flags = sources.argv !== undefined ? parseFlags(schema, sources.argv) : undefined;
   const file = flags?.configFile ?? sources.file;
   // Errors name a field as its source spells it: --load-factor, WARMPATH_LOAD_FACTOR, "loadFactor".
-  const apply = (values: Record<string, unknown>, source: string, spelled: (key: string) => string = (k) => `"${k}"`): void => {
+  const apply = (
+    values: Record<string, unknown>,
+    source: string,
+    spelled: (key: string) => string = (k) => `"${k}"`,
+  ): void => {
     for (const [key, raw] of Object.entries(values)) {
       const spec = schema[key];
       if (spec === undefined) throw new ConfigError(`${source}: unknown key "${key}"`);
@@ -189,14 +205,16 @@ export function defaultText(spec: FieldSpec): string {
   return def === '' ? '""' : def;
 }
 
-const choicesOf = (spec: FieldSpec): readonly string[] | undefined => (spec.type === 'string' || spec.type === 'list' ? spec.choices : undefined);
+const choicesOf = (spec: FieldSpec): readonly string[] | undefined =>
+  spec.type === 'string' || spec.type === 'list' ? spec.choices : undefined;
 /** Choices short enough to stand as a flag's value placeholder. */
 const SHORT_CHOICES_CHARS = 40;
 
 /** The value placeholder of a field's flag: its choices when short, else its type. */
 function placeholder(spec: FieldSpec): string {
   const choices = choicesOf(spec);
-  if (choices !== undefined && choices.join('|').length <= SHORT_CHOICES_CHARS) return choices.join('|') + (spec.type === 'list' ? ',…' : '');
+  if (choices !== undefined && choices.join('|').length <= SHORT_CHOICES_CHARS)
+    return choices.join('|') + (spec.type === 'list' ? ',…' : '');
   return spec.type === 'number' ? 'N' : spec.type === 'string' ? 'TEXT' : 'A,B,…';
 }
 
@@ -205,7 +223,7 @@ function wrap(text: string, width: number, indent: string): string {
   const lines: string[] = [];
   let line = '';
   for (const word of text.split(/\s+/)) {
-    if (line !== '' && line.length + 1 + word.length > width) lines.push(line), (line = '');
+    if (line !== '' && line.length + 1 + word.length > width) (lines.push(line), (line = ''));
     line = line === '' ? word : `${line} ${word}`;
   }
   if (line !== '') lines.push(line);
@@ -217,20 +235,32 @@ export function helpText(command: string, schema: Schema, help: CommandHelp = {}
   const indent = ' '.repeat(6);
   const rows = Object.entries(schema).map(([key, spec]) => {
     const long = choicesOf(spec);
-    const choices = long !== undefined && long.join('|').length > SHORT_CHOICES_CHARS ? ` One of: ${long.join(', ')}.` : '';
-    const flag = spec.type === 'boolean' ? `--${flagName(key)} | --no-${flagName(key)}` : `--${flagName(key)} ${placeholder(spec)}`;
+    const choices =
+      long !== undefined && long.join('|').length > SHORT_CHOICES_CHARS ? ` One of: ${long.join(', ')}.` : '';
+    const flag =
+      spec.type === 'boolean'
+        ? `--${flagName(key)} | --no-${flagName(key)}`
+        : `--${flagName(key)} ${placeholder(spec)}`;
     return `  ${flag}\n${wrap(`${spec.doc.charAt(0).toUpperCase()}${spec.doc.slice(1)}.${choices} Default ${defaultText(spec)}; env ${envName(key)}.`, 74, indent)}`;
   });
   const parts = [`usage: warmpath ${command} [options]`];
   if (help.description !== undefined) parts.push(wrap(help.description, 78, ''));
-  parts.push(`options (flags win over WARMPATH_* environment variables, which win over the --config file):\n${rows.join('\n')}\n  --config FILE\n${indent}YAML or JSON file with any of the keys above, as camelCase (e.g. ${Object.keys(schema)[0] ?? 'port'}: …).\n  --help\n${indent}This text.`);
+  parts.push(
+    `options (flags win over WARMPATH_* environment variables, which win over the --config file):\n${rows.join('\n')}\n  --config FILE\n${indent}YAML or JSON file with any of the keys above, as camelCase (e.g. ${Object.keys(schema)[0] ?? 'port'}: …).\n  --help\n${indent}This text.`,
+  );
   if (help.more !== undefined) parts.push(help.more);
-  if (help.examples !== undefined && help.examples.length > 0) parts.push(`examples:\n${help.examples.map((l) => `  ${l}`).join('\n')}`);
+  if (help.examples !== undefined && help.examples.length > 0)
+    parts.push(`examples:\n${help.examples.map((l) => `  ${l}`).join('\n')}`);
   return parts.join('\n\n');
 }
 
 /** A subcommand's config from process argv/env; prints help and exits on --help. */
-export function configFromProcess<S extends Schema>(command: string, schema: S, argv: readonly string[], help: CommandHelp = {}): ConfigOf<S> {
+export function configFromProcess<S extends Schema>(
+  command: string,
+  schema: S,
+  argv: readonly string[],
+  help: CommandHelp = {},
+): ConfigOf<S> {
   if (argv.includes('--help') || argv.includes('-h')) {
     console.log(helpText(command, schema, help));
     process.exit(0);

@@ -8,23 +8,55 @@ export const ERRORS = {
   invalid_json: { status: 400, type: 'invalid_request_error', message: 'Request body is not valid JSON.' },
   invalid_request: { status: 400, type: 'invalid_request_error', message: 'Request is invalid.' },
   model_required: { status: 400, type: 'invalid_request_error', message: 'The "model" field is required.' },
-  model_not_found: { status: 404, type: 'invalid_request_error', message: 'The model does not exist or no replica serves it.' },
-  body_too_large: { status: 413, type: 'invalid_request_error', message: 'Request body is larger than the configured limit.' },
+  model_not_found: {
+    status: 404,
+    type: 'invalid_request_error',
+    message: 'The model does not exist or no replica serves it.',
+  },
+  body_too_large: {
+    status: 413,
+    type: 'invalid_request_error',
+    message: 'Request body is larger than the configured limit.',
+  },
   unauthorized: { status: 401, type: 'authentication_error', message: 'Missing or invalid API key.' },
   not_found: { status: 404, type: 'invalid_request_error', message: 'No such route.' },
   method_not_allowed: { status: 405, type: 'invalid_request_error', message: 'Method not allowed on this route.' },
   unsupported_endpoint: { status: 404, type: 'invalid_request_error', message: 'No replica serves this endpoint.' },
   no_replica: { status: 503, type: 'service_unavailable', message: 'No ready replica can serve this request.' },
-  fleet_saturated: { status: 429, type: 'rate_limit_error', message: 'Every eligible replica is at capacity; retry after the indicated delay.' },
-  admission_rejected: { status: 429, type: 'rate_limit_error', message: 'This replica cannot take the request now (queue or KV headroom); try another replica.' },
-  draining: { status: 503, type: 'service_unavailable', message: 'This replica is draining and accepts no new requests.' },
-  engine_unavailable: { status: 503, type: 'service_unavailable', message: 'The inference engine behind this agent is unreachable.' },
+  fleet_saturated: {
+    status: 429,
+    type: 'rate_limit_error',
+    message: 'Every eligible replica is at capacity; retry after the indicated delay.',
+  },
+  admission_rejected: {
+    status: 429,
+    type: 'rate_limit_error',
+    message: 'This replica cannot take the request now (queue or KV headroom); try another replica.',
+  },
+  draining: {
+    status: 503,
+    type: 'service_unavailable',
+    message: 'This replica is draining and accepts no new requests.',
+  },
+  engine_unavailable: {
+    status: 503,
+    type: 'service_unavailable',
+    message: 'The inference engine behind this agent is unreachable.',
+  },
   upstream_error: { status: 502, type: 'api_error', message: 'The upstream replica failed before answering.' },
   upstream_timeout: { status: 504, type: 'api_error', message: 'The upstream replica did not answer in time.' },
-  stream_interrupted: { status: 502, type: 'api_error', message: 'The upstream replica failed in the middle of the stream.' },
+  stream_interrupted: {
+    status: 502,
+    type: 'api_error',
+    message: 'The upstream replica failed in the middle of the stream.',
+  },
   adapter_not_found: { status: 404, type: 'invalid_request_error', message: 'The LoRA adapter is not registered.' },
   internal_error: { status: 500, type: 'api_error', message: 'Internal error.' },
-  context_length_exceeded: { status: 400, type: 'invalid_request_error', message: "The prompt plus max_tokens is larger than any replica's KV cache can hold." },
+  context_length_exceeded: {
+    status: 400,
+    type: 'invalid_request_error',
+    message: "The prompt plus max_tokens is larger than any replica's KV cache can hold.",
+  },
 } as const satisfies Record<string, { status: number; type: string; message: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;

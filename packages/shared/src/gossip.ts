@@ -44,8 +44,22 @@
 // publish, delivery), constants.ts (tunables with units).
 export { createGossipNode } from './gossip/node.ts';
 export { topicFor } from './gossip/options.ts';
-export { DEFAULT_GOSSIP_PORT, GRAYLIST_THRESHOLD, GOSSIP_THRESHOLD, MAX_CONNECTIONS, MESH_D, MESH_D_HI } from './gossip/constants.ts';
-export { generateIdentity, generateSwarmKey, gossipOptionsOf, loadIdentity, parseSwarmKey, peerIdOfIdentity } from './gossip/keys.ts';
+export {
+  DEFAULT_GOSSIP_PORT,
+  GRAYLIST_THRESHOLD,
+  GOSSIP_THRESHOLD,
+  MAX_CONNECTIONS,
+  MESH_D,
+  MESH_D_HI,
+} from './gossip/constants.ts';
+export {
+  generateIdentity,
+  generateSwarmKey,
+  gossipOptionsOf,
+  loadIdentity,
+  parseSwarmKey,
+  peerIdOfIdentity,
+} from './gossip/keys.ts';
 export type { GossipSettings } from './gossip/keys.ts';
 export type { SwarmKey } from './gossip/keys.ts';
 export { GossipConfigError } from './gossip/types.ts';

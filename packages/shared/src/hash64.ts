@@ -176,7 +176,8 @@ export class Hash64Table {
     if (this.#zero) fn(0, 0, this.#zeroValue);
     const d = this.#data;
     const s = this.#stride;
-    for (let p = 0; p < d.length; p += s) if ((d[p]! | d[p + 1]!) !== 0) fn(d[p]!, d[p + 1]!, s === 3 ? d[p + 2]! | 0 : 0);
+    for (let p = 0; p < d.length; p += s)
+      if ((d[p]! | d[p + 1]!) !== 0) fn(d[p]!, d[p + 1]!, s === 3 ? d[p + 2]! | 0 : 0);
   }
 
   /**
@@ -211,6 +212,7 @@ export class Hash64Table {
     this.#data = new Uint32Array(this.#slots * s);
     this.#inSlots = 0;
     this.size = this.#zero ? 1 : 0;
-    for (let p = 0; p < old.length; p += s) if ((old[p]! | old[p + 1]!) !== 0) this.set(old[p]!, old[p + 1]!, s === 3 ? old[p + 2]! | 0 : 0);
+    for (let p = 0; p < old.length; p += s)
+      if ((old[p]! | old[p + 1]!) !== 0) this.set(old[p]!, old[p + 1]!, s === 3 ? old[p + 2]! | 0 : 0);
   }
 }

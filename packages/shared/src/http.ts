@@ -15,7 +15,9 @@ export function readBody(req: IncomingMessage, limit = DEFAULT_MAX_BODY_BYTES): 
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > limit) {
     req.resume();
-    return Promise.reject(new WarmpathError('body_too_large', `Request body of ${declared} bytes exceeds the limit of ${limit} bytes.`));
+    return Promise.reject(
+      new WarmpathError('body_too_large', `Request body of ${declared} bytes exceeds the limit of ${limit} bytes.`),
+    );
   }
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -37,7 +39,12 @@ export function readBody(req: IncomingMessage, limit = DEFAULT_MAX_BODY_BYTES): 
 }
 
 /** JSON response with content-length. */
-export function sendJson(res: import('node:http').ServerResponse, status: number, value: unknown, headers: Record<string, string | number> = {}): void {
+export function sendJson(
+  res: import('node:http').ServerResponse,
+  status: number,
+  value: unknown,
+  headers: Record<string, string | number> = {},
+): void {
   const body = JSON.stringify(value);
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...headers });
   res.end(body);
@@ -85,7 +92,10 @@ const REQUEST_OWN_HEADERS: ReadonlySet<string> = new Set(['host', 'content-lengt
  * hop-by-hop ones (and, for a request, the ones it sets itself); undefined
  * values dropped. Returns a new object.
  */
-export function forwardHeaders(headers: Readonly<Record<string, string | string[] | undefined>>, of: 'request' | 'response'): Record<string, string | string[]> {
+export function forwardHeaders(
+  headers: Readonly<Record<string, string | string[] | undefined>>,
+  of: 'request' | 'response',
+): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
   for (const k in headers) {
     const v = headers[k];
@@ -107,7 +117,11 @@ export function forwardHeaders(headers: Readonly<Record<string, string | string[
  * client holds a connection two minutes at most (checked every 30 s), and
  * the connection cap bounds how many it holds.
  */
-export const SERVER_TIMEOUTS = Object.freeze({ keepAliveTimeout: 72_000, requestTimeout: 120_000, headersTimeout: 60_000 });
+export const SERVER_TIMEOUTS = Object.freeze({
+  keepAliveTimeout: 72_000,
+  requestTimeout: 120_000,
+  headersTimeout: 60_000,
+});
 
 /** Client connections a proxy port holds at most (node's server.maxConnections); more are refused at once. Each costs a file descriptor, and a proxy needs one per upstream connection too. */
 export const DEFAULT_MAX_CONNECTIONS = 8_192;
@@ -128,7 +142,13 @@ export function answerClientError(err: Error & { code?: string }, socket: Duplex
     return;
   }
   const [status, reason] =
-    err.code === 'HPE_HEADER_OVERFLOW' ? [431, 'Request Header Fields Too Large'] : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'Request Timeout'] : [400, 'Bad Request'];
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'Request Header Fields Too Large']
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'Request Timeout']
+        : [400, 'Bad Request'];
   const body = JSON.stringify(errorBody('invalid_request', `Malformed HTTP request (${err.code ?? 'parse error'}).`));
-  socket.end(`HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+  socket.end(
+    `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
 }

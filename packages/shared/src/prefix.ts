@@ -41,9 +41,19 @@ function renderContent(content: unknown): string {
     let out = '';
     for (const part of content) {
       if (typeof part === 'string') out += part;
-      else if (part !== null && typeof part === 'object' && (part as { type?: unknown }).type === 'text' && typeof (part as { text?: unknown }).text === 'string')
+      else if (
+        part !== null &&
+        typeof part === 'object' &&
+        (part as { type?: unknown }).type === 'text' &&
+        typeof (part as { text?: unknown }).text === 'string'
+      )
         out += (part as { text: string }).text;
-      else if (part !== null && typeof part === 'object' && (part as { type?: unknown }).type === 'input_text' && typeof (part as { text?: unknown }).text === 'string')
+      else if (
+        part !== null &&
+        typeof part === 'object' &&
+        (part as { type?: unknown }).type === 'input_text' &&
+        typeof (part as { text?: unknown }).text === 'string'
+      )
         out += (part as { text: string }).text;
       else out += stableJson(part);
     }

@@ -193,4 +193,8 @@ export function mean(m: Metrics, names: readonly string[]): number | undefined {
  * in `nodejs_active_handles`, `nodejs_active_requests` and
  * `nodejs_active_resources`.
  */
-export const LINT_FAILING_DEFAULT_METRICS = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'] as const;
+export const LINT_FAILING_DEFAULT_METRICS = [
+  'nodejs_active_handles_total',
+  'nodejs_active_requests_total',
+  'nodejs_active_resources_total',
+] as const;

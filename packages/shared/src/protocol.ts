@@ -135,7 +135,12 @@ export function unpackHashes(bytes: Uint8Array): BigUint64Array {
 export function encodeState(s: ReplicaState): Uint8Array {
   return packr.pack({
     ...s,
-    digest: { from: s.digest.from, size: s.digest.size, added: packHashes(s.digest.added), removed: packHashes(s.digest.removed) },
+    digest: {
+      from: s.digest.from,
+      size: s.digest.size,
+      added: packHashes(s.digest.added),
+      removed: packHashes(s.digest.removed),
+    },
   });
 }
 
@@ -166,13 +171,17 @@ function num(o: Record<string, unknown>, k: string, min = 0, max: number = LIMIT
 }
 function strList(o: Record<string, unknown>, k: string): string[] {
   const v = o[k];
-  if (!Array.isArray(v) || v.length > LIMITS.listItems) throw new Invalid(`${k}: expected list of at most ${LIMITS.listItems}`);
-  for (const x of v) if (typeof x !== 'string' || x.length > LIMITS.stringChars) throw new Invalid(`${k}: items must be strings of at most ${LIMITS.stringChars} chars`);
+  if (!Array.isArray(v) || v.length > LIMITS.listItems)
+    throw new Invalid(`${k}: expected list of at most ${LIMITS.listItems}`);
+  for (const x of v)
+    if (typeof x !== 'string' || x.length > LIMITS.stringChars)
+      throw new Invalid(`${k}: items must be strings of at most ${LIMITS.stringChars} chars`);
   return v as string[];
 }
 function oneOf<T extends string>(o: Record<string, unknown>, k: string, allowed: readonly T[]): T {
   const v = o[k];
-  if (typeof v !== 'string' || !(allowed as readonly string[]).includes(v)) throw new Invalid(`${k}: expected one of ${allowed.join(', ')}`);
+  if (typeof v !== 'string' || !(allowed as readonly string[]).includes(v))
+    throw new Invalid(`${k}: expected one of ${allowed.join(', ')}`);
   return v as T;
 }
 function sub(o: Record<string, unknown>, k: string): Record<string, unknown> {
@@ -193,9 +202,11 @@ function validateState(raw: unknown): ReplicaState {
   const dg = sub(raw, 'digest');
   const added = bin(dg, 'added');
   const removed = bin(dg, 'removed');
-  if ((added.byteLength + removed.byteLength) / 8 > LIMITS.deltaHashes) throw new Invalid(`digest: more than ${LIMITS.deltaHashes} hashes`);
+  if ((added.byteLength + removed.byteLength) / 8 > LIMITS.deltaHashes)
+    throw new Invalid(`digest: more than ${LIMITS.deltaHashes} hashes`);
   const endpoints = strList(raw, 'endpoints');
-  for (const e of endpoints) if (!(ENDPOINTS as readonly string[]).includes(e)) throw new Invalid(`endpoints: unknown "${e}"`);
+  for (const e of endpoints)
+    if (!(ENDPOINTS as readonly string[]).includes(e)) throw new Invalid(`endpoints: unknown "${e}"`);
   return {
     v: PROTOCOL_VERSION,
     fleet: str(raw, 'fleet'),
@@ -229,7 +240,12 @@ function validateState(raw: unknown): ReplicaState {
     },
     status: oneOf(raw, 'status', REPLICA_STATUSES),
     chunkChars: num(raw, 'chunkChars', 1, 1 << 20, true),
-    digest: { from: num(dg, 'from', -1, LIMITS.maxNumber, true), size: num(dg, 'size', 0, 1e8, true), added: unpackHashes(added), removed: unpackHashes(removed) },
+    digest: {
+      from: num(dg, 'from', -1, LIMITS.maxNumber, true),
+      size: num(dg, 'size', 0, 1e8, true),
+      added: unpackHashes(added),
+      removed: unpackHashes(removed),
+    },
   };
 }
 
@@ -237,8 +253,13 @@ function validateState(raw: unknown): ReplicaState {
  * The one decode path of every wire object: size limit → msgpack → a map →
  * known version → `validate`. Each failure is a reason, never a throw.
  */
-function decodeBounded<T>(bytes: Uint8Array, limit: number, validate: (raw: Record<string, unknown>) => T): DecodeResult<T> {
-  if (bytes.byteLength > limit) return { ok: false, reason: 'too_large', detail: `${bytes.byteLength} bytes > ${limit}` };
+function decodeBounded<T>(
+  bytes: Uint8Array,
+  limit: number,
+  validate: (raw: Record<string, unknown>) => T,
+): DecodeResult<T> {
+  if (bytes.byteLength > limit)
+    return { ok: false, reason: 'too_large', detail: `${bytes.byteLength} bytes > ${limit}` };
   let raw: unknown;
   try {
     raw = packr.unpack(bytes);
@@ -260,7 +281,10 @@ export function decodeState(bytes: Uint8Array): DecodeResult<ReplicaState> {
 }
 
 /** Does `incoming` supersede `current`? Newer boot first, then higher seq. */
-export function supersedes(incoming: Pick<ReplicaState, 'bootAt' | 'boot' | 'seq'>, current: Pick<ReplicaState, 'bootAt' | 'boot' | 'seq'> | undefined): boolean {
+export function supersedes(
+  incoming: Pick<ReplicaState, 'bootAt' | 'boot' | 'seq'>,
+  current: Pick<ReplicaState, 'bootAt' | 'boot' | 'seq'> | undefined,
+): boolean {
   if (current === undefined) return true;
   if (incoming.boot === current.boot) return incoming.seq > current.seq;
   if (incoming.bootAt !== current.bootAt) return incoming.bootAt > current.bootAt;

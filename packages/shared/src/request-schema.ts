@@ -38,9 +38,17 @@ export function checkDepth(value: unknown, limit: number = MAX_JSON_DEPTH): void
   }
 }
 
-const orNull = (schema: Record<string, unknown>, description: string): Record<string, unknown> => ({ anyOf: [schema, { type: 'null' }], description });
-const tokens = (name: string): Record<string, unknown> => orNull({ type: 'integer', minimum: 1, maximum: MAX_OUTPUT_TOKENS }, `"${name}" must be an integer from 1 to ${MAX_OUTPUT_TOKENS}`);
-const range = (name: string, min: number, max: number): Record<string, unknown> => orNull({ type: 'number', minimum: min, maximum: max }, `"${name}" must be a number from ${min} to ${max}`);
+const orNull = (schema: Record<string, unknown>, description: string): Record<string, unknown> => ({
+  anyOf: [schema, { type: 'null' }],
+  description,
+});
+const tokens = (name: string): Record<string, unknown> =>
+  orNull(
+    { type: 'integer', minimum: 1, maximum: MAX_OUTPUT_TOKENS },
+    `"${name}" must be an integer from 1 to ${MAX_OUTPUT_TOKENS}`,
+  );
+const range = (name: string, min: number, max: number): Record<string, unknown> =>
+  orNull({ type: 'number', minimum: min, maximum: max }, `"${name}" must be a number from ${min} to ${max}`);
 const text = (name: string): Record<string, unknown> => orNull({ type: 'string' }, `"${name}" must be a string`);
 const object = (name: string): Record<string, unknown> => orNull({ type: 'object' }, `"${name}" must be an object`);
 
@@ -48,7 +56,13 @@ const object = (name: string): Record<string, unknown> => orNull({ type: 'object
 const COMMON = {
   model: { type: 'string', description: '"model" must be a string' },
   stream: orNull({ type: 'boolean' }, '"stream" must be a boolean'),
-  stream_options: orNull({ type: 'object', properties: { include_usage: orNull({ type: 'boolean' }, '"stream_options.include_usage" must be a boolean') } }, '"stream_options" must be an object'),
+  stream_options: orNull(
+    {
+      type: 'object',
+      properties: { include_usage: orNull({ type: 'boolean' }, '"stream_options.include_usage" must be a boolean') },
+    },
+    '"stream_options" must be an object',
+  ),
   max_tokens: tokens('max_tokens'),
   max_completion_tokens: tokens('max_completion_tokens'),
   max_output_tokens: tokens('max_output_tokens'),
@@ -58,15 +72,27 @@ const COMMON = {
   presence_penalty: range('presence_penalty', -2, 2),
   frequency_penalty: range('frequency_penalty', -2, 2),
   seed: orNull({ type: 'integer' }, '"seed" must be an integer'),
-  stop: orNull({ anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }] }, '"stop" must be a string or an array of strings'),
+  stop: orNull(
+    { anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }] },
+    '"stop" must be a string or an array of strings',
+  ),
   user: text('user'),
   prompt_cache_key: text('prompt_cache_key'),
   cache_salt: text('cache_salt'),
   top_logprobs: orNull({ type: 'integer', minimum: 0, maximum: 20 }, '"top_logprobs" must be an integer from 0 to 20'),
-  tools: orNull({ type: 'array', items: { type: 'object', required: ['type'], properties: { type: { type: 'string' } } } }, '"tools" must be an array of objects with a string "type"'),
-  tool_choice: orNull({ anyOf: [{ type: 'string' }, { type: 'object' }] }, '"tool_choice" must be a string or an object'),
+  tools: orNull(
+    { type: 'array', items: { type: 'object', required: ['type'], properties: { type: { type: 'string' } } } },
+    '"tools" must be an array of objects with a string "type"',
+  ),
+  tool_choice: orNull(
+    { anyOf: [{ type: 'string' }, { type: 'object' }] },
+    '"tool_choice" must be a string or an object',
+  ),
   response_format: object('response_format'),
-  logit_bias: orNull({ type: 'object', additionalProperties: { type: 'number', minimum: -100, maximum: 100 } }, '"logit_bias" must map token ids to numbers from -100 to 100'),
+  logit_bias: orNull(
+    { type: 'object', additionalProperties: { type: 'number', minimum: -100, maximum: 100 } },
+    '"logit_bias" must map token ids to numbers from -100 to 100',
+  ),
   metadata: object('metadata'),
 } as const;
 
@@ -100,7 +126,11 @@ const MESSAGE = {
     // Only an assistant turn (or a legacy function result) may leave content out: it may carry tool calls instead.
     {
       if: { required: ['role'], properties: { role: { enum: ['system', 'developer', 'user', 'tool'] } } },
-      then: { required: ['content'], properties: { content: { not: { type: 'null' }, description: NEEDS_CONTENT } }, description: NEEDS_CONTENT },
+      then: {
+        required: ['content'],
+        properties: { content: { not: { type: 'null' }, description: NEEDS_CONTENT } },
+        description: NEEDS_CONTENT,
+      },
     },
     {
       if: { required: ['role'], properties: { role: { const: 'tool' } } },
@@ -123,7 +153,11 @@ const PROMPT = {
 const STREAM_ONLY = '"stream_options" is only allowed with "stream": true';
 const STREAM_RULE = {
   if: { required: ['stream_options'], properties: { stream_options: { type: 'object' } } },
-  then: { required: ['stream'], properties: { stream: { const: true, description: STREAM_ONLY } }, description: STREAM_ONLY },
+  then: {
+    required: ['stream'],
+    properties: { stream: { const: true, description: STREAM_ONLY } },
+    description: STREAM_ONLY,
+  },
 };
 
 const SCHEMAS: Record<RequestKind, Record<string, unknown>> = {
@@ -133,7 +167,12 @@ const SCHEMAS: Record<RequestKind, Record<string, unknown>> = {
     allOf: [STREAM_RULE],
     properties: {
       ...COMMON,
-      messages: { type: 'array', minItems: 1, items: MESSAGE, description: '"messages" must be a non-empty array of messages' },
+      messages: {
+        type: 'array',
+        minItems: 1,
+        items: MESSAGE,
+        description: '"messages" must be a non-empty array of messages',
+      },
       logprobs: orNull({ type: 'boolean' }, '"logprobs" must be a boolean'),
     },
   },
@@ -143,7 +182,11 @@ const SCHEMAS: Record<RequestKind, Record<string, unknown>> = {
     allOf: [STREAM_RULE],
     properties: {
       ...COMMON,
-      prompt: { ...PROMPT, description: '"prompt" must be a non-empty string, array of strings, array of token ids, or array of token-id arrays' },
+      prompt: {
+        ...PROMPT,
+        description:
+          '"prompt" must be a non-empty string, array of strings, array of token ids, or array of token-id arrays',
+      },
       logprobs: orNull({ type: 'integer', minimum: 0, maximum: 20 }, '"logprobs" must be an integer from 0 to 20'),
       echo: orNull({ type: 'boolean' }, '"echo" must be a boolean'),
       suffix: text('suffix'),
@@ -155,17 +198,30 @@ const SCHEMAS: Record<RequestKind, Record<string, unknown>> = {
     allOf: [STREAM_RULE],
     properties: {
       ...COMMON,
-      input: { ...PROMPT, description: '"input" must be a non-empty string, array of strings, array of token ids, or array of token-id arrays' },
+      input: {
+        ...PROMPT,
+        description:
+          '"input" must be a non-empty string, array of strings, array of token ids, or array of token-id arrays',
+      },
       encoding_format: orNull({ enum: ['float', 'base64'] }, '"encoding_format" must be "float" or "base64"'),
       dimensions: orNull({ type: 'integer', minimum: 1 }, '"dimensions" must be a positive integer'),
     },
   },
   responses: {
     type: 'object',
-    allOf: [STREAM_RULE, { if: { not: { required: ['instructions'] } }, then: { required: ['input'], description: '"input" or "instructions" is required' } }],
+    allOf: [
+      STREAM_RULE,
+      {
+        if: { not: { required: ['instructions'] } },
+        then: { required: ['input'], description: '"input" or "instructions" is required' },
+      },
+    ],
     properties: {
       ...COMMON,
-      input: { anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'object' } }], description: '"input" must be a string or an array of input items' },
+      input: {
+        anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'object' } }],
+        description: '"input" must be a string or an array of input items',
+      },
       instructions: text('instructions'),
       previous_response_id: text('previous_response_id'),
     },
@@ -208,7 +264,12 @@ function toError(errors: readonly ErrorObject[]): WarmpathError {
   const where = path.map((p, i) => (/^\d+$/.test(p) ? `[${p}]` : i === 0 ? p : `.${p}`)).join('');
   const missing = e.keyword === 'required' ? (e.params as { missingProperty?: string }).missingProperty : undefined;
   const described = (e.parentSchema as { description?: unknown } | undefined)?.description;
-  const what = typeof described === 'string' ? described : missing !== undefined ? `"${missing}" is required` : (e.message ?? 'is invalid');
+  const what =
+    typeof described === 'string'
+      ? described
+      : missing !== undefined
+        ? `"${missing}" is required`
+        : (e.message ?? 'is invalid');
   const message = where === '' ? `${what}.` : `Invalid ${where}: ${what}.`;
   return new WarmpathError('invalid_request', message, path[0] ?? missing ?? null);
 }

@@ -126,16 +126,26 @@ function tokenCount(body: Record<string, unknown>, key: string): number | undefi
  * on invalid input; the `resolveModel` callback returning undefined means
  * model_not_found.
  */
-export function describeRequest(body: Record<string, unknown>, kind: RequestKind, opts: DescribeOptions = {}): RequestInfo {
+export function describeRequest(
+  body: Record<string, unknown>,
+  kind: RequestKind,
+  opts: DescribeOptions = {},
+): RequestInfo {
   const chunkChars = opts.chunkChars ?? FLEET_DEFAULTS.chunkChars;
   const maxChunks = opts.maxChunks ?? FLEET_DEFAULTS.maxChunks;
   const charsPerToken = opts.charsPerToken ?? FLEET_DEFAULTS.charsPerToken;
   const requested = body.model;
-  if (requested === undefined || requested === null || requested === '') throw new WarmpathError('model_required', undefined, 'model');
+  if (requested === undefined || requested === null || requested === '')
+    throw new WarmpathError('model_required', undefined, 'model');
   if (typeof requested !== 'string') throw new WarmpathError('invalid_request', '"model" must be a string.', 'model');
   checkBody(body, kind);
   const ref = opts.resolveModel ? opts.resolveModel(requested) : { model: requested, adapter: '' };
-  if (ref === undefined) throw new WarmpathError('model_not_found', `The model "${requested}" does not exist or no replica serves it.`, 'model');
+  if (ref === undefined)
+    throw new WarmpathError(
+      'model_not_found',
+      `The model "${requested}" does not exist or no replica serves it.`,
+      'model',
+    );
   const maxTokens =
     tokenCount(body, 'max_completion_tokens') ??
     tokenCount(body, 'max_tokens') ??

@@ -186,7 +186,8 @@ export function pickBounded(
   let rank = 0;
   for (const m of ring.walk(key)) {
     if (!eligible(m)) continue;
-    if (withinBound({ load: loadOf(m.id), weight: m.weight, totalLoad: total, totalWeight: weight, cost, factor: c })) return { member: m, rank };
+    if (withinBound({ load: loadOf(m.id), weight: m.weight, totalLoad: total, totalWeight: weight, cost, factor: c }))
+      return { member: m, rank };
     rank++;
   }
   return undefined;

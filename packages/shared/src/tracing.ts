@@ -34,11 +34,14 @@ export interface TraceContext {
 }
 
 /** The request's trace context when its traceparent is valid; an invalid one is not passed on. */
-export function traceContextOf(headers: Readonly<Record<string, string | string[] | undefined>>): TraceContext | undefined {
+export function traceContextOf(
+  headers: Readonly<Record<string, string | string[] | undefined>>,
+): TraceContext | undefined {
   const traceparent = headers[TRACE_HEADERS.traceparent];
   if (typeof traceparent !== 'string') return undefined;
   const m = TRACEPARENT.exec(traceparent);
-  if (m === null || m[1] === 'ff' || (m[1] === '00' && m[4] !== undefined) || ZEROS.test(m[2]!) || ZEROS.test(m[3]!)) return undefined;
+  if (m === null || m[1] === 'ff' || (m[1] === '00' && m[4] !== undefined) || ZEROS.test(m[2]!) || ZEROS.test(m[3]!))
+    return undefined;
   const state = headers[TRACE_HEADERS.tracestate];
   const tracestate = typeof state === 'string' && state.length <= MAX_TRACESTATE_CHARS ? state : undefined;
   return { traceparent, tracestate, traceId: m[2]! };

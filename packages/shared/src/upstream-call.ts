@@ -40,7 +40,11 @@ export interface UpstreamRequest {
 }
 
 /** Sends `opts` on `dispatcher`; resolves at the response head, rejects if none comes. */
-export function callUpstream(dispatcher: Dispatcher, opts: UpstreamRequest, signal?: AbortSignal): Promise<UpstreamResponse> {
+export function callUpstream(
+  dispatcher: Dispatcher,
+  opts: UpstreamRequest,
+  signal?: AbortSignal,
+): Promise<UpstreamResponse> {
   if (signal?.aborted) return Promise.reject(signal.reason);
   return new Promise((resolve, reject) => {
     dispatcher.dispatch(opts as Dispatcher.DispatchOptions, new Call(resolve, reject, signal));
@@ -88,7 +92,11 @@ export class UpstreamBody implements AsyncIterable<Buffer> {
 }
 
 /** The error a request ends with when its reader stops early (an abort, as undici names one). */
-const abandoned = (): Error => Object.assign(new Error('the response body was abandoned by its reader'), { code: 'UND_ERR_ABORTED', name: 'AbortError' });
+const abandoned = (): Error =>
+  Object.assign(new Error('the response body was abandoned by its reader'), {
+    code: 'UND_ERR_ABORTED',
+    name: 'AbortError',
+  });
 
 class Call implements Dispatcher.DispatchHandler {
   #controller: Dispatcher.DispatchController | undefined;

@@ -53,8 +53,12 @@ describe('config', () => {
   });
 
   it('validates values and says what is acceptable', () => {
-    expect(() => loadConfig(schema, { argv: ['--port', 'abc'] })).toThrow('command line: --port must be a number (got "abc")');
-    expect(() => loadConfig(schema, { env: { WARMPATH_STATE_TTL_MS: '-1' } })).toThrow(/^environment: WARMPATH_STATE_TTL_MS must be >= /);
+    expect(() => loadConfig(schema, { argv: ['--port', 'abc'] })).toThrow(
+      'command line: --port must be a number (got "abc")',
+    );
+    expect(() => loadConfig(schema, { env: { WARMPATH_STATE_TTL_MS: '-1' } })).toThrow(
+      /^environment: WARMPATH_STATE_TTL_MS must be >= /,
+    );
     expect(() => loadConfig(schema, { overrides: { port: 'x' } })).toThrow('overrides: "port" must be a number');
     expect(() => loadConfig(schema, { argv: ['--port', '70000'] })).toThrow(/<= 65535/);
     expect(() => loadConfig(schema, { env: { WARMPATH_POLICY: 'random' } })).toThrow(/one of warmpath, round-robin/);
@@ -67,7 +71,9 @@ describe('config', () => {
     expect(loadConfig(schema, { env: { WARMPATH_OFF: ' overlay ' } }).off).toEqual(['overlay']);
     expect(loadConfig(schema, { overrides: { off: 'balance' } }).off).toEqual(['balance']);
     expect(loadConfig(schema, { overrides: { off: [] } }).off).toEqual([]);
-    expect(() => loadConfig(schema, { argv: ['--off', 'balance,warp'] })).toThrow(/--off may list only balance, overlay \(got "warp"\)/);
+    expect(() => loadConfig(schema, { argv: ['--off', 'balance,warp'] })).toThrow(
+      /--off may list only balance, overlay \(got "warp"\)/,
+    );
     expect(() => loadConfig(schema, { overrides: { off: ['nope'] } })).toThrow(ConfigError);
   });
 

@@ -21,7 +21,8 @@ async function start(opts: Partial<GossipOptions> = {}): Promise<GossipNode> {
   return n;
 }
 const portOf = (n: GossipNode): number => Number(/\/tcp\/(\d+)/.exec(n.multiaddrs()[0]!)![1]);
-const routersOf = (n: GossipNode, routers: GossipNode[]): string[] => routers.filter((r) => n.peers().includes(r.peerId)).map((r) => r.peerId);
+const routersOf = (n: GossipNode, routers: GossipNode[]): string[] =>
+  routers.filter((r) => n.peers().includes(r.peerId)).map((r) => r.peerId);
 
 afterEach(async () => {
   await Promise.all(nodes.splice(0).map((n) => n.stop()));
@@ -31,7 +32,10 @@ describe('bootstrapDns', () => {
   it('dials every address a name resolves to, re-resolves it, skips its own record and keeps the last answer when a lookup fails', async () => {
     const a = await start();
     const b = await start();
-    const answers = new Map<string, string[] | Error>([['a.test', ['127.0.0.1']], ['b.test', []]]);
+    const answers = new Map<string, string[] | Error>([
+      ['a.test', ['127.0.0.1']],
+      ['b.test', []],
+    ]);
     const lookups: string[] = [];
     const resolve = async (name: string): Promise<string[]> => {
       lookups.push(name);
@@ -44,13 +48,20 @@ describe('bootstrapDns', () => {
     const port = portOf(self);
     await self.stop();
     nodes.pop();
-    const c = await start({ listen: [`/ip4/127.0.0.1/tcp/${port}`], resolve, bootstrapDns: [`a.test:${portOf(a)}`, `b.test:${portOf(b)}`, `c.test:${port}`] });
+    const c = await start({
+      listen: [`/ip4/127.0.0.1/tcp/${port}`],
+      resolve,
+      bootstrapDns: [`a.test:${portOf(a)}`, `b.test:${portOf(b)}`, `c.test:${port}`],
+    });
     answers.set('c.test', ['127.0.0.1']);
     await waitFor(() => c.peers().includes(a.peerId), { timeoutMs: 10_000, message: 'c dialed a.test' });
     expect(c.peers()).not.toContain(b.peerId);
     // b appears in DNS later: found at a re-resolution.
     answers.set('b.test', ['127.0.0.1']);
-    await waitFor(() => c.peers().includes(b.peerId), { timeoutMs: 10_000, message: 'c dialed b.test after it appeared' });
+    await waitFor(() => c.peers().includes(b.peerId), {
+      timeoutMs: 10_000,
+      message: 'c dialed b.test after it appeared',
+    });
     // The DNS server goes away: the last answer stays, and a restarted b is dialed again.
     answers.set('b.test', new Error('SERVFAIL'));
     const lookupsBefore = lookups.length;
@@ -63,9 +74,15 @@ describe('bootstrapDns', () => {
   });
 
   it('rejects a malformed name with a clear error', async () => {
-    await expect(createGossipNode({ fleet: 'x', insecureNoSwarmKey: true, bootstrapDns: ['/ip4/1.2.3.4'] })).rejects.toThrow(/bootstrapDns\[0\].*not a DNS name/);
-    await expect(createGossipNode({ fleet: 'x', insecureNoSwarmKey: true, bootstrapDns: ['host:99999'] })).rejects.toThrow(/bootstrapDns\[0\]/);
-    await expect(createGossipNode({ fleet: 'x', insecureNoSwarmKey: true, gossipPeers: -1 })).rejects.toThrow(/gossipPeers must be an integer/);
+    await expect(
+      createGossipNode({ fleet: 'x', insecureNoSwarmKey: true, bootstrapDns: ['/ip4/1.2.3.4'] }),
+    ).rejects.toThrow(/bootstrapDns\[0\].*not a DNS name/);
+    await expect(
+      createGossipNode({ fleet: 'x', insecureNoSwarmKey: true, bootstrapDns: ['host:99999'] }),
+    ).rejects.toThrow(/bootstrapDns\[0\]/);
+    await expect(createGossipNode({ fleet: 'x', insecureNoSwarmKey: true, gossipPeers: -1 })).rejects.toThrow(
+      /gossipPeers must be an integer/,
+    );
   });
 });
 
@@ -73,14 +90,20 @@ describe('gossipPeers', () => {
   it('a publish-only node keeps exactly k of its candidate routers and re-picks when one goes away', async () => {
     const routers = await Promise.all([0, 1, 2, 3].map(() => start()));
     const agent = await start({ subscribe: false, gossipPeers: 2, bootstrap: routers.flatMap((r) => r.multiaddrs()) });
-    await waitFor(() => routersOf(agent, routers).length === 2, { timeoutMs: 10_000, message: 'the agent connected to 2 routers' });
+    await waitFor(() => routersOf(agent, routers).length === 2, {
+      timeoutMs: 10_000,
+      message: 'the agent connected to 2 routers',
+    });
     // A few more ticks: still 2, never all 4.
     await new Promise((r) => setTimeout(r, 5 * TIMING.redialIntervalMs));
     const first = routersOf(agent, routers);
     expect(first).toHaveLength(2);
     const gone = routers.find((r) => r.peerId === first[0])!;
     await gone.stop();
-    await waitFor(() => routersOf(agent, routers).length === 2 && !agent.peers().includes(gone.peerId), { timeoutMs: 10_000, message: 'the agent re-picked a router' });
+    await waitFor(() => routersOf(agent, routers).length === 2 && !agent.peers().includes(gone.peerId), {
+      timeoutMs: 10_000,
+      message: 'the agent re-picked a router',
+    });
     const second = routersOf(agent, routers);
     expect(second).toContain(first[1]);
     expect(second).not.toContain(gone.peerId);
@@ -88,8 +111,13 @@ describe('gossipPeers', () => {
 
   it('the connection cap bounds what a node holds', async () => {
     const hub = await start({ maxConnections: 3 });
-    const leaves = await Promise.all([0, 1, 2, 3, 4, 5].map(() => start({ subscribe: false, bootstrap: hub.multiaddrs() })));
-    await waitFor(() => leaves.filter((l) => l.peers().includes(hub.peerId)).length >= 3, { timeoutMs: 10_000, message: 'three leaves connected' });
+    const leaves = await Promise.all(
+      [0, 1, 2, 3, 4, 5].map(() => start({ subscribe: false, bootstrap: hub.multiaddrs() })),
+    );
+    await waitFor(() => leaves.filter((l) => l.peers().includes(hub.peerId)).length >= 3, {
+      timeoutMs: 10_000,
+      message: 'three leaves connected',
+    });
     await new Promise((r) => setTimeout(r, 5 * TIMING.redialIntervalMs));
     expect(hub.peers().length).toBeLessThanOrEqual(3);
     expect(hub.stats().overCapDropped).toBeGreaterThan(0);

@@ -4,7 +4,10 @@ import { ERRORS, errorBody, sendError, WarmpathError } from '../src/errors.ts';
 
 const doc = readFileSync(new URL('../../../docs/ERRORS.md', import.meta.url), 'utf8');
 const rows = new Map(
-  [...doc.matchAll(/^\| `([a-z_]+)` \| (\d{3}) \| ([a-z_]+) \|/gm)].map((m) => [m[1]!, { status: Number(m[2]), type: m[3]! }]),
+  [...doc.matchAll(/^\| `([a-z_]+)` \| (\d{3}) \| ([a-z_]+) \|/gm)].map((m) => [
+    m[1]!,
+    { status: Number(m[2]), type: m[3]! },
+  ]),
 );
 
 describe('error registry', () => {

@@ -13,14 +13,28 @@ import { FUZZ_SEED } from '@warmpath/testkit/fuzz';
 import { decodeState, DROP_REASONS, encodeState, LIMITS, type ReplicaState } from '../src/protocol.ts';
 
 const DIR = new URL('./fixtures/gossip-corpus/', import.meta.url);
-const manifest = JSON.parse(readFileSync(new URL('corpus.json', DIR), 'utf8')) as Array<{ file: string; expect: string; note: string }>;
+const manifest = JSON.parse(readFileSync(new URL('corpus.json', DIR), 'utf8')) as Array<{
+  file: string;
+  expect: string;
+  note: string;
+}>;
 const corpus = manifest.map((e) => ({ ...e, bytes: new Uint8Array(readFileSync(new URL(e.file, DIR))) }));
 
 /** Decoded state within every limit the decoder promises. */
 function withinLimits(s: ReplicaState): void {
-  for (const str of [s.fleet, s.replica, s.boot, ...s.models, ...s.adapters, ...s.hotAdapters]) expect(str.length).toBeLessThanOrEqual(LIMITS.stringChars);
+  for (const str of [s.fleet, s.replica, s.boot, ...s.models, ...s.adapters, ...s.hotAdapters])
+    expect(str.length).toBeLessThanOrEqual(LIMITS.stringChars);
   for (const url of [s.url, s.admin]) expect(url.length).toBeLessThanOrEqual(LIMITS.urlChars);
-  for (const n of [s.bootAt, s.seq, s.sentAt, s.chunkChars, ...Object.values(s.capacity), ...Object.values(s.load), s.digest.size, s.digest.from]) {
+  for (const n of [
+    s.bootAt,
+    s.seq,
+    s.sentAt,
+    s.chunkChars,
+    ...Object.values(s.capacity),
+    ...Object.values(s.load),
+    s.digest.size,
+    s.digest.from,
+  ]) {
     expect(Number.isFinite(n)).toBe(true);
     expect(n).toBeGreaterThanOrEqual(-1);
   }
@@ -56,7 +70,9 @@ const mutation = fc.oneof(
     return Uint8Array.from([...b.subarray(0, i), ...ins, ...b.subarray(i)]);
   }),
   // Splice the head of one entry onto the tail of another.
-  fc.tuple(entry, entry, fc.nat(), fc.nat()).map(([a, b, i, j]) => Uint8Array.from([...a.subarray(0, i % (a.length + 1)), ...b.subarray(j % (b.length + 1))])),
+  fc
+    .tuple(entry, entry, fc.nat(), fc.nat())
+    .map(([a, b, i, j]) => Uint8Array.from([...a.subarray(0, i % (a.length + 1)), ...b.subarray(j % (b.length + 1))])),
 );
 
 describe('gossip decoder fuzz', () => {

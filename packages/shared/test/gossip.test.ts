@@ -16,7 +16,12 @@ import type { GossipNode, GossipOptions, GossipWarning } from '../src/gossip.ts'
 import { GOSSIP_WARNING } from '../src/gossip/constants.ts';
 
 // Short timings so the suite stays fast; production uses gossip/constants.ts.
-const TIMING = { heartbeatIntervalMs: 200, redialIntervalMs: 200, dialTimeoutMs: 1_000, isolationWarningAfterMs: 1_500 };
+const TIMING = {
+  heartbeatIntervalMs: 200,
+  redialIntervalMs: 200,
+  dialTimeoutMs: 1_000,
+  isolationWarningAfterMs: 1_500,
+};
 const WAIT_MS = 8_000;
 const encode = (text: string): Uint8Array => new TextEncoder().encode(text);
 const decode = (data: Uint8Array): string => new TextDecoder().decode(data);
@@ -62,9 +67,11 @@ describe('swarm key', () => {
     expect(text).toMatch(/^\/key\/swarm\/psk\/1\.0\.0\/\n\/base16\/\n[0-9a-f]{64}\n$/);
     const key = parseSwarmKey(text);
     expect(key.fingerprint).toMatch(/^[0-9a-f]{8}$/);
-    expect(parseSwarmKey(encode(text.toUpperCase().replace('/KEY/SWARM/PSK', '/key/swarm/psk').replace('/BASE16/', '/base16/'))).fingerprint).toBe(
-      key.fingerprint,
-    );
+    expect(
+      parseSwarmKey(
+        encode(text.toUpperCase().replace('/KEY/SWARM/PSK', '/key/swarm/psk').replace('/BASE16/', '/base16/')),
+      ).fingerprint,
+    ).toBe(key.fingerprint);
     expect(parseSwarmKey(text.replaceAll('\n', '\r\n')).fingerprint).toBe(key.fingerprint);
   });
 
@@ -88,7 +95,12 @@ describe('identity file', () => {
     expect(await loadIdentity(path)).toEqual(first);
     const ids = [];
     for (let i = 0; i < 2; i++) {
-      const n = await createGossipNode({ fleet: 'id', insecureNoSwarmKey: true, onWarning: null, privateKey: await loadIdentity(path) });
+      const n = await createGossipNode({
+        fleet: 'id',
+        insecureNoSwarmKey: true,
+        onWarning: null,
+        privateKey: await loadIdentity(path),
+      });
       ids.push(n.peerId);
     }
     expect(ids[0]).toBe(ids[1]);
@@ -101,11 +113,17 @@ describe('options', () => {
     expect(() => topicFor('a/b')).toThrow(/invalid fleet/);
     await expect(createGossipNode({ fleet: 'x', bootstrap: ['not-a-multiaddr'] })).rejects.toThrow(/bootstrap\[0\]/);
     await expect(createGossipNode({ fleet: 'x', swarmKey: 'nope' })).rejects.toThrow(/invalid swarmKey/);
-    await expect(createGossipNode({ fleet: 'x', listne: [] } as GossipOptions)).rejects.toThrow(/unknown option listne/);
-    await expect(createGossipNode({ fleet: 'x', timing: { dialTimeoutMs: -1 } })).rejects.toThrow(/timing\.dialTimeoutMs/);
+    await expect(createGossipNode({ fleet: 'x', listne: [] } as GossipOptions)).rejects.toThrow(
+      /unknown option listne/,
+    );
+    await expect(createGossipNode({ fleet: 'x', timing: { dialTimeoutMs: -1 } })).rejects.toThrow(
+      /timing\.dialTimeoutMs/,
+    );
     // No swarm key: refused unless the operator says so explicitly.
     await expect(createGossipNode({ fleet: 'x' })).rejects.toThrow(/a swarm key is required/);
-    await expect(createGossipNode({ fleet: 'x', insecureNoSwarmKey: 'yes' } as unknown as GossipOptions)).rejects.toThrow(/insecureNoSwarmKey must be/);
+    await expect(
+      createGossipNode({ fleet: 'x', insecureNoSwarmKey: 'yes' } as unknown as GossipOptions),
+    ).rejects.toThrow(/insecureNoSwarmKey must be/);
   });
 });
 
@@ -134,11 +152,14 @@ describe('gossip node over TCP', () => {
     b = await node({ fleet, swarmKey, bootstrap: a.multiaddrs() });
     c = await node({ fleet, swarmKey, bootstrap: a.multiaddrs() });
     // B and C only reach each other through A, so wait for A's mesh to hold both.
-    await until('A meshed with B and C, and B, C meshed with A', [a, b, c], () =>
-      a.meshPeers().includes(b.peerId) &&
-      a.meshPeers().includes(c.peerId) &&
-      b.meshPeers().includes(a.peerId) &&
-      c.meshPeers().includes(a.peerId),
+    await until(
+      'A meshed with B and C, and B, C meshed with A',
+      [a, b, c],
+      () =>
+        a.meshPeers().includes(b.peerId) &&
+        a.meshPeers().includes(c.peerId) &&
+        b.meshPeers().includes(a.peerId) &&
+        c.meshPeers().includes(a.peerId),
     );
   });
 
@@ -147,7 +168,12 @@ describe('gossip node over TCP', () => {
   });
 
   it('delivers every node’s message to the other two (B→C relayed through A)', async () => {
-    for (const [n, name] of [[a, 'A'], [b, 'B'], [c, 'C']] as const) await n.publish(encode(`hello from ${name}`));
+    for (const [n, name] of [
+      [a, 'A'],
+      [b, 'B'],
+      [c, 'C'],
+    ] as const)
+      await n.publish(encode(`hello from ${name}`));
     const expected = new Map([
       [a, ['hello from B', 'hello from C']],
       [b, ['hello from A', 'hello from C']],
@@ -173,8 +199,10 @@ describe('gossip node over TCP', () => {
     expect(d.stats().publishedToNoPeers).toBe(1);
     // …and A's next fleet message goes to B and C only.
     expect(await a.publish(encode('after D'))).toBe(2);
-    await until('B and C got "after D"', [b, c], () =>
-      texts(inbox(b)).includes('after D') && texts(inbox(c)).includes('after D'),
+    await until(
+      'B and C got "after D"',
+      [b, c],
+      () => texts(inbox(b)).includes('after D') && texts(inbox(c)).includes('after D'),
     );
     expect(inbox(a).length + inbox(b).length + inbox(c).length).toBe(before + 2);
     expect(texts([...inbox(a), ...inbox(b), ...inbox(c)])).not.toContain('from the other fleet');
@@ -207,7 +235,9 @@ describe('gossip node over TCP', () => {
     const lone = await node({ fleet, swarmKey, bootstrap: [], onWarning: (w) => warnings.push(w) });
     await until('isolation warning on the lone node', [lone], () => warnings.length > 0);
     expect(warnings[0]?.code).toBe(GOSSIP_WARNING.isolated);
-    expect(warnings[0]?.message).toMatch(/has no bootstrap peer to dial \(neither --bootstrap nor --bootstrap-dns gave one\) and no peer connected to it within 1\.5s/);
+    expect(warnings[0]?.message).toMatch(
+      /has no bootstrap peer to dial \(neither --bootstrap nor --bootstrap-dns gave one\) and no peer connected to it within 1\.5s/,
+    );
     await lone.stop();
   });
 
@@ -217,14 +247,18 @@ describe('gossip node over TCP', () => {
       calls++;
       throw new Error('handler bug');
     });
+    // The point of this case: a handler that rejects must be counted, not crash the node.
+    // eslint-disable-next-line @typescript-eslint/no-misused-promises
     const offReject = c.onMessage(async () => {
       throw new Error('async handler bug');
     });
     const errorsBefore = c.stats().handlerErrors;
     await b.publish(encode('first after bug'));
     await b.publish(encode('second after bug'));
-    await until('C got both messages', [c], () =>
-      texts(inbox(c)).includes('first after bug') && texts(inbox(c)).includes('second after bug'),
+    await until(
+      'C got both messages',
+      [c],
+      () => texts(inbox(c)).includes('first after bug') && texts(inbox(c)).includes('second after bug'),
     );
     expect(calls).toBeGreaterThanOrEqual(2);
     // Each delivery: one synchronous throw and one rejected promise.
@@ -253,8 +287,10 @@ describe('gossip node over TCP', () => {
 
     const a2 = await node({ fleet, swarmKey, privateKey: identityA, listen });
     expect(a2.peerId).toBe(a.peerId);
-    await until('B and C re-dialled the restarted A', [a2], () =>
-      a2.meshPeers().includes(b.peerId) && a2.meshPeers().includes(c.peerId),
+    await until(
+      'B and C re-dialled the restarted A',
+      [a2],
+      () => a2.meshPeers().includes(b.peerId) && a2.meshPeers().includes(c.peerId),
     );
     await b.publish(encode('after restart'));
     await until('C got "after restart" via A2', [c], () => texts(inbox(c)).includes('after restart'));
@@ -279,13 +315,21 @@ describe('gossip node in a hub-and-spoke fleet on one IP', () => {
     nodes.push(hub);
     const leaves: GossipNode[] = [];
     for (let i = 0; i < LEAVES; i++) {
-      const leaf = await createGossipNode({ fleet, swarmKey, bootstrap: hub.multiaddrs(), onWarning: null, timing: TIMING });
+      const leaf = await createGossipNode({
+        fleet,
+        swarmKey,
+        bootstrap: hub.multiaddrs(),
+        onWarning: null,
+        timing: TIMING,
+      });
       await leaf.start();
       leaves.push(leaf);
       nodes.push(leaf);
     }
     const inboxes = leaves.map(record);
-    await until('every leaf meshed with the hub', leaves, () => leaves.every((l) => l.meshPeers().includes(hub.peerId)));
+    await until('every leaf meshed with the hub', leaves, () =>
+      leaves.every((l) => l.meshPeers().includes(hub.peerId)),
+    );
     await until('hub connected to all leaves', [hub], () => hub.peers().length === LEAVES);
     const [first] = leaves;
     await first?.publish(encode('spoke to spokes'));
@@ -303,8 +347,20 @@ describe('gossip node in a hub-and-spoke fleet on one IP', () => {
     const x = await createGossipNode({ fleet: 'silent-x', swarmKey, onWarning: null, timing, subscribe: false });
     await x.start();
     nodes.push(x);
-    const mate = await createGossipNode({ fleet: 'silent-x', swarmKey, bootstrap: x.multiaddrs(), onWarning: null, timing });
-    const stranger = await createGossipNode({ fleet: 'silent-y', swarmKey, bootstrap: x.multiaddrs(), onWarning: null, timing });
+    const mate = await createGossipNode({
+      fleet: 'silent-x',
+      swarmKey,
+      bootstrap: x.multiaddrs(),
+      onWarning: null,
+      timing,
+    });
+    const stranger = await createGossipNode({
+      fleet: 'silent-y',
+      swarmKey,
+      bootstrap: x.multiaddrs(),
+      onWarning: null,
+      timing,
+    });
     for (const n of [mate, stranger]) {
       await n.start();
       nodes.push(n);

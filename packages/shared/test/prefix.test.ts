@@ -8,7 +8,14 @@ const chat = {
   model: 'm',
   messages: [
     { role: 'system', content: 'You are a helpful assistant. '.repeat(20) },
-    { role: 'user', content: [{ type: 'text', text: 'Hello ' }, { type: 'text', text: 'world' }, { type: 'image_url', image_url: { url: 'http://x/y.png' } }] },
+    {
+      role: 'user',
+      content: [
+        { type: 'text', text: 'Hello ' },
+        { type: 'text', text: 'world' },
+        { type: 'image_url', image_url: { url: 'http://x/y.png' } },
+      ],
+    },
   ],
 };
 
@@ -18,12 +25,26 @@ describe('prefix identity', () => {
     expect(prefixSeed('m', 'lora1', 'salt').toString(16)).toBe('bfe789d65efc3899');
     const text = canonicalText(chat, 'chat');
     expect(text.startsWith('system\u001fYou are')).toBe(true);
-    expect(text.endsWith('user\u001fHello world{"image_url":{"url":"http://x/y.png"},"type":"image_url"}\u001e')).toBe(true);
+    expect(text.endsWith('user\u001fHello world{"image_url":{"url":"http://x/y.png"},"type":"image_url"}\u001e')).toBe(
+      true,
+    );
     expect(hex(chainHashes(text, 64, prefixSeed('m'), 100))).toEqual([
-      '85ee8468d772ef25', '21ebd232c9170ef3', 'd882bddcdaf8835a', 'ef5fb0f05033d606', '9a30c960c28582c3',
-      '932a04d36c8a2c7a', '98222915c7f1f280', 'fe6625c451220bba', '4a8d108b6f28ea6f', 'cdcb9b21a6dfc5a',
+      '85ee8468d772ef25',
+      '21ebd232c9170ef3',
+      'd882bddcdaf8835a',
+      'ef5fb0f05033d606',
+      '9a30c960c28582c3',
+      '932a04d36c8a2c7a',
+      '98222915c7f1f280',
+      'fe6625c451220bba',
+      '4a8d108b6f28ea6f',
+      'cdcb9b21a6dfc5a',
     ]);
-    expect(hex(chainHashes('héllo wörld '.repeat(20), 16, 0n, 3))).toEqual(['c87079ceaabdb78a', 'e0073360dae99475', '33dd3ca0f6c6e914']);
+    expect(hex(chainHashes('héllo wörld '.repeat(20), 16, 0n, 3))).toEqual([
+      'c87079ceaabdb78a',
+      'e0073360dae99475',
+      '33dd3ca0f6c6e914',
+    ]);
   });
 
   it('is a chain of xxh64 over each chunk seeded by the previous hash', async () => {
@@ -60,13 +81,24 @@ describe('prefix identity', () => {
   it('renders requests canonically', () => {
     expect(canonicalText({ prompt: 'hello' }, 'completion')).toBe('hello');
     expect(canonicalText({ prompt: ['a', 'b'] }, 'completion')).toBe('ab');
-    const withTools = canonicalText({ tools: [{ type: 'function', function: { name: 'f' } }], messages: [{ role: 'user', content: 'q' }] }, 'chat');
+    const withTools = canonicalText(
+      { tools: [{ type: 'function', function: { name: 'f' } }], messages: [{ role: 'user', content: 'q' }] },
+      'chat',
+    );
     expect(withTools.startsWith('tools\u001f[{"function":{"name":"f"},"type":"function"}]')).toBe(true);
     // Key order in non-text parts does not matter.
     expect(stableJson({ b: 1, a: [{ d: 2, c: 3 }] })).toBe('{"a":[{"c":3,"d":2}],"b":1}');
     // Responses: instructions render like a system message, so chat and responses share prefixes.
     expect(canonicalText({ instructions: 'be brief', input: 'hi' }, 'responses')).toBe(
-      canonicalText({ messages: [{ role: 'system', content: 'be brief' }, { role: 'user', content: 'hi' }] }, 'chat'),
+      canonicalText(
+        {
+          messages: [
+            { role: 'system', content: 'be brief' },
+            { role: 'user', content: 'hi' },
+          ],
+        },
+        'chat',
+      ),
     );
   });
 

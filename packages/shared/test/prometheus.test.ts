@@ -22,7 +22,9 @@ describe('prometheus parser', () => {
     expect(sum(parsePrometheus('x 4\n'), ['x'])).toBe(4);
   });
   it('reads # TYPE lines, escaped newlines in label values and CRLF line ends', () => {
-    const m = parsePrometheus('# HELP x_total Things.\r\n# TYPE x_total counter\r\nx_total{msg="a\\nb"} 2\r\n#  TYPE  y gauge\ny 1\n');
+    const m = parsePrometheus(
+      '# HELP x_total Things.\r\n# TYPE x_total counter\r\nx_total{msg="a\\nb"} 2\r\n#  TYPE  y gauge\ny 1\n',
+    );
     expect(m.types.get('x_total')).toBe('counter');
     expect(m.types.get('y')).toBe('gauge');
     expect(m.types.size).toBe(2);

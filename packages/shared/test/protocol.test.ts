@@ -1,7 +1,15 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { Packr } from 'msgpackr';
-import { decodeSnapshot, decodeState, encodeSnapshot, encodeState, LIMITS, supersedes, type ReplicaState } from '../src/protocol.ts';
+import {
+  decodeSnapshot,
+  decodeState,
+  encodeSnapshot,
+  encodeState,
+  LIMITS,
+  supersedes,
+  type ReplicaState,
+} from '../src/protocol.ts';
 
 export function sampleState(over: Partial<ReplicaState> = {}): ReplicaState {
   return {
@@ -23,7 +31,12 @@ export function sampleState(over: Partial<ReplicaState> = {}): ReplicaState {
     load: { running: 3, waiting: 0, kvUsedTokens: 12_000, inflight: 3, inflightTokens: 4_000, prefillTokens: 1_000 },
     status: 'ready',
     chunkChars: 256,
-    digest: { from: 6, size: 3, added: BigUint64Array.from([1n, 2n ** 64n - 1n, 12345678901234567890n]), removed: BigUint64Array.from([9n]) },
+    digest: {
+      from: 6,
+      size: 3,
+      added: BigUint64Array.from([1n, 2n ** 64n - 1n, 12345678901234567890n]),
+      removed: BigUint64Array.from([9n]),
+    },
     ...over,
   };
 }
@@ -52,8 +65,10 @@ describe('state message codec', () => {
 
   it('keeps a 450k-token replica digest well under 100 KB', () => {
     // 450k tokens ≈ 1.8M chars ≈ 7,031 chunks of 256 chars.
-    const added = BigUint64Array.from({ length: 7_031 }, (_, i) => BigInt(i) * 0x9e3779b97f4a7c15n % 2n ** 64n);
-    const bytes = encodeState(sampleState({ digest: { from: -1, size: added.length, added, removed: new BigUint64Array(0) } }));
+    const added = BigUint64Array.from({ length: 7_031 }, (_, i) => (BigInt(i) * 0x9e3779b97f4a7c15n) % 2n ** 64n);
+    const bytes = encodeState(
+      sampleState({ digest: { from: -1, size: added.length, added, removed: new BigUint64Array(0) } }),
+    );
     expect(bytes.byteLength).toBeLessThan(64 * 1024);
   });
 
@@ -123,7 +138,14 @@ describe('state message codec', () => {
   });
 
   it('snapshot round-trips', () => {
-    const s = { v: 1 as const, replica: 'r', boot: 'b', seq: 3, chunkChars: 256, hashes: BigUint64Array.from([5n, 6n]) };
+    const s = {
+      v: 1 as const,
+      replica: 'r',
+      boot: 'b',
+      seq: 3,
+      chunkChars: 256,
+      hashes: BigUint64Array.from([5n, 6n]),
+    };
     const d = decodeSnapshot(encodeSnapshot(s));
     expect(d.ok && d.value).toEqual(s);
   });

@@ -20,14 +20,19 @@ const known = (name: string) => (name === 'm' ? { model: 'm', adapter: '' } : un
 /** Parse and describe as the router does; returns the refusal's code, or undefined when described (then checks bounds). */
 function outcome(text: string, kind: Endpoint, key?: string, session?: string): string | undefined {
   try {
-    const info = describeRequest(parseJsonBody(Buffer.from(text, 'utf8')), kind, { resolveModel: known, keyHeader: key, sessionHeader: session });
+    const info = describeRequest(parseJsonBody(Buffer.from(text, 'utf8')), kind, {
+      resolveModel: known,
+      keyHeader: key,
+      sessionHeader: session,
+    });
     expect(Number.isInteger(info.maxTokens) && info.maxTokens >= 0 && info.maxTokens <= MAX_OUTPUT_TOKENS).toBe(true);
     expect(Number.isFinite(info.promptTokens)).toBe(true);
     expect(info.hashes.length).toBeLessThanOrEqual(FLEET_DEFAULTS.maxChunks);
     if (info.routingKey !== undefined) expect(info.routingKey.length).toBeLessThanOrEqual(MAX_KEY_CHARS);
     return undefined;
   } catch (err) {
-    if (!(err instanceof WarmpathError)) throw new Error(`not a WarmpathError for ${JSON.stringify(text.slice(0, 200))}: ${String(err)}`);
+    if (!(err instanceof WarmpathError))
+      throw new Error(`not a WarmpathError for ${JSON.stringify(text.slice(0, 200))}: ${String(err)}`);
     expect(err.status).toBeGreaterThanOrEqual(400);
     expect(err.status).toBeLessThan(500);
     expect(ERRORS[err.code].status).toBe(err.status);
@@ -47,7 +52,8 @@ describe('request parser fuzz', () => {
       { seed: FUZZ_SEED, numRuns: 6_000 },
     );
     // The generators reach both sides: accepted bodies and each kind of refusal.
-    for (const code of ['described', 'invalid_json', 'invalid_request', 'model_required', 'model_not_found']) expect(seen.get(code) ?? 0).toBeGreaterThan(20);
+    for (const code of ['described', 'invalid_json', 'invalid_request', 'model_required', 'model_not_found'])
+      expect(seen.get(code) ?? 0).toBeGreaterThan(20);
   });
 
   it('a valid body stays valid with any routing key and session header (2,000 cases)', () => {
@@ -55,7 +61,20 @@ describe('request parser fuzz', () => {
     fc.assert(
       fc.property(arb, ([body, key, session]) => {
         const valid = { ...body, model: 'm', messages: [{ role: 'user', content: 'hello' }] };
-        for (const k of ['stream', 'stream_options', 'max_tokens', 'max_completion_tokens', 'temperature', 'top_p', 'n', 'stop', 'prompt_cache_key', 'cache_salt', 'tools', 'logit_bias'])
+        for (const k of [
+          'stream',
+          'stream_options',
+          'max_tokens',
+          'max_completion_tokens',
+          'temperature',
+          'top_p',
+          'n',
+          'stop',
+          'prompt_cache_key',
+          'cache_salt',
+          'tools',
+          'logit_bias',
+        ])
           delete (valid as Record<string, unknown>)[k];
         expect(outcome(JSON.stringify(valid), 'chat', key, session)).toBeUndefined();
       }),

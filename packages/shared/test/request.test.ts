@@ -15,8 +15,16 @@ const codeOf = (fn: () => unknown): string | undefined => {
 
 describe('describeRequest', () => {
   it('computes model, adapter, work and chain', () => {
-    const body = { model: 'sql-lora', messages: [{ role: 'user', content: 'x'.repeat(1000) }], max_tokens: 50, stream: true, prompt_cache_key: 'k1' };
-    const info = describeRequest(body, 'chat', { resolveModel: (n) => (n === 'sql-lora' ? { model: 'base', adapter: 'sql-lora' } : undefined) });
+    const body = {
+      model: 'sql-lora',
+      messages: [{ role: 'user', content: 'x'.repeat(1000) }],
+      max_tokens: 50,
+      stream: true,
+      prompt_cache_key: 'k1',
+    };
+    const info = describeRequest(body, 'chat', {
+      resolveModel: (n) => (n === 'sql-lora' ? { model: 'base', adapter: 'sql-lora' } : undefined),
+    });
     expect(info.model).toBe('base');
     expect(info.adapter).toBe('sql-lora');
     expect(info.maxTokens).toBe(50);
@@ -30,8 +38,11 @@ describe('describeRequest', () => {
   it('takes the session key from the x-session-id header: trimmed, bounded, absent when missing or blank', () => {
     const body = { model: 'm', messages: [{ role: 'user', content: 'hi' }] };
     expect(describeRequest(body, 'chat', { sessionHeader: '  s-42 ' }).sessionKey).toBe('s-42');
-    expect(describeRequest(body, 'chat', { sessionHeader: 'x'.repeat(5000) }).sessionKey).toBe('x'.repeat(MAX_KEY_CHARS));
-    for (const sessionHeader of [undefined, '', '   ']) expect('sessionKey' in describeRequest(body, 'chat', { sessionHeader })).toBe(false);
+    expect(describeRequest(body, 'chat', { sessionHeader: 'x'.repeat(5000) }).sessionKey).toBe(
+      'x'.repeat(MAX_KEY_CHARS),
+    );
+    for (const sessionHeader of [undefined, '', '   '])
+      expect('sessionKey' in describeRequest(body, 'chat', { sessionHeader })).toBe(false);
     // The session key is not an affinity key: warmpath's routing key stays unset.
     expect(describeRequest(body, 'chat', { sessionHeader: 's-42' }).routingKey).toBeUndefined();
   });
@@ -50,8 +61,12 @@ describe('describeRequest', () => {
     expect(codeOf(() => describeRequest({ messages: [] }, 'chat'))).toBe('model_required');
     expect(codeOf(() => describeRequest({ model: 3, messages: [{}] }, 'chat'))).toBe('invalid_request');
     expect(codeOf(() => describeRequest({ model: 'm', messages: [] }, 'chat'))).toBe('invalid_request');
-    expect(codeOf(() => describeRequest({ model: 'm', messages: [{ role: 'user', content: 'x' }], max_tokens: -1 }, 'chat'))).toBe('invalid_request');
-    expect(codeOf(() => describeRequest({ model: 'm', prompt: 'x' }, 'completion', { resolveModel: () => undefined }))).toBe('model_not_found');
+    expect(
+      codeOf(() => describeRequest({ model: 'm', messages: [{ role: 'user', content: 'x' }], max_tokens: -1 }, 'chat')),
+    ).toBe('invalid_request');
+    expect(
+      codeOf(() => describeRequest({ model: 'm', prompt: 'x' }, 'completion', { resolveModel: () => undefined })),
+    ).toBe('model_not_found');
   });
 });
 
@@ -68,13 +83,68 @@ describe('request shape (request-schema.ts)', () => {
 
   it('accepts what OpenAI clients send: content parts, tool calls and results, nulls for optional fields', () => {
     const bodies: Array<[Record<string, unknown>, 'chat' | 'completion' | 'embedding' | 'responses']> = [
-      [{ model: 'm', messages: [{ role: 'developer', content: 'be brief' }, { role: 'user', content: [{ type: 'text', text: 'a' }, { type: 'image_url', image_url: { url: 'data:x' } }] }] }, 'chat'],
-      [{ model: 'm', messages: [user, { role: 'assistant', content: null, tool_calls: [{ id: 't1', type: 'function', function: { name: 'f', arguments: '{}' } }] }, { role: 'tool', tool_call_id: 't1', content: '42' }] }, 'chat'],
-      [{ model: 'm', messages: [user], stream: true, stream_options: { include_usage: true }, max_tokens: null, temperature: null, tools: [{ type: 'function', function: { name: 'f' } }], tool_choice: 'auto', stop: ['\n'], logprobs: true, top_logprobs: 3, seed: -1, n: 1, ignore_eos: true }, 'chat'],
+      [
+        {
+          model: 'm',
+          messages: [
+            { role: 'developer', content: 'be brief' },
+            {
+              role: 'user',
+              content: [
+                { type: 'text', text: 'a' },
+                { type: 'image_url', image_url: { url: 'data:x' } },
+              ],
+            },
+          ],
+        },
+        'chat',
+      ],
+      [
+        {
+          model: 'm',
+          messages: [
+            user,
+            {
+              role: 'assistant',
+              content: null,
+              tool_calls: [{ id: 't1', type: 'function', function: { name: 'f', arguments: '{}' } }],
+            },
+            { role: 'tool', tool_call_id: 't1', content: '42' },
+          ],
+        },
+        'chat',
+      ],
+      [
+        {
+          model: 'm',
+          messages: [user],
+          stream: true,
+          stream_options: { include_usage: true },
+          max_tokens: null,
+          temperature: null,
+          tools: [{ type: 'function', function: { name: 'f' } }],
+          tool_choice: 'auto',
+          stop: ['\n'],
+          logprobs: true,
+          top_logprobs: 3,
+          seed: -1,
+          n: 1,
+          ignore_eos: true,
+        },
+        'chat',
+      ],
       [{ model: 'm', prompt: ['a', 'b'], max_tokens: 5, logprobs: 2, echo: false }, 'completion'],
       [{ model: 'm', prompt: [[1, 2], [3]] }, 'completion'],
       [{ model: 'm', input: [1, 2, 3], encoding_format: 'float' }, 'embedding'],
-      [{ model: 'm', instructions: 'x', input: [{ role: 'user', content: [{ type: 'input_text', text: 'hi' }] }], max_output_tokens: 100 }, 'responses'],
+      [
+        {
+          model: 'm',
+          instructions: 'x',
+          input: [{ role: 'user', content: [{ type: 'input_text', text: 'hi' }] }],
+          max_output_tokens: 100,
+        },
+        'responses',
+      ],
     ];
     for (const [body, kind] of bodies) expect(codeOf(() => describeRequest(body, kind))).toBeUndefined();
   });
@@ -102,7 +172,8 @@ describe('request shape (request-schema.ts)', () => {
   });
 
   it('nesting deeper than MAX_JSON_DEPTH is invalid_request at parse time, at any depth', () => {
-    const nested = (depth: number) => enc(`{"model":"m","messages":[{"role":"user","content":${'['.repeat(depth)}${']'.repeat(depth)}}]}`);
+    const nested = (depth: number) =>
+      enc(`{"model":"m","messages":[{"role":"user","content":${'['.repeat(depth)}${']'.repeat(depth)}}]}`);
     expect(codeOf(() => parseJsonBody(nested(MAX_JSON_DEPTH - 4)))).toBeUndefined();
     expect(codeOf(() => parseJsonBody(nested(MAX_JSON_DEPTH)))).toBe('invalid_request');
     expect(codeOf(() => parseJsonBody(nested(100_000)))).toBe('invalid_request');

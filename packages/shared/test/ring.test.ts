@@ -140,25 +140,36 @@ describe('bounded loads', () => {
 
   it('property: routing a stream of keys never lets any member exceed the bound', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 2, max: 12 }), fc.array(fc.integer({ min: 0, max: 20 }), { minLength: 50, maxLength: 300 }), (n, keys) => {
-        const ring = new HashRing(members(n));
-        const loads = new Map<string, number>();
-        let total = 0;
-        for (const k of keys) {
-          // a skewed key stream: few distinct keys
-          const pick = pickBounded(ring, k, (id) => loads.get(id) ?? 0, 1, 1.25)!;
-          loads.set(pick.member.id, (loads.get(pick.member.id) ?? 0) + 1);
-          total++;
-          for (const v of loads.values()) expect(v).toBeLessThanOrEqual(Math.ceil((1.25 * total) / n));
-        }
-      }),
+      fc.property(
+        fc.integer({ min: 2, max: 12 }),
+        fc.array(fc.integer({ min: 0, max: 20 }), { minLength: 50, maxLength: 300 }),
+        (n, keys) => {
+          const ring = new HashRing(members(n));
+          const loads = new Map<string, number>();
+          let total = 0;
+          for (const k of keys) {
+            // a skewed key stream: few distinct keys
+            const pick = pickBounded(ring, k, (id) => loads.get(id) ?? 0, 1, 1.25)!;
+            loads.set(pick.member.id, (loads.get(pick.member.id) ?? 0) + 1);
+            total++;
+            for (const v of loads.values()) expect(v).toBeLessThanOrEqual(Math.ceil((1.25 * total) / n));
+          }
+        },
+      ),
       { numRuns: 100 },
     );
   });
 
   it('respects an eligibility filter', () => {
     const ring = new HashRing(members(5));
-    const pick = pickBounded(ring, 42, () => 0, 1, 1.25, (m) => m.id === 'r2');
+    const pick = pickBounded(
+      ring,
+      42,
+      () => 0,
+      1,
+      1.25,
+      (m) => m.id === 'r2',
+    );
     expect(pick?.member.id).toBe('r2');
     expect(pick?.rank).toBe(0);
   });

@@ -68,7 +68,12 @@ afterAll(async () => {
 
 describe('callUpstream', () => {
   it('resolves with the status and headers and reads the body in order', async () => {
-    const up = await callUpstream(pool, { path: '/echo', method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'hello' });
+    const up = await callUpstream(pool, {
+      path: '/echo',
+      method: 'POST',
+      headers: { 'content-type': 'text/plain' },
+      body: 'hello',
+    });
     expect(up.statusCode).toBe(201);
     expect(up.headers['x-method']).toBe('POST');
     expect(await up.body.text()).toBe('hello');
@@ -104,7 +109,9 @@ describe('callUpstream', () => {
   it('aborts with the signal: before the head it rejects with the reason, mid-body the reader throws it and the server sees the close', async () => {
     const before = new AbortController();
     before.abort();
-    await expect(callUpstream(pool, { path: '/echo', method: 'POST', body: 'x' }, before.signal)).rejects.toMatchObject({ name: 'AbortError' });
+    await expect(callUpstream(pool, { path: '/echo', method: 'POST', body: 'x' }, before.signal)).rejects.toMatchObject(
+      { name: 'AbortError' },
+    );
 
     const ac = new AbortController();
     const up = await callUpstream(pool, { path: '/hold', method: 'GET' }, ac.signal);

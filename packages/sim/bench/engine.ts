@@ -20,7 +20,9 @@ import { parseArgs } from 'node:util';
 import { EngineModel, PROFILES, promptIdentity, startSimServer } from '../src/index.ts';
 import type { SimRequest } from '../src/index.ts';
 
-const { values: opts } = parseArgs({ options: { batches: { type: 'string', default: '1,32,128' }, 'sim-seconds': { type: 'string', default: '600' } } });
+const { values: opts } = parseArgs({
+  options: { batches: { type: 'string', default: '1,32,128' }, 'sim-seconds': { type: 'string', default: '600' } },
+});
 const H100 = PROFILES['h100-llama3-8b'];
 const PO = { model: 'meta-llama/Llama-3.1-8B-Instruct', adapter: '', charsPerToken: 4, blockSize: 16 };
 
@@ -73,7 +75,8 @@ function modelItl(batch: number): number {
     now = Math.max(now, m.nextWakeMs(now));
     const r = m.step(now);
     now = r.endMs;
-    if (seqs.every((s) => s.generated >= 1) && r.scheduledTokens === batch && r.finished.length === 0) gaps.push(r.durationMs);
+    if (seqs.every((s) => s.generated >= 1) && r.scheduledTokens === batch && r.finished.length === 0)
+      gaps.push(r.durationMs);
   }
   return mean(gaps);
 }
@@ -141,12 +144,16 @@ function costRun(simSeconds: number): void {
   // 8 system prompts (500–4,000 tokens) × unique user turns (50–600 tokens), 50–400 output tokens.
   const systems = Array.from({ length: 8 }, (_, i) => text(500 + i * 500, 5000 + i));
   let x = 42;
-  const rnd = (): number => ((x = (x * 1103515245 + 12345) >>> 0) / 4294967296);
+  const rnd = (): number => (x = (x * 1103515245 + 12345) >>> 0) / 4294967296;
   const ratePerS = 9; // Poisson arrivals per simulated second
   const requests: { at: number; text: string; out: number }[] = [];
-  for (let t = 0; t < simSeconds * 1e3; ) {
+  for (let t = 0; t < simSeconds * 1e3;) {
     t += (-Math.log(1 - rnd()) / ratePerS) * 1e3;
-    requests.push({ at: t, text: systems[Math.floor(rnd() * systems.length)]! + text(50 + Math.floor(rnd() * 550), requests.length), out: 50 + Math.floor(rnd() * 350) });
+    requests.push({
+      at: t,
+      text: systems[Math.floor(rnd() * systems.length)]! + text(50 + Math.floor(rnd() * 550), requests.length),
+      out: 50 + Math.floor(rnd() * 350),
+    });
   }
   const c0 = process.cpuUsage();
   const prepared: (SimRequest & { at: number })[] = requests.map((r, i) => {
@@ -183,11 +190,21 @@ function costRun(simSeconds: number): void {
   const cpuS = (c3.user + c3.system) / 1e6;
   const snap = m.snapshot();
   const virtS = now / 1e3;
-  console.log(`  mix: ${prepared.length} requests over ${f1(virtS)} simulated s, ${steps} steps, mean batch ${f1(seqSteps / steps)} seqs, prefix hit ${f1((100 * snap.prefixHitsTokens) / snap.prefixQueriesTokens)}%, preemptions ${snap.preemptions}, mean TTFT ${f1((m.ttft.sum / m.ttft.count) * 1e3)} ms`);
-  console.log(`  model CPU: ${cpuS.toFixed(3)} s → ${Math.round(prepared.length / cpuS).toLocaleString('en')} requests/s, ${Math.round(steps / cpuS).toLocaleString('en')} steps/s per core`);
-  console.log(`  real-time replicas per core (model only): ${Math.round(virtS / cpuS).toLocaleString('en')}  (simulated s per CPU s)`);
-  console.log(`  prompt hashing (shared chainHashes, once per request): ${hashCpuS.toFixed(3)} s → ${Math.round(prepared.length / hashCpuS).toLocaleString('en')} requests/s per core`);
-  console.log(`  with hashing: ${Math.round(prepared.length / (cpuS + hashCpuS)).toLocaleString('en')} requests/s per core`);
+  console.log(
+    `  mix: ${prepared.length} requests over ${f1(virtS)} simulated s, ${steps} steps, mean batch ${f1(seqSteps / steps)} seqs, prefix hit ${f1((100 * snap.prefixHitsTokens) / snap.prefixQueriesTokens)}%, preemptions ${snap.preemptions}, mean TTFT ${f1((m.ttft.sum / m.ttft.count) * 1e3)} ms`,
+  );
+  console.log(
+    `  model CPU: ${cpuS.toFixed(3)} s → ${Math.round(prepared.length / cpuS).toLocaleString('en')} requests/s, ${Math.round(steps / cpuS).toLocaleString('en')} steps/s per core`,
+  );
+  console.log(
+    `  real-time replicas per core (model only): ${Math.round(virtS / cpuS).toLocaleString('en')}  (simulated s per CPU s)`,
+  );
+  console.log(
+    `  prompt hashing (shared chainHashes, once per request): ${hashCpuS.toFixed(3)} s → ${Math.round(prepared.length / hashCpuS).toLocaleString('en')} requests/s per core`,
+  );
+  console.log(
+    `  with hashing: ${Math.round(prepared.length / (cpuS + hashCpuS)).toLocaleString('en')} requests/s per core`,
+  );
 }
 
 // ---- main ------------------------------------------------------------------------------

@@ -53,7 +53,9 @@ export async function run(argv: string[]): Promise<void> {
       process.exit(1);
     },
   });
-  process.stdout.write(`warmpath sim listening on ${server.url} model=${server.modelName} profile=${c.profile} speed=${c.speed}\n`);
+  process.stdout.write(
+    `warmpath sim listening on ${server.url} model=${server.modelName} profile=${c.profile} speed=${c.speed}\n`,
+  );
   log.info({ url: server.url, model: server.modelName, profile: c.profile, speed: c.speed }, 'listening');
   await new Promise<void>((resolve) => {
     const stop = (signal: NodeJS.Signals): void => {

@@ -8,8 +8,12 @@ const CLI = fileURLToPath(new URL('../../cli/src/main.ts', import.meta.url));
 const children: ChildProcess[] = [];
 
 /** Starts `warmpath sim ...` and resolves with its URL from the first stdout line. */
-async function startSim(args: string[]): Promise<{ child: ChildProcess; url: string; firstLine: string; exit: Promise<number | null> }> {
-  const child = spawn(process.execPath, [CLI, 'sim', '--port', '0', '--profile', 'tiny', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+async function startSim(
+  args: string[],
+): Promise<{ child: ChildProcess; url: string; firstLine: string; exit: Promise<number | null> }> {
+  const child = spawn(process.execPath, [CLI, 'sim', '--port', '0', '--profile', 'tiny', ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   children.push(child);
   const exit = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   let err = '';
@@ -49,14 +53,20 @@ describe('warmpath sim (real process)', () => {
 
   it('crash fault at runtime exits the process', async () => {
     const { url, exit } = await startSim([]);
-    const res = await fetch(`${url}/sim/v1/fault`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"crash":true}' });
+    const res = await fetch(`${url}/sim/v1/fault`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"crash":true}',
+    });
     await res.arrayBuffer().catch(() => undefined);
     expect(await exit).toBe(1);
     await expect(fetch(`${url}/health`)).rejects.toThrow();
   });
 
   it('rejects a bad flag or fault with exit code 2', async () => {
-    const child = spawn(process.execPath, [CLI, 'sim', '--port', '0', '--fault', 'explode=1'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [CLI, 'sim', '--port', '0', '--fault', 'explode=1'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     children.push(child);
     let err = '';
     child.stderr!.on('data', (c: Buffer) => (err += c.toString()));

@@ -3,7 +3,14 @@ import { applyFaultJson, applyFaultSpec, noFaults, parseDuration } from '../src/
 
 describe('fault syntax', () => {
   it('parses the CLI spelling', () => {
-    expect(applyFaultSpec(noFaults(), ['crash-after=30s', 'slow=2,error-rate=0.1', 'die-after-tokens=5', 'hang-after=500ms'])).toEqual({
+    expect(
+      applyFaultSpec(noFaults(), [
+        'crash-after=30s',
+        'slow=2,error-rate=0.1',
+        'die-after-tokens=5',
+        'hang-after=500ms',
+      ]),
+    ).toEqual({
       crashAfterMs: 30_000,
       hang: false,
       hangAfterMs: 500,

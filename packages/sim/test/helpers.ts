@@ -2,7 +2,11 @@ import { parsePrometheus } from '@warmpath/shared/runtime';
 import { waitFor as waitUntil } from '@warmpath/testkit';
 
 /** Waits until `cond` holds (state changes inside the server have no event to await from outside); see @warmpath/testkit. */
-export async function waitFor<T>(cond: () => T | Promise<T>, what: string, timeoutMs = 10_000): Promise<NonNullable<T>> {
+export async function waitFor<T>(
+  cond: () => T | Promise<T>,
+  what: string,
+  timeoutMs = 10_000,
+): Promise<NonNullable<T>> {
   return (await waitUntil(cond, { timeoutMs, intervalMs: 10, message: what })) as NonNullable<T>;
 }
 
@@ -10,12 +14,19 @@ export async function postJson(url: string, body: unknown): Promise<Response> {
   return fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 }
 
-export async function state(base: string): Promise<{ engine: { running: number; waiting: number; kvUsedBlocks: number; preemptions: number } } & Record<string, unknown>> {
+export async function state(
+  base: string,
+): Promise<
+  { engine: { running: number; waiting: number; kvUsedBlocks: number; preemptions: number } } & Record<string, unknown>
+> {
   return (await (await fetch(`${base}/sim/v1/state`)).json()) as never;
 }
 
 /** Reads an SSE body event by event; resolves with the data payloads and whether [DONE] was seen. */
-export async function readSse(res: Response, onEvent?: (data: string, index: number) => void): Promise<{ events: string[]; done: boolean; error?: unknown }> {
+export async function readSse(
+  res: Response,
+  onEvent?: (data: string, index: number) => void,
+): Promise<{ events: string[]; done: boolean; error?: unknown }> {
   const events: string[] = [];
   let done = false;
   const reader = res.body!.getReader();
@@ -50,7 +61,12 @@ export async function metrics(base: string): Promise<Map<string, number>> {
   for (const [name, samples] of parsePrometheus(text).series) {
     for (const s of samples) {
       const { engine: _e, model_name: _m, ...rest } = s.labels;
-      const key = Object.keys(rest).length === 0 ? name : `${name}{${Object.entries(rest).map(([k, v]) => `${k}=${v}`).join(',')}}`;
+      const key =
+        Object.keys(rest).length === 0
+          ? name
+          : `${name}{${Object.entries(rest)
+              .map(([k, v]) => `${k}=${v}`)
+              .join(',')}}`;
       out.set(key, s.value);
     }
   }

@@ -67,7 +67,17 @@ describe('EngineModel', () => {
   it('decode step time grows with batch like the H100 roofline', () => {
     const itl = (batch: number): number => {
       const m = new EngineModel(PROFILES['h100-llama3-8b']);
-      for (let i = 0; i < batch; i++) m.submit(req(`r${i}`, words(200, `u${i}-`).padEnd(1024 * 4, 'x').slice(0, 1024 * 4), 64), 0);
+      for (let i = 0; i < batch; i++)
+        m.submit(
+          req(
+            `r${i}`,
+            words(200, `u${i}-`)
+              .padEnd(1024 * 4, 'x')
+              .slice(0, 1024 * 4),
+            64,
+          ),
+          0,
+        );
       let now = 0;
       const durations: number[] = [];
       while (!m.idle) {
@@ -149,7 +159,9 @@ describe('EngineModel', () => {
   it('rejects unknown adapters and over-long requests', () => {
     const m = new EngineModel(PROFILES.tiny, { maxLoras: 1, adapters: ['a'] });
     expect(() => m.submit(req('x', 'hi', 4, 'nope'), 0)).toThrow(/not registered/);
-    expect(() => m.submit({ id: 'y', promptTokens: 4000, maxTokens: 200, blockHashes: new BigUint64Array(0) }, 0)).toThrow(/maximum context length/);
+    expect(() =>
+      m.submit({ id: 'y', promptTokens: 4000, maxTokens: 200, blockHashes: new BigUint64Array(0) }, 0),
+    ).toThrow(/maximum context length/);
   });
 
   it('abort frees blocks; the prefix stays cached and reusable', () => {

@@ -13,7 +13,11 @@ describe('the official openai SDK against the simulator', () => {
   afterAll(() => sim.close());
 
   it('chat completions', async () => {
-    const r = await client.chat.completions.create({ model: sim.modelName, messages: [{ role: 'user', content: 'Say hi' }], max_completion_tokens: 7 });
+    const r = await client.chat.completions.create({
+      model: sim.modelName,
+      messages: [{ role: 'user', content: 'Say hi' }],
+      max_completion_tokens: 7,
+    });
     expect(r.object).toBe('chat.completion');
     expect(r.choices[0]!.finish_reason).toBe('length');
     expect(r.choices[0]!.message.content!.trim().split(' ')).toHaveLength(7);
@@ -30,7 +34,10 @@ describe('the official openai SDK against the simulator', () => {
   it('streaming chat with include_usage', async () => {
     const stream = await client.chat.completions.create({
       model: sim.modelName,
-      messages: [{ role: 'system', content: 'You are terse.' }, { role: 'user', content: 'Count' }],
+      messages: [
+        { role: 'system', content: 'You are terse.' },
+        { role: 'user', content: 'Count' },
+      ],
       max_tokens: 5,
       stream: true,
       stream_options: { include_usage: true },
@@ -50,7 +57,12 @@ describe('the official openai SDK against the simulator', () => {
   });
 
   it('streaming completions', async () => {
-    const stream = await client.completions.create({ model: sim.modelName, prompt: 'Once upon a time', max_tokens: 3, stream: true });
+    const stream = await client.completions.create({
+      model: sim.modelName,
+      prompt: 'Once upon a time',
+      max_tokens: 3,
+      stream: true,
+    });
     const parts: string[] = [];
     for await (const chunk of stream) parts.push(chunk.choices[0]?.text ?? '');
     expect(parts).toHaveLength(3);
@@ -63,11 +75,15 @@ describe('the official openai SDK against the simulator', () => {
   });
 
   it('errors surface as APIError with status', async () => {
-    const err = await client.chat.completions.create({ model: 'no-such-model', messages: [{ role: 'user', content: 'x' }] }).catch((e: unknown) => e);
+    const err = await client.chat.completions
+      .create({ model: 'no-such-model', messages: [{ role: 'user', content: 'x' }] })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OpenAI.NotFoundError);
     expect((err as InstanceType<typeof OpenAI.APIError>).status).toBe(404);
     expect((err as InstanceType<typeof OpenAI.APIError>).code).toBe('model_not_found');
-    const bad = await client.completions.create({ model: sim.modelName, prompt: 'x', max_tokens: 0 }).catch((e: unknown) => e);
+    const bad = await client.completions
+      .create({ model: sim.modelName, prompt: 'x', max_tokens: 0 })
+      .catch((e: unknown) => e);
     expect(bad).toBeInstanceOf(OpenAI.BadRequestError);
     expect((bad as InstanceType<typeof OpenAI.APIError>).param).toBe('max_tokens');
   });

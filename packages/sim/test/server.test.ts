@@ -4,7 +4,10 @@ import { startSimServer } from '../src/index.ts';
 import type { SimServer } from '../src/index.ts';
 import { metrics, postJson, readSse, state, waitFor } from './helpers.ts';
 
-const chat = (content: string, extra: Record<string, unknown> = {}) => ({ messages: [{ role: 'user', content }], ...extra });
+const chat = (content: string, extra: Record<string, unknown> = {}) => ({
+  messages: [{ role: 'user', content }],
+  ...extra,
+});
 const words = (n: number, seed: string): string => Array.from({ length: n }, (_, i) => `${seed}${i}`).join(' ');
 
 describe('sim server (H100 profile, real time)', () => {
@@ -18,13 +21,17 @@ describe('sim server (H100 profile, real time)', () => {
     const prompt = 'shared system prompt. '.repeat(380); // ≈ 2,090 tokens
     const timeToFirstChunk = async (): Promise<{ ms: number; cached: number }> => {
       const t0 = performance.now();
-      const res = await postJson(`${sim.url}/v1/chat/completions`, chat(prompt, { max_tokens: 2, stream: true, stream_options: { include_usage: true } }));
+      const res = await postJson(
+        `${sim.url}/v1/chat/completions`,
+        chat(prompt, { max_tokens: 2, stream: true, stream_options: { include_usage: true } }),
+      );
       let first = 0;
       const { events, done } = await readSse(res, (_d, i) => {
         if (i === 1) first = performance.now() - t0; // [0] is the role chunk, [1] the first token
       });
       expect(done).toBe(true);
-      const usage = (JSON.parse(events.at(-1)!) as { usage: { prompt_tokens_details: { cached_tokens: number } } }).usage;
+      const usage = (JSON.parse(events.at(-1)!) as { usage: { prompt_tokens_details: { cached_tokens: number } } })
+        .usage;
       return { ms: first, cached: usage.prompt_tokens_details.cached_tokens };
     };
     const cold = await timeToFirstChunk();
@@ -36,7 +43,11 @@ describe('sim server (H100 profile, real time)', () => {
   });
 
   it('/metrics parses as Prometheus text and matches the model state', async () => {
-    await Promise.all([1, 2, 3].map((i) => postJson(`${sim.url}/v1/completions`, { prompt: words(100, `m${i}`), max_tokens: 3 }).then((r) => r.json())));
+    await Promise.all(
+      [1, 2, 3].map((i) =>
+        postJson(`${sim.url}/v1/completions`, { prompt: words(100, `m${i}`), max_tokens: 3 }).then((r) => r.json()),
+      ),
+    );
     const text = await (await fetch(`${sim.url}/metrics`)).text();
     const { series, types, skipped } = parsePrometheus(text);
     expect(skipped).toBe(0); // every line is valid exposition text
@@ -44,7 +55,9 @@ describe('sim server (H100 profile, real time)', () => {
     expect(types.get('vllm:prefix_cache_queries')).toBe('counter');
     expect(types.get('vllm:time_to_first_token_seconds')).toBe('histogram');
     expect(types.get('vllm:kv_cache_usage_perc')).toBe('gauge');
-    for (const s of samples) if (s.name.startsWith('vllm:') && s.name !== 'vllm:lora_requests_info') expect(s.labels).toMatchObject({ engine: '0', model_name: sim.modelName });
+    for (const s of samples)
+      if (s.name.startsWith('vllm:') && s.name !== 'vllm:lora_requests_info')
+        expect(s.labels).toMatchObject({ engine: '0', model_name: sim.modelName });
     const m = await metrics(sim.url);
     const snap = sim.model.snapshot();
     expect(m.get('vllm:prefix_cache_queries_total')).toBe(snap.prefixQueriesTokens);
@@ -72,8 +85,14 @@ describe('sim server (H100 profile, real time)', () => {
     expect(health.status).toBe(200);
     expect(await health.text()).toBe('');
     expect(((await (await fetch(`${sim.url}/version`)).json()) as { version: string }).version).toMatch(/^\d+\.\d+/);
-    const models = (await (await fetch(`${sim.url}/v1/models`)).json()) as { data: { id: string; max_model_len: number; root: string }[] };
-    expect(models.data[0]).toMatchObject({ id: 'meta-llama/Llama-3.1-8B-Instruct', root: 'meta-llama/Llama-3.1-8B-Instruct', max_model_len: 131072 });
+    const models = (await (await fetch(`${sim.url}/v1/models`)).json()) as {
+      data: { id: string; max_model_len: number; root: string }[];
+    };
+    expect(models.data[0]).toMatchObject({
+      id: 'meta-llama/Llama-3.1-8B-Instruct',
+      root: 'meta-llama/Llama-3.1-8B-Instruct',
+      max_model_len: 131072,
+    });
     const prompt = words(300, 'probe');
     await (await postJson(`${sim.url}/v1/chat/completions`, chat(prompt, { max_tokens: 1 }))).json();
     const probe = (await (await postJson(`${sim.url}/sim/v1/probe`, chat(prompt))).json()) as Record<string, unknown>;
@@ -87,8 +106,13 @@ describe('sim server (H100 profile, real time)', () => {
   });
 
   it('answers bad requests with OpenAI-shaped errors', async () => {
-    const err = async (res: Response) => ({ status: res.status, body: (await res.json()) as { error: { code: string; param: string | null; type: string } } });
-    const unknown = await err(await postJson(`${sim.url}/v1/chat/completions`, { model: 'nope', messages: [{ role: 'user', content: 'x' }] }));
+    const err = async (res: Response) => ({
+      status: res.status,
+      body: (await res.json()) as { error: { code: string; param: string | null; type: string } },
+    });
+    const unknown = await err(
+      await postJson(`${sim.url}/v1/chat/completions`, { model: 'nope', messages: [{ role: 'user', content: 'x' }] }),
+    );
     expect(unknown.status).toBe(404);
     expect(unknown.body.error).toMatchObject({ code: 'model_not_found', param: 'model' });
     const malformed = await err(await fetch(`${sim.url}/v1/completions`, { method: 'POST', body: '{"prompt":' }));
@@ -96,7 +120,11 @@ describe('sim server (H100 profile, real time)', () => {
     expect(malformed.body.error.code).toBe('invalid_json');
     const invalid = await err(await postJson(`${sim.url}/v1/chat/completions`, chat('x', { max_tokens: -1 })));
     expect(invalid.status).toBe(400);
-    expect(invalid.body.error).toMatchObject({ code: 'invalid_request', param: 'max_tokens', type: 'invalid_request_error' });
+    expect(invalid.body.error).toMatchObject({
+      code: 'invalid_request',
+      param: 'max_tokens',
+      type: 'invalid_request_error',
+    });
     const noMessages = await err(await postJson(`${sim.url}/v1/chat/completions`, { messages: [] }));
     expect(noMessages.body.error.param).toBe('messages');
     const tooLong = await err(await postJson(`${sim.url}/v1/completions`, { prompt: 'x', max_tokens: 200_000 }));
@@ -117,7 +145,11 @@ describe('sim server (tiny profile)', () => {
         if (s.waiting > 0 && s.running > 0) sawQueue = true;
       }, 2);
       const results = await Promise.all(
-        Array.from({ length: 12 }, (_, i) => postJson(`${sim.url}/v1/completions`, { prompt: words(200, `p${i}-`).slice(0, 1024), max_tokens: 300 }).then(async (r) => ({ status: r.status, body: (await r.json()) as { usage: { completion_tokens: number } } }))),
+        Array.from({ length: 12 }, (_, i) =>
+          postJson(`${sim.url}/v1/completions`, { prompt: words(200, `p${i}-`).slice(0, 1024), max_tokens: 300 }).then(
+            async (r) => ({ status: r.status, body: (await r.json()) as { usage: { completion_tokens: number } } }),
+          ),
+        ),
       );
       clearInterval(poll);
       for (const r of results) {
@@ -165,9 +197,14 @@ describe('sim server (tiny profile)', () => {
       const resB = postJson(`${sim.url}/v1/completions`, { model: 'b', prompt: 'adapter b', max_tokens: 5 });
       await waitFor(() => sim.model.snapshot().waitingDeferred === 1, 'b to be deferred');
       const m = await metrics(sim.url);
-      expect(m.get('vllm:lora_requests_info{max_lora=1,running_lora_adapters=a,waiting_lora_adapters=b}')).toBeGreaterThan(1e9);
+      expect(
+        m.get('vllm:lora_requests_info{max_lora=1,running_lora_adapters=a,waiting_lora_adapters=b}'),
+      ).toBeGreaterThan(1e9);
       expect(m.get('vllm:num_requests_waiting_by_reason{reason=deferred}')).toBe(1);
-      const probe = (await (await postJson(`${sim.url}/sim/v1/probe`, { model: 'b', prompt: 'adapter b' })).json()) as { adapterHot: boolean; adapterSlotsFree: number };
+      const probe = (await (await postJson(`${sim.url}/sim/v1/probe`, { model: 'b', prompt: 'adapter b' })).json()) as {
+        adapterHot: boolean;
+        adapterSlotsFree: number;
+      };
       expect(probe).toMatchObject({ adapterHot: false, adapterSlotsFree: 0 });
       const [a, b] = await Promise.all([resA, resB]);
       expect(a.status).toBe(200);
@@ -188,12 +225,16 @@ describe('sim server (tiny profile)', () => {
       const load = await postJson(`${sim.url}/v1/load_lora_adapter`, { lora_name: 'sql', lora_path: '/loras/sql' });
       expect(load.status).toBe(200);
       expect(await load.text()).toMatch(/sql/);
-      const models = (await (await fetch(`${sim.url}/v1/models`)).json()) as { data: { id: string; parent: string | null; root: string }[] };
+      const models = (await (await fetch(`${sim.url}/v1/models`)).json()) as {
+        data: { id: string; parent: string | null; root: string }[];
+      };
       expect(models.data.find((d) => d.id === 'sql')).toMatchObject({ parent: sim.modelName, root: '/loras/sql' });
       const ok = await postJson(`${sim.url}/v1/completions`, { model: 'sql', prompt: 'select', max_tokens: 2 });
       expect(ok.status).toBe(200);
       await ok.arrayBuffer();
-      expect((await postJson(`${sim.url}/v1/load_lora_adapter`, { lora_name: 'sql', lora_path: '/x' })).status).toBe(400);
+      expect((await postJson(`${sim.url}/v1/load_lora_adapter`, { lora_name: 'sql', lora_path: '/x' })).status).toBe(
+        400,
+      );
       expect((await postJson(`${sim.url}/v1/load_lora_adapter`, { lora_path: '/x' })).status).toBe(400);
       const unload = await postJson(`${sim.url}/v1/unload_lora_adapter`, { lora_name: 'sql' });
       expect(unload.status).toBe(200);
@@ -237,7 +278,9 @@ describe('fault injection', () => {
     const { events, done, error } = await readSse(res);
     expect(done).toBe(false);
     expect(error).toBeDefined();
-    const tokens = events.filter((e) => (JSON.parse(e) as { choices: { delta: { content?: string } }[] }).choices[0]?.delta.content);
+    const tokens = events.filter(
+      (e) => (JSON.parse(e) as { choices: { delta: { content?: string } }[] }).choices[0]?.delta.content,
+    );
     expect(tokens.length).toBe(3);
     await waitFor(() => sim.model.snapshot().kvUsedBlocks === 0, 'blocks freed');
     await (await postJson(`${sim.url}/sim/v1/fault`, { clear: true })).arrayBuffer();
@@ -249,7 +292,13 @@ describe('fault injection', () => {
     expect(res.status).toBe(500);
     expect(((await res.json()) as { error: { code: string } }).error.code).toBe('internal_error');
     await (await postJson(`${sim.url}/sim/v1/fault`, { spec: 'error-rate=0.5' })).arrayBuffer();
-    const statuses = await Promise.all(Array.from({ length: 40 }, () => postJson(`${sim.url}/v1/completions`, { prompt: 'x', max_tokens: 1 }).then(async (r) => (await r.arrayBuffer(), r.status))));
+    const statuses = await Promise.all(
+      Array.from({ length: 40 }, () =>
+        postJson(`${sim.url}/v1/completions`, { prompt: 'x', max_tokens: 1 }).then(
+          async (r) => (await r.arrayBuffer(), r.status),
+        ),
+      ),
+    );
     expect(statuses.filter((s) => s === 500).length).toBeGreaterThan(5);
     expect(statuses.filter((s) => s === 200).length).toBeGreaterThan(5);
     await (await postJson(`${sim.url}/sim/v1/fault`, { clear: true })).arrayBuffer();

@@ -22,7 +22,11 @@ describe('waitFor', () => {
   });
 
   it('rejects on timeout naming what it waited for and the last value', async () => {
-    const err = await waitFor(() => ({ ready: 2, want: 3 }).ready === 3 || 0, { timeoutMs: 30, intervalMs: 5, message: 'three ready' }).catch((e: unknown) => e);
+    const err = await waitFor(() => ({ ready: 2, want: 3 }).ready === 3 || 0, {
+      timeoutMs: 30,
+      intervalMs: 5,
+      message: 'three ready',
+    }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(WaitForTimeoutError);
     expect((err as Error).message).toMatch(/timed out after 30 ms waiting for three ready; last value: 0/);
   });
@@ -41,7 +45,9 @@ describe('waitFor', () => {
 
   it('does not wait out a predicate that never settles', async () => {
     const t0 = performance.now();
-    const err = (await waitFor(() => new Promise<boolean>(() => {}), { timeoutMs: 30, message: 'a hung check' }).catch((e: unknown) => e)) as Error;
+    const err = (await waitFor(() => new Promise<boolean>(() => {}), { timeoutMs: 30, message: 'a hung check' }).catch(
+      (e: unknown) => e,
+    )) as Error;
     expect(err.message).toMatch(/waiting for a hung check; no check finished/);
     expect(performance.now() - t0).toBeLessThan(1_000);
   });

@@ -54,7 +54,10 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
  * every `intervalMs`; rejects with a WaitForTimeoutError after `timeoutMs`.
  * A check still pending at the deadline is not waited for.
  */
-export async function waitFor<T>(predicate: () => T | Promise<T>, options: WaitForOptions = {}): Promise<Truthy<Awaited<T>>> {
+export async function waitFor<T>(
+  predicate: () => T | Promise<T>,
+  options: WaitForOptions = {},
+): Promise<Truthy<Awaited<T>>> {
   const timeoutMs = options.timeoutMs ?? WAIT_FOR_DEFAULTS.timeoutMs;
   const intervalMs = options.intervalMs ?? WAIT_FOR_DEFAULTS.intervalMs;
   const what = options.message ?? 'a condition';
@@ -79,8 +82,15 @@ export async function waitFor<T>(predicate: () => T | Promise<T>, options: WaitF
     clearTimeout(timer);
   }
   const tail =
-    last === undefined ? 'no check finished' : 'error' in last ? `last error: ${last.error instanceof Error ? last.error.message : show(last.error)}` : `last value: ${show(last.value)}`;
-  throw new WaitForTimeoutError(`timed out after ${timeoutMs} ms waiting for ${what}; ${tail}`, last !== undefined && 'error' in last ? { cause: last.error } : undefined);
+    last === undefined
+      ? 'no check finished'
+      : 'error' in last
+        ? `last error: ${last.error instanceof Error ? last.error.message : show(last.error)}`
+        : `last value: ${show(last.value)}`;
+  throw new WaitForTimeoutError(
+    `timed out after ${timeoutMs} ms waiting for ${what}; ${tail}`,
+    last !== undefined && 'error' in last ? { cause: last.error } : undefined,
+  );
 }
 
 /**
@@ -122,7 +132,11 @@ export function manualClock(start = 0) {
  * line the warmpath commands print) and rejects, with its stderr, if it exits
  * first. The child is returned at once so the caller can always stop it.
  */
-export function spawnUntilLine(command: string, args: readonly string[], options: SpawnOptions = {}): { child: ChildProcess; line: Promise<string> } {
+export function spawnUntilLine(
+  command: string,
+  args: readonly string[],
+  options: SpawnOptions = {},
+): { child: ChildProcess; line: Promise<string> } {
   const child = spawn(command, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
   let err = '';
   child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
@@ -142,7 +156,9 @@ export const FLOOD_BYTES = 128 * 1024 * 1024;
  * `written()` says how far a slow reader let it get.
  */
 export function flood(res: import('node:http').ServerResponse): { written: () => number } {
-  const event = Buffer.from(`data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: 'x'.repeat(16_000) } }] })}\n\n`);
+  const event = Buffer.from(
+    `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: 'x'.repeat(16_000) } }] })}\n\n`,
+  );
   let written = 0;
   res.writeHead(200, { 'content-type': 'text/event-stream' });
   const pump = (): void => {
@@ -179,7 +195,10 @@ export async function rawExchange(port: number, bytes: string): Promise<string> 
  * a few event-loop turns after the client has read it: looks again for up to
  * 100 turns, then fails naming the lines it saw.
  */
-export async function accessLine<L extends Record<string, unknown>>(lines: readonly L[], requestId: string): Promise<L> {
+export async function accessLine<L extends Record<string, unknown>>(
+  lines: readonly L[],
+  requestId: string,
+): Promise<L> {
   for (let i = 0; i < 100; i++) {
     const line = lines.find((l) => l.msg === 'request' && l.requestId === requestId);
     if (line !== undefined) return line;

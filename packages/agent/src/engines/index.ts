@@ -22,7 +22,8 @@ export function adapterSource(adapter: EngineAdapter, timeoutMs: number): Engine
   return {
     endpoints: adapter.endpoints,
     scrape: (done) => void adapter.scrape(AbortSignal.timeout(timeoutMs)).then((snap) => done(undefined, snap), done),
-    models: (done) => void adapter.models(AbortSignal.timeout(timeoutMs)).then((models) => done(undefined, models), done),
+    models: (done) =>
+      void adapter.models(AbortSignal.timeout(timeoutMs)).then((models) => done(undefined, models), done),
   };
 }
 

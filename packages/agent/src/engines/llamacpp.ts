@@ -35,7 +35,8 @@ export function parseLlamacppState(slotsBody: unknown, metrics: Metrics | undefi
     capacity = finiteOr(dgs.n_ctx, 0) * Math.max(1, Math.floor(finiteOr(props.total_slots, 1)));
     if (!(capacity > 0)) capacity = 0;
   }
-  const total = slots.length > 0 ? slots.length : isRecord(props) ? Math.max(0, Math.floor(finiteOr(props.total_slots, 0))) : 0;
+  const total =
+    slots.length > 0 ? slots.length : isRecord(props) ? Math.max(0, Math.floor(finiteOr(props.total_slots, 0))) : 0;
   snap.maxRunning = total > 0 ? total : undefined;
   snap.running = metrics !== undefined ? (nonNeg(sum(metrics, ['llamacpp:requests_processing'])) ?? busy) : busy;
   snap.waiting = metrics !== undefined ? (nonNeg(sum(metrics, ['llamacpp:requests_deferred'])) ?? 0) : 0;
@@ -61,7 +62,8 @@ export function llamacppAdapter(ctx: AdapterContext): EngineAdapter {
         getText(ctx, '/metrics', signal).catch(() => undefined),
         getJson(ctx, '/props', signal),
       ]);
-      const metrics = metricsRes !== undefined && metricsRes.status === 200 ? parsePrometheus(metricsRes.text) : undefined;
+      const metrics =
+        metricsRes !== undefined && metricsRes.status === 200 ? parsePrometheus(metricsRes.text) : undefined;
       return parseLlamacppState(slots, metrics, props);
     },
     models: (signal) => openAiModels(ctx, signal),

@@ -27,7 +27,11 @@ export function parseSglangMetrics(m: Metrics): EngineSnapshot {
   const usage = mean(m, ['sglang:token_usage']);
   const used = nonNeg(sum(m, ['sglang:num_used_tokens']));
   snap.kvUsedFraction =
-    usage !== undefined && usage >= 0 ? Math.min(1, usage) : used !== undefined && cap !== undefined && cap > 0 ? Math.min(1, used / cap) : undefined;
+    usage !== undefined && usage >= 0
+      ? Math.min(1, usage)
+      : used !== undefined && cap !== undefined && cap > 0
+        ? Math.min(1, used / cap)
+        : undefined;
   snap.prefixQueries = nonNeg(sum(m, ['sglang:prompt_tokens']));
   snap.prefixHits = nonNeg(sum(m, ['sglang:cached_tokens']));
   snap.preemptions = nonNeg(sum(m, ['sglang:num_retracted_requests']));
@@ -49,7 +53,8 @@ export function sglangAdapter(ctx: AdapterContext): EngineAdapter {
     endpoints: ['chat', 'completion'],
     async scrape(signal) {
       const snap = parseSglangMetrics(parsePrometheus(await getOk(ctx, '/metrics', signal)));
-      if (snap.adapterSlots > 0) snap.hotAdapters = sglangHotAdapters(await openAiModels(ctx, signal), snap.adapterSlots);
+      if (snap.adapterSlots > 0)
+        snap.hotAdapters = sglangHotAdapters(await openAiModels(ctx, signal), snap.adapterSlots);
       return snap;
     },
     models: (signal) => openAiModels(ctx, signal),

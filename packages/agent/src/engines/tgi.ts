@@ -24,7 +24,8 @@ export function parseTgiMetrics(m: Metrics): EngineSnapshot {
 }
 
 export function parseTgiInfo(body: unknown): ModelEntry[] {
-  if (!isRecord(body) || typeof body.model_id !== 'string' || body.model_id === '' || body.model_id.length > 256) return [];
+  if (!isRecord(body) || typeof body.model_id !== 'string' || body.model_id === '' || body.model_id.length > 256)
+    return [];
   return [{ id: body.model_id, parent: undefined }];
 }
 

@@ -81,8 +81,18 @@ export class EngineError extends Error {
 const MAX_CONTROL_BYTES = 16 * 1024 * 1024;
 
 /** GET a text body with a size bound; non-2xx is an EngineError carrying the status. */
-export async function getText(ctx: AdapterContext, path: string, signal: AbortSignal): Promise<{ status: number; text: string }> {
-  const res = await ctx.dispatcher.request({ origin: ctx.baseUrl, path, method: 'GET', signal, ...(ctx.headers !== undefined ? { headers: ctx.headers } : {}) });
+export async function getText(
+  ctx: AdapterContext,
+  path: string,
+  signal: AbortSignal,
+): Promise<{ status: number; text: string }> {
+  const res = await ctx.dispatcher.request({
+    origin: ctx.baseUrl,
+    path,
+    method: 'GET',
+    signal,
+    ...(ctx.headers !== undefined ? { headers: ctx.headers } : {}),
+  });
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of res.body as AsyncIterable<Buffer>) {
@@ -111,12 +121,14 @@ export async function getJson(ctx: AdapterContext, path: string, signal: AbortSi
   }
 }
 
-export const isRecord = (x: unknown): x is Record<string, unknown> => x !== null && typeof x === 'object' && !Array.isArray(x);
+export const isRecord = (x: unknown): x is Record<string, unknown> =>
+  x !== null && typeof x === 'object' && !Array.isArray(x);
 
 export const finiteOr = (x: unknown, d: number): number => (typeof x === 'number' && Number.isFinite(x) ? x : d);
 
 /** Non-negative finite number or undefined. */
-export const nonNeg = (x: number | undefined): number | undefined => (x !== undefined && Number.isFinite(x) && x >= 0 ? x : undefined);
+export const nonNeg = (x: number | undefined): number | undefined =>
+  x !== undefined && Number.isFinite(x) && x >= 0 ? x : undefined;
 
 /** OpenAI `/v1/models` list → entries; tolerant of junk. */
 export function parseModelList(body: unknown): ModelEntry[] {

@@ -35,13 +35,19 @@ export interface VllmReadings {
 }
 
 const splitList = (s: string | undefined): string[] =>
-  s === undefined ? [] : s.split(',').map((x) => x.trim()).filter((x) => x !== '' && x.length <= 256);
+  s === undefined
+    ? []
+    : s
+        .split(',')
+        .map((x) => x.trim())
+        .filter((x) => x !== '' && x.length <= 256);
 
 export function readVllm(m: Metrics): VllmReadings {
   const cfg = pick(m, ['vllm:cache_config_info']) ?? [];
   const lora = pick(m, ['vllm:lora_requests_info']);
   let newest = lora?.[0];
-  for (const s of lora ?? []) if (Number.isFinite(s.value) && (!Number.isFinite(newest!.value) || s.value > newest!.value)) newest = s;
+  for (const s of lora ?? [])
+    if (Number.isFinite(s.value) && (!Number.isFinite(newest!.value) || s.value > newest!.value)) newest = s;
   return {
     running: sum(m, ['vllm:num_requests_running']),
     waiting: sum(m, ['vllm:num_requests_waiting']),
@@ -51,8 +57,19 @@ export function readVllm(m: Metrics): VllmReadings {
     preemptions: sum(m, ['vllm:num_preemptions']),
     promptTokens: sum(m, ['vllm:prompt_tokens']),
     requestSuccess: sum(m, ['vllm:request_success']),
-    cacheConfig: cfg.map((s) => ({ engine: s.labels.engine ?? '0', blocks: s.labels.num_gpu_blocks, blockSize: s.labels.block_size })),
-    lora: newest === undefined ? undefined : { running: newest.labels.running_lora_adapters, waiting: newest.labels.waiting_lora_adapters, maxLora: newest.labels.max_lora },
+    cacheConfig: cfg.map((s) => ({
+      engine: s.labels.engine ?? '0',
+      blocks: s.labels.num_gpu_blocks,
+      blockSize: s.labels.block_size,
+    })),
+    lora:
+      newest === undefined
+        ? undefined
+        : {
+            running: newest.labels.running_lora_adapters,
+            waiting: newest.labels.waiting_lora_adapters,
+            maxLora: newest.labels.max_lora,
+          },
   };
 }
 

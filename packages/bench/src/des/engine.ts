@@ -27,12 +27,23 @@ export function simReadings(model: EngineModel, profile: EngineProfile): VllmRea
     requestSuccess: s.finishedRequests,
     cacheConfig: [{ engine: '0', blocks: String(profile.numGpuBlocks), blockSize: String(profile.blockSize) }],
     // vllm:lora_requests_info exists only with LoRA enabled.
-    lora: s.lora.maxLoras > 0 ? { running: s.lora.running.join(','), waiting: s.lora.waiting.join(','), maxLora: String(s.lora.maxLoras) } : undefined,
+    lora:
+      s.lora.maxLoras > 0
+        ? { running: s.lora.running.join(','), waiting: s.lora.waiting.join(','), maxLora: String(s.lora.maxLoras) }
+        : undefined,
   };
 }
 
-export function simEngineSource(model: EngineModel, profile: EngineProfile, modelName: string, adapters: readonly string[]): EngineSource {
-  const models: ModelEntry[] = [{ id: modelName, parent: undefined }, ...adapters.map((a) => ({ id: a, parent: modelName }))];
+export function simEngineSource(
+  model: EngineModel,
+  profile: EngineProfile,
+  modelName: string,
+  adapters: readonly string[],
+): EngineSource {
+  const models: ModelEntry[] = [
+    { id: modelName, parent: undefined },
+    ...adapters.map((a) => ({ id: a, parent: modelName })),
+  ];
   return {
     endpoints: ['chat', 'completion', 'responses'],
     scrape: (done) => done(undefined, vllmSnapshot(simReadings(model, profile))),

@@ -64,7 +64,8 @@ export const DES_ONLY_POLICIES = ['warmpath-instant', ...PEERS.map((p) => `${p}$
 
 /** How `policy` (a benchmark policy name) is deployed. The oracle runs warmpath's router config with its own select. */
 export function deploymentOf(policy: string): Deployment {
-  if (policy.endsWith(BEHIND_AGENTS)) return { routerPolicy: policy.slice(0, -BEHIND_AGENTS.length), feed: GOSSIP, admission: true };
+  if (policy.endsWith(BEHIND_AGENTS))
+    return { routerPolicy: policy.slice(0, -BEHIND_AGENTS.length), feed: GOSSIP, admission: true };
   const d: Deployment | undefined = (FEEDS as Record<string, Deployment>)[policy];
   return d ?? { routerPolicy: policy === 'oracle' ? 'warmpath' : policy, feed: GOSSIP, admission: true };
 }

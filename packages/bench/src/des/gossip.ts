@@ -45,8 +45,10 @@ export function delayMedianMs(spec: string): number {
 export function delaySampler(spec: string, random: () => number): () => number {
   const [name, ...rest] = spec.split(':');
   const args = rest.map(Number);
-  const bad = (why: string): Error => new Error(`gossip delay "${spec}": ${why}; expected uniform:min:max, exp:base:mean or lognormal:p50:p99 (ms)`);
-  if (args.length !== 2 || args.some((x) => !Number.isFinite(x) || x < 0)) throw bad('two non-negative numbers after the name');
+  const bad = (why: string): Error =>
+    new Error(`gossip delay "${spec}": ${why}; expected uniform:min:max, exp:base:mean or lognormal:p50:p99 (ms)`);
+  if (args.length !== 2 || args.some((x) => !Number.isFinite(x) || x < 0))
+    throw bad('two non-negative numbers after the name');
   const [a, b] = args as [number, number];
   switch (name) {
     case 'uniform':

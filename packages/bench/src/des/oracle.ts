@@ -18,7 +18,10 @@ import type { RequestInfo } from '@warmpath/shared/wire';
 import type { EngineModel } from '@warmpath/sim';
 import type { Prepared } from './request.ts';
 
-export function createOraclePolicy(models: ReadonlyMap<string, EngineModel>, prepared: WeakMap<RequestInfo, Prepared>): Policy {
+export function createOraclePolicy(
+  models: ReadonlyMap<string, EngineModel>,
+  prepared: WeakMap<RequestInfo, Prepared>,
+): Policy {
   return {
     name: 'oracle',
     select(req: PlacementRequest, t) {

@@ -109,7 +109,9 @@ export class PreparedInbox {
   /** Takes a batch. One that describes another plan (the worker built a different one) fails the run at its next wait. */
   add(b: PreparedBatch): void {
     if (b.key !== this.#key || b.total !== this.#items.length) {
-      this.#error ??= new Error(`prepared requests for another plan (${b.key}, ${b.total} requests; this run: ${this.#key}, ${this.#items.length})`);
+      this.#error ??= new Error(
+        `prepared requests for another plan (${b.key}, ${b.total} requests; this run: ${this.#key}, ${this.#items.length})`,
+      );
       this.#wake?.();
       return;
     }

@@ -22,7 +22,12 @@ export interface ReplicaHooks {
   /** A token reached the client (one hop after the engine step ended). */
   token(rec: Rec, generated: number, at: number): void;
   /** The request ended (ok, or the engine refused it with `error`). */
-  finished(rec: Rec, end: { promptTokens: number; cachedTokens: number; outputTokens: number; at: number } | { error: string; status: number }): void;
+  finished(
+    rec: Rec,
+    end:
+      | { promptTokens: number; cachedTokens: number; outputTokens: number; at: number }
+      | { error: string; status: number },
+  ): void;
   /** The engine changed (an admission, a step's start or end): the events feed reports it. */
   changed?(replica: DesReplica): void;
 }
@@ -46,7 +51,15 @@ export class DesReplica {
   readonly #live = new Map<string, Live>();
 
   /** `agent`: agent config overrides (admission among them). */
-  constructor(id: string, q: EventQueue, profile: EngineProfile, shape: FleetShape, hop: number, hooks: ReplicaHooks, agent: Record<string, unknown> = {}) {
+  constructor(
+    id: string,
+    q: EventQueue,
+    profile: EngineProfile,
+    shape: FleetShape,
+    hop: number,
+    hooks: ReplicaHooks,
+    agent: Record<string, unknown> = {},
+  ) {
     this.id = id;
     this.#q = q;
     this.#hop = hop;
@@ -54,7 +67,15 @@ export class DesReplica {
     this.model = new EngineModel(profile, { maxLoras: shape.maxLoras ?? 0, adapters: shape.adapters ?? [] });
     this.core = new AgentCore({
       config: agentConfig({ ...agent, fleet: 'des', replicaId: id, gossip: false }),
-      identity: { fleet: 'des', replica: id, boot: `${id}-boot`, bootAt: 0, url: `des://${id}`, admin: `des://${id}/admin`, engine: 'vllm' },
+      identity: {
+        fleet: 'des',
+        replica: id,
+        boot: `${id}-boot`,
+        bootAt: 0,
+        url: `des://${id}`,
+        admin: `des://${id}/admin`,
+        engine: 'vllm',
+      },
       engine: simEngineSource(this.model, profile, DEFAULT_MODEL, shape.adapters ?? []),
       clock: q.clock(),
       wallClock: () => q.now,
@@ -79,14 +100,28 @@ export class DesReplica {
    * when admitted; else the refusal as the router hears it (a stale one says
    * what is queued, as x-warmpath-queued does).
    */
-  offer(rec: Rec, attempt: number, report: ((r: SendResult) => void) | undefined, queueLimit?: number): { reason: string; queued?: number } | undefined {
+  offer(
+    rec: Rec,
+    attempt: number,
+    report: ((r: SendResult) => void) | undefined,
+    queueLimit?: number,
+  ): { reason: string; queued?: number } | undefined {
     const info = rec.prep.info;
     const a = this.core.admit(info, queueLimit);
     if ('reason' in a) return a;
     const id = `req-${rec.i}-${attempt}`;
     this.#live.set(id, { rec, admitted: a, report });
     try {
-      this.model.submit({ id, promptTokens: rec.prep.promptTokens, maxTokens: info.maxTokens, blockHashes: rec.prep.blockHashes, adapter: info.adapter }, this.#q.now);
+      this.model.submit(
+        {
+          id,
+          promptTokens: rec.prep.promptTokens,
+          maxTokens: info.maxTokens,
+          blockHashes: rec.prep.blockHashes,
+          adapter: info.adapter,
+        },
+        this.#q.now,
+      );
     } catch (err) {
       // The engine refuses the request itself (context length, unknown adapter): a 400, as over HTTP.
       this.#live.delete(id);
@@ -146,7 +181,12 @@ export class DesReplica {
       this.#live.delete(s.id);
       this.core.finish(x.rec.prep.info, x.admitted, { cachedTokens: s.cachedTokens, promptTokens: s.promptTokens });
       x.report?.({ kind: 'done', outcome: 'ok' });
-      this.#hooks.finished(x.rec, { promptTokens: s.promptTokens, cachedTokens: s.cachedTokens, outputTokens: s.generated, at });
+      this.#hooks.finished(x.rec, {
+        promptTokens: s.promptTokens,
+        cachedTokens: s.cachedTokens,
+        outputTokens: s.generated,
+        at,
+      });
     }
   }
 }

@@ -45,10 +45,19 @@ export function prepare(p: PlannedRequest, adapters: ReadonlySet<string>, settin
   let x = cache.get(p);
   if (x !== undefined) return x;
   const kind = p.path === '/v1/completions' ? 'completion' : 'chat';
-  const resolveModel = (name: string) => (adapters.has(name) ? { model: DEFAULT_MODEL, adapter: name } : { model: name, adapter: '' });
+  const resolveModel = (name: string) =>
+    adapters.has(name) ? { model: DEFAULT_MODEL, adapter: name } : { model: name, adapter: '' };
   const body = contentRead(p.body);
-  const info = describeFor(settings, body, kind, resolveModel, { key: p.headers?.[HEADERS.key], session: p.headers?.[HEADERS.session] });
-  const id = promptIdentityOfBody(body, kind, { model: info.model, adapter: info.adapter, charsPerToken: 4, blockSize: 16 });
+  const info = describeFor(settings, body, kind, resolveModel, {
+    key: p.headers?.[HEADERS.key],
+    session: p.headers?.[HEADERS.session],
+  });
+  const id = promptIdentityOfBody(body, kind, {
+    model: info.model,
+    adapter: info.adapter,
+    charsPerToken: 4,
+    blockSize: 16,
+  });
   x = { info, promptTokens: id.promptTokens, blockHashes: id.blockHashes };
   cache.set(p, x);
   return x;
@@ -75,8 +84,20 @@ export function newRec(i: number, plan: PlannedRequest, prep: Prepared, router: 
     arrivedAt,
     lastTokenAt: 0,
     result: {
-      tag: plan.tag, target: router, ok: false, status: 0, error: undefined, ttftMs: Number.NaN, e2eMs: Number.NaN, itlMs: [],
-      promptTokens: 0, cachedTokens: 0, outputTokens: 0, replica: undefined, route: undefined, sentAt: plan.at,
+      tag: plan.tag,
+      target: router,
+      ok: false,
+      status: 0,
+      error: undefined,
+      ttftMs: Number.NaN,
+      e2eMs: Number.NaN,
+      itlMs: [],
+      promptTokens: 0,
+      cachedTokens: 0,
+      outputTokens: 0,
+      replica: undefined,
+      route: undefined,
+      sentAt: plan.at,
     },
   };
 }

@@ -101,7 +101,10 @@ export async function runDes(o: DesOptions): Promise<PolicyResult> {
   const endAt = WARMUP_MS + lastArrivalMs(o.plan) + 1;
 
   // The main thread's descriptions, when they were made with this run's settings.
-  const inbox = o.prepared !== undefined && o.prepared.settings === describeSettingsKey(fleet.routers[0]!.config) ? o.prepared : undefined;
+  const inbox =
+    o.prepared !== undefined && o.prepared.settings === describeSettingsKey(fleet.routers[0]!.config)
+      ? o.prepared
+      : undefined;
   recs = scheduleArrivals(o, q, hop, fleet, prepared, inbox);
   // Per-replica load over time, once a simulated second.
   const perReplicaLoad: Array<{ t: number; running: number[] }> = [];
@@ -123,9 +126,19 @@ export async function runDes(o: DesOptions): Promise<PolicyResult> {
     if (fleet.pulls() > 0) await new Promise((r) => setImmediate(r));
   }
   // Whatever has not finished by the horizon is lost to the client: count it, never drop it.
-  if (results.length < o.plan.length) for (const rec of recs) if (rec !== undefined && !rec.result.ok && rec.result.error === undefined && Number.isNaN(rec.result.e2eMs)) fail(rec, 'timeout', 504);
+  if (results.length < o.plan.length)
+    for (const rec of recs)
+      if (rec !== undefined && !rec.result.ok && rec.result.error === undefined && Number.isNaN(rec.result.e2eMs))
+        fail(rec, 'timeout', 504);
 
-  const totals: EngineTotals = { promptTokens: 0, cachedTokens: 0, preemptions: 0, adapterLoads: 0, evictedBlocks: 0, evictedAgeMs: 0 };
+  const totals: EngineTotals = {
+    promptTokens: 0,
+    cachedTokens: 0,
+    preemptions: 0,
+    adapterLoads: 0,
+    evictedBlocks: 0,
+    evictedAgeMs: 0,
+  };
   for (const r of fleet.replicas) {
     const s = r.model.snapshot();
     totals.promptTokens += s.prefixQueriesTokens;
@@ -137,14 +150,30 @@ export async function runDes(o: DesOptions): Promise<PolicyResult> {
   }
   // Per agent per simulated second of the whole run (warm-up and drain included): what gossip carried.
   const perS = (n: number): number => Math.round((10 * n) / fleet.replicas.length / Math.max(1e-9, q.now / 1000)) / 10;
-  const published = fleet.replicas.reduce((a, r) => ({ messages: a.messages + r.core.publisher.messages, bytes: a.bytes + r.core.publisher.bytes }), { messages: 0, bytes: 0 });
+  const published = fleet.replicas.reduce(
+    (a, r) => ({ messages: a.messages + r.core.publisher.messages, bytes: a.bytes + r.core.publisher.bytes }),
+    { messages: 0, bytes: 0 },
+  );
   const view = fleet.routers[0]!.view;
   let viewHashes = 0;
   for (const r of view.replicas.values()) viewHashes += r.digestSize;
   const pulls = fleet.routers.reduce((n, rt) => n + rt.view.pulls.ok + rt.view.pulls.failed, 0);
-  const gossip = published.messages > 0 ? { messagesPerReplicaS: perS(published.messages), bytesPerReplicaS: perS(published.bytes), pulls, viewHashes, viewBytes: view.indexBytes } : undefined;
+  const gossip =
+    published.messages > 0
+      ? {
+          messagesPerReplicaS: perS(published.messages),
+          bytesPerReplicaS: perS(published.bytes),
+          pulls,
+          viewHashes,
+          viewBytes: view.indexBytes,
+        }
+      : undefined;
   const routersEstimate = fleet.routers.map((rt) => rt.local.routers);
-  return summarize(o.policy, { routers: fleet.routers.length, replicas: o.replicas }, results, totals, o.durationS, { perReplicaLoad, routersEstimate, ...(gossip ? { gossip } : {}) });
+  return summarize(o.policy, { routers: fleet.routers.length, replicas: o.replicas }, results, totals, o.durationS, {
+    perReplicaLoad,
+    routersEstimate,
+    ...(gossip ? { gossip } : {}),
+  });
 }
 
 interface Fleet {
@@ -157,7 +186,15 @@ interface Fleet {
 type Outcomes = { finish(rec: Rec): void; fail(rec: Rec, code: string, status: number): void };
 
 /** Replicas (engine + agent), router cores with the simulator as their transport, the policy's feed between them. */
-function buildFleet(o: DesOptions, q: EventQueue, profile: EngineProfile, hop: number, random: () => number, out: Outcomes, prepared: WeakMap<RequestInfo, Prepared>): Fleet {
+function buildFleet(
+  o: DesOptions,
+  q: EventQueue,
+  profile: EngineProfile,
+  hop: number,
+  random: () => number,
+  out: Outcomes,
+  prepared: WeakMap<RequestInfo, Prepared>,
+): Fleet {
   const deployment = deploymentOf(o.policy);
   const routers: Array<RouterCore<Rec>> = [];
   const gossip = o.gossip ?? DEFAULT_GOSSIP;
@@ -171,12 +208,27 @@ function buildFleet(o: DesOptions, q: EventQueue, profile: EngineProfile, hop: n
     },
     finished: (rec, end) => {
       if ('error' in end) return out.fail(rec, end.error, end.status);
-      Object.assign(rec.result, { ok: true, status: 200, e2eMs: end.at - rec.arrivedAt, promptTokens: end.promptTokens, cachedTokens: end.cachedTokens, outputTokens: end.outputTokens });
+      Object.assign(rec.result, {
+        ok: true,
+        status: 200,
+        e2eMs: end.at - rec.arrivedAt,
+        promptTokens: end.promptTokens,
+        cachedTokens: end.cachedTokens,
+        outputTokens: end.outputTokens,
+      });
       out.finish(rec);
     },
   };
   // A peer deployed without Warmpath's agents has no admission control, and sees only the adapters the engine reports in use.
-  const replicas = Array.from({ length: o.replicas }, (_, i) => new DesReplica(`replica-${i}`, q, profile, o.scenario.fleet, hop, hooks, { ...o.agentOverrides, admission: deployment.admission, ...(deployment.admission ? {} : { loadedAdapters: false }) }));
+  const replicas = Array.from(
+    { length: o.replicas },
+    (_, i) =>
+      new DesReplica(`replica-${i}`, q, profile, o.scenario.fleet, hop, hooks, {
+        ...o.agentOverrides,
+        admission: deployment.admission,
+        ...(deployment.admission ? {} : { loadedAdapters: false }),
+      }),
+  );
   const byId = new Map(replicas.map((r) => [r.id, r]));
   // The router → agent hop: the agent admits (or refuses, answered one hop later) on arrival.
   const send: Send<Rec> = (d, report) => {
@@ -190,7 +242,8 @@ function buildFleet(o: DesOptions, q: EventQueue, profile: EngineProfile, hop: n
   };
   let pulls = 0;
   const config = routerConfig({ ...o.routerOverrides, policy: deployment.routerPolicy, fleet: 'des' });
-  const oracle = o.policy === 'oracle' ? createOraclePolicy(new Map(replicas.map((r) => [r.id, r.model])), prepared) : undefined;
+  const oracle =
+    o.policy === 'oracle' ? createOraclePolicy(new Map(replicas.map((r) => [r.id, r.model])), prepared) : undefined;
   for (let i = 0; i < o.routers; i++) {
     routers.push(
       new RouterCore<Rec>({
@@ -210,12 +263,19 @@ function buildFleet(o: DesOptions, q: EventQueue, profile: EngineProfile, hop: n
     );
   }
   // Scrape and publish phases: two draws per replica whatever the feed (the stream stays the same).
-  for (const r of replicas) feed.start(r, random() * r.core.config.scrapeIntervalMs, random() * r.core.config.publishIntervalMs);
+  for (const r of replicas)
+    feed.start(r, random() * r.core.config.scrapeIntervalMs, random() * r.core.config.publishIntervalMs);
   return { replicas, routers, pulls: () => pulls };
 }
 
 /** The feed's side of the replicas (feeds.ts): how their state messages reach the routers, and when they are built. */
-function feedHooks(feed: Feed, q: EventQueue, routers: ReadonlyArray<RouterCore<Rec>>, random: () => number, gossip: GossipModel) {
+function feedHooks(
+  feed: Feed,
+  q: EventQueue,
+  routers: ReadonlyArray<RouterCore<Rec>>,
+  random: () => number,
+  gossip: GossipModel,
+) {
   const deliver = (state: ReplicaState): void => {
     for (const rt of routers) rt.receive(state);
   };
@@ -229,14 +289,22 @@ function feedHooks(feed: Feed, q: EventQueue, routers: ReadonlyArray<RouterCore<
         q.after(delay(), () => rt.receive(state));
       }
     };
-    return { hooks: { published }, start: (r: DesReplica, scrapeAt: number, publishAt: number) => r.start(scrapeAt, publishAt) };
+    return {
+      hooks: { published },
+      start: (r: DesReplica, scrapeAt: number, publishAt: number) => r.start(scrapeAt, publishAt),
+    };
   }
-  const published = feed.delayMs === 0 ? deliver : (state: ReplicaState): void => void q.after(feed.delayMs, () => deliver(state));
+  const published =
+    feed.delayMs === 0 ? deliver : (state: ReplicaState): void => void q.after(feed.delayMs, () => deliver(state));
   const poll = (r: DesReplica, everyMs: number): void => {
     r.report();
     q.after(everyMs, () => poll(r, everyMs));
   };
-  if (feed.kind === 'poll') return { hooks: { published }, start: (r: DesReplica, scrapeAt: number) => r.start(scrapeAt, undefined, () => poll(r, feed.everyMs)) };
+  if (feed.kind === 'poll')
+    return {
+      hooks: { published },
+      start: (r: DesReplica, scrapeAt: number) => r.start(scrapeAt, undefined, () => poll(r, feed.everyMs)),
+    };
   // events: one report per replica per instant, however many changes it saw; and a heartbeat, or an idle replica would go stale.
   const pending = new Set<DesReplica>();
   const changed = (r: DesReplica): void => {
@@ -247,7 +315,11 @@ function feedHooks(feed: Feed, q: EventQueue, routers: ReadonlyArray<RouterCore<
       r.report();
     });
   };
-  return { hooks: { published, changed }, start: (r: DesReplica, scrapeAt: number) => r.start(scrapeAt, undefined, () => poll(r, r.core.config.publishIntervalMs)) };
+  return {
+    hooks: { published, changed },
+    start: (r: DesReplica, scrapeAt: number) =>
+      r.start(scrapeAt, undefined, () => poll(r, r.core.config.publishIntervalMs)),
+  };
 }
 
 /**
@@ -256,7 +328,14 @@ function feedHooks(feed: Feed, q: EventQueue, routers: ReadonlyArray<RouterCore<
  * here. Arrival events are all scheduled before the run starts, and the run
  * ends after the last, so every record is made.
  */
-function scheduleArrivals(o: DesOptions, q: EventQueue, hop: number, fleet: Fleet, prepared: WeakMap<RequestInfo, Prepared>, inbox: PreparedInbox | undefined): Array<Rec | undefined> {
+function scheduleArrivals(
+  o: DesOptions,
+  q: EventQueue,
+  hop: number,
+  fleet: Fleet,
+  prepared: WeakMap<RequestInfo, Prepared>,
+  inbox: PreparedInbox | undefined,
+): Array<Rec | undefined> {
   const adapters = new Set(o.scenario.fleet.adapters ?? []);
   const settings = fleet.routers[0]!.config;
   const recs = new Array<Rec | undefined>(o.plan.length);

@@ -9,7 +9,12 @@ const seed = SCENARIOS.seed!;
 function quantiles(spec: string, n = 20_000): { p50: number; p99: number; min: number; mean: number } {
   const draw = delaySampler(spec, mulberry32(7));
   const xs = Array.from({ length: n }, draw).sort((a, b) => a - b);
-  return { p50: xs[Math.floor(n / 2)]!, p99: xs[Math.floor(n * 0.99)]!, min: xs[0]!, mean: xs.reduce((a, b) => a + b, 0) / n };
+  return {
+    p50: xs[Math.floor(n / 2)]!,
+    p99: xs[Math.floor(n * 0.99)]!,
+    min: xs[0]!,
+    mean: xs.reduce((a, b) => a + b, 0) / n,
+  };
 }
 
 describe('DES gossip model (des/gossip.ts)', () => {
@@ -37,7 +42,9 @@ describe('DES gossip model (des/gossip.ts)', () => {
   });
 
   it('bad specs are refused with what is acceptable', () => {
-    expect(() => validateGossip({ delay: 'gamma:1:2', loss: 0 })).toThrow(/uniform:min:max, exp:base:mean or lognormal:p50:p99/);
+    expect(() => validateGossip({ delay: 'gamma:1:2', loss: 0 })).toThrow(
+      /uniform:min:max, exp:base:mean or lognormal:p50:p99/,
+    );
     expect(() => validateGossip({ delay: 'uniform:20:5', loss: 0 })).toThrow(/max below min/);
     expect(() => validateGossip({ delay: 'lognormal:0:10', loss: 0 })).toThrow(/0 < p50/);
     expect(() => validateGossip({ delay: 'uniform:5', loss: 0 })).toThrow(/two non-negative numbers/);

@@ -22,7 +22,15 @@ describe('descriptions made once on the main thread', () => {
     expect(batches.at(-1)!.done).toBe(true);
     const inbox = new PreparedInbox(feed.id, plan);
     // Batches arrive one at a time, after the run has started: it must wait for them.
-    const run = runDes({ scenario: seed, plan, policy: 'warmpath', replicas: 3, routers: 2, durationS: 6, prepared: inbox });
+    const run = runDes({
+      scenario: seed,
+      plan,
+      policy: 'warmpath',
+      replicas: 3,
+      routers: 2,
+      durationS: 6,
+      prepared: inbox,
+    });
     for (const b of batches) {
       await new Promise((r) => setTimeout(r, 5));
       inbox.add(structuredClone(b));
@@ -33,13 +41,19 @@ describe('descriptions made once on the main thread', () => {
     expect(fed.detail!.branches).toEqual(own.detail!.branches);
   });
 
-  it('every request before a batch\'s time is complete; one at that time may continue in the next batch', () => {
-    const plan = Array.from({ length: BATCH_SIZE + 10 }, (_, i) => ({ at: i < BATCH_SIZE + 5 ? 100 : 200, body: { model: DEFAULT_MODEL, messages: [{ role: 'user', content: `hi ${i}` }] } }));
+  it("every request before a batch's time is complete; one at that time may continue in the next batch", () => {
+    const plan = Array.from({ length: BATCH_SIZE + 10 }, (_, i) => ({
+      at: i < BATCH_SIZE + 5 ? 100 : 200,
+      body: { model: DEFAULT_MODEL, messages: [{ role: 'user', content: `hi ${i}` }] },
+    }));
     const feed = new PreparedFeed('w', settings);
     const batches: PreparedBatch[] = [];
     feed.produce(plan, new Set());
     feed.subscribe((b) => batches.push(b)); // a late subscriber gets every batch so far
-    expect(batches.map((b) => [b.items.length, b.through, b.done])).toEqual([[BATCH_SIZE, 100, false], [10, Infinity, true]]);
+    expect(batches.map((b) => [b.items.length, b.through, b.done])).toEqual([
+      [BATCH_SIZE, 100, false],
+      [10, Infinity, true],
+    ]);
     const inbox = new PreparedInbox(feed.id, plan);
     inbox.add(batches[0]!);
     expect(inbox.ready(99)).toBe(true);
@@ -56,13 +70,30 @@ describe('descriptions made once on the main thread', () => {
     other.subscribe((b) => batches.push(b));
     other.produce(plan.slice(1), new Set());
     const inbox = new PreparedInbox({ workload: 'w', settings: other.id.settings }, plan);
-    const run = runDes({ scenario: seed, plan, policy: 'warmpath', replicas: 2, routers: 1, durationS: 2, prepared: inbox });
+    const run = runDes({
+      scenario: seed,
+      plan,
+      policy: 'warmpath',
+      replicas: 2,
+      routers: 1,
+      durationS: 2,
+      prepared: inbox,
+    });
     inbox.add(batches[0]!);
     await expect(run).rejects.toThrow(/another plan.*other.*this run: w/);
   });
 
   it('the worker pool streams a feed to its jobs, and a job started later gets the batches it missed', async () => {
-    const job = (policy: string): DesJob => ({ scenario: 'seed', seed: 7, rate: 5, duration: 4, replicas: 2, routers: 1, l4: 'random', policy });
+    const job = (policy: string): DesJob => ({
+      scenario: 'seed',
+      seed: 7,
+      rate: 5,
+      duration: 4,
+      replicas: 2,
+      routers: 1,
+      l4: 'random',
+      policy,
+    });
     const pool = new DesPool(1);
     const unfed = await pool.run(job('warmpath'));
     const feed = new PreparedFeed(workloadKey(job('warmpath')), settings);

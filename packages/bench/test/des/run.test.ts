@@ -19,7 +19,11 @@ describe('discrete-event fleet simulator', () => {
     // 30 distinct 20k-token prompts, 2 s apart, on one replica of 461k tokens of KV: the later ones evict the earlier.
     const plan = Array.from({ length: 30 }, (_, i) => ({
       at: i * 2_000,
-      body: { model: DEFAULT_MODEL, messages: [{ role: 'user', content: `${i} `.repeat(40_000 / String(i).length) }], max_tokens: 1 },
+      body: {
+        model: DEFAULT_MODEL,
+        messages: [{ role: 'user', content: `${i} `.repeat(40_000 / String(i).length) }],
+        max_tokens: 1,
+      },
     }));
     const r = await runDes({ scenario: seed, plan, policy: 'round-robin', replicas: 1, routers: 1, durationS: 70 });
     expect(r.completed).toBe(30);
@@ -27,7 +31,14 @@ describe('discrete-event fleet simulator', () => {
     expect(age).toBeGreaterThan(10);
     expect(age).toBeLessThan(70);
     // Without evictions there is no age to report.
-    const small = await runDes({ scenario: seed, plan: plan.slice(0, 2), policy: 'round-robin', replicas: 1, routers: 1, durationS: 10 });
+    const small = await runDes({
+      scenario: seed,
+      plan: plan.slice(0, 2),
+      policy: 'round-robin',
+      replicas: 1,
+      routers: 1,
+      durationS: 10,
+    });
     expect(small.detail!.kvEvictionAgeS).toBeUndefined();
   });
 

@@ -19,7 +19,14 @@
  */
 import { createServer } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { createGossipNode, generateIdentity, generateSwarmKey, type GossipNode, type GossipOrigin, type GossipTiming } from '@warmpath/shared/gossip';
+import {
+  createGossipNode,
+  generateIdentity,
+  generateSwarmKey,
+  type GossipNode,
+  type GossipOrigin,
+  type GossipTiming,
+} from '@warmpath/shared/gossip';
 import { decodeState, encodeState, type ReplicaState } from '@warmpath/shared/wire';
 import { routerConfig } from '../../src/config.ts';
 import { FleetView } from '../../src/fleet/view.ts';
@@ -113,10 +120,13 @@ export class MeshFleet {
    */
   startPublishing(intervalMs: number): () => void {
     let next = 0;
-    const timer = setInterval(() => {
-      const agent = this.agents[next++ % this.agents.length];
-      if (agent !== undefined) void this.publish(agent);
-    }, Math.max(1, intervalMs / Math.max(1, this.agents.length)));
+    const timer = setInterval(
+      () => {
+        const agent = this.agents[next++ % this.agents.length];
+        if (agent !== undefined) void this.publish(agent);
+      },
+      Math.max(1, intervalMs / Math.max(1, this.agents.length)),
+    );
     return () => clearInterval(timer);
   }
 
@@ -143,7 +153,12 @@ export class MeshFleet {
 
   async #addRouter(i: number, listen: string, candidates: string[]): Promise<void> {
     const config = routerConfig({ fleet: MESH_FLEET });
-    const view = new FleetView({ fleet: MESH_FLEET, chunkChars: config.chunkChars, stateTtlMs: config.stateTtlMs, forgetAfterMs: config.forgetAfterMs });
+    const view = new FleetView({
+      fleet: MESH_FLEET,
+      chunkChars: config.chunkChars,
+      stateTtlMs: config.stateTtlMs,
+      forgetAfterMs: config.forgetAfterMs,
+    });
     const node = await createGossipNode({
       fleet: MESH_FLEET,
       swarmKey: this.#swarmKey,
@@ -170,7 +185,14 @@ export class MeshFleet {
   async addAgent(candidates: string[]): Promise<MeshAgent> {
     const name = `agent-${this.#nextAgent++}`;
     const identity = await generateIdentity();
-    const agent: MeshAgent = { name, node: await this.#agentNode(identity, candidates), identity, bootAt: Date.now() - 60_000, seq: 0, sentAt: new Map() };
+    const agent: MeshAgent = {
+      name,
+      node: await this.#agentNode(identity, candidates),
+      identity,
+      bootAt: Date.now() - 60_000,
+      seq: 0,
+      sentAt: new Map(),
+    };
     await this.#start(name, agent.node);
     this.agents.push(agent);
     return agent;
@@ -180,7 +202,8 @@ export class MeshFleet {
   async #linked(agents: MeshAgent[]): Promise<void> {
     const want = Math.min(this.#o.agentPeers ?? 2, this.routers.length);
     const deadline = performance.now() + BATCH_WAIT_MS;
-    while (performance.now() < deadline && !agents.every((a) => this.linksOf(a).length >= want)) await new Promise((r) => setTimeout(r, 50));
+    while (performance.now() < deadline && !agents.every((a) => this.linksOf(a).length >= want))
+      await new Promise((r) => setTimeout(r, 50));
   }
 
   #agentNode(identity: Uint8Array, candidates: string[]): Promise<GossipNode> {
@@ -208,7 +231,12 @@ export class MeshFleet {
       seq: agent.seq,
       url: `http://127.0.0.1:${port}`,
       admin: '',
-      load: { running: agent.seq % 7, kvUsedTokens: (agent.seq * 512) % 100_000, inflight: agent.seq % 5, inflightTokens: (agent.seq * 97) % 8_192 },
+      load: {
+        running: agent.seq % 7,
+        kvUsedTokens: (agent.seq * 512) % 100_000,
+        inflight: agent.seq % 5,
+        inflightTokens: (agent.seq * 97) % 8_192,
+      },
       digest: { size: DIGEST_HASHES, added: this.#digest },
     });
   }
@@ -217,11 +245,15 @@ export class MeshFleet {
 /** n free TCP ports on 127.0.0.1, reserved by listening and released at once (another process could take one in between: unlikely). */
 async function freePorts(n: number): Promise<number[]> {
   const servers = await Promise.all(
-    Array.from({ length: n }, () => new Promise<ReturnType<typeof createServer>>((resolve, reject) => {
-      const server = createServer();
-      server.once('error', reject);
-      server.listen(0, '127.0.0.1', () => resolve(server));
-    })),
+    Array.from(
+      { length: n },
+      () =>
+        new Promise<ReturnType<typeof createServer>>((resolve, reject) => {
+          const server = createServer();
+          server.once('error', reject);
+          server.listen(0, '127.0.0.1', () => resolve(server));
+        }),
+    ),
   );
   const ports = servers.map((server) => (server.address() as { port: number }).port);
   await Promise.all(servers.map((server) => new Promise((r) => server.close(r))));

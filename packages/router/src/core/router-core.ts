@@ -137,9 +137,7 @@ export class RouterCore<T> {
     });
     this.local = new LocalState({ overlayTtlMs: c.overlayTtlMs, overlayMaxChunks: c.overlayMaxChunks });
     this.outliers = new Outliers(c, this.local);
-    this.policy =
-      o.policy ??
-      createPolicy(c.policy, policyOptions(c, o.random));
+    this.policy = o.policy ?? createPolicy(c.policy, policyOptions(c, o.random));
     this.#queue = new WaitQueue(c.queueMax, QUEUE_POLL_MS, o.clock, (job) => {
       if (job.slotDeadline > 0) return this.#retryWithSlot(job);
       job.exclude?.clear();
@@ -187,7 +185,22 @@ export class RouterCore<T> {
 
   /** Route one described request; the answer goes through `send` or `answer`. */
   route(ctx: T, info: RequestInfo, body: Readonly<Record<string, unknown>> | undefined): RouteJob<T> {
-    const job: Job<T> = { ctx, info, body, key: affinityKey(info, this.config.keyDepthChunks), exclude: undefined, attempt: 0, deadline: 0, last: undefined, missed: undefined, cancelled: false, crashes: 0, retrying: false, slotDeadline: 0, active: true };
+    const job: Job<T> = {
+      ctx,
+      info,
+      body,
+      key: affinityKey(info, this.config.keyDepthChunks),
+      exclude: undefined,
+      attempt: 0,
+      deadline: 0,
+      last: undefined,
+      missed: undefined,
+      cancelled: false,
+      crashes: 0,
+      retrying: false,
+      slotDeadline: 0,
+      active: true,
+    };
     this.#active++;
     this.#place(job);
     return job;
@@ -208,7 +221,15 @@ export class RouterCore<T> {
     if (job.cancelled) return this.#close(job);
     const o = this.#o;
     const now = o.clock.now();
-    const preq: PlacementRequest = { info: job.info, endpoint: job.info.kind, key: job.key, body: job.body, exclude: job.exclude, ...(job.missed !== undefined ? { missed: job.missed } : {}), now };
+    const preq: PlacementRequest = {
+      info: job.info,
+      endpoint: job.info.kind,
+      key: job.key,
+      body: job.body,
+      exclude: job.exclude,
+      ...(job.missed !== undefined ? { missed: job.missed } : {}),
+      now,
+    };
     const placement = this.#timedPlace(preq);
     if (placementChannel.hasSubscribers) placementChannel.publish({ router: this.id, request: preq, placement });
     const replica = placement.replica;
@@ -219,7 +240,17 @@ export class RouterCore<T> {
     notifyDispatch(this.policy, preq, replica, this.local);
     // The last attempt carries no queue limit: an agent refusing it would lose the request.
     const limit = job.attempt < this.config.maxAttempts - 1 ? placement.queueLimit : undefined;
-    o.send({ ctx: job.ctx, info: job.info, replica, branch, attempt: job.attempt, ...(limit !== undefined ? { queueLimit: limit } : {}) }, (r) => this.#ended(job, preq, replica, ticket, limit, r));
+    o.send(
+      {
+        ctx: job.ctx,
+        info: job.info,
+        replica,
+        branch,
+        attempt: job.attempt,
+        ...(limit !== undefined ? { queueLimit: limit } : {}),
+      },
+      (r) => this.#ended(job, preq, replica, ticket, limit, r),
+    );
   }
 
   #timedPlace(preq: PlacementRequest): Placement {
@@ -246,11 +277,22 @@ export class RouterCore<T> {
     }
     metrics?.placed('no-replica');
     if (last === undefined) return this.#answer(job, { code: 'no_replica', retryAfter: true });
-    this.#answer(job, { code: 'upstream_error', message: `No replica could take the request (last: ${failureText(last)}).`, retryAfter: true });
+    this.#answer(job, {
+      code: 'upstream_error',
+      message: `No replica could take the request (last: ${failureText(last)}).`,
+      retryAfter: true,
+    });
   }
 
   /** An attempt ended (`limit`: the queue limit it carried): close its dispatch; before the first byte, try another replica. */
-  #ended(job: Job<T>, preq: PlacementRequest, replica: Replica, ticket: Ticket, limit: number | undefined, r: SendResult): void {
+  #ended(
+    job: Job<T>,
+    preq: PlacementRequest,
+    replica: Replica,
+    ticket: Ticket,
+    limit: number | undefined,
+    r: SendResult,
+  ): void {
     const metrics = this.#o.metrics;
     this.local.complete(ticket, this.#o.clock.now());
     this.#queue.wake();
@@ -266,8 +308,17 @@ export class RouterCore<T> {
     job.attempt++;
     if (r.kind === 'reset' || r.kind === 'failed') job.crashes++;
     if (job.attempt >= this.config.maxAttempts) {
-      if (r.kind === 'rejected') return this.#answer(job, { code: 'fleet_saturated', message: 'Every replica tried refused the request.', retryAfter: true });
-      return this.#answer(job, { code: 'upstream_error', message: `Replicas tried: ${job.attempt}; last failure: ${failureText(r)}.`, retryAfter: true });
+      if (r.kind === 'rejected')
+        return this.#answer(job, {
+          code: 'fleet_saturated',
+          message: 'Every replica tried refused the request.',
+          retryAfter: true,
+        });
+      return this.#answer(job, {
+        code: 'upstream_error',
+        message: `Replicas tried: ${job.attempt}; last failure: ${failureText(r)}.`,
+        retryAfter: true,
+      });
     }
     (job.exclude ??= new Set()).add(replica.id);
     if (r.kind === 'rejected' && r.queued !== undefined) {
@@ -307,7 +358,11 @@ export class RouterCore<T> {
   #deny(job: Job<T>, why: RetryDenial): void {
     this.#o.metrics?.retryDenied?.(why);
     const reason = why === 'crashes' ? `it failed on ${job.crashes} replicas` : 'the retry budget stayed spent';
-    this.#answer(job, { code: 'upstream_error', message: `Not retried: ${reason}; last failure: ${job.last === undefined ? 'none' : failureText(job.last)}.`, retryAfter: true });
+    this.#answer(job, {
+      code: 'upstream_error',
+      message: `Not retried: ${reason}; last failure: ${job.last === undefined ? 'none' : failureText(job.last)}.`,
+      retryAfter: true,
+    });
   }
 
   /** Tell the outlier detector how the replica did; the agent's own refusals and client aborts say nothing about it. */

@@ -42,7 +42,12 @@ export type SendResult =
   | { readonly kind: 'reset' }
   | { readonly kind: 'failed'; readonly status: number }
   | { readonly kind: 'timeout' }
-  | { readonly kind: 'done'; readonly outcome: 'ok' | 'aborted' | 'error'; readonly status?: number; readonly error?: 'aborted' | 'interrupted' | 'timeout' };
+  | {
+      readonly kind: 'done';
+      readonly outcome: 'ok' | 'aborted' | 'error';
+      readonly status?: number;
+      readonly error?: 'aborted' | 'interrupted' | 'timeout';
+    };
 
 /** The transport: forward one attempt and call `report` once when it ends (never synchronously inside a core call it was not given). */
 export type Send<T> = (d: Dispatch<T>, report: (r: SendResult) => void) => void;

@@ -84,7 +84,16 @@ export class DigestSync {
   /** A replica appeared (or reappeared in a recycled slot): an empty digest. */
   join(r: ReplicaRecord): void {
     r.digestSize = 0;
-    this.#bySlot[r.slot] = { replica: r, table: new Hash64Table(INITIAL_DIGEST_HASHES, false), boot: '', seq: -1, pulling: false, lastPullAt: -Infinity, pending: [], gapSince: Number.NaN };
+    this.#bySlot[r.slot] = {
+      replica: r,
+      table: new Hash64Table(INITIAL_DIGEST_HASHES, false),
+      boot: '',
+      seq: -1,
+      pulling: false,
+      lastPullAt: -Infinity,
+      pending: [],
+      gapSince: Number.NaN,
+    };
   }
 
   /** A replica is forgotten: its hashes leave the index; a pull in flight is ignored when it lands. */
@@ -136,7 +145,8 @@ export class DigestSync {
     if (s.boot === d.boot && delta.from === d.seq) {
       this.#applyDelta(d, delta.added, delta.removed);
       d.seq = s.seq;
-      if (d.table.size !== delta.size) this.#pull(d); // drift: trust the agent's full set
+      if (d.table.size !== delta.size)
+        this.#pull(d); // drift: trust the agent's full set
       else this.#closeGap(d);
       return;
     }
@@ -226,9 +236,11 @@ export class DigestSync {
     const { holders } = this.#opts;
     const slot = d.replica.slot;
     const rem = halves(removed);
-    for (let i = 0; i < rem.length; i += 2) if (d.table.delete(rem[i]!, rem[i + 1]!)) holders.remove(rem[i]!, rem[i + 1]!, slot);
+    for (let i = 0; i < rem.length; i += 2)
+      if (d.table.delete(rem[i]!, rem[i + 1]!)) holders.remove(rem[i]!, rem[i + 1]!, slot);
     const add = halves(added);
-    for (let i = 0; i < add.length; i += 2) if (d.table.set(add[i]!, add[i + 1]!, 0)) holders.add(add[i]!, add[i + 1]!, slot);
+    for (let i = 0; i < add.length; i += 2)
+      if (d.table.set(add[i]!, add[i + 1]!, 0)) holders.add(add[i]!, add[i + 1]!, slot);
     d.replica.digestSize = d.table.size;
   }
 

@@ -98,9 +98,17 @@ export class Groups {
       const prev = old.get(key);
       // Reuse the old ring when its membership and weights are unchanged (load-only changes never reach here).
       const ring =
-        prev !== undefined && sameRing(prev.ring, live) ? prev.ring : new HashRing(live.map((r) => ({ id: r.id, weight: r.state.capacity.weight })));
+        prev !== undefined && sameRing(prev.ring, live)
+          ? prev.ring
+          : new HashRing(live.map((r) => ({ id: r.id, weight: r.state.capacity.weight })));
       const byId = new Map(members.map((r) => [r.id, r]));
-      groups.set(key, { members, memberSlots: Int32Array.from(members, (r) => r.slot), ring, byId, ringSlots: Int32Array.from(ring.members, (m) => byId.get(m.id)!.slot) });
+      groups.set(key, {
+        members,
+        memberSlots: Int32Array.from(members, (r) => r.slot),
+        ring,
+        byId,
+        ringSlots: Int32Array.from(ring.members, (m) => byId.get(m.id)!.slot),
+      });
     }
     this.#groups = groups;
     this.#models = models;

@@ -111,7 +111,12 @@ export class HolderIndex implements HolderSource<Uint32Array> {
     if (va >= 0 || vb >= 0) return va === vb;
     const ma = -va - 1;
     const mb = -vb - 1;
-    return ma === mb || (this.#multi[ma]!.length === this.#multi[mb]!.length && this.#sigA[ma] === this.#sigA[mb] && this.#sigB[ma] === this.#sigB[mb]);
+    return (
+      ma === mb ||
+      (this.#multi[ma]!.length === this.#multi[mb]!.length &&
+        this.#sigA[ma] === this.#sigA[mb] &&
+        this.#sigB[ma] === this.#sigB[mb])
+    );
   }
 
   offerHolders(pos: number, i: number, _now: number, scan: WarmthScan): void {

@@ -17,7 +17,10 @@
 import { ENDPOINTS, type Endpoint, type ReplicaState } from '@warmpath/shared/wire';
 import { holding } from '@warmpath/shared/runtime';
 
-const ENDPOINT_BIT: Record<Endpoint, number> = Object.fromEntries(ENDPOINTS.map((e, i) => [e, 1 << i])) as Record<Endpoint, number>;
+const ENDPOINT_BIT: Record<Endpoint, number> = Object.fromEntries(ENDPOINTS.map((e, i) => [e, 1 << i])) as Record<
+  Endpoint,
+  number
+>;
 
 /** The bit of `e` in the endpoints column. */
 export function endpointBit(e: Endpoint): number {

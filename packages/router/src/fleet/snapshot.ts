@@ -10,12 +10,24 @@ import type { ReplicaView } from './replica.ts';
 export const DIGEST_PATH = '/warmpath/v1/digest';
 
 /** `authorization`: the header presenting the agents' shared token, when one is configured. */
-export function snapshotFetcher(timeoutMs: number, authorization?: string): { fetch: (r: ReplicaView) => Promise<Uint8Array>; close: () => Promise<void> } {
-  const dispatcher = new Agent({ connectTimeout: timeoutMs, headersTimeout: timeoutMs, bodyTimeout: timeoutMs, connections: 4 });
+export function snapshotFetcher(
+  timeoutMs: number,
+  authorization?: string,
+): { fetch: (r: ReplicaView) => Promise<Uint8Array>; close: () => Promise<void> } {
+  const dispatcher = new Agent({
+    connectTimeout: timeoutMs,
+    headersTimeout: timeoutMs,
+    bodyTimeout: timeoutMs,
+    connections: 4,
+  });
   return {
     async fetch(r: ReplicaView): Promise<Uint8Array> {
       const url = new URL(`${r.state.admin.replace(/\/+$/, '')}${DIGEST_PATH}`);
-      const res = await request(url, { dispatcher, headers: { accept: SNAPSHOT_CONTENT_TYPE, ...(authorization !== undefined ? { authorization } : {}) }, signal: AbortSignal.timeout(timeoutMs) });
+      const res = await request(url, {
+        dispatcher,
+        headers: { accept: SNAPSHOT_CONTENT_TYPE, ...(authorization !== undefined ? { authorization } : {}) },
+        signal: AbortSignal.timeout(timeoutMs),
+      });
       if (res.statusCode !== 200) {
         await res.body.dump();
         throw new Error(`GET ${url.href}: HTTP ${res.statusCode}`);

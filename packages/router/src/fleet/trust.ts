@@ -47,7 +47,15 @@ export interface Origin {
 }
 
 /** Why gossip state was refused (counted in the fleet view's drops). */
-export const TRUST_REASONS = ['not_allowed', 'future', 'not_owner', 'too_many_ids', 'foreign_url', 'relayed', 'rate'] as const;
+export const TRUST_REASONS = [
+  'not_allowed',
+  'future',
+  'not_owner',
+  'too_many_ids',
+  'foreign_url',
+  'relayed',
+  'rate',
+] as const;
 export type TrustReason = (typeof TRUST_REASONS)[number];
 
 /** A bootAt or sentAt this far ahead of the router's clock is refused, ms: clock skew between hosts, with room. */
@@ -170,7 +178,8 @@ export class PublisherTrust {
       return false;
     }
     const family = isIP(host);
-    if (family === 0) return host === 'localhost' ? addresses.some(isLoopback) : this.#hosts.some((h) => hostMatches(host, h));
+    if (family === 0)
+      return host === 'localhost' ? addresses.some(isLoopback) : this.#hosts.some((h) => hostMatches(host, h));
     const ip = unmapped(host);
     if (this.#networks.check(ip, isIP(ip) === 6 ? 'ipv6' : 'ipv4')) return true;
     if (addresses.some((a) => unmapped(a) === ip)) return true;

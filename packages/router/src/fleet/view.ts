@@ -22,7 +22,15 @@
  * (`ReplicaView`), rather than copies: no allocation per read, and the digest
  * sync state is not on the record at all.
  */
-import { decodeState, hashString32, supersedes, type DecodeResult, type Endpoint, type ModelRef, type ReplicaState } from '@warmpath/shared/wire';
+import {
+  decodeState,
+  hashString32,
+  supersedes,
+  type DecodeResult,
+  type Endpoint,
+  type ModelRef,
+  type ReplicaState,
+} from '@warmpath/shared/wire';
 import { DigestSync, type DigestStatus } from './digest-sync.ts';
 import { Groups, membershipChanged, type Group } from './groups.ts';
 import { halves } from '@warmpath/shared/runtime';
@@ -95,7 +103,11 @@ export class FleetView {
     this.forgetAfterMs = opts.forgetAfterMs;
     this.#now = opts.now ?? Date.now;
     this.#onEvent = opts.onEvent ?? (() => {});
-    this.trust = new PublisherTrust({ stateTtlMs: opts.stateTtlMs, agentPeers: opts.agentPeers ?? [], agentNetworks: opts.agentNetworks ?? [] });
+    this.trust = new PublisherTrust({
+      stateTtlMs: opts.stateTtlMs,
+      agentPeers: opts.agentPeers ?? [],
+      agentNetworks: opts.agentNetworks ?? [],
+    });
     this.#sync = new DigestSync({
       chunkChars: opts.chunkChars,
       holders: this.#holders,
@@ -142,7 +154,8 @@ export class FleetView {
     if (!this.trust.spend(origin.peer, now)) return this.#refuse('rate', direct ? 'reject' : 'ignore');
     if (s.fleet !== this.fleet) return this.#refuse('fleet', 'reject');
     const reason = this.trust.check(s, origin, now);
-    if (reason !== undefined) return this.#refuse(reason, reason === 'future' || (direct && reason !== 'relayed') ? 'reject' : 'ignore');
+    if (reason !== undefined)
+      return this.#refuse(reason, reason === 'future' || (direct && reason !== 'relayed') ? 'reject' : 'ignore');
     const known = this.#records.get(s.replica);
     if (known !== undefined && !supersedes(s, known.state)) return this.#refuse('superseded', 'ignore');
     if (now - s.sentAt > this.forgetAfterMs) return this.#refuse('stale', 'ignore');
@@ -204,7 +217,17 @@ export class FleetView {
 
   #join(s: ReplicaState, receivedAt: number, reportAt: number): ReplicaRecord {
     const slot = this.#freeSlots.pop() ?? this.#bySlot.length;
-    const r: ReplicaRecord = { id: s.replica, slot, idHash: hashString32(s.replica), state: s, receivedAt, reportAt, chunkMismatch: s.chunkChars !== this.chunkChars, live: s.status === 'ready', digestSize: 0 };
+    const r: ReplicaRecord = {
+      id: s.replica,
+      slot,
+      idHash: hashString32(s.replica),
+      state: s,
+      receivedAt,
+      reportAt,
+      chunkMismatch: s.chunkChars !== this.chunkChars,
+      live: s.status === 'ready',
+      digestSize: 0,
+    };
     this.#records.set(r.id, r);
     this.#bySlot[slot] = r;
     this.#warmth.grow(slot);
@@ -212,13 +235,15 @@ export class FleetView {
     this.#sync.join(r);
     this.#groups.markDirty();
     this.#onEvent({ type: 'joined', replica: r.id });
-    if (r.chunkMismatch) this.#onEvent({ type: 'chunk_mismatch', replica: r.id, theirs: s.chunkChars, ours: this.chunkChars });
+    if (r.chunkMismatch)
+      this.#onEvent({ type: 'chunk_mismatch', replica: r.id, theirs: s.chunkChars, ours: this.chunkChars });
     return r;
   }
 
   #update(r: ReplicaRecord, s: ReplicaState, receivedAt: number, reportAt: number): ReplicaRecord {
     const mismatch = s.chunkChars !== this.chunkChars;
-    if (mismatch && !r.chunkMismatch) this.#onEvent({ type: 'chunk_mismatch', replica: r.id, theirs: s.chunkChars, ours: this.chunkChars });
+    if (mismatch && !r.chunkMismatch)
+      this.#onEvent({ type: 'chunk_mismatch', replica: r.id, theirs: s.chunkChars, ours: this.chunkChars });
     const live = s.status === 'ready';
     if (mismatch !== r.chunkMismatch || live !== r.live || membershipChanged(r.state, s)) this.#groups.markDirty();
     r.chunkMismatch = mismatch;

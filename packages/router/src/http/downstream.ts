@@ -69,7 +69,10 @@ export class Downstream {
     if (n > 0) {
       // An event ends with a blank line: "\n\n" or "\r\n\r\n", possibly split across chunks.
       const endsLf = chunk[n - 1] === LF;
-      const before = n >= 2 ? chunk[n - 2] === LF || (chunk[n - 2] === CR && (n >= 3 ? chunk[n - 3] === LF : this.#lastLf)) : this.#lastLf;
+      const before =
+        n >= 2
+          ? chunk[n - 2] === LF || (chunk[n - 2] === CR && (n >= 3 ? chunk[n - 3] === LF : this.#lastLf))
+          : this.#lastLf;
       this.#boundary = endsLf && before;
       this.#lastLf = endsLf;
     }
@@ -93,7 +96,11 @@ export class Downstream {
     if (!this.#committed) {
       this.#committed = true;
       this.#early = true;
-      res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', ...this.#own });
+      res.writeHead(200, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache',
+        ...this.#own,
+      });
     }
     if (this.#boundary) res.write(KEEP_ALIVE);
     this.#timer?.refresh();

@@ -41,7 +41,12 @@ export interface Exchange {
 const ERROR_BODY_MAX = 64 * 1024;
 
 /** `authorization`: the header presenting the agents' shared token, when one is configured. */
-export function createSend(id: string, upstreams: Upstreams, heartbeatMs: number, authorization?: string): Send<Exchange> {
+export function createSend(
+  id: string,
+  upstreams: Upstreams,
+  heartbeatMs: number,
+  authorization?: string,
+): Send<Exchange> {
   return (d, report) => {
     forward(id, upstreams, heartbeatMs, d, authorization).then(report, (err: unknown) => {
       // A bug, not an upstream failure: end the exchange rather than leave the client hanging.
@@ -53,7 +58,13 @@ export function createSend(id: string, upstreams: Upstreams, heartbeatMs: number
   };
 }
 
-async function forward(id: string, upstreams: Upstreams, heartbeatMs: number, d: Dispatch<Exchange>, authorization: string | undefined): Promise<SendResult> {
+async function forward(
+  id: string,
+  upstreams: Upstreams,
+  heartbeatMs: number,
+  d: Dispatch<Exchange>,
+  authorization: string | undefined,
+): Promise<SendResult> {
   const { req, res, raw, path, signal } = d.ctx;
   const url = d.replica.state.url;
   const slash = url.indexOf('/', url.indexOf('//') + 2);
@@ -62,7 +73,12 @@ async function forward(id: string, upstreams: Upstreams, heartbeatMs: number, d:
   const headers: Record<string, string> = {
     'content-type': 'application/json',
     'content-length': String(raw.byteLength),
-    accept: typeof req.headers.accept === 'string' ? req.headers.accept : d.info.stream ? 'text/event-stream' : 'application/json',
+    accept:
+      typeof req.headers.accept === 'string'
+        ? req.headers.accept
+        : d.info.stream
+          ? 'text/event-stream'
+          : 'application/json',
     [HEADERS.router]: id,
     [HEADERS.attempt]: String(d.attempt + 1),
     ...upstreamHeaders(res),
@@ -70,11 +86,19 @@ async function forward(id: string, upstreams: Upstreams, heartbeatMs: number, d:
   if (d.info.routingKey !== undefined) headers[HEADERS.key] = d.info.routingKey;
   if (d.queueLimit !== undefined) headers[HEADERS.queueLimit] = String(d.queueLimit);
   if (authorization !== undefined) headers.authorization = authorization;
-  const out = new Downstream(d.ctx.res, { [HEADERS.replica]: d.replica.id, [HEADERS.route]: d.branch, [HEADERS.router]: id }, d.info.stream ? heartbeatMs : 0);
+  const out = new Downstream(
+    d.ctx.res,
+    { [HEADERS.replica]: d.replica.id, [HEADERS.route]: d.branch, [HEADERS.router]: id },
+    d.info.stream ? heartbeatMs : 0,
+  );
   try {
     let up: UpstreamResponse;
     try {
-      up = await callUpstream(upstreams.pool(origin), { path: base + path, method: 'POST', headers, body: raw }, signal);
+      up = await callUpstream(
+        upstreams.pool(origin),
+        { path: base + path, method: 'POST', headers, body: raw },
+        signal,
+      );
     } catch (err) {
       return noResponse(d.ctx, out, classify(err));
     }
@@ -85,7 +109,12 @@ async function forward(id: string, upstreams: Upstreams, heartbeatMs: number, d:
     if (status === 429 || status === 503 || (status === 400 && reason === 'too_large')) {
       up.body.dump().catch(() => {});
       const queued = Number(up.headers[HEADERS.queued]);
-      return { kind: 'rejected', status, ...(typeof reason === 'string' ? { reason } : {}), ...(Number.isFinite(queued) && queued >= 0 ? { queued } : {}) };
+      return {
+        kind: 'rejected',
+        status,
+        ...(typeof reason === 'string' ? { reason } : {}),
+        ...(Number.isFinite(queued) && queued >= 0 ? { queued } : {}),
+      };
     }
     if (status >= 500) {
       up.body.dump().catch(() => {});
@@ -115,7 +144,8 @@ function noResponse(ex: Exchange, out: Downstream, kind: ReturnType<typeof class
 /** Committed early (SSE, 200) and the replica answered: relay a stream, or turn any other answer into an error event. */
 async function afterEarlyCommit(ex: Exchange, out: Downstream, up: UpstreamResponse): Promise<SendResult> {
   const ct = up.headers['content-type'];
-  if (up.statusCode < 300 && typeof ct === 'string' && ct.startsWith('text/event-stream')) return relay(ex, out, up, true);
+  if (up.statusCode < 300 && typeof ct === 'string' && ct.startsWith('text/event-stream'))
+    return relay(ex, out, up, true);
   let text = '';
   try {
     text = await up.body.text(ERROR_BODY_MAX);
@@ -131,7 +161,8 @@ function errorEvent(status: number, text: string): string {
   try {
     const body = JSON.parse(text) as { error?: { code?: unknown; message?: unknown } };
     const code = body.error?.code;
-    if (isErrorCode(code)) return `data: ${JSON.stringify(errorBody(code, typeof body.error?.message === 'string' ? body.error.message : undefined))}\n\n`;
+    if (isErrorCode(code))
+      return `data: ${JSON.stringify(errorBody(code, typeof body.error?.message === 'string' ? body.error.message : undefined))}\n\n`;
   } catch {
     /* not JSON: the generic event */
   }
@@ -177,8 +208,15 @@ async function relay(ex: Exchange, out: Downstream, up: UpstreamResponse, sse: b
     if (failed) return { kind: 'done', outcome: 'error', error: 'interrupted' };
   } catch (err) {
     const deadline = ex.deadline.aborted;
-    if (!deadline && (res.destroyed || ex.signal.aborted)) return { kind: 'done', outcome: 'aborted', error: 'aborted' };
-    if (sse) out.end(sseErrorEvent(deadline ? 'upstream_timeout' : 'stream_interrupted', deadline ? 'The request passed its total deadline.' : undefined));
+    if (!deadline && (res.destroyed || ex.signal.aborted))
+      return { kind: 'done', outcome: 'aborted', error: 'aborted' };
+    if (sse)
+      out.end(
+        sseErrorEvent(
+          deadline ? 'upstream_timeout' : 'stream_interrupted',
+          deadline ? 'The request passed its total deadline.' : undefined,
+        ),
+      );
     else res.destroy(err as Error);
     return { kind: 'done', outcome: 'error', error: deadline ? 'timeout' : 'interrupted' };
   }

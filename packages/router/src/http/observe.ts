@@ -20,7 +20,15 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '@warmpath/shared/runtime';
-import { ERRORS, ROUTES, TRACE_HEADERS, requestIdOf, traceContextOf, type RequestInfo, type TraceContext } from '@warmpath/shared/wire';
+import {
+  ERRORS,
+  ROUTES,
+  TRACE_HEADERS,
+  requestIdOf,
+  traceContextOf,
+  type RequestInfo,
+  type TraceContext,
+} from '@warmpath/shared/wire';
 import type { Send } from '../core/types.ts';
 import type { RouterMetrics } from '../metrics.ts';
 import type { Exchange } from './forward.ts';
@@ -53,13 +61,23 @@ interface Entry {
  * The paths the route label takes; any other is "other", so clients cannot
  * grow the series count. A new route the router serves belongs here.
  */
-export const ROUTE_LABELS: ReadonlySet<string> = new Set([...Object.keys(ROUTES), '/v1/models', '/healthz', '/readyz', '/metrics', '/warmpath/v1/fleet', '/warmpath/v1/status', '/warmpath/v1/status.json']);
+export const ROUTE_LABELS: ReadonlySet<string> = new Set([
+  ...Object.keys(ROUTES),
+  '/v1/models',
+  '/healthz',
+  '/readyz',
+  '/metrics',
+  '/warmpath/v1/fleet',
+  '/warmpath/v1/status',
+  '/warmpath/v1/status.json',
+]);
 /** Status labels kept as they are; any other becomes its class ("3xx"). 499: the client left before the answer (nginx's code). */
 const STATUS_LABELS: ReadonlySet<number> = new Set([200, 499, ...Object.values(ERRORS).map((e) => e.status)]);
 
 const entries = new WeakMap<ServerResponse, Entry>();
 
-export const statusLabel = (status: number): string => (STATUS_LABELS.has(status) ? String(status) : `${Math.floor(status / 100)}xx`);
+export const statusLabel = (status: number): string =>
+  STATUS_LABELS.has(status) ? String(status) : `${Math.floor(status / 100)}xx`;
 export const routeLabel = (path: string): string => (ROUTE_LABELS.has(path) ? path : 'other');
 const ms = (seconds: number): number => Math.round(seconds * 10_000) / 10;
 
@@ -68,7 +86,15 @@ export function observe(req: IncomingMessage, res: ServerResponse, deps: Observe
   const url = req.url ?? '/';
   const q = url.indexOf('?');
   const path = q < 0 ? url : url.slice(0, q);
-  const entry: Entry = { id: requestIdOf(req.headers[TRACE_HEADERS.requestId]), t0: performance.now(), path, route: routeLabel(path), trace: traceContextOf(req.headers), logPrompts: deps.logPrompts, attempts: 0 };
+  const entry: Entry = {
+    id: requestIdOf(req.headers[TRACE_HEADERS.requestId]),
+    t0: performance.now(),
+    path,
+    route: routeLabel(path),
+    trace: traceContextOf(req.headers),
+    logPrompts: deps.logPrompts,
+    attempts: 0,
+  };
   entries.set(res, entry);
   res.setHeader(TRACE_HEADERS.requestId, entry.id);
   res.once('close', () => finish(req, res, entry, deps));
@@ -129,7 +155,8 @@ function finish(req: IncomingMessage, res: ServerResponse, e: Entry, deps: Obser
   deps.metrics.requests.inc({ route: e.route, status: statusLabel(status) });
   if (inference) {
     deps.metrics.durationSeconds.observe({ route: e.route }, (end - e.t0) / 1000);
-    if (e.firstByteAt !== undefined) deps.metrics.ttftSeconds.observe({ route: e.route }, (e.firstByteAt - e.t0) / 1000);
+    if (e.firstByteAt !== undefined)
+      deps.metrics.ttftSeconds.observe({ route: e.route }, (e.firstByteAt - e.t0) / 1000);
   }
   // Inference and the OpenAI API at info; probes, scrapes and the fleet view at debug.
   const level = e.path.startsWith('/v1/') ? 'info' : 'debug';
@@ -143,7 +170,9 @@ function finish(req: IncomingMessage, res: ServerResponse, e: Entry, deps: Obser
       status,
       durationMs: ms((end - e.t0) / 1000),
       ...(e.firstByteAt !== undefined ? { ttftMs: ms((e.firstByteAt - e.t0) / 1000) } : {}),
-      ...(i !== undefined ? { model: i.requested, stream: i.stream, promptTokensEst: i.promptTokens, maxTokens: i.maxTokens } : {}),
+      ...(i !== undefined
+        ? { model: i.requested, stream: i.stream, promptTokensEst: i.promptTokens, maxTokens: i.maxTokens }
+        : {}),
       ...(e.replica !== undefined ? { replica: e.replica, branch: e.branch, attempts: e.attempts } : {}),
       ...(e.error !== undefined ? { error: e.error } : {}),
       ...(res.writableFinished ? {} : { aborted: true }),

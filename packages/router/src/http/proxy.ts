@@ -10,7 +10,15 @@
  * metrics are observe.ts's, fed by one note per step.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { HEADERS, parseJsonBody, sendError, WarmpathError, type ErrorCode, type RequestInfo, type RequestKind } from '@warmpath/shared/wire';
+import {
+  HEADERS,
+  parseJsonBody,
+  sendError,
+  WarmpathError,
+  type ErrorCode,
+  type RequestInfo,
+  type RequestKind,
+} from '@warmpath/shared/wire';
 import { readBody } from '@warmpath/shared/runtime';
 import type { RouterCore } from '../core/router-core.ts';
 import type { RouteError } from '../core/types.ts';
@@ -19,10 +27,19 @@ import type { RouterMetrics } from '../metrics.ts';
 import type { Exchange } from './forward.ts';
 import { noteError, noteRequest } from './observe.ts';
 
-export type ProxyHandler = (req: IncomingMessage, res: ServerResponse, kind: RequestKind, path: string) => Promise<void>;
+export type ProxyHandler = (
+  req: IncomingMessage,
+  res: ServerResponse,
+  kind: RequestKind,
+  path: string,
+) => Promise<void>;
 
 /** The core's `answer` over HTTP: the error body, Retry-After when the fleet may have room later, and this router's id. */
-export function createAnswer(id: string, retryAfterS: number, metrics: RouterMetrics): (ex: Exchange, e: RouteError) => void {
+export function createAnswer(
+  id: string,
+  retryAfterS: number,
+  metrics: RouterMetrics,
+): (ex: Exchange, e: RouteError) => void {
   return (ex, e) => {
     metrics.responses.inc({ code: e.code });
     noteError(ex.res, e.code);
@@ -33,7 +50,12 @@ export function createAnswer(id: string, retryAfterS: number, metrics: RouterMet
 }
 
 /** The field a too-long prompt is in, per endpoint (OpenAI's `param`). */
-const PROMPT_PARAM: Readonly<Record<RequestKind, string>> = { chat: 'messages', completion: 'prompt', embedding: 'input', responses: 'input' };
+const PROMPT_PARAM: Readonly<Record<RequestKind, string>> = {
+  chat: 'messages',
+  completion: 'prompt',
+  embedding: 'input',
+  responses: 'input',
+};
 
 /**
  * The most tokens one replica of a group can hold (its KV cache), or undefined
@@ -61,7 +83,9 @@ export function createProxy(core: RouterCore<Exchange>, metrics: RouterMetrics):
     metrics.responses.inc({ code: 'no_replica' });
     noteError(res, 'no_replica');
     const message = 'This router has not heard from the whole fleet yet; retry shortly.';
-    sendError(res, 'no_replica', message, { headers: { [HEADERS.router]: core.id, 'retry-after': core.config.retryAfterS } });
+    sendError(res, 'no_replica', message, {
+      headers: { [HEADERS.router]: core.id, 'retry-after': core.config.retryAfterS },
+    });
   };
   const settled = (): boolean => core.view.settled(core.view.now());
 
@@ -85,19 +109,30 @@ export function createProxy(core: RouterCore<Exchange>, metrics: RouterMetrics):
       else if (!req.readableAborted) fail(res, 'internal_error', undefined, null);
       return;
     }
-    if (!core.supports(info)) return settled() ? fail(res, 'unsupported_endpoint', `No replica serving "${info.requested}" offers ${path}.`, null) : notYet(res);
+    if (!core.supports(info))
+      return settled()
+        ? fail(res, 'unsupported_endpoint', `No replica serving "${info.requested}" offers ${path}.`, null)
+        : notYet(res);
     const room = largestKv(core.view.group(info.model, info.adapter)?.members);
     if (room !== undefined && info.promptTokens + info.maxTokens > room)
-      return fail(res, 'context_length_exceeded', `The prompt (about ${info.promptTokens} tokens) plus max_tokens (${info.maxTokens}) exceeds the largest KV cache serving "${info.requested}" (${room} tokens).`, PROMPT_PARAM[kind]);
+      return fail(
+        res,
+        'context_length_exceeded',
+        `The prompt (about ${info.promptTokens} tokens) plus max_tokens (${info.maxTokens}) exceeds the largest KV cache serving "${info.requested}" (${room} tokens).`,
+        PROMPT_PARAM[kind],
+      );
 
     // One controller for "stop": the client left or the total deadline passed (then `expired` says which).
     // A plain timer cleared at the end, not AbortSignal.timeout: that one would live out the whole deadline.
     const ac = new AbortController();
     const expired = new AbortController();
-    const timer = setTimeout(() => {
-      expired.abort();
-      ac.abort();
-    }, Math.max(1, core.config.totalTimeoutMs - (performance.now() - t0)));
+    const timer = setTimeout(
+      () => {
+        expired.abort();
+        ac.abort();
+      },
+      Math.max(1, core.config.totalTimeoutMs - (performance.now() - t0)),
+    );
     const job = core.route({ req, res, raw, path, signal: ac.signal, deadline: expired.signal }, info, body);
     res.on('close', () => {
       clearTimeout(timer);

@@ -33,7 +33,8 @@ export interface ServerContext {
 /** The status page loads nothing but its own JSON. */
 const STATUS_PAGE_HEADERS = {
   'content-type': 'text/html; charset=utf-8',
-  'content-security-policy': "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self'",
+  'content-security-policy':
+    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self'",
   'cache-control': 'no-store',
 } as const;
 
@@ -51,7 +52,8 @@ export function createHandler(ctx: ServerContext): (req: IncomingMessage, res: S
       return sendError(res, 'unauthorized', undefined, { headers: { 'www-authenticate': 'Bearer' } });
     }
     if (kind !== undefined) {
-      if (req.method !== 'POST') return sendError(res, 'method_not_allowed', `Use POST ${path}.`, { headers: { allow: 'POST' } });
+      if (req.method !== 'POST')
+        return sendError(res, 'method_not_allowed', `Use POST ${path}.`, { headers: { allow: 'POST' } });
       ctx.proxy(req, res, kind, path).catch(() => {
         if (!res.headersSent) sendError(res, 'internal_error');
         else res.destroy();
@@ -60,7 +62,16 @@ export function createHandler(ctx: ServerContext): (req: IncomingMessage, res: S
     }
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       req.resume();
-      return sendError(res, path === '/v1/models' || path === '/warmpath/v1/fleet' || path === '/healthz' || path === '/readyz' || path === '/metrics' ? 'method_not_allowed' : 'not_found');
+      return sendError(
+        res,
+        path === '/v1/models' ||
+          path === '/warmpath/v1/fleet' ||
+          path === '/healthz' ||
+          path === '/readyz' ||
+          path === '/metrics'
+          ? 'method_not_allowed'
+          : 'not_found',
+      );
     }
     switch (path) {
       case '/v1/models':
@@ -131,11 +142,13 @@ export function fleet(view: FleetView): { fleet: string; replicas: Array<Record<
 
 /** OpenAI's model list: base models, and adapters with `parent` (vLLM's shape). */
 export function models(view: FleetView): { object: 'list'; data: Array<Record<string, unknown>> } {
-  const data = view.models().map(({ model, adapter }) =>
-    adapter === ''
-      ? { id: model, object: 'model', created: 0, owned_by: 'warmpath', root: model, parent: null }
-      : { id: adapter, object: 'model', created: 0, owned_by: 'warmpath', root: adapter, parent: model },
-  );
+  const data = view
+    .models()
+    .map(({ model, adapter }) =>
+      adapter === ''
+        ? { id: model, object: 'model', created: 0, owned_by: 'warmpath', root: model, parent: null }
+        : { id: adapter, object: 'model', created: 0, owned_by: 'warmpath', root: adapter, parent: model },
+    );
   data.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   return { object: 'list', data };
 }

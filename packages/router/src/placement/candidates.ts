@@ -25,7 +25,7 @@
  * table.
  */
 import { endpointBit } from '../fleet/published.ts';
-import type { FleetView, Replica } from '../fleet/view.ts';
+import type { FleetView } from '../fleet/view.ts';
 import { eligibleHere } from './eligible.ts';
 import type { LocalState } from './local.ts';
 import type { Candidate, CandidateTable, PlacementRequest, Warmth } from './types.ts';
@@ -73,7 +73,12 @@ function storeOf(local: LocalState, slots: number): Store {
  * other routers likely sent since each report, and count it in the queue.
  * N is this router's last estimate (the one made at its previous request).
  */
-export function buildCandidates(req: PlacementRequest, view: FleetView, local: LocalState, expectOthers = false): CandidateTable | undefined {
+export function buildCandidates(
+  req: PlacementRequest,
+  view: FleetView,
+  local: LocalState,
+  expectOthers = false,
+): CandidateTable | undefined {
   const g = view.group(req.info.model, req.info.adapter);
   if (g === undefined) return undefined;
   const store = storeOf(local, view.bySlot.length);
@@ -108,7 +113,10 @@ export function buildCandidates(req: PlacementRequest, view: FleetView, local: L
     const prefill = c.prefillTokens[slot]!;
     // What an agent's stale refusal said is queued there beyond this view: other routers' work, until the next report.
     const unseen = Math.max(0, f.queued - prefill - added);
-    const expected = othersShare > 0 ? (othersShare * c.arrival[slot]! * Math.min(MAX_EXPECT_AGE_MS, Math.max(0, req.now - reportAt))) / 1000 : 0;
+    const expected =
+      othersShare > 0
+        ? (othersShare * c.arrival[slot]! * Math.min(MAX_EXPECT_AGE_MS, Math.max(0, req.now - reportAt))) / 1000
+        : 0;
     const load = c.inflightTokens[slot]! + added + unseen;
     const kv = c.kvTokens[slot]!;
     const weight = c.weight[slot]!;
@@ -179,7 +187,11 @@ export function rowOf(table: CandidateTable, id: string): number {
  * the candidates) that `ok` accepts, and its rank: how many candidates it
  * passed over (0 = the key's home among them).
  */
-export function firstInRing(table: CandidateTable, key: bigint, ok: (i: number) => boolean): { i: number; rank: number } | undefined {
+export function firstInRing(
+  table: CandidateTable,
+  key: bigint,
+  ok: (i: number) => boolean,
+): { i: number; rank: number } | undefined {
   let rank = 0;
   const next = table.ring.cursor(key);
   for (let m = next(); m >= 0; m = next()) {

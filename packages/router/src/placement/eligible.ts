@@ -24,7 +24,9 @@ export function eligible(r: Replica, req: PlacementRequest, view: FleetView, loc
 /** The part of `eligible` that is this request's and this router's: not tried already for it, not ejected here. */
 export function eligibleHere(r: Replica, req: PlacementRequest, local: LocalState): boolean {
   // r.id is read only when something could exclude it: the table calls this for every member on every request.
-  return (req.exclude === undefined || !req.exclude.has(r.id)) && (local.ejected === 0 || !local.isEjected(r.id, req.now));
+  return (
+    (req.exclude === undefined || !req.exclude.has(r.id)) && (local.ejected === 0 || !local.isEjected(r.id, req.now))
+  );
 }
 
 /**
@@ -33,7 +35,10 @@ export function eligibleHere(r: Replica, req: PlacementRequest, local: LocalStat
  * shorter), else a hash of the model — so requests sharing a system prompt
  * share a key.
  */
-export function affinityKey(info: Pick<RequestInfo, 'routingKey' | 'hashes' | 'model' | 'adapter'>, depth: number): bigint {
+export function affinityKey(
+  info: Pick<RequestInfo, 'routingKey' | 'hashes' | 'model' | 'adapter'>,
+  depth: number,
+): bigint {
   if (info.routingKey !== undefined) return hashString(`${info.model}\u0000${info.routingKey}`);
   const n = info.hashes.length;
   if (n > 0) return info.hashes[Math.min(depth, n) - 1]!;

@@ -191,7 +191,11 @@ export class LocalState {
    * report time from the view's columns, so that the common case reads
    * neither r nor its track, only arrays.
    */
-  figures(r: ReplicaView, slot = r.slot, reportAt = r.reportAt): Readonly<{ added: number; queued: number; inflight: number; reported: number }> {
+  figures(
+    r: ReplicaView,
+    slot = r.slot,
+    reportAt = r.reportAt,
+  ): Readonly<{ added: number; queued: number; inflight: number; reported: number }> {
     const f = this.#figures;
     const n = this.#tracks.size === 0 ? -1 : this.#trackAt(r, slot);
     if (n < 0) {
@@ -212,7 +216,8 @@ export class LocalState {
     // Slow path, once per slot after a join, a reuse, or r's track being created or pruned.
     this.#slotTrack = holding(this.#slotTrack, slot);
     const before = this.#slotOwner[slot];
-    if (before !== undefined && before.id !== r.id && this.#slotOfId.get(before.id) === slot) this.#slotOfId.delete(before.id);
+    if (before !== undefined && before.id !== r.id && this.#slotOfId.get(before.id) === slot)
+      this.#slotOfId.delete(before.id);
     this.#slotOfId.set(r.id, slot);
     this.#slotOwner[slot] = r;
     this.#slotTrack[slot] = this.#tracks.get(r.id)?.n ?? -1;

@@ -93,7 +93,12 @@ export class Overlay implements HolderSource<Uint32Array> {
   same(a: number, b: number): boolean {
     const ea = this.#index.valueAt(a);
     const eb = this.#index.valueAt(b);
-    return ea === eb || (this.#slots[ea]!.length === this.#slots[eb]!.length && this.#sigA[ea] === this.#sigA[eb] && this.#sigB[ea] === this.#sigB[eb]);
+    return (
+      ea === eb ||
+      (this.#slots[ea]!.length === this.#slots[eb]!.length &&
+        this.#sigA[ea] === this.#sigA[eb] &&
+        this.#sigB[ea] === this.#sigB[eb])
+    );
   }
 
   offerHolders(pos: number, i: number, now: number, scan: WarmthScan): void {

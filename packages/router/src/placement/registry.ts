@@ -48,7 +48,17 @@ export function registerPolicy(name: string, factory: PolicyFactory): void {
 
 /** A policy's options from the router's validated config: every policy is built from these. */
 export function policyOptions(
-  config: Pick<PolicyOptions, 'chunkChars' | 'charsPerToken' | 'loadFactor' | 'keyLoadFactor' | 'boundFloorTokens' | 'hardBound' | 'spillChoices' | 'homeHorizonMs'> & { readonly placementOff: readonly string[] },
+  config: Pick<
+    PolicyOptions,
+    | 'chunkChars'
+    | 'charsPerToken'
+    | 'loadFactor'
+    | 'keyLoadFactor'
+    | 'boundFloorTokens'
+    | 'hardBound'
+    | 'spillChoices'
+    | 'homeHorizonMs'
+  > & { readonly placementOff: readonly string[] },
   random?: () => number,
 ): PolicyOptions {
   const o = {

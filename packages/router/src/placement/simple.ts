@@ -140,7 +140,12 @@ export function createConsistentHashPolicy(): Policy {
     name: 'consistent-hash',
     select(req, t): Placement {
       const key = sessionRingKey(req);
-      if (key === undefined) return at(t, rotation.next(t, () => true), 'chash-no-key');
+      if (key === undefined)
+        return at(
+          t,
+          rotation.next(t, () => true),
+          'chash-no-key',
+        );
       // Every candidate is live, so on the ring; row 0 only guards a ring not yet rebuilt.
       return at(t, firstInRing(t, key, () => true)?.i ?? 0, 'chash-home');
     },
@@ -159,13 +164,29 @@ export function createChwblHeaderPolicy(): Policy {
         let total = 0;
         for (const r of t.rows) total += r.inflight;
         const within = (i: number): boolean =>
-          withinBound({ load: t.rows[i]!.inflight, weight: t.rows[i]!.weight, totalLoad: total, totalWeight: t.totalWeight, cost: 1, factor: c });
+          withinBound({
+            load: t.rows[i]!.inflight,
+            weight: t.rows[i]!.weight,
+            totalLoad: total,
+            totalWeight: t.totalWeight,
+            cost: 1,
+            factor: c,
+          });
         return at(t, rotation.next(t, within), 'chwbl-no-key');
       }
       const row = (id: string): number => rowOf(t, id);
-      const hit = pickBounded(t.ring, key, (id) => t.rows[row(id)]!.inflight, 1, c, (m) => row(m.id) >= 0);
+      const hit = pickBounded(
+        t.ring,
+        key,
+        (id) => t.rows[row(id)]!.inflight,
+        1,
+        c,
+        (m) => row(m.id) >= 0,
+      );
       // Some candidate is always within the bound (above); row 0 only guards a ring not yet rebuilt.
-      return hit === undefined ? at(t, 0, 'chwbl-home') : at(t, row(hit.member.id), hit.rank === 0 ? 'chwbl-home' : 'chwbl-walk');
+      return hit === undefined
+        ? at(t, 0, 'chwbl-home')
+        : at(t, row(hit.member.id), hit.rank === 0 ? 'chwbl-home' : 'chwbl-walk');
     },
     onDispatch: (req, replica) => rotation.onDispatch(req, replica),
   };

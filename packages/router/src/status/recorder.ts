@@ -79,7 +79,14 @@ export class StatusRecorder {
     const at = this.#now();
     const depth = Math.min(this.#keyDepth, info.hashes.length);
     const hash = depth > 0 ? info.hashes[depth - 1]! : undefined;
-    this.#push({ at, branch, replica, model: info.model, adapter: info.adapter, prefix: hash === undefined ? '' : hex(hash) });
+    this.#push({
+      at,
+      branch,
+      replica,
+      model: info.model,
+      adapter: info.adapter,
+      prefix: hash === undefined ? '' : hex(hash),
+    });
     if (hash !== undefined) this.#count(hash, depth, info, at);
   }
 
@@ -124,7 +131,14 @@ export class StatusRecorder {
       inherited = min!.count;
       this.#prefixes.delete(min!.hash);
     }
-    this.#prefixes.set(hash, { hash, depth, model: info.model, adapter: info.adapter, count: inherited + 1, lastAt: at });
+    this.#prefixes.set(hash, {
+      hash,
+      depth,
+      model: info.model,
+      adapter: info.adapter,
+      count: inherited + 1,
+      lastAt: at,
+    });
   }
 
   #decay(): void {

@@ -59,7 +59,12 @@ function replicaRow(s: StatusSources, r: Replica, now: number): Record<string, u
     adapters: state.adapters.length,
     hotAdapters: state.hotAdapters,
     weight: state.capacity.weight,
-    kv: { usedTokens: used, capacityTokens: cap, usedFraction: cap > 0 ? Math.min(1, used / cap) : null, headroomTokens: Math.max(0, cap - used) },
+    kv: {
+      usedTokens: used,
+      capacityTokens: cap,
+      usedFraction: cap > 0 ? Math.min(1, used / cap) : null,
+      headroomTokens: Math.max(0, cap - used),
+    },
     running: state.load.running,
     waiting: state.load.waiting,
     inflight: state.load.inflight,
@@ -98,7 +103,10 @@ export function statusJson(s: StatusSources): Record<string, unknown> {
       lastAgoMs: Math.max(0, wall - p.lastAt),
       replicas: replicas.filter((r) => s.view.holds(r, p.hash)).map((r) => r.id),
     })),
-    routers: s.gossip === undefined ? { self: null, mesh: [], connectedPeers: 0 } : { self: s.gossip.peerId, mesh: s.gossip.meshPeers().sort(), connectedPeers: s.gossip.peers().length },
+    routers:
+      s.gossip === undefined
+        ? { self: null, mesh: [], connectedPeers: 0 }
+        : { self: s.gossip.peerId, mesh: s.gossip.meshPeers().sort(), connectedPeers: s.gossip.peers().length },
   };
 }
 

@@ -39,11 +39,15 @@ export function parseSwarmKey(input: string | Uint8Array): SwarmKey {
       throw swarmKeyError('it is not UTF-8 text');
     }
   }
-  const lines = text.trim().split(/\r?\n/).map((line) => line.trim());
+  const lines = text
+    .trim()
+    .split(/\r?\n/)
+    .map((line) => line.trim());
   if (lines.length !== 3) throw swarmKeyError(`it has ${lines.length} non-blank line(s)`);
   const [header, codec, hex] = lines as [string, string, string];
   if (header !== SWARM_KEY_HEADER) throw swarmKeyError(`line 1 is ${JSON.stringify(header.slice(0, 40))}`);
-  if (codec !== SWARM_KEY_CODEC) throw swarmKeyError(`line 2 is ${JSON.stringify(codec.slice(0, 40))} (only /base16/ is supported)`);
+  if (codec !== SWARM_KEY_CODEC)
+    throw swarmKeyError(`line 2 is ${JSON.stringify(codec.slice(0, 40))} (only /base16/ is supported)`);
   if (!SWARM_KEY_HEX.test(hex)) throw swarmKeyError(`line 3 has ${hex.length} characters, not 64 hex digits`);
   const lower = hex.toLowerCase();
   return {
@@ -72,7 +76,8 @@ export async function loadIdentity(path: string): Promise<Uint8Array> {
   try {
     return new Uint8Array(await readFile(path));
   } catch (err) {
-    if ((err as { code?: string }).code !== 'ENOENT') throw new GossipConfigError(`identity file ${path}: ${(err as Error).message}`);
+    if ((err as { code?: string }).code !== 'ENOENT')
+      throw new GossipConfigError(`identity file ${path}: ${(err as Error).message}`);
   }
   const key = await generateIdentity();
   try {
@@ -111,7 +116,10 @@ export interface GossipSettings {
 }
 
 /** createGossipNode's options from an agent's or a router's settings: the swarm key and identity files read here. */
-export async function gossipOptionsOf(s: GossipSettings, onWarning: (w: GossipWarning) => void): Promise<GossipOptions> {
+export async function gossipOptionsOf(
+  s: GossipSettings,
+  onWarning: (w: GossipWarning) => void,
+): Promise<GossipOptions> {
   return {
     fleet: s.fleet,
     listen: [...s.gossipListen],

@@ -117,7 +117,8 @@ export async function buildLibp2p(config: ValidatedOptions): Promise<GossipLibp2
         },
         // Without a fast id, every duplicate copy (one per mesh peer) has its
         // signature verified before it is recognised as a duplicate.
-        fastMsgIdFn: (msg) => (msg.from != null && msg.seqno != null ? fastId(msg.from, msg.seqno) : `unkeyed:${++unkeyed}`),
+        fastMsgIdFn: (msg) =>
+          msg.from != null && msg.seqno != null ? fastId(msg.from, msg.seqno) : `unkeyed:${++unkeyed}`,
       }),
     },
   };

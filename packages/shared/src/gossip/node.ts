@@ -12,7 +12,16 @@ import { buildLibp2p } from './libp2p.ts';
 import type { GossipLibp2p } from './libp2p.ts';
 import { validateOptions } from './options.ts';
 import type { ValidatedOptions } from './options.ts';
-import type { GossipEvent, GossipNode, GossipOptions, GossipOrigin, GossipStats, GossipValidator, GossipVerdict, GossipWarning } from './types.ts';
+import type {
+  GossipEvent,
+  GossipNode,
+  GossipOptions,
+  GossipOrigin,
+  GossipStats,
+  GossipValidator,
+  GossipVerdict,
+  GossipWarning,
+} from './types.ts';
 import { ConnectionUpkeep } from './upkeep.ts';
 
 type PeerId = Parameters<TopicValidatorFn>[0];
@@ -91,7 +100,10 @@ class GossipNodeImpl implements GossipNode {
     if (this.#config.subscribe) this.#libp2p.services.pubsub.subscribe(this.topic);
     this.#upkeep.startTicking();
     if (this.#config.swarmKey === undefined) {
-      this.#warn({ code: GOSSIP_WARNING.insecure, message: `gossip (fleet ${this.#config.fleet}): no swarm key (insecureNoSwarmKey): anyone who reaches this node's gossip port can join the fleet and publish replica state` });
+      this.#warn({
+        code: GOSSIP_WARNING.insecure,
+        message: `gossip (fleet ${this.#config.fleet}): no swarm key (insecureNoSwarmKey): anyone who reaches this node's gossip port can join the fleet and publish replica state`,
+      });
     }
   }
 
@@ -110,7 +122,9 @@ class GossipNodeImpl implements GossipNode {
   async publish(data: Uint8Array): Promise<number> {
     if (!this.#started) throw new Error('gossip node is not started; call start() before publish()');
     if (data.byteLength > MAX_MESSAGE_BYTES) {
-      throw new RangeError(`gossip message is ${data.byteLength} bytes; the limit is ${MAX_MESSAGE_BYTES} (send snapshots over HTTP)`);
+      throw new RangeError(
+        `gossip message is ${data.byteLength} bytes; the limit is ${MAX_MESSAGE_BYTES} (send snapshots over HTTP)`,
+      );
     }
     let recipients: number;
     try {

@@ -44,11 +44,31 @@ export interface ValidatedOptions {
 }
 
 const OPTION_KEYS = new Set([
-  'fleet', 'listen', 'bootstrap', 'bootstrapDns', 'resolve', 'gossipPeers', 'maxConnections', 'swarmKey', 'insecureNoSwarmKey', 'privateKey', 'onWarning', 'timing', 'subscribe',
+  'fleet',
+  'listen',
+  'bootstrap',
+  'bootstrapDns',
+  'resolve',
+  'gossipPeers',
+  'maxConnections',
+  'swarmKey',
+  'insecureNoSwarmKey',
+  'privateKey',
+  'onWarning',
+  'timing',
+  'subscribe',
 ]);
-const TIMING_KEYS = new Set(['heartbeatIntervalMs', 'redialIntervalMs', 'dialTimeoutMs', 'isolationWarningAfterMs', 'silentPeerGraceMs', 'dnsIntervalMs']);
+const TIMING_KEYS = new Set([
+  'heartbeatIntervalMs',
+  'redialIntervalMs',
+  'dialTimeoutMs',
+  'isolationWarningAfterMs',
+  'silentPeerGraceMs',
+  'dnsIntervalMs',
+]);
 /** A DNS name, optionally with a port: `routers.prod.svc.cluster.local`, `gpu-hosts:4001`. */
-const DNS_ENTRY = /^([A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*\.?)(?::(\d{1,5}))?$/;
+const DNS_ENTRY =
+  /^([A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*\.?)(?::(\d{1,5}))?$/;
 
 export function topicFor(fleet: string): string {
   validateFleet(fleet);
@@ -108,7 +128,9 @@ function parseDns(value: unknown): Array<{ name: string; port: number }> {
     const m = typeof text === 'string' ? DNS_ENTRY.exec(text) : null;
     const port = m?.[5] === undefined ? DEFAULT_GOSSIP_PORT : Number(m[5]);
     if (m === null || port < 1 || port > 65535) {
-      throw new GossipConfigError(`bootstrapDns[${i}] ${JSON.stringify(text)} is not a DNS name with an optional port (e.g. warmpath-routers-gossip or gpu-hosts.internal:4001)`);
+      throw new GossipConfigError(
+        `bootstrapDns[${i}] ${JSON.stringify(text)} is not a DNS name with an optional port (e.g. warmpath-routers-gossip or gpu-hosts.internal:4001)`,
+      );
     }
     return { name: m[1]!, port };
   });
@@ -116,7 +138,8 @@ function parseDns(value: unknown): Array<{ name: string; port: number }> {
 
 function count(key: string, value: unknown, fallback: number, min: number): number {
   if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > 100_000) throw new GossipConfigError(`${key} must be an integer from ${min} to 100000`);
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > 100_000)
+    throw new GossipConfigError(`${key} must be an integer from ${min} to 100000`);
   return value;
 }
 
@@ -127,29 +150,36 @@ async function lookupAll(name: string): Promise<string[]> {
 export function validateOptions(opts: GossipOptions): ValidatedOptions {
   if (opts === null || typeof opts !== 'object') throw new GossipConfigError('options must be an object');
   for (const key of Object.keys(opts)) {
-    if (!OPTION_KEYS.has(key)) throw new GossipConfigError(`unknown option ${key}; known: ${[...OPTION_KEYS].join(', ')}`);
+    if (!OPTION_KEYS.has(key))
+      throw new GossipConfigError(`unknown option ${key}; known: ${[...OPTION_KEYS].join(', ')}`);
   }
   validateFleet(opts.fleet);
   const listen = parseAddrs('listen', opts.listen ?? [...DEFAULT_LISTEN]).map(String);
   if (listen.length === 0) throw new GossipConfigError('listen must name at least one multiaddr');
   const bootstrap = parseAddrs('bootstrap', opts.bootstrap ?? []);
   const dns = parseDns(opts.bootstrapDns);
-  if (opts.resolve !== undefined && typeof opts.resolve !== 'function') throw new GossipConfigError('resolve must be a function');
+  if (opts.resolve !== undefined && typeof opts.resolve !== 'function')
+    throw new GossipConfigError('resolve must be a function');
   let privateKey: GossipPrivateKey | undefined;
   if (opts.privateKey instanceof Uint8Array) {
     try {
       privateKey = privateKeyFromProtobuf(opts.privateKey);
     } catch (err) {
-      throw new GossipConfigError(`privateKey bytes are not a protobuf-encoded libp2p private key (see generateIdentity()): ${errorText(err)}`);
+      throw new GossipConfigError(
+        `privateKey bytes are not a protobuf-encoded libp2p private key (see generateIdentity()): ${errorText(err)}`,
+      );
     }
   } else {
     privateKey = opts.privateKey;
   }
   const onWarning = opts.onWarning === undefined ? emitProcessWarning : opts.onWarning;
-  if (onWarning !== null && typeof onWarning !== 'function') throw new GossipConfigError('onWarning must be a function or null');
-  if (opts.subscribe !== undefined && typeof opts.subscribe !== 'boolean') throw new GossipConfigError('subscribe must be true or false');
+  if (onWarning !== null && typeof onWarning !== 'function')
+    throw new GossipConfigError('onWarning must be a function or null');
+  if (opts.subscribe !== undefined && typeof opts.subscribe !== 'boolean')
+    throw new GossipConfigError('subscribe must be true or false');
   const timing = Object.freeze(validateTiming(opts.timing));
-  if (opts.insecureNoSwarmKey !== undefined && typeof opts.insecureNoSwarmKey !== 'boolean') throw new GossipConfigError('insecureNoSwarmKey must be true or false');
+  if (opts.insecureNoSwarmKey !== undefined && typeof opts.insecureNoSwarmKey !== 'boolean')
+    throw new GossipConfigError('insecureNoSwarmKey must be true or false');
   if (opts.swarmKey === undefined && opts.insecureNoSwarmKey !== true) {
     throw new GossipConfigError(
       'a swarm key is required: without one anyone who reaches the gossip port can join the fleet and publish replica state. ' +

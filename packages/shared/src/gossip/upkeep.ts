@@ -44,7 +44,12 @@ export class ConnectionUpkeep {
   #isolatedSince: number | undefined;
   #isolationWarned = false;
 
-  constructor(libp2p: GossipLibp2p, config: ValidatedOptions, stats: GossipStats, warn: (warning: GossipWarning) => void) {
+  constructor(
+    libp2p: GossipLibp2p,
+    config: ValidatedOptions,
+    stats: GossipStats,
+    warn: (warning: GossipWarning) => void,
+  ) {
     this.#libp2p = libp2p;
     this.#config = config;
     this.#stats = stats;

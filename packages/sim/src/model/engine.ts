@@ -70,7 +70,16 @@ export class EngineModel {
       arriving: [],
       waiting: [],
       running: [],
-      counters: { prefixQueries: 0, prefixHits: 0, preemptions: 0, promptTokens: 0, generationTokens: 0, finished: 0, aborted: 0, steps: 0 },
+      counters: {
+        prefixQueries: 0,
+        prefixHits: 0,
+        preemptions: 0,
+        promptTokens: 0,
+        generationTokens: 0,
+        finished: 0,
+        aborted: 0,
+        steps: 0,
+      },
       ttft: this.ttft,
       itl: this.itl,
       e2e: this.e2e,
@@ -132,7 +141,8 @@ export class EngineModel {
   submit(r: SimRequest, now: number): Sequence {
     const st = this.#st;
     if (st.byId.has(r.id)) throw new EngineError('duplicate_id', `request id ${r.id} is already in flight`);
-    if (!(r.promptTokens >= 1) || !(r.maxTokens >= 1)) throw new EngineError('invalid_request', 'promptTokens and maxTokens must be >= 1');
+    if (!(r.promptTokens >= 1) || !(r.maxTokens >= 1))
+      throw new EngineError('invalid_request', 'promptTokens and maxTokens must be >= 1');
     if (r.promptTokens + r.maxTokens > st.maxModelLen)
       throw new EngineError(
         'invalid_request',
@@ -141,7 +151,8 @@ export class EngineModel {
     const adapter = r.adapter ?? '';
     if (adapter !== '') {
       if (this.maxLoras === 0) throw new EngineError('invalid_request', 'LoRA is not enabled on this engine');
-      if (!st.lora.has(adapter)) throw new EngineError('adapter_not_found', `The LoRA adapter '${adapter}' is not registered`);
+      if (!st.lora.has(adapter))
+        throw new EngineError('adapter_not_found', `The LoRA adapter '${adapter}' is not registered`);
     }
     const s = new Sequence(r, now, now + this.frontendDelayMs(r.promptTokens));
     st.byId.set(s.id, s);

@@ -209,11 +209,12 @@ export class BlockPool {
       if ((this.ref[b] === 0) !== (this.inFree[b] === 1)) throw new Error(`block ${b} free flag disagrees with ref`);
     }
     this.byHash.forEach((lo, hi, b) => {
-      if (this.hashed[b] !== 1 || this.hashLo[b] !== lo || this.hashHi[b] !== hi) throw new Error(`hash index disagrees for block ${b}`);
+      if (this.hashed[b] !== 1 || this.hashLo[b] !== lo || this.hashHi[b] !== hi)
+        throw new Error(`hash index disagrees for block ${b}`);
     });
     let registered = 0;
     for (let b = 0; b < this.numBlocks; b++) registered += this.hashed[b]!;
-    if (registered !== this.byHash.size) throw new Error(`${registered} blocks registered, ${this.byHash.size} in the index`);
+    if (registered !== this.byHash.size)
+      throw new Error(`${registered} blocks registered, ${this.byHash.size} in the index`);
   }
 }
-

@@ -29,12 +29,21 @@ export function estimateTokens(text: string, charsPerToken: number): number {
 export function promptIdentity(text: string, o: PromptOptions): PromptIdentity {
   const promptTokens = estimateTokens(text, o.charsPerToken);
   const maxBlocks = Math.floor(promptTokens / o.blockSize);
-  const blockHashes = chainHashes(text, o.charsPerToken * o.blockSize, prefixSeed(o.model, o.adapter, o.cacheSalt ?? ''), maxBlocks);
+  const blockHashes = chainHashes(
+    text,
+    o.charsPerToken * o.blockSize,
+    prefixSeed(o.model, o.adapter, o.cacheSalt ?? ''),
+    maxBlocks,
+  );
   return { promptTokens, blockHashes };
 }
 
 /** Prompt identity of an OpenAI request body (`chat` or `completion`). */
-export function promptIdentityOfBody(body: Record<string, unknown>, kind: RequestKind, o: PromptOptions): PromptIdentity & { text: string } {
+export function promptIdentityOfBody(
+  body: Record<string, unknown>,
+  kind: RequestKind,
+  o: PromptOptions,
+): PromptIdentity & { text: string } {
   const text = canonicalText(body, kind);
   return { text, ...promptIdentity(text, o) };
 }

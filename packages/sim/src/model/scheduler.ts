@@ -59,12 +59,28 @@ interface Batch {
 export function runStep(st: EngineState, now: number): StepResult {
   st.pool.now = now;
   admitArrivals(st, now);
-  const batch: Batch = { budget: st.profile.maxNumBatchedTokens, scheduled: [], counts: [], preempted: [], contextTokens: 0, prefillTokens: 0 };
+  const batch: Batch = {
+    budget: st.profile.maxNumBatchedTokens,
+    scheduled: [],
+    counts: [],
+    preempted: [],
+    contextTokens: 0,
+    prefillTokens: 0,
+  };
   scheduleRunning(st, batch);
   // vLLM skips admission in a step that preempted.
   if (batch.preempted.length === 0) admitWaiting(st, batch);
   if (batch.scheduled.length === 0) {
-    return { durationMs: 0, endMs: now, emitted: [], finished: [], preempted: batch.preempted, scheduledSeqs: 0, scheduledTokens: 0, loraLoadMs: 0 };
+    return {
+      durationMs: 0,
+      endMs: now,
+      emitted: [],
+      finished: [],
+      preempted: batch.preempted,
+      scheduledSeqs: 0,
+      scheduledTokens: 0,
+      loraLoadMs: 0,
+    };
   }
   const loadMs = st.lora.loadActive();
   const durationMs = stepTimeMs(st.profile, batch.contextTokens, batch.prefillTokens, loadMs) * st.slowFactor;
@@ -179,7 +195,16 @@ function applyStep(st: EngineState, batch: Batch, now: number, durationMs: numbe
   }
   if (finished.length > 0) st.running = st.running.filter((s) => s.status === SeqStatus.running);
   const preempted = batch.preempted;
-  return { durationMs, endMs: end, emitted, finished, preempted, scheduledSeqs: batch.scheduled.length, scheduledTokens: tokens, loraLoadMs: loadMs };
+  return {
+    durationMs,
+    endMs: end,
+    emitted,
+    finished,
+    preempted,
+    scheduledSeqs: batch.scheduled.length,
+    scheduledTokens: tokens,
+    loraLoadMs: loadMs,
+  };
 }
 
 function finish(st: EngineState, s: Sequence, end: number): void {

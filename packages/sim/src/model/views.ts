@@ -60,7 +60,12 @@ export interface ProbeResult {
   readonly predictedTtftMs: number;
 }
 
-export function probe(st: EngineState, promptTokens: number, blockHashes: BigUint64Array, adapter: string): ProbeResult {
+export function probe(
+  st: EngineState,
+  promptTokens: number,
+  blockHashes: BigUint64Array,
+  adapter: string,
+): ProbeResult {
   const maxHit = Math.floor((promptTokens - 1) / st.blockSize);
   const hit = st.enablePrefixCaching ? st.pool.match(blockHashes, maxHit) : 0;
   // Work ahead: every prompt token not yet computed, FCFS; then this prompt's uncached part.
@@ -76,7 +81,11 @@ export function probe(st: EngineState, promptTokens: number, blockHashes: BigUin
   const p = st.profile;
   const steps = Math.max(1, Math.ceil(work / p.maxNumBatchedTokens));
   const loraMs = adapter !== '' && !st.lora.isOnGpu(adapter) ? p.loraLoadMs : 0;
-  const predictedTtftMs = frontendDelayMs(p, promptTokens) + steps * stepTimeMs(p, context, 0, 0) + (work / p.prefillTokensPerS) * 1e3 + loraMs;
+  const predictedTtftMs =
+    frontendDelayMs(p, promptTokens) +
+    steps * stepTimeMs(p, context, 0, 0) +
+    (work / p.prefillTokensPerS) * 1e3 +
+    loraMs;
   return {
     pendingPrefillTokens: pending,
     predictedTtftMs,
@@ -135,6 +144,7 @@ export function checkInvariants(st: EngineState): void {
   st.pool.checkInvariants();
   const held = new Set<number>();
   for (const s of st.running) for (const b of s.blocks) held.add(b);
-  if (held.size !== st.pool.numUsed) throw new Error(`running sequences hold ${held.size} blocks, pool says ${st.pool.numUsed} used`);
+  if (held.size !== st.pool.numUsed)
+    throw new Error(`running sequences hold ${held.size} blocks, pool says ${st.pool.numUsed} used`);
   for (const s of st.waiting) if (s.blocks.length !== 0) throw new Error(`waiting sequence ${s.id} holds blocks`);
 }

@@ -55,7 +55,8 @@ export class FaultControl {
     this.#model.slowFactor = faults.slow;
     if (this.#crashTimer !== undefined) clearTimeout(this.#crashTimer);
     this.#crashTimer = undefined;
-    if (faults.crashAfterMs !== null) this.#crashTimer = setTimeout(() => this.#crashOnce(), faults.crashAfterMs / this.#speed);
+    if (faults.crashAfterMs !== null)
+      this.#crashTimer = setTimeout(() => this.#crashOnce(), faults.crashAfterMs / this.#speed);
     if (this.#hangTimer !== undefined) clearTimeout(this.#hangTimer);
     this.#hangTimer = undefined;
     if (faults.hangAfterMs !== null && !faults.hang)

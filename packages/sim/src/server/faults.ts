@@ -55,7 +55,8 @@ export function parseDuration(raw: string): number {
 
 function num(key: string, raw: string, min: number, max: number): number {
   const n = Number(raw);
-  if (raw.trim() === '' || !Number.isFinite(n) || n < min || n > max) throw new FaultSyntaxError(`fault ${key}=${raw}: must be a number in [${min}, ${max}]`);
+  if (raw.trim() === '' || !Number.isFinite(n) || n < min || n > max)
+    throw new FaultSyntaxError(`fault ${key}=${raw}: must be a number in [${min}, ${max}]`);
   return n;
 }
 
@@ -91,7 +92,9 @@ export function applyFaultSpec(state: FaultState, items: readonly string[]): Fau
         out.dieAfterTokens = Math.floor(num(key, value, 0, 1e9));
         break;
       default:
-        throw new FaultSyntaxError(`unknown fault "${key}" (known: crash, crash-after, hang, hang-after, slow, error-rate, die-after-tokens)`);
+        throw new FaultSyntaxError(
+          `unknown fault "${key}" (known: crash, crash-after, hang, hang-after, slow, error-rate, die-after-tokens)`,
+        );
     }
   }
   return out;
@@ -99,7 +102,8 @@ export function applyFaultSpec(state: FaultState, items: readonly string[]): Fau
 
 /** Applies a runtime JSON update; throws FaultSyntaxError naming the bad key. */
 export function applyFaultJson(state: FaultState, body: unknown): FaultState {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new FaultSyntaxError('fault body must be a JSON object');
+  if (body === null || typeof body !== 'object' || Array.isArray(body))
+    throw new FaultSyntaxError('fault body must be a JSON object');
   const b = body as Record<string, unknown>;
   let out = b.clear === true ? noFaults() : { ...state };
   const bad = (k: string, want: string): never => {
@@ -141,7 +145,9 @@ export function applyFaultJson(state: FaultState, body: unknown): FaultState {
         out.dieAfterTokens = v as number | null;
         break;
       default:
-        throw new FaultSyntaxError(`unknown fault field "${k}" (known: clear, spec, crash, crashAfterMs, hang, hangAfterMs, slow, errorRate, dieAfterTokens)`);
+        throw new FaultSyntaxError(
+          `unknown fault field "${k}" (known: clear, spec, crash, crashAfterMs, hang, hangAfterMs, slow, errorRate, dieAfterTokens)`,
+        );
     }
   }
   return out;

@@ -28,14 +28,24 @@ function identityOf(ctx: SimContext, parsed: InferenceRequest, kind: InferenceKi
 }
 
 function parse(ctx: SimContext, body: unknown, kind: InferenceKind): InferenceRequest {
-  return parseInference(body, kind, { baseModel: ctx.modelName, hasAdapter: (a) => ctx.model.hasAdapter(a), defaultMaxTokens: ctx.defaultMaxTokens });
+  return parseInference(body, kind, {
+    baseModel: ctx.modelName,
+    hasAdapter: (a) => ctx.model.hasAdapter(a),
+    defaultMaxTokens: ctx.defaultMaxTokens,
+  });
 }
 
-export async function inference(ctx: SimContext, req: IncomingMessage, res: ServerResponse, kind: InferenceKind): Promise<void> {
+export async function inference(
+  ctx: SimContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  kind: InferenceKind,
+): Promise<void> {
   const body = parseJsonBody(await readBody(req, ctx.bodyLimit));
   const parsed = parse(ctx, body, kind);
   const faults = ctx.faults.state;
-  if (faults.errorRate > 0 && ctx.random() < faults.errorRate) throw new WarmpathError('internal_error', 'Injected fault: error-rate.');
+  if (faults.errorRate > 0 && ctx.random() < faults.errorRate)
+    throw new WarmpathError('internal_error', 'Injected fault: error-rate.');
   const identity = identityOf(ctx, parsed, kind);
   const seqId = ctx.nextSeqId();
   const seq = submit(ctx, seqId, parsed, identity, kind);
@@ -60,10 +70,22 @@ export async function inference(ctx: SimContext, req: IncomingMessage, res: Serv
 }
 
 /** model.submit, with the engine's refusals as OpenAI errors. */
-function submit(ctx: SimContext, seqId: string, parsed: InferenceRequest, identity: PromptIdentity, kind: InferenceKind): Sequence {
+function submit(
+  ctx: SimContext,
+  seqId: string,
+  parsed: InferenceRequest,
+  identity: PromptIdentity,
+  kind: InferenceKind,
+): Sequence {
   try {
     return ctx.model.submit(
-      { id: seqId, promptTokens: identity.promptTokens, maxTokens: parsed.maxTokens, blockHashes: identity.blockHashes, adapter: parsed.adapter },
+      {
+        id: seqId,
+        promptTokens: identity.promptTokens,
+        maxTokens: parsed.maxTokens,
+        blockHashes: identity.blockHashes,
+        adapter: parsed.adapter,
+      },
       ctx.driver.now(),
     );
   } catch (err) {

@@ -49,7 +49,12 @@ export function renderMetrics(model: EngineModel, ctx: MetricsContext): string {
     out.push(`# HELP ${name} ${help}`, `# TYPE ${name} gauge`, `${name}${L} ${pyFloat(value)}`);
   };
   const counter = (name: string, help: string, value: number): void => {
-    out.push(`# HELP ${name} ${help}`, `# TYPE ${name} counter`, `${name}_total${L} ${pyFloat(value)}`, `${name}_created${L} ${pyFloat(ctx.createdUnix)}`);
+    out.push(
+      `# HELP ${name} ${help}`,
+      `# TYPE ${name} counter`,
+      `${name}_total${L} ${pyFloat(value)}`,
+      `${name}_created${L} ${pyFloat(ctx.createdUnix)}`,
+    );
   };
   const histogram = (name: string, help: string, h: Histogram): void => {
     out.push(`# HELP ${name} ${help}`, `# TYPE ${name} histogram`);
@@ -58,7 +63,11 @@ export function renderMetrics(model: EngineModel, ctx: MetricsContext): string {
       const le = i < h.bounds.length ? pyFloat(h.bounds[i]!) : '+Inf';
       out.push(`${name}_bucket${labels([...base, ['le', le]])} ${pyFloat(cum[i]!)}`);
     }
-    out.push(`${name}_count${L} ${pyFloat(h.count)}`, `${name}_sum${L} ${pyFloat(h.sum)}`, `${name}_created${L} ${pyFloat(ctx.createdUnix)}`);
+    out.push(
+      `${name}_count${L} ${pyFloat(h.count)}`,
+      `${name}_sum${L} ${pyFloat(h.sum)}`,
+      `${name}_created${L} ${pyFloat(ctx.createdUnix)}`,
+    );
   };
 
   gauge('vllm:num_requests_running', 'Number of requests in model execution batches.', s.running);
@@ -70,7 +79,11 @@ export function renderMetrics(model: EngineModel, ctx: MetricsContext): string {
     `vllm:num_requests_waiting_by_reason${labels([...base, ['reason', 'deferred']])} ${pyFloat(s.waitingDeferred)}`,
   );
   gauge('vllm:kv_cache_usage_perc', 'KV-cache usage. 1 means 100 percent usage.', s.kvUsage);
-  counter('vllm:prefix_cache_queries', 'Prefix cache queries, in terms of number of queried tokens.', s.prefixQueriesTokens);
+  counter(
+    'vllm:prefix_cache_queries',
+    'Prefix cache queries, in terms of number of queried tokens.',
+    s.prefixQueriesTokens,
+  );
   counter('vllm:prefix_cache_hits', 'Prefix cache hits, in terms of number of cached tokens.', s.prefixHitsTokens);
   counter('vllm:num_preemptions', 'Cumulative number of preemption from the engine.', s.preemptions);
   counter('vllm:prompt_tokens', 'Number of prefill tokens processed.', s.promptTokens);

@@ -36,26 +36,31 @@ function invalid(message: string, param: string): WarmpathError {
 function optionalInt(b: Record<string, unknown>, key: string, min: number): number | undefined {
   const v = b[key];
   if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < min) throw invalid(`${key} must be an integer >= ${min}`, key);
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < min)
+    throw invalid(`${key} must be an integer >= ${min}`, key);
   return v;
 }
 
 function optionalNumber(b: Record<string, unknown>, key: string, min: number, max: number): void {
   const v = b[key];
   if (v === undefined || v === null) return;
-  if (typeof v !== 'number' || !Number.isFinite(v) || v < min || v > max) throw invalid(`${key} must be a number in [${min}, ${max}]`, key);
+  if (typeof v !== 'number' || !Number.isFinite(v) || v < min || v > max)
+    throw invalid(`${key} must be a number in [${min}, ${max}]`, key);
 }
 
 /** Validates a /v1/chat/completions or /v1/completions body; throws WarmpathError. */
 export function parseInference(raw: unknown, kind: InferenceKind, ctx: ParseContext): InferenceRequest {
-  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new WarmpathError('invalid_request', 'Request body must be a JSON object.');
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw))
+    throw new WarmpathError('invalid_request', 'Request body must be a JSON object.');
   const b = raw as Record<string, unknown>;
   const modelField = b.model;
-  if (modelField !== undefined && modelField !== null && typeof modelField !== 'string') throw invalid('model must be a string', 'model');
+  if (modelField !== undefined && modelField !== null && typeof modelField !== 'string')
+    throw invalid('model must be a string', 'model');
   const model = typeof modelField === 'string' && modelField !== '' ? modelField : ctx.baseModel;
   let adapter = '';
   if (model !== ctx.baseModel) {
-    if (!ctx.hasAdapter(model)) throw new WarmpathError('model_not_found', `The model \`${model}\` does not exist.`, 'model');
+    if (!ctx.hasAdapter(model))
+      throw new WarmpathError('model_not_found', `The model \`${model}\` does not exist.`, 'model');
     adapter = model;
   }
   if (kind === 'chat') {
@@ -70,18 +75,23 @@ export function parseInference(raw: unknown, kind: InferenceKind, ctx: ParseCont
     const p = b.prompt;
     const ok =
       (typeof p === 'string' && p !== '') ||
-      (Array.isArray(p) && p.length > 0 && (p.every((x) => typeof x === 'string') || p.every((x) => typeof x === 'number')));
+      (Array.isArray(p) &&
+        p.length > 0 &&
+        (p.every((x) => typeof x === 'string') || p.every((x) => typeof x === 'number')));
     if (!ok) throw invalid('prompt must be a non-empty string, array of strings or array of token ids', 'prompt');
   }
   const stream = b.stream;
-  if (stream !== undefined && stream !== null && typeof stream !== 'boolean') throw invalid('stream must be a boolean', 'stream');
+  if (stream !== undefined && stream !== null && typeof stream !== 'boolean')
+    throw invalid('stream must be a boolean', 'stream');
   const so = b.stream_options;
   let includeUsage = false;
   if (so !== undefined && so !== null) {
     if (stream !== true) throw invalid('Stream options can only be defined when `stream=True`.', 'stream_options');
-    if (typeof so !== 'object' || Array.isArray(so)) throw invalid('stream_options must be an object', 'stream_options');
+    if (typeof so !== 'object' || Array.isArray(so))
+      throw invalid('stream_options must be an object', 'stream_options');
     const iu = (so as Record<string, unknown>).include_usage;
-    if (iu !== undefined && iu !== null && typeof iu !== 'boolean') throw invalid('stream_options.include_usage must be a boolean', 'stream_options');
+    if (iu !== undefined && iu !== null && typeof iu !== 'boolean')
+      throw invalid('stream_options.include_usage must be a boolean', 'stream_options');
     includeUsage = iu === true;
   }
   const n = optionalInt(b, 'n', 1);
@@ -89,11 +99,15 @@ export function parseInference(raw: unknown, kind: InferenceKind, ctx: ParseCont
   optionalNumber(b, 'temperature', 0, 2);
   optionalNumber(b, 'top_p', 0, 1);
   const ie = b.ignore_eos;
-  if (ie !== undefined && ie !== null && typeof ie !== 'boolean') throw invalid('ignore_eos must be a boolean', 'ignore_eos');
+  if (ie !== undefined && ie !== null && typeof ie !== 'boolean')
+    throw invalid('ignore_eos must be a boolean', 'ignore_eos');
   const salt = b.cache_salt;
-  if (salt !== undefined && salt !== null && typeof salt !== 'string') throw invalid('cache_salt must be a string', 'cache_salt');
+  if (salt !== undefined && salt !== null && typeof salt !== 'string')
+    throw invalid('cache_salt must be a string', 'cache_salt');
   const maxTokens =
-    (kind === 'chat' ? optionalInt(b, 'max_completion_tokens', 1) : undefined) ?? optionalInt(b, 'max_tokens', 1) ?? ctx.defaultMaxTokens;
+    (kind === 'chat' ? optionalInt(b, 'max_completion_tokens', 1) : undefined) ??
+    optionalInt(b, 'max_tokens', 1) ??
+    ctx.defaultMaxTokens;
   return {
     kind,
     model,
@@ -159,7 +173,16 @@ export function completionResponse(
       choices: [
         {
           index: 0,
-          message: { role: 'assistant', content: text, refusal: null, annotations: null, audio: null, function_call: null, tool_calls: [], reasoning_content: null },
+          message: {
+            role: 'assistant',
+            content: text,
+            refusal: null,
+            annotations: null,
+            audio: null,
+            function_call: null,
+            tool_calls: [],
+            reasoning_content: null,
+          },
           logprobs: null,
           finish_reason: finishReason,
           stop_reason: null,
@@ -177,7 +200,9 @@ export function completionResponse(
     object: 'text_completion',
     created,
     model: req.model,
-    choices: [{ index: 0, text, logprobs: null, finish_reason: finishReason, stop_reason: null, prompt_logprobs: null }],
+    choices: [
+      { index: 0, text, logprobs: null, finish_reason: finishReason, stop_reason: null, prompt_logprobs: null },
+    ],
     service_tier: null,
     system_fingerprint: null,
     usage,

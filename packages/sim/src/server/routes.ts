@@ -25,7 +25,10 @@ export async function handle(ctx: SimContext, req: IncomingMessage, res: ServerR
   } catch (err) {
     if (res.destroyed) return;
     if (err instanceof WarmpathError) {
-      sendError(res, err.code, err.message, { param: err.param, ...(err.code === 'body_too_large' ? { headers: { connection: 'close' } } : {}) });
+      sendError(res, err.code, err.message, {
+        param: err.param,
+        ...(err.code === 'body_too_large' ? { headers: { connection: 'close' } } : {}),
+      });
     } else {
       const code: ErrorCode = 'internal_error';
       sendError(res, code, (err as Error).message);
@@ -53,7 +56,13 @@ async function route(ctx: SimContext, req: IncomingMessage, res: ServerResponse)
 }
 
 /** vLLM's own routes; false if `path` is not one of them. */
-async function engineRoute(ctx: SimContext, req: IncomingMessage, res: ServerResponse, path: string, want: Want): Promise<boolean> {
+async function engineRoute(
+  ctx: SimContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  path: string,
+  want: Want,
+): Promise<boolean> {
   switch (path) {
     case '/v1/chat/completions':
       if (want('POST')) await inference(ctx, req, res, 'chat');
@@ -96,7 +105,14 @@ async function engineRoute(ctx: SimContext, req: IncomingMessage, res: ServerRes
 }
 
 /** The simulator's control routes; false if `path` is not one of them. */
-async function controlRoute(ctx: SimContext, req: IncomingMessage, res: ServerResponse, path: string, method: string, want: Want): Promise<boolean> {
+async function controlRoute(
+  ctx: SimContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  path: string,
+  method: string,
+  want: Want,
+): Promise<boolean> {
   switch (path) {
     case '/sim/v1/probe':
       if (want('POST')) await probe(ctx, req, res);
@@ -150,7 +166,10 @@ function modelsList(ctx: SimContext): Record<string, unknown> {
   });
   return {
     object: 'list',
-    data: [card(modelName, modelName, null), ...model.adapters.map((a) => card(a, ctx.loraPaths.get(a) ?? a, modelName))],
+    data: [
+      card(modelName, modelName, null),
+      ...model.adapters.map((a) => card(a, ctx.loraPaths.get(a) ?? a, modelName)),
+    ],
   };
 }
 
@@ -162,17 +181,26 @@ function sendMetrics(ctx: SimContext, res: ServerResponse): void {
     loraEnabled: ctx.loraEnabled,
     loraUpdatedUnix: Date.now() / 1000,
   });
-  res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8', 'content-length': Buffer.byteLength(text) });
+  res.writeHead(200, {
+    'content-type': 'text/plain; version=0.0.4; charset=utf-8',
+    'content-length': Buffer.byteLength(text),
+  });
   res.end(text);
 }
 
 async function loadLora(ctx: SimContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const b = parseJsonBody(await readBody(req, ctx.bodyLimit));
-  if (!ctx.loraEnabled) throw new WarmpathError('invalid_request', 'LoRA is not enabled on this server (start it with --enable-lora or --adapters).');
+  if (!ctx.loraEnabled)
+    throw new WarmpathError(
+      'invalid_request',
+      'LoRA is not enabled on this server (start it with --enable-lora or --adapters).',
+    );
   const name = b.lora_name;
   const path = b.lora_path;
-  if (typeof name !== 'string' || name === '') throw new WarmpathError('invalid_request', 'lora_name must be a non-empty string', 'lora_name');
-  if (typeof path !== 'string' || path === '') throw new WarmpathError('invalid_request', 'lora_path must be a non-empty string', 'lora_path');
+  if (typeof name !== 'string' || name === '')
+    throw new WarmpathError('invalid_request', 'lora_name must be a non-empty string', 'lora_name');
+  if (typeof path !== 'string' || path === '')
+    throw new WarmpathError('invalid_request', 'lora_path must be a non-empty string', 'lora_path');
   if (name === ctx.modelName || !ctx.model.registerAdapter(name))
     throw new WarmpathError('invalid_request', `The lora adapter '${name}' has already been loaded.`, 'lora_name');
   ctx.loraPaths.set(name, path);
@@ -182,8 +210,10 @@ async function loadLora(ctx: SimContext, req: IncomingMessage, res: ServerRespon
 async function unloadLora(ctx: SimContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const b = parseJsonBody(await readBody(req, ctx.bodyLimit));
   const name = b.lora_name;
-  if (typeof name !== 'string' || name === '') throw new WarmpathError('invalid_request', 'lora_name must be a non-empty string', 'lora_name');
-  if (!ctx.model.unregisterAdapter(name)) throw new WarmpathError('adapter_not_found', `The lora adapter '${name}' cannot be found.`, 'lora_name');
+  if (typeof name !== 'string' || name === '')
+    throw new WarmpathError('invalid_request', 'lora_name must be a non-empty string', 'lora_name');
+  if (!ctx.model.unregisterAdapter(name))
+    throw new WarmpathError('adapter_not_found', `The lora adapter '${name}' cannot be found.`, 'lora_name');
   ctx.loraPaths.delete(name);
   sendText(res, 200, `Success: LoRA adapter '${name}' removed successfully.`);
 }

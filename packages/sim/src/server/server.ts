@@ -121,7 +121,11 @@ export async function startSimServer(options: SimServerOptions = {}): Promise<Si
 /** Resolves the options (defaults here, once) and builds the model, its driver, the streams and the fault control. */
 function createContext(options: SimServerOptions, crash: () => void): SimContext {
   const profile: EngineProfile =
-    options.profile === undefined ? profileByName(simSchema.profile.default) : typeof options.profile === 'string' ? profileByName(options.profile) : options.profile;
+    options.profile === undefined
+      ? profileByName(simSchema.profile.default)
+      : typeof options.profile === 'string'
+        ? profileByName(options.profile)
+        : options.profile;
   const adapters = options.adapters ?? [];
   const loraEnabled = options.enableLora === true || adapters.length > 0;
   const speed = options.speed ?? simSchema.speed.default;
@@ -182,6 +186,7 @@ function cacheInfoOf(profile: EngineProfile, prefixCaching: boolean): Record<str
 }
 
 function profileByName(name: string): EngineProfile {
-  if (!isProfileName(name)) throw new RangeError(`unknown profile "${name}" (known: ${Object.keys(PROFILES).join(', ')})`);
+  if (!isProfileName(name))
+    throw new RangeError(`unknown profile "${name}" (known: ${Object.keys(PROFILES).join(', ')})`);
   return PROFILES[name];
 }

@@ -94,7 +94,18 @@ export class InflightStreams {
       f.res.write(out);
     } else if (last) {
       this.#inflight.delete(s.id);
-      sendJson(f.res, 200, completionResponse(f.req, f.id, f.created, s.generated, usageOf(s.promptTokens, s.generated, s.cachedTokens), 'length'));
+      sendJson(
+        f.res,
+        200,
+        completionResponse(
+          f.req,
+          f.id,
+          f.created,
+          s.generated,
+          usageOf(s.promptTokens, s.generated, s.cachedTokens),
+          'length',
+        ),
+      );
     } else if (dieAfterTokens !== null && s.generated >= dieAfterTokens) {
       this.kill(f);
       f.res.destroy();

@@ -27,7 +27,8 @@ function firstUserText(req: PlacementRequest): string {
     for (const m of b.messages as Array<{ role?: unknown; content?: unknown }>) {
       if (m?.role !== 'user') continue;
       if (typeof m.content === 'string') return m.content;
-      if (Array.isArray(m.content)) return m.content.map((p: { text?: unknown }) => (typeof p?.text === 'string' ? p.text : '')).join('');
+      if (Array.isArray(m.content))
+        return m.content.map((p: { text?: unknown }) => (typeof p?.text === 'string' ? p.text : '')).join('');
     }
     return '';
   }
@@ -39,8 +40,18 @@ export function createKubeaiPrefixHashPolicy(): Policy {
   // A memo, not state: the ring is a function of the candidates' ids alone, so it cannot change an answer.
   let memo: { ids: string; ring: HashRing } | undefined;
   const ringOf = (t: CandidateTable): HashRing => {
-    const ids = t.rows.map((c) => c.replica.id).sort().join('\u0000');
-    if (memo?.ids !== ids) memo = { ids, ring: new HashRing(t.rows.map((c) => ({ id: c.replica.id, weight: 1 })), d.replication) };
+    const ids = t.rows
+      .map((c) => c.replica.id)
+      .sort()
+      .join('\u0000');
+    if (memo?.ids !== ids)
+      memo = {
+        ids,
+        ring: new HashRing(
+          t.rows.map((c) => ({ id: c.replica.id, weight: 1 })),
+          d.replication,
+        ),
+      };
     return memo.ring;
   };
   return {
@@ -52,7 +63,15 @@ export function createKubeaiPrefixHashPolicy(): Policy {
       for (const c of t.rows) total += c.inflight;
       const key = hashString(req.info.adapter + firstUserText(req).slice(0, d.prefixChars));
       const within = (c: Candidate): boolean =>
-        withinBound({ load: c.inflight, weight: 1, totalLoad: total, totalWeight: n, cost: 1, factor: d.meanLoadFactor, exact: true });
+        withinBound({
+          load: c.inflight,
+          weight: 1,
+          totalLoad: total,
+          totalWeight: n,
+          cost: 1,
+          factor: d.meanLoadFactor,
+          exact: true,
+        });
       let rank = 0;
       for (const m of ring.walk(key)) {
         const c = t.rows[rowOf(t, m.id)]!;

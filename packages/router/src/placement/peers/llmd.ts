@@ -73,10 +73,12 @@ export function createLlmdPolicy(variant: 'approx' | 'precise', opts: Pick<Polic
   const blocks = (req: PlacementRequest): BigUint64Array => {
     const key = req.body ?? req.info;
     let h = blocksOf.get(key);
-    if (h === undefined) blocksOf.set(key, (h = chainHashes(promptBytes(req), d.blockChars, prefixSeed(req.info.requested), d.maxBlocks)));
+    if (h === undefined)
+      blocksOf.set(key, (h = chainHashes(promptBytes(req), d.blockChars, prefixSeed(req.info.requested), d.maxBlocks)));
     return h;
   };
-  const kvUsage = (r: Readonly<Replica>): number => (r.state.capacity.kvTokens > 0 ? r.state.load.kvUsedTokens / r.state.capacity.kvTokens : 0);
+  const kvUsage = (r: Readonly<Replica>): number =>
+    r.state.capacity.kvTokens > 0 ? r.state.load.kvUsedTokens / r.state.capacity.kvTokens : 0;
 
   /** Prefix score per row in [0, 1]: from this router's LRU (approx) or the published digests (precise). */
   function prefixScores(req: PlacementRequest, t: CandidateTable, warmth: Warmth): number[] {
@@ -115,7 +117,9 @@ export function createLlmdPolicy(variant: 'approx' | 'precise', opts: Pick<Polic
         const queue = qMax === qMin ? 1 : (qMax - s.load.waiting) / (qMax - qMin);
         let score = d.prefixWeight * prefix[i]! + d.kvWeight * (1 - kvUsage(r)) + d.queueWeight * queue;
         if (adapter !== '')
-          score += d.loraWeight * (s.hotAdapters.includes(adapter) ? 1 : s.hotAdapters.length < s.capacity.adapterSlots ? 0.8 : 0);
+          score +=
+            d.loraWeight *
+            (s.hotAdapters.includes(adapter) ? 1 : s.hotAdapters.length < s.capacity.adapterSlots ? 0.8 : 0);
         if (score > best + 1e-12) {
           best = score;
           picks = [r];

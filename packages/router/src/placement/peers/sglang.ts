@@ -37,7 +37,12 @@ export const SGLANG_DEFAULTS = {
 } as const;
 
 /** The longest prefix of `hashes` in the tree that a candidate holds: its depth (chunks) and those candidates. */
-function longestMatch(tree: ChunkTree, workers: readonly string[], hashes: BigUint64Array, t: CandidateTable): { depth: number; holders: string[] } {
+function longestMatch(
+  tree: ChunkTree,
+  workers: readonly string[],
+  hashes: BigUint64Array,
+  t: CandidateTable,
+): { depth: number; holders: string[] } {
   let depth = 0;
   let holders: string[] = [];
   for (let i = 0; i < hashes.length; i++) {
@@ -99,14 +104,16 @@ export function createSglangCacheAwarePolicy(): Policy {
     name: 'sglang-cache-aware',
     select(req, t): Placement {
       const { least, min, max } = leastInflight(t);
-      if (max - min > d.balanceAbsThreshold && max > d.balanceRelThreshold * min) return { replica: least.replica, branch: 'sglang-balance' };
+      if (max - min > d.balanceAbsThreshold && max > d.balanceRelThreshold * min)
+        return { replica: least.replica, branch: 'sglang-balance' };
       const hashes = chain(req);
       if (tree === undefined || hashes.length === 0) return { replica: least.replica, branch: 'sglang-least-load' };
       const { depth, holders } = longestMatch(tree, workers, hashes, t);
       const textChars = Math.max(1, req.info.promptChars);
       if ((depth * d.chunkChars) / textChars > d.cacheThreshold) {
         let pick: Candidate | undefined;
-        for (const c of t.rows) if (holders.includes(c.replica.id) && (pick === undefined || c.inflight < pick.inflight)) pick = c;
+        for (const c of t.rows)
+          if (holders.includes(c.replica.id) && (pick === undefined || c.inflight < pick.inflight)) pick = c;
         if (pick !== undefined) return { replica: pick.replica, branch: 'sglang-cache-hit' };
       }
       return { replica: least.replica, branch: 'sglang-least-load' };

@@ -119,7 +119,13 @@ export interface Ctx {
 const DEPTH: number[] = [];
 
 /** `off`: the steps switched off (placementOff), as a set built once per policy. */
-export function derive(req: PlacementRequest, t: CandidateTable, warmth: Warmth, opts: PolicyOptions, off: ReadonlySet<string>): Ctx {
+export function derive(
+  req: PlacementRequest,
+  t: CandidateTable,
+  warmth: Warmth,
+  opts: PolicyOptions,
+  off: ReadonlySet<string>,
+): Ctx {
   const info = req.info;
   const rows = t.rows;
   // A routing key gathers its calls on one replica, and only the bound spreads a burst of them: its own, tighter c.
@@ -150,9 +156,20 @@ export function derive(req: PlacementRequest, t: CandidateTable, warmth: Warmth,
   };
   const within = (i: number, factor = c): boolean => {
     const r = rows[i]!;
-    return isUnderFloor(i) || withinBound({ load: r.load, weight: r.weight, totalLoad: t.totalLoad, totalWeight: t.totalWeight, cost: unit, factor });
+    return (
+      isUnderFloor(i) ||
+      withinBound({
+        load: r.load,
+        weight: r.weight,
+        totalLoad: t.totalLoad,
+        totalWeight: t.totalWeight,
+        cost: unit,
+        factor,
+      })
+    );
   };
-  const work = (i: number): number => Math.max(0, info.promptTokens - Math.floor(depth[i]! * tokensPerChunk)) + info.maxTokens;
+  const work = (i: number): number =>
+    Math.max(0, info.promptTokens - Math.floor(depth[i]! * tokensPerChunk)) + info.maxTokens;
   const headroom = (i: number): boolean => rows[i]!.kvFree >= work(i);
   // The two deepest rows with headroom, for altDepth: one scan of the warm rows, on first use (a cold row adds depth 0).
   let top = -2;
@@ -208,7 +225,8 @@ export function loadPerWeight(ctx: Ctx, i: number): number {
 export function pick(ctx: Ctx, i: number, branch: Branch): Placement {
   const work = ctx.work(i);
   // A request with an explicit routing key asks for affinity (a fan-out's calls): no limit moves it off its pick.
-  if (!ctx.on('queue-limit') || ctx.req.info.routingKey !== undefined) return { replica: ctx.t.rows[i]!.replica, branch, work };
+  if (!ctx.on('queue-limit') || ctx.req.info.routingKey !== undefined)
+    return { replica: ctx.t.rows[i]!.replica, branch, work };
   const saved = Math.max(0, ctx.depth[i]! - ctx.altDepth(i)) * ctx.tokensPerChunk;
   return { replica: ctx.t.rows[i]!.replica, branch, work, queueLimit: Math.ceil(ctx.t.rows[i]!.queue + work + saved) };
 }
