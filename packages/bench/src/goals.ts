@@ -19,6 +19,7 @@
  * (DesPool: two at a time, each under a heap limit; a failed job is reported,
  * never fatal) → rows per seed → a table of goals × seeds.
  */
+import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { configFromProcess, type CommandHelp, type Schema } from '@warmpath/shared/runtime';
@@ -338,6 +339,8 @@ export const GOALS_HELP: CommandHelp = {
 };
 
 interface Progress {
+  /** Which commit and command produced this file (docs/SCOREBOARD.md cites them). */
+  meta: { commit?: string; command: string };
   results: Array<{ job: DesJob; result?: PolicyResult; error?: string; seconds: number }>;
   references: Record<string, References>;
   rows: GoalRow[];
@@ -353,7 +356,8 @@ export async function run(argv: string[]): Promise<void> {
     if (!Number.isInteger(n)) throw new Error(`--seeds: "${x}" is not an integer`);
     return n;
   });
-  const progress: Progress = { results: [], references: {}, rows: [] };
+  const meta = { ...gitCommit(), command: ['warmpath goals', ...argv].join(' ') };
+  const progress: Progress = { meta, results: [], references: {}, rows: [] };
   const save = () => (cfg.json !== '' ? writeFileSync(cfg.json, JSON.stringify(progress, null, 1)) : undefined);
   const pool = new DesPool(cfg.workers);
   const started = Date.now();
@@ -394,6 +398,17 @@ export async function run(argv: string[]): Promise<void> {
     `\n${met}/${total} goals met on at least ${Math.ceil(TARGETS.seedsNeeded * seeds.length)} of ${seeds.length} seeds${out} (seeds ${seeds.join(', ')}; ${((Date.now() - started) / 60_000).toFixed(1)} min)`,
   );
   save();
+}
+
+/** The checkout's commit, or nothing outside a git checkout. */
+function gitCommit(): { commit?: string } {
+  try {
+    return {
+      commit: execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8', stdio: 'pipe' }).trim(),
+    };
+  } catch {
+    return {};
+  }
 }
 
 function record(o: JobOutcome, runs: RunSet, progress: Progress, save: () => void): void {

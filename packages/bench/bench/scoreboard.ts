@@ -1,0 +1,78 @@
+/**
+ * Writes the docs' figures from the saved runs, so no figure is typed by
+ * hand: docs/SCOREBOARD.md (every goal row), README.md's results table
+ * (between `<!-- results:begin -->` and `<!-- results:end -->`), the README's
+ * plot, and docs/ABLATION.md's table (between `<!-- ablation:… -->`) when an
+ * ablation JSON is given. The docs test fails when a committed doc differs
+ * from what the committed JSON gives.
+ *
+ *   node packages/bench/bench/scoreboard.ts --goals docs/data/goals.json [--ablation docs/data/ablation.json]
+ *     [--plot] [--check] [--commit SHA --command "warmpath goals …"]
+ *
+ * --goals / --ablation: paths relative to the repository root (defaults: the
+ *   committed docs/data/ files); copy a new run there first.
+ * --plot: also draw docs/plots/results.png (needs /usr/bin/chromium).
+ * --check: write nothing; exit 1 naming each doc that differs.
+ * --commit / --command: record in the goals JSON (as `meta`) which commit and
+ *   command produced it, for a run saved before `goals` recorded it itself.
+ * Smoke: --check
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { committedInputs, DOC_DATA, renderDocs } from '../src/docs-data.ts';
+import { renderFigures } from '../src/plot.ts';
+import { resultsCharts, type GoalsJson } from '../src/scoreboard.ts';
+
+const ROOT = join(import.meta.dirname, '../../..');
+const { values } = parseArgs({
+  options: {
+    goals: { type: 'string' },
+    ablation: { type: 'string' },
+    plot: { type: 'boolean', default: false },
+    check: { type: 'boolean', default: false },
+    commit: { type: 'string' },
+    command: { type: 'string' },
+  },
+});
+const committed = committedInputs(ROOT);
+const inputs = {
+  goals: values.goals ?? committed.goals,
+  ...(values.ablation !== undefined
+    ? { ablation: values.ablation }
+    : committed.ablation !== undefined
+      ? { ablation: committed.ablation }
+      : {}),
+};
+if (values.commit !== undefined || values.command !== undefined) {
+  const path = join(ROOT, inputs.goals);
+  const json = JSON.parse(readFileSync(path, 'utf8')) as GoalsJson;
+  json.meta = {
+    ...json.meta,
+    ...(values.commit !== undefined ? { commit: values.commit } : {}),
+    ...(values.command !== undefined ? { command: values.command } : {}),
+  };
+  writeFileSync(path, JSON.stringify(json, null, 1));
+}
+const docs = renderDocs(ROOT, inputs);
+let stale = 0;
+for (const [path, text] of docs) {
+  const now = readFileSync(join(ROOT, path), 'utf8');
+  if (now === text) continue;
+  if (values.check) {
+    stale++;
+    console.error(`${path} differs from what ${inputs.goals} gives`);
+  } else {
+    writeFileSync(join(ROOT, path), text);
+    console.log(`wrote ${path}`);
+  }
+}
+if (values.plot) {
+  const goals = JSON.parse(readFileSync(join(ROOT, inputs.goals), 'utf8')) as GoalsJson;
+  await renderFigures([{ file: join(ROOT, DOC_DATA.plot), charts: resultsCharts(goals), width: 460, height: 300 }]);
+  console.log(`wrote ${DOC_DATA.plot}`);
+}
+console.log(
+  `${docs.size} docs checked against ${inputs.goals}${inputs.ablation !== undefined ? ` and ${inputs.ablation}` : ''}: ${stale} differ`,
+);
+if (stale > 0) process.exit(1);

@@ -1,0 +1,52 @@
+/**
+ * Which docs are written from which saved run, and how: the one list both
+ * bench/scoreboard.ts (writes them) and the docs test (checks the committed
+ * docs equal what the committed JSON gives) use.
+ * Steps: read each JSON present → render each generated text → splice the
+ * README's and ABLATION's between their markers. No figure is typed by hand.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ablationTable, type AblationJson } from './ablation-table.ts';
+import { replaceBetween, resultsTable, scoreboardMarkdown, type GoalsJson } from './scoreboard.ts';
+
+/** Paths relative to the repository root. */
+export const DOC_DATA = {
+  goals: 'docs/data/goals.json',
+  ablation: 'docs/data/ablation.json',
+  scoreboard: 'docs/SCOREBOARD.md',
+  readme: 'README.md',
+  ablationDoc: 'docs/ABLATION.md',
+  plot: 'docs/plots/results.png',
+} as const;
+
+/** The marker names: `<!-- NAME:begin -->` … `<!-- NAME:end -->`. */
+export const MARKERS = { results: 'results', ablation: 'ablation' } as const;
+
+export interface DocInputs {
+  goals: string;
+  ablation?: string;
+}
+
+/** Every generated doc's full text, by path relative to `root`, from the JSON files given. */
+export function renderDocs(root: string, inputs: DocInputs): Map<string, string> {
+  const out = new Map<string, string>();
+  const goals = JSON.parse(readFileSync(join(root, inputs.goals), 'utf8')) as GoalsJson;
+  out.set(DOC_DATA.scoreboard, scoreboardMarkdown(goals));
+  const readme = readFileSync(join(root, DOC_DATA.readme), 'utf8');
+  out.set(DOC_DATA.readme, replaceBetween(readme, MARKERS.results, resultsTable(goals)));
+  if (inputs.ablation !== undefined) {
+    const ablation = JSON.parse(readFileSync(join(root, inputs.ablation), 'utf8')) as AblationJson;
+    const doc = readFileSync(join(root, DOC_DATA.ablationDoc), 'utf8');
+    out.set(DOC_DATA.ablationDoc, replaceBetween(doc, MARKERS.ablation, ablationTable(ablation)));
+  }
+  return out;
+}
+
+/** The committed inputs: the goals JSON, and the ablation JSON when it is there. */
+export function committedInputs(root: string): DocInputs {
+  return {
+    goals: DOC_DATA.goals,
+    ...(existsSync(join(root, DOC_DATA.ablation)) ? { ablation: DOC_DATA.ablation } : {}),
+  };
+}
