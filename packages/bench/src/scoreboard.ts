@@ -168,7 +168,7 @@ export function scoreboardMarkdown(json: GoalsJson): string {
     '<!-- Written by packages/bench/bench/scoreboard.ts from docs/data/goals.json: do not edit by hand. -->',
     '',
     `Every goal of \`warmpath goals\` (packages/bench/src/goals.ts states them) on the held-out seeds ${seeds.join(', ')}, from ${provenance(json.meta)} (the JSON: [data/goals.json](data/goals.json)).`,
-    `A cell is ✓ or ✗ with what was measured on that seed; a goal is met when it holds on at least ${Math.ceil(TARGETS.seedsNeeded * seeds.length)} of the ${seeds.length} seeds (3 of 4).`,
+    `A cell is ✓ or ✗ with what was measured on that seed; a goal is met when it holds on at least ${Math.ceil(TARGETS.seedsNeeded * seeds.length)} of the ${seeds.length} seeds (three quarters, rounded up).`,
     '"Beyond any router": the target lies under the plan\'s TTFT bound, which no placement can beat (packages/bench/src/references.ts).',
     '',
     `**${all.met} of ${all.total} goals met**${beyond}.`,
