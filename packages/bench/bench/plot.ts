@@ -1,5 +1,5 @@
 /**
- * The figures of docs/SCALE.md, drawn from the rows the benchmarks save
+ * The figures of docs/SCALE.md and docs/PERFORMANCE.md, drawn from the rows the benchmarks save
  * (each input optional; one PNG per input given, into --out):
  *  - `--gossip rows.json` (quality.ts --save over --gossip-delays and
  *    --gossip-losses) with `--instant rows.json` (the same seeds with
