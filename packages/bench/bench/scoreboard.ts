@@ -61,7 +61,7 @@ for (const [path, text] of docs) {
   if (now === text) continue;
   if (values.check) {
     stale++;
-    console.error(`${path} differs from what ${inputs.goals} gives`);
+    console.error(`${path} differs from what the saved JSON gives`);
   } else {
     writeFileSync(join(ROOT, path), text);
     console.log(`wrote ${path}`);

@@ -1,66 +1,114 @@
 /**
- * docs/ABLATION.md's table, written from the saved ablation run
- * (packages/bench/bench/ablation.ts, docs/data/ablation.json): warmpath with
- * one placement step off against warmpath whole, per scenario.
- * Steps: pair each run with the whole policy's run of the same (scenario,
- * seed) → ratios of TTFT p50 / p99 (over every request sent) and the hit
- * rate's difference in points → medians over the seeds → one Markdown row per
- * step. Pure; bench/scoreboard.ts does the I/O.
+ * docs/ABLATION.md's tables, written from the saved ablation run
+ * (packages/bench/bench/ablation.ts --json docs/data/ablation.json): warmpath
+ * with one placement step off against warmpath whole, per scenario, one table
+ * per router count.
+ * Steps: index the runs by (scenario, seed, routers, step off) → per step and
+ * scenario, the geometric mean over seeds of TTFT p50 / p99 off ÷ whole (an
+ * unanswered percentile, null, is infinite) and the mean hit-rate change in
+ * points → one Markdown row per step. Pure; bench/scoreboard.ts does the I/O.
  */
-import { p50AllRequests, p99AllRequests } from './goals.ts';
-import type { PolicyResult } from './report.ts';
-import { median, provenance, type RunMeta } from './scoreboard.ts';
+import { provenance } from './scoreboard.ts';
 
-/** One saved ablation job: the DES job (its `routerOverrides.placementOff` names the step off) and its outcome. */
-export interface AblationEntry {
-  job: { scenario: string; seed: number; routerOverrides?: { placementOff?: string } };
-  result?: PolicyResult;
+/** One saved run, as bench/ablation.ts writes it: `off` is the step switched off ('' = warmpath whole). */
+export interface AblationRunJson {
+  scenario: string;
+  seed: number;
+  routers: number;
+  off: string;
+  ok: boolean;
+  p50: number | null;
+  p99: number | null;
+  hitRate: number | null;
   error?: string;
 }
 
 export interface AblationJson {
-  meta?: RunMeta;
-  results: AblationEntry[];
+  /** Every invocation that added runs, with its commit. */
+  invocations?: Array<{ commit?: string; l4?: string }>;
+  runs: AblationRunJson[];
 }
 
-const offOf = (e: AblationEntry): string => e.job.routerOverrides?.placementOff ?? '';
-const ratio = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : '∞');
+const key = (scenario: string, seed: number, routers: number, off: string) => `${scenario}|${seed}|${routers}|${off}`;
+const ttft = (x: number | null) => (x === null ? Number.POSITIVE_INFINITY : x);
+const fixed = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : '∞');
+const uniq = <T>(xs: T[]) => [...new Set(xs)];
 
-/** The whole policy's absolute figures per scenario, then one row per step: median ratios and hit-rate change. */
+/** Geometric mean of off ÷ whole (∞ when any pair is ∞ / finite; 1 when both are ∞). */
+function geoRatio(pairs: Array<[number, number]>): number {
+  const logs = pairs.map(([a, b]) => (a === b ? 0 : Math.log(a / b)));
+  return Math.exp(logs.reduce((s, x) => s + x, 0) / logs.length);
+}
+
+/** One cell: `=` when no seed's figures moved, else `p50 / p99 ratios, ±hit pt`; `—` without runs to pair. */
+function cell(pairs: Array<[AblationRunJson, AblationRunJson]>): string {
+  if (pairs.length === 0) return '—';
+  if (pairs.every(([o, w]) => o.p50 === w.p50 && o.p99 === w.p99 && o.hitRate === w.hitRate)) return '=';
+  const p50 = geoRatio(pairs.map(([o, w]) => [ttft(o.p50), ttft(w.p50)]));
+  const p99 = geoRatio(pairs.map(([o, w]) => [ttft(o.p99), ttft(w.p99)]));
+  const hit = pairs.reduce((s, [o, w]) => s + ((o.hitRate ?? 0) - (w.hitRate ?? 0)) * 100, 0) / pairs.length;
+  const pt = Math.abs(hit) < 0.05 ? '±0.0' : `${hit > 0 ? '+' : '−'}${Math.abs(hit).toFixed(1)}`;
+  return `${fixed(p50)} / ${fixed(p99)}, ${pt} pt`;
+}
+
+/** The whole policy's figures: medians would hide a seed, so the range over seeds. */
+function absolute(runs: AblationRunJson[]): string {
+  if (runs.length === 0) return '—';
+  const range = (xs: number[], f: (x: number) => string) => {
+    const lo = Math.min(...xs);
+    const hi = Math.max(...xs);
+    return lo === hi ? f(lo) : `${f(lo)}–${f(hi)}`;
+  };
+  const ms = (x: number) => (Number.isFinite(x) ? String(Math.round(x)) : '∞');
+  return `${range(
+    runs.map((r) => ttft(r.p50)),
+    ms,
+  )} / ${range(
+    runs.map((r) => ttft(r.p99)),
+    ms,
+  )} ms, ${range(
+    runs.map((r) => (r.hitRate ?? 0) * 100),
+    (x) => x.toFixed(1),
+  )}%`;
+}
+
+/** Every router count's table, with the provenance line above them. */
 export function ablationTable(json: AblationJson): string {
-  const ok = json.results.filter((e): e is AblationEntry & { result: PolicyResult } => e.result !== undefined);
-  const scenarios = [...new Set(json.results.map((e) => e.job.scenario))];
-  const seeds = [...new Set(json.results.map((e) => e.job.seed))].sort((a, b) => a - b);
-  const steps = [...new Set(json.results.map(offOf))].filter((s) => s !== '');
-  const whole = new Map(ok.filter((e) => offOf(e) === '').map((e) => [`${e.job.scenario}|${e.job.seed}`, e.result]));
-  const absolute = scenarios.map((sc) => {
-    const rs = ok.filter((e) => e.job.scenario === sc && offOf(e) === '').map((e) => e.result);
-    if (rs.length === 0) return 'failed';
-    const p50 = median(rs.map(p50AllRequests));
-    const p99 = median(rs.map(p99AllRequests));
-    return `${Math.round(p50)} / ${Number.isFinite(p99) ? Math.round(p99) : '∞'} ms, ${(median(rs.map((r) => r.cache_hit_rate)) * 100).toFixed(1)}%`;
-  });
-  const row = (step: string) =>
-    scenarios.map((sc) => {
-      const pairs = ok.flatMap((e) => {
-        const w = whole.get(`${sc}|${e.job.seed}`);
-        return e.job.scenario === sc && offOf(e) === step && w !== undefined ? [[e.result, w] as const] : [];
+  const ok = json.runs.filter((r) => r.ok);
+  const idx = new Map(ok.map((r) => [key(r.scenario, r.seed, r.routers, r.off), r]));
+  const scenarios = uniq(json.runs.map((r) => r.scenario));
+  const seeds = uniq(json.runs.map((r) => r.seed)).sort((a, b) => a - b);
+  const steps = uniq(json.runs.map((r) => r.off)).filter((s) => s !== '');
+  const routerCounts = uniq(json.runs.map((r) => r.routers)).sort((a, b) => a - b);
+  const commits = uniq((json.invocations ?? []).flatMap((i) => (i.commit !== undefined ? [i.commit.slice(0, 7)] : [])));
+  const l4 = uniq((json.invocations ?? []).flatMap((i) => (i.l4 !== undefined ? [i.l4] : [])));
+  const failed = json.runs.filter((r) => !r.ok);
+  const tables = routerCounts.flatMap((n) => {
+    const pairs = (sc: string, off: string) =>
+      seeds.flatMap((s) => {
+        const o = idx.get(key(sc, s, n, off));
+        const w = idx.get(key(sc, s, n, ''));
+        return o !== undefined && w !== undefined ? [[o, w] as [AblationRunJson, AblationRunJson]] : [];
       });
-      if (pairs.length === 0) return 'failed';
-      const p50 = median(pairs.map(([r, w]) => p50AllRequests(r) / p50AllRequests(w)));
-      const p99 = median(pairs.map(([r, w]) => p99AllRequests(r) / p99AllRequests(w)));
-      const hit = median(pairs.map(([r, w]) => (r.cache_hit_rate - w.cache_hit_rate) * 100));
-      const same = pairs.every(
-        ([r, w]) => JSON.stringify(r.ttft_ms) === JSON.stringify(w.ttft_ms) && r.cache_hit_rate === w.cache_hit_rate,
-      );
-      return same ? '=' : `${ratio(p50)} / ${ratio(p99)}, ${hit >= 0 ? '+' : '−'}${Math.abs(hit).toFixed(1)} pt`;
-    });
+    const whole = (sc: string) => ok.filter((r) => r.scenario === sc && r.routers === n && r.off === '');
+    return [
+      '',
+      `**${n} router${n === 1 ? '' : 's'}**`,
+      '',
+      `| step off | ${scenarios.join(' | ')} |`,
+      `|---|${scenarios.map(() => '---|').join('')}`,
+      `| (none: warmpath whole) | ${scenarios.map((sc) => absolute(whole(sc))).join(' | ')} |`,
+      ...steps.map((off) => `| \`${off}\` | ${scenarios.map((sc) => cell(pairs(sc, off))).join(' | ')} |`),
+    ];
+  });
   return [
-    `Warmpath with one step off, against warmpath whole: DES, 2 routers, random L4, medians over seeds ${seeds.join(', ')}. The first row is warmpath whole (TTFT p50 / p99 over every request sent, hit rate); each other cell is TTFT p50 / p99 as a ratio to the whole policy's, then the hit rate's change in points; "=" when the step never changed a placement. From ${provenance(json.meta)}; written by packages/bench/bench/scoreboard.ts.`,
-    '',
-    `| step off | ${scenarios.join(' | ')} |`,
-    `|---|${scenarios.map(() => '---|').join('')}`,
-    `| (none: absolute) | ${absolute.join(' | ')} |`,
-    ...steps.map((s) => `| \`${s}\` | ${row(s).join(' | ')} |`),
+    `DES, ${l4.length > 0 ? `${l4.join(', ')} L4` : 'random L4'}, seeds ${seeds.join(', ')}, from ${provenance({ command: 'node packages/bench/bench/ablation.ts --json docs/data/ablation.json', ...(commits.length > 0 ? { commit: commits.join(', ') } : {}) })}; written by packages/bench/bench/scoreboard.ts. The first row is warmpath whole (TTFT p50 / p99 over every request sent, hit rate; ranges over the seeds); each other cell is that step off: TTFT p50 / p99 as ratios to the whole policy's (geometric mean over the seeds; above 1 = worse without the step; ∞: unanswered requests reach the percentile), then the hit rate's change in points; "=" when no figure moved on any seed (the step never changed a placement).`,
+    ...tables,
+    ...(failed.length > 0
+      ? [
+          '',
+          `Failed runs: ${failed.map((r) => `${r.off || 'whole'} on ${r.scenario}, seed ${r.seed}, ${r.routers} routers`).join('; ')}.`,
+        ]
+      : []),
   ].join('\n');
 }

@@ -134,29 +134,53 @@ describe('the goals generators', () => {
 });
 
 describe('the ablation generator', () => {
-  const abl = (seed: number, off: string | undefined, p50: number, p99: number, hit: number) => ({
-    job: { scenario: 'seed', seed, ...(off !== undefined ? { routerOverrides: { placementOff: off } } : {}) },
-    result: result('warmpath', p50, p99, hit),
+  const run = (seed: number, routers: number, off: string, p50: number, p99: number | null, hit: number) => ({
+    scenario: 'seed',
+    seed,
+    routers,
+    off,
+    ok: true,
+    p50,
+    p99,
+    hitRate: hit,
   });
   const json: AblationJson = {
-    results: [
-      abl(1, undefined, 100, 400, 0.8),
-      abl(2, undefined, 100, 400, 0.8),
-      abl(1, 'balance', 110, 600, 0.79),
-      abl(2, 'balance', 130, 600, 0.77),
-      abl(1, 'horizon', 100, 400, 0.8),
-      abl(2, 'horizon', 100, 400, 0.8),
-      { job: { scenario: 'seed', seed: 1, routerOverrides: { placementOff: 'slice' } }, error: 'heap' },
+    invocations: [{ commit: 'abcdef0123456789', l4: 'random' }],
+    runs: [
+      run(1, 1, '', 100, 400, 0.8),
+      run(2, 1, '', 100, 400, 0.82),
+      run(1, 1, 'balance', 100, 400, 0.79),
+      run(2, 1, 'balance', 400, 1600, 0.79),
+      run(1, 1, 'horizon', 100, 400, 0.8),
+      run(2, 1, 'horizon', 100, 400, 0.82),
+      run(1, 4, '', 100, 400, 0.8),
+      run(1, 4, 'balance', 100, null, 0.8),
+      {
+        scenario: 'seed',
+        seed: 1,
+        routers: 4,
+        off: 'slice',
+        ok: false,
+        p50: null,
+        p99: null,
+        hitRate: null,
+        error: 'heap',
+      },
     ],
   };
 
-  it('gives the whole policy absolutely, each step as median ratios and points, "=" when nothing changed', () => {
+  it('gives the whole policy as ranges, each step as geometric-mean ratios and points, "=" when nothing moved', () => {
     const t = ablationTable(json);
-    expect(t).toContain('| (none: absolute) | 100 / 400 ms, 80.0% |');
-    expect(t).toContain('| `balance` | 1.20 / 1.50, −2.0 pt |');
+    expect(t).toContain('at commit `abcdef0`');
+    expect(t).toContain('**1 router**');
+    expect(t).toContain('| (none: warmpath whole) | 100 / 400 ms, 80.0–82.0% |');
+    // Seeds: 1× and 4× → geometric mean 2×; hit −1 and −3 points → −2.
+    expect(t).toContain('| `balance` | 2.00 / 2.00, −2.0 pt |');
     expect(t).toContain('| `horizon` | = |');
-    expect(t).toContain('| `slice` | failed |');
-    expect(t).toContain('medians over seeds 1, 2');
+    expect(t).toContain('**4 routers**');
+    expect(t).toContain('| `balance` | 1.00 / ∞, +0.0 pt |');
+    expect(t).toContain('| `slice` | — |');
+    expect(t).toContain('Failed runs: slice on seed, seed 1, 4 routers.');
   });
 });
 
