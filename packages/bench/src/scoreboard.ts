@@ -42,9 +42,9 @@ export interface PolicySummary {
 export interface ScenarioSummary {
   scenario: string;
   seeds: number[];
-  warmpath?: PolicySummary;
-  bestPeer?: PolicySummary;
-  roundRobin?: PolicySummary;
+  warmpath?: PolicySummary | undefined;
+  bestPeer?: PolicySummary | undefined;
+  roundRobin?: PolicySummary | undefined;
   met: number;
   goals: number;
 }
