@@ -178,7 +178,7 @@ describe('the ablation generator', () => {
     expect(t).toContain('| `balance` | 2.00 / 2.00, −2.0 pt |');
     expect(t).toContain('| `horizon` | = |');
     expect(t).toContain('**4 routers**');
-    expect(t).toContain('| `balance` | 1.00 / ∞, +0.0 pt |');
+    expect(t).toContain('| `balance` | 1.00 / ∞, ±0.0 pt |');
     expect(t).toContain('| `slice` | — |');
     expect(t).toContain('Failed runs: slice on seed, seed 1, 4 routers.');
   });
