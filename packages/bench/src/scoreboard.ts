@@ -149,17 +149,32 @@ export function resultsTable(json: GoalsJson): string {
   ].join('\n');
 }
 
+/** goalsTable's rows with each goal's target beside it, without the scenario column (the section names it). */
+function withTargets(table: string, rows: readonly GoalRow[], seeds: readonly number[]): string {
+  const target = new Map(rows.map((r) => [r.goal, r.target]));
+  const body = table
+    .split('\n')
+    .slice(2)
+    .map((line) => {
+      const [, goal = '', ...rest] = line.slice(2, -2).split(' | ');
+      return `| ${goal} | ${target.get(goal) ?? ''} | ${rest.join(' | ')} |`;
+    });
+  return [
+    `| goal | target | ${seeds.map((s) => `seed ${s}`).join(' | ')} | met |`,
+    `|---|---|${seeds.map(() => '---|').join('')}:-:|`,
+    ...body,
+  ].join('\n');
+}
+
 /** docs/SCOREBOARD.md: the summary, then every goal row per scenario (one column per seed), then failed jobs. */
 export function scoreboardMarkdown(json: GoalsJson): string {
   const seeds = seedsOf(json);
   const all = goalsTable(json.rows, seeds);
   const beyond = all.beyond > 0 ? `; ${all.beyond} of the other ${all.total - all.met} are beyond any router` : '';
   const sections = scenariosOf(json).flatMap((sc) => {
-    const { table, met, total } = goalsTable(
-      json.rows.filter((r) => r.scenario === sc),
-      seeds,
-    );
-    return [`## ${sc}`, '', `${met} of ${total} met.`, '', table, ''];
+    const rows = json.rows.filter((r) => r.scenario === sc);
+    const { met, total } = goalsTable(rows, seeds);
+    return [`## ${sc}`, '', `${met} of ${total} met.`, '', withTargets(goalsTable(rows, seeds).table, rows, seeds), ''];
   });
   const failed = json.results.filter((r) => r.error !== undefined);
   return [

@@ -108,7 +108,7 @@ describe('the goals generators', () => {
   it('writes every goal row per seed, the count met, the goals beyond any router and the failed runs', () => {
     const md = scoreboardMarkdown(FIXTURE);
     expect(md).toContain('**1 of 2 goals met**; 1 of the other 1 are beyond any router');
-    expect(md).toContain('| chat | TTFT p50 ≤ 0.95 × best peer | ✓ m101 | ✓ m102 | ✓ m103 | ✓ 3/3 |');
+    expect(md).toContain('| TTFT p50 ≤ 0.95 × best peer | t | ✓ m101 | ✓ m102 | ✓ m103 | ✓ 3/3 |');
     expect(md).toContain('✗ 1/3, beyond any router');
     expect(md).toContain('- dynamo-kv on chat, seed 103, 2 routers (random): out of memory');
   });
