@@ -38,7 +38,7 @@
  *        [--save rows.json]
  *
  * `--save` writes the medians printed, per target, as JSON (the figure in
- * docs/SCALE.md is drawn from it by packages/bench/bench/plot.ts).
+ * docs/PERFORMANCE.md is drawn from it by packages/bench/bench/plot.ts).
  *
  * Smoke: --seconds 0.3 --rounds 1 --long-tokens 2048 --long-seconds 0.2
  */
