@@ -15,6 +15,8 @@
  * next check, never after a fixed wait.
  */
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
+import { accessSync, constants, statSync } from 'node:fs';
+import { delimiter, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { inspect } from 'node:util';
 
@@ -145,6 +147,29 @@ export function spawnUntilLine(
     child.once('exit', (code) => reject(new Error(`${[command, ...args].join(' ')} exited ${code}: ${err}`)));
   });
   return { child, line };
+}
+
+/** The absolute path of the executable `program` on PATH (as a shell finds it), or undefined. */
+export function findProgram(program: string): string | undefined {
+  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
+    if (dir === '') continue;
+    const path = join(dir, program);
+    try {
+      accessSync(path, constants.X_OK);
+      if (statSync(path).isFile()) return path;
+    } catch {
+      // Not here: the next directory.
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The skip message of a test that needs `program`, from Debian's package
+ * `debianPackage`: what is missing and how to install it.
+ */
+export function missingProgram(program: string, debianPackage: string): string {
+  return `SKIPPED: ${program} is not on PATH; it comes with Debian's \`${debianPackage}\` package (apt-get install -y --no-install-recommends ${debianPackage}; .ci/run installs it)`;
 }
 
 /** What a flood stream sends in all, bytes (128 MiB: far more than any socket buffers hold). */
