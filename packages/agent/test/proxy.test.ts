@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { request } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { startSimServer } from '@warmpath/sim';
-import { FLOOD_BYTES, flood } from '@warmpath/testkit';
+import { FLOOD_BYTES, flood, type Flood } from '@warmpath/testkit';
 import { startAgent } from '../src/index.ts';
 import { chatBody, metricValue, post, until } from './helpers.ts';
 
@@ -43,7 +43,7 @@ describe('proxy', () => {
 
   it("a slow client holds the engine's stream back: the agent pauses it instead of buffering it", async () => {
     // An engine that answers as vLLM and streams 128 MiB (testkit's flood) as fast as its connection takes it.
-    let stream: { written: () => number } | undefined;
+    let stream: Flood | undefined;
     let cut = 0;
     const engine = createServer((req, res) => {
       if (req.method === 'GET' && req.url === '/metrics') {
@@ -79,8 +79,9 @@ describe('proxy', () => {
       const body = res.body[Symbol.asyncIterator]();
       let read = 0;
       while (read < 1024 * 1024) read += ((await body.next()).value as Buffer).length;
-      // The client reads no more for a second, its connection open: an unpaused proxy would take the whole 128 MiB meanwhile.
-      await new Promise((x) => setTimeout(x, 1_000));
+      // The client reads no more, its connection open: the agent stops reading the engine, whose write() is
+      // refused and whose 'drain' never comes. An unpaused proxy would keep draining it (and buffer the 128 MiB).
+      await stream!.heldBack();
       expect(stream!.written()).toBeLessThan(FLOOD_BYTES / 4);
       await body.return!();
       await until('the engine stream cut', () => cut > 0);

@@ -4,20 +4,21 @@
  */
 import { resolve } from 'node:path';
 import cliProgress from 'cli-progress';
-import { POLICY_NAMES } from '@warmpath/router';
+import { BUILT_IN_POLICIES } from '@warmpath/router';
 import { configFromProcess, ConfigError, type CommandHelp, type Schema } from '@warmpath/shared/runtime';
 import { assignRouters, L4_MODES, type L4Mode } from './l4.ts';
 import { lastArrivalMs, type PlannedRequest } from './loadgen.ts';
 import { runLive } from './live.ts';
 import { DES_ONLY_POLICIES } from './des/feeds.ts';
 import { DEFAULT_GOSSIP, validateGossip, type GossipModel } from './des/gossip.ts';
+import { PEER_POLICIES } from './peers/index.ts';
 import { DesPool, type DesJob } from './pool.ts';
 import { computeReferences, type References } from './references.ts';
 import { markdownTable, writeHtml, writeJson, type BenchReport, type PolicyResult } from './report.ts';
 import { DEFAULT_MODEL, SCENARIOS, type Scenario } from './scenarios.ts';
 
-/** Every router policy, warmpath over the engines' true state (DES only), and the oracle. */
-export const ALL_POLICIES = [...POLICY_NAMES, 'warmpath-instant', 'oracle'] as const;
+/** The product's policies, the peers' emulations, warmpath over the engines' true state (DES only), and the oracle. */
+export const ALL_POLICIES = [...BUILT_IN_POLICIES, ...PEER_POLICIES, 'warmpath-instant', 'oracle'] as const;
 /** Accepted on request: the DES-only names, among them each peer behind Warmpath's agents (`<peer>@agents`; des/feeds.ts). */
 const KNOWN_POLICIES: readonly string[] = [...new Set([...ALL_POLICIES, ...DES_ONLY_POLICIES])];
 

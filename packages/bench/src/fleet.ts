@@ -37,6 +37,8 @@ export interface FleetOptions {
   privateNetwork?: boolean;
   /** Run every process through this program instead of the warmpath CLI (the soak's sampling wrapper, soak-child.ts), with `env` added. */
   script?: string;
+  /** Run the routers through this program (the live benchmark's router-entry.ts: the peers' emulations registered). */
+  routerScript?: string;
   env?: NodeJS.ProcessEnv;
 }
 
@@ -166,7 +168,7 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
         ...(opts.routerArgs ?? []),
         ...extra,
       ],
-      how,
+      opts.routerScript !== undefined ? { ...how, script: opts.routerScript } : how,
     );
     routers.push(p);
     return p;

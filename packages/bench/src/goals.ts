@@ -25,19 +25,14 @@ import { resolve } from 'node:path';
 import { configFromProcess, type CommandHelp, type Schema } from '@warmpath/shared/runtime';
 import { ALL_POLICIES } from './cli.ts';
 import type { L4Mode } from './l4.ts';
+import { PEER_POLICIES } from './peers/index.ts';
 import { DesPool, type DesJob, type JobOutcome } from './pool.ts';
 import { computeReferences, type References } from './references.ts';
 import type { PolicyResult } from './report.ts';
 import { SCENARIOS } from './scenarios.ts';
 
-/** The peers' emulations (docs/PEERS.md): the rivals warmpath's goals compare against. */
-export const PEER_POLICIES = [
-  'sglang-cache-aware',
-  'llm-d-approx',
-  'llm-d-precise',
-  'dynamo-kv',
-  'kubeai-prefix-hash',
-] as const;
+/** The peers' emulations (peers/index.ts, docs/PEERS.md): the rivals warmpath's goals compare against. */
+export { PEER_POLICIES };
 export const TUNING_SEEDS = [1, 2, 3] as const;
 export const HELD_OUT_SEEDS = [101, 102, 103, 104] as const;
 export const GOAL_SCENARIOS = ['seed', 'chat', 'fanout', 'lora', 'pianos', 'trace', 'longctx'] as const;

@@ -15,6 +15,7 @@
 import type { ProbeResult } from '@warmpath/sim';
 import { diffTotals, readSims } from './engines.ts';
 import { startFleet } from './fleet.ts';
+import { ROUTER_ENTRY_PATH } from './processes.ts';
 import { runLoad, type PlannedRequest, type RequestResult } from './loadgen.ts';
 import { summarize, type PolicyResult } from './report.ts';
 import type { Scenario } from './scenarios.ts';
@@ -75,6 +76,8 @@ export async function runLive(o: LiveOptions): Promise<PolicyResult> {
     ...(shape.adapters !== undefined ? { adapters: shape.adapters } : {}),
     ...(shape.maxLoras !== undefined ? { maxLoras: shape.maxLoras } : {}),
     policy: oracle ? 'warmpath' : o.policy,
+    // `warmpath router` with the peers' emulations registered (router-entry.ts).
+    routerScript: ROUTER_ENTRY_PATH,
     routerArgs: flags(o.routerOverrides),
     agentArgs: flags(o.agentOverrides),
   });

@@ -13,6 +13,8 @@ import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 
 export const CLI_PATH = fileURLToPath(new URL('../../cli/src/main.ts', import.meta.url));
+/** `warmpath router` with the peers' emulations registered: the benchmark's routers (router-entry.ts). */
+export const ROUTER_ENTRY_PATH = fileURLToPath(new URL('./router-entry.ts', import.meta.url));
 
 /** How long a component may take to print its ready line. */
 export const READY_TIMEOUT_MS = 30_000;

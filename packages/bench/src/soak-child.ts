@@ -13,7 +13,11 @@ import { readdirSync } from 'node:fs';
 const COMMANDS: Record<string, () => Promise<{ run(argv: string[]): Promise<void> }>> = {
   sim: () => import('@warmpath/sim/cli'),
   agent: () => import('@warmpath/agent/cli'),
-  router: () => import('@warmpath/router/cli'),
+  // The benchmark's router, as router-entry.ts runs it: the peers' emulations registered.
+  router: async () => {
+    (await import('./peers/index.ts')).registerPeers();
+    return import('@warmpath/router/cli');
+  },
 };
 
 const [name, ...argv] = process.argv.slice(2);

@@ -33,8 +33,11 @@ import { build, type OutputChunk, type Plugin } from 'rolldown';
 export const CLI_ROOT = fileURLToPath(new URL('..', import.meta.url));
 const REPO_ROOT = resolve(CLI_ROOT, '../..');
 const ENTRY = join(CLI_ROOT, 'src/main.ts');
-/** Worker threads' entry points: bundled as entries of their own, found by the URL the source uses. */
-const WORKERS: Record<string, string> = { 'des-worker': join(REPO_ROOT, 'packages/bench/src/pool-worker.ts') };
+/** Entry points other code starts by file (worker threads, the live benchmark's router process): bundled as entries of their own, found by the URL the source uses. */
+const WORKERS: Record<string, string> = {
+  'des-worker': join(REPO_ROOT, 'packages/bench/src/pool-worker.ts'),
+  'bench-router': join(REPO_ROOT, 'packages/bench/src/router-entry.ts'),
+};
 /** Node's own version floor for the bundle's syntax; package.json's engines is the floor users see. */
 const TARGET = 'node22';
 /** `msgpackr-extract` is msgpackr's optional native speed-up; msgpackr falls back to JavaScript without it. */

@@ -16,7 +16,7 @@ import { FleetView } from '../src/fleet/view.ts';
 import { affinityKey } from '../src/placement/eligible.ts';
 import { LocalState, type Ticket } from '../src/placement/local.ts';
 import { notifyDispatch, placeRequest } from '../src/placement/place.ts';
-import { createPolicy, policyOptions } from '../src/placement/registry.ts';
+import { createPolicy } from '../src/placement/registry.ts';
 import type { PlacementRequest } from '../src/placement/types.ts';
 
 const N = Number(process.argv[2] ?? 10);
@@ -36,8 +36,11 @@ for (const policyName of ['warmpath', 'consistent-hash', 'least-request', 'round
     forgetAfterMs: routerConfig().forgetAfterMs,
     now: () => t,
   });
-  const opts = policyOptions(routerConfig({ chunkChars: 256 }));
-  const routers = [0, 1].map(() => ({ policy: createPolicy(policyName, opts), local: new LocalState(routerConfig()) }));
+  const config = routerConfig({ chunkChars: 256 });
+  const routers = [0, 1].map(() => ({
+    policy: createPolicy(policyName, config),
+    local: new LocalState(routerConfig()),
+  }));
   let t = 0;
   const inflight: Array<{ end: number; replica: string; work: number; ticket: Ticket; owner: number }> = [];
   const served = new Map<string, bigint[]>();

@@ -18,7 +18,7 @@ import { affinityKey } from '../src/placement/eligible.ts';
 import { LocalState } from '../src/placement/local.ts';
 import type { PlacementRequest } from '../src/placement/types.ts';
 import { notifyDispatch, placeRequest } from '../src/placement/place.ts';
-import { policyOptions } from '../src/placement/registry.ts';
+import { warmpathOptions } from '../src/placement/registry.ts';
 import { createWarmpathPolicy } from '../src/placement/warmpath/index.ts';
 
 const N = Number(process.argv[2] ?? 1000);
@@ -152,7 +152,7 @@ if (view.drops.superseded !== undefined || view.pulls.ok + view.pulls.failed > 0
   console.log('  (unexpected drops/pulls)', view.drops, view.pulls);
 
 // Placement: shared system prompt + unique user turn (≈ 2.3k-token prompts), warmpath policy.
-const policy = createWarmpathPolicy(policyOptions(routerConfig({ chunkChars })));
+const policy = createWarmpathPolicy(warmpathOptions(routerConfig({ chunkChars })));
 const local = new LocalState(routerConfig());
 const placeUs: number[] = [];
 const describeUs: number[] = [];

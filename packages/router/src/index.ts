@@ -17,10 +17,18 @@ export {
 } from './core/router-core.ts';
 export type { Clock, CoreMetrics, Dispatch, RouteError, Send, SendResult, UpstreamErrorKind } from './core/types.ts';
 export type { Replica, ViewEvent } from './fleet/view.ts';
-export { createPolicy, registerPolicy, policyOptions, POLICIES, type PolicyName } from './placement/registry.ts';
-export type { Candidate, CandidateTable, Warmth } from './placement/candidates.ts';
+export {
+  createPolicy,
+  registerPolicy,
+  warmpathOptions,
+  BUILT_IN_POLICIES,
+  type PolicyDefinition,
+} from './placement/registry.ts';
+export { rowOf, type Candidate, type CandidateTable, type Warmth } from './placement/candidates.ts';
 export {
   BRANCHES,
+  NO_REPLICA,
+  SATURATED,
   type Branch,
   type KnownBranch,
   type Outcome,
@@ -28,7 +36,8 @@ export {
   type PlacementRequest,
   type Policy,
   type PolicyFactory,
-  type PolicyOptions,
+  type RandomOptions,
+  type WarmpathOptions,
 } from './placement/types.ts';
 export { SWITCHABLE_STEPS, SWITCHABLE_STEP_NAMES, type SwitchableStep } from './placement/warmpath/steps.ts';
 export { ROUTE_LABELS } from './http/observe.ts';

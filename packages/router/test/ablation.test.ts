@@ -10,7 +10,7 @@ import { ROUTER_SCHEMA, routerConfig } from '../src/config.ts';
 import type { FleetView } from '../src/fleet/view.ts';
 import { LocalState } from '../src/placement/local.ts';
 import { notifyDispatch, placeRequest } from '../src/placement/place.ts';
-import { policyOptions } from '../src/placement/registry.ts';
+import { warmpathOptions } from '../src/placement/registry.ts';
 import type { Placement, PlacementRequest, Policy } from '../src/placement/types.ts';
 import { createWarmpathPolicy } from '../src/placement/warmpath/index.ts';
 import { SWITCHABLE_STEP_NAMES, type SwitchableStep } from '../src/placement/warmpath/steps.ts';
@@ -18,7 +18,7 @@ import { CONFIG, chainOf, chat, makeState, makeView, preq } from './helpers.ts';
 
 /** Warmpath built as the router builds it, from validated config. */
 const warmpath = (...off: SwitchableStep[]): Policy =>
-  createWarmpathPolicy(policyOptions(routerConfig({ placementOff: off })));
+  createWarmpathPolicy(warmpathOptions(routerConfig({ placementOff: off })));
 const place = (p: Policy, req: PlacementRequest, view: FleetView, local = new LocalState(CONFIG)): Placement =>
   placeRequest(p, req, view, local);
 const ids = (n: number) => Array.from({ length: n }, (_, i) => `r${i}`);
@@ -29,7 +29,7 @@ const lora = (id: string, hot: string[]) =>
 describe('placementOff: config', () => {
   it('is empty by default and reaches the policy options', () => {
     expect(routerConfig().placementOff).toEqual([]);
-    expect(policyOptions(routerConfig({ placementOff: ['balance', 'overlay'] })).placementOff).toEqual([
+    expect(warmpathOptions(routerConfig({ placementOff: ['balance', 'overlay'] })).placementOff).toEqual([
       'balance',
       'overlay',
     ]);

@@ -4,7 +4,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { flood } from '@warmpath/testkit';
+import { flood, type Flood } from '@warmpath/testkit';
 
 /**
  * error-500: answers 500 at once; late-headers: the stream's headers come only
@@ -13,7 +13,7 @@ import { flood } from '@warmpath/testkit';
  * between the second and the third; error-mid-stream: two tokens, then an
  * engine's error event and the end of the stream (no [DONE]); flood: a
  * stream of FLOOD_BYTES written as fast as the connection takes it
- * (testkit's `flood`; `written` says what it took).
+ * (testkit's `flood`, kept in `flood`: what it wrote, whether it is held back).
  */
 export type Mode =
   | 'ok'
@@ -38,8 +38,8 @@ export interface FakeAgent {
   lastBody: string;
   /** The pause of late-headers and stall-mid-stream, ms. */
   delayMs: number;
-  /** Bytes of the last flood stream the connection took so far. */
-  written: () => number;
+  /** The last flood stream. */
+  flood: Flood | undefined;
   close(): Promise<void>;
 }
 
@@ -53,7 +53,7 @@ export async function startFakeAgent(name: string, mode: Mode = 'ok'): Promise<F
     lastHeaders: undefined,
     lastBody: '',
     delayMs: 500,
-    written: () => 0,
+    flood: undefined,
     close: async () => {
       agent.server.closeAllConnections();
       await new Promise<void>((r) => agent.server.close(() => r()));
@@ -102,7 +102,7 @@ export async function startFakeAgent(name: string, mode: Mode = 'ok'): Promise<F
         return;
       }
       if (agent.mode === 'flood') {
-        agent.written = flood(res).written;
+        agent.flood = flood(res);
         return;
       }
       const tokens = ['hel', 'lo ', 'from ', name];

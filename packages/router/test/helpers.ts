@@ -5,8 +5,8 @@ import { routerConfig } from '../src/config.ts';
 import { FleetView } from '../src/fleet/view.ts';
 import { affinityKey } from '../src/placement/eligible.ts';
 import { LocalState } from '../src/placement/local.ts';
-import { policyOptions } from '../src/placement/registry.ts';
-import type { PlacementRequest, PolicyOptions } from '../src/placement/types.ts';
+import { warmpathOptions } from '../src/placement/registry.ts';
+import type { PlacementRequest, WarmpathOptions } from '../src/placement/types.ts';
 
 export type StateOverrides = Partial<Omit<ReplicaState, 'capacity' | 'load' | 'digest'>> & {
   capacity?: Partial<ReplicaState['capacity']>;
@@ -45,9 +45,9 @@ export const encode = encodeState;
 
 /** The router's validated default config: what FleetView and LocalState take in tests. */
 export const CONFIG = routerConfig();
-/** Policy options as the router builds them: from its config defaults (chunkChars 256, boundFloorTokens…). */
-export function options(random?: () => number): PolicyOptions {
-  return policyOptions(routerConfig(), random);
+/** Warmpath's options as the router builds them: from its config defaults (chunkChars 256, boundFloorTokens…). */
+export function options(): WarmpathOptions {
+  return warmpathOptions(CONFIG);
 }
 
 export function makeView(

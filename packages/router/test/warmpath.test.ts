@@ -3,7 +3,7 @@ import { buildCandidates, scanWarmth } from '../src/placement/candidates.ts';
 import { LocalState } from '../src/placement/local.ts';
 import { notifyDispatch, placeRequest } from '../src/placement/place.ts';
 import type { PlacementRequest } from '../src/placement/types.ts';
-import { policyOptions } from '../src/placement/registry.ts';
+import { warmpathOptions } from '../src/placement/registry.ts';
 import { createWarmpathPolicy } from '../src/placement/warmpath/index.ts';
 import { routerConfig } from '../src/config.ts';
 import { CONFIG, chainOf, chat, makeState, makeView, options, preq } from './helpers.ts';
@@ -168,7 +168,7 @@ describe('warmpath placement branches', () => {
       placeRequest(policy(), preq(body), makeView([swamped, ...others]), new LocalState(CONFIG)).replica?.id,
     ).not.toBe('home');
     // With the hard bound lifted (hardBound), the cost alone decides: home's short queue keeps it.
-    const uncapped = createWarmpathPolicy(policyOptions(routerConfig({ hardBound: 1e9 })));
+    const uncapped = createWarmpathPolicy(warmpathOptions(routerConfig({ hardBound: 1e9 })));
     expect(placeRequest(uncapped, preq(body), makeView([swamped, ...others]), new LocalState(CONFIG))).toMatchObject({
       branch: 'warm-over-bound',
       replica: { id: 'home' },
@@ -288,7 +288,7 @@ describe('warmpath placement branches', () => {
     const two = placeRequest(policy(), req, queued, new LocalState(CONFIG));
     expect(two).toMatchObject({ branch: 'spill-two-choices', replica: { id: order[1] } });
     const four = placeRequest(
-      createWarmpathPolicy(policyOptions(routerConfig({ spillChoices: 4 }))),
+      createWarmpathPolicy(warmpathOptions(routerConfig({ spillChoices: 4 }))),
       req,
       queued,
       new LocalState(CONFIG),
@@ -298,7 +298,7 @@ describe('warmpath placement branches', () => {
     const even = makeView(ids(n).map((id) => makeState(id, { load: { prefillTokens: 1_000 } })));
     expect(
       placeRequest(
-        createWarmpathPolicy(policyOptions(routerConfig({ spillChoices: 4 }))),
+        createWarmpathPolicy(warmpathOptions(routerConfig({ spillChoices: 4 }))),
         req,
         even,
         new LocalState(CONFIG),

@@ -2,7 +2,7 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Pool } from 'undici';
-import { flood } from '@warmpath/testkit';
+import { flood, type Flood } from '@warmpath/testkit';
 import { BODY_BUFFER_MAX, callUpstream } from '../src/upstream-call.ts';
 
 // A real HTTP server whose routes misbehave on purpose.
@@ -11,7 +11,7 @@ let pool: Pool;
 /** Responses held open by /hold, to be finished or cut by the test. */
 const held: ServerResponse[] = [];
 /** The last /big stream: how far it got before the test stopped reading. */
-let big: { written: () => number } | undefined;
+let big: Flood | undefined;
 let closedEarly = 0;
 
 beforeAll(async () => {
@@ -131,14 +131,15 @@ describe('callUpstream', () => {
 
   it('pauses the connection while the reader lags: the server cannot run far ahead of what was read', async () => {
     const up = await callUpstream(pool, { path: '/big', method: 'GET' });
+    const body = up.body[Symbol.asyncIterator]();
     let read = 0;
-    for await (const chunk of up.body) {
-      read += chunk.length;
-      if (read >= 1024 * 1024) break;
-      await new Promise((resolve) => setTimeout(resolve, 1));
-    }
+    while (read < 1024 * 1024) read += ((await body.next()).value as Buffer).length;
+    // The reader stops, the connection open: the server's write() is refused and its 'drain' never comes. A
+    // connection left flowing would keep draining it into the buffer.
+    await big!.heldBack();
     // What the server wrote beyond what was read sits in this buffer (BODY_BUFFER_MAX) and the sockets' (a few MiB on loopback), not the rest of 128 MiB.
     expect(big!.written() - read).toBeLessThan(16 * 1024 * 1024 + BODY_BUFFER_MAX);
+    await body.return!();
   });
 
   it('dump() reads a body to its end and leaves the connection usable', async () => {

@@ -15,6 +15,8 @@
  * next check, never after a fixed wait.
  */
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
+import { accessSync, constants, statSync } from 'node:fs';
+import { delimiter, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { inspect } from 'node:util';
 
@@ -147,29 +149,81 @@ export function spawnUntilLine(
   return { child, line };
 }
 
+/** The absolute path of the executable `program` on PATH (as a shell finds it), or undefined. */
+export function findProgram(program: string): string | undefined {
+  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
+    if (dir === '') continue;
+    const path = join(dir, program);
+    try {
+      accessSync(path, constants.X_OK);
+      if (statSync(path).isFile()) return path;
+    } catch {
+      // Not here: the next directory.
+    }
+  }
+  return undefined;
+}
+
+/**
+ * The skip message of a test that needs `program`, from Debian's package
+ * `debianPackage`: what is missing and how to install it.
+ */
+export function missingProgram(program: string, debianPackage: string): string {
+  return `SKIPPED: ${program} is not on PATH; it comes with Debian's \`${debianPackage}\` package (apt-get install -y --no-install-recommends ${debianPackage}; .ci/run installs it)`;
+}
+
 /** What a flood stream sends in all, bytes (128 MiB: far more than any socket buffers hold). */
 export const FLOOD_BYTES = 128 * 1024 * 1024;
+
+/** A flood stream in progress (see `flood`). */
+export interface Flood {
+  /** Bytes written so far. */
+  written(): number;
+  /**
+   * Resolves once one write has waited `forMs` straight for 'drain' (write()
+   * returned false and the connection took nothing more): the reader is
+   * holding the stream back. Rejects after `timeoutMs` (and once the whole
+   * stream went out), so a reader that keeps taking bytes fails the wait.
+   */
+  heldBack(forMs?: number, timeoutMs?: number): Promise<void>;
+}
 
 /**
  * Answers `res` with an SSE stream of FLOOD_BYTES (16 KB chunk events), written
  * as fast as the connection takes it: back-pressure is respected, so
- * `written()` says how far a slow reader let it get.
+ * `written()` says how far a slow reader let it get and `heldBack()` that the
+ * reader has stopped taking it.
  */
-export function flood(res: import('node:http').ServerResponse): { written: () => number } {
+export function flood(res: import('node:http').ServerResponse): Flood {
   const event = Buffer.from(
     `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: 'x'.repeat(16_000) } }] })}\n\n`,
   );
   let written = 0;
+  /** When the write now waiting for 'drain' was refused; undefined while writing. */
+  let refusedAt: number | undefined;
   res.writeHead(200, { 'content-type': 'text/event-stream' });
   const pump = (): void => {
+    refusedAt = undefined;
     while (written < FLOOD_BYTES && !res.destroyed) {
       written += event.length;
-      if (!res.write(event)) return void res.once('drain', pump);
+      if (!res.write(event)) {
+        refusedAt = performance.now();
+        return void res.once('drain', pump);
+      }
     }
     if (!res.destroyed) res.end('data: [DONE]\n\n');
   };
   pump();
-  return { written: () => written };
+  return {
+    written: () => written,
+    heldBack: async (forMs = 500, timeoutMs = 15_000) => {
+      await waitFor(() => refusedAt !== undefined && performance.now() - refusedAt >= forMs, {
+        timeoutMs,
+        intervalMs: 20,
+        message: `a write of the flood to wait ${forMs} ms straight for 'drain' (the reader to hold the stream back; ${written} bytes written when the wait began)`,
+      });
+    },
+  };
 }
 
 /**

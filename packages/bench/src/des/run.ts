@@ -37,6 +37,7 @@ import type { Scenario } from '../scenarios.ts';
 import { deploymentOf, type Feed } from './feeds.ts';
 import { DEFAULT_GOSSIP, delaySampler, type GossipModel } from './gossip.ts';
 import { createOraclePolicy } from './oracle.ts';
+import { registerPeers } from '../peers/index.ts';
 import { EventQueue } from './queue.ts';
 import { DesReplica, type ReplicaHooks } from './replica.ts';
 import type { PreparedInbox } from './prepared-feed.ts';
@@ -241,6 +242,8 @@ function buildFleet(
     });
   };
   let pulls = 0;
+  // The peers' emulations are policies of the benchmark's, not the product's: registered before the config names one.
+  registerPeers();
   const config = routerConfig({ ...o.routerOverrides, policy: deployment.routerPolicy, fleet: 'des' });
   const oracle =
     o.policy === 'oracle' ? createOraclePolicy(new Map(replicas.map((r) => [r.id, r.model])), prepared) : undefined;

@@ -37,7 +37,7 @@ import { FleetView, type Replica, type ViewEvent } from '../fleet/view.ts';
 import { affinityKey } from '../placement/eligible.ts';
 import { LocalState, type Ticket } from '../placement/local.ts';
 import { notifyComplete, notifyDispatch, placeRequest } from '../placement/place.ts';
-import { createPolicy, policyOptions } from '../placement/registry.ts';
+import { createPolicy } from '../placement/registry.ts';
 import type { Placement, PlacementRequest, Policy } from '../placement/types.ts';
 import { Outliers } from './outliers.ts';
 import { failureOf, failureText, outcomeOf } from './results.ts';
@@ -137,7 +137,7 @@ export class RouterCore<T> {
     });
     this.local = new LocalState({ overlayTtlMs: c.overlayTtlMs, overlayMaxChunks: c.overlayMaxChunks });
     this.outliers = new Outliers(c, this.local);
-    this.policy = o.policy ?? createPolicy(c.policy, policyOptions(c, o.random));
+    this.policy = o.policy ?? createPolicy(c.policy, c, o.random);
     this.#queue = new WaitQueue(c.queueMax, QUEUE_POLL_MS, o.clock, (job) => {
       if (job.slotDeadline > 0) return this.#retryWithSlot(job);
       job.exclude?.clear();

@@ -1,14 +1,18 @@
 /**
- * Policy registry: name → factory, the one list of policy names (the config's
- * `policy` choices and POLICY_NAMES derive from it). The router builds its
- * policy from here; the benchmark registers peer emulations with
- * `registerPolicy` and gets them through the same path, without changing the
- * router.
+ * Policy registry: name → definition, the one list of policy names. The
+ * product registers Warmpath and the plain load balancers; anything else
+ * (the benchmark's emulations of peer routers, packages/bench/src/peers/)
+ * registers with `registerPolicy` before the router's config is loaded, and
+ * is then built through the same path, without changing the router.
+ *
+ * Each policy declares its own parameters `P`: `params` reads them from the
+ * router's validated config (and the router's random source), `create`
+ * builds the policy from them. POLICY_NAMES is the config's `policy` choices,
+ * read when a config is validated, so a registered name is accepted and an
+ * unknown one is a config error.
  */
-import { createDynamoKvPolicy } from './peers/dynamo.ts';
-import { createKubeaiPrefixHashPolicy } from './peers/kubeai.ts';
-import { createLlmdPolicy } from './peers/llmd.ts';
-import { createSglangCacheAwarePolicy } from './peers/sglang.ts';
+import { ConfigError } from '@warmpath/shared/runtime';
+import type { RouterConfig } from '../config.ts';
 import {
   createChwblHeaderPolicy,
   createConsistentHashPolicy,
@@ -17,66 +21,59 @@ import {
   createRandomPolicy,
   createRoundRobinPolicy,
 } from './simple.ts';
-import type { Policy, PolicyFactory, PolicyOptions } from './types.ts';
+import type { Policy, PolicyFactory, RandomOptions, WarmpathOptions } from './types.ts';
 import { createWarmpathPolicy } from './warmpath/index.ts';
 
-const BUILT_IN = {
-  warmpath: createWarmpathPolicy,
-  'round-robin': () => createRoundRobinPolicy(),
-  'least-request': () => createLeastRequestPolicy(),
-  'power-of-two': (o) => createPowerOfTwoPolicy(o),
-  'consistent-hash': () => createConsistentHashPolicy(),
-  random: (o) => createRandomPolicy(o),
-  'chwbl-header': () => createChwblHeaderPolicy(),
-  // Faithful emulations of the peers' policies (docs/PEERS.md), for side-by-side benchmarks.
-  'sglang-cache-aware': () => createSglangCacheAwarePolicy(),
-  'llm-d-approx': (o) => createLlmdPolicy('approx', o),
-  'llm-d-precise': (o) => createLlmdPolicy('precise', o),
-  'dynamo-kv': (o) => createDynamoKvPolicy(o),
-  'kubeai-prefix-hash': () => createKubeaiPrefixHashPolicy(),
-} as const satisfies Record<string, PolicyFactory>;
-
-export type PolicyName = keyof typeof BUILT_IN;
-/** The built-in policies' names, in registry order. */
-export const POLICY_NAMES = Object.freeze(Object.keys(BUILT_IN) as PolicyName[]);
-
-export const POLICIES = new Map<string, PolicyFactory>(Object.entries(BUILT_IN));
-
-export function registerPolicy(name: string, factory: PolicyFactory): void {
-  POLICIES.set(name, factory);
+/** How the registry builds one policy: its parameters from the config, then the policy from them. */
+export interface PolicyDefinition<P> {
+  readonly params: (config: RouterConfig, random: () => number) => P;
+  readonly create: PolicyFactory<P>;
 }
 
-/** A policy's options from the router's validated config: every policy is built from these. */
-export function policyOptions(
-  config: Pick<
-    PolicyOptions,
-    | 'chunkChars'
-    | 'charsPerToken'
-    | 'loadFactor'
-    | 'keyLoadFactor'
-    | 'boundFloorTokens'
-    | 'hardBound'
-    | 'spillChoices'
-    | 'homeHorizonMs'
-  > & { readonly placementOff: readonly string[] },
-  random?: () => number,
-): PolicyOptions {
-  const o = {
+/** Warmpath's parameters from the router's validated config. */
+export function warmpathOptions(config: Pick<RouterConfig, keyof WarmpathOptions>): WarmpathOptions {
+  return {
     chunkChars: config.chunkChars,
     charsPerToken: config.charsPerToken,
     loadFactor: config.loadFactor,
     keyLoadFactor: config.keyLoadFactor,
     boundFloorTokens: config.boundFloorTokens,
-    ...(config.hardBound !== undefined ? { hardBound: config.hardBound } : {}),
-    ...(config.spillChoices !== undefined ? { spillChoices: config.spillChoices } : {}),
-    ...(config.homeHorizonMs !== undefined ? { homeHorizonMs: config.homeHorizonMs } : {}),
+    hardBound: config.hardBound,
+    spillChoices: config.spillChoices,
+    homeHorizonMs: config.homeHorizonMs,
     placementOff: config.placementOff,
   };
-  return random === undefined ? o : { ...o, random };
 }
 
-export function createPolicy(name: string, opts: PolicyOptions): Policy {
-  const f = POLICIES.get(name);
-  if (f === undefined) throw new Error(`unknown policy "${name}"; known: ${[...POLICIES.keys()].join(', ')}`);
-  return f(opts);
+const none = (): undefined => undefined;
+const randomOnly = (_c: RouterConfig, random: () => number): RandomOptions => ({ random });
+
+const builders = new Map<string, (config: RouterConfig, random: () => number) => Policy>();
+const names: string[] = [];
+
+/** Registers (or replaces) the policy `name`; it becomes a valid `policy` choice. */
+export function registerPolicy<P>(name: string, definition: PolicyDefinition<P>): void {
+  if (!builders.has(name)) names.push(name);
+  builders.set(name, (config, random) => definition.create(definition.params(config, random)));
+}
+
+/** Every registered policy's name, in registration order (live: the config validates against it). */
+export const POLICY_NAMES: readonly string[] = names;
+
+registerPolicy('warmpath', { params: warmpathOptions, create: createWarmpathPolicy });
+registerPolicy('round-robin', { params: none, create: createRoundRobinPolicy });
+registerPolicy('least-request', { params: none, create: createLeastRequestPolicy });
+registerPolicy('power-of-two', { params: randomOnly, create: createPowerOfTwoPolicy });
+registerPolicy('consistent-hash', { params: none, create: createConsistentHashPolicy });
+registerPolicy('random', { params: randomOnly, create: createRandomPolicy });
+registerPolicy('chwbl-header', { params: none, create: createChwblHeaderPolicy });
+
+/** The product's own policies (`warmpath router --policy` without registrations), in registry order. */
+export const BUILT_IN_POLICIES: readonly string[] = Object.freeze([...names]);
+
+/** Builds the policy `name` from the router's config; an unregistered name is a ConfigError. */
+export function createPolicy(name: string, config: RouterConfig, random: () => number = Math.random): Policy {
+  const build = builders.get(name);
+  if (build === undefined) throw new ConfigError(`unknown policy "${name}"; known: ${names.join(', ')}`);
+  return build(config, random);
 }

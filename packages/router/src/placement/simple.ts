@@ -33,7 +33,7 @@
  */
 import { hashString, pickBounded, withinBound } from '@warmpath/shared/wire';
 import { firstInRing, rowOf, type CandidateTable } from './candidates.ts';
-import type { Branch, Placement, PlacementRequest, Policy, PolicyOptions } from './types.ts';
+import type { Branch, Placement, PlacementRequest, Policy, RandomOptions } from './types.ts';
 
 export function createRoundRobinPolicy(): Policy {
   let next = 0;
@@ -48,7 +48,7 @@ export function createRoundRobinPolicy(): Policy {
   };
 }
 
-export function createRandomPolicy(opts: Pick<PolicyOptions, 'random'> = {}): Policy {
+export function createRandomPolicy(opts: RandomOptions = {}): Policy {
   const random = opts.random ?? Math.random;
   return {
     name: 'random',
@@ -81,7 +81,7 @@ export function createLeastRequestPolicy(): Policy {
   };
 }
 
-export function createPowerOfTwoPolicy(opts: Pick<PolicyOptions, 'random'> = {}): Policy {
+export function createPowerOfTwoPolicy(opts: RandomOptions = {}): Policy {
   const random = opts.random ?? Math.random;
   return {
     name: 'power-of-two',

@@ -1,6 +1,7 @@
 /**
  * The one placement interface every policy implements — Warmpath's own, the
- * plain load balancers, and the benchmark's emulations of peer routers.
+ * plain load balancers, and whatever else registers (the benchmark's
+ * emulations of peer routers, packages/bench/src/peers/).
  *
  * `select(request, candidates, warmth)` is pure: it reads a candidate table
  * built once per request (placement/candidates.ts) and returns
@@ -49,18 +50,9 @@ export const BRANCHES = [
   'retry', // placed again after a replica refused or failed to connect
   'saturated', // no replica has room: queue, then 429 fleet_saturated
   'no-replica', // no eligible replica at all: 503 no_replica
-  // The peers' emulations (placement/peers/), named after each peer's own decision paths.
-  'sglang-balance', // SGLang cache_aware: imbalanced, least in-flight
-  'sglang-cache-hit', // SGLang cache_aware: match rate above cache_threshold
-  'sglang-least-load', // SGLang cache_aware: low match rate, least in-flight
-  'llm-d-score', // llm-d endpoint picker: max weighted score
-  'dynamo-cost', // Dynamo KV router: minimum cost
-  'kubeai-home', // KubeAI PrefixHash: the key's ring home within the bound
-  'kubeai-walk', // KubeAI PrefixHash: a later endpoint clockwise (bounded load)
-  'kubeai-home-over-bound', // KubeAI PrefixHash: every endpoint over the bound, the key's ring home anyway
 ] as const;
 export type KnownBranch = (typeof BRANCHES)[number];
-/** Emulations may add their own branch names. */
+/** A policy registered from outside the product (the benchmark's emulations of peer routers) names its own branches. */
 export type Branch = KnownBranch | (string & {});
 
 export interface PlacementRequest {
@@ -113,8 +105,8 @@ export interface Policy {
   readonly expectsOthers?: boolean;
 }
 
-/** What a policy is built with: the router's validated config (see policyOptions in registry.ts). */
-export interface PolicyOptions {
+/** Warmpath's parameters, read from the router's validated config (warmpathOptions in registry.ts). */
+export interface WarmpathOptions {
   /** Prefix chunk size, characters (for warm-token estimates). */
   readonly chunkChars: number;
   readonly charsPerToken: number;
@@ -130,13 +122,17 @@ export interface PolicyOptions {
   readonly spillChoices?: number;
   /** Equally warm replicas count this many ms of their recent work rate on top of their prefill queue (warmpath's step `horizon`); default DEFAULT_HOME_HORIZON_MS. */
   readonly homeHorizonMs?: number;
-  /** Random source in [0, 1) for randomized policies; tests pass a seeded one. */
-  readonly random?: () => number;
   /** Warmpath steps switched off, for ablation (SWITCHABLE_STEPS in placement/warmpath/steps.ts); default none. */
   readonly placementOff?: readonly string[];
 }
 
-export type PolicyFactory = (opts: PolicyOptions) => Policy;
+/** The randomized policies' one parameter: a random source in [0, 1) (tests pass a seeded one). */
+export interface RandomOptions {
+  readonly random?: () => number;
+}
+
+/** Builds a policy from its own parameters `P` (each policy declares its type; the registry derives it from the config). */
+export type PolicyFactory<P> = (params: P) => Policy;
 
 export const NO_REPLICA: Placement = Object.freeze({ replica: undefined, branch: 'no-replica' });
 export const SATURATED: Placement = Object.freeze({ replica: undefined, branch: 'saturated' });

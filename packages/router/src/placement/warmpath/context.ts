@@ -45,7 +45,7 @@
 import { mix32 } from '@warmpath/shared/runtime';
 import { type RequestInfo, underFloor, withinBound } from '@warmpath/shared/wire';
 import type { CandidateTable, Warmth } from '../candidates.ts';
-import type { Branch, Placement, PlacementRequest, PolicyOptions } from '../types.ts';
+import type { Branch, Placement, PlacementRequest, WarmpathOptions } from '../types.ts';
 import type { SwitchableStep } from './steps.ts';
 import { adapterTier } from './tier.ts';
 
@@ -123,7 +123,7 @@ export function derive(
   req: PlacementRequest,
   t: CandidateTable,
   warmth: Warmth,
-  opts: PolicyOptions,
+  opts: WarmpathOptions,
   off: ReadonlySet<string>,
 ): Ctx {
   const info = req.info;

@@ -61,7 +61,7 @@
  * without it) keeps a replica with little work from ever counting as full.
  */
 import type { CandidateTable, Warmth } from '../candidates.ts';
-import type { Placement, PlacementRequest, Policy, PolicyOptions } from '../types.ts';
+import type { Placement, PlacementRequest, Policy, WarmpathOptions } from '../types.ts';
 import { adapterCold } from './adapter.ts';
 import { balanceTarget, overBound } from './balance.ts';
 import { type Ctx, derive, pick } from './context.ts';
@@ -91,7 +91,7 @@ function warmStep(ctx: Ctx): Placement | undefined {
   return target >= 0 ? pick(ctx, target, 'balance') : pick(ctx, warm, 'warm');
 }
 
-export function createWarmpathPolicy(opts: PolicyOptions): Policy {
+export function createWarmpathPolicy(opts: WarmpathOptions): Policy {
   const off: ReadonlySet<string> = new Set(opts.placementOff ?? []);
   return {
     name: 'warmpath',

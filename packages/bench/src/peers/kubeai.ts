@@ -11,8 +11,14 @@
  * Complexity: O(log P) + walk; the ring is rebuilt when membership changes.
  */
 import { HashRing, hashString, withinBound } from '@warmpath/shared/wire';
-import { rowOf, type Candidate, type CandidateTable } from '../candidates.ts';
-import type { Placement, PlacementRequest, Policy } from '../types.ts';
+import {
+  rowOf,
+  type Candidate,
+  type CandidateTable,
+  type Placement,
+  type PlacementRequest,
+  type Policy,
+} from '@warmpath/router';
 
 export const KUBEAI_DEFAULTS = {
   prefixChars: 100,

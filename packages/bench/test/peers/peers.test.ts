@@ -1,15 +1,23 @@
 /** Behaviour of the peers' emulations, rule by rule as docs/PEERS.md states them. */
 import { describe, expect, it } from 'vitest';
-import { LocalState } from '../src/placement/local.ts';
-import { notifyDispatch, placeRequest } from '../src/placement/place.ts';
-import { createDynamoKvPolicy } from '../src/placement/peers/dynamo.ts';
-import { createKubeaiPrefixHashPolicy } from '../src/placement/peers/kubeai.ts';
-import { createLlmdPolicy } from '../src/placement/peers/llmd.ts';
-import { createSglangCacheAwarePolicy } from '../src/placement/peers/sglang.ts';
-import { ChunkTree } from '../src/placement/peers/sglang-tree.ts';
-import type { Policy, PlacementRequest } from '../src/placement/types.ts';
-import type { FleetView } from '../src/fleet/view.ts';
-import { CONFIG, chainOf, chat, makeState, makeView, preq } from './helpers.ts';
+import type { PlacementRequest, Policy } from '@warmpath/router';
+import {
+  CONFIG,
+  chainOf,
+  chat,
+  LocalState,
+  makeState,
+  makeView,
+  notifyDispatch,
+  placeRequest,
+  preq,
+  type FleetView,
+} from '@warmpath/router/testing';
+import { createDynamoKvPolicy } from '../../src/peers/dynamo.ts';
+import { createKubeaiPrefixHashPolicy } from '../../src/peers/kubeai.ts';
+import { createLlmdPolicy } from '../../src/peers/llmd.ts';
+import { createSglangCacheAwarePolicy } from '../../src/peers/sglang.ts';
+import { ChunkTree } from '../../src/peers/sglang-tree.ts';
 
 const ids = (n: number) => Array.from({ length: n }, (_, i) => `r${i}`);
 

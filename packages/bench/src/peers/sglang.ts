@@ -23,8 +23,14 @@
  * it learns only from its own decisions.
  */
 import { canonicalText, chainHashes, prefixSeed } from '@warmpath/shared/wire';
-import { rowOf, type Candidate, type CandidateTable } from '../candidates.ts';
-import type { Placement, PlacementRequest, Policy } from '../types.ts';
+import {
+  rowOf,
+  type Candidate,
+  type CandidateTable,
+  type Placement,
+  type PlacementRequest,
+  type Policy,
+} from '@warmpath/router';
 import { ChunkTree, WORKER_SPACE } from './sglang-tree.ts';
 
 export const SGLANG_DEFAULTS = {

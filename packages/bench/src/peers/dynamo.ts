@@ -15,15 +15,17 @@
  * prefix can keep attracting work until its cost of active blocks outweighs
  * the prefill it saves.
  */
-import type { Candidate } from '../candidates.ts';
-import type { Placement, Policy, PolicyOptions } from '../types.ts';
+import type { Candidate, Placement, Policy, RouterConfig } from '@warmpath/router';
 
 export const DYNAMO_DEFAULTS = {
   overlapScoreWeight: 1.0,
   blockTokens: 16, // the engine's KV block
 } as const;
 
-export function createDynamoKvPolicy(opts: Pick<PolicyOptions, 'chunkChars' | 'charsPerToken'>): Policy {
+/** The emulation's parameters: the fleet's prefix chunk, to turn matched chunks into blocks. */
+export type DynamoOptions = Pick<RouterConfig, 'chunkChars' | 'charsPerToken'>;
+
+export function createDynamoKvPolicy(opts: DynamoOptions): Policy {
   const d = DYNAMO_DEFAULTS;
   const tokensPerChunk = opts.chunkChars / opts.charsPerToken;
   return {

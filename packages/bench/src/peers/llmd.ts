@@ -23,9 +23,16 @@
  * Complexity: O(candidates + blocks).
  */
 import { chainHashes, prefixSeed, stableJson } from '@warmpath/shared/wire';
-import type { Replica } from '../../fleet/view.ts';
-import type { CandidateTable, Warmth } from '../candidates.ts';
-import { SATURATED, type Placement, type PlacementRequest, type Policy, type PolicyOptions } from '../types.ts';
+import {
+  SATURATED,
+  type CandidateTable,
+  type Placement,
+  type PlacementRequest,
+  type Policy,
+  type RandomOptions,
+  type Replica,
+  type Warmth,
+} from '@warmpath/router';
 
 export const LLMD_DEFAULTS = {
   prefixWeight: 3,
@@ -64,7 +71,7 @@ function promptBytes(req: PlacementRequest): string {
   return stableJson(b.input ?? b.prompt ?? '');
 }
 
-export function createLlmdPolicy(variant: 'approx' | 'precise', opts: Pick<PolicyOptions, 'random'> = {}): Policy {
+export function createLlmdPolicy(variant: 'approx' | 'precise', opts: RandomOptions = {}): Policy {
   const d = LLMD_DEFAULTS;
   const random = opts.random ?? Math.random;
   const index = new Map<string, Lru>(); // pod id → blocks it was sent
