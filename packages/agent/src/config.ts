@@ -69,6 +69,7 @@ export const AGENT_SCHEMA = {
     max: 600_000,
     doc: 'how often bootstrapDns names are re-resolved, ms; lower finds new routers sooner, more lookups',
   },
+  // Evidence for the default: docs/SCALE.md, 'Gossip mesh'.
   gossipPeers: {
     type: 'number',
     default: 2,
@@ -117,6 +118,7 @@ export const AGENT_SCHEMA = {
     max: 10_000,
     doc: 'least gap between change-triggered publishes, ms; bounds bursts',
   },
+  // Evidence for the default: docs/SCALE.md, 'The fix: publish on a change of about one request's work'.
   publishChangeTokens: {
     type: 'number',
     default: 1024,
@@ -159,11 +161,13 @@ export const AGENT_SCHEMA = {
     default: true,
     doc: 'admission control (queue, kv, inflight, too_large, stale rules); off: admit all and let the engine queue',
   },
+  // Evidence for the default: docs/ABLATION.md, 'Loaded adapters (the agents' hot-adapter list)'.
   loadedAdapters: {
     type: 'boolean',
     default: true,
     doc: "publish as hot the adapters of the latest admissions too, up to the engine's slots (off: the engine's report only)",
   },
+  // Evidence for the default: docs/OPERATIONS.md, 'Tuning'.
   maxWaiting: {
     type: 'number',
     default: 64,
@@ -238,6 +242,7 @@ export const AGENT_SCHEMA = {
     integer: true,
     doc: 'cache model size override, chunks (0 = from engine KV capacity)',
   },
+  // Evidence for the default: docs/SCALE.md, 'Compact views'; router memory per chunk: docs/OPERATIONS.md, 'Routers'.
   digestMaxHashes: {
     type: 'number',
     default: 8192,

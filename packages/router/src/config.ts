@@ -51,6 +51,7 @@ export const ROUTER_SCHEMA = {
     max: 600_000,
     doc: 'how often bootstrapDns names are re-resolved, ms; lower finds new routers sooner, more lookups',
   },
+  // Evidence for the default: docs/SCALE.md, 'Gossip mesh'.
   gossipPeers: {
     type: 'number',
     default: 0,
@@ -129,30 +130,35 @@ export const ROUTER_SCHEMA = {
     integer: true,
     doc: 'affinity key = chain hash at this depth, chunks (8 × 256 chars ≈ 512 tokens)',
   },
+  // Evidence for the default: docs/ABLATION.md, 'The load factor'.
   loadFactor: {
     type: 'number',
     default: 1.75,
     min: 1,
     doc: 'bounded-load factor c for requests without a routing key: a replica takes one while within c × its fair share',
   },
+  // Evidence for the default: docs/ABLATION.md, 'A routing key asks for affinity'.
   keyLoadFactor: {
     type: 'number',
     default: 3,
     min: 1,
     doc: 'bounded-load factor c for requests with a routing key (prompt_cache_key, x-warmpath-key); hotter keys spread',
   },
+  // Evidence for the default: docs/OPERATIONS.md, 'Tuning'; docs/SCALE.md, '1,000 replicas'.
   boundFloorTokens: {
     type: 'number',
     default: 2_048,
     min: 0,
     doc: 'a replica with less work than max(this, 2 × the request, at most 32 × this) tokens is always within the bound',
   },
+  // Evidence for the default: docs/ABLATION.md, 'warm-over-bound's hard bound: tried without, kept'.
   hardBound: {
     type: 'number',
     default: DEFAULT_HARD_BOUND,
     min: 1,
     doc: 'a warm replica past the bound may still take a request within this × c × its share, when its cost is lower',
   },
+  // Evidence for the default: docs/ABLATION.md, 'The trace's hit-rate gap, and two trade-offs made settings'.
   spillChoices: {
     type: 'number',
     default: DEFAULT_SPILL_CHOICES,
@@ -161,6 +167,7 @@ export const ROUTER_SCHEMA = {
     integer: true,
     doc: 'a cold prompt goes to the shortest prefill queue among the first this many admissible replicas in ring order',
   },
+  // Evidence for the default: docs/ABLATION.md, 'A new conversation's home counts its next few seconds (`horizon`)'.
   homeHorizonMs: {
     type: 'number',
     default: DEFAULT_HOME_HORIZON_MS,
