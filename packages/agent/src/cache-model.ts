@@ -31,10 +31,10 @@
  * Complexity: touch/insert/evict O(1): one node per chunk in typed arrays,
  * found through a Hash64Table keyed by the hash's u32 halves, on two
  * intrusive lists (the LRU, and the newest K when capped); predict O(matched
- * chunks); snapshot O(min(size, K)). A Map of BigInts cost about 1 µs per
- * operation (a BigInt made per read of a BigUint64Array, then hashed), four
- * to nine times the table's: at 14k-token prompts an agent touches about
- * 220 chunks per request.
+ * chunks); snapshot O(min(size, K)). A Map of BigInts would make a BigInt per
+ * read of a BigUint64Array and hash it, several times the table's cost, on
+ * every chunk a long prompt touches (docs/DESIGN-RATIONALE.md, "7. Numbers
+ * behind the choices").
  * Trade-off: text chunks, not the engine's token blocks, so edges are
  * approximate; and traffic that bypasses the agent is invisible except through
  * the feedback in step 3. The cap K trades what a router can see (the

@@ -12,10 +12,10 @@ export const AGENT_HELP: CommandHelp = {
   description:
     "The sidecar beside one inference engine (vLLM, SGLang, llama.cpp, TGI): it proxies the engine's OpenAI API on --port, refuses work the engine cannot take (429 + x-warmpath-reject-reason), models its prefix cache, and publishes its state over gossip 4 times a second. The admin port serves /metrics, /healthz, /readyz, /warmpath/v1/state and the digest. Prints one ready line on stdout (proxy=, admin=, peer=, replica=); logs JSON lines on stderr. SIGTERM drains: no new requests, in-flight ones finish, then exit 0.",
   examples: [
-    '# beside vLLM (run it with --enable-prompt-tokens-details), reachable by routers as gpu-17.internal, publishing to 2 of the routers routers.internal resolves to',
+    '# beside vLLM (run it with --enable-prompt-tokens-details), reached by routers as gpu-17.internal',
     'warmpath agent --engine vllm --engine-url http://127.0.0.1:8000 --host 0.0.0.0 --advertise-host gpu-17.internal \\',
-    '  --port 9000 --admin-port 9001 --fleet prod --replica-id gpu-17 --gossip-listen /ip4/0.0.0.0/tcp/4001 --swarm-key /etc/warmpath/swarm.key \\',
-    '  --bootstrap-dns routers.internal --identity-file /var/lib/warmpath/identity.key',
+    '  --port 9000 --admin-port 9001 --fleet prod --replica-id gpu-17 --gossip-listen /ip4/0.0.0.0/tcp/4001 \\',
+    '  --swarm-key /etc/warmpath/swarm.key --bootstrap-dns routers.internal --identity-file /var/lib/warmpath/identity.key',
     '# beside SGLang (run it with --enable-metrics), admission a little stricter',
     'warmpath agent --engine sglang --engine-url http://127.0.0.1:30000 --kv-high-watermark 0.9 --max-waiting 32',
     '# in front of the built-in simulator, without gossip (its admin API only)',

@@ -1,22 +1,35 @@
 /**
  * The agent's one config schema: defaults with units, validated once and
- * frozen by packages/shared/src/config.ts. Each doc string ends with what
- * changing the value costs.
+ * frozen by packages/shared/src/config.ts. Each doc string states one rule;
+ * `essential` fields are the ones `--help` lists. How to choose the values
+ * that matter, with the evidence: docs/OPERATIONS.md.
  */
 import { ENGINE_KINDS, FLEET_DEFAULTS } from '@warmpath/shared/wire';
 import { LOG_LEVELS, loadConfig } from '@warmpath/shared/runtime';
 import type { ConfigOf, Schema } from '@warmpath/shared/runtime';
 
 export const AGENT_SCHEMA = {
-  engine: { type: 'string', default: 'vllm', choices: ENGINE_KINDS, doc: 'engine kind behind this agent' },
-  engineUrl: { type: 'string', default: 'http://127.0.0.1:8000', doc: 'base URL of the inference engine' },
-  host: { type: 'string', default: '127.0.0.1', doc: 'interface the proxy and admin ports bind to' },
+  engine: {
+    type: 'string',
+    default: 'vllm',
+    choices: ENGINE_KINDS,
+    essential: true,
+    doc: 'engine kind behind this agent',
+  },
+  engineUrl: {
+    type: 'string',
+    default: 'http://127.0.0.1:8000',
+    essential: true,
+    doc: 'base URL of the inference engine',
+  },
+  host: { type: 'string', default: '127.0.0.1', essential: true, doc: 'interface the proxy and admin ports bind to' },
   port: {
     type: 'number',
     default: 0,
     min: 0,
     max: 65535,
     integer: true,
+    essential: true,
     doc: 'proxy port for OpenAI requests (0 = OS-chosen)',
   },
   adminPort: {
@@ -25,25 +38,29 @@ export const AGENT_SCHEMA = {
     min: 0,
     max: 65535,
     integer: true,
+    essential: true,
     doc: 'admin port: digest, state, health, metrics (0 = OS-chosen)',
   },
   advertiseHost: {
     type: 'string',
     default: '',
+    essential: true,
     doc: 'host put in published URLs (default: --host); set it when routers reach the agent by another name',
   },
-  fleet: { type: 'string', default: 'default', doc: 'fleet name (gossip topic)' },
+  fleet: { type: 'string', default: 'default', essential: true, doc: 'fleet name (gossip topic)' },
   replicaId: { type: 'string', default: '', doc: 'stable replica id (default: hostname:proxy-port)' },
-  gossipListen: { type: 'list', default: ['/ip4/127.0.0.1/tcp/0'], doc: 'libp2p listen multiaddrs' },
+  gossipListen: { type: 'list', default: ['/ip4/127.0.0.1/tcp/0'], essential: true, doc: 'libp2p listen multiaddrs' },
   bootstrap: {
     type: 'list',
     default: [],
-    doc: "multiaddrs of routers to publish to (/p2p/<id> optional); gossipPeers of them (with bootstrapDns's) are dialed at a time",
+    essential: true,
+    doc: 'multiaddrs of routers to publish to (/p2p/<id> optional); gossipPeers of them are dialed at a time',
   },
   bootstrapDns: {
     type: 'list',
     default: [],
-    doc: "DNS names whose every A/AAAA record is a router to dial (name or name:port, port 4001 by default), re-resolved every bootstrapDnsIntervalMs: e.g. the routers' Kubernetes headless Service",
+    essential: true,
+    doc: 'DNS names (name or name:port, port 4001) whose every A/AAAA record is a router to dial, re-resolved periodically',
   },
   bootstrapDnsIntervalMs: {
     type: 'number',
@@ -52,13 +69,14 @@ export const AGENT_SCHEMA = {
     max: 600_000,
     doc: 'how often bootstrapDns names are re-resolved, ms; lower finds new routers sooner, more lookups',
   },
+  // Evidence for the default: docs/SCALE.md, 'Gossip mesh'.
   gossipPeers: {
     type: 'number',
     default: 2,
     min: 0,
     max: 1_000,
     integer: true,
-    doc: 'publish to this many routers out of the bootstrap and DNS candidates, picked at random and replaced when one goes away; the routers relay to the rest through their mesh (0 = dial every candidate). 2 survives one router loss; more costs a connection each and no latency',
+    doc: 'publish to this many routers of the candidates, replaced when one leaves; they relay to the rest (0 = dial all)',
   },
   gossipMaxConnections: {
     type: 'number',
@@ -71,17 +89,19 @@ export const AGENT_SCHEMA = {
   swarmKey: {
     type: 'string',
     default: '',
-    doc: "path of the fleet's libp2p swarm key file (required for gossip unless --insecure-no-swarm-key; `warmpath swarm-key` makes one)",
+    essential: true,
+    doc: "path of the fleet's swarm key file, required for gossip (`warmpath keygen` makes one)",
   },
   insecureNoSwarmKey: {
     type: 'boolean',
     default: false,
-    doc: 'join gossip without a swarm key: anyone who reaches the gossip port can publish fleet state (tests and experiments only)',
+    doc: 'join gossip without a swarm key: anyone reaching the gossip port can publish fleet state (tests only)',
   },
   identityFile: {
     type: 'string',
     default: '',
-    doc: 'file holding this agent\'s libp2p private key, created if missing: a stable peer id, so a restarted agent keeps its replica id at once and routers can allowlist it (--agent-peers) ("" = a new id each start, and a restart waits one state TTL)',
+    essential: true,
+    doc: "file of this agent's libp2p private key, created if missing: a stable peer id, so a restart keeps its replica",
   },
   gossip: { type: 'boolean', default: true, doc: 'join gossip (off: admin API only; tests and benches)' },
   publishIntervalMs: {
@@ -98,13 +118,14 @@ export const AGENT_SCHEMA = {
     max: 10_000,
     doc: 'least gap between change-triggered publishes, ms; bounds bursts',
   },
+  // Evidence for the default: docs/SCALE.md, 'The fix: publish on a change of about one request's work'.
   publishChangeTokens: {
     type: 'number',
     default: 1024,
     min: 0,
     max: 1e9,
     integer: true,
-    doc: "publish soon when the prefill queue or the in-flight work moved by this many tokens since the last message (0 = off); about one request's work, so many routers see each other's work before the next period",
+    doc: 'publish early when the prefill queue or in-flight work moved by this many tokens since the last message (0 = off)',
   },
   scrapeIntervalMs: {
     type: 'number',
@@ -138,20 +159,22 @@ export const AGENT_SCHEMA = {
   admission: {
     type: 'boolean',
     default: true,
-    doc: 'admission control (the queue, kv, inflight, too_large and stale rules); off: admit everything and let the engine queue or preempt, as an engine without Warmpath does (the benchmark runs peer emulations this way)',
+    doc: 'admission control (queue, kv, inflight, too_large, stale rules); off: admit all and let the engine queue',
   },
+  // Evidence for the default: docs/ABLATION.md, 'Loaded adapters (the agents' hot-adapter list)'.
   loadedAdapters: {
     type: 'boolean',
     default: true,
-    doc: "publish as hot, besides the adapters the engine reports in use, those of the requests admitted most recently, up to the engine's adapter slots: an engine keeps an idle adapter loaded and evicts the least recently used, but its metrics name only adapters in use (lora, DES seeds 1–3: adapter loads 161/155/165 → 91/85/98, TTFT p99 359/466/352 → 245/266/249 ms); off: the engine's report only",
+    doc: "publish as hot the adapters of the latest admissions too, up to the engine's slots (off: the engine's report only)",
   },
+  // Evidence for the default: docs/OPERATIONS.md, 'Tuning'.
   maxWaiting: {
     type: 'number',
     default: 64,
     min: 0,
     max: 1e6,
     integer: true,
-    doc: 'admission: reject (reason queue) when the engine already queues and its queue plus admissions since the last scrape would reach this many requests; 0 = off. 64 lets a 16-call fan-out sharing one prefix in (16 refused some of its calls: fanout DES p50 85 → 79 ms, 6 of 7,758 calls lost on one seed)',
+    doc: 'admission: reject (queue) when the engine queues and its queue plus recent admissions reach this many; 0 = off',
   },
   maxInflight: {
     type: 'number',
@@ -219,13 +242,14 @@ export const AGENT_SCHEMA = {
     integer: true,
     doc: 'cache model size override, chunks (0 = from engine KV capacity)',
   },
+  // Evidence for the default: docs/SCALE.md, 'Compact views'; router memory per chunk: docs/OPERATIONS.md, 'Routers'.
   digestMaxHashes: {
     type: 'number',
     default: 8192,
     min: 0,
     max: 1e8,
     integer: true,
-    doc: 'publish at most this many cached chunks, the most recently used (0 = all the cache model holds); above the nominal size of the cache model (6,750–7,209 chunks on the simulated GPUs), so it binds only when the model has grown past it (up to 2×); a router keeps about 31–36 bytes per published chunk per replica, so this bounds it at ≈ 300 MiB for 1,000 replicas whatever the engines cache. 2,048 cost 5–15 points of hit rate on chat, trace and longctx',
+    doc: 'publish at most this many cached chunks, the most recently used (0 = all); bounds router memory per replica',
   },
   maxBodyBytes: {
     type: 'number',
@@ -267,29 +291,31 @@ export const AGENT_SCHEMA = {
   usageFeedback: {
     type: 'boolean',
     default: true,
-    doc: "ask vLLM and SGLang for usage (stream_options.include_usage) on streams whose client did not, and strip that usage chunk from the client's stream, so the cache model learns cached_tokens from every request; off: forward bodies unchanged (streams without usage then teach the cache model nothing)",
+    doc: "ask vLLM/SGLang streams for usage and strip it from the client's stream, so the cache model learns each request",
   },
   logLevel: {
     type: 'string',
     default: 'info',
     choices: LOG_LEVELS,
-    doc: 'least severe level logged (JSON lines on stderr); info includes one access-log line per request',
+    essential: true,
+    doc: 'least severe level logged (JSON lines on stderr); info logs one access line per request',
   },
   logPrompts: {
     type: 'boolean',
     default: false,
-    doc: "put each request's prompt (messages, prompt or input) in its access-log line; off: prompts never reach the logs",
+    doc: "put each request's prompt in its access-log line (off: prompts never reach the logs)",
   },
   // Security (docs/SECURITY.md).
   agentToken: {
     type: 'string',
     default: '',
-    doc: 'file holding the token routers must present (Authorization: Bearer) on the proxy port and the admin API (all but /healthz and /readyz); "" = no auth',
+    essential: true,
+    doc: 'file of the token routers must present (Authorization: Bearer) on the proxy and admin ports; "" = no auth',
   },
   engineApiKey: {
     type: 'string',
     default: '',
-    doc: 'file holding the engine\'s API key, sent as Authorization: Bearer to the engine (proxied requests, metrics and model scrapes); "" = the client\'s Authorization passes through (unless agentToken is set)',
+    doc: 'file of the engine\'s API key, sent as Authorization: Bearer to the engine ("" = the client\'s passes through)',
   },
 } as const satisfies Schema;
 

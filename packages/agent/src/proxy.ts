@@ -15,8 +15,9 @@
  * the client).
  * Complexity: O(body) per request for parsing and hashing; O(1) per chunk
  * relayed, plus one JSON.parse of the usage event.
- * Trade-off: the agent parses every request body (≈ 4 ms per MB) to know its
- * prefix and work; that is the price of admission control and exact digests.
+ * Trade-off: the agent parses every request body (time linear in its size)
+ * to know its prefix and work; that is the price of admission control and
+ * exact digests (docs/SCALE.md, "Hot path").
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';

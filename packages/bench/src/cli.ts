@@ -23,47 +23,70 @@ export const ALL_POLICIES = [...BUILT_IN_POLICIES, ...PEER_POLICIES, 'warmpath-i
 const KNOWN_POLICIES: readonly string[] = [...new Set([...ALL_POLICIES, ...DES_ONLY_POLICIES])];
 
 export const benchSchema = {
-  scenario: { type: 'string', default: 'seed', choices: Object.keys(SCENARIOS), doc: 'workload' },
+  scenario: { type: 'string', default: 'seed', choices: Object.keys(SCENARIOS), essential: true, doc: 'workload' },
   mode: {
     type: 'string',
     default: 'live',
     choices: ['live', 'des'],
+    essential: true,
     doc: 'live: real processes; des: discrete-event simulation in virtual time',
   },
-  policies: { type: 'list', default: ALL_POLICIES, doc: 'policies to compare, side by side' },
+  policies: { type: 'list', default: ALL_POLICIES, essential: true, doc: 'policies to compare, side by side' },
   routers: {
     type: 'number',
     default: 2,
     min: 1,
     max: 200,
     integer: true,
+    essential: true,
     doc: 'router instances (each policy instance learns on its own)',
   },
-  replicas: { type: 'number', default: 0, min: 0, max: 5000, integer: true, doc: "replicas (0 = the scenario's)" },
-  duration: { type: 'number', default: 0, min: 0, doc: "simulated seconds of arrivals (0 = the scenario's)" },
+  replicas: {
+    type: 'number',
+    default: 0,
+    min: 0,
+    max: 5000,
+    integer: true,
+    essential: true,
+    doc: "replicas (0 = the scenario's)",
+  },
+  duration: {
+    type: 'number',
+    default: 0,
+    min: 0,
+    essential: true,
+    doc: "simulated seconds of arrivals (0 = the scenario's)",
+  },
   rate: {
     type: 'number',
     default: 0,
     min: 0,
+    essential: true,
     doc: "arrival rate per simulated second (0 = the scenario's; trace: time compression)",
   },
-  trace: { type: 'string', default: '', doc: 'Mooncake-format JSONL trace, for --scenario trace' },
+  trace: { type: 'string', default: '', essential: true, doc: 'Mooncake-format JSONL trace, for --scenario trace' },
   timeScale: {
     type: 'number',
     default: 1,
     min: 0.1,
     max: 100,
-    doc: 'live: simulated time runs this many times faster than wall time (2 cores hold the seed scenario at 1)',
+    doc: 'live: simulated time runs this many times faster than wall time',
   },
-  seed: { type: 'number', default: 1, integer: true, doc: 'seed of the workload and of the DES random stream' },
+  seed: {
+    type: 'number',
+    default: 1,
+    integer: true,
+    essential: true,
+    doc: 'seed of the workload and of the DES random stream',
+  },
   requestTimeoutS: {
     type: 'number',
     default: 30,
     min: 1,
     doc: 'live: a client gives up on a request after this many simulated seconds (an error)',
   },
-  json: { type: 'string', default: '', doc: 'write the JSON result here' },
-  report: { type: 'string', default: '', doc: 'write the HTML report here' },
+  json: { type: 'string', default: '', essential: true, doc: 'write the JSON result here' },
+  report: { type: 'string', default: '', essential: true, doc: 'write the HTML report here' },
   progress: { type: 'boolean', default: true, doc: 'live: show a progress bar on stderr' },
   l4: {
     type: 'string',
@@ -82,6 +105,7 @@ export const benchSchema = {
   routerSet: {
     type: 'list',
     default: [],
+    essential: true,
     doc: 'router config overrides as key=value (e.g. loadFactor=1.5), for every policy',
   },
   agentSet: {
@@ -112,7 +136,8 @@ export const BENCH_HELP: CommandHelp = {
     '# two policies on the shipped trace, with a router setting changed',
     'warmpath bench --scenario trace --mode des --policies warmpath,round-robin --router-set loadFactor=1.5',
     '# gossip that arrives late (median 500 ms, p99 1.5 s) and misses 5% of messages',
-    'warmpath bench --scenario seed --mode des --routers 4 --policies warmpath --gossip-delay lognormal:500:1500 --gossip-loss 0.05',
+    'warmpath bench --scenario seed --mode des --routers 4 --policies warmpath \\',
+    '  --gossip-delay lognormal:500:1500 --gossip-loss 0.05',
   ],
 };
 

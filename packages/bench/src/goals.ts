@@ -325,7 +325,7 @@ export const goalsSchema = {
 
 export const GOALS_HELP: CommandHelp = {
   description:
-    "Checks the benchmark's goals (TTFT and hit rate against the peers, round-robin, several routers, the gossip price) on every scenario in the discrete-event simulator, on the held-out seeds 101-104: a goal is met when it holds on at least 3 of 4. Prints the goal table; takes tens of minutes per seed on 2 cores.",
+    "Checks the benchmark's goals (TTFT and hit rate against the peers, round-robin, several routers, the gossip price) on every scenario in the discrete-event simulator, on the held-out seeds 101-104: a goal is met when it holds on at least 3 of 4. Prints the goal table; each seed is a long run (--workers runs more jobs at once).",
   examples: [
     'warmpath goals',
     '# one seed, two scenarios, every result saved as it arrives',

@@ -1,7 +1,7 @@
 /**
  * docs/CONFIGURATION.md, generated from the commands' config schemas: one
- * table per command with each key's flag, environment variable, default,
- * valid values and doc string. `npm run docs:config` rewrites the file; a
+ * or two tables per command (the settings `--help` lists, then the rest) with
+ * each key's flag, environment variable, default, valid values and doc string. `npm run docs:config` rewrites the file; a
  * test fails when the file and the schemas differ, so the reference cannot
  * drift. The schemas' `doc` strings are the one source.
  */
@@ -16,6 +16,7 @@ import { ROUTER_HELP } from '@warmpath/router/cli';
 import {
   defaultText,
   envName,
+  essentialKeys,
   flagName,
   type CommandHelp,
   type FieldSpec,
@@ -61,21 +62,30 @@ function validValues(spec: FieldSpec): string {
 
 const cell = (text: string): string => text.replace(/\|/g, '\\|').replace(/\n/g, ' ');
 
+/** A Markdown table of `keys` of `schema`: flag, environment variable, default, valid values, doc. */
+function table(schema: Schema, keys: readonly string[]): string {
+  const rows = keys.map((key) => {
+    const spec = schema[key]!;
+    return `| \`${key}\` | \`--${flagName(key)}\` | \`${envName(key)}\` | \`${defaultText(spec)}\` | ${cell(validValues(spec))} | ${cell(spec.doc)} |`;
+  });
+  return [
+    '| key | flag | environment | default | valid values | what it does |',
+    '|---|---|---|---|---|---|',
+    ...rows,
+  ].join('\n');
+}
+
 export function configurationReference(): string {
   const sections = COMMANDS.map(({ name, schema, help }) => {
-    const rows = Object.entries(schema).map(
-      ([key, spec]) =>
-        `| \`${key}\` | \`--${flagName(key)}\` | \`${envName(key)}\` | \`${defaultText(spec)}\` | ${cell(validValues(spec))} | ${cell(spec.doc)} |`,
-    );
-    const table = [
-      '| key | flag | environment | default | valid values | what it does |',
-      '|---|---|---|---|---|---|',
-      ...rows,
-    ].join('\n');
+    const essential = essentialKeys(schema);
+    const rest = Object.keys(schema).filter((k) => !essential.includes(k));
     return [
       `## warmpath ${name}`,
       help.description,
-      table,
+      rest.length > 0 ? `The settings most changed (\`warmpath ${name} --help\`):` : undefined,
+      table(schema, essential),
+      rest.length > 0 ? `The rest (\`warmpath ${name} --help-all\`):` : undefined,
+      rest.length > 0 ? table(schema, rest) : undefined,
       help.more !== undefined ? `\`\`\`\n${help.more}\n\`\`\`` : undefined,
     ]
       .filter((p) => p !== undefined)
@@ -91,7 +101,10 @@ column), an environment variable, a command-line flag. Unknown keys are
 errors that name the key, in every source; values are checked once at start
 (type, range, choices) and then fixed for the process's life. Booleans also
 take \`--no-<flag>\`; lists take a comma-separated value or a repeated flag.
-\`warmpath <command> --help\` prints the same with examples.
+\`warmpath <command> --help\` prints the settings most changed with examples;
+\`--help-all\` prints every one. Each doc string states the rule; the
+evidence behind a default lives in [ABLATION.md](ABLATION.md),
+[SCALE.md](SCALE.md) and [DESIGN-RATIONALE.md](DESIGN-RATIONALE.md).
 
 Durations are in the unit their key ends with (\`Ms\`: milliseconds, \`S\`:
 seconds), sizes in bytes, tokens or characters as the key says. How to

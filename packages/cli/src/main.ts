@@ -40,7 +40,8 @@ const EXAMPLES = [
   'warmpath demo',
   '# beside each engine: an agent; then any number of routers',
   'warmpath agent --engine vllm --engine-url http://127.0.0.1:8000 --host 0.0.0.0 --fleet prod --swarm-key swarm.key',
-  'warmpath router --host 0.0.0.0 --fleet prod --swarm-key swarm.key --bootstrap /ip4/10.0.0.17/tcp/4001/p2p/12D3KooW…',
+  'warmpath router --host 0.0.0.0 --fleet prod --swarm-key swarm.key \\',
+  '  --bootstrap /ip4/10.0.0.17/tcp/4001/p2p/12D3KooW…',
   '# compare routing policies on a workload, in virtual time',
   'warmpath bench --scenario chat --mode des',
 ];
@@ -49,17 +50,22 @@ function usage(): string {
   const rows = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(9)} ${c.summary}`);
   return [
     'usage: warmpath <command> [options]',
-    'Warmpath places each LLM request where its prompt prefix and LoRA adapter are already warm: an agent beside each inference engine, stateless routers in front, joined by gossip.',
+    'Warmpath places each LLM request where its prompt prefix and LoRA adapter are already warm:\nan agent beside each inference engine, stateless routers in front, joined by gossip.',
     `commands:\n${rows.join('\n')}`,
     `examples:\n${EXAMPLES.map((l) => `  ${l}`).join('\n')}`,
-    'Every option is also a WARMPATH_* environment variable and a key of a --config YAML/JSON file. "warmpath <command> --help" lists a command\'s options with examples; "warmpath --version" prints the version.',
+    [
+      'Every option is also a WARMPATH_* environment variable and a key of a --config YAML/JSON file.',
+      '"warmpath <command> --help" lists the settings most changed, with examples; "--help-all" lists every one.',
+      '"warmpath --version" prints the version.',
+    ].join('\n'),
   ].join('\n\n');
 }
 
 const [name, ...rest] = process.argv.slice(2);
 const command = name === undefined ? undefined : commands[name];
 if (command === undefined) {
-  const helpAsked = name === undefined || name === '--help' || name === '-h' || name === 'help';
+  const helpAsked =
+    name === undefined || name === '--help' || name === '--help-all' || name === '-h' || name === 'help';
   (helpAsked ? console.log : console.error)(
     name === undefined || helpAsked ? usage() : `warmpath: unknown command "${name}"\n\n${usage()}`,
   );

@@ -16,23 +16,32 @@ import { generateSwarmKey, loadIdentity, peerIdOfIdentity } from '@warmpath/shar
 
 const USAGE = `usage: warmpath keygen [--out FILE] | --identity FILE   (alias: warmpath swarm-key)
 
-Prints a new swarm key, the fleet's gossip network key; pass the file to every agent and router of the fleet with --swarm-key.
+Prints a new swarm key, the fleet's gossip network key; give the file to every agent and router
+of the fleet with --swarm-key.
   --out FILE       write the swarm key to FILE (mode 0600; refuses to overwrite)
-  --identity FILE  create a node identity file (--identity-file reads it; an existing one is kept) and print its peer id (for --agent-peers)`;
+  --identity FILE  create a node identity file (--identity-file reads it; an existing one is kept)
+                   and print its peer id (for --agent-peers)
+  --help | --help-all
+                   this text`;
 
 export async function run(argv: string[]): Promise<void> {
-  let values: { help?: boolean; out?: string; identity?: string };
+  let values: { help?: boolean; 'help-all'?: boolean; out?: string; identity?: string };
   try {
     ({ values } = parseArgs({
       args: argv,
-      options: { help: { type: 'boolean', short: 'h' }, out: { type: 'string' }, identity: { type: 'string' } },
+      options: {
+        help: { type: 'boolean', short: 'h' },
+        'help-all': { type: 'boolean' },
+        out: { type: 'string' },
+        identity: { type: 'string' },
+      },
     }));
   } catch (err) {
     console.error(`${(err as Error).message}\n\n${USAGE}`);
     process.exitCode = 2;
     return;
   }
-  if (values.help === true) {
+  if (values.help === true || values['help-all'] === true) {
     console.log(USAGE);
     return;
   }

@@ -1,13 +1,15 @@
 /**
- * `warmpath --help` and each command's `--help`, from real processes; every
- * example in them parses against its command's schema (so an example cannot
+ * `warmpath --help` and each command's `--help` and `--help-all`, from real
+ * processes: `--help` lists the essential settings, `--help-all` every one, no
+ * line is longer than DOC_MAX_CHARS and no doc string carries a measurement;
+ * every example parses against its command's schema (so an example cannot
  * name a flag that does not exist or a value out of range); and
  * docs/CONFIGURATION.md is what the schemas generate.
  */
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { flagName, loadConfig, type Schema } from '@warmpath/shared/runtime';
+import { DOC_MAX_CHARS, essentialKeys, flagName, loadConfig, type Schema } from '@warmpath/shared/runtime';
 import { describe, expect, it } from 'vitest';
 import { CLI_ROOT } from '../src/build.ts';
 import { COMMANDS, CONFIGURATION_MD, configurationReference } from '../src/config-docs.ts';
@@ -56,26 +58,68 @@ describe('warmpath --help', () => {
   });
 });
 
+/** Lines of a help text that name a setting's flag (`  --load-factor N  (default 1.75)`). */
+const settingLines = (text: string): string[] => text.split('\n').filter((l) => /^ {2}--[a-z]/.test(l));
+/** Most settings `--help` may list: the essential ones, --config and --help. */
+const MAX_HELP_SETTINGS = 40;
+/** What a measurement looks like in a doc string: its figures belong in docs/, the doc states the rule. */
+const MEASUREMENT = /\bpoints\b|DES seeds?|[+−]\d[\d.]*\s*%|→ \d|\b(p50|p99) (\+|−|-|\d)/;
+
 describe.each(COMMANDS.map((c) => [c.name, c] as const))('warmpath %s --help', (name, command) => {
   const res = help([name, '--help']);
+  const all = help([name, '--help-all']);
+  const keys = Object.keys(command.schema);
+  const essential = essentialKeys(command.schema);
 
-  it('describes the command and every option, with its default and environment variable', () => {
+  it('describes the command and lists only the essential settings', () => {
     expect(res.status, res.stderr).toBe(0);
     expect(res.stdout).toContain(`usage: warmpath ${name} [options]`);
     expect(res.stdout).toContain(command.help.description!.slice(0, 40));
-    for (const key of Object.keys(command.schema))
-      expect(res.stdout).toMatch(new RegExp(`^  --${flagName(key)}\\b`, 'm'));
+    expect(settingLines(res.stdout).length).toBeLessThanOrEqual(MAX_HELP_SETTINGS);
+    for (const key of keys) {
+      const listed = new RegExp(`^  --${flagName(key)}(?=\\s)`, 'm');
+      if (essential.includes(key)) expect(res.stdout, key).toMatch(listed);
+      else expect(res.stdout, key).not.toMatch(listed);
+    }
+    expect(res.stdout).toContain('--help-all');
   });
 
-  it('has examples, and each parses against the schema', () => {
+  it('--help-all lists every setting', () => {
+    expect(all.status, all.stderr).toBe(0);
+    for (const key of keys) expect(all.stdout, key).toMatch(new RegExp(`^  --${flagName(key)}(?=\\s)`, 'm'));
+  });
+
+  it(`has no line over ${DOC_MAX_CHARS} characters, and each doc is one rule without measurements`, () => {
+    for (const line of [...res.stdout.split('\n'), ...all.stdout.split('\n')])
+      expect(line.length, line).toBeLessThanOrEqual(DOC_MAX_CHARS);
+    for (const [key, spec] of Object.entries(command.schema)) {
+      expect(spec.doc.length, key).toBeLessThanOrEqual(DOC_MAX_CHARS);
+      expect(spec.doc, key).not.toMatch(MEASUREMENT);
+    }
+  });
+
+  it('has 2 to 4 examples, and each parses against the schema', () => {
     const examples = exampleLines(res.stdout);
-    expect(examples.length).toBeGreaterThanOrEqual(1);
+    expect(examples.length).toBeGreaterThanOrEqual(2);
+    expect(examples.length).toBeLessThanOrEqual(4);
     for (const line of examples) {
       expect(line).toContain(`warmpath ${name}`);
       expect(() => parseExample(line), line).not.toThrow();
     }
   });
 });
+
+describe.each([[[]], [['--help']], [['--help-all']], [['keygen', '--help']], [['keygen', '--help-all']]])(
+  'warmpath %j',
+  (args) => {
+    it(`prints help with no line over ${DOC_MAX_CHARS} characters`, () => {
+      const res = help(args);
+      expect(res.status, res.stderr).toBe(0);
+      expect(res.stdout).toContain('usage: warmpath');
+      for (const line of res.stdout.split('\n')) expect(line.length, line).toBeLessThanOrEqual(DOC_MAX_CHARS);
+    });
+  },
+);
 
 describe("the README's commands", () => {
   const readme = readFileSync(join(CLI_ROOT, '../../README.md'), 'utf8');

@@ -15,15 +15,15 @@ export const ROUTER_HELP: CommandHelp = {
   description:
     "A stateless router: it follows the agents' state over gossip and places each OpenAI-compatible request (/v1/chat/completions, /v1/completions, /v1/responses, /v1/embeddings; /v1/models lists the fleet's) on the replica where its prefix and adapter are warm, within a load bound; x-warmpath-replica and x-warmpath-route say where and why. Run any number behind an L4 balancer. Also on its port: /healthz, /readyz, /metrics, /warmpath/v1/fleet. Prints one ready line on stdout (url=, peer=, id=, policy=); logs JSON lines on stderr.",
   examples: [
-    "# a router of the fleet 'prod' in a mesh of routers: every address of routers.internal (re-resolved), 6 of them kept; relayed agent state accepted from 10.0.0.0/16",
-    'warmpath router --host 0.0.0.0 --port 8080 --fleet prod --swarm-key /etc/warmpath/swarm.key --gossip-listen /ip4/0.0.0.0/tcp/4001 \\',
-    '  --bootstrap-dns routers.internal --gossip-peers 6 --agent-networks 10.0.0.0/16 --identity-file /var/lib/warmpath/identity.key',
+    '# in a mesh of routers: every address routers.internal resolves to, 6 of them kept; agents in 10.0.0.0/16',
+    'warmpath router --host 0.0.0.0 --port 8080 --fleet prod --swarm-key /etc/warmpath/swarm.key \\',
+    '  --gossip-listen /ip4/0.0.0.0/tcp/4001 --bootstrap-dns routers.internal --gossip-peers 6 \\',
+    '  --agent-networks 10.0.0.0/16 --identity-file /var/lib/warmpath/identity.key',
     "# without a mesh: dialling two agents' gossip addresses (each agent's ready line prints its peer=)",
-    'warmpath router --fleet prod --swarm-key /etc/warmpath/swarm.key --bootstrap /ip4/10.0.0.17/tcp/4001/p2p/12D3KooW… --bootstrap /ip4/10.0.0.18/tcp/4001/p2p/12D3KooW…',
+    'warmpath router --fleet prod --swarm-key /etc/warmpath/swarm.key \\',
+    '  --bootstrap /ip4/10.0.0.17/tcp/4001/p2p/12D3KooW… --bootstrap /ip4/10.0.0.18/tcp/4001/p2p/12D3KooW…',
     '# the same settings from a file, the fleet name from the environment',
     'WARMPATH_FLEET=prod warmpath router --config /etc/warmpath/router.yaml',
-    '# a plain balancer for comparison, with debug logs (probes and scrapes too)',
-    'warmpath router --policy round-robin --log-level debug',
   ],
 };
 

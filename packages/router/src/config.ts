@@ -19,20 +19,30 @@ import { SWITCHABLE_STEP_NAMES } from './placement/warmpath/steps.ts';
 export { POLICY_NAMES };
 
 export const ROUTER_SCHEMA = {
-  port: { type: 'number', default: 8080, min: 0, max: 65535, integer: true, doc: 'HTTP port (0 = OS-chosen)' },
-  host: { type: 'string', default: '127.0.0.1', doc: 'HTTP listen address' },
+  port: {
+    type: 'number',
+    default: 8080,
+    min: 0,
+    max: 65535,
+    integer: true,
+    essential: true,
+    doc: 'HTTP port (0 = OS-chosen)',
+  },
+  host: { type: 'string', default: '127.0.0.1', essential: true, doc: 'HTTP listen address' },
   id: { type: 'string', default: '', doc: 'router id in x-warmpath-router and logs ("" = random)' },
-  fleet: { type: 'string', default: 'default', doc: 'fleet name (gossip topic)' },
+  fleet: { type: 'string', default: 'default', essential: true, doc: 'fleet name (gossip topic)' },
   bootstrap: {
     type: 'list',
     default: [],
-    doc: 'gossip peers to dial (multiaddrs, /p2p/<id> optional): the other routers, or (without a router mesh) the agents',
+    essential: true,
+    doc: 'gossip peers to dial (multiaddrs, /p2p/<id> optional): the other routers, or the agents when routers form no mesh',
   },
-  gossipListen: { type: 'list', default: ['/ip4/127.0.0.1/tcp/0'], doc: 'gossip listen multiaddrs' },
+  gossipListen: { type: 'list', default: ['/ip4/127.0.0.1/tcp/0'], essential: true, doc: 'gossip listen multiaddrs' },
   bootstrapDns: {
     type: 'list',
     default: [],
-    doc: "DNS names whose every A/AAAA record is a gossip peer to dial (name or name:port, port 4001 by default), re-resolved every bootstrapDnsIntervalMs: e.g. the routers' own Kubernetes headless Service, so routers mesh with each other",
+    essential: true,
+    doc: 'DNS names (name or name:port, port 4001) whose every A/AAAA record is a gossip peer, re-resolved periodically',
   },
   bootstrapDnsIntervalMs: {
     type: 'number',
@@ -41,13 +51,15 @@ export const ROUTER_SCHEMA = {
     max: 600_000,
     doc: 'how often bootstrapDns names are re-resolved, ms; lower finds new routers sooner, more lookups',
   },
+  // Evidence for the default: docs/SCALE.md, 'Gossip mesh'.
   gossipPeers: {
     type: 'number',
     default: 0,
     min: 0,
     max: 1_000,
     integer: true,
-    doc: 'stay connected to this many other routers out of the bootstrap and DNS candidates, picked at random and replaced when one goes away (0 = dial every candidate, e.g. a list of agents); with many routers 6-8 keeps connections per router independent of their number',
+    essential: true,
+    doc: 'stay connected to this many routers of the bootstrap and DNS candidates, replaced when one leaves; 0 = dial all',
   },
   gossipMaxConnections: {
     type: 'number',
@@ -55,26 +67,32 @@ export const ROUTER_SCHEMA = {
     min: 1,
     max: 100_000,
     integer: true,
-    doc: 'gossip connections held at most (router peers + the agents that picked this router); beyond it new ones are refused and agents pick another router',
+    doc: 'gossip connections held at most (routers and agents); beyond it new ones are refused, agents pick another router',
   },
   swarmKey: {
     type: 'string',
     default: '',
-    doc: "path of the fleet's libp2p swarm key file (required for gossip unless --insecure-no-swarm-key; `warmpath swarm-key` makes one)",
+    essential: true,
+    doc: "path of the fleet's swarm key file, required for gossip (`warmpath keygen` makes one)",
   },
   insecureNoSwarmKey: {
     type: 'boolean',
     default: false,
-    doc: 'join gossip without a swarm key: anyone who reaches the gossip port can publish fleet state (tests and experiments only)',
+    doc: 'join gossip without a swarm key: anyone reaching the gossip port can publish fleet state (tests only)',
   },
   policy: { type: 'string', default: 'warmpath', choices: POLICY_NAMES, doc: 'placement policy' },
-  apiKeys: { type: 'string', default: '', doc: 'file of bearer API keys, one per line ("" = no auth)' },
+  apiKeys: {
+    type: 'string',
+    default: '',
+    essential: true,
+    doc: 'file of bearer API keys, one per line ("" = no auth)',
+  },
   maxBodyBytes: {
     type: 'number',
     default: DEFAULT_MAX_BODY_BYTES,
     min: 1024,
     integer: true,
-    doc: 'request body limit, bytes (16 MiB)',
+    doc: 'request body limit, bytes',
   },
   // Prefix identity: must match the agents' (they publish chunkChars).
   chunkChars: {
@@ -112,50 +130,56 @@ export const ROUTER_SCHEMA = {
     integer: true,
     doc: 'affinity key = chain hash at this depth, chunks (8 × 256 chars ≈ 512 tokens)',
   },
+  // Evidence for the default: docs/ABLATION.md, 'The load factor'.
   loadFactor: {
     type: 'number',
     default: 1.75,
     min: 1,
-    doc: "bounded-load factor c for requests without a routing key: a replica takes one while its work stays within c × its share of the fleet's (1.75 = 75% over the mean); measured against 1.25 (DES, one router, seeds 1–3): hit rate +1.2 to +1.4 points on seed, +0.5 to +0.7 on chat, +2.7 to +3.8 on longctx, TTFT p99 lower on seed, chat and lora, lora's adapter loads about halved; 2 raised seed's p99 again",
+    doc: 'bounded-load factor c for requests without a routing key: a replica takes one while within c × its fair share',
   },
+  // Evidence for the default: docs/ABLATION.md, 'A routing key asks for affinity'.
   keyLoadFactor: {
     type: 'number',
     default: 3,
     min: 1,
-    doc: "bounded-load factor c for requests with an explicit routing key (prompt_cache_key, x-warmpath-key), which asks for cache affinity: a new task goes to whichever of its key's first two ring members has less prefill queued, its calls gather there, and only a key hotter than 3× its share spreads (fanout, DES seeds 1–3, 1/4/16 routers: c = 1.75 / 2 / 3 / 4 gave hit rates 94.3–95.3 / 94.7–95.3 / 95.2–95.5 / 95.4–95.5% and TTFT p50 76–83 / 78–85 / 81–87 / 81–87 ms)",
+    doc: 'bounded-load factor c for requests with a routing key (prompt_cache_key, x-warmpath-key); hotter keys spread',
   },
+  // Evidence for the default: docs/OPERATIONS.md, 'Tuning'; docs/SCALE.md, '1,000 replicas'.
   boundFloorTokens: {
     type: 'number',
     default: 2_048,
     min: 0,
-    doc: 'a replica with less work than max(this, 2 × the request up to 32 × this) (tokens per unit weight) is always within the bound; measured (DES): 16,384 let a system prompt pile onto its ring home in the seed scenario (p50 +15%), a cap below 65,536 spilled long trace prompts off warm replicas',
+    doc: 'a replica with less work than max(this, 2 × the request, at most 32 × this) tokens is always within the bound',
   },
+  // Evidence for the default: docs/ABLATION.md, 'warm-over-bound's hard bound: tried without, kept'.
   hardBound: {
     type: 'number',
     default: DEFAULT_HARD_BOUND,
     min: 1,
-    doc: "a warm replica deeper than the best one within the bound may still take a request while within this × c × its share, when its cost (prefill queue + twice the prompt it lacks) is lower; a large value leaves the choice to that cost alone, which gained the trace 0.2–1.1 points of hit rate (held-out seeds) but raised the seed scenario's TTFT p99 at one router by 16% (DES, 20 seeds)",
+    doc: 'a warm replica past the bound may still take a request within this × c × its share, when its cost is lower',
   },
+  // Evidence for the default: docs/ABLATION.md, 'The trace's hit-rate gap, and two trade-offs made settings'.
   spillChoices: {
     type: 'number',
     default: DEFAULT_SPILL_CHOICES,
     min: 2,
     max: 64,
     integer: true,
-    doc: "a cold prompt goes to the shortest prefill queue (published; for a routing key's new task, with this router's work since the report) among the first this many admissible replicas in its ring order; 4 cut the long-context scenario's TTFT p99 by 4–25% (DES, held-out seeds, 1/4/16 routers) at up to 0.4 points of the trace's hit rate",
+    doc: 'a cold prompt goes to the shortest prefill queue among the first this many admissible replicas in ring order',
   },
+  // Evidence for the default: docs/ABLATION.md, 'A new conversation's home counts its next few seconds (`horizon`)'.
   homeHorizonMs: {
     type: 'number',
     default: DEFAULT_HOME_HORIZON_MS,
     min: 0,
     max: 600_000,
-    doc: "equally warm replicas (a shared prefix: most often a new conversation choosing its home) are compared by prefill queue plus this many ms of the work their recent clients send (published recent rate); 0 compares the queue alone. 3 s cut the seed scenario's TTFT p99 by 1–4% and chat's by 2–5% over 20 seeds never tuned on (DES, 1/4/16 routers), p50 within 1.2%",
+    doc: "equally warm replicas compare prefill queue plus this many ms of their recent clients' work (0 = queue alone)",
   },
   placementOff: {
     type: 'list',
     default: [],
     choices: SWITCHABLE_STEP_NAMES,
-    doc: `warmpath steps to switch off, for ablation (none by default): ${SWITCHABLE_STEP_NAMES.join(', ')}`,
+    doc: 'warmpath placement steps to switch off, for ablation (none by default)',
   },
   overlayTtlMs: {
     type: 'number',
@@ -204,7 +228,7 @@ export const ROUTER_SCHEMA = {
     type: 'number',
     default: 120_000,
     min: 10,
-    doc: 'upstream idle deadline between body chunks, ms (a hung replica ends the stream with stream_interrupted after this)',
+    doc: 'upstream idle deadline between body chunks, ms; a hung replica then ends the stream with stream_interrupted',
   },
   upstreamConnections: {
     type: 'number',
@@ -233,33 +257,37 @@ export const ROUTER_SCHEMA = {
     type: 'string',
     default: 'info',
     choices: LOG_LEVELS,
-    doc: 'least severe level logged (JSON lines on stderr); info includes one access-log line per request',
+    essential: true,
+    doc: 'least severe level logged (JSON lines on stderr); info logs one access line per request',
   },
   logPrompts: {
     type: 'boolean',
     default: false,
-    doc: "put each request's prompt (messages, prompt or input) in its access-log line; off: prompts never reach the logs",
+    doc: "put each request's prompt in its access-log line (off: prompts never reach the logs)",
   },
   // Security (docs/SECURITY.md).
   agentToken: {
     type: 'string',
     default: '',
-    doc: 'file holding the token this router presents to agents (Authorization: Bearer, on proxied requests and digest pulls); "" = none',
+    essential: true,
+    doc: 'file of the token this router presents to agents (Authorization: Bearer); "" = none',
   },
   agentPeers: {
     type: 'list',
     default: [],
-    doc: 'gossip peer ids of the agents allowed to publish replica state (empty = any peer holding the swarm key); a listed peer may take over any replica id at once',
+    doc: 'gossip peer ids of the agents allowed to publish replica state (empty = any peer holding the swarm key)',
   },
   agentNetworks: {
     type: 'list',
     default: [],
-    doc: 'networks (CIDR) and host names (name or *.suffix) agent URLs may point to whatever address the agent publishes from (default: only its own address, or this machine over loopback)',
+    essential: true,
+    doc: "networks (CIDR) and host names (name, *.suffix) agent URLs may point to (default: the agent's own address)",
   },
   identityFile: {
     type: 'string',
     default: '',
-    doc: 'file holding this node\'s libp2p private key, created if missing: a stable gossip peer id across restarts ("" = a new id each start)',
+    essential: true,
+    doc: 'file of this node\'s libp2p private key, created if missing: a stable peer id across restarts ("" = a new one)',
   },
   // Reliability: outlier ejection, retry budget, deadlines, shutdown.
   ejectAfterFailures: {
@@ -267,7 +295,7 @@ export const ROUTER_SCHEMA = {
     default: 5,
     min: 1,
     integer: true,
-    doc: 'consecutive failures (5xx other than admission refusals, resets, timeouts) that eject a replica; a refused connection ejects at once',
+    doc: 'consecutive failures (5xx but admission refusals, resets, timeouts) that eject a replica; a refused connect at once',
   },
   ejectBaseMs: {
     type: 'number',
@@ -308,7 +336,7 @@ export const ROUTER_SCHEMA = {
     default: 15_000,
     min: 10,
     max: 15_000,
-    doc: "SSE comment `: keep-alive` after this much silence on a stream, ms (also commits a stream still waiting for its replica's headers)",
+    doc: 'SSE `: keep-alive` comment after this much silence on a stream, ms (also commits a stream awaiting headers)',
   },
   maxConnections: {
     type: 'number',

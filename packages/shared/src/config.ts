@@ -11,11 +11,26 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
 
-export type FieldSpec =
-  | { type: 'number'; default: number; min?: number; max?: number; integer?: boolean; doc: string }
-  | { type: 'string'; default: string; choices?: readonly string[]; doc: string }
-  | { type: 'boolean'; default: boolean; doc: string }
-  | { type: 'list'; default: readonly string[]; choices?: readonly string[]; doc: string };
+/**
+ * Every field: `doc` is one rule of at most DOC_MAX_CHARS characters (units and
+ * defaults, no measurements; evidence lives in docs/); `essential` puts it in
+ * `--help`, the rest appear under `--help-all`.
+ */
+interface FieldBase {
+  doc: string;
+  essential?: boolean;
+}
+
+export type FieldSpec = FieldBase &
+  (
+    | { type: 'number'; default: number; min?: number; max?: number; integer?: boolean }
+    | { type: 'string'; default: string; choices?: readonly string[] }
+    | { type: 'boolean'; default: boolean }
+    | { type: 'list'; default: readonly string[]; choices?: readonly string[] }
+  );
+
+/** Longest doc string, and longest line of any help text. */
+export const DOC_MAX_CHARS = 120;
 
 export type Schema = Record<string, FieldSpec>;
 
@@ -110,7 +125,7 @@ function readFile(path: string): Record<string, unknown> {
   return parsed as Record<string, unknown>;
 }
 
-/** Parses flags against the schema. `--config FILE` and `--help` are always accepted. */
+/** Parses flags against the schema. `--config FILE`, `--help` and `--help-all` are always accepted. */
 export function parseFlags(
   schema: Schema,
   argv: readonly string[],
@@ -118,6 +133,7 @@ export function parseFlags(
   const options: Record<string, { type: 'string' | 'boolean'; multiple?: boolean }> = {
     config: { type: 'string' },
     help: { type: 'boolean' },
+    'help-all': { type: 'boolean' },
   };
   const byFlag = new Map<string, string>();
   for (const [key, spec] of Object.entries(schema)) {
@@ -143,10 +159,10 @@ export function parseFlags(
     values[key] = Array.isArray(value) ? value.flatMap((v) => String(v).split(',')) : value;
   }
   const configFile = typeof parsed.values.config === 'string' ? parsed.values.config : undefined;
-  return { values, ...(configFile !== undefined ? { configFile } : {}), help: parsed.values.help === true };
+  const help = parsed.values.help === true || parsed.values['help-all'] === true;
+  return { values, ...(configFile !== undefined ? { configFile } : {}), help };
 }
 
-/** Builds, validates and freezes a config. Throws ConfigError naming the offending key. */
 /** Every config loadConfig produced: components take one of these as is instead of validating again. */
 const loaded = new WeakSet<object>();
 
@@ -155,6 +171,7 @@ export function isLoadedConfig(value: unknown): boolean {
   return typeof value === 'object' && value !== null && loaded.has(value);
 }
 
+/** Builds, validates and freezes a config. Throws ConfigError naming the offending key. */
 export function loadConfig<S extends Schema>(schema: S, sources: ConfigSources = {}): ConfigOf<S> {
   const out: Record<string, unknown> = {};
   for (const [key, spec] of Object.entries(schema)) out[key] = spec.default;
@@ -193,7 +210,7 @@ export function loadConfig<S extends Schema>(schema: S, sources: ConfigSources =
 export interface CommandHelp {
   /** What the command does: a paragraph. */
   description?: string;
-  /** Example command lines; a line starting with `#` comments the next one. */
+  /** Example command lines (2–4 commands); a line starting with `#` comments the next one. */
   examples?: readonly string[];
   /** Text after the options and before the examples (the simulator's faults). */
   more?: string;
@@ -230,23 +247,56 @@ function wrap(text: string, width: number, indent: string): string {
   return lines.map((l) => indent + l).join('\n');
 }
 
-/** `--help` text generated from the schema: each flag with its value, doc, default, choices and environment name; then the examples. */
-export function helpText(command: string, schema: Schema, help: CommandHelp = {}): string {
-  const indent = ' '.repeat(6);
-  const rows = Object.entries(schema).map(([key, spec]) => {
-    const long = choicesOf(spec);
-    const choices =
-      long !== undefined && long.join('|').length > SHORT_CHOICES_CHARS ? ` One of: ${long.join(', ')}.` : '';
-    const flag =
-      spec.type === 'boolean'
-        ? `--${flagName(key)} | --no-${flagName(key)}`
-        : `--${flagName(key)} ${placeholder(spec)}`;
-    return `  ${flag}\n${wrap(`${spec.doc.charAt(0).toUpperCase()}${spec.doc.slice(1)}.${choices} Default ${defaultText(spec)}; env ${envName(key)}.`, 74, indent)}`;
-  });
+const INDENT = ' '.repeat(6);
+/** Width of wrapped prose (descriptions), below DOC_MAX_CHARS so paragraphs read easily. */
+const PROSE_CHARS = 100;
+
+/** One setting: its flag, value and default on one line; its doc (and long choices) wrapped below. */
+function settingRows(key: string, spec: FieldSpec): string {
+  const long = choicesOf(spec);
+  const choices =
+    long !== undefined && long.join('|').length > SHORT_CHOICES_CHARS ? ` One of: ${long.join(', ')}.` : '';
+  const flag =
+    spec.type === 'boolean' ? `--${flagName(key)} | --no-${flagName(key)}` : `--${flagName(key)} ${placeholder(spec)}`;
+  const doc = `${spec.doc.charAt(0).toUpperCase()}${spec.doc.slice(1)}.${choices}`;
+  const head = `  ${flag}  (default ${defaultText(spec)})`;
+  // A default too long for the flag's line (a list) goes after the doc, where it wraps.
+  if (head.length <= DOC_MAX_CHARS) return `${head}\n${wrap(doc, DOC_MAX_CHARS - INDENT.length, INDENT)}`;
+  const def = ` Default: ${defaultText(spec).replaceAll(',', ', ')}.`;
+  return `  ${flag}\n${wrap(doc + def, DOC_MAX_CHARS - INDENT.length, INDENT)}`;
+}
+
+/** The keys `--help` lists: the essential ones (all of them when none is marked). */
+export function essentialKeys(schema: Schema): string[] {
+  const marked = Object.keys(schema).filter((k) => schema[k]!.essential === true);
+  return marked.length > 0 ? marked : Object.keys(schema);
+}
+
+/**
+ * Help text generated from the schema: usage, description, the settings (the
+ * essential ones, or every one when `all`: `--help-all`), then the examples.
+ * Invariant: no line is longer than DOC_MAX_CHARS.
+ */
+export function helpText(command: string, schema: Schema, help: CommandHelp = {}, all = false): string {
+  const keys = all ? Object.keys(schema) : essentialKeys(schema);
+  const first = Object.keys(schema)[0] ?? 'port';
+  const heading = all
+    ? 'settings (every one):'
+    : keys.length < Object.keys(schema).length
+      ? `settings (the ${keys.length} most changed; --help-all lists all ${Object.keys(schema).length}):`
+      : 'settings:';
+  const rows = keys.map((key) => settingRows(key, schema[key]!));
   const parts = [`usage: warmpath ${command} [options]`];
-  if (help.description !== undefined) parts.push(wrap(help.description, 78, ''));
+  if (help.description !== undefined) parts.push(wrap(help.description, PROSE_CHARS, ''));
   parts.push(
-    `options (flags win over WARMPATH_* environment variables, which win over the --config file):\n${rows.join('\n')}\n  --config FILE\n${indent}YAML or JSON file with any of the keys above, as camelCase (e.g. ${Object.keys(schema)[0] ?? 'port'}: …).\n  --help\n${indent}This text.`,
+    `${heading}\n${rows.join('\n')}\n  --config FILE\n${INDENT}YAML or JSON file of settings, keys in camelCase (e.g. ${first}).\n  --help | --help-all\n${INDENT}The most changed settings | every setting.`,
+  );
+  parts.push(
+    wrap(
+      `Each setting is also an environment variable and a --config key: --${flagName(first)} is ${envName(first)} and ${first}. Flags win over the environment, which wins over the file.`,
+      PROSE_CHARS,
+      '',
+    ),
   );
   if (help.more !== undefined) parts.push(help.more);
   if (help.examples !== undefined && help.examples.length > 0)
@@ -254,15 +304,16 @@ export function helpText(command: string, schema: Schema, help: CommandHelp = {}
   return parts.join('\n\n');
 }
 
-/** A subcommand's config from process argv/env; prints help and exits on --help. */
+/** A subcommand's config from process argv/env; prints help and exits on --help or --help-all. */
 export function configFromProcess<S extends Schema>(
   command: string,
   schema: S,
   argv: readonly string[],
   help: CommandHelp = {},
 ): ConfigOf<S> {
-  if (argv.includes('--help') || argv.includes('-h')) {
-    console.log(helpText(command, schema, help));
+  const all = argv.includes('--help-all');
+  if (all || argv.includes('--help') || argv.includes('-h')) {
+    console.log(helpText(command, schema, help, all));
     process.exit(0);
   }
   return loadConfig(schema, { argv, env: process.env });

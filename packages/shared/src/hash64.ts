@@ -6,15 +6,13 @@
  * uniform); linear probing; deletion by backward shift (no tombstones);
  * doubling at 3/4 load. A slot is its key's two halves and its value side by
  * side in one array, and an empty slot holds the key 0 (the key 0 itself, if
- * it ever comes, is kept beside the slots): no byte per slot for "used". A
- * router's view at 1,000 replicas: tables 245 → 221 MiB, RSS 439 → 421 MiB
- * (router/bench/memory.ts). Applying gossip is as fast as with separate
- * arrays: it waits on memory either way (a probe is a cache miss in tables
- * of tens of MB; ≈ 1.8 probes per lookup).
+ * it ever comes, is kept beside the slots): no byte per slot for "used", and
+ * a probe touches one cache line for key and value (docs/SCALE.md, "Compact
+ * views", measured with router/bench/memory.ts).
  * Complexity: O(1) expected per get/set/delete (at 3/4 load a hit probes
  * ≈ 2.5 slots, a miss ≈ 8.5); 12 bytes per slot (8 for a set), so 16–32
- * bytes per key (11–21 for a set) — a Map<bigint, …> costs ≈ 60 and caps at
- * 2^24 entries.
+ * bytes per key (11–21 for a set) — a Map<bigint, …> costs several times that
+ * and caps at 2^24 entries.
  * Trade-off: keys arrive as BigUint64Array; `halves` views them as u32 pairs
  * without creating a BigInt per hash (little-endian hosts). 3/4 load rather
  * than 1/2 makes a router's digest tables about a third smaller (they are
@@ -184,8 +182,8 @@ export class Hash64Table {
    * Empties the table and returns it to the capacity it was made with: a
    * set filled by a burst and then emptied is not scanned (forEach) at its
    * peak size ever after. The agent's pending digest delta is such a set:
-   * kept at its peak, every publish scanned it whole (5% of a simulator run
-   * at 100 replicas went there).
+   * kept at its peak, every publish would scan it whole (docs/SCALE.md,
+   * "Simulator speed: an hour of the trace at 100 replicas").
    */
   clear(): void {
     if (this.#slots !== this.#initialSlots) {

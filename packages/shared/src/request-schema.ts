@@ -231,7 +231,7 @@ const SCHEMAS: Record<RequestKind, Record<string, unknown>> = {
 let compiled: Record<RequestKind, ValidateFunction> | undefined;
 
 /**
- * Compiles the schemas (about 100 ms): on first use, or ahead of it by
+ * Compiles the schemas (a start-up cost): on first use, or ahead of it by
  * calling this at start, as the router and the agent do, so no request pays
  * for it. Processes that never validate (the simulator) never do.
  */

@@ -136,8 +136,9 @@ export interface BoundInput {
 /**
  * The floor of the bounded-load rule per unit of weight: max(floor, min(2 × cost,
  * 32 × floor)). Two requests' worth of work never makes a member "full", and
- * the floor grows with the request up to 32 × floor (measured on the Mooncake
- * trace, DES: without the growth 15k-token prompts spilled off warm replicas).
+ * the floor grows with the request up to 32 × floor, so a long prompt does
+ * not spill off its warm replica merely for being long (docs/DESIGN-RATIONALE.md,
+ * "4. Placement").
  */
 export function boundFloor(cost: number, floor: number): number {
   return Math.max(floor, Math.min(2 * cost, 32 * floor));

@@ -77,10 +77,20 @@ describe('config', () => {
     expect(() => loadConfig(schema, { overrides: { off: ['nope'] } })).toThrow(ConfigError);
   });
 
-  it('generates help from the schema', () => {
+  it('generates help from the schema: every field when none is essential', () => {
     const h = helpText('router', schema);
-    expect(h).toContain('--state-ttl-ms');
-    expect(h).toContain('WARMPATH_STATE_TTL_MS');
+    expect(h).toContain('--state-ttl-ms N  (default 3000)');
+    expect(h).toContain('WARMPATH_PORT');
+  });
+
+  it('--help lists the essential fields, --help-all every one', () => {
+    const marked = { ...schema, fleet: { ...schema.fleet, essential: true } } as const satisfies Schema;
+    const short = helpText('router', marked);
+    expect(short).toContain('--fleet TEXT');
+    expect(short).not.toContain('--state-ttl-ms');
+    expect(short).toContain('the 1 most changed; --help-all lists all 7');
+    expect(helpText('router', marked, {}, true)).toContain('--state-ttl-ms');
+    expect(() => loadConfig(marked, { argv: ['--help-all'] })).not.toThrow();
   });
 });
 

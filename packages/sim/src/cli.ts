@@ -25,8 +25,9 @@ export const SIM_HELP: CommandHelp = {
 };
 
 export async function run(argv: string[]): Promise<void> {
-  if (argv.includes('--help') || argv.includes('-h')) {
-    console.log(helpText('sim', simSchema, SIM_HELP));
+  const all = argv.includes('--help-all');
+  if (all || argv.includes('--help') || argv.includes('-h')) {
+    console.log(helpText('sim', simSchema, SIM_HELP, all));
     return;
   }
   const c = configFromProcess('sim', simSchema, argv, SIM_HELP);

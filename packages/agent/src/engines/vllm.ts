@@ -9,8 +9,9 @@
  * Two steps: `readVllm` picks vLLM's readings out of the parsed metrics;
  * `vllmSnapshot` maps readings to an EngineSnapshot. The discrete-event
  * simulator hands its engine model's readings straight to `vllmSnapshot`
- * (rendering and parsing the metrics text would add about 70% to a large
- * run's CPU time), so the mapping exists once for both.
+ * (rendering and parsing the metrics text would dominate a large run's CPU
+ * time: docs/ARCHITECTURE.md, "One model, two clocks"), so the mapping
+ * exists once for both.
  */
 import { mean, parsePrometheus, pick, sum } from '@warmpath/shared/runtime';
 import type { Metrics } from '@warmpath/shared/runtime';

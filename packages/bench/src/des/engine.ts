@@ -5,10 +5,9 @@
  * to a snapshot by the agent's vLLM adapter (`vllmSnapshot`) — the one
  * mapping live and simulated agents share. A test checks that these readings
  * give the same snapshot as rendering /metrics and parsing it.
- * Why not render and parse: at 1,000 replicas the text round trip adds about
- * 70% to the run's CPU time (measured: 58 s instead of 34 s for `bench
- * --scenario seed --mode des --replicas 1000 --routers 10 --rate 10000
- * --duration 5 --policies warmpath`).
+ * Why not render and parse: the text round trip costs CPU in proportion to
+ * the replicas, and at 1,000 of them it dominates the run (docs/ARCHITECTURE.md,
+ * "One model, two clocks").
  */
 import { vllmSnapshot, type EngineSource, type ModelEntry, type VllmReadings } from '@warmpath/agent';
 import type { EngineModel, EngineProfile } from '@warmpath/sim';

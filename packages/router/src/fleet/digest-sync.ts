@@ -20,11 +20,10 @@
  * never leave the index).
  * Trade-off: deltas are cheap but lossy under gossip loss; snapshots repair
  * any gap at the price of an HTTP round trip, so the router pulls only when
- * the delta chain stays broken or the sizes disagree. Pulling on every gap,
- * 10 routers pulled 1,954 snapshots from 100 replicas in 65 simulated
- * seconds of the trace (0.7% of the messages: two publishes 10 ms apart,
- * delivered 5–20 ms later, often swap); a lost message now costs its
- * digest REORDER_WAIT_MS more before the pull (docs/SCALE.md).
+ * the delta chain stays broken or the sizes disagree: two publishes a few ms
+ * apart often arrive swapped, and a reordered delta is not a gap. A lost
+ * message costs its digest REORDER_WAIT_MS more before the pull. Evidence:
+ * docs/SCALE.md, "Reordered deltas are not gaps".
  */
 import { decodeSnapshot, type ReplicaState, type DigestSnapshot } from '@warmpath/shared/wire';
 import { halves, Hash64Table } from '@warmpath/shared/runtime';

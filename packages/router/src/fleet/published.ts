@@ -11,8 +11,8 @@
  * Trade-off: a second copy of a few numbers per replica, kept in step with
  * the record by the view alone, for a candidate table over 1,000 replicas
  * that reads dense arrays instead of four objects per replica (record,
- * state, load, capacity): placement p50 at 1,000 replicas fell by about a
- * fifth (docs/SCALE.md).
+ * state, load, capacity). Invariant: a column always equals the record's
+ * latest state. Evidence: docs/SCALE.md, "Placement at 1,000 replicas".
  */
 import { ENDPOINTS, type Endpoint, type ReplicaState } from '@warmpath/shared/wire';
 import { holding } from '@warmpath/shared/runtime';

@@ -65,7 +65,8 @@ export const MAX_REPLICAS_PER_PEER = 8;
 /**
  * Messages a peer may publish, per second and in a burst: an agent at the
  * defaults sends at most ~104/s (one per 10 ms gap while its load keeps
- * moving, plus the 250 ms period; ~7/s on the seed scenario).
+ * moving, plus the 250 ms period), and far fewer in practice (docs/SCALE.md,
+ * "The fix: publish on a change of about one request's work").
  */
 export const PEER_MESSAGES_PER_S = 150;
 export const PEER_MESSAGE_BURST = 300;

@@ -88,10 +88,11 @@ export const INBOUND_CONNECTIONS_PER_HOST_PER_S = 100;
 /**
  * Inbound connections in their handshake (pnet, noise, yamux) at once: 64.
  * When a fleet (re)starts, many agents dial the same router together, each
- * holding a slot until its upgrade ends; libp2p's default of 10 refused most
- * of 60 agents dialing 8 routers on one host (about 40 failed dials in the
- * first seconds, each costing a re-pick). Lower guards better against a flood
- * of half-open connections, which INBOUND_UPGRADE_TIMEOUT_MS also bounds.
+ * holding a slot until its upgrade ends; libp2p's default of 10 refuses most
+ * of a fleet restarting at once, each refusal costing a re-pick. Invariant:
+ * the cap is at least the agents one router expects to dial it together.
+ * Lower guards better against a flood of half-open connections, which
+ * INBOUND_UPGRADE_TIMEOUT_MS also bounds (docs/SCALE.md, "Gossip mesh").
  */
 export const MAX_PENDING_INBOUND = 64;
 

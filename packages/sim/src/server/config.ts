@@ -10,18 +10,40 @@ import { PROFILE_NAMES } from '../model/profiles.ts';
 export const DEFAULT_MODEL = 'meta-llama/Llama-3.1-8B-Instruct';
 
 export const simSchema = {
-  port: { type: 'number', default: 8000, min: 0, max: 65535, integer: true, doc: 'TCP port; 0 = chosen by the OS' },
-  host: { type: 'string', default: '127.0.0.1', doc: 'address to listen on' },
+  port: {
+    type: 'number',
+    default: 8000,
+    min: 0,
+    max: 65535,
+    integer: true,
+    essential: true,
+    doc: 'TCP port; 0 = chosen by the OS',
+  },
+  host: { type: 'string', default: '127.0.0.1', essential: true, doc: 'address to listen on' },
   profile: {
     type: 'string',
     default: 'h100-llama3-8b',
     choices: PROFILE_NAMES,
+    essential: true,
     doc: 'engine profile (KV size, batch limits, step times)',
   },
-  model: { type: 'string', default: DEFAULT_MODEL, doc: 'served base model id' },
-  adapters: { type: 'list', default: [], doc: 'LoRA adapters registered at start (comma-separated); turns LoRA on' },
+  model: { type: 'string', default: DEFAULT_MODEL, essential: true, doc: 'served base model id' },
+  adapters: {
+    type: 'list',
+    default: [],
+    essential: true,
+    doc: 'LoRA adapters registered at start (comma-separated); turns LoRA on',
+  },
   enableLora: { type: 'boolean', default: false, doc: 'LoRA on without static adapters (load them at runtime)' },
-  maxLoras: { type: 'number', default: 1, min: 1, max: 1024, integer: true, doc: 'GPU LoRA slots (vLLM --max-loras)' },
+  maxLoras: {
+    type: 'number',
+    default: 1,
+    min: 1,
+    max: 1024,
+    integer: true,
+    essential: true,
+    doc: 'GPU LoRA slots (vLLM --max-loras)',
+  },
   maxCpuLoras: {
     type: 'number',
     default: 4,
@@ -35,9 +57,10 @@ export const simSchema = {
     default: 1,
     min: 0.001,
     max: 10000,
+    essential: true,
     doc: 'simulated time runs this many times faster than wall time',
   },
-  fault: { type: 'list', default: [], doc: 'fault to inject, repeatable (see below)' },
+  fault: { type: 'list', default: [], essential: true, doc: 'fault to inject, repeatable (see below)' },
   charsPerToken: { type: 'number', default: 4, min: 0.5, max: 64, doc: 'characters per token of the token estimate' },
   maxTokensDefault: {
     type: 'number',
@@ -64,6 +87,7 @@ export const simSchema = {
     type: 'string',
     default: 'info',
     choices: LOG_LEVELS,
+    essential: true,
     doc: 'least severe level logged (JSON lines on stderr)',
   },
 } as const satisfies Schema;
