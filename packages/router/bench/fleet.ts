@@ -15,7 +15,7 @@ import { describeRequest, encodeState, hashString, type ReplicaState } from '@wa
 import { routerConfig } from '../src/config.ts';
 import { FleetView } from '../src/fleet/view.ts';
 import { affinityKey } from '../src/placement/eligible.ts';
-import { LocalState } from '../src/placement/local.ts';
+import { LocalState } from '../src/core/local.ts';
 import type { PlacementRequest } from '../src/placement/types.ts';
 import { notifyDispatch, placeRequest } from '../src/placement/place.ts';
 import { policyOptions } from '../src/placement/registry.ts';

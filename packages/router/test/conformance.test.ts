@@ -6,7 +6,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { eligible } from '../src/placement/eligible.ts';
-import { LocalState } from '../src/placement/local.ts';
+import { LocalState } from '../src/core/local.ts';
 import { notifyComplete, notifyDispatch, placeRequest } from '../src/placement/place.ts';
 import { buildCandidates, scanWarmth } from '../src/placement/candidates.ts';
 import { createPolicy, POLICIES } from '../src/placement/registry.ts';

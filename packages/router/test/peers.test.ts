@@ -1,6 +1,6 @@
 /** Behaviour of the peers' emulations, rule by rule as docs/PEERS.md states them. */
 import { describe, expect, it } from 'vitest';
-import { LocalState } from '../src/placement/local.ts';
+import { LocalState } from '../src/core/local.ts';
 import { notifyDispatch, placeRequest } from '../src/placement/place.ts';
 import { createDynamoKvPolicy } from '../src/placement/peers/dynamo.ts';
 import { createKubeaiPrefixHashPolicy } from '../src/placement/peers/kubeai.ts';

@@ -35,7 +35,7 @@ import type { RouterConfig } from '../config.ts';
 import type { Origin } from '../fleet/trust.ts';
 import { FleetView, type Replica, type ViewEvent } from '../fleet/view.ts';
 import { affinityKey } from '../placement/eligible.ts';
-import { LocalState, type Ticket } from '../placement/local.ts';
+import { LocalState, type Ticket } from './local.ts';
 import { notifyComplete, notifyDispatch, placeRequest } from '../placement/place.ts';
 import { createPolicy, policyOptions } from '../placement/registry.ts';
 import type { Placement, PlacementRequest, Policy } from '../placement/types.ts';
