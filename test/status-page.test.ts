@@ -26,7 +26,7 @@ const field = (line: string, key: string): string => new RegExp(`${key}=(\\S+)`)
 
 /** The fleet's swarm key, made as an operator would: `warmpath swarm-key > swarm.key`. */
 const SWARM_KEY = join(mkdtempSync(join(tmpdir(), 'warmpath-status-key-')), 'swarm.key');
-writeFileSync(SWARM_KEY, execFileSync(process.execPath, [CLI, 'swarm-key']));
+writeFileSync(SWARM_KEY, execFileSync(process.execPath, [CLI, 'keygen']));
 
 async function start(args: string[]): Promise<string> {
   const gossip = args[0] === 'router' || args[0] === 'agent' ? ['--swarm-key', SWARM_KEY] : [];

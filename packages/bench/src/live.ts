@@ -13,7 +13,7 @@
  * the agent of the replica with the lowest predicted TTFT.
  */
 import type { ProbeResult } from '@warmpath/sim';
-import { diffTotals, readSims } from './engines.ts';
+import { diffTotals, readSims } from './ground-truth.ts';
 import { startFleet } from './fleet.ts';
 import { runLoad, type PlannedRequest, type RequestResult } from './loadgen.ts';
 import { summarize, type PolicyResult } from './report.ts';
