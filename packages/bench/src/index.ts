@@ -1,6 +1,4 @@
 export * from './scenarios.ts';
-export * from './fleet.ts';
-export * from './processes.ts';
 export * from './loadgen.ts';
 export * from './ground-truth.ts';
 export * from './report.ts';

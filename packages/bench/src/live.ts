@@ -14,7 +14,7 @@
  */
 import type { ProbeResult } from '@warmpath/sim';
 import { diffTotals, readSims } from './ground-truth.ts';
-import { startFleet } from './fleet.ts';
+import { launchFleet } from '@warmpath/launch';
 import { runLoad, type PlannedRequest, type RequestResult } from './loadgen.ts';
 import { summarize, type PolicyResult } from './report.ts';
 import type { Scenario } from './scenarios.ts';
@@ -67,7 +67,7 @@ async function oracleTarget(simUrls: string[], agentUrls: string[], p: PlannedRe
 export async function runLive(o: LiveOptions): Promise<PolicyResult> {
   const shape = o.scenario.fleet;
   const oracle = o.policy === 'oracle';
-  const fleet = await startFleet({
+  const fleet = await launchFleet({
     replicas: o.replicas,
     routers: oracle ? 0 : o.routers,
     profile: shape.profile,
