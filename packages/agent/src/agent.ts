@@ -91,20 +91,8 @@ export async function startAgent(
   const config = isLoadedConfig(overrides) ? (overrides as AgentConfig) : agentConfig(overrides);
   prepareRequestSchemas();
   const engine = config.engine as EngineKind;
-  const engineOrigin = new URL(config.engineUrl).origin;
   const token = config.agentToken !== '' ? readSecret(config.agentToken, 'agentToken') : undefined;
-  const engineKey = config.engineApiKey !== '' ? readSecret(config.engineApiKey, 'engineApiKey') : undefined;
-  const pool = new Pool(engineOrigin, {
-    connections: config.upstreamConnections,
-    keepAliveTimeout: UPSTREAM_KEEP_ALIVE_MS,
-    pipelining: 1,
-  });
-  const control = new Pool(engineOrigin, { connections: 4, keepAliveTimeout: UPSTREAM_KEEP_ALIVE_MS, pipelining: 1 });
-  const adapter = createAdapter(engine, {
-    dispatcher: control,
-    baseUrl: engineOrigin,
-    ...(engineKey !== undefined ? { headers: { authorization: `Bearer ${engineKey}` } } : {}),
-  });
+  const { engineOrigin, engineKey, pool, control, adapter } = engineClients(config, engine);
   // The proxy port is bound before the core exists (its URL and the replica id are part of the
   // core's identity); until then the engine is not even scraped, so the answer is engine_unavailable.
   let proxy: (req: IncomingMessage, res: ServerResponse) => void = (req, res) => {
@@ -114,13 +102,7 @@ export async function startAgent(
   const proxyServer = createServer(SERVER_TIMEOUTS, (req, res) => proxy(req, res)).on('clientError', answerClientError);
   proxyServer.maxConnections = DEFAULT_MAX_CONNECTIONS;
   const proxyAddr = await listen(proxyServer, config.port, config.host);
-  const advertise = urlHost(
-    config.advertiseHost !== ''
-      ? config.advertiseHost
-      : config.host === '0.0.0.0' || config.host === '::'
-        ? '127.0.0.1'
-        : config.host,
-  );
+  const advertise = advertisedHost(config);
   const replica = config.replicaId !== '' ? config.replicaId : `${hostname()}:${proxyAddr.port}`;
   const logger = createLogger({
     level: config.logLevel,
@@ -162,10 +144,8 @@ export async function startAgent(
       token,
       extra: () => adminExtra(agentCore, engine, engineOrigin, gossip),
     }),
-  );
-  adminServer.on('clientError', answerClientError);
-  const adminAddr = await listen(adminServer, config.adminPort, config.host);
-  const adminUrl = `http://${advertise}:${adminAddr.port}`;
+  ).on('clientError', answerClientError);
+  const adminUrl = `http://${advertise}:${(await listen(adminServer, config.adminPort, config.host)).port}`;
   agentCore.setAdminUrl(adminUrl);
   await new Promise<void>((resolve) => agentCore.startMonitor(resolve));
   agentCore.startPublishing();
@@ -186,6 +166,30 @@ export async function startAgent(
     drain: drainer(agentCore, close),
     close,
   };
+}
+
+/** The engine's connection pools (the proxied requests', the agent's own calls) and its adapter. */
+function engineClients(config: AgentConfig, engine: EngineKind) {
+  const engineOrigin = new URL(config.engineUrl).origin;
+  const engineKey = config.engineApiKey !== '' ? readSecret(config.engineApiKey, 'engineApiKey') : undefined;
+  const pool = new Pool(engineOrigin, {
+    connections: config.upstreamConnections,
+    keepAliveTimeout: UPSTREAM_KEEP_ALIVE_MS,
+    pipelining: 1,
+  });
+  const control = new Pool(engineOrigin, { connections: 4, keepAliveTimeout: UPSTREAM_KEEP_ALIVE_MS, pipelining: 1 });
+  const adapter = createAdapter(engine, {
+    dispatcher: control,
+    baseUrl: engineOrigin,
+    ...(engineKey !== undefined ? { headers: { authorization: `Bearer ${engineKey}` } } : {}),
+  });
+  return { engineOrigin, engineKey, pool, control, adapter };
+}
+
+/** The host routers reach this agent at: --advertise-host, else the listen host (loopback for a wildcard). */
+function advertisedHost(config: AgentConfig): string {
+  if (config.advertiseHost !== '') return urlHost(config.advertiseHost);
+  return urlHost(config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host);
 }
 
 /** The admin API's fields beyond the core's own: the engine and the gossip node. */

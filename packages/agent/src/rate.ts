@@ -1,11 +1,10 @@
 /**
  * The agent ledger's arrival and recent work rates (load.arrivalTokensPerS,
- * recentTokensPerS). Work per second as an exponential average with time constant `tauMs`:
- * each admission adds its work (a steady stream of w tokens every d ms
- * reads about 1000 w / d), and the sum decays between admissions.
+ * recentTokensPerS): work per second as an exponential average with time
+ * constant `tauMs`. Each admission adds its work (a steady stream of w tokens
+ * every d ms reads about 1000 w / d), and the sum decays between admissions.
  * Complexity: O(1) per admission and per reading.
  */
-
 export class DecayingRate {
   readonly #tauMs: number;
   #rate = 0;
