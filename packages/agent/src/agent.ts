@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { RequestListener, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import { Pool } from 'undici';
@@ -93,14 +93,7 @@ export async function startAgent(
   const engine = config.engine as EngineKind;
   const token = config.agentToken !== '' ? readSecret(config.agentToken, 'agentToken') : undefined;
   const { engineOrigin, engineKey, pool, control, adapter } = engineClients(config, engine);
-  // The proxy port is bound before the core exists (its URL and the replica id are part of the
-  // core's identity); until then the engine is not even scraped, so the answer is engine_unavailable.
-  let proxy: (req: IncomingMessage, res: ServerResponse) => void = (req, res) => {
-    req.resume();
-    sendError(res, 'engine_unavailable', undefined, { headers: { 'retry-after': 1 } });
-  };
-  const proxyServer = createServer(SERVER_TIMEOUTS, (req, res) => proxy(req, res)).on('clientError', answerClientError);
-  proxyServer.maxConnections = DEFAULT_MAX_CONNECTIONS;
+  const { server: proxyServer, serve } = proxyServerOf();
   const proxyAddr = await listen(proxyServer, config.port, config.host);
   const advertise = advertisedHost(config);
   const replica = config.replicaId !== '' ? config.replicaId : `${hostname()}:${proxyAddr.port}`;
@@ -129,14 +122,16 @@ export async function startAgent(
   });
   collectDefaultMetrics({ register: agentCore.metrics.registry });
   for (const name of LINT_FAILING_DEFAULT_METRICS) agentCore.metrics.registry.removeSingleMetric(name);
-  proxy = createProxyHandler({
-    core: agentCore,
-    pool,
-    engineOrigin,
-    accessLog: { logger, logPrompts: config.logPrompts },
-    token,
-    engineKey,
-  });
+  serve(
+    createProxyHandler({
+      core: agentCore,
+      pool,
+      engineOrigin,
+      accessLog: { logger, logPrompts: config.logPrompts },
+      token,
+      engineKey,
+    }),
+  );
   const adminServer = createServer(
     createAdminHandler({
       core: agentCore,
@@ -166,6 +161,21 @@ export async function startAgent(
     drain: drainer(agentCore, close),
     close,
   };
+}
+
+/**
+ * The proxy's server. Its port is bound before the core exists (its URL and
+ * the replica id are part of the core's identity); until `serve` hands it the
+ * proxy the engine is not even scraped, so the answer is engine_unavailable.
+ */
+function proxyServerOf(): { server: Server; serve(handler: RequestListener): void } {
+  let proxy: RequestListener = (req, res) => {
+    req.resume();
+    sendError(res, 'engine_unavailable', undefined, { headers: { 'retry-after': 1 } });
+  };
+  const server = createServer(SERVER_TIMEOUTS, (req, res) => proxy(req, res)).on('clientError', answerClientError);
+  server.maxConnections = DEFAULT_MAX_CONNECTIONS;
+  return { server, serve: (handler) => void (proxy = handler) };
 }
 
 /** The engine's connection pools (the proxied requests', the agent's own calls) and its adapter. */
