@@ -29,12 +29,12 @@ function walk(dir: string, out: string[] = []): string[] {
   return out;
 }
 
-/** Every package's source files (repository-relative paths), tests excluded. */
-function sourceFiles(): string[] {
+/** Every package's source files (repository-relative paths), tests excluded; `all`: not only TypeScript. */
+function sourceFiles(all = false): string[] {
   return readdirSync(PACKAGES)
     .filter((p) => existsSync(join(PACKAGES, p, 'src')))
     .flatMap((p) => walk(join(PACKAGES, p, 'src')))
-    .filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts'))
+    .filter((f) => (all || f.endsWith('.ts')) && !f.endsWith('.test.ts'))
     .map((f) => relative(REPO, f));
 }
 
@@ -51,7 +51,8 @@ function packageExports(): Map<string, string> {
   return out;
 }
 
-const SPECIFIER = /(?:^|[\s;])(?:import|export)\s(?:[^'";]*?\sfrom\s)?\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g;
+const SPECIFIER =
+  /(?:^|[\s;])(?:import|export)\s(?:[^'";]*?\sfrom\s)?\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g;
 
 /** Each source file's imports of other source files (repository-relative). */
 export function importGraph(): Map<string, string[]> {
@@ -100,6 +101,48 @@ export function findCycle(graph: ReadonlyMap<string, readonly string[]>): string
   return undefined;
 }
 
+/** A module-map row: its package, its folder (repository-relative, with a trailing slash), the file names it gives. */
+interface MapRow {
+  readonly pkg: string;
+  readonly folder: string;
+  readonly files: readonly string[];
+}
+
+const FILE_NAME = /^[\w.-]+\.(?:ts|js|html)$/;
+
+/** docs/ARCHITECTURE.md's module map: the table under "## Module map" (a blank package cell repeats the row above's). */
+export function moduleMap(markdown: string): MapRow[] {
+  const section = markdown.split(/^## /m).find((s) => s.startsWith('Module map'));
+  if (section === undefined) throw new Error('docs/ARCHITECTURE.md has no "## Module map" section');
+  const rows: MapRow[] = [];
+  let pkg = '';
+  for (const line of section.split('\n')) {
+    const cells = line.split('|').map((c) => c.trim());
+    if (cells.length < 5 || !cells[2]!.startsWith('`')) continue;
+    pkg = cells[1] !== '' ? cells[1]! : pkg;
+    const folder = `packages/${pkg}/${cells[2]!.replaceAll('`', '')}`;
+    const files = [...cells[3]!.matchAll(/`([^`]+)`/g)].map((m) => m[1]!).filter((t) => FILE_NAME.test(t));
+    rows.push({ pkg, folder, files });
+  }
+  return rows;
+}
+
+/** What the map gets wrong against the tree: named files that do not exist, source files and folders it misses. */
+export function mapErrors(rows: readonly MapRow[], files: readonly string[]): string[] {
+  const errors: string[] = [];
+  const byFolder = new Map(rows.map((r) => [r.folder, r]));
+  for (const r of rows)
+    for (const f of r.files) if (!files.includes(r.folder + f)) errors.push(`named but missing: ${r.folder}${f}`);
+  for (const f of files) {
+    const folder = f.slice(0, f.lastIndexOf('/') + 1);
+    const row = byFolder.get(folder);
+    if (row === undefined) errors.push(`folder not in the map: ${folder}`);
+    else if (row.files.length > 0 && !row.files.includes(f.slice(folder.length)))
+      errors.push(`file not in the map: ${f}`);
+  }
+  return [...new Set(errors)];
+}
+
 describe('the source layout', () => {
   it('finds a cycle where there is one (the check itself)', () => {
     const g = new Map([
@@ -109,7 +152,14 @@ describe('the source layout', () => {
       ['d.ts', ['a.ts']],
     ]);
     expect(findCycle(g)).toEqual(['a.ts', 'b.ts', 'c.ts', 'a.ts']);
-    expect(findCycle(new Map([['a.ts', ['b.ts']], ['b.ts', []]]))).toBeUndefined();
+    expect(
+      findCycle(
+        new Map([
+          ['a.ts', ['b.ts']],
+          ['b.ts', []],
+        ]),
+      ),
+    ).toBeUndefined();
   });
 
   it('has no import cycle among packages/*/src', () => {
@@ -118,5 +168,35 @@ describe('the source layout', () => {
     expect(graph.get('packages/router/src/router.ts')).toContain('packages/router/src/core/router-core.ts');
     expect(graph.get('packages/router/src/router.ts')).toContain('packages/shared/src/runtime.ts');
     expect(findCycle(graph)?.join(' → ')).toBeUndefined();
+  });
+
+  it('checks the module map against the tree (the check itself)', () => {
+    const rows = moduleMap(
+      [
+        '## Module map',
+        '| package | folder | what |',
+        '|---|---|---|',
+        '| a | `src/` | `x.ts` (the x), `select` |',
+        '| | `src/whole/` | a folder as a whole |',
+        '## Next',
+        '| b | `src/` | `y.ts` |',
+      ].join('\n'),
+    );
+    expect(rows).toEqual([
+      { pkg: 'a', folder: 'packages/a/src/', files: ['x.ts'] },
+      { pkg: 'a', folder: 'packages/a/src/whole/', files: [] },
+    ]);
+    expect(mapErrors(rows, ['packages/a/src/x.ts', 'packages/a/src/whole/any.ts'])).toEqual([]);
+    expect(mapErrors(rows, ['packages/a/src/y.ts', 'packages/a/src/other/z.ts'])).toEqual([
+      'named but missing: packages/a/src/x.ts',
+      'file not in the map: packages/a/src/y.ts',
+      'folder not in the map: packages/a/src/other/',
+    ]);
+  });
+
+  it("docs/ARCHITECTURE.md's module map names every source file and folder, and only those that exist", () => {
+    const rows = moduleMap(readFileSync(join(REPO, 'docs/ARCHITECTURE.md'), 'utf8'));
+    expect(rows.length).toBeGreaterThan(10);
+    expect(mapErrors(rows, sourceFiles(true))).toEqual([]);
   });
 });
