@@ -23,7 +23,7 @@ const CLI = new URL('../packages/cli/src/main.ts', import.meta.url).pathname;
 const FLEET = 'faults';
 const children: ChildProcess[] = [];
 
-/** The fleet's swarm key, made as an operator would: `warmpath swarm-key > swarm.key`. */
+/** The fleet's swarm key, made as an operator would: `warmpath keygen > swarm.key`. */
 const SWARM_KEY = join(mkdtempSync(join(tmpdir(), 'wp-faults-')), 'swarm.key');
 writeFileSync(SWARM_KEY, execFileSync(process.execPath, [CLI, 'keygen']));
 

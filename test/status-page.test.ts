@@ -24,7 +24,7 @@ const CLI = new URL('../packages/cli/src/main.ts', import.meta.url).pathname;
 const children: ChildProcess[] = [];
 const field = (line: string, key: string): string => new RegExp(`${key}=(\\S+)`).exec(line)![1]!;
 
-/** The fleet's swarm key, made as an operator would: `warmpath swarm-key > swarm.key`. */
+/** The fleet's swarm key, made as an operator would: `warmpath keygen > swarm.key`. */
 const SWARM_KEY = join(mkdtempSync(join(tmpdir(), 'warmpath-status-key-')), 'swarm.key');
 writeFileSync(SWARM_KEY, execFileSync(process.execPath, [CLI, 'keygen']));
 

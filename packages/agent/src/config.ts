@@ -71,7 +71,7 @@ export const AGENT_SCHEMA = {
   swarmKey: {
     type: 'string',
     default: '',
-    doc: "path of the fleet's libp2p swarm key file (required for gossip unless --insecure-no-swarm-key; `warmpath swarm-key` makes one)",
+    doc: "path of the fleet's libp2p swarm key file (required for gossip unless --insecure-no-swarm-key; `warmpath keygen` makes one)",
   },
   insecureNoSwarmKey: {
     type: 'boolean',
