@@ -23,9 +23,9 @@ describe('launchFleet', () => {
     for (const p of [...fleet.sims, ...fleet.agents, ...fleet.routers])
       expect(p.child.exitCode !== null || p.child.signalCode !== null, p.name).toBe(true);
     expect(fleet.routerUrls).toEqual([]);
-  });
+  }, 120_000);
 
   it('fails with the process name and its output when a simulator cannot start', async () => {
     await expect(launchFleet({ replicas: 1, routers: 1, profile: 'no-such-profile' })).rejects.toThrow(/sim-0/);
-  });
+  }, 60_000);
 });
