@@ -12,6 +12,7 @@ COPY package.json pnpm-lock.yaml pnpm-workspace.yaml .npmrc ./
 COPY packages/agent/package.json packages/agent/
 COPY packages/bench/package.json packages/bench/
 COPY packages/cli/package.json packages/cli/
+COPY packages/launch/package.json packages/launch/
 COPY packages/router/package.json packages/router/
 COPY packages/shared/package.json packages/shared/
 COPY packages/sim/package.json packages/sim/

@@ -2,7 +2,7 @@ import { defineConfig } from 'vitest/config';
 
 // One project per package plus the cross-process end-to-end suite, so
 // `vitest run --project shared` runs one package alone.
-const packages = ['shared', 'sim', 'agent', 'router', 'bench', 'cli', 'testkit'];
+const packages = ['shared', 'sim', 'agent', 'router', 'launch', 'bench', 'cli', 'testkit'];
 
 export default defineConfig({
   test: {

@@ -23,9 +23,9 @@ const CLI = new URL('../packages/cli/src/main.ts', import.meta.url).pathname;
 const FLEET = 'faults';
 const children: ChildProcess[] = [];
 
-/** The fleet's swarm key, made as an operator would: `warmpath swarm-key > swarm.key`. */
+/** The fleet's swarm key, made as an operator would: `warmpath keygen > swarm.key`. */
 const SWARM_KEY = join(mkdtempSync(join(tmpdir(), 'wp-faults-')), 'swarm.key');
-writeFileSync(SWARM_KEY, execFileSync(process.execPath, [CLI, 'swarm-key']));
+writeFileSync(SWARM_KEY, execFileSync(process.execPath, [CLI, 'keygen']));
 
 async function start(args: string[]): Promise<{ child: ChildProcess; line: string }> {
   const gossip = args[0] === 'router' || args[0] === 'agent' ? ['--swarm-key', SWARM_KEY] : [];

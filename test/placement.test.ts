@@ -11,7 +11,7 @@ import { HashRing, hashString } from '@warmpath/shared/wire';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '@warmpath/testkit';
-import { startFleet, type Fleet } from '../packages/bench/src/fleet.ts';
+import { launchFleet, type LocalFleet } from '@warmpath/launch';
 
 const ADAPTER = 'sql-lora';
 /** Each agent refuses a third concurrent request, so two held streams fill a replica. */
@@ -27,7 +27,7 @@ interface FleetReplica {
   load: { inflight: number };
 }
 
-let fleet: Fleet;
+let fleet: LocalFleet;
 let router: string;
 let model: string;
 const proxyOf = new Map<string, string>();
@@ -113,7 +113,7 @@ async function waitIdle(): Promise<void> {
 }
 
 beforeAll(async () => {
-  fleet = await startFleet({
+  fleet = await launchFleet({
     replicas: 3,
     routers: 1,
     profile: 'tiny',

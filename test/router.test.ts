@@ -12,9 +12,9 @@ import { spawnUntilLine, waitFor } from '@warmpath/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const CLI = new URL('../packages/cli/src/main.ts', import.meta.url).pathname;
-/** The fleet's swarm key, made as an operator would: `warmpath swarm-key > swarm.key`. */
+/** The fleet's swarm key, made as an operator would: `warmpath keygen > swarm.key`. */
 const SWARM_KEY = join(mkdtempSync(join(tmpdir(), 'wp-e2e-')), 'swarm.key');
-writeFileSync(SWARM_KEY, execFileSync(process.execPath, [CLI, 'swarm-key']));
+writeFileSync(SWARM_KEY, execFileSync(process.execPath, [CLI, 'keygen']));
 const children: ChildProcess[] = [];
 
 /** Starts `warmpath <args>` and resolves with its first stdout line. */

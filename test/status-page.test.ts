@@ -24,9 +24,9 @@ const CLI = new URL('../packages/cli/src/main.ts', import.meta.url).pathname;
 const children: ChildProcess[] = [];
 const field = (line: string, key: string): string => new RegExp(`${key}=(\\S+)`).exec(line)![1]!;
 
-/** The fleet's swarm key, made as an operator would: `warmpath swarm-key > swarm.key`. */
+/** The fleet's swarm key, made as an operator would: `warmpath keygen > swarm.key`. */
 const SWARM_KEY = join(mkdtempSync(join(tmpdir(), 'warmpath-status-key-')), 'swarm.key');
-writeFileSync(SWARM_KEY, execFileSync(process.execPath, [CLI, 'swarm-key']));
+writeFileSync(SWARM_KEY, execFileSync(process.execPath, [CLI, 'keygen']));
 
 async function start(args: string[]): Promise<string> {
   const gossip = args[0] === 'router' || args[0] === 'agent' ? ['--swarm-key', SWARM_KEY] : [];

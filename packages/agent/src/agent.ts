@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { RequestListener, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import { Pool } from 'undici';
@@ -91,36 +91,11 @@ export async function startAgent(
   const config = isLoadedConfig(overrides) ? (overrides as AgentConfig) : agentConfig(overrides);
   prepareRequestSchemas();
   const engine = config.engine as EngineKind;
-  const engineOrigin = new URL(config.engineUrl).origin;
   const token = config.agentToken !== '' ? readSecret(config.agentToken, 'agentToken') : undefined;
-  const engineKey = config.engineApiKey !== '' ? readSecret(config.engineApiKey, 'engineApiKey') : undefined;
-  const pool = new Pool(engineOrigin, {
-    connections: config.upstreamConnections,
-    keepAliveTimeout: UPSTREAM_KEEP_ALIVE_MS,
-    pipelining: 1,
-  });
-  const control = new Pool(engineOrigin, { connections: 4, keepAliveTimeout: UPSTREAM_KEEP_ALIVE_MS, pipelining: 1 });
-  const adapter = createAdapter(engine, {
-    dispatcher: control,
-    baseUrl: engineOrigin,
-    ...(engineKey !== undefined ? { headers: { authorization: `Bearer ${engineKey}` } } : {}),
-  });
-  // The proxy port is bound before the core exists (its URL and the replica id are part of the
-  // core's identity); until then the engine is not even scraped, so the answer is engine_unavailable.
-  let proxy: (req: IncomingMessage, res: ServerResponse) => void = (req, res) => {
-    req.resume();
-    sendError(res, 'engine_unavailable', undefined, { headers: { 'retry-after': 1 } });
-  };
-  const proxyServer = createServer(SERVER_TIMEOUTS, (req, res) => proxy(req, res)).on('clientError', answerClientError);
-  proxyServer.maxConnections = DEFAULT_MAX_CONNECTIONS;
+  const { engineOrigin, engineKey, pool, control, adapter } = engineClients(config, engine);
+  const { server: proxyServer, serve } = proxyServerOf();
   const proxyAddr = await listen(proxyServer, config.port, config.host);
-  const advertise = urlHost(
-    config.advertiseHost !== ''
-      ? config.advertiseHost
-      : config.host === '0.0.0.0' || config.host === '::'
-        ? '127.0.0.1'
-        : config.host,
-  );
+  const advertise = advertisedHost(config);
   const replica = config.replicaId !== '' ? config.replicaId : `${hostname()}:${proxyAddr.port}`;
   const logger = createLogger({
     level: config.logLevel,
@@ -147,14 +122,16 @@ export async function startAgent(
   });
   collectDefaultMetrics({ register: agentCore.metrics.registry });
   for (const name of LINT_FAILING_DEFAULT_METRICS) agentCore.metrics.registry.removeSingleMetric(name);
-  proxy = createProxyHandler({
-    core: agentCore,
-    pool,
-    engineOrigin,
-    accessLog: { logger, logPrompts: config.logPrompts },
-    token,
-    engineKey,
-  });
+  serve(
+    createProxyHandler({
+      core: agentCore,
+      pool,
+      engineOrigin,
+      accessLog: { logger, logPrompts: config.logPrompts },
+      token,
+      engineKey,
+    }),
+  );
   const adminServer = createServer(
     createAdminHandler({
       core: agentCore,
@@ -162,10 +139,8 @@ export async function startAgent(
       token,
       extra: () => adminExtra(agentCore, engine, engineOrigin, gossip),
     }),
-  );
-  adminServer.on('clientError', answerClientError);
-  const adminAddr = await listen(adminServer, config.adminPort, config.host);
-  const adminUrl = `http://${advertise}:${adminAddr.port}`;
+  ).on('clientError', answerClientError);
+  const adminUrl = `http://${advertise}:${(await listen(adminServer, config.adminPort, config.host)).port}`;
   agentCore.setAdminUrl(adminUrl);
   await new Promise<void>((resolve) => agentCore.startMonitor(resolve));
   agentCore.startPublishing();
@@ -186,6 +161,45 @@ export async function startAgent(
     drain: drainer(agentCore, close),
     close,
   };
+}
+
+/**
+ * The proxy's server. Its port is bound before the core exists (its URL and
+ * the replica id are part of the core's identity); until `serve` hands it the
+ * proxy the engine is not even scraped, so the answer is engine_unavailable.
+ */
+function proxyServerOf(): { server: Server; serve(handler: RequestListener): void } {
+  let proxy: RequestListener = (req, res) => {
+    req.resume();
+    sendError(res, 'engine_unavailable', undefined, { headers: { 'retry-after': 1 } });
+  };
+  const server = createServer(SERVER_TIMEOUTS, (req, res) => proxy(req, res)).on('clientError', answerClientError);
+  server.maxConnections = DEFAULT_MAX_CONNECTIONS;
+  return { server, serve: (handler) => void (proxy = handler) };
+}
+
+/** The engine's connection pools (the proxied requests', the agent's own calls) and its adapter. */
+function engineClients(config: AgentConfig, engine: EngineKind) {
+  const engineOrigin = new URL(config.engineUrl).origin;
+  const engineKey = config.engineApiKey !== '' ? readSecret(config.engineApiKey, 'engineApiKey') : undefined;
+  const pool = new Pool(engineOrigin, {
+    connections: config.upstreamConnections,
+    keepAliveTimeout: UPSTREAM_KEEP_ALIVE_MS,
+    pipelining: 1,
+  });
+  const control = new Pool(engineOrigin, { connections: 4, keepAliveTimeout: UPSTREAM_KEEP_ALIVE_MS, pipelining: 1 });
+  const adapter = createAdapter(engine, {
+    dispatcher: control,
+    baseUrl: engineOrigin,
+    ...(engineKey !== undefined ? { headers: { authorization: `Bearer ${engineKey}` } } : {}),
+  });
+  return { engineOrigin, engineKey, pool, control, adapter };
+}
+
+/** The host routers reach this agent at: --advertise-host, else the listen host (loopback for a wildcard). */
+function advertisedHost(config: AgentConfig): string {
+  if (config.advertiseHost !== '') return urlHost(config.advertiseHost);
+  return urlHost(config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host);
 }
 
 /** The admin API's fields beyond the core's own: the engine and the gossip node. */

@@ -26,6 +26,8 @@ import { CacheModel, chunksFor } from './cache-model.ts';
 import type { AgentConfig } from './config.ts';
 import type { EngineSnapshot, ModelEntry } from './engines/types.ts';
 import type { AgentMetrics } from './metrics.ts';
+import { ClearDetector } from './cache-clear.ts';
+import { DecayingRate } from './rate.ts';
 
 /** Tokens of slack when turning cached_tokens into chunks: engines never report the last block of a prompt as cached. */
 const FEEDBACK_SLACK_TOKENS = 32;
@@ -49,11 +51,6 @@ export interface Inflight {
   /** Cache stamp before this request recorded its chain. */
   startStamp: number;
 }
-
-/** A cache clear is read from the counters only when at least this many prompt tokens were predicted cached… */
-const CLEAR_MIN_TOKENS = 1_024;
-/** …by at least this many admissions in one scrape window. */
-const CLEAR_MIN_ADMISSIONS = 2;
 
 /** Default cache model size before the engine reports capacity: 64k chunks (≈ 4M tokens of 256-char chunks). */
 const INITIAL_CHUNKS = 65_536;
@@ -86,7 +83,7 @@ export class AgentLedger {
   readonly settledPredictions = { tokens: 0, admissions: 0 };
   /** Cumulative responses that reported cached_tokens. */
   feedbacks = 0;
-  #clearWindow: { predicted: number; admissions: number; hits: number; queries: number; feedbacks: number } | undefined;
+  readonly #clear = new ClearDetector();
 
   /** Monotonic clock, ms (performance.now() in the agent, virtual time in the simulator). */
   readonly now: () => number;
@@ -122,36 +119,17 @@ export class AgentLedger {
     return prevHot !== this.hotAdapters().join(',');
   }
 
-  /**
-   * Cache cleared without a restart (e.g. vLLM /reset_prefix_cache), seen only
-   * in the engine's prefix counters: over one scrape interval the engine
-   * processed at least the tokens we predicted as hits, we predicted ≥ 1024
-   * hit tokens, it reported zero hits, and no response carried cached_tokens
-   * (when they do, per-request feedback corrects the model instead).
-   */
+  /** Cache cleared without a restart, read from the engine's prefix counters (the rule: cache-clear.ts). */
   cacheClearedPerCounters(snap: EngineSnapshot): boolean {
     if (snap.prefixHits === undefined || snap.prefixQueries === undefined) return false;
-    const prev = this.#clearWindow;
     const p = this.settledPredictions;
-    const now = {
+    return this.#clear.cleared({
       predicted: p.tokens,
       admissions: p.admissions,
       hits: snap.prefixHits,
       queries: snap.prefixQueries,
       feedbacks: this.feedbacks,
-    };
-    this.#clearWindow = now;
-    if (prev === undefined || now.hits < prev.hits || now.queries < prev.queries) return false;
-    const predicted = now.predicted - prev.predicted;
-    // Several admissions' settled predictions all missed: one request's evicted prefix is no clear.
-    const several = now.admissions - prev.admissions >= CLEAR_MIN_ADMISSIONS;
-    return (
-      now.feedbacks === prev.feedbacks &&
-      several &&
-      predicted >= CLEAR_MIN_TOKENS &&
-      now.queries - prev.queries >= predicted &&
-      now.hits === prev.hits
-    );
+    });
   }
 
   setModels(entries: ModelEntry[]): void {
@@ -397,30 +375,5 @@ export class AgentLedger {
       arrivalTokensPerS: Math.round(this.arrivalTokensPerS()),
       recentTokensPerS: Math.round(this.recentTokensPerS()),
     };
-  }
-}
-
-/**
- * Work per second as an exponential average with time constant `tauMs`:
- * each admission adds its work (a steady stream of w tokens every d ms
- * reads about 1000 w / d), and the sum decays between admissions.
- */
-class DecayingRate {
-  readonly #tauMs: number;
-  #rate = 0;
-  #at = 0;
-
-  constructor(tauMs: number) {
-    this.#tauMs = tauMs;
-  }
-
-  add(work: number, now: number): void {
-    this.#rate = this.at(now) + (1000 * work) / this.#tauMs;
-    this.#at = now;
-  }
-
-  /** Tokens per second at `now`. */
-  at(now: number): number {
-    return this.#rate * Math.exp(-(now - this.#at) / this.#tauMs);
   }
 }

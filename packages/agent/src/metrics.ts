@@ -3,8 +3,18 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 export function createMetrics() {
   const registry = new Registry();
-  const m = {
+  return {
     registry,
+    ...proxyMetrics(registry),
+    ...publishMetrics(registry),
+    ...cacheMetrics(registry),
+    ...engineMetrics(registry),
+  };
+}
+
+/** The proxy's requests: admission, the engine's answers, time spent. */
+function proxyMetrics(registry: Registry) {
+  return {
     inflight: new Gauge({
       name: 'warmpath_agent_inflight_requests',
       help: 'Requests admitted and not finished',
@@ -55,6 +65,12 @@ export function createMetrics() {
       buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
       registers: [registry],
     }),
+  };
+}
+
+/** What the publisher sends on gossip. */
+function publishMetrics(registry: Registry) {
+  return {
     gossipBytes: new Counter({
       name: 'warmpath_agent_gossip_published_bytes_total',
       help: 'State message bytes published on gossip',
@@ -70,6 +86,12 @@ export function createMetrics() {
       help: 'State publishes that failed',
       registers: [registry],
     }),
+  };
+}
+
+/** The cache model: its size, evictions and corrections from the engine's feedback. */
+function cacheMetrics(registry: Registry) {
+  return {
     cacheChunks: new Gauge({
       name: 'warmpath_agent_cache_model_chunks',
       help: 'Chain hashes in the cache model',
@@ -108,6 +130,12 @@ export function createMetrics() {
       help: 'Prompt tokens the engine reported cached',
       registers: [registry],
     }),
+  };
+}
+
+/** The engine monitor's scrapes. */
+function engineMetrics(registry: Registry) {
+  return {
     scrapes: new Counter({
       name: 'warmpath_agent_engine_scrapes_total',
       help: 'Engine scrapes',
@@ -130,7 +158,6 @@ export function createMetrics() {
       registers: [registry],
     }),
   };
-  return m;
 }
 
 export type AgentMetrics = ReturnType<typeof createMetrics>;

@@ -17,7 +17,7 @@
  *  - `--overhead rows.json` (packages/router/bench/overhead.ts --save):
  *    requests per core-second and added latency per proxy, with the goals
  *    (half of HAProxy's, 2 ms) → hot-path.png.
- * Drawn with Chart.js in headless Chromium (src/plot.ts); `--html` also
+ * Drawn with Chart.js in headless Chromium (src/figures.ts); `--html` also
  * writes each figure's page beside it.
  *
  *   node packages/bench/bench/plot.ts --out docs/plots [--gossip …] [--instant …] [--routers …] [--mesh …] [--overhead …] [--html]
@@ -29,7 +29,7 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { delayMedianMs } from '../src/des/gossip.ts';
-import { COLORS, type ChartSpec, type Figure, goalLine, hline, renderFigures } from '../src/plot.ts';
+import { COLORS, type ChartSpec, type Figure, goalLine, hline, renderFigures } from '../src/figures.ts';
 import type { QualityRow } from '../src/quality-row.ts';
 
 const { values } = parseArgs({

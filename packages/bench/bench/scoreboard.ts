@@ -21,7 +21,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { committedInputs, DOC_DATA, renderDocs } from '../src/docs-data.ts';
-import { renderFigures } from '../src/plot.ts';
+import { renderFigures } from '../src/figures.ts';
 import { resultsCharts, type GoalsJson } from '../src/scoreboard.ts';
 
 const ROOT = join(import.meta.dirname, '../../..');

@@ -151,14 +151,7 @@ export async function run(argv: string[]): Promise<void> {
   const liveDefault = parsed.mode === 'live' && parsed.policies.join() === ALL_POLICIES.join();
   const cfg = liveDefault ? { ...parsed, policies: parsed.policies.filter((p) => !isDesOnly(p)) } : parsed;
   const scenario = SCENARIOS[cfg.scenario]!;
-  for (const p of cfg.policies)
-    if (!KNOWN_POLICIES.includes(p))
-      throw new ConfigError(`command line: unknown policy "${p}"; known: ${KNOWN_POLICIES.join(', ')}`);
-  const desOnly = cfg.policies.filter(isDesOnly);
-  if (cfg.mode === 'live' && desOnly.length > 0)
-    throw new ConfigError(
-      `command line: DES-only policies ${desOnly.join(', ')} run only in --mode des (they need the engines' true state or the simulator's feeds); drop them from --policies in live mode`,
-    );
+  checkPolicies(cfg);
   const routerOverrides = parseSet('--router-set', cfg.routerSet);
   const agentOverrides = parseSet('--agent-set', cfg.agentSet);
   const replicas = cfg.replicas > 0 ? cfg.replicas : scenario.fleet.replicas;
@@ -231,6 +224,18 @@ export async function run(argv: string[]): Promise<void> {
   console.log(markdownTable(done()));
   save();
   if (cfg.report !== '') writeHtml(cfg.report, [done()]);
+}
+
+/** Every policy asked for is known, and runs in the mode asked for; else a ConfigError naming them. */
+function checkPolicies(cfg: BenchConfig): void {
+  for (const p of cfg.policies)
+    if (!KNOWN_POLICIES.includes(p))
+      throw new ConfigError(`command line: unknown policy "${p}"; known: ${KNOWN_POLICIES.join(', ')}`);
+  const desOnly = cfg.policies.filter(isDesOnly);
+  if (cfg.mode === 'live' && desOnly.length > 0)
+    throw new ConfigError(
+      `command line: DES-only policies ${desOnly.join(', ')} run only in --mode des (they need the engines' true state or the simulator's feeds); drop them from --policies in live mode`,
+    );
 }
 
 /** The DES gossip model from the flags; a bad spec is a ConfigError naming the flag. */

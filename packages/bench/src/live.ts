@@ -13,9 +13,9 @@
  * the agent of the replica with the lowest predicted TTFT.
  */
 import type { ProbeResult } from '@warmpath/sim';
-import { diffTotals, readSims } from './engines.ts';
-import { startFleet } from './fleet.ts';
-import { ROUTER_ENTRY_PATH } from './processes.ts';
+import { diffTotals, readSims } from './ground-truth.ts';
+import { launchFleet } from '@warmpath/launch';
+import { ROUTER_ENTRY_PATH } from './router-entry-path.ts';
 import { runLoad, type PlannedRequest, type RequestResult } from './loadgen.ts';
 import { summarize, type PolicyResult } from './report.ts';
 import type { Scenario } from './scenarios.ts';
@@ -68,7 +68,7 @@ async function oracleTarget(simUrls: string[], agentUrls: string[], p: PlannedRe
 export async function runLive(o: LiveOptions): Promise<PolicyResult> {
   const shape = o.scenario.fleet;
   const oracle = o.policy === 'oracle';
-  const fleet = await startFleet({
+  const fleet = await launchFleet({
     replicas: o.replicas,
     routers: oracle ? 0 : o.routers,
     profile: shape.profile,

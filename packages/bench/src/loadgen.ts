@@ -106,58 +106,11 @@ export async function runOne(
     result.replica = h('x-warmpath-replica');
     result.route = h('x-warmpath-route');
     if (res.statusCode !== 200) {
-      const text = await res.body.text();
-      let code = `http_${res.statusCode}`;
-      try {
-        code = (JSON.parse(text) as { error?: { code?: string } }).error?.code ?? code;
-      } catch {
-        // not JSON
-      }
-      result.error = code;
+      result.error = errorCode(res.statusCode, await res.body.text());
       result.e2eMs = performance.now() - start;
       return result;
     }
-    let last = 0;
-    let buf = '';
-    let sawDone = false;
-    for await (const chunk of res.body) {
-      buf += (chunk as Buffer).toString('utf8');
-      let nl: number;
-      while ((nl = buf.indexOf('\n\n')) >= 0) {
-        const event = buf.slice(0, nl);
-        buf = buf.slice(nl + 2);
-        if (!event.startsWith('data: ')) continue;
-        const data = event.slice(6);
-        if (data === '[DONE]') {
-          sawDone = true;
-          continue;
-        }
-        const now = performance.now();
-        if (data.includes('"error"') && data.startsWith('{"error"')) {
-          result.error = (JSON.parse(data) as { error: { code?: string } }).error.code ?? 'stream_error';
-          continue;
-        }
-        if (data.includes('"usage":{')) {
-          const parsed = JSON.parse(data) as {
-            usage?: {
-              prompt_tokens?: number;
-              completion_tokens?: number;
-              prompt_tokens_details?: { cached_tokens?: number };
-            };
-          };
-          const u = parsed.usage;
-          if (u) {
-            result.promptTokens = u.prompt_tokens ?? 0;
-            result.outputTokens = u.completion_tokens ?? 0;
-            result.cachedTokens = u.prompt_tokens_details?.cached_tokens ?? 0;
-          }
-          if (data.includes('"choices":[]')) continue;
-        }
-        if (Number.isNaN(result.ttftMs)) result.ttftMs = now - start;
-        else result.itlMs.push(now - last);
-        last = now;
-      }
-    }
+    const sawDone = await readStream(res.body, result, start);
     result.e2eMs = performance.now() - start;
     result.ok = sawDone && result.error === undefined;
     if (!sawDone && result.error === undefined) result.error = 'stream_truncated';
@@ -166,6 +119,64 @@ export async function runOne(
     result.e2eMs = performance.now() - start;
   }
   return result;
+}
+
+/** An error answer's code: its body's error.code, else http_<status>. */
+function errorCode(status: number, text: string): string {
+  try {
+    return (JSON.parse(text) as { error?: { code?: string } }).error?.code ?? `http_${status}`;
+  } catch {
+    return `http_${status}`; // not JSON
+  }
+}
+
+/**
+ * Reads an SSE stream into `result`: the first token's time, the gaps between
+ * tokens, the usage, an error event. True when the stream ended with [DONE].
+ */
+async function readStream(body: AsyncIterable<unknown>, result: RequestResult, start: number): Promise<boolean> {
+  let last = 0;
+  let buf = '';
+  let sawDone = false;
+  for await (const chunk of body) {
+    buf += (chunk as Buffer).toString('utf8');
+    let nl: number;
+    while ((nl = buf.indexOf('\n\n')) >= 0) {
+      const event = buf.slice(0, nl);
+      buf = buf.slice(nl + 2);
+      if (!event.startsWith('data: ')) continue;
+      const data = event.slice(6);
+      if (data === '[DONE]') {
+        sawDone = true;
+        continue;
+      }
+      const now = performance.now();
+      if (data.includes('"error"') && data.startsWith('{"error"')) {
+        result.error = (JSON.parse(data) as { error: { code?: string } }).error.code ?? 'stream_error';
+        continue;
+      }
+      if (data.includes('"usage":{')) {
+        const parsed = JSON.parse(data) as {
+          usage?: {
+            prompt_tokens?: number;
+            completion_tokens?: number;
+            prompt_tokens_details?: { cached_tokens?: number };
+          };
+        };
+        const u = parsed.usage;
+        if (u) {
+          result.promptTokens = u.prompt_tokens ?? 0;
+          result.outputTokens = u.completion_tokens ?? 0;
+          result.cachedTokens = u.prompt_tokens_details?.cached_tokens ?? 0;
+        }
+        if (data.includes('"choices":[]')) continue;
+      }
+      if (Number.isNaN(result.ttftMs)) result.ttftMs = now - start;
+      else result.itlMs.push(now - last);
+      last = now;
+    }
+  }
+  return sawDone;
 }
 
 /** Runs a plan open-loop against the targets; resolves when every request has finished. */

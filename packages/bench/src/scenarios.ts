@@ -6,12 +6,20 @@
  * assistant replies, so turn k+1's prompt extends turn k's exactly, as a real
  * chat client's would.
  */
-import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { HEADERS } from '@warmpath/shared/wire';
 import { DEFAULT_MODEL } from '@warmpath/sim';
 import type { PlannedRequest } from './loadgen.ts';
 import { poissonGap, rng, textOf, zipf } from './text.ts';
+import { DEFAULT_TRACE, readTrace, traceMessages, TRACE_BLOCK_TOKENS, TRACE_MAX_CONTEXT_TOKENS } from './trace-file.ts';
+
+export {
+  DEFAULT_TRACE,
+  readTrace,
+  traceMessages,
+  TRACE_BLOCK_TOKENS,
+  TRACE_MAX_CONTEXT_TOKENS,
+  type TraceRecord,
+} from './trace-file.ts';
 
 /** Requests name the simulator's served base model. */
 export { DEFAULT_MODEL };
@@ -312,62 +320,6 @@ const longctxScenario: Scenario = {
     );
   },
 };
-
-export interface TraceRecord {
-  timestamp: number;
-  input_length: number;
-  output_length: number;
-  hash_ids: number[];
-}
-
-export const TRACE_BLOCK_TOKENS = 512;
-/** The Mooncake synthetic trace shipped with the benchmark (see traces/README.md). */
-export const DEFAULT_TRACE = fileURLToPath(new URL('../traces/mooncake-synthetic.jsonl', import.meta.url));
-
-/** The simulated model's context (Llama 3.1: 131,072 tokens); longer trace requests are cut to fit. */
-export const TRACE_MAX_CONTEXT_TOKENS = 131_072;
-
-export function readTrace(path: string): TraceRecord[] {
-  return readFileSync(path, 'utf8')
-    .split('\n')
-    .filter((l) => l.trim() !== '')
-    .map((l) => JSON.parse(l) as TraceRecord);
-}
-
-/**
- * Renders one trace record as a prompt: block id N is always the same
- * 512-token text; the last block holds only the remainder of input_length.
- * The text is rendered each time it is read, not kept: a trace prompt is
- * 60 KB on average, and a long replay's plan would otherwise hold every
- * prompt's text at once (an hour at 100 replicas: about 8 GB). The
- * simulator reads it once to describe the request (and peers that match
- * text read it when they place it).
- */
-export function traceMessages(rec: TraceRecord): Message[] {
-  const ids = rec.hash_ids;
-  const length = rec.input_length;
-  const render = (): string => {
-    const parts: string[] = [];
-    ids.forEach((id, i) => {
-      const remaining = length - i * TRACE_BLOCK_TOKENS;
-      const last = i === ids.length - 1;
-      parts.push(
-        last
-          ? textOf(`trace/block/${id}`, TRACE_BLOCK_TOKENS).slice(0, Math.max(0, remaining) * 4)
-          : textOf(`trace/block/${id}`, TRACE_BLOCK_TOKENS),
-      );
-    });
-    return parts.join('');
-  };
-  return [
-    {
-      role: 'user',
-      get content() {
-        return render();
-      },
-    },
-  ];
-}
 
 /**
  * trace: Mooncake-format JSONL replay. `rate` is a time-compression factor

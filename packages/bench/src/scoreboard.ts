@@ -9,7 +9,7 @@
  * keeps every seed's row for that.
  */
 import { goalsTable, type GoalRow, p50AllRequests, p99AllRequests, PEER_POLICIES, TARGETS } from './goals.ts';
-import type { ChartSpec } from './plot.ts';
+import type { ChartSpec } from './figures.ts';
 import type { PolicyResult } from './report.ts';
 
 /** Who produced a saved run: written by `goals --json`, or stamped by bench/scoreboard.ts. */

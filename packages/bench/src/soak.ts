@@ -18,7 +18,7 @@
  */
 import { Agent, request, type Dispatcher } from 'undici';
 import { mulberry32 } from '@warmpath/shared/runtime';
-import { startFleet, type Fleet } from './fleet.ts';
+import { launchFleet, type LocalFleet } from '@warmpath/launch';
 
 export interface SoakOptions {
   /** Seconds of mixed traffic. */
@@ -91,7 +91,7 @@ export async function runSoak(o: SoakOptions, log: (line: string) => void = cons
   /** Samples as they come, stamped with the wall clock (ms); atSec is counted from the traffic's start at the end. */
   const raw: Array<Omit<Sample, 'atSec'> & { at: number }> = [];
   let t0 = Infinity;
-  const fleet = await startFleet({
+  const fleet = await launchFleet({
     replicas: o.replicas,
     routers: 1,
     speed: o.speed,
@@ -138,7 +138,7 @@ export async function runSoak(o: SoakOptions, log: (line: string) => void = cons
 }
 
 /** Collect a process's soak-sample lines. */
-function watch(p: Fleet['routers'][number], onSample: (s: Omit<Sample, 'atSec' | 'proc'>) => void): void {
+function watch(p: LocalFleet['routers'][number], onSample: (s: Omit<Sample, 'atSec' | 'proc'>) => void): void {
   let buf = '';
   p.child.stderr!.on('data', (chunk: Buffer) => {
     buf += chunk.toString('utf8');
@@ -260,7 +260,7 @@ async function runTraffic(
 }
 
 function printProgress(
-  fleet: Fleet,
+  fleet: LocalFleet,
   samples: ReadonlyArray<Omit<Sample, 'atSec'>>,
   t: Tally,
   t0: number,

@@ -11,7 +11,7 @@
  */
 import { configFromProcess, type CommandHelp, type Schema } from '@warmpath/shared/runtime';
 import { SCENARIOS, DEFAULT_MODEL } from '@warmpath/bench';
-import { startFleet, type Fleet } from '@warmpath/bench';
+import { launchFleet, type LocalFleet } from '@warmpath/launch';
 import { runLoad, percentile, type RequestResult } from '@warmpath/bench';
 import { readSims, diffTotals, resetSims } from '@warmpath/bench';
 
@@ -66,7 +66,7 @@ interface Row {
 }
 
 async function runSmoke(
-  fleet: Fleet,
+  fleet: LocalFleet,
   cfg: { replicas: number; routers: number; duration: number; rate: number; speed: number },
 ): Promise<Row[]> {
   const rate = cfg.rate > 0 ? cfg.rate : 1.2 * cfg.replicas;
@@ -122,7 +122,7 @@ export async function run(argv: string[]): Promise<void> {
   console.log(
     `warmpath demo: starting ${cfg.replicas} simulator replicas (${cfg.profile}, speed ${cfg.speed}×), ${cfg.replicas} agents and ${cfg.routers} routers…`,
   );
-  const fleet = await startFleet({
+  const fleet = await launchFleet({
     replicas: cfg.replicas,
     routers: cfg.routers,
     profile: cfg.profile,

@@ -29,9 +29,8 @@ const commands: Record<string, { summary: string; load: () => Promise<{ run(argv
   },
   keygen: {
     summary: "print a new swarm key (the fleet's gossip network key), or make a node identity file (--identity)",
-    load: () => import('./swarm-key.ts'),
+    load: () => import('./keygen.ts'),
   },
-  'swarm-key': { summary: 'the same as keygen', load: () => import('./swarm-key.ts') },
 };
 
 /** Lines of `warmpath --help` after the command list. */

@@ -185,7 +185,7 @@ describe('the warmpath npm package', () => {
     const sim = await start(['sim', '--port', '0', '--profile', 'tiny']);
     const simUrl = /(http:\/\/\S+)/.exec(sim.line)![1]!;
     const key = join(dir, 'swarm.key');
-    writeFileSync(key, execFileSync(bin, ['swarm-key'], { env: ENV }));
+    writeFileSync(key, execFileSync(bin, ['keygen'], { env: ENV }));
     const agent = await start([
       'agent',
       '--engine',

@@ -14,7 +14,7 @@ import { describeRequest, type ReplicaState } from '@warmpath/shared/wire';
 import { routerConfig } from '../src/config.ts';
 import { FleetView } from '../src/fleet/view.ts';
 import { affinityKey } from '../src/placement/eligible.ts';
-import { LocalState, type Ticket } from '../src/placement/local.ts';
+import { LocalState, type Ticket } from '../src/core/local.ts';
 import { notifyDispatch, placeRequest } from '../src/placement/place.ts';
 import { createPolicy } from '../src/placement/registry.ts';
 import type { PlacementRequest } from '../src/placement/types.ts';

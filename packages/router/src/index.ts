@@ -5,17 +5,18 @@
  */
 export { startRouter, type Router, type RouterOptions } from './router.ts';
 export { ROUTER_SCHEMA, POLICY_NAMES, routerConfig, type RouterConfig } from './config.ts';
-export {
-  RouterCore,
-  describeFor,
-  placementChannel,
-  SWEEP_MS,
-  QUEUE_POLL_MS,
-  type RouterCoreOptions,
-  type RouteJob,
-  type RequestHeaders,
-} from './core/router-core.ts';
-export type { Clock, CoreMetrics, Dispatch, RouteError, Send, SendResult, UpstreamErrorKind } from './core/types.ts';
+export { RouterCore, placementChannel, SWEEP_MS, QUEUE_POLL_MS, type RouteJob } from './core/router-core.ts';
+export { describeFor, type RequestHeaders } from './core/describe.ts';
+export type {
+  Clock,
+  CoreMetrics,
+  Dispatch,
+  RouteError,
+  RouterCoreOptions,
+  Send,
+  SendResult,
+  UpstreamErrorKind,
+} from './core/types.ts';
 export type { Replica, ViewEvent } from './fleet/view.ts';
 export {
   createPolicy,

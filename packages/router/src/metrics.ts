@@ -54,10 +54,15 @@ function countOf(
   });
 }
 
-export function createMetrics(
-  view: FleetView,
-  extra: { queueLength: () => number; overlaySize: () => number; ejected: () => number; routers: () => number },
-): RouterMetrics {
+/** What the scrape-time gauges read beside the fleet view: the router core's queue and local state. */
+export interface ScrapeReadings {
+  queueLength(): number;
+  overlaySize(): number;
+  ejected(): number;
+  routers(): number;
+}
+
+export function createMetrics(view: FleetView, extra: ScrapeReadings): RouterMetrics {
   const registry = new Registry();
   const branches = new Counter({
     name: 'warmpath_router_placements_total',
@@ -97,6 +102,37 @@ export function createMetrics(
       this.set(extra.queueLength());
     },
   });
+  const ejections = new Counter({
+    name: 'warmpath_router_ejections_total',
+    help: 'Replicas ejected from placement for consecutive failures (outlier ejection)',
+    registers: [registry],
+  });
+  const retriesDenied = new Counter({
+    name: 'warmpath_router_retries_denied_total',
+    help: 'Failed requests not tried again, by reason (budget = the retry budget is spent, crashes = engines crashed on 2 replicas)',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+  });
+  fleetGauges(registry, view, extra);
+  const perRequest = requestMetrics(registry);
+  collectDefaultMetrics({ register: registry });
+  for (const name of LINT_FAILING_DEFAULT_METRICS) registry.removeSingleMetric(name);
+  return {
+    registry,
+    branches,
+    placementSeconds,
+    upstreamErrors,
+    retries,
+    responses,
+    queueWaiting,
+    ejections,
+    retriesDenied,
+    ...perRequest,
+  };
+}
+
+/** The fleet view's counts and this router's local state, read at scrape time. */
+function fleetGauges(registry: Registry, view: FleetView, extra: ScrapeReadings): void {
   new Gauge({
     name: 'warmpath_router_replicas',
     help: 'Known replicas by status (ready, draining, down, stale, mismatch = chunkChars differs from the router)',
@@ -134,11 +170,6 @@ export function createMetrics(
       this.set(extra.overlaySize());
     },
   });
-  const ejections = new Counter({
-    name: 'warmpath_router_ejections_total',
-    help: 'Replicas ejected from placement for consecutive failures (outlier ejection)',
-    registers: [registry],
-  });
   new Gauge({
     name: 'warmpath_router_traffic_routers',
     help: "Routers' worth of traffic the fleet carries per request of this router's (in-flight requests the replicas publish over this router's own; placement's share of the bound floor)",
@@ -155,12 +186,12 @@ export function createMetrics(
       this.set(extra.ejected());
     },
   });
-  const retriesDenied = new Counter({
-    name: 'warmpath_router_retries_denied_total',
-    help: 'Failed requests not tried again, by reason (budget = the retry budget is spent, crashes = engines crashed on 2 replicas)',
-    labelNames: ['reason'] as const,
-    registers: [registry],
-  });
+}
+
+/** The HTTP transport's per-request metrics (http/observe.ts feeds them). */
+function requestMetrics(
+  registry: Registry,
+): Pick<RouterMetrics, 'requests' | 'ttftSeconds' | 'durationSeconds' | 'attempts' | 'missedTokens'> {
   const requests = new Counter({
     name: 'warmpath_router_requests_total',
     help: 'HTTP requests answered, by route (the path, "other" for unknown ones) and status ("499": the client left before the answer)',
@@ -193,22 +224,5 @@ export function createMetrics(
     buckets: [0, 256, 1024, 4096, 16384, 65536, 262144],
     registers: [registry],
   });
-  collectDefaultMetrics({ register: registry });
-  for (const name of LINT_FAILING_DEFAULT_METRICS) registry.removeSingleMetric(name);
-  return {
-    registry,
-    branches,
-    placementSeconds,
-    upstreamErrors,
-    retries,
-    responses,
-    queueWaiting,
-    requests,
-    ttftSeconds,
-    durationSeconds,
-    attempts,
-    ejections,
-    retriesDenied,
-    missedTokens,
-  };
+  return { requests, ttftSeconds, durationSeconds, attempts, missedTokens };
 }

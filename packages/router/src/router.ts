@@ -26,14 +26,15 @@ import { RouterCore } from './core/router-core.ts';
 import type { CoreMetrics, Send } from './core/types.ts';
 import { snapshotFetcher } from './fleet/snapshot.ts';
 import type { FleetView, Replica, ViewEvent } from './fleet/view.ts';
-import { createSend, type Exchange } from './http/forward.ts';
+import { createSend } from './http/forward.ts';
+import type { Exchange } from './http/exchange.ts';
 import { observeAttempts } from './http/observe.ts';
 import { createAnswer, createProxy } from './http/proxy.ts';
 import { Drain } from './http/drain.ts';
 import { createHandler } from './http/server.ts';
 import { Upstreams } from './http/upstream.ts';
 import { createMetrics, type RouterMetrics } from './metrics.ts';
-import type { LocalState } from './placement/local.ts';
+import type { LocalState } from './core/local.ts';
 import type { Branch, Policy } from './placement/types.ts';
 import { StatusRecorder } from './status/recorder.ts';
 import { statusJson, statusPage } from './status/status.ts';
@@ -101,73 +102,11 @@ export async function startRouter(options: RouterOptions = {}): Promise<Router> 
     headersTimeoutMs: config.headersTimeoutMs,
     bodyTimeoutMs: config.bodyTimeoutMs,
   });
-  // The core counts into prom-client metrics that need the core's view: bound once both exist.
-  let metrics: RouterMetrics | undefined;
-  const startedAt = Date.now();
   const recorder = new StatusRecorder(config.keyDepthChunks);
-  const core: RouterCore<Exchange> = new RouterCore<Exchange>({
-    config,
-    id,
-    clock: realClock(),
-    send: observeAttempts(
-      recording(recorder, createSend(id, upstreams, config.heartbeatMs, agentAuth)),
-      () => metrics!,
-    ),
-    answer: (ex, e) => answer(ex, e),
-    fetchSnapshot: fetchSnapshot ?? fetcher.fetch,
-    ...(policyInstance !== undefined ? { policy: policyInstance } : {}),
-    metrics: coreMetrics(
-      () => metrics!,
-      () => core.policy.name,
-      recorder,
-    ),
-    onViewEvent: viewLogger(logger),
-    onSweep: () => upstreams.retain(originsOf(core.view)),
-  });
-  metrics = createMetrics(core.view, {
-    queueLength: () => core.waiting,
-    overlaySize: () => core.local.overlaySize,
-    ejected: () => core.local.ejectedCount(core.view.now()),
-    routers: () => core.local.routers,
-  });
-  const answer = createAnswer(id, config.retryAfterS, metrics);
+  const parts = { config, id, logger, upstreams, recorder, agentAuth, policyInstance };
+  const { core, metrics } = createCore({ ...parts, fetchSnapshot: fetchSnapshot ?? fetcher.fetch });
   let gossip: Awaited<ReturnType<typeof joinGossip>> | undefined;
-  const status = {
-    json: () =>
-      statusJson({
-        id,
-        policy: core.policy.name,
-        chunkChars: config.chunkChars,
-        charsPerToken: config.charsPerToken,
-        view: core.view,
-        local: core.local,
-        recorder,
-        waiting: () => core.waiting,
-        gossip: gossip?.node,
-        startedAt,
-      }),
-    page: statusPage,
-  };
-  const server: Server = createServer(SERVER_TIMEOUTS);
-  server.maxConnections = config.maxConnections;
-  const drain = new Drain(server, id, config);
-  const ready = (): boolean => !drain.draining && core.view.statusCounts().ready! > 0;
-  server.on(
-    'request',
-    createHandler({
-      id,
-      view: core.view,
-      metrics,
-      proxy: createProxy(core, metrics),
-      apiKeys,
-      ready,
-      drain,
-      status,
-      observe: { logger, metrics, logPrompts: config.logPrompts },
-    }),
-  );
-  server.on('clientError', answerClientError);
-
+  const { server, drain } = createRouterServer({ ...parts, core, metrics, apiKeys, gossip: () => gossip?.node });
   try {
     gossip = await joinGossip(
       config,
@@ -185,18 +124,11 @@ export async function startRouter(options: RouterOptions = {}): Promise<Router> 
   }
   const joined = gossip;
   const port = (server.address() as AddressInfo).port;
-  const host =
-    config.host === '0.0.0.0' || config.host === '::'
-      ? '127.0.0.1'
-      : config.host.includes(':')
-        ? `[${config.host}]`
-        : config.host;
-
   const close = closer(core, server, joined, upstreams, fetcher);
   let draining: Promise<void> | undefined;
   return {
     id,
-    url: `http://${host}:${port}`,
+    url: `http://${reachableHost(config.host)}:${port}`,
     port,
     peerId: joined.node?.peerId,
     peerAddrs: joined.node?.multiaddrs() ?? [],
@@ -211,6 +143,108 @@ export async function startRouter(options: RouterOptions = {}): Promise<Router> 
     drain: () => (draining ??= drain.drain().then(close)),
     close,
   };
+}
+
+/** What the router's parts are built from. */
+interface Parts {
+  readonly config: RouterConfig;
+  readonly id: string;
+  readonly logger: Logger;
+  readonly upstreams: Upstreams;
+  readonly recorder: StatusRecorder;
+  readonly agentAuth: string | undefined;
+  readonly policyInstance: Policy | undefined;
+}
+
+/** The router core over the HTTP transport, and the metrics it counts into (they read its view: bound once both exist). */
+function createCore(p: Parts & { fetchSnapshot: (r: Replica) => Promise<Uint8Array> }): {
+  core: RouterCore<Exchange>;
+  metrics: RouterMetrics;
+} {
+  const { config, id, recorder } = p;
+  let metrics: RouterMetrics | undefined;
+  const core: RouterCore<Exchange> = new RouterCore<Exchange>({
+    config,
+    id,
+    clock: realClock(),
+    send: observeAttempts(
+      recording(recorder, createSend(id, p.upstreams, config.heartbeatMs, p.agentAuth)),
+      () => metrics!,
+    ),
+    answer: (ex, e) => answer(ex, e),
+    fetchSnapshot: p.fetchSnapshot,
+    ...(p.policyInstance !== undefined ? { policy: p.policyInstance } : {}),
+    metrics: coreMetrics(
+      () => metrics!,
+      () => core.policy.name,
+      recorder,
+    ),
+    onViewEvent: viewLogger(p.logger),
+    onSweep: () => p.upstreams.retain(originsOf(core.view)),
+  });
+  metrics = createMetrics(core.view, {
+    queueLength: () => core.waiting,
+    overlaySize: () => core.local.overlaySize,
+    ejected: () => core.local.ejectedCount(core.view.now()),
+    routers: () => core.local.routers,
+  });
+  const answer = createAnswer(id, config.retryAfterS, metrics);
+  return { core, metrics };
+}
+
+/** The HTTP server (not listening yet): the proxy, the status page, readiness and the drain. */
+function createRouterServer(
+  p: Parts & {
+    core: RouterCore<Exchange>;
+    metrics: RouterMetrics;
+    apiKeys: ReadonlySet<string> | undefined;
+    gossip: () => GossipNode | undefined;
+  },
+): { server: Server; drain: Drain } {
+  const { config, id, core, metrics } = p;
+  const startedAt = Date.now();
+  const status = {
+    json: () =>
+      statusJson({
+        id,
+        policy: core.policy.name,
+        chunkChars: config.chunkChars,
+        charsPerToken: config.charsPerToken,
+        view: core.view,
+        local: core.local,
+        recorder: p.recorder,
+        waiting: () => core.waiting,
+        gossip: p.gossip(),
+        startedAt,
+      }),
+    page: statusPage,
+  };
+  const server: Server = createServer(SERVER_TIMEOUTS);
+  server.maxConnections = config.maxConnections;
+  const drain = new Drain(server, id, config);
+  const ready = (): boolean => !drain.draining && core.view.statusCounts().ready! > 0;
+  server.on(
+    'request',
+    createHandler({
+      id,
+      view: core.view,
+      metrics,
+      proxy: createProxy(core, metrics),
+      apiKeys: p.apiKeys,
+      ready,
+      drain,
+      status,
+      observe: { logger: p.logger, metrics, logPrompts: config.logPrompts },
+    }),
+  );
+  server.on('clientError', answerClientError);
+  return { server, drain };
+}
+
+/** The host a client on this machine reaches a listener on `host` at. */
+function reachableHost(host: string): string {
+  if (host === '0.0.0.0' || host === '::') return '127.0.0.1';
+  return host.includes(':') ? `[${host}]` : host;
 }
 
 /** Close at once, once: stop the core, close idle connections, cut the rest after 1 s, leave gossip, close the pools. */

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '@warmpath/shared/runtime';
 import { ROUTER_SCHEMA, routerConfig } from '../src/config.ts';
 import type { FleetView } from '../src/fleet/view.ts';
-import { LocalState } from '../src/placement/local.ts';
+import { LocalState } from '../src/core/local.ts';
 import { notifyDispatch, placeRequest } from '../src/placement/place.ts';
 import { warmpathOptions } from '../src/placement/registry.ts';
 import type { Placement, PlacementRequest, Policy } from '../src/placement/types.ts';

@@ -1,7 +1,7 @@
 /** Behaviour of the plain balancers keyed on chance or on the session header, rule by rule as docs/PEERS.md states them. */
 import { describe, expect, it } from 'vitest';
 import { HashRing, hashString } from '@warmpath/shared/wire';
-import { LocalState } from '../src/placement/local.ts';
+import { LocalState } from '../src/core/local.ts';
 import { notifyDispatch, placeRequest } from '../src/placement/place.ts';
 import { createChwblHeaderPolicy, createConsistentHashPolicy, createRandomPolicy } from '../src/placement/simple.ts';
 import type { Placement, PlacementRequest, Policy } from '../src/placement/types.ts';

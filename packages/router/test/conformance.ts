@@ -8,7 +8,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { eligible } from '../src/placement/eligible.ts';
-import { LocalState } from '../src/placement/local.ts';
+import { LocalState } from '../src/core/local.ts';
 import { notifyComplete, notifyDispatch, placeRequest } from '../src/placement/place.ts';
 import { buildCandidates, scanWarmth } from '../src/placement/candidates.ts';
 import { BRANCHES, type PlacementRequest, type Policy } from '../src/placement/types.ts';

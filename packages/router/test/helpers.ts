@@ -4,7 +4,7 @@ import { waitFor } from '@warmpath/testkit';
 import { routerConfig } from '../src/config.ts';
 import { FleetView } from '../src/fleet/view.ts';
 import { affinityKey } from '../src/placement/eligible.ts';
-import { LocalState } from '../src/placement/local.ts';
+import { LocalState } from '../src/core/local.ts';
 import { warmpathOptions } from '../src/placement/registry.ts';
 import type { PlacementRequest, WarmpathOptions } from '../src/placement/types.ts';
 

@@ -4,7 +4,7 @@
  * another replica.
  */
 import { describe, expect, it } from 'vitest';
-import { LocalState } from '../src/placement/local.ts';
+import { LocalState } from '../src/core/local.ts';
 import { CONFIG, makeState, makeView } from './helpers.ts';
 
 describe('LocalState.figures', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { buildCandidates, scanWarmth } from '../src/placement/candidates.ts';
-import { LocalState } from '../src/placement/local.ts';
+import { LocalState } from '../src/core/local.ts';
 import { notifyDispatch, placeRequest } from '../src/placement/place.ts';
 import type { PlacementRequest } from '../src/placement/types.ts';
 import { warmpathOptions } from '../src/placement/registry.ts';

@@ -72,9 +72,9 @@ async function waitFor(check: () => boolean, timeoutMs: number, nodes: GossipNod
   });
 }
 
-async function run(topology: Topology): Promise<Result> {
+/** NODES gossip nodes, each dialing its topology's peers among those before it. */
+async function startNodes(topology: Topology): Promise<{ nodes: GossipNode[]; edges: number }> {
   const swarmKey = generateSwarmKey();
-  const t0 = performance.now();
   const nodes: GossipNode[] = [];
   let edges = 0;
   for (let i = 0; i < NODES; i++) {
@@ -91,6 +91,23 @@ async function run(topology: Topology): Promise<Result> {
     await node.start();
     nodes.push(node);
   }
+  return { nodes, edges };
+}
+
+/** Message `seq` of node `origin`: its header (origin, seq, send time) then random bytes. */
+function message(origin: number, seq: number): Uint8Array {
+  const buf = new Uint8Array(Math.max(MESSAGE_BYTES, HEADER_BYTES));
+  crypto.getRandomValues(buf.subarray(HEADER_BYTES, Math.min(buf.length, HEADER_BYTES + 65_536)));
+  const view = new DataView(buf.buffer);
+  view.setUint16(0, origin);
+  view.setUint32(2, seq);
+  view.setFloat64(6, performance.now());
+  return buf;
+}
+
+async function run(topology: Topology): Promise<Result> {
+  const t0 = performance.now();
+  const { nodes, edges } = await startNodes(topology);
 
   // Per receiving node: which (origin, seq) it has seen, to count duplicates.
   const seen = nodes.map(() => new Set<number>());
@@ -117,16 +134,6 @@ async function run(topology: Topology): Promise<Result> {
       latenciesMs.push(performance.now() - view.getFloat64(6));
     });
   });
-
-  const message = (origin: number, seq: number): Uint8Array => {
-    const buf = new Uint8Array(Math.max(MESSAGE_BYTES, HEADER_BYTES));
-    crypto.getRandomValues(buf.subarray(HEADER_BYTES, Math.min(buf.length, HEADER_BYTES + 65_536)));
-    const view = new DataView(buf.buffer);
-    view.setUint16(0, origin);
-    view.setUint32(2, seq);
-    view.setFloat64(6, performance.now());
-    return buf;
-  };
 
   // Warm-up: seq 0 from every node until all N(N-1) arrive, i.e. the mesh spans the graph.
   const expectedWarmup = NODES * (NODES - 1);

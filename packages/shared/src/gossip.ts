@@ -39,7 +39,7 @@
 
 // Modules: types.ts (the contract), options.ts (validation, topic), keys.ts
 // (swarm key, identity, options from settings), libp2p.ts (node construction, topic validation),
-// candidates.ts (bootstrap and DNS peers, picking), upkeep.ts (redial,
+// dial-peers.ts (bootstrap and DNS peers, picking), upkeep.ts (redial,
 // silent peers, isolation warning), node.ts (lifecycle,
 // publish, delivery), constants.ts (tunables with units).
 export { createGossipNode } from './gossip/node.ts';

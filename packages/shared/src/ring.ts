@@ -27,8 +27,6 @@ export interface RingMember {
 }
 
 export const DEFAULT_VNODES = 64;
-/** Default c of the bounded-load rule (HAProxy's hash-balance-factor 125). */
-export const DEFAULT_LOAD_FACTOR = 1.25;
 
 export class HashRing {
   readonly members: readonly RingMember[];
@@ -173,8 +171,9 @@ export function pickBounded(
   ring: HashRing,
   key: number | bigint,
   loadOf: (id: string) => number,
-  cost = 1,
-  c = DEFAULT_LOAD_FACTOR,
+  cost: number,
+  /** The bound's factor: each caller names its own (the router's is its loadFactor setting). */
+  c: number,
   eligible: (m: RingMember) => boolean = () => true,
 ): { member: RingMember; rank: number } | undefined {
   let total = 0;

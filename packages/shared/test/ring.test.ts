@@ -72,7 +72,7 @@ describe('HashRing', () => {
     const ring = new HashRing([]);
     expect(ring.home(1)).toBeUndefined();
     expect(order(ring, 1)).toEqual([]);
-    expect(pickBounded(ring, 1, () => 0)).toBeUndefined();
+    expect(pickBounded(ring, 1, () => 0, 1, 1.25)).toBeUndefined();
   });
 });
 

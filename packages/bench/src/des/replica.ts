@@ -11,7 +11,7 @@ import type { SendResult } from '@warmpath/router';
 import type { ReplicaState } from '@warmpath/shared/wire';
 import { EngineModel, type EngineProfile, type StepResult } from '@warmpath/sim';
 import { DEFAULT_MODEL, type FleetShape } from '../scenarios.ts';
-import { simEngineSource } from './engine.ts';
+import { simEngineSource } from './engine-source.ts';
 import type { EventQueue } from './queue.ts';
 import type { Rec } from './request.ts';
 

@@ -132,6 +132,17 @@ export async function runDes(o: DesOptions): Promise<PolicyResult> {
       if (rec !== undefined && !rec.result.ok && rec.result.error === undefined && Number.isNaN(rec.result.e2eMs))
         fail(rec, 'timeout', 504);
 
+  return runResult(o, fleet, q.now, results, perReplicaLoad);
+}
+
+/** The policy's result: the requests' figures, the engines' totals, what gossip carried, the routers' estimates. */
+function runResult(
+  o: DesOptions,
+  fleet: Fleet,
+  endMs: number,
+  results: RequestResult[],
+  perReplicaLoad: Array<{ t: number; running: number[] }>,
+): PolicyResult {
   const totals: EngineTotals = {
     promptTokens: 0,
     cachedTokens: 0,
@@ -150,7 +161,7 @@ export async function runDes(o: DesOptions): Promise<PolicyResult> {
     totals.evictedAgeMs! += s.evictedAgeMs;
   }
   // Per agent per simulated second of the whole run (warm-up and drain included): what gossip carried.
-  const perS = (n: number): number => Math.round((10 * n) / fleet.replicas.length / Math.max(1e-9, q.now / 1000)) / 10;
+  const perS = (n: number): number => Math.round((10 * n) / fleet.replicas.length / Math.max(1e-9, endMs / 1000)) / 10;
   const published = fleet.replicas.reduce(
     (a, r) => ({ messages: a.messages + r.core.publisher.messages, bytes: a.bytes + r.core.publisher.bytes }),
     { messages: 0, bytes: 0 },
@@ -200,26 +211,7 @@ function buildFleet(
   const routers: Array<RouterCore<Rec>> = [];
   const gossip = o.gossip ?? DEFAULT_GOSSIP;
   const feed = feedHooks(deployment.feed, q, routers, random, gossip);
-  const hooks: ReplicaHooks = {
-    ...feed.hooks,
-    token: (rec, generated, at) => {
-      if (generated === 1) rec.result.ttftMs = at - rec.arrivedAt;
-      else rec.result.itlMs.push(at - rec.lastTokenAt);
-      rec.lastTokenAt = at;
-    },
-    finished: (rec, end) => {
-      if ('error' in end) return out.fail(rec, end.error, end.status);
-      Object.assign(rec.result, {
-        ok: true,
-        status: 200,
-        e2eMs: end.at - rec.arrivedAt,
-        promptTokens: end.promptTokens,
-        cachedTokens: end.cachedTokens,
-        outputTokens: end.outputTokens,
-      });
-      out.finish(rec);
-    },
-  };
+  const hooks: ReplicaHooks = { ...feed.hooks, ...resultHooks(out) };
   // A peer deployed without Warmpath's agents has no admission control, and sees only the adapters the engine reports in use.
   const replicas = Array.from(
     { length: o.replicas },
@@ -269,6 +261,29 @@ function buildFleet(
   for (const r of replicas)
     feed.start(r, random() * r.core.config.scrapeIntervalMs, random() * r.core.config.publishIntervalMs);
   return { replicas, routers, pulls: () => pulls };
+}
+
+/** A request's result as its replica streams it: first token, inter-token gaps, the end. */
+function resultHooks(out: Outcomes): Pick<ReplicaHooks, 'token' | 'finished'> {
+  return {
+    token: (rec, generated, at) => {
+      if (generated === 1) rec.result.ttftMs = at - rec.arrivedAt;
+      else rec.result.itlMs.push(at - rec.lastTokenAt);
+      rec.lastTokenAt = at;
+    },
+    finished: (rec, end) => {
+      if ('error' in end) return out.fail(rec, end.error, end.status);
+      Object.assign(rec.result, {
+        ok: true,
+        status: 200,
+        e2eMs: end.at - rec.arrivedAt,
+        promptTokens: end.promptTokens,
+        cachedTokens: end.cachedTokens,
+        outputTokens: end.outputTokens,
+      });
+      out.finish(rec);
+    },
+  };
 }
 
 /** The feed's side of the replicas (feeds.ts): how their state messages reach the routers, and when they are built. */

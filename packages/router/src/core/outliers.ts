@@ -24,7 +24,7 @@
  * replica and still miss request-specific failures.
  */
 import type { ReplicaView } from '../fleet/replica.ts';
-import type { LocalState } from '../placement/local.ts';
+import type { LocalState } from './local.ts';
 
 /** The router config's ejection settings (validated there; no defaults here). */
 export interface OutlierOptions {

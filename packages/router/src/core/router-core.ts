@@ -30,19 +30,20 @@
  * code synchronously in virtual time and stays deterministic.
  */
 import diagnostics_channel from 'node:diagnostics_channel';
-import { describeRequest, type ReplicaState, type RequestInfo, type RequestKind } from '@warmpath/shared/wire';
+import type { ReplicaState, RequestInfo, RequestKind } from '@warmpath/shared/wire';
 import type { RouterConfig } from '../config.ts';
 import type { Origin } from '../fleet/trust.ts';
-import { FleetView, type Replica, type ViewEvent } from '../fleet/view.ts';
+import { FleetView, type Replica } from '../fleet/view.ts';
 import { affinityKey } from '../placement/eligible.ts';
-import { LocalState, type Ticket } from '../placement/local.ts';
+import { LocalState, type Ticket } from './local.ts';
 import { notifyComplete, notifyDispatch, placeRequest } from '../placement/place.ts';
 import { createPolicy } from '../placement/registry.ts';
 import type { Placement, PlacementRequest, Policy } from '../placement/types.ts';
 import { Outliers } from './outliers.ts';
 import { failureOf, failureText, outcomeOf } from './results.ts';
 import { WaitQueue } from './queue.ts';
-import type { Clock, CoreMetrics, RetryDenial, RouteError, Send, SendResult } from './types.ts';
+import type { RetryDenial, RouteError, RouterCoreOptions, SendResult } from './types.ts';
+import { describeFor, type RequestHeaders } from './describe.ts';
 
 /** Every placement, for tracing: `{ router, request, placement }`. */
 export const placementChannel = diagnostics_channel.channel('warmpath:router:placement');
@@ -53,26 +54,6 @@ export const SWEEP_MS = 250;
 export const QUEUE_POLL_MS = 50;
 /** A request on which engines crashed (a reset or a 5xx) on this many replicas is not sent to another: it is likely the cause. */
 export const CRASH_LIMIT = 2;
-
-export interface RouterCoreOptions<T> {
-  /** Validated router config (routerConfig / loadConfig). */
-  config: RouterConfig;
-  id: string;
-  clock: Clock;
-  send: Send<T>;
-  /** Render an error answer the core decided on. */
-  answer: (ctx: T, error: RouteError) => void;
-  /** Pull a replica's digest snapshot (msgpack bytes). */
-  fetchSnapshot: (r: Replica) => Promise<Uint8Array>;
-  /** Random source of randomized policies; default Math.random. */
-  random?: () => number;
-  /** A policy instance instead of config.policy from the registry (tests, emulations). */
-  policy?: Policy;
-  metrics?: CoreMetrics;
-  onViewEvent?: (e: ViewEvent) => void;
-  /** After each sweep (the HTTP server closes pools of forgotten replicas). */
-  onSweep?: () => void;
-}
 
 /** A request inside the core; opaque to transports except as a handle for `cancel`. */
 export interface RouteJob<T> {
@@ -413,29 +394,4 @@ export class RouterCore<T> {
     cancel = this.#o.clock.schedule(ms, tick);
     return () => cancel();
   }
-}
-
-/** The request headers placement reads: the explicit routing key and the client's session id. */
-export interface RequestHeaders {
-  readonly key?: string | undefined;
-  readonly session?: string | undefined;
-}
-
-/** describeRequest with a router config's prefix and work settings: the one description both transports use. */
-export function describeFor(
-  config: Pick<RouterConfig, 'chunkChars' | 'maxChunks' | 'charsPerToken' | 'defaultMaxTokens'>,
-  body: Record<string, unknown>,
-  kind: RequestKind,
-  resolveModel: (name: string) => { model: string; adapter: string } | undefined,
-  headers: RequestHeaders,
-): RequestInfo {
-  return describeRequest(body, kind, {
-    chunkChars: config.chunkChars,
-    maxChunks: config.maxChunks,
-    charsPerToken: config.charsPerToken,
-    defaultMaxTokens: config.defaultMaxTokens,
-    resolveModel,
-    keyHeader: headers.key,
-    sessionHeader: headers.session,
-  });
 }

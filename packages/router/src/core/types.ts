@@ -4,11 +4,13 @@
  * The core never does I/O and never reads a clock of its own.
  */
 import type { RequestInfo } from '@warmpath/shared/wire';
-import type { Replica } from '../fleet/view.ts';
-import type { Branch } from '../placement/types.ts';
+import type { RouterConfig } from '../config.ts';
+import type { Replica, ViewEvent } from '../fleet/view.ts';
+import type { Branch, Policy } from '../placement/types.ts';
 
 /** Time and timers: the wall clock and setTimeout live, the event queue in the simulator. */
 export type { Clock } from '@warmpath/shared/runtime';
+import type { Clock } from '@warmpath/shared/runtime';
 
 /** One attempt: send the request (the transport's context `ctx`) to `replica`. */
 export interface Dispatch<T> {
@@ -81,4 +83,25 @@ export interface CoreMetrics {
   retryDenied?(reason: RetryDenial): void;
   /** A stale refusal found this much prefill (tokens) queued beyond the attempt's queue limit: other routers' work this router's view missed. */
   missed?(tokens: number): void;
+}
+
+/** What a transport gives the router core. */
+export interface RouterCoreOptions<T> {
+  /** Validated router config (routerConfig / loadConfig). */
+  config: RouterConfig;
+  id: string;
+  clock: Clock;
+  send: Send<T>;
+  /** Render an error answer the core decided on. */
+  answer: (ctx: T, error: RouteError) => void;
+  /** Pull a replica's digest snapshot (msgpack bytes). */
+  fetchSnapshot: (r: Replica) => Promise<Uint8Array>;
+  /** Random source of randomized policies; default Math.random. */
+  random?: () => number;
+  /** A policy instance instead of config.policy from the registry (tests, emulations). */
+  policy?: Policy;
+  metrics?: CoreMetrics;
+  onViewEvent?: (e: ViewEvent) => void;
+  /** After each sweep (the HTTP server closes pools of forgotten replicas). */
+  onSweep?: () => void;
 }

@@ -46,8 +46,7 @@ export type { ReplicaView, ViewEvent } from './replica.ts';
 /** The name policies have always used for a replica as the view hands it out. */
 export type Replica = ReplicaView;
 
-/** Validated router config (config.ts holds the defaults) plus the view's collaborators. */
-/** The router config's fleet-view settings (validated there; no defaults here). */
+/** The router config's fleet-view settings (validated there; no defaults here) and the view's collaborators. */
 export type FleetViewOptions = {
   readonly fleet: string;
   readonly chunkChars: number;
@@ -56,7 +55,6 @@ export type FleetViewOptions = {
   /** Gossip publishers' rights (trust.ts); default: any peer, no extra networks. */
   readonly agentPeers?: readonly string[];
   readonly agentNetworks?: readonly string[];
-} & {
   /** Fetch a digest snapshot (msgpack bytes); the router passes an HTTP GET {admin}/warmpath/v1/digest. */
   fetchSnapshot?: (r: ReplicaView) => Promise<Uint8Array>;
   now?: () => number;

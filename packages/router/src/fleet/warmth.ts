@@ -2,7 +2,7 @@
  * The warmth scan: for a request's prefix chain, the longest matched prefix
  * (in chunks) of every replica slot that holds its first chunk. One algorithm
  * for every source of "who holds this chunk": the digest holder index
- * (holders.ts) and this router's optimistic overlay (placement/local.ts).
+ * (holders.ts) and this router's optimistic overlay (core/local.ts).
  *
  * Steps: reset the slots the previous scan touched; for chunk i = 0, 1, …
  * the source offers every slot holding hash i; a slot advances from depth i

@@ -15,27 +15,13 @@
  * the upstream request.
  * Complexity: O(1) per relayed chunk.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { errorBody, HEADERS, isErrorCode, sendError, sseErrorEvent, type ErrorCode } from '@warmpath/shared/wire';
 import { callUpstream, drained, forwardHeaders, type UpstreamResponse } from '@warmpath/shared/runtime';
 import type { Dispatch, Send, SendResult } from '../core/types.ts';
 import { Downstream } from './downstream.ts';
 import { noteFirstByte, upstreamHeaders } from './observe.ts';
 import { classify, type Upstreams } from './upstream.ts';
-
-/** One client exchange: what the transport needs on every attempt. */
-export interface Exchange {
-  readonly req: IncomingMessage;
-  readonly res: ServerResponse;
-  /** The request body exactly as received. */
-  readonly raw: Buffer;
-  /** /v1/… path, appended to the replica's base URL. */
-  readonly path: string;
-  /** Aborted when the client leaves or the total deadline passes. */
-  readonly signal: AbortSignal;
-  /** Aborted when the total deadline (totalTimeoutMs from arrival) passes. */
-  readonly deadline: AbortSignal;
-}
+import type { Exchange } from './exchange.ts';
 
 /** An error body from a replica, passed on as an SSE event after an early commit: at most this many bytes are read. */
 const ERROR_BODY_MAX = 64 * 1024;

@@ -31,7 +31,7 @@ import {
 } from '@warmpath/shared/wire';
 import type { Send } from '../core/types.ts';
 import type { RouterMetrics } from '../metrics.ts';
-import type { Exchange } from './forward.ts';
+import type { Exchange } from './exchange.ts';
 
 export interface ObserveDeps {
   readonly logger: Logger;

@@ -24,7 +24,7 @@ import type { RouterCore } from '../core/router-core.ts';
 import type { RouteError } from '../core/types.ts';
 import type { ReplicaView } from '../fleet/view.ts';
 import type { RouterMetrics } from '../metrics.ts';
-import type { Exchange } from './forward.ts';
+import type { Exchange } from './exchange.ts';
 import { noteError, noteRequest } from './observe.ts';
 
 export type ProxyHandler = (

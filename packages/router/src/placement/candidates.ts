@@ -27,7 +27,7 @@
 import { endpointBit } from '../fleet/published.ts';
 import type { FleetView } from '../fleet/view.ts';
 import { eligibleHere } from './eligible.ts';
-import type { LocalState } from './local.ts';
+import type { LocalState } from '../core/local.ts';
 import type { Candidate, CandidateTable, PlacementRequest, Warmth } from './types.ts';
 
 export type { Candidate, CandidateTable, Warmth } from './types.ts';

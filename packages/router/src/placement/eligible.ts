@@ -7,7 +7,7 @@
 import { hashString, type RequestInfo } from '@warmpath/shared/wire';
 import { endpointBit } from '../fleet/published.ts';
 import type { FleetView, Replica } from '../fleet/view.ts';
-import type { LocalState } from './local.ts';
+import type { LocalState } from '../core/local.ts';
 import type { PlacementRequest } from './types.ts';
 
 /**

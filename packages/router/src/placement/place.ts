@@ -10,7 +10,7 @@
  */
 import type { FleetView, Replica } from '../fleet/view.ts';
 import { buildCandidates, scanWarmth } from './candidates.ts';
-import type { LocalState } from './local.ts';
+import type { LocalState } from '../core/local.ts';
 import { NO_REPLICA, type Outcome, type Placement, type PlacementRequest, type Policy } from './types.ts';
 
 export function placeRequest(policy: Policy, req: PlacementRequest, view: FleetView, local: LocalState): Placement {

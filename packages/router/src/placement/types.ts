@@ -15,7 +15,7 @@
  */
 import type { Endpoint, HashRing, RequestInfo } from '@warmpath/shared/wire';
 import type { Replica } from '../fleet/view.ts';
-import type { LocalState } from './local.ts';
+import type { LocalState } from '../core/local.ts';
 
 /**
  * Why a replica was chosen (or none): one name per reason, counted per policy

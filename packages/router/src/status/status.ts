@@ -9,7 +9,7 @@
  */
 import { readFileSync } from 'node:fs';
 import type { FleetView, Replica } from '../fleet/view.ts';
-import type { LocalState } from '../placement/local.ts';
+import type { LocalState } from '../core/local.ts';
 import { hex, type StatusRecorder } from './recorder.ts';
 
 /** Recent placements and hottest prefixes in one answer. */

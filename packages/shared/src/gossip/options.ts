@@ -183,7 +183,7 @@ export function validateOptions(opts: GossipOptions): ValidatedOptions {
   if (opts.swarmKey === undefined && opts.insecureNoSwarmKey !== true) {
     throw new GossipConfigError(
       'a swarm key is required: without one anyone who reaches the gossip port can join the fleet and publish replica state. ' +
-        'Pass swarmKey (--swarm-key FILE; `warmpath swarm-key > swarm.key` makes one) or, for tests and experiments only, insecureNoSwarmKey (--insecure-no-swarm-key)',
+        'Pass swarmKey (--swarm-key FILE; `warmpath keygen > swarm.key` makes one) or, for tests and experiments only, insecureNoSwarmKey (--insecure-no-swarm-key)',
     );
   }
   return Object.freeze({

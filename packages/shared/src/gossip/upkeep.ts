@@ -6,7 +6,7 @@
  *     `silentPeerGraceMs` (a gossipsub stream that failed to open is never
  *     re-opened by the library while the connection lives), so the redial
  *     below rebuilds them with fresh streams.
- *  2. Dial the candidates candidates.ts picks (every unconnected bootstrap
+ *  2. Dial the peers dial-peers.ts picks (every unconnected bootstrap
  *     or DNS peer, or enough of them to keep `gossipPeers` routers), so a
  *     restarted peer is rejoined and one that went away is replaced.
  *     `bootstrapDns` names are re-resolved on their own timer
@@ -21,7 +21,7 @@
  * Trade-off: a fixed-interval redial rejoins a restarted peer within one
  * interval, at the cost of dial attempts against peers that are really gone.
  */
-import { Candidates, type Candidate } from './candidates.ts';
+import { DialPeers, type DialPeer } from './dial-peers.ts';
 import { GOSSIP_WARNING } from './constants.ts';
 import type { GossipLibp2p } from './libp2p.ts';
 import type { ValidatedOptions } from './options.ts';
@@ -33,7 +33,7 @@ export class ConnectionUpkeep {
   /** The node's counters; upkeep adds dial failures and silent-peer hang-ups. */
   readonly #stats: GossipStats;
   readonly #warn: (warning: GossipWarning) => void;
-  readonly #candidates: Candidates;
+  readonly #dialPeers: DialPeers;
   readonly #self: string;
   /** Connected peer → when it connected (local clock, ms), for the silent-peer check. */
   readonly #connectedAt = new Map<string, number>();
@@ -55,7 +55,7 @@ export class ConnectionUpkeep {
     this.#stats = stats;
     this.#warn = warn;
     this.#self = libp2p.peerId.toString();
-    this.#candidates = new Candidates(config, this.#self, stats);
+    this.#dialPeers = new DialPeers(config, this.#self, stats);
   }
 
   /** `mesh`: the node's fleet-topic mesh peers, kept over the others when the cap is reached. */
@@ -66,7 +66,7 @@ export class ConnectionUpkeep {
 
   peerDisconnected(peer: string): void {
     this.#connectedAt.delete(peer);
-    this.#candidates.disconnected(peer);
+    this.#dialPeers.disconnected(peer);
   }
 
   /** Called before libp2p starts: isolation is measured from here. */
@@ -79,11 +79,11 @@ export class ConnectionUpkeep {
 
   /** Called once libp2p listens. Every node ticks, bootstrap or not: a node that only accepts connections (the first agent of a fleet) must hang up silent peers too. */
   startTicking(): void {
-    this.#candidates.setOwnAddresses(this.#libp2p.getMultiaddrs().map(String));
+    this.#dialPeers.setOwnAddresses(this.#libp2p.getMultiaddrs().map(String));
     this.#timer = setInterval(() => this.#tick(), this.#config.timing.redialIntervalMs);
     this.#tick();
     if (this.#config.dns.length === 0) return;
-    const resolve = (): void => void this.#candidates.refreshDns().then(() => this.#tick());
+    const resolve = (): void => void this.#dialPeers.refreshDns().then(() => this.#tick());
     this.#dnsTimer = setInterval(resolve, this.#config.timing.dnsIntervalMs);
     resolve();
   }
@@ -108,8 +108,8 @@ export class ConnectionUpkeep {
     this.#dropSilentPeers();
     const connected = new Set(this.#libp2p.getPeers().map(String));
     const subscribers = new Set(this.#libp2p.services.pubsub.getSubscribers(this.#config.topic).map(String));
-    for (const c of this.#candidates.toDial(connected, subscribers)) this.#dial(c);
-    const bootstrapConnected = this.#candidates.all().some((c) => c.peerId !== undefined && connected.has(c.peerId));
+    for (const c of this.#dialPeers.toDial(connected, subscribers)) this.#dial(c);
+    const bootstrapConnected = this.#dialPeers.all().some((c) => c.peerId !== undefined && connected.has(c.peerId));
     if (bootstrapConnected || connected.size > 0) {
       this.#isolatedSince = undefined;
       this.#isolationWarned = false;
@@ -171,7 +171,7 @@ export class ConnectionUpkeep {
     }
   }
 
-  #dial(target: Candidate): void {
+  #dial(target: DialPeer): void {
     const stopSignal = this.#stopController?.signal;
     if (stopSignal === undefined || stopSignal.aborted) return;
     target.dialing = true;
@@ -179,11 +179,11 @@ export class ConnectionUpkeep {
     this.#libp2p
       .dial(target.addr, { signal })
       .then(
-        (conn) => this.#candidates.dialed(target, conn.remotePeer.toString(), this.#self),
+        (conn) => this.#dialPeers.dialed(target, conn.remotePeer.toString(), this.#self),
         (err: unknown) => {
           if (stopSignal.aborted) return;
           this.#stats.dialFailures++;
-          this.#candidates.failed(target, err);
+          this.#dialPeers.failed(target, err);
         },
       )
       .finally(() => {
@@ -193,16 +193,16 @@ export class ConnectionUpkeep {
 
   #isolationMessage(afterMs: number): string {
     const seconds = (afterMs / 1000).toFixed(afterMs % 1000 === 0 ? 0 : 1);
-    const errors = this.#candidates.errors();
+    const errors = this.#dialPeers.errors();
     const key = this.#config.swarmKey;
     const hint =
       key !== undefined
         ? `This node uses a private network (swarm key fingerprint ${key.fingerprint}); a peer with a different key does not refuse the connection, the dial just times out. If the fleet uses a swarm key, check that this node's key matches the other nodes' key.`
         : 'Check the bootstrap addresses (including /p2p/<peer id>), that those peers are running, and firewalls. If the fleet uses a private network (swarm key), this node needs the same key.';
     const tried =
-      this.#candidates.size === 0
+      this.#dialPeers.size === 0
         ? `has no bootstrap peer to dial (neither --bootstrap nor --bootstrap-dns gave one) and no peer connected to it within ${seconds}s`
-        : `could not connect to any of ${this.#candidates.size} bootstrap peer(s) within ${seconds}s and no other peer is connected`;
+        : `could not connect to any of ${this.#dialPeers.size} bootstrap peer(s) within ${seconds}s and no other peer is connected`;
     return (
       `gossip (fleet ${this.#config.fleet}): ${tried}, so this node neither sends nor receives fleet state. ${hint}` +
       (errors !== '' ? ` Last dial errors: ${errors}` : '')

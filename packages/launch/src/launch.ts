@@ -1,7 +1,12 @@
 /**
  * A local fleet of real processes: N simulator replicas, each with its agent,
  * and R routers, joined by real libp2p gossip under a generated swarm key.
- * The demo, the live benchmark and the end-to-end tests all start fleets here.
+ * The demo, the live benchmark and the end-to-end tests all launch fleets here.
+ *
+ * Steps: write a swarm key to a temporary directory → start the simulators
+ * (in parallel) → one agent per simulator (in parallel) → the routers, one
+ * after another, each bootstrapping to every agent. A failure at any step
+ * stops what already started.
  *
  * Topology: agents are publish-only gossip nodes and dial nobody; every
  * router bootstraps to every agent, so each agent's flood publish reaches
@@ -14,9 +19,9 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateSwarmKey } from '@warmpath/shared/gossip';
-import { startProcess, type Proc } from './processes.ts';
+import { startProcess, type Proc, type StartOptions } from './processes.ts';
 
-export interface FleetOptions {
+export interface LaunchOptions {
   replicas: number;
   routers: number;
   /** Simulator profile (see `warmpath sim --help`). */
@@ -42,7 +47,8 @@ export interface FleetOptions {
   env?: NodeJS.ProcessEnv;
 }
 
-export interface Fleet {
+/** A launched fleet: its processes, how to reach its routers, and how to stop it. */
+export interface LocalFleet {
   readonly sims: Proc[];
   readonly agents: Proc[];
   readonly routers: Proc[];
@@ -56,13 +62,8 @@ export interface Fleet {
   stop(): Promise<void>;
 }
 
-/** Polls `fn` until it returns true or the time runs out. */
-export async function waitFor(
-  fn: () => Promise<boolean> | boolean,
-  timeoutMs: number,
-  what: string,
-  everyMs = 100,
-): Promise<void> {
+/** Polls `fn` until it returns true or the time runs out (a throw counts as not yet). */
+async function pollUntil(fn: () => Promise<boolean>, timeoutMs: number, what: string, everyMs = 100): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
@@ -83,103 +84,109 @@ export async function readyReplicas(routerUrl: string): Promise<number> {
   return (body.replicas ?? []).filter((r) => r.status === 'ready' && r.fresh !== false).length;
 }
 
-export async function startFleet(opts: FleetOptions): Promise<Fleet> {
+/** The flags every agent and router of the fleet shares: its name and its swarm key (or none). */
+function commonArgs(opts: LaunchOptions): { args: string[]; swarmKeyFile: string | undefined } {
   const fleetName = opts.fleet ?? `fleet-${process.pid}-${Date.now().toString(36)}`;
-  const dir = mkdtempSync(join(tmpdir(), 'warmpath-fleet-'));
   let swarmKeyFile: string | undefined;
   if (opts.privateNetwork !== false) {
-    swarmKeyFile = join(dir, 'swarm.key');
+    swarmKeyFile = join(mkdtempSync(join(tmpdir(), 'warmpath-fleet-')), 'swarm.key');
     writeFileSync(swarmKeyFile, generateSwarmKey(), { mode: 0o600 });
   }
-  const common = [
-    '--fleet',
-    fleetName,
-    ...(swarmKeyFile !== undefined ? ['--swarm-key', swarmKeyFile] : ['--insecure-no-swarm-key']),
+  const key = swarmKeyFile !== undefined ? ['--swarm-key', swarmKeyFile] : ['--insecure-no-swarm-key'];
+  return { args: ['--fleet', fleetName, ...key], swarmKeyFile };
+}
+
+function simArgs(opts: LaunchOptions): string[] {
+  return [
+    'sim',
+    '--port',
+    '0',
+    '--profile',
+    opts.profile ?? 'h100-llama3-8b',
+    ...(opts.model !== undefined ? ['--model', opts.model] : []),
+    ...(opts.adapters !== undefined && opts.adapters.length > 0 ? ['--adapters', opts.adapters.join(',')] : []),
+    ...(opts.maxLoras !== undefined ? ['--max-loras', String(opts.maxLoras)] : []),
+    ...(opts.speed !== undefined ? ['--speed', String(opts.speed)] : []),
+    ...(opts.simArgs ?? []),
   ];
+}
+
+/** Agent i beside simulator `sim`; it dials nobody (the routers dial it). */
+function agentArgs(opts: LaunchOptions, common: readonly string[], sim: Proc, i: number): string[] {
+  return [
+    'agent',
+    '--engine',
+    'vllm',
+    '--engine-url',
+    sim.info.url!,
+    '--port',
+    '0',
+    '--admin-port',
+    '0',
+    '--replica-id',
+    `replica-${i}`,
+    ...common,
+    ...(opts.agentArgs ?? []),
+  ];
+}
+
+/** A router bootstrapping to every agent; no load balancer in front to deregister from, so it stops at once on SIGTERM. */
+function routerArgs(
+  opts: LaunchOptions,
+  common: readonly string[],
+  agents: readonly Proc[],
+  policy: string,
+  extra: readonly string[],
+): string[] {
+  return [
+    'router',
+    '--port',
+    '0',
+    '--policy',
+    policy,
+    '--shutdown-delay-ms',
+    '0',
+    ...common,
+    ...agents.flatMap((a) => ['--bootstrap', a.info.peer!]),
+    ...(opts.routerArgs ?? []),
+    ...extra,
+  ];
+}
+
+/** Starts the fleet's simulators, agents and routers; on a failure, stops what started and rethrows. */
+export async function launchFleet(opts: LaunchOptions): Promise<LocalFleet> {
+  const { args: common, swarmKeyFile } = commonArgs(opts);
   const sims: Proc[] = [];
   const agents: Proc[] = [];
   const routers: Proc[] = [];
-  const bootstrap: string[] = [];
-  const how = {
+  const how: StartOptions = {
     ...(opts.script !== undefined ? { script: opts.script } : {}),
     ...(opts.env !== undefined ? { env: opts.env } : {}),
   };
-  const all = () => [...routers, ...agents, ...sims];
-  const stop = async () => {
-    await Promise.all(all().map((p) => p.stop(3_000)));
+  const stop = async (): Promise<void> => {
+    await Promise.all([...routers, ...agents, ...sims].map((p) => p.stop(3_000)));
   };
-  try {
-    const simArgs = () => [
-      'sim',
-      '--port',
-      '0',
-      '--profile',
-      opts.profile ?? 'h100-llama3-8b',
-      ...(opts.model !== undefined ? ['--model', opts.model] : []),
-      ...(opts.adapters !== undefined && opts.adapters.length > 0 ? ['--adapters', opts.adapters.join(',')] : []),
-      ...(opts.maxLoras !== undefined ? ['--max-loras', String(opts.maxLoras)] : []),
-      ...(opts.speed !== undefined ? ['--speed', String(opts.speed)] : []),
-      ...(opts.simArgs ?? []),
-    ];
-    sims.push(
-      ...(await Promise.all(Array.from({ length: opts.replicas }, (_, i) => startProcess(`sim-${i}`, simArgs(), how)))),
-    );
-    const agentArgs = (i: number, boot: string[]) => [
-      'agent',
-      '--engine',
-      'vllm',
-      '--engine-url',
-      sims[i]!.info.url!,
-      '--port',
-      '0',
-      '--admin-port',
-      '0',
-      '--replica-id',
-      `replica-${i}`,
-      ...common,
-      ...boot.flatMap((b) => ['--bootstrap', b]),
-      ...(opts.agentArgs ?? []),
-    ];
-    // Agents publish only and dial nobody: routers dial them (below).
-    agents.push(
-      ...(await Promise.all(
-        Array.from({ length: opts.replicas }, (_, i) => startProcess(`agent-${i}`, agentArgs(i, []), how)),
-      )),
-    );
-    bootstrap.push(...agents.map((a) => a.info.peer!));
-  } catch (err) {
-    await stop();
-    throw err;
-  }
-  const addRouter = async (policy = opts.policy ?? 'warmpath', extra: readonly string[] = []) => {
+  const addRouter = async (policy = opts.policy ?? 'warmpath', extra: readonly string[] = []): Promise<Proc> => {
     const p = await startProcess(
       `router-${routers.length}`,
-      [
-        // No load balancer in front of these routers to deregister from: stop at once on SIGTERM.
-        'router',
-        '--port',
-        '0',
-        '--policy',
-        policy,
-        '--shutdown-delay-ms',
-        '0',
-        ...common,
-        ...agents.flatMap((a) => ['--bootstrap', a.info.peer!]),
-        ...(opts.routerArgs ?? []),
-        ...extra,
-      ],
+      routerArgs(opts, common, agents, policy, extra),
       opts.routerScript !== undefined ? { ...how, script: opts.routerScript } : how,
     );
     routers.push(p);
     return p;
   };
   try {
+    const n = Array.from({ length: opts.replicas }, (_, i) => i);
+    sims.push(...(await Promise.all(n.map((i) => startProcess(`sim-${i}`, simArgs(opts), how)))));
+    agents.push(
+      ...(await Promise.all(n.map((i) => startProcess(`agent-${i}`, agentArgs(opts, common, sims[i]!, i), how)))),
+    );
     for (let i = 0; i < opts.routers; i++) await addRouter();
   } catch (err) {
     await stop();
     throw err;
   }
-  const fleet: Fleet = {
+  const fleet: LocalFleet = {
     sims,
     agents,
     routers,
@@ -187,11 +194,11 @@ export async function startFleet(opts: FleetOptions): Promise<Fleet> {
       return routers.filter((r) => r.child.exitCode === null && r.child.signalCode === null).map((r) => r.info.url!);
     },
     swarmKeyFile,
-    bootstrap,
+    bootstrap: agents.map((a) => a.info.peer!),
     addRouter,
     async waitConverged(timeoutMs = 20_000) {
       const want = agents.length;
-      await waitFor(
+      await pollUntil(
         async () => (await Promise.all(fleet.routerUrls.map(readyReplicas))).every((n) => n >= want),
         timeoutMs,
         `every router to see ${want} ready replicas`,

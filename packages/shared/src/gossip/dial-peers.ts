@@ -1,7 +1,7 @@
 /**
  * The peers a gossip node may dial, and which of them to dial now.
  *
- * Candidates are the static `bootstrap` multiaddrs plus every address the
+ * Dial peers are the static `bootstrap` multiaddrs plus every address the
  * `bootstrapDns` names resolve to (all A/AAAA records, re-resolved every
  * `dnsIntervalMs`; a failed lookup keeps the previous answer). A DNS address
  * has no peer id: it is dialed as /ipX/<ip>/tcp/<port> and noise learns the
@@ -9,14 +9,14 @@
  * never dialed.
  *
  * Picking (`toDial`), each upkeep tick:
- *  - gossipPeers = 0: every unconnected candidate (a fixed list of peers).
+ *  - gossipPeers = 0: every unconnected dial peer (a fixed list of peers).
  *  - gossipPeers = k: while fewer than k fleet-topic peers are connected
- *    (candidates this node is connected to, plus subscribers that dialed it),
- *    the unconnected candidates with the fewest consecutive dial failures,
+ *    (dial peers this node is connected to, plus subscribers that dialed it),
+ *    the unconnected dial peers with the fewest consecutive dial failures,
  *    ties broken at random. A router that goes away is replaced at the next
  *    tick; a dead address is retried only when no better one is left.
  *
- * Complexity: O(c log c) per tick for c candidates; one lookup per name per
+ * Complexity: O(c log c) per tick for c dial peers; one lookup per name per
  * interval.
  * Trade-off: random picks spread agents over routers with no coordination
  * (a router holds agents × k / routers links on average, binomially spread)
@@ -29,9 +29,9 @@ import { errorText } from './options.ts';
 import type { ValidatedOptions } from './options.ts';
 import type { GossipStats } from './types.ts';
 
-export interface Candidate {
+export interface DialPeer {
   readonly addr: Multiaddr;
-  /** The multiaddr as text, without /p2p/: the candidate's key. */
+  /** The multiaddr as text, without /p2p/: the dial peer's key. */
   readonly text: string;
   /** From the address's /p2p/ component, else learned from the first successful dial. */
   peerId: string | undefined;
@@ -43,34 +43,34 @@ export interface Candidate {
   self: boolean;
 }
 
-function candidate(addr: Multiaddr): Candidate {
+function dialPeer(addr: Multiaddr): DialPeer {
   const peerId = addr.getComponents().findLast((c) => c.code === CODE_P2P)?.value;
   const text = addr.toString().replace(/\/p2p\/[^/]+$/, '');
   return { addr, text, peerId, dialing: false, lastError: undefined, failures: 0, self: false };
 }
 
-export class Candidates {
+export class DialPeers {
   readonly #config: ValidatedOptions;
   readonly #stats: GossipStats;
-  readonly #static: Candidate[];
-  /** DNS candidates by `name:port`, and all of them by text. */
-  readonly #byName = new Map<string, Map<string, Candidate>>();
-  #dns = new Map<string, Candidate>();
+  readonly #static: DialPeer[];
+  /** DNS dial peers by `name:port`, and all of them by text. */
+  readonly #byName = new Map<string, Map<string, DialPeer>>();
+  #dns = new Map<string, DialPeer>();
   /** Own listen addresses (text, without /p2p/), set once listening. */
   #own = new Set<string>();
 
   constructor(config: ValidatedOptions, selfId: string, stats: GossipStats) {
     this.#config = config;
     this.#stats = stats;
-    this.#static = config.bootstrap.map(candidate).filter((c) => c.peerId !== selfId);
+    this.#static = config.bootstrap.map(dialPeer).filter((c) => c.peerId !== selfId);
   }
 
-  /** Every candidate that is not this node. */
-  all(): Candidate[] {
+  /** Every dial peer that is not this node. */
+  all(): DialPeer[] {
     return [...this.#static, ...this.#dns.values()].filter((c) => !c.self && !this.#own.has(c.text));
   }
 
-  /** How many candidates there are to report in the isolation warning. */
+  /** How many dial peers there are to report in the isolation warning. */
   get size(): number {
     return this.#static.length + this.#dns.size;
   }
@@ -85,7 +85,7 @@ export class Candidates {
     await Promise.all(
       this.#config.dns.map(async ({ name, port }) => {
         const key = `${name}:${port}`;
-        const known = this.#byName.get(key) ?? new Map<string, Candidate>();
+        const known = this.#byName.get(key) ?? new Map<string, DialPeer>();
         let ips: string[];
         try {
           ips = await this.#config.resolve(name);
@@ -93,23 +93,23 @@ export class Candidates {
           this.#stats.dnsFailures++;
           return;
         }
-        const next = new Map<string, Candidate>();
+        const next = new Map<string, DialPeer>();
         for (const ip of ips) {
           const family = isIP(ip);
           if (family === 0) continue;
           const text = `/ip${family}/${ip}/tcp/${port}`;
-          next.set(text, known.get(text) ?? next.get(text) ?? candidate(multiaddr(text)));
+          next.set(text, known.get(text) ?? next.get(text) ?? dialPeer(multiaddr(text)));
         }
         this.#byName.set(key, next);
       }),
     );
-    const merged = new Map<string, Candidate>();
+    const merged = new Map<string, DialPeer>();
     for (const m of this.#byName.values()) for (const [text, c] of m) if (!merged.has(text)) merged.set(text, c);
     this.#dns = merged;
   }
 
-  /** Candidates to dial now (see the header); `connected` peers, `subscribers` among them. */
-  toDial(connected: ReadonlySet<string>, subscribers: ReadonlySet<string>): Candidate[] {
+  /** Peers to dial now (see the header); `connected` peers, `subscribers` among them. */
+  toDial(connected: ReadonlySet<string>, subscribers: ReadonlySet<string>): DialPeer[] {
     const open = this.all().filter((c) => !c.dialing && (c.peerId === undefined || !connected.has(c.peerId)));
     const k = this.#config.gossipPeers;
     if (k === 0) return open;
@@ -127,7 +127,7 @@ export class Candidates {
   }
 
   /** A dial of `c` connected to `peer`. */
-  dialed(c: Candidate, peer: string, selfId: string): void {
+  dialed(c: DialPeer, peer: string, selfId: string): void {
     c.failures = 0;
     c.lastError = undefined;
     c.peerId ??= peer;
@@ -135,18 +135,18 @@ export class Candidates {
   }
 
   /** A dial of `c` failed; an address of this node itself is never dialed again. */
-  failed(c: Candidate, err: unknown): void {
+  failed(c: DialPeer, err: unknown): void {
     c.failures++;
     c.lastError = errorText(err);
     if (/dial self/i.test(c.lastError)) c.self = true;
   }
 
-  /** `peer` went away (or hung up on us): its candidates rank behind the others at the next pick. */
+  /** `peer` went away (or hung up on us): its dial peers rank behind the others at the next pick. */
   disconnected(peer: string): void {
     for (const c of this.all()) if (c.peerId === peer) c.failures++;
   }
 
-  /** `text: last error` of each candidate whose last dial failed. */
+  /** `text: last error` of each dial peer whose last dial failed. */
   errors(): string {
     return this.all()
       .filter((c) => c.lastError !== undefined)

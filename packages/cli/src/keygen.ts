@@ -1,5 +1,5 @@
 /**
- * `warmpath keygen` (alias `warmpath swarm-key`): the fleet's keys.
+ * `warmpath keygen`: the fleet's keys.
  *  - no option: prints a new swarm key file — the pre-shared key every agent
  *    and router of a fleet must hold to join its gossip (libp2p private
  *    network). Save it once and give the same file to every node:
@@ -14,7 +14,7 @@ import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { generateSwarmKey, loadIdentity, peerIdOfIdentity } from '@warmpath/shared/gossip';
 
-const USAGE = `usage: warmpath keygen [--out FILE] | --identity FILE   (alias: warmpath swarm-key)
+const USAGE = `usage: warmpath keygen [--out FILE] | --identity FILE
 
 Prints a new swarm key, the fleet's gossip network key; give the file to every agent and router
 of the fleet with --swarm-key.

@@ -1,5 +1,5 @@
 /**
- * Fleet-view bench at 1,000 replicas with realistic digests: state-apply cost
+ * Fleet view and placement bench at 1,000 replicas with realistic digests: state-apply cost
  * (decode + supersede + delta) and placement time for the warmpath policy.
  *
  * Digest model per replica: 24 of 200 shared system prompts (32 chunks each,
@@ -7,7 +7,7 @@
  * hashes (≈ 300k tokens of cache). Each state message carries a delta of one
  * request's worth: +40 / −40 hashes.
  *
- *   node packages/router/bench/fleet.ts [replicas=1000]
+ *   node packages/router/bench/apply-and-place.ts [replicas=1000]
  *
  * Smoke: 50
  */
@@ -15,7 +15,7 @@ import { describeRequest, encodeState, hashString, type ReplicaState } from '@wa
 import { routerConfig } from '../src/config.ts';
 import { FleetView } from '../src/fleet/view.ts';
 import { affinityKey } from '../src/placement/eligible.ts';
-import { LocalState } from '../src/placement/local.ts';
+import { LocalState } from '../src/core/local.ts';
 import type { PlacementRequest } from '../src/placement/types.ts';
 import { notifyDispatch, placeRequest } from '../src/placement/place.ts';
 import { warmpathOptions } from '../src/placement/registry.ts';

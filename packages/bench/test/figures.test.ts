@@ -8,7 +8,7 @@ import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CHROMIUM, hline, renderFigures } from '../src/plot.ts';
+import { CHROMIUM, hline, renderFigures } from '../src/figures.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'warmpath-plot-'));
 
@@ -19,7 +19,7 @@ function pngSize(file: string): { width: number; height: number } {
   return { width: b.readUInt32BE(16), height: b.readUInt32BE(20) };
 }
 
-describe.skipIf(!existsSync(CHROMIUM))('figures (src/plot.ts)', () => {
+describe.skipIf(!existsSync(CHROMIUM))('figures (src/figures.ts)', () => {
   it('draws a figure of two charts side by side to a PNG, at twice the CSS pixels', async () => {
     const file = join(dir, 'two.png');
     const line = {

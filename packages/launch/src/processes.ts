@@ -13,8 +13,6 @@ import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 
 export const CLI_PATH = fileURLToPath(new URL('../../cli/src/main.ts', import.meta.url));
-/** `warmpath router` with the peers' emulations registered: the benchmark's routers (router-entry.ts). */
-export const ROUTER_ENTRY_PATH = fileURLToPath(new URL('./router-entry.ts', import.meta.url));
 
 /** How long a component may take to print its ready line. */
 export const READY_TIMEOUT_MS = 30_000;
@@ -32,6 +30,14 @@ export interface Proc {
   readonly exited: Promise<number | null>;
 }
 
+/** How to start a process: its environment (added to this one's), its ready line, how long to wait for it, the program. */
+export interface StartOptions {
+  env?: NodeJS.ProcessEnv;
+  ready?: RegExp;
+  timeoutMs?: number;
+  script?: string;
+}
+
 function parseReadyLine(line: string): Record<string, string> {
   const info: Record<string, string> = {};
   for (const m of line.matchAll(/(\w+)=(\S+)/g)) info[m[1]!] = m[2]!;
@@ -41,11 +47,7 @@ function parseReadyLine(line: string): Record<string, string> {
 }
 
 /** Starts `warmpath <args>` (or `script <args>`: a program that runs a warmpath command its way) and resolves once it printed a line matching `ready`. */
-export async function startProcess(
-  name: string,
-  args: string[],
-  opts: { env?: NodeJS.ProcessEnv; ready?: RegExp; timeoutMs?: number; script?: string } = {},
-): Promise<Proc> {
+export async function startProcess(name: string, args: string[], opts: StartOptions = {}): Promise<Proc> {
   const child = spawn(process.execPath, [opts.script ?? CLI_PATH, ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...opts.env },

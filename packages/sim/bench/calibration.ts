@@ -1,7 +1,7 @@
 /**
  * Simulator calibration and cost benchmark.
  *
- *   node_modules/.bin/node packages/sim/bench/engine.ts [--batches 1,32,128] [--sim-seconds 600]
+ *   node_modules/.bin/node packages/sim/bench/calibration.ts [--batches 1,32,128] [--sim-seconds 600]
  *
  * --batches: the decode batch sizes measured over HTTP; --sim-seconds: simulated
  * seconds of the cost run.

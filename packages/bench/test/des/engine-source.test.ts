@@ -6,7 +6,7 @@ import { parseVllmMetrics } from '@warmpath/agent';
 import { parsePrometheus } from '@warmpath/shared/runtime';
 import { EngineModel, PROFILES, renderMetrics } from '@warmpath/sim';
 import { describe, expect, it } from 'vitest';
-import { simEngineSource } from '../../src/des/engine.ts';
+import { simEngineSource } from '../../src/des/engine-source.ts';
 
 const profile = PROFILES['h100-llama3-8b'];
 

@@ -1,0 +1,2 @@
+export * from './launch.ts';
+export * from './processes.ts';

@@ -1,0 +1,31 @@
+/**
+ * The launcher from real processes: a one-replica fleet whose router sees its
+ * replica, one more router added later, and stop() leaving no process behind;
+ * a process that cannot start fails the launch with its name and output.
+ */
+import { describe, expect, it } from 'vitest';
+import { launchFleet, readyReplicas } from '../src/index.ts';
+
+describe('launchFleet', () => {
+  it('starts a simulator, its agent and a router joined by gossip, adds a router, and stops them all', async () => {
+    const fleet = await launchFleet({ replicas: 1, routers: 1, profile: 'tiny' });
+    try {
+      expect(fleet.swarmKeyFile).toBeDefined();
+      expect(fleet.bootstrap).toHaveLength(1);
+      await fleet.waitConverged(30_000);
+      expect(await readyReplicas(fleet.routerUrls[0]!)).toBe(1);
+      await fleet.addRouter('round-robin');
+      expect(fleet.routerUrls).toHaveLength(2);
+      await fleet.waitConverged(30_000);
+    } finally {
+      await fleet.stop();
+    }
+    for (const p of [...fleet.sims, ...fleet.agents, ...fleet.routers])
+      expect(p.child.exitCode !== null || p.child.signalCode !== null, p.name).toBe(true);
+    expect(fleet.routerUrls).toEqual([]);
+  }, 120_000);
+
+  it('fails with the process name and its output when a simulator cannot start', async () => {
+    await expect(launchFleet({ replicas: 1, routers: 1, profile: 'no-such-profile' })).rejects.toThrow(/sim-0/);
+  }, 60_000);
+});
