@@ -87,6 +87,10 @@ export type Placement =
       work?: number;
       /** The most prefill (tokens) the policy expects queued there before another replica would serve the request sooner (x-warmpath-queue-limit). */
       queueLimit?: number;
+      /** The policy's step that placed the request (warmpath: placement/warmpath/index.ts, STEPS); default the branch. */
+      step?: string;
+      /** The term or tie-break that decided among the step's candidates (warmpath: docs/PLACEMENT.md, "Reading the header"). */
+      by?: string;
     }
   | { replica: undefined; branch: 'saturated' | 'no-replica' };
 
