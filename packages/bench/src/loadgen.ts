@@ -104,7 +104,8 @@ export async function runOne(
       return Array.isArray(v) ? v[0] : v;
     };
     result.replica = h('x-warmpath-replica');
-    result.route = h('x-warmpath-route');
+    // The branch: x-warmpath-route's first part (docs/PLACEMENT.md, 'Reading the header').
+    result.route = h('x-warmpath-route')?.split(';')[0];
     if (res.statusCode !== 200) {
       const text = await res.body.text();
       let code = `http_${res.statusCode}`;
