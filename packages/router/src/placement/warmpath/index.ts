@@ -25,6 +25,7 @@
 import type { CandidateTable, Warmth } from '../candidates.ts';
 import type { Placement, PlacementRequest, Policy, PolicyOptions } from '../types.ts';
 import { adapterCold } from './adapter.ts';
+import { decidedBy } from './cost.ts';
 import { balanceTarget, overBound } from './balance.ts';
 import { admissible, hardAdmissible, type Input, inputOf, pick, type Scratch } from './input.ts';
 import { leastLoaded } from './least-loaded.ts';
@@ -58,7 +59,8 @@ function warmStep(x: Input): Placement | undefined {
   }
   if (warm === undefined) return undefined;
   const target = x.mode.balance ? balanceTarget(x, warm.i) : -1;
-  return target >= 0 ? pick(x, target, 'balance', 'share') : pick(x, warm.i, 'warm', warm.by);
+  if (target >= 0) return pick(x, target, 'balance', 'share');
+  return pick(x, warm.i, 'warm', warm.by ?? decidedBy(x, warm.i, x.warm, (j) => admissible(x, j)));
 }
 
 /** The steps, in order (docs/PLACEMENT.md has one section per step). */

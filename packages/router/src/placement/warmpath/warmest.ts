@@ -9,7 +9,7 @@
  */
 import { mix32 } from '@warmpath/shared/runtime';
 import { firstInRing } from '../candidates.ts';
-import { ahead, cheaper, decidedBy } from './cost.ts';
+import { ahead, cheaper } from './cost.ts';
 import { type By, hardAdmissible, headroom, type Input, tier, within } from './input.ts';
 
 /** The warmest row found: its index, depth and adapter tier. */
@@ -19,10 +19,10 @@ export interface Choice {
   readonly tier: number;
 }
 
-/** A row chosen and the term that decided it. */
+/** A row chosen, and the tie-break that re-broke it (undefined: the cost's order decided; see cost.ts, decidedBy). */
 export interface Chosen {
   readonly i: number;
-  readonly by: By;
+  readonly by: By | undefined;
 }
 
 function better(x: Input, i: number, best: Choice | undefined): boolean {
@@ -77,7 +77,7 @@ export function tieBreak(
     const i = sliceTieBreak(x, choice, admit);
     if (i >= 0) return { i, by: 'slice' };
   }
-  return { i: choice.i, by: decidedBy(x, choice.i, x.warm, (j) => admit(x, j)) };
+  return { i: choice.i, by: undefined };
 }
 
 /**
