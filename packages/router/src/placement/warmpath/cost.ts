@@ -6,7 +6,8 @@
  * - adapter: the adapter load it needs (hot, a free slot, an eviction);
  * - queue: the prefill queued there, plus the work its recent clients will
  *   likely send over the horizon (mode.horizonS), per unit of weight;
- * - id: a total order, the same on every router.
+ * - id: a total order, the same on every router;
+ * - coldQueue: the queue a cold prompt compares ring members by.
  *
  * Warm rows compare these terms in this order (lexicographic: depth beats
  * queue, see docs/ABLATION.md). Where a shallower row competes with a
@@ -69,6 +70,20 @@ export function decidedBy(x: Input, w: number, rows: readonly number[], ok: (i: 
     }
   }
   return by;
+}
+
+/**
+ * The queue a cold prompt compares ring members by, per unit of weight
+ * (mode.coldQueue): keyless, the published prefill queue alone, the same on
+ * every router until a report, so a new prefix sent by several routers
+ * lands on one replica; keyed, the prefill this router knows is queued
+ * (published, its own work since, what a refusal said), not the other
+ * routers' expected work, whose small leftovers would split a new task's
+ * calls between two idle replicas.
+ */
+export function coldQueue(x: Input, i: number): number {
+  const r = x.t.rows[i]!;
+  return (x.mode.coldQueue === 'known' ? r.queue - r.expected : r.replica.state.load.prefillTokens) / r.weight;
 }
 
 /** The cost in tokens: the queue plus twice the prefill the row lacks (+ `missed` on a warm row, for a retry). */

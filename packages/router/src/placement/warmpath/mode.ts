@@ -64,6 +64,8 @@ export interface Mode {
   readonly spill: boolean;
   /** Admissible ring members a cold prompt compares (spill-two-choices); 1 = the first alone. */
   readonly spillChoices: number;
+  /** The queue they are compared by (cost.ts, coldQueue): keyed, what this router knows is queued; else the published queue. */
+  readonly coldQueue: 'known' | 'published';
   /** A cold adapter request walks the adapter's own ring. */
   readonly adapterRing: boolean;
   /** Routers sharing the clients, rounded (≥ 1 in practice). */
@@ -94,6 +96,7 @@ export function modeOf(req: PlacementRequest, t: CandidateTable, on: Switches, o
     queueLimit: !keyed && on['queue-limit'],
     spill: on.spill,
     spillChoices: on['spill-two-choices'] ? (opts.spillChoices ?? DEFAULT_SPILL_CHOICES) : 1,
+    coldQueue: keyed ? 'known' : 'published',
     adapterRing: info.adapter !== '' && on['adapter-home'],
     routers,
     draw: drawOf(info),

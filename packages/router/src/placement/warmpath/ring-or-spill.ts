@@ -5,16 +5,13 @@
  * set of replicas). Two choices on the ring: among the first
  * mode.spillChoices admissible members, the one with the least prefill
  * ahead takes the prompt (`spill-two-choices`; ties to the earlier in ring
- * order). Keyless, "ahead" is the published prefill queue alone, the same on
- * every router until a report, so a new prefix sent by several routers lands
- * on one replica; keyed, it is the prefill this router knows is queued
- * (published, its own work since, what a refusal said), not the other
- * routers' expected work, whose small leftovers would split a new task's
- * calls (docs/PLACEMENT.md, "Cold").
+ * order), by the cost's cold queue term (cost.ts, mode.coldQueue)
+ * (docs/PLACEMENT.md, "Cold").
  * Complexity: two ring walks, O(log P) + the steps to the first spillChoices admissible.
  */
 import { firstInRing } from '../candidates.ts';
 import type { Placement } from '../types.ts';
+import { coldQueue } from './cost.ts';
 import { admissible, type Input, pick } from './input.ts';
 
 export function ringOrSpill(x: Input): Placement | undefined {
@@ -24,16 +21,11 @@ export function ringOrSpill(x: Input): Placement | undefined {
   const hit = x.mode.spill ? firstInRing(t, x.req.key, ok) : firstInRing(t, x.req.key, () => true);
   if (hit === undefined || !ok(hit.i)) return undefined;
   if (x.mode.spillChoices > 1) {
-    const keyed = x.mode.keyed;
-    const aheadOf = (i: number): number => {
-      const r = t.rows[i]!;
-      return (keyed ? r.queue - r.expected : r.replica.state.load.prefillTokens) / r.weight;
-    };
     let best = hit.i;
     let compared = 1;
     firstInRing(t, x.req.key, (i) => {
       if (i === hit.i || !ok(i)) return false;
-      if (aheadOf(i) < aheadOf(best)) best = i;
+      if (coldQueue(x, i) < coldQueue(x, best)) best = i;
       return ++compared >= x.mode.spillChoices;
     });
     if (best !== hit.i) return pick(x, best, 'spill-two-choices', 'queue');
