@@ -54,7 +54,9 @@ async function chat(base: string, body: Record<string, unknown>, headers: Record
     status: res.statusCode,
     text,
     replica: String(res.headers['x-warmpath-replica']),
-    route: String(res.headers['x-warmpath-route']),
+    // x-warmpath-route: `<branch>; step=…; attempt=…; by=…` (docs/PLACEMENT.md): the branch, and the attempt's kind apart.
+    route: String(res.headers['x-warmpath-route']).split(';')[0]!,
+    header: String(res.headers['x-warmpath-route']),
   };
 }
 
@@ -168,7 +170,9 @@ describe('placement end to end', () => {
         expect(r.status).toBe(200);
         expect(r.text).toContain('"choices"');
         expect(r.replica).toBe(next);
-        expect(['spill', 'spill-two-choices', 'retry']).toContain(r.route);
+        // Either the router saw the home's load (a first attempt) or the home refused (a retry): the cold step's walk either way.
+        expect(['spill', 'spill-two-choices']).toContain(r.route);
+        expect(r.header).toMatch(/; step=cold; attempt=(first|retry)(;|$)/);
       }
       expect(
         holds.every((h) => !h.ended()),

@@ -125,7 +125,9 @@ describe('warmpath router end to end', () => {
       .withResponse();
     expect(data.choices[0]!.message.content).toBeTruthy();
     expect(response.headers.get('x-warmpath-replica')).toMatch(/^agent-/);
-    expect(['ring', 'warm', 'spill']).toContain(response.headers.get('x-warmpath-route'));
+    expect(response.headers.get('x-warmpath-route')).toMatch(
+      /^(ring|warm|spill); step=(cold|warm); attempt=first; by=\w+$/,
+    );
     const stream = await ai.chat.completions.create({
       model,
       messages: [{ role: 'user', content: 'stream please' }],

@@ -104,7 +104,8 @@ export async function runOne(
       return Array.isArray(v) ? v[0] : v;
     };
     result.replica = h('x-warmpath-replica');
-    result.route = h('x-warmpath-route');
+    // The branch: x-warmpath-route's first part (docs/PLACEMENT.md, 'Reading the header').
+    result.route = h('x-warmpath-route')?.split(';')[0];
     if (res.statusCode !== 200) {
       result.error = errorCode(res.statusCode, await res.body.text());
       result.e2eMs = performance.now() - start;

@@ -13,7 +13,7 @@ import {
   type Schema,
 } from '@warmpath/shared/runtime';
 import { POLICY_NAMES } from './placement/registry.ts';
-import { DEFAULT_HARD_BOUND, DEFAULT_HOME_HORIZON_MS, DEFAULT_SPILL_CHOICES } from './placement/warmpath/context.ts';
+import { DEFAULT_HARD_BOUND, DEFAULT_HOME_HORIZON_MS, DEFAULT_SPILL_CHOICES } from './placement/warmpath/mode.ts';
 import { SWITCHABLE_STEP_NAMES } from './placement/warmpath/steps.ts';
 
 export { POLICY_NAMES };

@@ -40,5 +40,7 @@ export {
   type RandomOptions,
   type WarmpathOptions,
 } from './placement/types.ts';
+export { ATTEMPT_KINDS, formatRoute, parseRoute, routeOf, type AttemptKind, type Route } from './placement/route.ts';
+export { STEPS } from './placement/warmpath/index.ts';
 export { SWITCHABLE_STEPS, SWITCHABLE_STEP_NAMES, type SwitchableStep } from './placement/warmpath/steps.ts';
 export { ROUTE_LABELS } from './http/observe.ts';

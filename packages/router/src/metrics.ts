@@ -12,7 +12,7 @@ import type { FleetView } from './fleet/view.ts';
 
 export interface RouterMetrics {
   registry: Registry;
-  branches: Counter<'policy' | 'branch'>;
+  branches: Counter<'policy' | 'step' | 'branch' | 'attempt' | 'by'>;
   placementSeconds: Histogram<'policy'>;
   upstreamErrors: Counter<'kind'>;
   retries: Counter;
@@ -66,8 +66,8 @@ export function createMetrics(view: FleetView, extra: ScrapeReadings): RouterMet
   const registry = new Registry();
   const branches = new Counter({
     name: 'warmpath_router_placements_total',
-    help: 'Placement decisions by policy and branch',
-    labelNames: ['policy', 'branch'] as const,
+    help: 'Placement decisions by policy, step, branch, attempt kind (first, retry, queued) and deciding term (by); x-warmpath-route carries the same',
+    labelNames: ['policy', 'step', 'branch', 'attempt', 'by'] as const,
     registers: [registry],
   });
   const placementSeconds = new Histogram({

@@ -35,7 +35,8 @@ import { createHandler } from './http/server.ts';
 import { Upstreams } from './http/upstream.ts';
 import { createMetrics, type RouterMetrics } from './metrics.ts';
 import type { LocalState } from './core/local.ts';
-import type { Branch, Policy } from './placement/types.ts';
+import { formatRoute, type Route } from './placement/route.ts';
+import type { Policy } from './placement/types.ts';
 import { StatusRecorder } from './status/recorder.ts';
 import { statusJson, statusPage } from './status/status.ts';
 
@@ -281,10 +282,12 @@ function coreMetrics(metrics: () => RouterMetrics, policy: () => string, recorde
   const branchCounters = new Map<string, { inc(): void }>();
   let placeTimer: { observe(v: number): void } | undefined;
   return {
-    placed(b: Branch) {
-      if (b === 'saturated' || b === 'no-replica') recorder.recordRefusal(b);
-      let c = branchCounters.get(b);
-      if (c === undefined) branchCounters.set(b, (c = metrics().branches.labels(policy(), b)));
+    placed(r: Route) {
+      if (r.branch === 'saturated' || r.branch === 'no-replica') recorder.recordRefusal(r.branch);
+      const key = formatRoute(r);
+      let c = branchCounters.get(key);
+      if (c === undefined)
+        branchCounters.set(key, (c = metrics().branches.labels(policy(), r.step, r.branch, r.attempt, r.by)));
       c.inc();
     },
     placementSeconds: (s) => (placeTimer ??= metrics().placementSeconds.labels(policy())).observe(s),

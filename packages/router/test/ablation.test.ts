@@ -305,10 +305,14 @@ const CASES: Record<SwitchableStep, () => void> = {
       true,
     );
     expect(new Set(on.map((x) => x.replica!.id)).size).toBeGreaterThan(6);
+    // The retry step placed them, each by the token cost of its sampled rows.
+    expect(on.every((x) => x.replica !== undefined && x.step === 'retry' && x.by === 'cost')).toBe(true);
     // Off: a retry is placed as a first attempt is.
-    expect(retries(warmpath('retry-two-choices')).every((x) => x.branch === 'warm' && x.replica!.id !== 'r0')).toBe(
-      true,
-    );
+    expect(
+      retries(warmpath('retry-two-choices')).every(
+        (x) => x.branch === 'warm' && x.replica!.id !== 'r0' && x.replica !== undefined && x.step === 'warm',
+      ),
+    ).toBe(true);
     // One router alone: a refusal is no herd, the retry is placed as a first attempt is.
     const alone = makeView(ids(16).map((id) => makeState(id, warmOn(chainOf(chat(''))))));
     expect(place(warmpath(), preq(chat('question'), { exclude: new Set(['r0']) }), alone).branch).toBe('warm');

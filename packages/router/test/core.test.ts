@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { routerConfig } from '../src/config.ts';
 import { placementChannel, RouterCore } from '../src/core/router-core.ts';
 import type { Dispatch, RouteError, SendResult } from '../src/core/types.ts';
+import { formatRoute } from '../src/placement/route.ts';
 import { chat, makeState } from './helpers.ts';
 
 type Ctx = { n: number };
@@ -24,7 +25,7 @@ function setup(replicas: string[], overrides: Record<string, unknown> = {}) {
     answer: (ctx, e) => answers.push({ ctx, e }),
     fetchSnapshot: () => Promise.reject(new Error('none')),
     metrics: {
-      placed: (b) => counts.branches.push(b),
+      placed: (r) => counts.branches.push(formatRoute(r)),
       retried: () => counts.retried++,
       upstreamError: (k) => counts.upstream.push(k),
       missed: (t) => counts.missed.push(t),
@@ -39,7 +40,7 @@ function setup(replicas: string[], overrides: Record<string, unknown> = {}) {
 }
 
 describe('router core', () => {
-  it("tries another replica after an agent's refusal, relabelled retry", () => {
+  it("tries another replica after an agent's refusal, an attempt of kind retry beside the policy's own branch", () => {
     const { sent, answers, counts, route } = setup(['a', 'b']);
     route(1);
     expect(sent).toHaveLength(1);
@@ -47,7 +48,10 @@ describe('router core', () => {
     sent[0]!.report({ kind: 'rejected', status: 429, reason: 'kv' });
     expect(sent).toHaveLength(2);
     expect(sent[1]!.d.replica.id).not.toBe(first);
-    expect(sent[1]!.d.branch).toBe('retry');
+    expect(sent[0]!.d.route).toMatchObject({ attempt: 'first', step: 'cold', branch: sent[0]!.d.branch });
+    // One router: the retry is placed as a first attempt is (no retry-two-choices), and says it is a retry.
+    expect(sent[1]!.d.route).toMatchObject({ attempt: 'retry', branch: sent[1]!.d.branch });
+    expect(sent[1]!.d.branch).not.toBe('retry-two-choices');
     expect(sent[1]!.d.attempt).toBe(1);
     sent[1]!.report({ kind: 'done', outcome: 'ok' });
     expect(answers).toHaveLength(0);
@@ -133,12 +137,12 @@ describe('router core', () => {
     clock.advance(100);
     expect(answers.map((a) => a.e.code)).toEqual(['fleet_saturated']);
     expect(answers[0]!.e.retryAfter).toBe(true);
-    expect(counts.branches).toEqual(['saturated']);
+    expect(counts.branches).toEqual(['saturated; step=saturated; attempt=first']);
 
     route(2);
     core.receive(makeState('roomy', { sentAt: clock.now(), seq: 2 }));
     clock.advance(0);
-    expect(sent.map((s) => [s.d.replica.id, s.d.branch])).toEqual([['roomy', 'queued']]);
+    expect(sent.map((s) => [s.d.replica.id, s.d.route.attempt, s.d.route.step])).toEqual([['roomy', 'queued', 'cold']]);
   });
 
   it('a cancelled request leaves the queue and is never placed', () => {

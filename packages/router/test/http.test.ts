@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { request } from 'undici';
 import { FLOOD_BYTES, waitFor } from '@warmpath/testkit';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startRouter, type Router } from '../src/index.ts';
+import { parseRoute, startRouter, type Router } from '../src/index.ts';
 import { startFakeAgent, type FakeAgent } from './fake-agent.ts';
 import { chat, makeState } from './helpers.ts';
 
@@ -168,7 +168,7 @@ describe('router HTTP: proxying to fake agents', () => {
     const a = await post(r.url, chat('hello'));
     expect(a.status).toBe(200);
     expect(a.headers['x-warmpath-router']).toBe('r-test');
-    expect(a.headers['x-warmpath-route']).toBe('ring');
+    expect(a.headers['x-warmpath-route']).toBe('ring; step=cold; attempt=first; by=ring');
     const replica = a.headers['x-warmpath-replica'];
     expect(a.json().choices[0].message.content).toBe(`hello from ${replica}`);
     const s = await post(r.url, chat('hello', { stream: true }));
@@ -190,7 +190,8 @@ describe('router HTTP: proxying to fake agents', () => {
     const res = await post(r.url, chat('q'));
     expect(res.status).toBe(200);
     expect(res.headers['x-warmpath-replica']).not.toBe(home);
-    expect(res.headers['x-warmpath-route']).toBe('retry');
+    // The attempt's kind beside the step and branch that placed it (one router: the cold ring's next member).
+    expect(parseRoute(res.headers['x-warmpath-route'] as string)).toMatchObject({ attempt: 'retry', step: 'cold' });
     expect(homeAgent.hits).toBe(2);
   });
 
@@ -201,9 +202,9 @@ describe('router HTTP: proxying to fake agents', () => {
     await dead.close();
     const res = await post(r.url, chat('q'));
     expect(res.status).toBe(200);
-    expect(res.headers['x-warmpath-route']).toBe('retry');
+    expect(parseRoute(res.headers['x-warmpath-route'] as string)?.attempt).toBe('retry');
     const again = await post(r.url, chat('q'));
-    expect(again.headers['x-warmpath-route']).not.toBe('retry'); // suspect: not tried again
+    expect(parseRoute(again.headers['x-warmpath-route'] as string)?.attempt).toBe('first'); // suspect: not tried again
     expect(again.headers['x-warmpath-replica']).not.toBe(home);
   });
 

@@ -10,7 +10,7 @@ import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERRORS, isErrorCode } from '@warmpath/shared/wire';
 import { rawExchange } from '@warmpath/testkit';
-import { startRouter, type Router } from '../src/index.ts';
+import { parseRoute, startRouter, type Router } from '../src/index.ts';
 import { startFakeAgent, type FakeAgent } from './fake-agent.ts';
 import { makeState } from './helpers.ts';
 
@@ -143,7 +143,7 @@ describe('router input', () => {
       await res.body.dump();
       expect(res.statusCode).toBe(200);
       expect(res.headers['x-warmpath-replica']).toBe('big');
-      routes.add(res.headers['x-warmpath-route']);
+      routes.add(parseRoute(String(res.headers['x-warmpath-route']))?.attempt);
     }
     expect(smallHits).toBeGreaterThan(0);
     expect(routes.has('retry')).toBe(true);

@@ -162,7 +162,7 @@ describe('retry budget and crash limit', () => {
     sent[10]!.report({ kind: 'done', outcome: 'ok' }); // one retry ends: its slot goes to a waiting request
     clock.advance(0);
     expect(sent).toHaveLength(14);
-    expect(sent[13]!.d.branch).toBe('retry');
+    expect(sent[13]!.d.route.attempt).toBe('retry');
     expect([core.retrying, core.waiting]).toEqual([3, 6]);
     const more = Array.from({ length: 5 }, () => route()); // refusals spill without a slot
     for (const s of more) s.report({ kind: 'rejected', status: 429 });

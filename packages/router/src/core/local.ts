@@ -12,9 +12,9 @@
  * published load): each ticket leaves the sum once, on completion or when a
  * report covers it. figures(r).reported counts this router's requests the
  * report counts in flight: sent before it and finished after it, or not
- * finished (a report a few hundred ms late still counts requests finished
- * since; counting only the open ones made one router believe it was one of
- * two or three behind a 500 ms gossip delay).
+ * finished (a late report still counts requests finished since; counting
+ * only the open ones made one router behind a gossip delay believe it was
+ * one of several: docs/SCALE.md).
  * Complexity: dispatch and complete O(1) (+ O(overlay chunks) for the
  * overlay); figures O(1) amortized, and on a replica's new report
  * O(this router's requests there closed since the report).
@@ -67,7 +67,7 @@ interface Track {
  * Every track's numbers, by track number: dense arrays, so that the
  * candidate table reads a replica's figures without touching its Track
  * object (at 1,000 replicas, reading a track object per replica per request
- * cost about 20 µs of a 90 µs table: docs/SCALE.md).
+ * was a large share of a table's cost: docs/SCALE.md).
  */
 class TrackColumns {
   /** This router's requests in flight on the replica. */

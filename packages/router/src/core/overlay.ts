@@ -38,7 +38,7 @@ export class Overlay implements HolderSource<Uint32Array> {
    * Every (entry, expiry) added, in the order added: expiries are now + a
    * fixed TTL, so they come due in this order and prune visits only the
    * entries with a holder due, not every entry (pruning every entry each
-   * sweep cost a simulated fleet of 10 routers 6% of its run). A clock that
+   * sweep was a visible share of a simulated fleet's run). A clock that
    * steps back only delays a prune: reads check expiries themselves.
    */
   #dueEntry: number[] = [];

@@ -7,15 +7,16 @@
  *
  * Steps per request:
  *  1. place through the policy (placement/place.ts) on a read of the fleet
- *     view and this router's local state; count the branch.
+ *     view and this router's local state; count its route.
  *  2. no replica: `saturated`, or no other replica after an agent refused →
  *     wait in the bounded queue (woken by a fleet state update, one of our
  *     own completions, or the poll), placing again with the tried set cleared,
  *     until queueTimeoutMs → fleet_saturated; `no-replica` → no_replica (or
  *     upstream_error after failed attempts).
- *  3. a replica: record the dispatch (local state, policy), relabel the
- *     branch (`retry` after a failed attempt, `queued` after waiting) and hand
- *     the attempt to `send`.
+ *  3. a replica: record the dispatch (local state, policy), name the
+ *     attempt's kind (`first`, `retry` after a failed attempt, `queued` after
+ *     waiting) beside the policy's branch (placement/route.ts) and hand the
+ *     attempt to `send`.
  *  4. the attempt ended: close the dispatch, wake the queue, and tell the
  *     outlier detector (outliers.ts) whether the replica failed or answered.
  *     A refusal, a connect failure, a reset or a 5xx before the first byte
@@ -38,7 +39,8 @@ import { affinityKey } from '../placement/eligible.ts';
 import { LocalState, type Ticket } from './local.ts';
 import { notifyComplete, notifyDispatch, placeRequest } from '../placement/place.ts';
 import { createPolicy } from '../placement/registry.ts';
-import type { Placement, PlacementRequest, Policy } from '../placement/types.ts';
+import { attemptKind, routeOf } from '../placement/route.ts';
+import { NO_REPLICA, SATURATED, type Placement, type PlacementRequest, type Policy } from '../placement/types.ts';
 import { Outliers } from './outliers.ts';
 import { failureOf, failureText, outcomeOf } from './results.ts';
 import { WaitQueue } from './queue.ts';
@@ -215,8 +217,8 @@ export class RouterCore<T> {
     if (placementChannel.hasSubscribers) placementChannel.publish({ router: this.id, request: preq, placement });
     const replica = placement.replica;
     if (replica === undefined) return this.#noRoom(job, placement.branch, now);
-    const branch = job.attempt > 0 ? 'retry' : job.deadline > 0 ? 'queued' : placement.branch;
-    o.metrics?.placed(branch);
+    const route = routeOf(placement, attemptKind(job));
+    o.metrics?.placed(route);
     const ticket = this.local.dispatch(replica.id, placement.work ?? job.info.promptTokens + job.info.maxTokens, now);
     notifyDispatch(this.policy, preq, replica, this.local);
     // The last attempt carries no queue limit: an agent refusing it would lose the request.
@@ -226,7 +228,8 @@ export class RouterCore<T> {
         ctx: job.ctx,
         info: job.info,
         replica,
-        branch,
+        branch: placement.branch,
+        route,
         attempt: job.attempt,
         ...(limit !== undefined ? { queueLimit: limit } : {}),
       },
@@ -249,14 +252,14 @@ export class RouterCore<T> {
     const last = job.last;
     if (branch === 'saturated' || last?.kind === 'rejected') {
       if (job.deadline === 0) {
+        metrics?.placed(routeOf(SATURATED, attemptKind(job)));
         job.deadline = now + this.config.queueTimeoutMs;
-        metrics?.placed('saturated');
       }
       const left = job.deadline - now;
       if (left > 0 && this.#queue.add(job, left)) return;
       return this.#answer(job, { code: 'fleet_saturated', retryAfter: true });
     }
-    metrics?.placed('no-replica');
+    metrics?.placed(routeOf(NO_REPLICA, attemptKind(job)));
     if (last === undefined) return this.#answer(job, { code: 'no_replica', retryAfter: true });
     this.#answer(job, {
       code: 'upstream_error',

@@ -6,6 +6,7 @@
 import type { RequestInfo } from '@warmpath/shared/wire';
 import type { RouterConfig } from '../config.ts';
 import type { Replica, ViewEvent } from '../fleet/view.ts';
+import type { Route } from '../placement/route.ts';
 import type { Branch, Policy } from '../placement/types.ts';
 
 /** Time and timers: the wall clock and setTimeout live, the event queue in the simulator. */
@@ -17,8 +18,10 @@ export interface Dispatch<T> {
   readonly ctx: T;
   readonly info: RequestInfo;
   readonly replica: Replica;
-  /** Why this replica, as reported in x-warmpath-route (relabelled `queued` / `retry`). */
+  /** Why this replica: the policy's branch. */
   readonly branch: Branch;
+  /** The branch, the policy's step, the attempt's kind and the deciding term, as reported in x-warmpath-route (placement/route.ts). */
+  readonly route: Route;
   /** 0 for the first attempt. */
   readonly attempt: number;
   /** The placement's queue limit (x-warmpath-queue-limit), tokens; never on the last attempt. */
@@ -70,8 +73,8 @@ export type RetryDenial = 'budget' | 'crashes';
 
 /** What the core counts; the HTTP server backs it with prom-client, the simulator with nothing. */
 export interface CoreMetrics {
-  /** A placement decision by branch (`saturated` once per queued request, `no-replica` per failure). */
-  placed(branch: Branch): void;
+  /** A placement decision by route (`saturated` once per queued request, `no-replica` per failure). */
+  placed(route: Route): void;
   /** Time placement took, seconds; when given, the core times each placement. */
   placementSeconds?(seconds: number): void;
   /** A request placed again after a failure before its first byte. */

@@ -18,6 +18,7 @@
 import { errorBody, HEADERS, isErrorCode, sendError, sseErrorEvent, type ErrorCode } from '@warmpath/shared/wire';
 import { callUpstream, drained, forwardHeaders, type UpstreamResponse } from '@warmpath/shared/runtime';
 import type { Dispatch, Send, SendResult } from '../core/types.ts';
+import { formatRoute } from '../placement/route.ts';
 import { Downstream } from './downstream.ts';
 import { noteFirstByte, upstreamHeaders } from './observe.ts';
 import { classify, type Upstreams } from './upstream.ts';
@@ -74,7 +75,7 @@ async function forward(
   if (authorization !== undefined) headers.authorization = authorization;
   const out = new Downstream(
     d.ctx.res,
-    { [HEADERS.replica]: d.replica.id, [HEADERS.route]: d.branch, [HEADERS.router]: id },
+    { [HEADERS.replica]: d.replica.id, [HEADERS.route]: formatRoute(d.route), [HEADERS.router]: id },
     d.info.stream ? heartbeatMs : 0,
   );
   try {

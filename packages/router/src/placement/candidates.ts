@@ -18,8 +18,8 @@
  * each warmth scan; a ring walk is O(log P) + the steps to the first member
  * a policy accepts.
  * Trade-off: a router's tables reuse one store (rows, the slot index, the
- * warmth arrays), overwritten by its next request: at 1,000 replicas, fresh
- * row objects cost about 10 µs of a 70 µs table (docs/SCALE.md). So a table
+ * warmth arrays), overwritten by its next request: at 1,000 replicas fresh
+ * row objects are a large share of a table's cost (docs/SCALE.md). So a table
  * is valid until the same router places its next request — policies are
  * pure and read it only within select — and two policies can still read one
  * table.

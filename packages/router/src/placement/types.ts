@@ -45,9 +45,7 @@ export const BRANCHES = [
   'chwbl-home', // chwbl-header: the session key's home, within the bound
   'chwbl-walk', // chwbl-header: the home over the bound: a later candidate in the session's ring order
   'chwbl-no-key', // chwbl-header: no session key: round-robin over the candidates within the bound
-  // Set by the router around any policy.
-  'queued', // waited in the router queue for room, then placed
-  'retry', // placed again after a replica refused or failed to connect
+  // Set by the router around any policy (a retry or a request placed after waiting keeps its policy's branch: placement/route.ts names the attempt's kind).
   'saturated', // no replica has room: queue, then 429 fleet_saturated
   'no-replica', // no eligible replica at all: 503 no_replica
 ] as const;
@@ -79,6 +77,10 @@ export type Placement =
       work?: number;
       /** The most prefill (tokens) the policy expects queued there before another replica would serve the request sooner (x-warmpath-queue-limit). */
       queueLimit?: number;
+      /** The policy's step that placed the request (warmpath: placement/warmpath/index.ts, STEPS); default the branch. */
+      step?: string;
+      /** The term or tie-break that decided among the step's candidates (warmpath: docs/PLACEMENT.md, "Reading the header"). */
+      by?: string;
     }
   | { replica: undefined; branch: 'saturated' | 'no-replica' };
 

@@ -6,21 +6,21 @@
  * Complexity: O(rows).
  */
 import { SATURATED, type Branch, type Placement } from '../types.ts';
-import { type Ctx, loadPerWeight, pick } from './context.ts';
+import { headroom, type Input, loadPerWeight, pick, tier } from './input.ts';
 
-export function leastLoaded(ctx: Ctx, branch: Branch): Placement {
+export function leastLoaded(x: Input, branch: Branch): Placement {
   let best = -1;
   let bestLoad = Infinity;
   let bestTier = -1;
-  for (let i = 0; i < ctx.t.rows.length; i++) {
-    if (!ctx.headroom(i)) continue;
-    const l = loadPerWeight(ctx, i);
+  for (let i = 0; i < x.t.rows.length; i++) {
+    if (!headroom(x, i)) continue;
+    const l = loadPerWeight(x, i);
     if (l > bestLoad) continue;
-    if (l < bestLoad || ctx.tier(i) > bestTier) {
+    if (l < bestLoad || tier(x, i) > bestTier) {
       best = i;
       bestLoad = l;
-      bestTier = ctx.tier(i);
+      bestTier = tier(x, i);
     }
   }
-  return best < 0 ? SATURATED : pick(ctx, best, branch);
+  return best < 0 ? SATURATED : pick(x, best, branch, 'load');
 }
