@@ -12,7 +12,7 @@ import {
   type ConfigOf,
   type Schema,
 } from '@warmpath/shared/runtime';
-import { POLICY_NAMES } from './placement/registry.ts';
+import { POLICY_NAMES } from './placement/policy-names.ts';
 import { DEFAULT_HARD_BOUND, DEFAULT_HOME_HORIZON_MS, DEFAULT_SPILL_CHOICES } from './placement/warmpath/mode.ts';
 import { SWITCHABLE_STEP_NAMES } from './placement/warmpath/steps.ts';
 

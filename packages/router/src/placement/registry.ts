@@ -23,6 +23,9 @@ import {
 } from './simple.ts';
 import type { Policy, PolicyFactory, RandomOptions, WarmpathOptions } from './types.ts';
 import { createWarmpathPolicy } from './warmpath/index.ts';
+import { BUILT_IN_POLICIES, POLICY_NAMES, type BuiltInPolicy } from './policy-names.ts';
+
+export { BUILT_IN_POLICIES, POLICY_NAMES };
 
 /** How the registry builds one policy: its parameters from the config, then the policy from them. */
 export interface PolicyDefinition<P> {
@@ -48,32 +51,34 @@ export function warmpathOptions(config: Pick<RouterConfig, keyof WarmpathOptions
 const none = (): undefined => undefined;
 const randomOnly = (_c: RouterConfig, random: () => number): RandomOptions => ({ random });
 
-const builders = new Map<string, (config: RouterConfig, random: () => number) => Policy>();
-const names: string[] = [];
+type Builder = (config: RouterConfig, random: () => number) => Policy;
+
+function builder<P>(definition: PolicyDefinition<P>): Builder {
+  return (config, random) => definition.create(definition.params(config, random));
+}
+
+/** The product's policies: a builder for every built-in name (the type keeps the two lists one). */
+const BUILT_IN: Record<BuiltInPolicy, Builder> = {
+  warmpath: builder({ params: warmpathOptions, create: createWarmpathPolicy }),
+  'round-robin': builder({ params: none, create: createRoundRobinPolicy }),
+  'least-request': builder({ params: none, create: createLeastRequestPolicy }),
+  'power-of-two': builder({ params: randomOnly, create: createPowerOfTwoPolicy }),
+  'consistent-hash': builder({ params: none, create: createConsistentHashPolicy }),
+  random: builder({ params: randomOnly, create: createRandomPolicy }),
+  'chwbl-header': builder({ params: none, create: createChwblHeaderPolicy }),
+};
+
+const builders = new Map<string, Builder>(Object.entries(BUILT_IN));
 
 /** Registers (or replaces) the policy `name`; it becomes a valid `policy` choice. */
 export function registerPolicy<P>(name: string, definition: PolicyDefinition<P>): void {
-  if (!builders.has(name)) names.push(name);
-  builders.set(name, (config, random) => definition.create(definition.params(config, random)));
+  if (!builders.has(name)) POLICY_NAMES.push(name);
+  builders.set(name, builder(definition));
 }
-
-/** Every registered policy's name, in registration order (live: the config validates against it). */
-export const POLICY_NAMES: readonly string[] = names;
-
-registerPolicy('warmpath', { params: warmpathOptions, create: createWarmpathPolicy });
-registerPolicy('round-robin', { params: none, create: createRoundRobinPolicy });
-registerPolicy('least-request', { params: none, create: createLeastRequestPolicy });
-registerPolicy('power-of-two', { params: randomOnly, create: createPowerOfTwoPolicy });
-registerPolicy('consistent-hash', { params: none, create: createConsistentHashPolicy });
-registerPolicy('random', { params: randomOnly, create: createRandomPolicy });
-registerPolicy('chwbl-header', { params: none, create: createChwblHeaderPolicy });
-
-/** The product's own policies (`warmpath router --policy` without registrations), in registry order. */
-export const BUILT_IN_POLICIES: readonly string[] = Object.freeze([...names]);
 
 /** Builds the policy `name` from the router's config; an unregistered name is a ConfigError. */
 export function createPolicy(name: string, config: RouterConfig, random: () => number = Math.random): Policy {
   const build = builders.get(name);
-  if (build === undefined) throw new ConfigError(`unknown policy "${name}"; known: ${names.join(', ')}`);
+  if (build === undefined) throw new ConfigError(`unknown policy "${name}"; known: ${POLICY_NAMES.join(', ')}`);
   return build(config, random);
 }
