@@ -97,7 +97,7 @@ export function balanceTarget(ctx: Ctx, w: number): number {
   if (!someRow(t.rows.length, (i) => ctx.depth[i]! < d && under(i))) return -1;
   const target = (i: number): boolean => ctx.depth[i]! < d && under(i) && ctx.headroom(i) && ctx.tier(i) >= ctx.tier(w);
   // One of the first `spread` targets in ring order, by the request's own draw (one router: the first).
-  const spread = Math.max(1, Math.min(MAX_BALANCE_SPREAD, Math.round(t.routers)));
+  const spread = ctx.on('balance-spread') ? Math.max(1, Math.min(MAX_BALANCE_SPREAD, Math.round(t.routers))) : 1;
   const found: number[] = [];
   firstInRing(t, ctx.req.key, (i) => {
     if (target(i)) found.push(i);
