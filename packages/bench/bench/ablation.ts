@@ -8,9 +8,12 @@
  * Tune on seeds 1–3 only; judge on 101–104.
  *
  *   node packages/bench/bench/ablation.ts [--seeds 1,2,3] [--scenarios a,b] [--steps a,b]
- *     [--routers 1,4,16] [--l4 random] [--duration S] [--json FILE] [--resume] [--report]
+ *     [--routers 1,4,16] [--one-router-steps a,b] [--l4 random] [--duration S] [--json FILE] [--resume] [--report]
  *
  * --duration: simulated seconds per run (default 0: each scenario's own).
+ * --one-router-steps: the steps also run at 1 router (default: all); the others read as
+ *   warmpath whole there (for steps that do nothing with one router: slice, share, expect,
+ *   retry-two-choices, balance-spread).
  * --resume: keep the runs already in --json (same l4 and duration) and run only the missing ones.
  * --report: run nothing; print the table of the runs in --json.
  * Smoke: --scenarios seed --seeds 1 --routers 1 --steps slice --duration 2 --json /tmp/a.json
@@ -46,6 +49,7 @@ const cfg: AblationConfig = {
   seeds: (list('--seeds') ?? TUNING_SEEDS.map(String)).map(Number),
   routers: (list('--routers') ?? ['1', '4', '16']).map(Number),
   steps: list('--steps') ?? [...SWITCHABLE_STEP_NAMES],
+  oneRouterSteps: list('--one-router-steps'),
   l4: (opt('--l4') ?? 'random') as L4Mode,
   duration: Number(opt('--duration') ?? 0),
 };

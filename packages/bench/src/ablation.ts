@@ -37,6 +37,12 @@ export interface AblationConfig {
   seeds: number[];
   routers: number[];
   steps: string[];
+  /**
+   * The steps also run at 1 router (default: every step). A step that does
+   * nothing with one router (it reads the other routers' work) is not run
+   * there: its 1-router figures are warmpath whole's.
+   */
+  oneRouterSteps?: string[] | undefined;
   l4: L4Mode;
   /** Simulated seconds per run (0 = each scenario's own). */
   duration: number;
@@ -53,6 +59,8 @@ export function ablationGroups(cfg: AblationConfig, done: ReadonlySet<string>): 
       const jobs: DesJob[] = [];
       for (const routers of cfg.routers)
         for (const off of ['', ...cfg.steps]) {
+          if (routers === 1 && off !== '' && cfg.oneRouterSteps !== undefined && !cfg.oneRouterSteps.includes(off))
+            continue;
           if (done.has(runKey({ scenario, seed, routers, off }))) continue;
           jobs.push({
             scenario,
@@ -133,8 +141,12 @@ export interface Cell {
 /** One cell per (step, scenario, router count) with runs on at least one seed. */
 export function summarize(runs: readonly AblationRun[], cfg: AblationConfig): Cell[] {
   const idx = indexRuns(runs);
+  // A step not run at 1 router (oneRouterSteps) reads as warmpath whole there.
   const at = (scenario: string, seed: number, routers: number, off: string) =>
-    idx.get(runKey({ scenario, seed, routers, off }));
+    idx.get(runKey({ scenario, seed, routers, off })) ??
+    (routers === 1 && cfg.oneRouterSteps !== undefined && !cfg.oneRouterSteps.includes(off)
+      ? idx.get(runKey({ scenario, seed, routers, off: '' }))
+      : undefined);
   const ratio = (metric: 'p50' | 'p99', a: (s: number) => AblationRun | undefined, b: typeof a) =>
     seedRatio(
       cfg.seeds.flatMap((s) => {
