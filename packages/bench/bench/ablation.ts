@@ -10,6 +10,7 @@
  *   node packages/bench/bench/ablation.ts [--seeds 1,2,3] [--scenarios a,b] [--steps a,b]
  *     [--routers 1,4,16] [--one-router-steps a,b] [--l4 random] [--duration S] [--json FILE] [--resume] [--report]
  *
+ * A step 'a+b' switches a and b off together.
  * --duration: simulated seconds per run (default 0: each scenario's own).
  * --one-router-steps: the steps also run at 1 router (default: all); the others read as
  *   warmpath whole there (for steps that do nothing with one router: slice, share, expect,
@@ -53,7 +54,9 @@ const cfg: AblationConfig = {
   l4: (opt('--l4') ?? 'random') as L4Mode,
   duration: Number(opt('--duration') ?? 0),
 };
-const unknown = cfg.steps.filter((s) => !(SWITCHABLE_STEP_NAMES as readonly string[]).includes(s));
+const unknown = cfg.steps
+  .flatMap((s) => s.split('+'))
+  .filter((s) => !(SWITCHABLE_STEP_NAMES as readonly string[]).includes(s));
 if (unknown.length > 0)
   throw new Error(`unknown steps ${unknown.join(', ')}: known ${SWITCHABLE_STEP_NAMES.join(', ')}`);
 const jsonPath = opt('--json');

@@ -17,7 +17,7 @@ import { p50AllRequests, p99AllRequests } from './goals.ts';
 import type { L4Mode } from './l4.ts';
 import type { DesJob, JobOutcome } from './pool.ts';
 
-/** One run: `off` is the step switched off ('' = warmpath whole). A TTFT is null when unanswered requests reach it. */
+/** One run: `off` is the step switched off ('' = warmpath whole; 'a+b': several at once). A TTFT is null when unanswered requests reach it. */
 export interface AblationRun {
   scenario: string;
   seed: number;
@@ -71,7 +71,7 @@ export function ablationGroups(cfg: AblationConfig, done: ReadonlySet<string>): 
             routers,
             l4: cfg.l4,
             policy: 'warmpath',
-            ...(off !== '' ? { routerOverrides: { placementOff: off } } : {}),
+            ...(off !== '' ? { routerOverrides: { placementOff: off.split('+').join(',') } } : {}),
           });
         }
       if (jobs.length > 0) groups.push(jobs);
@@ -83,7 +83,12 @@ const finite = (x: number): number | null => (Number.isFinite(x) ? x : null);
 
 export function toRun(o: JobOutcome): AblationRun {
   const j = o.job;
-  const base = { scenario: j.scenario, seed: j.seed, routers: j.routers, off: j.routerOverrides?.placementOff ?? '' };
+  const base = {
+    scenario: j.scenario,
+    seed: j.seed,
+    routers: j.routers,
+    off: (j.routerOverrides?.placementOff ?? '').split(',').join('+'),
+  };
   if (!o.ok) return { ...base, ok: false, p50: null, p99: null, hitRate: null, seconds: o.seconds, error: o.error };
   const r = o.result;
   return {

@@ -59,6 +59,11 @@ describe('ablationGroups', () => {
     expect(groups.every((g) => g.every((j) => j.policy === 'warmpath' && j.l4 === 'random'))).toBe(true);
   });
 
+  it("switches several steps off together for 'a+b'", () => {
+    const [job] = ablationGroups({ ...CFG, routers: [4], steps: ['slice+share'] }, new Set())[0]!.slice(1);
+    expect(job!.routerOverrides).toEqual({ placementOff: 'slice,share' });
+  });
+
   it('runs at 1 router only the steps asked for there', () => {
     const groups = ablationGroups({ ...CFG, oneRouterSteps: ['queue-limit'] }, new Set());
     expect(groups[0]!.filter((j) => j.routers === 1).map((j) => j.routerOverrides?.placementOff ?? '')).toEqual([
