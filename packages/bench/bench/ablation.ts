@@ -1,83 +1,123 @@
 /**
  * Ablation: warmpath with each placement step switched off in turn
- * (`placementOff`), against warmpath whole, on every scenario (DES, 2 routers,
- * random L4). Prints one Markdown table per metric row: TTFT p50 / p99 over
- * every request sent and the hit rate, as ratios to the whole policy.
+ * (`placementOff`), against warmpath whole, for every scenario, seed and
+ * router count (DES, random L4 by default). Saves every run to a JSON file
+ * (with the run's configuration), rewritten after each result, and prints
+ * the ratios to warmpath whole (geometric mean over seeds) and the N-router /
+ * 1-router ratios with and without each step (src/ablation.ts).
  * Tune on seeds 1–3 only; judge on 101–104.
  *
- *   node packages/bench/bench/ablation.ts [--seed N] [--scenarios a,b] [--steps a,b] [--duration S]
+ *   node packages/bench/bench/ablation.ts [--seeds 1,2,3] [--scenarios a,b] [--steps a,b]
+ *     [--routers 1,4,16] [--one-router-steps a,b] [--l4 random] [--duration S] [--json FILE] [--resume] [--report]
  *
- * --duration: simulated seconds per run (default: each scenario's own).
- * Smoke: --scenarios seed --steps warm --duration 2
+ * A step 'a+b' switches a and b off together.
+ * --duration: simulated seconds per run (default 0: each scenario's own).
+ * --one-router-steps: the steps also run at 1 router (default: all); the others read as
+ *   warmpath whole there (for steps that do nothing with one router: slice, share, expect,
+ *   retry-two-choices, balance-spread).
+ * --resume: keep the runs already in --json (same l4 and duration) and run only the missing ones.
+ * --report: run nothing; print the table of the runs in --json.
+ * Smoke: --scenarios seed --seeds 1 --routers 1 --steps slice --duration 2 --json /tmp/a.json
  */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { SWITCHABLE_STEP_NAMES } from '@warmpath/router';
-import { p50AllRequests, p99AllRequests, GOAL_SCENARIOS } from '../src/goals.ts';
-import { DesPool, type DesJob, type JobOutcome } from '../src/pool.ts';
+import {
+  ablationGroups,
+  type AblationConfig,
+  type AblationRun,
+  runKey,
+  summarize,
+  summaryTable,
+  toRun,
+} from '../src/ablation.ts';
+import { GOAL_SCENARIOS, TUNING_SEEDS } from '../src/goals.ts';
+import type { L4Mode } from '../src/l4.ts';
+import { DesPool, type JobOutcome } from '../src/pool.ts';
 
 const args = process.argv.slice(2);
 const opt = (name: string): string | undefined => {
   const i = args.indexOf(name);
   return i >= 0 ? args[i + 1] : undefined;
 };
-const seed = Number(opt('--seed') ?? 1);
-const scenarios = opt('--scenarios')?.split(',') ?? [...GOAL_SCENARIOS];
-const steps = opt('--steps')?.split(',') ?? [...SWITCHABLE_STEP_NAMES];
-const duration = Number(opt('--duration') ?? 0);
-const pool = new DesPool();
-const job = (scenario: string, off: string | undefined): DesJob => ({
-  scenario,
-  seed,
-  rate: 0,
-  duration,
-  replicas: 0,
-  routers: 2,
-  l4: 'random',
-  policy: 'warmpath',
-  ...(off !== undefined ? { routerOverrides: { placementOff: off } } : {}),
-});
-const runs = new Map<string, Promise<JobOutcome>>();
-// One scenario's runs share one description of its plan (DesPool.runShared).
-for (const sc of scenarios) {
-  const offs = [undefined, ...steps];
-  pool.runShared(offs.map((off) => job(sc, off))).outcomes.forEach((o, i) => runs.set(`${sc}|${offs[i] ?? ''}`, o));
+const list = (name: string): string[] | undefined =>
+  opt(name)
+    ?.split(',')
+    .filter((s) => s !== '');
+const cfg: AblationConfig = {
+  scenarios: list('--scenarios') ?? [...GOAL_SCENARIOS],
+  seeds: (list('--seeds') ?? TUNING_SEEDS.map(String)).map(Number),
+  routers: (list('--routers') ?? ['1', '4', '16']).map(Number),
+  steps: list('--steps') ?? [...SWITCHABLE_STEP_NAMES],
+  oneRouterSteps: list('--one-router-steps'),
+  l4: (opt('--l4') ?? 'random') as L4Mode,
+  duration: Number(opt('--duration') ?? 0),
+};
+const unknown = cfg.steps
+  .flatMap((s) => s.split('+'))
+  .filter((s) => !(SWITCHABLE_STEP_NAMES as readonly string[]).includes(s));
+if (unknown.length > 0)
+  throw new Error(`unknown steps ${unknown.join(', ')}: known ${SWITCHABLE_STEP_NAMES.join(', ')}`);
+const jsonPath = opt('--json');
+
+interface AblationFile {
+  /** Every invocation that added runs: its configuration, commit and wall-clock span. */
+  invocations: Array<AblationConfig & { commit: string; started: string; finished?: string }>;
+  runs: AblationRun[];
 }
-const f = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : '∞');
-console.log(
-  `Warmpath with one step off, as a ratio to warmpath whole (DES, seed ${seed}, 2 routers, random L4): TTFT p50 / p99 over every request sent, hit rate.\n`,
-);
-console.log(`| step off | ${scenarios.join(' | ')} |`);
-console.log(`|---|${scenarios.map(() => '---|').join('')}`);
-const whole = new Map<string, JobOutcome>();
-for (const sc of scenarios) whole.set(sc, await runs.get(`${sc}|`)!);
-console.log(
-  `| (none: absolute) | ${scenarios
-    .map((sc) => {
-      const w = whole.get(sc)!;
-      return w.ok
-        ? `${p50AllRequests(w.result).toFixed(0)} / ${p99AllRequests(w.result).toFixed(0)} ms, ${(w.result.cache_hit_rate * 100).toFixed(1)}%`
-        : 'failed';
-    })
-    .join(' | ')} |`,
-);
-for (const off of steps) {
-  const cells: string[] = [];
-  for (const sc of scenarios) {
-    const r = await runs.get(`${sc}|${off}`)!;
-    const w = whole.get(sc)!;
-    if (!r.ok || !w.ok) {
-      cells.push('failed');
-      continue;
-    }
-    const same =
-      r.result.detail?.branches !== undefined &&
-      JSON.stringify(r.result.ttft_ms) === JSON.stringify(w.result.ttft_ms) &&
-      r.result.cache_hit_rate === w.result.cache_hit_rate;
-    cells.push(
-      same
-        ? '='
-        : `${f(p50AllRequests(r.result) / p50AllRequests(w.result))} / ${f(p99AllRequests(r.result) / p99AllRequests(w.result))}, ${((r.result.cache_hit_rate - w.result.cache_hit_rate) * 100).toFixed(1)} pt`,
+
+function load(): AblationFile {
+  if (jsonPath === undefined || !existsSync(jsonPath) || !(args.includes('--resume') || args.includes('--report')))
+    return { invocations: [], runs: [] };
+  const file = JSON.parse(readFileSync(jsonPath, 'utf8')) as AblationFile;
+  for (const inv of file.invocations)
+    if (!args.includes('--report') && (inv.l4 !== cfg.l4 || inv.duration !== cfg.duration))
+      throw new Error(`${jsonPath} holds runs under l4 ${inv.l4}, duration ${inv.duration}: not resumable with these`);
+  return file;
+}
+
+const file = load();
+const save = (): void => {
+  if (jsonPath === undefined) return;
+  mkdirSync(dirname(jsonPath), { recursive: true });
+  writeFileSync(jsonPath, `${JSON.stringify(file, null, 1)}\n`);
+};
+
+async function runAll(): Promise<void> {
+  const commit = execFileSync('git', ['rev-parse', 'HEAD'], { encoding: 'utf8' }).trim();
+  const inv = { ...cfg, commit, started: new Date().toISOString() } as AblationFile['invocations'][number];
+  file.invocations.push(inv);
+  const done = new Set(file.runs.filter((r) => r.ok).map(runKey));
+  file.runs = file.runs.filter((r) => r.ok);
+  const pool = new DesPool();
+  const groups = ablationGroups(cfg, done);
+  const total = groups.reduce((n, g) => n + g.length, 0);
+  let finished = 0;
+  const record = (o: JobOutcome): void => {
+    const run = toRun(o);
+    file.runs.push(run);
+    save();
+    const what = `${run.scenario} seed ${run.seed} ${run.routers}r off=${run.off || '-'}`;
+    console.error(
+      `[${++finished}/${total}] ${what}: ${run.ok ? `${run.p50} / ${run.p99} ms` : run.error} (${run.seconds}s)`,
     );
+  };
+  // Two workloads in flight at most: the parent holds each one's descriptions until its last job has them.
+  let previous: Promise<unknown> = Promise.resolve();
+  for (const jobs of groups) {
+    const outcomes = pool.runShared(jobs).outcomes.map((p) => p.then(record));
+    await previous;
+    previous = Promise.all(outcomes);
   }
-  console.log(`| ${off} | ${cells.join(' | ')} |`);
+  await previous;
+  await pool.close();
+  inv.finished = new Date().toISOString();
+  save();
 }
-await pool.close();
+
+if (!args.includes('--report')) await runAll();
+console.log(
+  `Warmpath with one step off against warmpath whole (DES, ${cfg.l4} L4, seeds ${cfg.seeds.join(', ')}): TTFT p50 / p99 over every request sent, as the geometric mean over seeds of off / whole (seeds where off is higher ↑, lower ↓ / seeds), hit rate off − whole in points; N/1: N routers over 1 router, whole → with the step off.\n`,
+);
+console.log(summaryTable(summarize(file.runs, cfg)).join('\n'));

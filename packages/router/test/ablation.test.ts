@@ -101,6 +101,38 @@ const CASES: Record<SwitchableStep, () => void> = {
     });
   },
 
+  'balance-spread'() {
+    // Four routers share the clients (as in share below); a system prompt is warm on 12 busy replicas, 4 others idle.
+    const local = new LocalState(CONFIG);
+    const sent = Date.now() - 60_000;
+    for (let k = 0; k < 16; k++) local.dispatch(`r${k}`, 100, sent);
+    const sys = chainOf(chat(''), 13);
+    const view = makeView(
+      ids(16).map((id, i) =>
+        makeState(
+          id,
+          i < 12
+            ? { load: { inflight: 4, inflightTokens: 30_000 }, ...warmOn(sys) }
+            : { load: { inflight: 4, inflightTokens: 400 } },
+        ),
+      ),
+    );
+    const targets = (p: Policy) =>
+      new Set(
+        Array.from({ length: 24 }, (_, k) => place(p, preq(chat(`a new session ${k}`)), view, local)).map(
+          (x) => `${x.branch}:${x.replica!.id}`,
+        ),
+      );
+    // On: each prompt draws its target among the first four idle replicas in the key's ring, so the routers do not herd.
+    const on = [...targets(warmpath())];
+    expect(on.every((x) => x.startsWith('balance:'))).toBe(true);
+    expect(on.length).toBeGreaterThan(1);
+    // Off: the ring's first idle replica, for every prompt sharing the prefix, as with one router.
+    const off = [...targets(warmpath('balance-spread'))];
+    expect(off).toHaveLength(1);
+    expect(off[0]).toMatch(/^balance:/);
+  },
+
   'key-tie-break'() {
     // A system prompt warm everywhere; r2 has the shortest prefill queue.
     const sys = chainOf(chat(''), 13);

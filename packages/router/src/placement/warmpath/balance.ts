@@ -35,14 +35,6 @@ export function overBound(x: Input, warm: number, deeper: number): number {
 /** balance warms a prefix on a row only while it carries under 1/this of its share (docs/ABLATION.md). */
 export const BALANCE_UNDER = 3;
 
-/**
- * With N routers, balance's target is one of the first min(N, this) nearly
- * idle rows in the key's ring order, drawn by the request's own draw: the
- * first alone would be every router's target until their next reports
- * (docs/ABLATION.md). One router keeps the ring's first.
- */
-export const MAX_BALANCE_SPREAD = 64;
-
 /** The row that should warm the prefix of the warm pick `w` instead, or -1. */
 export function balanceTarget(x: Input, w: number): number {
   const t = x.t;
@@ -56,7 +48,7 @@ export function balanceTarget(x: Input, w: number): number {
   // Most often no row is that idle: say so in one pass over the rows rather than a walk of the whole ring.
   if (!someRow(t.rows.length, (i) => x.depth[i]! < d && under(i))) return -1;
   const target = (i: number): boolean => x.depth[i]! < d && under(i) && headroom(x, i) && tier(x, i) >= tier(x, w);
-  const spread = Math.max(1, Math.min(MAX_BALANCE_SPREAD, x.mode.routers));
+  const spread = x.mode.balanceSpread;
   const found: number[] = [];
   firstInRing(t, x.req.key, (i) => {
     if (target(i)) found.push(i);

@@ -20,6 +20,14 @@ export const DEFAULT_SPILL_CHOICES = 2;
 /** How far ahead equally warm replicas count the work their recent clients send, ms, by default (the router's `homeHorizonMs`; docs/ABLATION.md). */
 export const DEFAULT_HOME_HORIZON_MS = 3_000;
 
+/**
+ * With N routers, balance's target is one of the first min(N, this) nearly
+ * idle rows in the key's ring order, drawn by the request's own draw: the
+ * first alone would be every router's target until their next reports
+ * (docs/ABLATION.md). One router keeps the ring's first.
+ */
+export const MAX_BALANCE_SPREAD = 64;
+
 /** Fewest candidates per slice (docs/PLACEMENT.md, "Warm"). */
 const MIN_SLICE = 4;
 
@@ -58,6 +66,8 @@ export interface Mode {
   readonly slices: number;
   /** A prefix warm on several replicas may warm one more (balance). */
   readonly balance: boolean;
+  /** Balance's target is drawn among the first this many idle replicas in ring order (1 = the first). */
+  readonly balanceSpread: number;
   /** Picks carry a queue limit. */
   readonly queueLimit: boolean;
   /** A cold prefix walks the ring past an inadmissible home (else only the home, then least-loaded). */
@@ -93,6 +103,7 @@ export function modeOf(req: PlacementRequest, t: CandidateTable, on: Switches, o
     keyRing: keyed && on['key-tie-break'],
     slices: !keyed && on.slice ? Math.max(1, Math.min(routers, Math.floor(t.rows.length / MIN_SLICE))) : 1,
     balance: !keyed && on.balance,
+    balanceSpread: on['balance-spread'] ? Math.max(1, Math.min(MAX_BALANCE_SPREAD, routers)) : 1,
     queueLimit: !keyed && on['queue-limit'],
     spill: on.spill,
     spillChoices: on['spill-two-choices'] ? (opts.spillChoices ?? DEFAULT_SPILL_CHOICES) : 1,

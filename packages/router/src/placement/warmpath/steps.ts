@@ -10,6 +10,8 @@ export const SWITCHABLE_STEPS = {
   'warm-over-bound':
     'a deeper warm replica over the bound is never taken: the warm pick within the bound, else the cold path',
   balance: 'the warm pick keeps a prefix warm on several replicas even when it is over its share',
+  'balance-spread':
+    "with N routers, balance's target is the first nearly idle replica in the key's ring order, as with one router, not one of the first N drawn by the request",
   'key-tie-break':
     "equally warm replicas are told apart by prefill queue and id alone, with or without a routing key, and a keyed new task follows the holders of its shared prefix rather than its key's ring",
   overlay: "warmth is read from the replicas' published digests alone, not from this router's recent dispatches",
