@@ -8,10 +8,12 @@
  * Tune on seeds 1–3 only; judge on 101–104.
  *
  *   node packages/bench/bench/ablation.ts [--seeds 1,2,3] [--scenarios a,b] [--steps a,b]
- *     [--routers 1,4,16] [--one-router-steps a,b] [--l4 random] [--duration S] [--json FILE] [--resume] [--report]
+ *     [--routers 1,4,16] [--one-router-steps a,b] [--l4 random] [--duration S] [--replicas N] [--rate R]
+ *     [--json FILE] [--resume] [--report]
  *
  * A step 'a+b' switches a and b off together.
  * --duration: simulated seconds per run (default 0: each scenario's own).
+ * --replicas, --rate: fleet size and arrival rate, req/s (default 0: each scenario's own).
  * --one-router-steps: the steps also run at 1 router (default: all); the others read as
  *   warmpath whole there (for steps that do nothing with one router: slice, share, expect,
  *   retry-two-choices, balance-spread).
@@ -53,6 +55,8 @@ const cfg: AblationConfig = {
   oneRouterSteps: list('--one-router-steps'),
   l4: (opt('--l4') ?? 'random') as L4Mode,
   duration: Number(opt('--duration') ?? 0),
+  replicas: Number(opt('--replicas') ?? 0),
+  rate: Number(opt('--rate') ?? 0),
 };
 const unknown = cfg.steps
   .flatMap((s) => s.split('+'))

@@ -43,6 +43,7 @@ const inputs = {
     : committed.ablation !== undefined
       ? { ablation: committed.ablation }
       : {}),
+  ...(committed.ablationScale !== undefined ? { ablationScale: committed.ablationScale } : {}),
 };
 if (values.commit !== undefined || values.command !== undefined) {
   const path = join(ROOT, inputs.goals);

@@ -46,6 +46,9 @@ export interface AblationConfig {
   l4: L4Mode;
   /** Simulated seconds per run (0 = each scenario's own). */
   duration: number;
+  /** Replicas and arrival rate, req/s (0 or absent = each scenario's own). */
+  replicas?: number;
+  rate?: number;
 }
 
 export const runKey = (r: Pick<AblationRun, 'scenario' | 'seed' | 'routers' | 'off'>): string =>
@@ -65,9 +68,9 @@ export function ablationGroups(cfg: AblationConfig, done: ReadonlySet<string>): 
           jobs.push({
             scenario,
             seed,
-            rate: 0,
+            rate: cfg.rate ?? 0,
             duration: cfg.duration,
-            replicas: 0,
+            replicas: cfg.replicas ?? 0,
             routers,
             l4: cfg.l4,
             policy: 'warmpath',

@@ -14,6 +14,8 @@ import { replaceBetween, resultsTable, scoreboardMarkdown, type GoalsJson } from
 export const DOC_DATA = {
   goals: 'docs/data/goals.json',
   ablation: 'docs/data/ablation.json',
+  /** The multi-router rules at 1,000 replicas (ablation.ts --replicas 1000). */
+  ablationScale: 'docs/data/ablation-1000.json',
   scoreboard: 'docs/SCOREBOARD.md',
   readme: 'README.md',
   ablationDoc: 'docs/ABLATION.md',
@@ -21,11 +23,12 @@ export const DOC_DATA = {
 } as const;
 
 /** The marker names: `<!-- NAME:begin -->` … `<!-- NAME:end -->`. */
-export const MARKERS = { results: 'results', ablation: 'ablation' } as const;
+export const MARKERS = { results: 'results', ablation: 'ablation', ablationScale: 'ablation-scale' } as const;
 
 export interface DocInputs {
   goals: string;
   ablation?: string;
+  ablationScale?: string;
 }
 
 /** Every generated doc's full text, by path relative to `root`, from the JSON files given. */
@@ -35,10 +38,15 @@ export function renderDocs(root: string, inputs: DocInputs): Map<string, string>
   out.set(DOC_DATA.scoreboard, scoreboardMarkdown(goals));
   const readme = readFileSync(join(root, DOC_DATA.readme), 'utf8');
   out.set(DOC_DATA.readme, replaceBetween(readme, MARKERS.results, resultsTable(goals)));
-  if (inputs.ablation !== undefined) {
-    const ablation = JSON.parse(readFileSync(join(root, inputs.ablation), 'utf8')) as AblationJson;
-    const doc = readFileSync(join(root, DOC_DATA.ablationDoc), 'utf8');
-    out.set(DOC_DATA.ablationDoc, replaceBetween(doc, MARKERS.ablation, ablationTable(ablation)));
+  let doc = readFileSync(join(root, DOC_DATA.ablationDoc), 'utf8');
+  for (const [input, marker] of [
+    [inputs.ablation, MARKERS.ablation],
+    [inputs.ablationScale, MARKERS.ablationScale],
+  ] as const) {
+    if (input === undefined) continue;
+    const ablation = JSON.parse(readFileSync(join(root, input), 'utf8')) as AblationJson;
+    doc = replaceBetween(doc, marker, ablationTable(ablation));
+    out.set(DOC_DATA.ablationDoc, doc);
   }
   return out;
 }
@@ -48,5 +56,6 @@ export function committedInputs(root: string): DocInputs {
   return {
     goals: DOC_DATA.goals,
     ...(existsSync(join(root, DOC_DATA.ablation)) ? { ablation: DOC_DATA.ablation } : {}),
+    ...(existsSync(join(root, DOC_DATA.ablationScale)) ? { ablationScale: DOC_DATA.ablationScale } : {}),
   };
 }
