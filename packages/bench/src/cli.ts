@@ -118,6 +118,13 @@ export const benchSchema = {
     default: DEFAULT_GOSSIP.delay,
     doc: 'des: gossip delay per message and router, ms: uniform:min:max, exp:base:mean or lognormal:p50:p99',
   },
+  cpuKvRatio: {
+    type: 'number',
+    default: 0,
+    min: 0,
+    max: 1000,
+    doc: "host-memory KV tier of each replica, × its GPU KV (vLLM's CPU offloading; 0 = off)",
+  },
   gossipLoss: {
     type: 'number',
     default: 0,
@@ -180,6 +187,7 @@ export async function run(argv: string[]): Promise<void> {
     requests: plan.length,
     ...(cfg.trace !== '' ? { trace: cfg.trace } : {}),
     ...(cfg.mode === 'des' ? { gossip } : {}),
+    cpuKvRatio: cfg.cpuKvRatio,
   };
   console.error(
     `warmpath bench: scenario ${scenario.name} (${scenario.summary}), ${cfg.mode} mode, ${plan.length} requests, ${replicas} replicas, ${cfg.routers} routers (${l4} L4), policies: ${cfg.policies.join(', ')}`,
@@ -287,6 +295,7 @@ async function runDesPolicies(
     routerOverrides: o.routerOverrides,
     agentOverrides: o.agentOverrides,
     gossip: o.gossip,
+    ...(cfg.cpuKvRatio > 0 ? { cpuKvRatio: cfg.cpuKvRatio } : {}),
   });
   // Submits every policy, then describes the plan once here while the workers start (the references below reuse the descriptions).
   const { outcomes } = pool.runShared(cfg.policies.map(job), o.plan);
@@ -339,6 +348,7 @@ async function runLivePolicies(
         routerOverrides: o.routerOverrides,
         agentOverrides: o.agentOverrides,
         requestTimeoutMs: cfg.requestTimeoutS * 1000,
+        cpuKvRatio: cfg.cpuKvRatio,
       });
       bar?.update(o.plan.length);
       settle(policy, r, (Date.now() - started) / 1000);

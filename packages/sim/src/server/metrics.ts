@@ -85,6 +85,25 @@ export function renderMetrics(model: EngineModel, ctx: MetricsContext): string {
     s.prefixQueriesTokens,
   );
   counter('vllm:prefix_cache_hits', 'Prefix cache hits, in terms of number of cached tokens.', s.prefixHitsTokens);
+  if (s.hostKvTotalBlocks > 0) {
+    // vLLM reports a KV connector's hits (its CPU offloading among them) apart from the GPU prefix cache's.
+    counter(
+      'vllm:external_prefix_cache_queries',
+      'External prefix cache queries from KV connector cross-instance cache sharing, in terms of number of queried tokens.',
+      s.hostQueriesTokens,
+    );
+    counter(
+      'vllm:external_prefix_cache_hits',
+      'External prefix cache hits from KV connector cross-instance cache sharing, in terms of number of cached tokens.',
+      s.hostHitsTokens,
+    );
+    gauge(
+      'vllm:cpu_kv_cache_usage_perc',
+      'Host-memory (CPU offloading) KV usage: blocks held over capacity. 1 means 100 percent usage.',
+      s.hostKvCachedBlocks / s.hostKvTotalBlocks,
+    );
+    counter('vllm:cpu_kv_loaded_tokens', 'Tokens of KV loaded from host memory back to the GPU.', s.hostLoadedTokens);
+  }
   counter('vllm:num_preemptions', 'Cumulative number of preemption from the engine.', s.preemptions);
   counter('vllm:prompt_tokens', 'Number of prefill tokens processed.', s.promptTokens);
   counter('vllm:generation_tokens', 'Number of generation tokens processed.', s.generationTokens);
