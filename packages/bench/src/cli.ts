@@ -152,11 +152,15 @@ const isDesOnly = (p: string): boolean => (DES_ONLY_POLICIES as readonly string[
 
 type BenchConfig = ReturnType<typeof configFromProcess<typeof benchSchema>>;
 
-export async function run(argv: string[]): Promise<void> {
+/** The command line's settings; in live mode, the default policy list is every policy live mode can run. */
+function benchConfig(argv: string[]) {
   const parsed = configFromProcess('bench', benchSchema, argv, BENCH_HELP);
-  // The default list in live mode: every policy live mode can run.
   const liveDefault = parsed.mode === 'live' && parsed.policies.join() === ALL_POLICIES.join();
-  const cfg = liveDefault ? { ...parsed, policies: parsed.policies.filter((p) => !isDesOnly(p)) } : parsed;
+  return liveDefault ? { ...parsed, policies: parsed.policies.filter((p) => !isDesOnly(p)) } : parsed;
+}
+
+export async function run(argv: string[]): Promise<void> {
+  const cfg = benchConfig(argv);
   const scenario = SCENARIOS[cfg.scenario]!;
   checkPolicies(cfg);
   const routerOverrides = parseSet('--router-set', cfg.routerSet);
@@ -184,10 +188,10 @@ export async function run(argv: string[]): Promise<void> {
     seed: cfg.seed,
     timeScale: cfg.timeScale,
     profile: scenario.fleet.profile,
+    cpuKvRatio: cfg.cpuKvRatio,
     requests: plan.length,
     ...(cfg.trace !== '' ? { trace: cfg.trace } : {}),
     ...(cfg.mode === 'des' ? { gossip } : {}),
-    cpuKvRatio: cfg.cpuKvRatio,
   };
   console.error(
     `warmpath bench: scenario ${scenario.name} (${scenario.summary}), ${cfg.mode} mode, ${plan.length} requests, ${replicas} replicas, ${cfg.routers} routers (${l4} L4), policies: ${cfg.policies.join(', ')}`,
