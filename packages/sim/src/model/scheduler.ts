@@ -12,19 +12,20 @@
  *     cached prefix (full blocks, at most prompt-1 tokens, as vLLM): first the
  *     GPU's, then its continuation in the host tier, loaded into fresh blocks
  *     at the PCIe bandwidth (the load is charged to this step, so the rest of
- *     the prompt is prefilled after it). A sequence
- *     whose adapter would exceed max_loras distinct adapters is skipped
- *     (deferred); a sequence that does not fit in free blocks stops admission.
+ *     the prompt is prefilled after it). A sequence whose adapter would
+ *     exceed max_loras distinct adapters is skipped (deferred); a sequence
+ *     that does not fit in free blocks stops admission.
  *  4. Adapters in the batch that are not on the GPU take a slot (evicting an
  *     idle one, LRU) and charge a load time to the step.
  *  5. Step duration from the roofline in profiles.ts; all effects are applied
  *     now and stamped at now + duration (the caller must not step again before).
  * Complexity: O(running + scanned waiting + allocated blocks) per step.
  * Trade-off: applying a step's effects at its start keeps the model a single
- * call per step (no in-flight state); charging a host reload to the step (as an
- * adapter load) stalls the batch with it where vLLM loads asynchronously: a
- * bound on the others' delay, exact for the reloading request's TTFT. Drivers deliver the returned events when
+ * call per step (no in-flight state); drivers deliver the returned events when
  * the step's time has elapsed and drop events of sequences aborted meanwhile.
+ * Charging a host reload to the step (as an adapter load) stalls the batch
+ * with it where vLLM loads asynchronously: exact for the reloading request's
+ * TTFT, an upper bound on its batch-mates' delay.
  */
 import { hostReloadMs, stepTimeMs } from './profiles.ts';
 import { SeqStatus } from './sequence.ts';
