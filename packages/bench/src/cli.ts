@@ -118,6 +118,13 @@ export const benchSchema = {
     default: DEFAULT_GOSSIP.delay,
     doc: 'des: gossip delay per message and router, ms: uniform:min:max, exp:base:mean or lognormal:p50:p99',
   },
+  cpuKvRatio: {
+    type: 'number',
+    default: 0,
+    min: 0,
+    max: 1000,
+    doc: "host-memory KV tier of each replica, × its GPU KV (vLLM's CPU offloading; 0 = off)",
+  },
   gossipLoss: {
     type: 'number',
     default: 0,
@@ -145,11 +152,15 @@ const isDesOnly = (p: string): boolean => (DES_ONLY_POLICIES as readonly string[
 
 type BenchConfig = ReturnType<typeof configFromProcess<typeof benchSchema>>;
 
-export async function run(argv: string[]): Promise<void> {
+/** The command line's settings; in live mode, the default policy list is every policy live mode can run. */
+function benchConfig(argv: string[]) {
   const parsed = configFromProcess('bench', benchSchema, argv, BENCH_HELP);
-  // The default list in live mode: every policy live mode can run.
   const liveDefault = parsed.mode === 'live' && parsed.policies.join() === ALL_POLICIES.join();
-  const cfg = liveDefault ? { ...parsed, policies: parsed.policies.filter((p) => !isDesOnly(p)) } : parsed;
+  return liveDefault ? { ...parsed, policies: parsed.policies.filter((p) => !isDesOnly(p)) } : parsed;
+}
+
+export async function run(argv: string[]): Promise<void> {
+  const cfg = benchConfig(argv);
   const scenario = SCENARIOS[cfg.scenario]!;
   checkPolicies(cfg);
   const routerOverrides = parseSet('--router-set', cfg.routerSet);
@@ -177,6 +188,7 @@ export async function run(argv: string[]): Promise<void> {
     seed: cfg.seed,
     timeScale: cfg.timeScale,
     profile: scenario.fleet.profile,
+    cpuKvRatio: cfg.cpuKvRatio,
     requests: plan.length,
     ...(cfg.trace !== '' ? { trace: cfg.trace } : {}),
     ...(cfg.mode === 'des' ? { gossip } : {}),
@@ -287,6 +299,7 @@ async function runDesPolicies(
     routerOverrides: o.routerOverrides,
     agentOverrides: o.agentOverrides,
     gossip: o.gossip,
+    ...(cfg.cpuKvRatio > 0 ? { cpuKvRatio: cfg.cpuKvRatio } : {}),
   });
   // Submits every policy, then describes the plan once here while the workers start (the references below reuse the descriptions).
   const { outcomes } = pool.runShared(cfg.policies.map(job), o.plan);
@@ -339,6 +352,7 @@ async function runLivePolicies(
         routerOverrides: o.routerOverrides,
         agentOverrides: o.agentOverrides,
         requestTimeoutMs: cfg.requestTimeoutS * 1000,
+        cpuKvRatio: cfg.cpuKvRatio,
       });
       bar?.update(o.plan.length);
       settle(policy, r, (Date.now() - started) / 1000);

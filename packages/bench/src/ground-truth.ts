@@ -24,7 +24,7 @@ export async function readSims(simUrls: readonly string[]): Promise<SimReading> 
     running: snaps.map((s) => s.running),
     totals: {
       promptTokens: snaps.reduce((a, s) => a + s.prefixQueriesTokens, 0),
-      cachedTokens: snaps.reduce((a, s) => a + s.prefixHitsTokens, 0),
+      cachedTokens: snaps.reduce((a, s) => a + s.prefixHitsTokens + s.hostHitsTokens, 0),
       preemptions: snaps.reduce((a, s) => a + s.preemptions, 0),
       adapterLoads: snaps.reduce((a, s) => a + s.lora.loads, 0),
     },

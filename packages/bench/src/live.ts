@@ -18,7 +18,7 @@ import { launchFleet } from '@warmpath/launch';
 import { ROUTER_ENTRY_PATH } from './router-entry-path.ts';
 import { runLoad, type PlannedRequest, type RequestResult } from './loadgen.ts';
 import { summarize, type PolicyResult } from './report.ts';
-import type { Scenario } from './scenarios.ts';
+import { cpuKvTokensOf, type Scenario } from './scenarios.ts';
 
 export interface LiveOptions {
   scenario: Scenario;
@@ -35,6 +35,8 @@ export interface LiveOptions {
   /** Router config overrides (key → value), passed as flags. */
   routerOverrides?: Record<string, string>;
   agentOverrides?: Record<string, string>;
+  /** Host-memory KV tier of each replica, × its GPU KV (0 or absent = off). */
+  cpuKvRatio?: number;
   log?: (line: string) => void;
 }
 
@@ -68,6 +70,7 @@ async function oracleTarget(simUrls: string[], agentUrls: string[], p: PlannedRe
 export async function runLive(o: LiveOptions): Promise<PolicyResult> {
   const shape = o.scenario.fleet;
   const oracle = o.policy === 'oracle';
+  const cpuKvTokens = cpuKvTokensOf({ ...shape, cpuKvRatio: o.cpuKvRatio ?? 0 });
   const fleet = await launchFleet({
     replicas: o.replicas,
     routers: oracle ? 0 : o.routers,
@@ -80,6 +83,7 @@ export async function runLive(o: LiveOptions): Promise<PolicyResult> {
     routerScript: ROUTER_ENTRY_PATH,
     routerArgs: flags(o.routerOverrides),
     agentArgs: flags(o.agentOverrides),
+    ...(cpuKvTokens > 0 ? { simArgs: ['--cpu-kv-tokens', String(cpuKvTokens)] } : {}),
   });
   try {
     if (!oracle) await fleet.waitConverged(30_000);

@@ -40,8 +40,10 @@ async function runJob(
   feed: FeedId | undefined,
 ): Promise<void> {
   try {
-    const scenario = SCENARIOS[job.scenario];
-    if (scenario === undefined) throw new Error(`unknown scenario "${job.scenario}"`);
+    const named = SCENARIOS[job.scenario];
+    if (named === undefined) throw new Error(`unknown scenario "${job.scenario}"`);
+    const ratio = job.cpuKvRatio ?? 0;
+    const scenario = ratio > 0 ? { ...named, fleet: { ...named.fleet, cpuKvRatio: ratio } } : named;
     const { plan, spanS } = planOf(job);
     // Made before the first await, so that no batch arrives before it.
     if (feed !== undefined) slot.inbox = new PreparedInbox(feed, plan);

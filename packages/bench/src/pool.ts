@@ -38,6 +38,8 @@ export interface DesJob {
   agentOverrides?: Record<string, string> | undefined;
   /** DES gossip: delay distribution and loss (des/gossip.ts); default DEFAULT_GOSSIP. */
   gossip?: GossipModel | undefined;
+  /** Host-memory KV tier of each replica, × its GPU KV (0 or absent = off). */
+  cpuKvRatio?: number | undefined;
 }
 
 /** What identifies a job's plan, whatever its policy, routers and L4 (they share descriptions: prepared-feed.ts). */

@@ -7,7 +7,7 @@
  * chat client's would.
  */
 import { HEADERS } from '@warmpath/shared/wire';
-import { DEFAULT_MODEL } from '@warmpath/sim';
+import { DEFAULT_MODEL, PROFILES } from '@warmpath/sim';
 import type { PlannedRequest } from './loadgen.ts';
 import { poissonGap, rng, textOf, zipf } from './text.ts';
 import { DEFAULT_TRACE, readTrace, traceMessages, TRACE_BLOCK_TOKENS, TRACE_MAX_CONTEXT_TOKENS } from './trace-file.ts';
@@ -40,6 +40,14 @@ export interface FleetShape {
   profile: string;
   adapters?: string[];
   maxLoras?: number;
+  /** Host-memory KV tier of each replica, as a multiple of its GPU KV (vLLM's CPU offloading); 0 or absent = off. */
+  cpuKvRatio?: number;
+}
+
+/** The host tier in tokens for a fleet shape: cpuKvRatio × the profile's GPU KV (0 = off). */
+export function cpuKvTokensOf(shape: FleetShape): number {
+  const p = (PROFILES as Record<string, { numGpuBlocks: number; blockSize: number }>)[shape.profile];
+  return p === undefined ? 0 : Math.round((shape.cpuKvRatio ?? 0) * p.numGpuBlocks * p.blockSize);
 }
 
 export interface Scenario {

@@ -10,7 +10,7 @@
  * spills side by side, and exits: 0 when every request was answered.
  */
 import { configFromProcess, type CommandHelp, type Schema } from '@warmpath/shared/runtime';
-import { SCENARIOS, DEFAULT_MODEL } from '@warmpath/bench';
+import { cpuKvTokensOf, SCENARIOS, DEFAULT_MODEL } from '@warmpath/bench';
 import { launchFleet, type LocalFleet } from '@warmpath/launch';
 import { runLoad, percentile, type RequestResult } from '@warmpath/bench';
 import { readSims, diffTotals, resetSims } from '@warmpath/bench';
@@ -44,6 +44,13 @@ export const demoSchema = {
   },
   duration: { type: 'number', default: 20, min: 1, doc: 'smoke workload length, simulated seconds' },
   rate: { type: 'number', default: 0, min: 0, doc: 'smoke requests per simulated second (0 = 1.2 per replica)' },
+  cpuKvRatio: {
+    type: 'number',
+    default: 0,
+    min: 0,
+    max: 1000,
+    doc: "host-memory KV tier of each replica, × its GPU KV (vLLM's CPU offloading; 0 = off)",
+  },
 } as const satisfies Schema;
 
 export const DEMO_HELP: CommandHelp = {
@@ -128,6 +135,10 @@ export async function run(argv: string[]): Promise<void> {
     profile: cfg.profile,
     speed: cfg.speed,
     policy: 'warmpath',
+    simArgs: [
+      '--cpu-kv-tokens',
+      String(cpuKvTokensOf({ replicas: 0, profile: cfg.profile, cpuKvRatio: cfg.cpuKvRatio })),
+    ],
   });
   let stopping = false;
   const stop = async (code: number) => {

@@ -47,6 +47,7 @@ export async function run(argv: string[]): Promise<void> {
     defaultMaxTokens: c.maxTokensDefault,
     bodyLimitBytes: c.bodyLimitBytes,
     enablePrefixCaching: c.enablePrefixCaching,
+    cpuKvTokens: c.cpuKvTokens,
     allowRuntimeLora: c.allowRuntimeLora,
     seed: c.seed,
     onCrash: () => {

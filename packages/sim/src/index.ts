@@ -11,7 +11,7 @@ export type { SimRequest } from './model/sequence.ts';
 export type { StepResult } from './model/scheduler.ts';
 export type { EngineSnapshot, ProbeResult } from './model/views.ts';
 export type { LoraState } from './model/lora.ts';
-export { PROFILES, PROFILE_NAMES, isProfileName, stepTimeMs } from './model/profiles.ts';
+export { PROFILES, PROFILE_NAMES, hostReloadMs, isProfileName, stepTimeMs } from './model/profiles.ts';
 export type { EngineProfile, ProfileName } from './model/profiles.ts';
 export { estimateTokens, promptIdentity, promptIdentityOfBody } from './model/prompt.ts';
 export type { PromptIdentity, PromptOptions } from './model/prompt.ts';

@@ -10,7 +10,7 @@ import { AgentCore, agentConfig, type Admitted } from '@warmpath/agent';
 import type { SendResult } from '@warmpath/router';
 import type { ReplicaState } from '@warmpath/shared/wire';
 import { EngineModel, type EngineProfile, type StepResult } from '@warmpath/sim';
-import { DEFAULT_MODEL, type FleetShape } from '../scenarios.ts';
+import { cpuKvTokensOf, DEFAULT_MODEL, type FleetShape } from '../scenarios.ts';
 import { simEngineSource } from './engine-source.ts';
 import type { EventQueue } from './queue.ts';
 import type { Rec } from './request.ts';
@@ -64,7 +64,12 @@ export class DesReplica {
     this.#q = q;
     this.#hop = hop;
     this.#hooks = hooks;
-    this.model = new EngineModel(profile, { maxLoras: shape.maxLoras ?? 0, adapters: shape.adapters ?? [] });
+    const cpuKvTokens = cpuKvTokensOf(shape);
+    this.model = new EngineModel(profile, {
+      maxLoras: shape.maxLoras ?? 0,
+      adapters: shape.adapters ?? [],
+      ...(cpuKvTokens > 0 ? { cpuKvTokens } : {}),
+    });
     this.core = new AgentCore({
       config: agentConfig({ ...agent, fleet: 'des', replicaId: id, gossip: false }),
       identity: {

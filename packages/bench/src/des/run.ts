@@ -154,7 +154,8 @@ function runResult(
   for (const r of fleet.replicas) {
     const s = r.model.snapshot();
     totals.promptTokens += s.prefixQueriesTokens;
-    totals.cachedTokens += s.prefixHitsTokens;
+    // Both tiers: the engine counts a host reload as cached (vLLM's num_cached_tokens).
+    totals.cachedTokens += s.prefixHitsTokens + s.hostHitsTokens;
     totals.preemptions += s.preemptions;
     totals.adapterLoads += s.lora.loads;
     totals.evictedBlocks! += s.evictedBlocks;

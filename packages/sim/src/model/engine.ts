@@ -6,10 +6,12 @@
  * This is the facade; the parts live beside it: sequence.ts (one request),
  * state.ts (the shared state), scheduler.ts (the step: arrivals, running
  * chunks with preemption, FCFS admission, adapter loads, effects), lora.ts
- * (LoRA slots), kv.ts (paged blocks and the prefix cache), views.ts (probe
+ * (LoRA slots), kv.ts (paged blocks and the prefix cache), host.ts (the
+ * host-memory tier evicted blocks move to), views.ts (probe
  * and snapshot), profiles.ts (the step-time roofline).
  */
 import { E2E_BUCKETS, Histogram, ITL_BUCKETS, TTFT_BUCKETS } from './histogram.ts';
+import { HostKvCache } from './host.ts';
 import { BlockPool } from './kv.ts';
 import { LoraSlots } from './lora.ts';
 import type { EngineProfile } from './profiles.ts';
@@ -32,6 +34,8 @@ export interface EngineOptions {
   readonly enablePrefixCaching?: boolean;
   /** Multiplies every step's duration (fault injection). */
   readonly slowFactor?: number;
+  /** Host-memory KV tier in tokens (vLLM's CPU offloading); default the profile's, 0 = off. */
+  readonly cpuKvTokens?: number;
 }
 
 export class EngineError extends Error {
@@ -60,11 +64,13 @@ export class EngineModel {
     this.blockSize = profile.blockSize;
     this.maxLoras = options.maxLoras ?? 1;
     this.maxCpuLoras = Math.max(this.maxLoras, options.maxCpuLoras ?? 4);
+    const host = new HostKvCache((options.cpuKvTokens ?? profile.cpuKvTokens ?? 0) / profile.blockSize);
     this.#st = {
       profile,
       blockSize: profile.blockSize,
       maxModelLen: Math.min(profile.maxModelLen, profile.numGpuBlocks * profile.blockSize),
-      pool: new BlockPool(profile.numGpuBlocks),
+      pool: new BlockPool(profile.numGpuBlocks, host.capacity > 0 ? host : undefined),
+      host,
       lora: new LoraSlots(this.maxLoras, this.maxCpuLoras, profile),
       byId: new Map(),
       arriving: [],
@@ -73,6 +79,9 @@ export class EngineModel {
       counters: {
         prefixQueries: 0,
         prefixHits: 0,
+        hostQueries: 0,
+        hostHits: 0,
+        hostLoadedTokens: 0,
         preemptions: 0,
         promptTokens: 0,
         generationTokens: 0,
@@ -217,8 +226,9 @@ export class EngineModel {
     return snapshot(this.#st);
   }
 
-  /** Drops unreferenced cached blocks; returns how many. */
+  /** Drops unreferenced cached blocks, and the host tier's; returns how many GPU blocks. */
   resetPrefixCache(): number {
+    this.#st.host.clear();
     return this.#st.pool.resetPrefixCache();
   }
 

@@ -5,7 +5,8 @@
  * prompt is registered under its chained hash. Freed blocks (ref count 0) join
  * a free queue at the MRU end but keep their hash, so a later request can reuse
  * them; allocation pops the LRU end and only then forgets the hash (eviction).
- * Blocks with ref > 0 are never evicted.
+ * Blocks with ref > 0 are never evicted. An evicted block's hash goes to the
+ * host-memory tier when there is one (host.ts).
  * Complexity: allocate/free/touch O(1) per block (intrusive doubly linked list
  * over typed arrays); prefix match O(matched blocks) lookups in a Hash64Table
  * (hashes as u32 halves: no BigInt per lookup, about a quarter of a
@@ -14,6 +15,7 @@
  * sharing is exact for equal prefixes, at the price of one hash table entry per block.
  */
 import { halves, Hash64Table } from '@warmpath/shared/runtime';
+import type { HostKvCache } from './host.ts';
 
 export class BlockPool {
   readonly numBlocks: number;
@@ -42,9 +44,12 @@ export class BlockPool {
   private readonly freedAt: Float64Array;
   /** Sum over evicted blocks of how long each had sat free and cached, ms (diagnostics: ÷ evictions is the cache's turnover). */
   evictedAgeMs = 0;
+  /** Where evicted hashed blocks go (the host-memory tier), if any. */
+  readonly host: HostKvCache | undefined;
 
-  constructor(numBlocks: number) {
+  constructor(numBlocks: number, host?: HostKvCache) {
     this.numBlocks = numBlocks;
+    this.host = host;
     this.head = numBlocks;
     this.ref = new Int32Array(numBlocks);
     this.prev = new Int32Array(numBlocks + 1);
@@ -116,6 +121,7 @@ export class BlockPool {
       this.unlink(b);
       if (this.hashed[b] === 1) {
         this.byHash.delete(this.hashLo[b]!, this.hashHi[b]!);
+        this.host?.put(this.hashLo[b]!, this.hashHi[b]!);
         this.hashed[b] = 0;
         this.evictions++;
         this.evictedAgeMs += this.now - this.freedAt[b]!;

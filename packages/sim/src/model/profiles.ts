@@ -43,7 +43,14 @@ export interface EngineProfile {
   readonly loraLoadMs: number;
   /** LoRA load from the CPU cache into a GPU slot (ms). */
   readonly loraCpuLoadMs: number;
+  /** Effective host-to-device bandwidth per GPU for KV reloads from host memory, bytes/s (PCIe). */
+  readonly h2dBytesPerS: number;
+  /** Host-memory KV tier in tokens (vLLM's CPU offloading); absent or 0 = off. */
+  readonly cpuKvTokens?: number;
 }
+
+/** PCIe Gen5 x16 is 64 GB/s per direction; pinned-memory KV copies achieve well under half of it. */
+const PCIE_H2D_BYTES_PER_S = 25e9;
 
 const LLAMA3_8B_KV = 32 * 8 * 128 * 2 * 2; // layers × kv heads × head dim × (K,V) × bf16 = 131072 B
 const LLAMA3_70B_KV = 80 * 8 * 128 * 2 * 2; // 327680 B, sharded over TP4
@@ -66,6 +73,7 @@ export const PROFILES = {
     frontendMsPerToken: 0.002,
     loraLoadMs: 200,
     loraCpuLoadMs: 3,
+    h2dBytesPerS: PCIE_H2D_BYTES_PER_S,
   },
   'a100-llama3-8b': {
     // ≈1.6–2× slower decode, ≈3× slower prefill than H100; vLLM's smaller-GPU defaults.
@@ -85,6 +93,7 @@ export const PROFILES = {
     frontendMsPerToken: 0.002,
     loraLoadMs: 250,
     loraCpuLoadMs: 4,
+    h2dBytesPerS: PCIE_H2D_BYTES_PER_S,
   },
   'h100x4-llama3-70b': {
     // Tensor parallel over 4 GPUs: weights and KV are sharded, all-reduce adds overhead.
@@ -104,6 +113,7 @@ export const PROFILES = {
     frontendMsPerToken: 0.002,
     loraLoadMs: 300,
     loraCpuLoadMs: 5,
+    h2dBytesPerS: PCIE_H2D_BYTES_PER_S,
   },
   tiny: {
     // Little KV so tests reach exhaustion, preemption and queueing quickly.
@@ -123,6 +133,7 @@ export const PROFILES = {
     frontendMsPerToken: 0.002,
     loraLoadMs: 100,
     loraCpuLoadMs: 2,
+    h2dBytesPerS: PCIE_H2D_BYTES_PER_S,
   },
 } as const satisfies Record<string, EngineProfile>;
 
@@ -142,4 +153,9 @@ export function stepTimeMs(p: EngineProfile, contextTokens: number, prefillToken
     (prefillTokens / p.prefillTokensPerS) * 1e3 +
     loadMs
   );
+}
+
+/** Time to load `tokens` of KV from host memory back to the GPU (ms). */
+export function hostReloadMs(p: EngineProfile, tokens: number): number {
+  return ((tokens * p.kvBytesPerToken) / p.h2dBytesPerS) * 1e3;
 }

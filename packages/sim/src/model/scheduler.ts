@@ -9,9 +9,12 @@
  *     it returns to the head of the queue), until the allocation fits.
  *  3. If nothing was preempted, waiting sequences are admitted FCFS while the
  *     token budget, max_num_seqs and free blocks allow. Each reuses its longest
- *     cached prefix (full blocks, at most prompt-1 tokens, as vLLM). A sequence
- *     whose adapter would exceed max_loras distinct adapters is skipped
- *     (deferred); a sequence that does not fit in free blocks stops admission.
+ *     cached prefix (full blocks, at most prompt-1 tokens, as vLLM): first the
+ *     GPU's, then its continuation in the host tier, loaded into fresh blocks
+ *     at the PCIe bandwidth (the load is charged to this step, so the rest of
+ *     the prompt is prefilled after it). A sequence whose adapter would
+ *     exceed max_loras distinct adapters is skipped (deferred); a sequence
+ *     that does not fit in free blocks stops admission.
  *  4. Adapters in the batch that are not on the GPU take a slot (evicting an
  *     idle one, LRU) and charge a load time to the step.
  *  5. Step duration from the roofline in profiles.ts; all effects are applied
@@ -20,8 +23,11 @@
  * Trade-off: applying a step's effects at its start keeps the model a single
  * call per step (no in-flight state); drivers deliver the returned events when
  * the step's time has elapsed and drop events of sequences aborted meanwhile.
+ * Charging a host reload to the step (as an adapter load) stalls the batch
+ * with it where vLLM loads asynchronously: exact for the reloading request's
+ * TTFT, an upper bound on its batch-mates' delay.
  */
-import { stepTimeMs } from './profiles.ts';
+import { hostReloadMs, stepTimeMs } from './profiles.ts';
 import { SeqStatus } from './sequence.ts';
 import type { Sequence } from './sequence.ts';
 import { freeBlocks } from './state.ts';
@@ -41,6 +47,8 @@ export interface StepResult {
   readonly scheduledTokens: number;
   /** Adapter load time charged to this step (ms). */
   readonly loraLoadMs: number;
+  /** Host-tier KV reload time charged to this step (ms). */
+  readonly kvLoadMs: number;
 }
 
 /** What this step schedules, built by steps 2 and 3. */
@@ -54,6 +62,8 @@ interface Batch {
   /** Tokens of KV the forward pass reads (context of every scheduled sequence). */
   contextTokens: number;
   prefillTokens: number;
+  /** Tokens of KV loaded from the host tier for sequences admitted this step. */
+  reloadTokens: number;
 }
 
 export function runStep(st: EngineState, now: number): StepResult {
@@ -66,6 +76,7 @@ export function runStep(st: EngineState, now: number): StepResult {
     preempted: [],
     contextTokens: 0,
     prefillTokens: 0,
+    reloadTokens: 0,
   };
   scheduleRunning(st, batch);
   // vLLM skips admission in a step that preempted.
@@ -80,11 +91,14 @@ export function runStep(st: EngineState, now: number): StepResult {
       scheduledSeqs: 0,
       scheduledTokens: 0,
       loraLoadMs: 0,
+      kvLoadMs: 0,
     };
   }
   const loadMs = st.lora.loadActive();
-  const durationMs = stepTimeMs(st.profile, batch.contextTokens, batch.prefillTokens, loadMs) * st.slowFactor;
-  return applyStep(st, batch, now, durationMs, loadMs);
+  const kvLoadMs = batch.reloadTokens > 0 ? hostReloadMs(st.profile, batch.reloadTokens) : 0;
+  const durationMs =
+    stepTimeMs(st.profile, batch.contextTokens, batch.prefillTokens, loadMs + kvLoadMs) * st.slowFactor;
+  return applyStep(st, batch, now, durationMs, loadMs, kvLoadMs);
 }
 
 /** Step 1: arrivals through the front end join the waiting queue. */
@@ -136,7 +150,8 @@ function admitWaiting(st: EngineState, batch: Batch): void {
     }
     const maxHit = Math.floor((s.numTokens - 1) / bs);
     const hit = st.enablePrefixCaching ? st.pool.match(s.blockHashes, maxHit) : 0;
-    const computed = hit * bs;
+    const hostHit = st.enablePrefixCaching ? st.host.match(s.blockHashes, hit, maxHit, false) : 0;
+    const computed = (hit + hostHit) * bs;
     const want = Math.min(s.numTokens - computed, batch.budget);
     const need = Math.ceil((computed + want) / bs) - hit;
     const available = st.pool.numFree - (hit > 0 ? st.pool.freeAmongMatched(s.blockHashes, hit) : 0);
@@ -145,12 +160,8 @@ function admitWaiting(st: EngineState, batch: Batch): void {
     st.pool.allocate(need, s.blocks);
     s.computed = computed;
     s.hashedBlocks = hit;
-    if (!s.admitted) {
-      s.admitted = true;
-      s.cachedTokens = computed;
-      st.counters.prefixQueries += s.promptTokens;
-      st.counters.prefixHits += computed;
-    }
+    if (hostHit > 0) reload(st, s, hit, hostHit, batch);
+    if (!s.admitted) countAdmission(st, s, hit, hostHit);
     s.status = SeqStatus.running;
     st.waiting.splice(j, 1);
     st.running.push(s);
@@ -164,8 +175,34 @@ function admitWaiting(st: EngineState, batch: Batch): void {
   }
 }
 
+/** A host hit: its blocks are loaded into the sequence's fresh GPU blocks (registered by commitHashes) and stay in host memory too. */
+function reload(st: EngineState, s: Sequence, hit: number, hostHit: number, batch: Batch): void {
+  st.host.match(s.blockHashes, hit, hit + hostHit, true);
+  batch.reloadTokens += hostHit * st.blockSize;
+  st.counters.hostLoadedTokens += hostHit * st.blockSize;
+}
+
+/** First admission: cached_tokens counts both tiers, as vLLM's num_cached_tokens (local + external); the counters keep them apart. */
+function countAdmission(st: EngineState, s: Sequence, hit: number, hostHit: number): void {
+  s.admitted = true;
+  s.cachedTokens = (hit + hostHit) * st.blockSize;
+  st.counters.prefixQueries += s.promptTokens;
+  st.counters.prefixHits += hit * st.blockSize;
+  if (st.host.capacity > 0) {
+    st.counters.hostQueries += s.promptTokens;
+    st.counters.hostHits += hostHit * st.blockSize;
+  }
+}
+
 /** Step 5: the batch's tokens are computed; sequences past their prompt sample one token, stamped at the step's end. */
-function applyStep(st: EngineState, batch: Batch, now: number, durationMs: number, loadMs: number): StepResult {
+function applyStep(
+  st: EngineState,
+  batch: Batch,
+  now: number,
+  durationMs: number,
+  loadMs: number,
+  kvLoadMs: number,
+): StepResult {
   const end = now + durationMs;
   st.counters.steps++;
   const emitted: Sequence[] = [];
@@ -204,6 +241,7 @@ function applyStep(st: EngineState, batch: Batch, now: number, durationMs: numbe
     scheduledSeqs: batch.scheduled.length,
     scheduledTokens: tokens,
     loraLoadMs: loadMs,
+    kvLoadMs,
   };
 }
 

@@ -4,6 +4,7 @@
  * views read. Nothing outside src/model sees it.
  */
 import type { Histogram } from './histogram.ts';
+import type { HostKvCache } from './host.ts';
 import type { BlockPool } from './kv.ts';
 import type { LoraSlots } from './lora.ts';
 import type { EngineProfile } from './profiles.ts';
@@ -13,8 +14,14 @@ import type { Sequence } from './sequence.ts';
 export interface EngineCounters {
   /** Prompt tokens looked up in the prefix cache at first admission. */
   prefixQueries: number;
-  /** Of those, tokens found cached. */
+  /** Of those, tokens found in the GPU prefix cache. */
   prefixHits: number;
+  /** Prompt tokens looked up in the host tier at first admission (vLLM's external_prefix_cache_queries). */
+  hostQueries: number;
+  /** Of those, tokens loaded back from host memory (vLLM's external_prefix_cache_hits). */
+  hostHits: number;
+  /** Tokens of KV loaded from host memory, every admission (a preempted request may reload). */
+  hostLoadedTokens: number;
   preemptions: number;
   /** Prompt tokens of sequences that produced their first token. */
   promptTokens: number;
@@ -30,6 +37,8 @@ export interface EngineState {
   /** Largest prompt + output one request may have (tokens). */
   readonly maxModelLen: number;
   readonly pool: BlockPool;
+  /** The host-memory tier (capacity 0 when off). */
+  readonly host: HostKvCache;
   readonly lora: LoraSlots;
   /** In-flight sequences (arriving, waiting or running) by id. */
   readonly byId: Map<string, Sequence>;

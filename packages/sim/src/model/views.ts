@@ -3,7 +3,8 @@
  * /sim/v1/state report, and the probe — what would happen to a prompt if it
  * arrived now (the benchmark's oracle and the agent's cache-model reference).
  *
- * Probe steps: longest cached prefix (full blocks, at most prompt-1 tokens);
+ * Probe steps: longest cached prefix (full blocks, at most prompt-1 tokens;
+ * the GPU's, then its continuation in the host tier, which costs a reload);
  * prefill work ahead of it (FCFS: every running prompt token not yet
  * computed; for a waiting or arriving request, its prompt minus what the pool
  * would match for it now, since the scheduler will not recompute that part)
@@ -15,7 +16,7 @@
  * cheap enough to call per request, but blind to later arrivals and to how
  * decode tokens share each step's token budget.
  */
-import { stepTimeMs } from './profiles.ts';
+import { hostReloadMs, stepTimeMs } from './profiles.ts';
 import type { LoraState } from './lora.ts';
 import { frontendDelayMs } from './state.ts';
 import type { EngineState } from './state.ts';
@@ -33,6 +34,15 @@ export interface EngineSnapshot {
   readonly kvUsage: number;
   readonly prefixQueriesTokens: number;
   readonly prefixHitsTokens: number;
+  /** Host tier capacity, blocks (0 = off). */
+  readonly hostKvTotalBlocks: number;
+  readonly hostKvCachedBlocks: number;
+  /** Prompt tokens looked up in the host tier, and of those loaded back (vLLM's external_prefix_cache_*). */
+  readonly hostQueriesTokens: number;
+  readonly hostHitsTokens: number;
+  /** Tokens of KV loaded from host memory, counting reloads after preemption. */
+  readonly hostLoadedTokens: number;
+  readonly hostEvictedBlocks: number;
   readonly preemptions: number;
   readonly promptTokens: number;
   readonly generationTokens: number;
@@ -47,7 +57,10 @@ export interface EngineSnapshot {
 
 export interface ProbeResult {
   readonly promptTokens: number;
+  /** Tokens the engine would count as cached: the GPU's prefix and its continuation in host memory. */
   readonly cachedTokens: number;
+  /** Of those, tokens it would load back from host memory. */
+  readonly hostCachedTokens: number;
   readonly running: number;
   readonly waiting: number;
   readonly kvUsedBlocks: number;
@@ -68,6 +81,7 @@ export function probe(
 ): ProbeResult {
   const maxHit = Math.floor((promptTokens - 1) / st.blockSize);
   const hit = st.enablePrefixCaching ? st.pool.match(blockHashes, maxHit) : 0;
+  const hostHit = st.enablePrefixCaching ? st.host.match(blockHashes, hit, maxHit, false) : 0;
   // Work ahead: every prompt token not yet computed, FCFS; then this prompt's uncached part.
   let pending = 0;
   let context = 0;
@@ -77,7 +91,7 @@ export function probe(
   }
   for (const s of st.waiting) pending += Math.max(0, s.promptTokens - Math.max(s.computed, cachedNow(st, s)));
   for (const s of st.arriving) pending += s.promptTokens - cachedNow(st, s);
-  const work = pending + promptTokens - hit * st.blockSize;
+  const work = pending + promptTokens - (hit + hostHit) * st.blockSize;
   const p = st.profile;
   const steps = Math.max(1, Math.ceil(work / p.maxNumBatchedTokens));
   const loraMs = adapter !== '' && !st.lora.isOnGpu(adapter) ? p.loraLoadMs : 0;
@@ -85,12 +99,14 @@ export function probe(
     frontendDelayMs(p, promptTokens) +
     steps * stepTimeMs(p, context, 0, 0) +
     (work / p.prefillTokensPerS) * 1e3 +
-    loraMs;
+    loraMs +
+    (hostHit > 0 ? hostReloadMs(p, hostHit * st.blockSize) : 0);
   return {
     pendingPrefillTokens: pending,
     predictedTtftMs,
     promptTokens,
-    cachedTokens: hit * st.blockSize,
+    cachedTokens: (hit + hostHit) * st.blockSize,
+    hostCachedTokens: hostHit * st.blockSize,
     running: st.running.length,
     waiting: st.waiting.length + st.arriving.length,
     kvUsedBlocks: st.pool.numUsed,
@@ -100,10 +116,12 @@ export function probe(
   };
 }
 
-/** Tokens of a not-yet-running request the pool would match now (full blocks, at most prompt-1). */
+/** Tokens of a not-yet-running request either tier would serve now (full blocks, at most prompt-1). */
 function cachedNow(st: EngineState, s: { promptTokens: number; blockHashes: BigUint64Array }): number {
   if (!st.enablePrefixCaching) return 0;
-  return st.pool.match(s.blockHashes, Math.floor((s.promptTokens - 1) / st.blockSize)) * st.blockSize;
+  const maxHit = Math.floor((s.promptTokens - 1) / st.blockSize);
+  const hit = st.pool.match(s.blockHashes, maxHit);
+  return (hit + st.host.match(s.blockHashes, hit, maxHit, false)) * st.blockSize;
 }
 
 export function snapshot(st: EngineState): EngineSnapshot {
@@ -127,6 +145,12 @@ export function snapshot(st: EngineState): EngineSnapshot {
     kvUsage: st.pool.numUsed / st.pool.numBlocks,
     prefixQueriesTokens: c.prefixQueries,
     prefixHitsTokens: c.prefixHits,
+    hostKvTotalBlocks: st.host.capacity,
+    hostKvCachedBlocks: st.host.size,
+    hostQueriesTokens: c.hostQueries,
+    hostHitsTokens: c.hostHits,
+    hostLoadedTokens: c.hostLoadedTokens,
+    hostEvictedBlocks: st.host.evictions,
     preemptions: c.preemptions,
     promptTokens: c.promptTokens,
     generationTokens: c.generationTokens,

@@ -81,6 +81,13 @@ export const simSchema = {
     default: true,
     doc: 'prefix caching (--no-enable-prefix-caching to turn off)',
   },
+  cpuKvTokens: {
+    type: 'number',
+    default: 0,
+    min: 0,
+    integer: true,
+    doc: "host-memory KV tier for GPU-evicted blocks, tokens (vLLM's CPU offloading; 0 = the profile's, off)",
+  },
   allowRuntimeLora: { type: 'boolean', default: true, doc: 'serve /v1/load_lora_adapter and /v1/unload_lora_adapter' },
   seed: { type: 'number', default: 1, integer: true, doc: 'seed of the error-rate fault' },
   logLevel: {

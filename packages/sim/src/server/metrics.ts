@@ -9,6 +9,7 @@
  */
 import type { EngineModel } from '../model/engine.ts';
 import type { Histogram } from '../model/histogram.ts';
+import type { EngineSnapshot } from '../model/views.ts';
 
 /** Python float repr as prometheus_client's floatToGoString prints it. */
 export function pyFloat(v: number): string {
@@ -85,6 +86,7 @@ export function renderMetrics(model: EngineModel, ctx: MetricsContext): string {
     s.prefixQueriesTokens,
   );
   counter('vllm:prefix_cache_hits', 'Prefix cache hits, in terms of number of cached tokens.', s.prefixHitsTokens);
+  if (s.hostKvTotalBlocks > 0) hostTierMetrics(s, gauge, counter);
   counter('vllm:num_preemptions', 'Cumulative number of preemption from the engine.', s.preemptions);
   counter('vllm:prompt_tokens', 'Number of prefill tokens processed.', s.promptTokens);
   counter('vllm:generation_tokens', 'Number of generation tokens processed.', s.generationTokens);
@@ -115,4 +117,26 @@ export function renderMetrics(model: EngineModel, ctx: MetricsContext): string {
   }
   out.push('');
   return out.join('\n');
+}
+
+type Emit = (name: string, help: string, value: number) => void;
+
+/** The host-memory tier: vLLM reports a KV connector's hits (its CPU offloading among them) apart from the GPU prefix cache's. */
+function hostTierMetrics(s: EngineSnapshot, gauge: Emit, counter: Emit): void {
+  counter(
+    'vllm:external_prefix_cache_queries',
+    'External prefix cache queries from KV connector cross-instance cache sharing, in terms of number of queried tokens.',
+    s.hostQueriesTokens,
+  );
+  counter(
+    'vllm:external_prefix_cache_hits',
+    'External prefix cache hits from KV connector cross-instance cache sharing, in terms of number of cached tokens.',
+    s.hostHitsTokens,
+  );
+  gauge(
+    'vllm:cpu_kv_cache_usage_perc',
+    'Host-memory (CPU offloading) KV usage: blocks held over capacity. 1 means 100 percent usage.',
+    s.hostKvCachedBlocks / s.hostKvTotalBlocks,
+  );
+  counter('vllm:cpu_kv_loaded_tokens', 'Tokens of KV loaded from host memory back to the GPU.', s.hostLoadedTokens);
 }

@@ -56,6 +56,8 @@ export interface SimServerOptions {
   readonly defaultMaxTokens?: number;
   readonly bodyLimitBytes?: number;
   readonly enablePrefixCaching?: boolean;
+  /** Host-memory KV tier in tokens; default the profile's (off). */
+  readonly cpuKvTokens?: number;
   /** Serve /v1/load_lora_adapter and /v1/unload_lora_adapter. */
   readonly allowRuntimeLora?: boolean;
   /** Seed of the error-rate fault's PRNG. */
@@ -135,6 +137,7 @@ function createContext(options: SimServerOptions, crash: () => void): SimContext
     maxCpuLoras: options.maxCpuLoras ?? simSchema.maxCpuLoras.default,
     adapters,
     enablePrefixCaching: options.enablePrefixCaching ?? simSchema.enablePrefixCaching.default,
+    ...(options.cpuKvTokens !== undefined && options.cpuKvTokens > 0 ? { cpuKvTokens: options.cpuKvTokens } : {}),
   });
   const boot = Math.floor(Math.random() * 0xffffff)
     .toString(16)

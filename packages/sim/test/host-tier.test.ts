@@ -1,0 +1,132 @@
+import { describe, expect, it } from 'vitest';
+import { EngineModel, hostReloadMs, PROFILES, promptIdentity, startSimServer, stepTimeMs } from '../src/index.ts';
+import type { EngineOptions, SimRequest } from '../src/index.ts';
+import { metrics, postJson } from './helpers.ts';
+
+const opts = { model: 'm', adapter: '', charsPerToken: 4, blockSize: 16 };
+
+function req(id: string, text: string): SimRequest {
+  const p = promptIdentity(text, opts);
+  return { id, promptTokens: p.promptTokens, blockHashes: p.blockHashes, maxTokens: 1 };
+}
+
+function drain(m: EngineModel, from: number): number {
+  let now = from;
+  while (!m.idle) {
+    now = Math.max(now, m.nextWakeMs(now));
+    const r = m.step(now);
+    now = r.durationMs > 0 ? r.endMs : now + 0.001;
+    m.checkInvariants();
+  }
+  return now;
+}
+
+const A = 'a'.repeat(3000 * 4); // 3,000 tokens: 187 full blocks of the tiny profile's 256
+const B = 'b'.repeat(3000 * 4);
+
+/** a, then b (which evicts most of a's blocks from the GPU), then a again; returns the engine and a's second run. */
+function replay(options: EngineOptions) {
+  const m = new EngineModel(PROFILES.tiny, options);
+  m.submit(req('a', A), 0);
+  let now = drain(m, 0);
+  m.submit(req('b', B), now);
+  now = drain(m, now);
+  const evicted = m.snapshot().evictedBlocks;
+  const again = m.submit(req('a2', A), now);
+  drain(m, now);
+  return { m, again, evicted };
+}
+
+describe('host-memory KV tier', () => {
+  it('keeps the blocks the GPU evicts and reloads them at the PCIe bandwidth, counting them as cached', () => {
+    const off = replay({});
+    const on = replay({ cpuKvTokens: 8192 });
+    expect(on.evicted).toBeGreaterThan(100);
+    // Off: a's evicted blocks are recomputed; on: the whole prefix is served, GPU part plus host part.
+    expect(off.again.cachedTokens).toBeLessThan(1500);
+    expect(on.again.cachedTokens).toBe(187 * 16);
+    const s = on.m.snapshot();
+    const gpuHit = off.again.cachedTokens;
+    expect(s.prefixHitsTokens).toBe(gpuHit); // vLLM's prefix_cache_hits: the GPU tier only
+    expect(s.hostHitsTokens).toBe(187 * 16 - gpuHit); // external_prefix_cache_hits: the host tier
+    expect(s.hostQueriesTokens).toBe(3 * 3000);
+    expect(s.hostLoadedTokens).toBe(s.hostHitsTokens);
+    expect(off.m.snapshot().hostQueriesTokens).toBe(0);
+    // TTFT = one step: the reload, then the 8 uncached tokens' prefill, at the whole prompt's context.
+    const p = PROFILES.tiny;
+    const ttft = on.again.firstTokenMs - on.again.readyAtMs;
+    expect(ttft).toBeCloseTo(stepTimeMs(p, 3000, 8, hostReloadMs(p, s.hostHitsTokens)), 9);
+    expect(hostReloadMs(p, 1000)).toBeCloseTo((1000 * p.kvBytesPerToken) / p.h2dBytesPerS / 1e-3, 9);
+    expect(ttft).toBeLessThan(off.again.firstTokenMs - off.again.readyAtMs);
+  });
+
+  it('is an LRU of its capacity, matched only as a continuation of the GPU prefix', () => {
+    const { m, evicted, again } = replay({ cpuKvTokens: 64 * 16 });
+    const s = m.snapshot();
+    expect(s.hostKvTotalBlocks).toBe(64);
+    expect(s.hostKvCachedBlocks).toBe(64);
+    // a's evicted blocks and then b's (evicted for a2) passed through; everything past 64 was dropped.
+    expect(s.evictedBlocks).toBeGreaterThan(evicted);
+    expect(s.hostEvictedBlocks).toBe(s.evictedBlocks - 64);
+    // The host kept a's most recently evicted blocks: those right after the GPU prefix, at most 64 of them.
+    expect(s.hostHitsTokens).toBeGreaterThan(0);
+    expect(s.hostHitsTokens).toBeLessThanOrEqual(64 * 16);
+    expect(again.cachedTokens).toBe(s.prefixHitsTokens + s.hostHitsTokens);
+  });
+
+  it('probe predicts the reload; reset clears both tiers', () => {
+    const m = new EngineModel(PROFILES.tiny, { cpuKvTokens: 8192 });
+    m.submit(req('a', A), 0);
+    let now = drain(m, 0);
+    m.submit(req('b', B), now);
+    now = drain(m, now);
+    const a = promptIdentity(A, opts);
+    const pr = m.probe(a.promptTokens, a.blockHashes);
+    expect(pr.cachedTokens).toBe(187 * 16);
+    expect(pr.hostCachedTokens).toBeGreaterThan(100 * 16);
+    const cold = new EngineModel(PROFILES.tiny).probe(a.promptTokens, a.blockHashes);
+    expect(pr.predictedTtftMs).toBeLessThan(cold.predictedTtftMs);
+    expect(m.snapshot().hostKvCachedBlocks).toBeGreaterThan(100);
+    m.resetPrefixCache();
+    expect(m.snapshot().hostKvCachedBlocks).toBe(0);
+    expect(m.probe(a.promptTokens, a.blockHashes).cachedTokens).toBe(0);
+  });
+});
+
+describe('sim server with a host tier', () => {
+  it('reports both tiers on /metrics and both in usage.cached_tokens', async () => {
+    const sim = await startSimServer({ port: 0, profile: 'tiny', speed: 50, cpuKvTokens: 8192 });
+    try {
+      const complete = async (prompt: string): Promise<number> => {
+        const r = await postJson(`${sim.url}/v1/completions`, { prompt, max_tokens: 1 });
+        expect(r.status).toBe(200);
+        return ((await r.json()) as { usage: { prompt_tokens_details: { cached_tokens: number } } }).usage
+          .prompt_tokens_details.cached_tokens;
+      };
+      expect(await complete(A)).toBe(0);
+      await complete(B);
+      const cached = await complete(A);
+      const m = await metrics(sim.url);
+      const gpu = m.get('vllm:prefix_cache_hits_total')!;
+      const host = m.get('vllm:external_prefix_cache_hits_total')!;
+      expect(host).toBeGreaterThan(1000);
+      expect(cached).toBe(gpu + host);
+      expect(m.get('vllm:external_prefix_cache_queries_total')).toBe(m.get('vllm:prefix_cache_queries_total'));
+      expect(m.get('vllm:cpu_kv_cache_usage_perc')).toBeGreaterThan(0);
+      expect(m.get('vllm:cpu_kv_loaded_tokens_total')).toBe(host);
+    } finally {
+      await sim.close();
+    }
+  });
+
+  it('shows no host-tier metrics when the tier is off', async () => {
+    const sim = await startSimServer({ port: 0, profile: 'tiny', speed: 50 });
+    try {
+      const m = await metrics(sim.url);
+      expect(m.has('vllm:prefix_cache_hits_total')).toBe(true);
+      expect(m.has('vllm:external_prefix_cache_hits_total')).toBe(false);
+    } finally {
+      await sim.close();
+    }
+  });
+});
