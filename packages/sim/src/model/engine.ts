@@ -154,7 +154,7 @@ export class EngineModel {
       if (!st.lora.has(adapter))
         throw new EngineError('adapter_not_found', `The LoRA adapter '${adapter}' is not registered`);
     }
-    const s = new Sequence(r, now, now + this.frontendDelayMs(r.promptTokens));
+    const s = new Sequence(r, now, now + this.frontendDelayMs(r.promptTokens) + (r.readyDelayMs ?? 0));
     st.byId.set(s.id, s);
     // Keep `arriving` sorted by readyAtMs; arrivals are nearly ordered, so scan from the back.
     let i = st.arriving.length;

@@ -136,7 +136,8 @@ function admitWaiting(st: EngineState, batch: Batch): void {
     }
     const maxHit = Math.floor((s.numTokens - 1) / bs);
     const hit = st.enablePrefixCaching ? st.pool.match(s.blockHashes, maxHit) : 0;
-    const computed = hit * bs;
+    // Received KV: every prompt token but the last is already computed (the last is recomputed to sample, as vLLM's consumer does).
+    const computed = s.kvReceived ? s.numTokens - 1 : hit * bs;
     const want = Math.min(s.numTokens - computed, batch.budget);
     const need = Math.ceil((computed + want) / bs) - hit;
     const available = st.pool.numFree - (hit > 0 ? st.pool.freeAmongMatched(s.blockHashes, hit) : 0);
@@ -147,9 +148,9 @@ function admitWaiting(st: EngineState, batch: Batch): void {
     s.hashedBlocks = hit;
     if (!s.admitted) {
       s.admitted = true;
-      s.cachedTokens = computed;
+      s.cachedTokens = hit * bs;
       st.counters.prefixQueries += s.promptTokens;
-      st.counters.prefixHits += computed;
+      st.counters.prefixHits += hit * bs;
     }
     s.status = SeqStatus.running;
     st.waiting.splice(j, 1);
@@ -224,6 +225,7 @@ function preempt(st: EngineState, s: Sequence): void {
   s.computed = 0;
   s.hashedBlocks = 0;
   s.preemptions++;
+  s.kvReceived = false;
   s.status = SeqStatus.waiting;
   st.lora.release(s.adapter);
   st.waiting.unshift(s);

@@ -1,0 +1,105 @@
+/**
+ * The KV side channel between simulated workers. A prefill worker files the
+ * KV of each finished prefill under a key (vLLM: its request id; SGLang: the
+ * room) and serves it on `GET /sim/v1/kv/{key}?wait_ms=N`; a decode worker
+ * fetches it from there over real HTTP, so a dead prefill worker really fails
+ * the transfer. A fetch takes the entry (the prefill worker's KV is read
+ * once); an entry nobody fetches expires after `ttlMs` of wall time. A fetch
+ * of a key not yet filed waits up to wait_ms (SGLang's decode worker may ask
+ * before the prefill is done).
+ * Complexity: O(1) per file and fetch; expiry sweeps the oldest entries on each file.
+ */
+
+/** What a decode worker learns about the KV it fetches. */
+export interface KvRecord {
+  readonly engineId: string;
+  readonly promptTokens: number;
+  readonly blocks: number;
+}
+
+interface Entry {
+  readonly record: KvRecord;
+  readonly expiresAt: number;
+}
+
+export class KvStore {
+  readonly #entries = new Map<string, Entry>();
+  readonly #waiters = new Map<string, ((r: KvRecord | undefined) => void)[]>();
+  readonly #ttlMs: number;
+
+  constructor(ttlMs: number) {
+    this.#ttlMs = ttlMs;
+  }
+
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  /** Files a finished prefill's KV; a waiting fetch takes it at once. */
+  put(key: string, record: KvRecord): void {
+    const now = performance.now();
+    for (const [k, e] of this.#entries) {
+      if (e.expiresAt > now) break; // insertion order = expiry order
+      this.#entries.delete(k);
+    }
+    const waiting = this.#waiters.get(key);
+    if (waiting !== undefined && waiting.length > 0) {
+      waiting.shift()!(record);
+      if (waiting.length === 0) this.#waiters.delete(key);
+      return;
+    }
+    this.#entries.set(key, { record, expiresAt: now + this.#ttlMs });
+  }
+
+  /** Takes the KV filed under `key`, waiting up to `waitMs` (wall) for it; undefined if none came. */
+  take(key: string, waitMs: number): Promise<KvRecord | undefined> {
+    const e = this.#entries.get(key);
+    if (e !== undefined) {
+      this.#entries.delete(key);
+      return Promise.resolve(e.record);
+    }
+    if (waitMs <= 0) return Promise.resolve(undefined);
+    return new Promise((resolve) => {
+      const list = this.#waiters.get(key) ?? [];
+      const waiter = (r: KvRecord | undefined): void => {
+        clearTimeout(timer);
+        resolve(r);
+      };
+      const timer = setTimeout(() => {
+        const i = list.indexOf(waiter);
+        if (i >= 0) list.splice(i, 1);
+        if (list.length === 0) this.#waiters.delete(key);
+        resolve(undefined);
+      }, waitMs);
+      list.push(waiter);
+      this.#waiters.set(key, list);
+    });
+  }
+
+  /** Server shutdown: pending fetches get nothing. */
+  clear(): void {
+    this.#entries.clear();
+    const lists = [...this.#waiters.values()];
+    this.#waiters.clear();
+    for (const list of lists) for (const w of list) w(undefined);
+  }
+}
+
+/** Fetches the KV record from a prefill worker's side channel; undefined on any failure (dead worker, unknown key, timeout). */
+export async function fetchKv(host: string, port: number, key: string, waitMs: number): Promise<KvRecord | undefined> {
+  const h = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
+  const url = `http://${h}:${port}/sim/v1/kv/${encodeURIComponent(key)}?wait_ms=${Math.ceil(waitMs)}`;
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(waitMs + 2_000) });
+    if (res.status !== 200) {
+      await res.body?.cancel();
+      return undefined;
+    }
+    const b = (await res.json()) as Partial<KvRecord>;
+    if (typeof b.promptTokens !== 'number' || typeof b.blocks !== 'number' || typeof b.engineId !== 'string')
+      return undefined;
+    return { engineId: b.engineId, promptTokens: b.promptTokens, blocks: b.blocks };
+  } catch {
+    return undefined;
+  }
+}
