@@ -22,8 +22,7 @@ export const SIM_HELP: CommandHelp = {
     'warmpath sim --adapters sql-lora,chat-lora --max-loras 2',
     '# ten times faster than real time; dies after 30 simulated seconds',
     'warmpath sim --speed 10 --fault crash-after=30s',
-    '# disaggregated: a prefill worker and a decode worker (vLLM kv_transfer_params or SGLang bootstrap_room)',
-    'warmpath sim --role prefill --port 8100',
+    '# a decode worker of a disaggregated fleet (beside one started with --role prefill)',
     'warmpath sim --role decode --port 8200 --kv-link-gbps 400',
   ],
 };
