@@ -63,6 +63,16 @@ describe('vLLM disaggregated protocol (NixlConnector, toy proxy)', () => {
     expect(kv.remote_engine_id).toMatch(/^sim-engine-/);
     expect(typeof kv.remote_request_id).toBe('string');
     expect(kv.remote_block_ids).toHaveLength(Math.ceil(a.usage.prompt_tokens / 16));
+    // The prefill worker holds those blocks for the decode worker (vLLM's delayed free) until it reads them.
+    const held = await state(p.url);
+    expect(held.kv).toMatchObject({ heldRequests: 1, filed: 1, produced: 1 });
+    expect(held.engine.kvUsedBlocks).toBe((kv.remote_block_ids as number[]).length);
+    const read = await fetch(`${p.url}/sim/v1/kv/${kv.remote_request_id as string}`);
+    expect(((await read.json()) as { blockIds: number[] }).blockIds).toEqual(kv.remote_block_ids);
+    const freed = await state(p.url);
+    expect(freed.kv).toMatchObject({ heldRequests: 0, filed: 0 });
+    expect(freed.engine.kvUsedBlocks).toBe(0);
+    expect((await fetch(`${p.url}/sim/v1/kv/${kv.remote_request_id as string}`)).status).toBe(404); // read once
     // A request without the params is an ordinary one, even on a prefill worker.
     const plain = (await (
       await postJson(`${p.url}/v1/completions`, { prompt: 'hello', max_tokens: 2 })

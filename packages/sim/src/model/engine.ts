@@ -70,6 +70,7 @@ export class EngineModel {
       arriving: [],
       waiting: [],
       running: [],
+      held: new Map(),
       counters: {
         prefixQueries: 0,
         prefixHits: 0,
@@ -186,6 +187,21 @@ export class EngineModel {
     s.status = SeqStatus.aborted;
     st.counters.aborted++;
     return true;
+  }
+
+  /** Frees the blocks of a finished holdKv sequence (its KV was read, or nobody came for it). False if none is held under `id`. */
+  releaseHeld(id: string): boolean {
+    const st = this.#st;
+    const s = st.held.get(id);
+    if (s === undefined) return false;
+    st.held.delete(id);
+    freeBlocks(st, s);
+    return true;
+  }
+
+  /** Finished prefills still holding their blocks for a remote decode. */
+  get heldCount(): number {
+    return this.#st.held.size;
   }
 
   /** Earliest time (ms) at which `step` could do work: `now` if busy, Infinity if idle. */

@@ -212,7 +212,8 @@ function finish(st: EngineState, s: Sequence, end: number): void {
   s.status = SeqStatus.finished;
   s.finishedMs = end;
   st.e2e.observe((end - s.arrivalMs) / 1e3);
-  freeBlocks(st, s);
+  if (s.holdKv) st.held.set(s.id, s);
+  else freeBlocks(st, s);
   st.lora.release(s.adapter);
   st.byId.delete(s.id);
   st.counters.finished++;

@@ -13,6 +13,8 @@ export interface SimRequest {
   readonly readyDelayMs?: number | undefined;
   /** The prompt's KV arrives from a prefill worker: only its last token is computed here (transfer.ts). */
   readonly kvReceived?: boolean | undefined;
+  /** A prefill for a remote decode: its blocks stay held after it finishes, until releaseHeld (vLLM's delayed free). */
+  readonly holdKv?: boolean | undefined;
 }
 
 export const SeqStatus = {
@@ -46,6 +48,7 @@ export class Sequence {
   admitted = false;
   /** Prompt KV received from a prefill worker; cleared by preemption (a preempted sequence recomputes locally). */
   kvReceived: boolean;
+  readonly holdKv: boolean;
   readonly blocks: number[] = [];
   /** Leading blocks already registered in the prefix cache. */
   hashedBlocks = 0;
@@ -59,6 +62,7 @@ export class Sequence {
     this.arrivalMs = arrivalMs;
     this.readyAtMs = readyAtMs;
     this.kvReceived = r.kvReceived === true;
+    this.holdKv = r.holdKv === true;
   }
 
   /** Tokens known so far: prompt plus sampled output. */

@@ -9,7 +9,8 @@
  * prefix cache is consulted first, as vLLM's consumer pulls only uncached
  * blocks). Trade-off: the transfer is a delay before admission, so the decode
  * worker's blocks are taken when the KV has arrived rather than while it
- * arrives; the prefill worker frees its blocks when its request finishes.
+ * arrives; the prefill worker holds its blocks (SimRequest.holdKv) until the
+ * decode worker fetches the KV record, not until the modelled transfer ends.
  */
 import type { EngineProfile } from './profiles.ts';
 

@@ -25,17 +25,18 @@ const LOCAL_ARRIVAL: Arrival = { readyDelayMs: 0, kvReceived: false };
 /**
  * A prefill finished: its KV is filed for the decode worker (under the SGLang
  * room, or the vLLM request id) and, for vLLM, the answer names where it is.
- * The block ids number the prompt's blocks; the simulator frees the blocks
- * themselves when the request finishes.
+ * Its blocks stay held (SimRequest.holdKv) until the decode worker reads them
+ * or the entry expires, as vLLM's prefill worker delays freeing them.
  */
 function fileKv(ctx: SimContext, s: Sequence, room: string | undefined): Record<string, unknown> | null {
   const d = ctx.disagg;
-  const blocks = Math.ceil(s.promptTokens / ctx.profile.blockSize);
-  d.store.put(room ?? s.id, { engineId: d.engineId, promptTokens: s.promptTokens, blocks });
+  const blockIds = s.blocks.slice();
+  d.store.put(room ?? s.id, { engineId: d.engineId, promptTokens: s.promptTokens, blockIds }, () =>
+    ctx.model.releaseHeld(s.id),
+  );
   d.stats.produced++;
   if (room !== undefined) return null;
-  const ids = Array.from({ length: blocks }, (_, i) => i);
-  return producedParams(d.engineId, s.id, ids, d.address.host, d.address.port);
+  return producedParams(d.engineId, s.id, blockIds, d.address.host, d.address.port);
 }
 
 /** The prompt's token count and block hashes, as the engine would compute them. */
@@ -74,7 +75,7 @@ export async function inference(
   const identity = identityOf(ctx, ir, kind);
   const arrival = plan.kind === 'consume' ? await receiveKv(ctx, plan.source, identity, ir.adapter) : LOCAL_ARRIVAL;
   const seqId = ctx.nextSeqId();
-  const seq = submit(ctx, seqId, ir, identity, kind, arrival);
+  const seq = submit(ctx, seqId, ir, identity, kind, arrival, plan.kind === 'produce');
   const id = `${kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${seqId}`;
   const created = Math.floor(Date.now() / 1000);
   const f: Inflight = {
@@ -104,6 +105,7 @@ function submit(
   identity: PromptIdentity,
   kind: InferenceKind,
   arrival: Arrival,
+  holdKv: boolean,
 ): Sequence {
   try {
     return ctx.model.submit(
@@ -114,6 +116,7 @@ function submit(
         blockHashes: identity.blockHashes,
         adapter: parsed.adapter,
         ...(arrival === LOCAL_ARRIVAL ? {} : arrival),
+        ...(holdKv ? { holdKv } : {}),
       },
       ctx.driver.now(),
     );

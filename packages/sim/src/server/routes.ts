@@ -251,7 +251,12 @@ function state(ctx: SimContext): Record<string, unknown> {
     maxModelLen: ctx.model.maxModelLen,
     blockSize: ctx.profile.blockSize,
     role: ctx.disagg.role,
-    kv: { engineId: ctx.disagg.engineId, filed: ctx.disagg.store.size, ...ctx.disagg.stats },
+    kv: {
+      engineId: ctx.disagg.engineId,
+      filed: ctx.disagg.store.size,
+      heldRequests: ctx.model.heldCount,
+      ...ctx.disagg.stats,
+    },
     engine: ctx.model.snapshot(),
   };
 }
