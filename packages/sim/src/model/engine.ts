@@ -7,7 +7,8 @@
  * state.ts (the shared state), scheduler.ts (the step: arrivals, running
  * chunks with preemption, FCFS admission, adapter loads, effects), lora.ts
  * (LoRA slots), kv.ts (paged blocks and the prefix cache), views.ts (probe
- * and snapshot), profiles.ts (the step-time roofline).
+ * and snapshot), profiles.ts (the step-time roofline), transfer.ts (the KV
+ * link between a prefill and a decode worker).
  */
 import { E2E_BUCKETS, Histogram, ITL_BUCKETS, TTFT_BUCKETS } from './histogram.ts';
 import { BlockPool } from './kv.ts';

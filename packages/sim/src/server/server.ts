@@ -9,7 +9,9 @@
  *
  * Modules: routes.ts (the route table), inference.ts (inference and probe),
  * streams.ts (step events → responses), fault-control.ts (faults in effect),
- * context.ts (what handlers share).
+ * context.ts (what handlers share), disagg.ts (roles and the engines'
+ * disaggregated protocols), receive.ts (a decode worker's KV transfer),
+ * kv-store.ts (the KV side channel between workers).
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
