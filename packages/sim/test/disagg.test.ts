@@ -200,11 +200,21 @@ describe('disaggregation faults', () => {
     const recompute = await sim({ role: 'decode' });
     const fail = await sim({ role: 'decode', kvLoadFailurePolicy: 'fail' });
     const first = await prefill(p, LONG);
+    // An unknown request id fails at once (vLLM's decode leg comes after the prefill answered: nothing to wait for).
+    const unknown = { ...(first.kv_transfer_params as object), remote_request_id: 'never-filed' };
+    const t0 = performance.now();
+    const u = await postJson(`${recompute.url}/v1/completions`, {
+      prompt: 'x',
+      max_tokens: 1,
+      kv_transfer_params: unknown,
+    });
+    expect(u.status).toBe(200);
+    expect(performance.now() - t0).toBeLessThan(1_000);
     await p.close(); // the prefill worker dies holding the KV
     const body = { prompt: LONG, max_tokens: 2, kv_transfer_params: first.kv_transfer_params };
     const a = await postJson(`${recompute.url}/v1/completions`, body);
     expect(a.status).toBe(200);
-    expect((await state(recompute.url)).kv).toMatchObject({ received: 0, failed: 1, recomputed: 1 });
+    expect((await state(recompute.url)).kv).toMatchObject({ received: 0, failed: 2, recomputed: 2 });
     const b = await postJson(`${fail.url}/v1/completions`, body);
     expect(b.status).toBe(500);
     expect(((await b.json()) as { error: { message: string } }).error.message).toMatch(/KV load failed/);
@@ -236,6 +246,22 @@ describe('disaggregation faults', () => {
     expect(meanTtftMs(d)).toBeGreaterThan(2_000); // waited the timeout, then prefilled
     expect(performance.now() - t0).toBeGreaterThan(150); // 2 s of simulated time at speed 10
     expect((await state(d.url)).kv).toMatchObject({ failed: 2, recomputed: 2 });
+  });
+
+  it('an SGLang room that never fills: the decode worker waits its KV timeout, then recomputes', async () => {
+    const p = await sim({ role: 'prefill' });
+    const d = await sim({ role: 'decode', kvTimeoutMs: 1_000 });
+    const t0 = performance.now();
+    const res = await postJson(`${d.url}/v1/completions`, {
+      prompt: LONG,
+      max_tokens: 1,
+      bootstrap_host: '127.0.0.1',
+      bootstrap_port: p.port,
+      bootstrap_room: 7,
+    });
+    expect(res.status).toBe(200);
+    expect(performance.now() - t0).toBeGreaterThan(90); // 1 s of simulated time at speed 10
+    expect((await state(d.url)).kv).toMatchObject({ received: 0, failed: 1, recomputed: 1 });
   });
 
   it('a decode worker dying mid-stream cuts the stream without [DONE]', async () => {

@@ -106,7 +106,8 @@ export async function fetchKv(host: string, port: number, key: string, waitMs: n
   const h = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
   const url = `http://${h}:${port}/sim/v1/kv/${encodeURIComponent(key)}?wait_ms=${Math.ceil(waitMs)}`;
   try {
-    const res = await fetch(url, { signal: AbortSignal.timeout(waitMs + 2_000) });
+    // The wait happens on the prefill worker; the margin only bounds a peer that accepts and never answers.
+    const res = await fetch(url, { signal: AbortSignal.timeout(waitMs + 5_000) });
     if (res.status !== 200) {
       await res.body?.cancel();
       return undefined;

@@ -29,7 +29,9 @@ export async function receiveKv(
   adapter: string,
 ): Promise<Arrival> {
   const disagg = ctx.disagg;
-  const record = await fetchKv(source.host, source.port, source.key, disagg.timeoutMs / ctx.speed);
+  // vLLM's proxy sends the decode leg after the prefill answered, so its KV is filed already; SGLang's may still be coming.
+  const waitMs = source.protocol === 'sglang' ? disagg.timeoutMs / ctx.speed : 0;
+  const record = await fetchKv(source.host, source.port, source.key, waitMs);
   const faults = ctx.faults.state;
   let failure: string | undefined;
   let costMs = 0; // simulated time the failed attempt still costs
