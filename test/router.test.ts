@@ -139,6 +139,24 @@ describe('warmpath router end to end', () => {
     expect(text.length).toBeGreaterThan(0);
   });
 
+  it("a content part type the engine does not know passes the router's schema and comes back as the engine's 400", async () => {
+    const model = (await client(fleet.routers[0]!.url).models.list()).data[0]!.id;
+    const res = await request(`${fleet.routers[0]!.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        model,
+        messages: [{ role: 'user', content: [{ type: 'file', file: { file_id: 'f-1' } }] }],
+        max_tokens: 4,
+      }),
+    });
+    const body = (await res.body.json()) as { error: { param: string; message: string } };
+    expect(res.statusCode).toBe(400);
+    expect(body.error.param).toBe('type');
+    expect(body.error.message).toMatch(/^Unsupported chat content part type: 'file'/);
+    expect(res.headers['x-warmpath-replica']).toMatch(/^agent-/); // answered by a replica, not the router
+  });
+
   it('two routers pick the same replica for the same requests, and a shared prefix stays on one replica', async () => {
     const model = (await client(fleet.routers[0]!.url).models.list()).data[0]!.id;
     const picks: string[][] = [[], []];

@@ -6,6 +6,7 @@
 import { configFromProcess, createLogger, helpText, type CommandHelp } from '@warmpath/shared/runtime';
 import type { PROFILE_NAMES } from './model/profiles.ts';
 import { simSchema } from './server/config.ts';
+import type { KvFailurePolicy, Role } from './server/disagg.ts';
 import { FAULT_HELP } from './server/faults.ts';
 import { startSimServer } from './server/server.ts';
 
@@ -21,6 +22,8 @@ export const SIM_HELP: CommandHelp = {
     'warmpath sim --adapters sql-lora,chat-lora --max-loras 2',
     '# ten times faster than real time; dies after 30 simulated seconds',
     'warmpath sim --speed 10 --fault crash-after=30s',
+    '# a decode worker of a disaggregated fleet (beside one started with --role prefill)',
+    'warmpath sim --role decode --port 8200 --kv-link-gbps 400',
   ],
 };
 
@@ -50,6 +53,11 @@ export async function run(argv: string[]): Promise<void> {
     cpuKvTokens: c.cpuKvTokens,
     allowRuntimeLora: c.allowRuntimeLora,
     seed: c.seed,
+    role: c.role as Role,
+    kvLinkGbps: c.kvLinkGbps,
+    kvLinkLatencyMs: c.kvLinkLatencyMs,
+    kvTimeoutMs: c.kvTimeoutMs,
+    kvLoadFailurePolicy: c.kvLoadFailurePolicy as KvFailurePolicy,
     onCrash: () => {
       log.fatal('injected crash');
       process.exit(1);

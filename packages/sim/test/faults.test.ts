@@ -9,6 +9,7 @@ describe('fault syntax', () => {
         'slow=2,error-rate=0.1',
         'die-after-tokens=5',
         'hang-after=500ms',
+        'kv-fail=0.25,kv-timeout=0.5',
       ]),
     ).toEqual({
       crashAfterMs: 30_000,
@@ -17,6 +18,8 @@ describe('fault syntax', () => {
       slow: 2,
       errorRate: 0.1,
       dieAfterTokens: 5,
+      kvFail: 0.25,
+      kvTimeout: 0.5,
     });
     expect(applyFaultSpec(noFaults(), ['crash', 'hang'])).toMatchObject({ crashAfterMs: 0, hang: true });
     expect(parseDuration('2m')).toBe(120_000);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { EngineModel, PROFILES, promptIdentity } from '../src/index.ts';
+import { EngineModel, PROFILES, promptIdentity, stepTimeMs } from '../src/index.ts';
 import type { EngineProfile, Sequence, SimRequest } from '../src/index.ts';
 
 const opts = { model: 'm', adapter: '', charsPerToken: 4, blockSize: 16 };
@@ -256,5 +256,38 @@ describe('EngineModel', () => {
       ),
       { numRuns: 60 },
     );
+  });
+});
+
+describe('EngineModel, disaggregated', () => {
+  const H100 = PROFILES['h100-llama3-8b'];
+  const text = words(1500, 'd');
+
+  it('received KV: schedulable after the delay, one decode step to the first token, the blocks then cached', () => {
+    const m = new EngineModel(H100);
+    const r = req('r', text, 2);
+    const s = m.submit({ ...r, readyDelayMs: 50, kvReceived: true }, 0);
+    const end = drain(m, 0, true);
+    const first = s.firstTokenMs - s.arrivalMs;
+    // frontend + delay + one step over the whole context with no prefill tokens (vs a local prefill of the prompt)
+    const step = stepTimeMs(H100, r.promptTokens, 0, 0);
+    expect(first).toBeCloseTo(m.frontendDelayMs(r.promptTokens) + 50 + step, 6);
+    expect(s.cachedTokens).toBe(0);
+    const again = m.submit(req('again', text, 1), end);
+    drain(m, end, true);
+    expect(again.cachedTokens).toBe(Math.floor((r.promptTokens - 1) / 16) * 16);
+  });
+
+  it('holdKv keeps a finished prefill’s blocks until releaseHeld', () => {
+    const m = new EngineModel(PROFILES.tiny);
+    const s = m.submit({ ...req('p', words(200, 'h'), 1), holdKv: true }, 0);
+    drain(m, 0, true);
+    expect(s.status).toBe('finished');
+    expect(m.heldCount).toBe(1);
+    expect(m.snapshot().kvUsedBlocks).toBeGreaterThan(0);
+    expect(m.releaseHeld('p')).toBe(true);
+    expect(m.releaseHeld('p')).toBe(false);
+    m.checkInvariants();
+    expect(m.snapshot().kvUsedBlocks).toBe(0);
   });
 });

@@ -129,6 +129,32 @@ describe('sim server (H100 profile, real time)', () => {
     expect(noMessages.body.error.param).toBe('messages');
     const tooLong = await err(await postJson(`${sim.url}/v1/completions`, { prompt: 'x', max_tokens: 200_000 }));
     expect(tooLong.status).toBe(400);
+    // vLLM answers an unknown content part type 400 with param "type" (it used to be 501), and takes the known ones.
+    const parts = (content: unknown[]) =>
+      postJson(`${sim.url}/v1/chat/completions`, { messages: [{ role: 'user', content }] });
+    const filePart = await err(
+      await parts([
+        { type: 'text', text: 'x' },
+        { type: 'file', file: { file_id: 'f' } },
+      ]),
+    );
+    expect(filePart.status).toBe(400);
+    expect(filePart.body.error).toMatchObject({
+      code: 'invalid_request',
+      param: 'type',
+      type: 'invalid_request_error',
+    });
+    expect((filePart.body.error as unknown as { message: string }).message).toMatch(
+      /^Unsupported chat content part type: 'file'\. Supported types: .*image_url.*text/,
+    );
+    expect((await parts([{ text: 'no type' }])).status).toBe(400);
+    const known = await parts([
+      { type: 'text', text: 'x' },
+      { type: 'image_url', image_url: { url: 'data:,' } },
+      'bare',
+    ]);
+    expect(known.status).toBe(200);
+    await known.json();
     const wrongMethod = await fetch(`${sim.url}/v1/chat/completions`);
     expect(wrongMethod.status).toBe(405);
     expect((await fetch(`${sim.url}/nope`)).status).toBe(404);

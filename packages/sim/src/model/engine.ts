@@ -8,7 +8,8 @@
  * chunks with preemption, FCFS admission, adapter loads, effects), lora.ts
  * (LoRA slots), kv.ts (paged blocks and the prefix cache), host.ts (the
  * host-memory tier evicted blocks move to), views.ts (probe
- * and snapshot), profiles.ts (the step-time roofline).
+ * and snapshot), profiles.ts (the step-time roofline), transfer.ts (the KV
+ * link between a prefill and a decode worker).
  */
 import { E2E_BUCKETS, Histogram, ITL_BUCKETS, TTFT_BUCKETS } from './histogram.ts';
 import { HostKvCache } from './host.ts';
@@ -76,6 +77,7 @@ export class EngineModel {
       arriving: [],
       waiting: [],
       running: [],
+      held: new Map(),
       counters: {
         prefixQueries: 0,
         prefixHits: 0,
@@ -163,7 +165,7 @@ export class EngineModel {
       if (!st.lora.has(adapter))
         throw new EngineError('adapter_not_found', `The LoRA adapter '${adapter}' is not registered`);
     }
-    const s = new Sequence(r, now, now + this.frontendDelayMs(r.promptTokens));
+    const s = new Sequence(r, now, now + this.frontendDelayMs(r.promptTokens) + (r.readyDelayMs ?? 0));
     st.byId.set(s.id, s);
     // Keep `arriving` sorted by readyAtMs; arrivals are nearly ordered, so scan from the back.
     let i = st.arriving.length;
@@ -195,6 +197,21 @@ export class EngineModel {
     s.status = SeqStatus.aborted;
     st.counters.aborted++;
     return true;
+  }
+
+  /** Frees the blocks of a finished holdKv sequence (its KV was read, or nobody came for it). False if none is held under `id`. */
+  releaseHeld(id: string): boolean {
+    const st = this.#st;
+    const s = st.held.get(id);
+    if (s === undefined) return false;
+    st.held.delete(id);
+    freeBlocks(st, s);
+    return true;
+  }
+
+  /** Finished prefills still holding their blocks for a remote decode. */
+  get heldCount(): number {
+    return this.#st.held.size;
   }
 
   /** Earliest time (ms) at which `step` could do work: `now` if busy, Infinity if idle. */

@@ -150,8 +150,9 @@ function admitWaiting(st: EngineState, batch: Batch): void {
     }
     const maxHit = Math.floor((s.numTokens - 1) / bs);
     const hit = st.enablePrefixCaching ? st.pool.match(s.blockHashes, maxHit) : 0;
-    const hostHit = st.enablePrefixCaching ? st.host.match(s.blockHashes, hit, maxHit, false) : 0;
-    const computed = (hit + hostHit) * bs;
+    // Received KV: every prompt token but the last is already computed (the last is recomputed to sample, as vLLM's consumer does).
+    const hostHit = st.enablePrefixCaching && !s.kvReceived ? st.host.match(s.blockHashes, hit, maxHit, false) : 0;
+    const computed = s.kvReceived ? s.numTokens - 1 : (hit + hostHit) * bs;
     const want = Math.min(s.numTokens - computed, batch.budget);
     const need = Math.ceil((computed + want) / bs) - hit;
     const available = st.pool.numFree - (hit > 0 ? st.pool.freeAmongMatched(s.blockHashes, hit) : 0);
@@ -249,7 +250,8 @@ function finish(st: EngineState, s: Sequence, end: number): void {
   s.status = SeqStatus.finished;
   s.finishedMs = end;
   st.e2e.observe((end - s.arrivalMs) / 1e3);
-  freeBlocks(st, s);
+  if (s.holdKv) st.held.set(s.id, s);
+  else freeBlocks(st, s);
   st.lora.release(s.adapter);
   st.byId.delete(s.id);
   st.counters.finished++;
@@ -262,6 +264,7 @@ function preempt(st: EngineState, s: Sequence): void {
   s.computed = 0;
   s.hashedBlocks = 0;
   s.preemptions++;
+  s.kvReceived = false;
   s.status = SeqStatus.waiting;
   st.lora.release(s.adapter);
   st.waiting.unshift(s);

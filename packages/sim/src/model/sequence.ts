@@ -9,6 +9,12 @@ export interface SimRequest {
   readonly blockHashes: BigUint64Array;
   /** LoRA adapter name; '' or absent for the base model. */
   readonly adapter?: string | undefined;
+  /** Extra delay before the request is schedulable (ms): a KV transfer, or a failed one's wait (transfer.ts). */
+  readonly readyDelayMs?: number | undefined;
+  /** The prompt's KV arrives from a prefill worker: only its last token is computed here (transfer.ts). */
+  readonly kvReceived?: boolean | undefined;
+  /** A prefill for a remote decode: its blocks stay held after it finishes, until releaseHeld (vLLM's delayed free). */
+  readonly holdKv?: boolean | undefined;
 }
 
 export const SeqStatus = {
@@ -40,6 +46,9 @@ export class Sequence {
   finishedMs = Number.NaN;
   preemptions = 0;
   admitted = false;
+  /** Prompt KV received from a prefill worker; cleared by preemption (a preempted sequence recomputes locally). */
+  kvReceived: boolean;
+  readonly holdKv: boolean;
   readonly blocks: number[] = [];
   /** Leading blocks already registered in the prefix cache. */
   hashedBlocks = 0;
@@ -52,6 +61,8 @@ export class Sequence {
     this.adapter = r.adapter ?? '';
     this.arrivalMs = arrivalMs;
     this.readyAtMs = readyAtMs;
+    this.kvReceived = r.kvReceived === true;
+    this.holdKv = r.holdKv === true;
   }
 
   /** Tokens known so far: prompt plus sampled output. */

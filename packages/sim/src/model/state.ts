@@ -48,6 +48,8 @@ export interface EngineState {
   readonly waiting: Sequence[];
   /** In admission order; the newest is preempted first. */
   running: Sequence[];
+  /** Finished prefills whose blocks wait for a remote decode to read them (SimRequest.holdKv), by id. */
+  readonly held: Map<string, Sequence>;
   readonly counters: EngineCounters;
   readonly ttft: Histogram;
   readonly itl: Histogram;

@@ -168,7 +168,8 @@ export function checkInvariants(st: EngineState): void {
   st.pool.checkInvariants();
   const held = new Set<number>();
   for (const s of st.running) for (const b of s.blocks) held.add(b);
+  for (const s of st.held.values()) for (const b of s.blocks) held.add(b);
   if (held.size !== st.pool.numUsed)
-    throw new Error(`running sequences hold ${held.size} blocks, pool says ${st.pool.numUsed} used`);
+    throw new Error(`running and held sequences hold ${held.size} blocks, pool says ${st.pool.numUsed} used`);
   for (const s of st.waiting) if (s.blocks.length !== 0) throw new Error(`waiting sequence ${s.id} holds blocks`);
 }

@@ -6,6 +6,7 @@
 import { DEFAULT_MAX_BODY_BYTES, LOG_LEVELS } from '@warmpath/shared/runtime';
 import type { Schema } from '@warmpath/shared/runtime';
 import { PROFILE_NAMES } from '../model/profiles.ts';
+import { KV_FAILURE_POLICIES, ROLES } from './disagg.ts';
 
 export const DEFAULT_MODEL = 'meta-llama/Llama-3.1-8B-Instruct';
 
@@ -89,7 +90,33 @@ export const simSchema = {
     doc: "host-memory KV tier for GPU-evicted blocks, tokens (vLLM's CPU offloading; 0 = the profile's, off)",
   },
   allowRuntimeLora: { type: 'boolean', default: true, doc: 'serve /v1/load_lora_adapter and /v1/unload_lora_adapter' },
-  seed: { type: 'number', default: 1, integer: true, doc: 'seed of the error-rate fault' },
+  seed: { type: 'number', default: 1, integer: true, doc: 'seed of the error-rate and KV-transfer faults' },
+  role: {
+    type: 'string',
+    default: 'both',
+    choices: ROLES,
+    essential: true,
+    doc: 'disaggregation role: prefill (KV producer), decode (KV consumer) or both (see README, "Disaggregation")',
+  },
+  kvLinkGbps: {
+    type: 'number',
+    default: 200,
+    min: 0.001,
+    doc: 'KV link bandwidth between prefill and decode workers, Gbit/s per GPU',
+  },
+  kvLinkLatencyMs: { type: 'number', default: 1, min: 0, doc: 'fixed cost of one KV transfer, ms' },
+  kvTimeoutMs: {
+    type: 'number',
+    default: 30_000,
+    min: 1,
+    doc: 'how long a decode worker waits for a KV transfer (SGLang: for its room) before it gives up, simulated ms',
+  },
+  kvLoadFailurePolicy: {
+    type: 'string',
+    default: 'recompute',
+    choices: KV_FAILURE_POLICIES,
+    doc: "when a transfer fails: recompute the prompt locally, or fail the request (vLLM's kv_load_failure_policy)",
+  },
   logLevel: {
     type: 'string',
     default: 'info',

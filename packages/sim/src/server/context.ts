@@ -1,9 +1,28 @@
 /** What the simulator's route handlers share: the model, its driver, the settings and the live state of one server. */
 import type { EngineModel } from '../model/engine.ts';
 import type { EngineProfile } from '../model/profiles.ts';
+import type { KvLink } from '../model/transfer.ts';
+import type { KvFailurePolicy, Role } from './disagg.ts';
 import type { RealTimeDriver } from './driver.ts';
 import type { FaultControl } from './fault-control.ts';
+import type { KvStore } from './kv-store.ts';
 import type { InflightStreams } from './streams.ts';
+
+/** Disaggregation settings and state of one worker (disagg.ts). */
+export interface DisaggContext {
+  readonly role: Role;
+  readonly link: KvLink;
+  /** Simulated ms a decode worker waits for a transfer. */
+  readonly timeoutMs: number;
+  readonly failurePolicy: KvFailurePolicy;
+  /** vLLM's remote_engine_id of this worker. */
+  readonly engineId: string;
+  /** Finished prefills' KV, served on /sim/v1/kv/{key}. */
+  readonly store: KvStore;
+  /** Where peers reach this worker's side channel (set once listening). */
+  readonly address: { host: string; port: number };
+  readonly stats: { produced: number; received: number; failed: number; recomputed: number };
+}
 
 export interface SimContext {
   readonly model: EngineModel;
@@ -33,4 +52,5 @@ export interface SimContext {
   readonly nextSeqId: () => string;
   readonly streams: InflightStreams;
   readonly faults: FaultControl;
+  readonly disagg: DisaggContext;
 }

@@ -9,9 +9,13 @@
  *   slow=3                 every engine step takes 3× longer
  *   error-rate=0.2         that fraction of inference requests fail with 500 internal_error
  *   die-after-tokens=5     every response is cut (socket destroyed) after 5 generated tokens
+ *   kv-fail=0.5            that fraction of KV transfers into this (decode) worker fail after the link latency
+ *   kv-timeout=0.5         that fraction of KV transfers time out (the worker waits its KV timeout first)
  *
+ * A failed or timed-out transfer is recomputed locally or fails the request,
+ * as --kv-load-failure-policy says (disagg.ts).
  * Durations: a number with unit ms, s or m (bare numbers are seconds).
- * JSON keys: crash, crashAfterMs, hang, hangAfterMs, slow, errorRate, dieAfterTokens
+ * JSON keys: crash, crashAfterMs, hang, hangAfterMs, slow, errorRate, dieAfterTokens, kvFail, kvTimeout
  * (null clears), clear (true resets everything first), spec ("slow=2,error-rate=0.1").
  */
 
@@ -23,10 +27,23 @@ export interface FaultState {
   slow: number;
   errorRate: number;
   dieAfterTokens: number | null;
+  /** Fraction of incoming KV transfers that fail. */
+  kvFail: number;
+  /** Fraction of incoming KV transfers that time out. */
+  kvTimeout: number;
 }
 
 export function noFaults(): FaultState {
-  return { crashAfterMs: null, hang: false, hangAfterMs: null, slow: 1, errorRate: 0, dieAfterTokens: null };
+  return {
+    crashAfterMs: null,
+    hang: false,
+    hangAfterMs: null,
+    slow: 1,
+    errorRate: 0,
+    dieAfterTokens: null,
+    kvFail: 0,
+    kvTimeout: 0,
+  };
 }
 
 export class FaultSyntaxError extends Error {
@@ -43,6 +60,7 @@ export const FAULT_HELP = `faults (--fault, repeatable or comma-joined; runtime:
   slow=F                      every engine step takes F times longer
   error-rate=P                fraction P of inference requests answer 500
   die-after-tokens=N          cut every response's connection after N tokens
+  kv-fail=P | kv-timeout=P    fraction P of incoming KV transfers fail / time out
   DUR: 500ms, 30s, 2m (a bare number is seconds)`;
 
 export function parseDuration(raw: string): number {
@@ -91,9 +109,15 @@ export function applyFaultSpec(state: FaultState, items: readonly string[]): Fau
       case 'die-after-tokens':
         out.dieAfterTokens = Math.floor(num(key, value, 0, 1e9));
         break;
+      case 'kv-fail':
+        out.kvFail = num(key, value, 0, 1);
+        break;
+      case 'kv-timeout':
+        out.kvTimeout = num(key, value, 0, 1);
+        break;
       default:
         throw new FaultSyntaxError(
-          `unknown fault "${key}" (known: crash, crash-after, hang, hang-after, slow, error-rate, die-after-tokens)`,
+          `unknown fault "${key}" (known: crash, crash-after, hang, hang-after, slow, error-rate, die-after-tokens, kv-fail, kv-timeout)`,
         );
     }
   }
@@ -137,8 +161,10 @@ export function applyFaultJson(state: FaultState, body: unknown): FaultState {
         out.slow = v as number;
         break;
       case 'errorRate':
+      case 'kvFail':
+      case 'kvTimeout':
         if (typeof v !== 'number' || !(v >= 0 && v <= 1)) bad(k, 'a number in [0, 1]');
-        out.errorRate = v as number;
+        out[k] = v as number;
         break;
       case 'dieAfterTokens':
         if (v !== null && (typeof v !== 'number' || !Number.isInteger(v) || v < 0)) bad(k, 'an integer >= 0 or null');
@@ -146,7 +172,7 @@ export function applyFaultJson(state: FaultState, body: unknown): FaultState {
         break;
       default:
         throw new FaultSyntaxError(
-          `unknown fault field "${k}" (known: clear, spec, crash, crashAfterMs, hang, hangAfterMs, slow, errorRate, dieAfterTokens)`,
+          `unknown fault field "${k}" (known: clear, spec, crash, crashAfterMs, hang, hangAfterMs, slow, errorRate, dieAfterTokens, kvFail, kvTimeout)`,
         );
     }
   }

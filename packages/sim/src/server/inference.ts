@@ -14,7 +14,30 @@ import type { Sequence } from '../model/sequence.ts';
 import type { SimContext } from './context.ts';
 import { ChunkWriter, parseInference } from './openai.ts';
 import type { InferenceKind, InferenceRequest } from './openai.ts';
+import { planOf, producedParams } from './disagg.ts';
+import { receiveKv } from './receive.ts';
+import type { Arrival } from './receive.ts';
 import type { Inflight } from './streams.ts';
+
+/** A request prefilled here: no extra delay, nothing received (the SimRequest stays as it was before disaggregation). */
+const LOCAL_ARRIVAL: Arrival = { readyDelayMs: 0, kvReceived: false };
+
+/**
+ * A prefill finished: its KV is filed for the decode worker (under the SGLang
+ * room, or the vLLM request id) and, for vLLM, the answer names where it is.
+ * Its blocks stay held (SimRequest.holdKv) until the decode worker reads them
+ * or the entry expires, as vLLM's prefill worker delays freeing them.
+ */
+function fileKv(ctx: SimContext, s: Sequence, room: string | undefined): Record<string, unknown> | null {
+  const d = ctx.disagg;
+  const blockIds = s.blocks.slice();
+  d.store.put(room ?? s.id, { engineId: d.engineId, promptTokens: s.promptTokens, blockIds }, () =>
+    ctx.model.releaseHeld(s.id),
+  );
+  d.stats.produced++;
+  if (room !== undefined) return null;
+  return producedParams(d.engineId, s.id, blockIds, d.address.host, d.address.port);
+}
 
 /** The prompt's token count and block hashes, as the engine would compute them. */
 function identityOf(ctx: SimContext, parsed: InferenceRequest, kind: InferenceKind): PromptIdentity {
@@ -46,19 +69,24 @@ export async function inference(
   const faults = ctx.faults.state;
   if (faults.errorRate > 0 && ctx.random() < faults.errorRate)
     throw new WarmpathError('internal_error', 'Injected fault: error-rate.');
-  const identity = identityOf(ctx, parsed, kind);
+  const plan = planOf(parsed.body, ctx.disagg.role);
+  // SGLang's prefill worker runs the prompt and one token; the decode worker streams the answer.
+  const ir = plan.kind === 'produce' && plan.protocol === 'sglang' ? { ...parsed, maxTokens: 1 } : parsed;
+  const identity = identityOf(ctx, ir, kind);
+  const arrival = plan.kind === 'consume' ? await receiveKv(ctx, plan.source, identity, ir.adapter) : LOCAL_ARRIVAL;
   const seqId = ctx.nextSeqId();
-  const seq = submit(ctx, seqId, parsed, identity, kind);
+  const seq = submit(ctx, seqId, ir, identity, kind, arrival, plan.kind === 'produce');
   const id = `${kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${seqId}`;
   const created = Math.floor(Date.now() / 1000);
   const f: Inflight = {
     seq,
-    req: parsed,
+    req: ir,
     res,
     id,
     created,
-    writer: parsed.stream ? new ChunkWriter(parsed, id, created) : undefined,
+    writer: ir.stream ? new ChunkWriter(ir, id, created) : undefined,
     started: false,
+    onFinish: plan.kind === 'produce' ? (s) => fileKv(ctx, s, plan.room) : undefined,
   };
   ctx.streams.add(f);
   if (faults.dieAfterTokens === 0) {
@@ -76,6 +104,8 @@ function submit(
   parsed: InferenceRequest,
   identity: PromptIdentity,
   kind: InferenceKind,
+  arrival: Arrival,
+  holdKv: boolean,
 ): Sequence {
   try {
     return ctx.model.submit(
@@ -85,6 +115,8 @@ function submit(
         maxTokens: parsed.maxTokens,
         blockHashes: identity.blockHashes,
         adapter: parsed.adapter,
+        ...(arrival === LOCAL_ARRIVAL ? {} : arrival),
+        ...(holdKv ? { holdKv } : {}),
       },
       ctx.driver.now(),
     );

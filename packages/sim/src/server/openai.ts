@@ -48,6 +48,44 @@ function optionalNumber(b: Record<string, unknown>, key: string, min: number, ma
     throw invalid(`${key} must be a number in [${min}, ${max}]`, key);
 }
 
+/**
+ * The content part types vLLM's chat parser knows (its supported-types list,
+ * built from its multimodal parser map and the parts it skips). Any other
+ * type is a 400 with `param: "type"`, as vLLM answers it.
+ */
+const PART_TYPES: ReadonlySet<string> = new Set([
+  'audio_embeds',
+  'audio_url',
+  'image_embeds',
+  'image_pil',
+  'image_url',
+  'input_audio',
+  'input_image',
+  'input_text',
+  'output_text',
+  'prompt_embeds',
+  'refusal',
+  'text',
+  'thinking',
+  'tool_reference',
+  'video_url',
+]);
+const PART_TYPE_LIST = [...PART_TYPES].join(', ');
+
+/** A message's content: a string, null, or parts whose `type` vLLM knows (a bare string part passes, as in vLLM). */
+function checkContentParts(content: unknown): void {
+  if (!Array.isArray(content)) return;
+  for (const part of content as unknown[]) {
+    if (typeof part === 'string') continue;
+    const type = part !== null && typeof part === 'object' ? (part as { type?: unknown }).type : undefined;
+    if (typeof type !== 'string' || !PART_TYPES.has(type))
+      throw invalid(
+        `Unsupported chat content part type: ${typeof type === 'string' ? `'${type}'` : String(type)}. Supported types: ${PART_TYPE_LIST}`,
+        'type',
+      );
+  }
+}
+
 /** Validates a /v1/chat/completions or /v1/completions body; throws WarmpathError. */
 export function parseInference(raw: unknown, kind: InferenceKind, ctx: ParseContext): InferenceRequest {
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw))
@@ -70,6 +108,7 @@ export function parseInference(raw: unknown, kind: InferenceKind, ctx: ParseCont
       const msg = m[i] as unknown;
       if (msg === null || typeof msg !== 'object' || typeof (msg as { role?: unknown }).role !== 'string')
         throw invalid(`messages[${i}] must be an object with a string role`, 'messages');
+      checkContentParts((msg as { content?: unknown }).content);
     }
   } else {
     const p = b.prompt;
@@ -162,6 +201,7 @@ export function completionResponse(
   generated: number,
   usage: Usage,
   finishReason: string,
+  kvTransferParams: Record<string, unknown> | null = null,
 ): Record<string, unknown> {
   const text = fillerText(generated);
   if (req.kind === 'chat') {
@@ -192,7 +232,7 @@ export function completionResponse(
       system_fingerprint: null,
       usage,
       prompt_logprobs: null,
-      kv_transfer_params: null,
+      kv_transfer_params: kvTransferParams,
     };
   }
   return {
@@ -206,7 +246,7 @@ export function completionResponse(
     service_tier: null,
     system_fingerprint: null,
     usage,
-    kv_transfer_params: null,
+    kv_transfer_params: kvTransferParams,
   };
 }
 

@@ -128,7 +128,27 @@ async function controlRoute(
       if (want('POST')) sendJson(res, 200, { dropped: ctx.model.resetPrefixCache() });
       return true;
   }
+  if (path.startsWith(KV_ROUTE)) {
+    if (want('GET')) await sendKv(ctx, res, decodeURIComponent(path.slice(KV_ROUTE.length)), req.url ?? '');
+    return true;
+  }
   return false;
+}
+
+const KV_ROUTE = '/sim/v1/kv/';
+/** Longest wall time a side-channel fetch may wait for its key. */
+const MAX_KV_WAIT_MS = 600_000;
+
+/** The KV side channel (kv-store.ts): the record filed under `key`, waiting up to wait_ms for it. */
+async function sendKv(ctx: SimContext, res: ServerResponse, key: string, url: string): Promise<void> {
+  const wait = Number(new URL(url, 'http://x').searchParams.get('wait_ms') ?? 0);
+  const record = await ctx.disagg.store.take(
+    key,
+    Number.isFinite(wait) ? Math.min(Math.max(wait, 0), MAX_KV_WAIT_MS) : 0,
+  );
+  if (res.destroyed) return;
+  if (record === undefined) throw new WarmpathError('not_found', `No KV filed under ${key}.`);
+  sendJson(res, 200, record);
 }
 
 function sendText(res: ServerResponse, status: number, text: string): void {
@@ -230,6 +250,13 @@ function state(ctx: SimContext): Record<string, unknown> {
     held: ctx.faults.heldCount,
     maxModelLen: ctx.model.maxModelLen,
     blockSize: ctx.profile.blockSize,
+    role: ctx.disagg.role,
+    kv: {
+      engineId: ctx.disagg.engineId,
+      filed: ctx.disagg.store.size,
+      heldRequests: ctx.model.heldCount,
+      ...ctx.disagg.stats,
+    },
     engine: ctx.model.snapshot(),
   };
 }

@@ -9,7 +9,9 @@
  *
  * Modules: routes.ts (the route table), inference.ts (inference and probe),
  * streams.ts (step events → responses), fault-control.ts (faults in effect),
- * context.ts (what handlers share).
+ * context.ts (what handlers share), disagg.ts (roles and the engines'
+ * disaggregated protocols), receive.ts (a decode worker's KV transfer),
+ * kv-store.ts (the KV side channel between workers).
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -21,7 +23,10 @@ import { simSchema } from './config.ts';
 import type { SimContext } from './context.ts';
 import { RealTimeDriver } from './driver.ts';
 import { FaultControl } from './fault-control.ts';
+import type { DisaggContext } from './context.ts';
+import type { KvFailurePolicy, Role } from './disagg.ts';
 import { applyFaultSpec, noFaults } from './faults.ts';
+import { KvStore } from './kv-store.ts';
 import type { FaultState } from './faults.ts';
 import { handle } from './routes.ts';
 import { InflightStreams } from './streams.ts';
@@ -60,8 +65,16 @@ export interface SimServerOptions {
   readonly cpuKvTokens?: number;
   /** Serve /v1/load_lora_adapter and /v1/unload_lora_adapter. */
   readonly allowRuntimeLora?: boolean;
-  /** Seed of the error-rate fault's PRNG. */
+  /** Seed of the error-rate and KV-transfer faults' PRNG. */
   readonly seed?: number;
+  /** Disaggregation role (README, "Disaggregation"). */
+  readonly role?: Role;
+  /** KV link bandwidth, Gbit/s per GPU. */
+  readonly kvLinkGbps?: number;
+  readonly kvLinkLatencyMs?: number;
+  /** Simulated ms a decode worker waits for a KV transfer. */
+  readonly kvTimeoutMs?: number;
+  readonly kvLoadFailurePolicy?: KvFailurePolicy;
   /** Called by the crash fault. Default: drop every connection and stop listening. */
   readonly onCrash?: () => void;
 }
@@ -98,6 +111,9 @@ export async function startSimServer(options: SimServerOptions = {}): Promise<Si
   ctx.faults.apply();
   const addr = server.address() as AddressInfo;
   const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+  const anyAddress = addr.address === '0.0.0.0' || addr.address === '::';
+  ctx.disagg.address.host = anyAddress ? '127.0.0.1' : addr.address;
+  ctx.disagg.address.port = addr.port;
   let closed = false;
   return {
     url: `http://${host}:${addr.port}`,
@@ -112,6 +128,7 @@ export async function startSimServer(options: SimServerOptions = {}): Promise<Si
       ctx.driver.stop();
       ctx.faults.stop();
       ctx.streams.destroyAll();
+      ctx.disagg.store.clear();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
@@ -166,6 +183,29 @@ function createContext(options: SimServerOptions, crash: () => void): SimContext
     nextSeqId: () => `${boot}-${(seqCounter++).toString(36)}`,
     streams,
     faults,
+    disagg: disaggContext(options, boot, speed),
+  };
+}
+
+/**
+ * A fetched-nobody KV record expires after the time vLLM's prefill worker
+ * holds unread blocks (VLLM_NIXL_ABORT_REQUEST_TIMEOUT's default), in simulated time.
+ */
+const KV_HOLD_MS = 480_000;
+
+function disaggContext(options: SimServerOptions, boot: string, speed: number): DisaggContext {
+  return {
+    role: options.role ?? (simSchema.role.default as Role),
+    link: {
+      gbps: options.kvLinkGbps ?? simSchema.kvLinkGbps.default,
+      latencyMs: options.kvLinkLatencyMs ?? simSchema.kvLinkLatencyMs.default,
+    },
+    timeoutMs: options.kvTimeoutMs ?? simSchema.kvTimeoutMs.default,
+    failurePolicy: options.kvLoadFailurePolicy ?? (simSchema.kvLoadFailurePolicy.default as KvFailurePolicy),
+    engineId: `sim-engine-${boot}`,
+    store: new KvStore(KV_HOLD_MS / speed),
+    address: { host: '127.0.0.1', port: 0 },
+    stats: { produced: 0, received: 0, failed: 0, recomputed: 0 },
   };
 }
 

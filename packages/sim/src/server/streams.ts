@@ -21,6 +21,8 @@ export interface Inflight {
   readonly created: number;
   readonly writer: ChunkWriter | undefined;
   started: boolean;
+  /** Called once when the sequence finishes; returns the answer's kv_transfer_params (a prefill worker's, disagg.ts). */
+  readonly onFinish?: ((s: Sequence) => Record<string, unknown> | null) | undefined;
 }
 
 export class InflightStreams {
@@ -71,6 +73,7 @@ export class InflightStreams {
 
   #onToken(f: Inflight, s: Sequence): void {
     const last = s.status === SeqStatus.finished;
+    const kvParams = last && f.onFinish !== undefined ? f.onFinish(s) : null;
     const dieAfterTokens = this.#faults().dieAfterTokens;
     if (f.writer !== undefined) {
       let out = '';
@@ -104,6 +107,7 @@ export class InflightStreams {
           s.generated,
           usageOf(s.promptTokens, s.generated, s.cachedTokens),
           'length',
+          kvParams,
         ),
       );
     } else if (dieAfterTokens !== null && s.generated >= dieAfterTokens) {
