@@ -141,6 +141,14 @@ export const MESH_D_OUT = 2;
 export const MESH_D_LAZY = 6;
 
 /**
+ * A router that receives a state message of at least 512 bytes (gossipsub's
+ * default, pinned here) tells its mesh peers IDONTWANT with the message id, so
+ * a peer that has not yet sent its copy skips it. Each IDONTWANT costs a
+ * message id per mesh peer; lower sends it for smaller messages.
+ */
+export const IDONTWANT_MIN_BYTES = 512;
+
+/**
  * Peer exchange: a router that prunes a peer from an over-full mesh (more than
  * Dhi) sends it up to 16 other routers' signed peer records, and the pruned
  * router dials them, so routers that found only a few others through

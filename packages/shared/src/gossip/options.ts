@@ -15,8 +15,13 @@ import {
   DNS_INTERVAL_MS,
   FLEET_NAME_PATTERN,
   HEARTBEAT_INTERVAL_MS,
+  IDONTWANT_MIN_BYTES,
   ISOLATION_WARNING_AFTER_MS,
   MAX_CONNECTIONS,
+  MESH_D,
+  MESH_D_HI,
+  MESH_D_LAZY,
+  MESH_D_LO,
   SILENT_PEER_GRACE_MS,
   TOPIC_PREFIX,
   TOPIC_SUFFIX,
@@ -24,7 +29,14 @@ import {
 import { parseSwarmKey } from './keys.ts';
 import type { SwarmKey } from './keys.ts';
 import { GossipConfigError } from './types.ts';
-import type { GossipOptions, GossipPrivateKey, GossipResolver, GossipTiming, GossipWarning } from './types.ts';
+import type {
+  GossipMeshTuning,
+  GossipOptions,
+  GossipPrivateKey,
+  GossipResolver,
+  GossipTiming,
+  GossipWarning,
+} from './types.ts';
 
 export interface ValidatedOptions {
   fleet: string;
@@ -40,6 +52,7 @@ export interface ValidatedOptions {
   privateKey: GossipPrivateKey | undefined;
   onWarning: ((warning: GossipWarning) => void) | null;
   timing: Required<GossipTiming>;
+  mesh: Required<GossipMeshTuning>;
   subscribe: boolean;
 }
 
@@ -56,6 +69,7 @@ const OPTION_KEYS = new Set([
   'privateKey',
   'onWarning',
   'timing',
+  'mesh',
   'subscribe',
 ]);
 const TIMING_KEYS = new Set([
@@ -118,6 +132,25 @@ function validateTiming(timing: unknown): Required<GossipTiming> {
     }
     out[key as keyof GossipTiming] = value;
   }
+  return out;
+}
+
+/** Mesh overrides: integers with Dlo ≤ D ≤ Dhi, as gossipsub requires. */
+function validateMesh(mesh: unknown): Required<GossipMeshTuning> {
+  if (mesh !== undefined && (mesh === null || typeof mesh !== 'object'))
+    throw new GossipConfigError('mesh must be an object');
+  const m = (mesh ?? {}) as Record<string, unknown>;
+  const known = ['D', 'Dlo', 'Dhi', 'Dlazy', 'idontwantMinDataSize'];
+  for (const key of Object.keys(m))
+    if (!known.includes(key)) throw new GossipConfigError(`unknown option mesh.${key}; known: ${known.join(', ')}`);
+  const out = {
+    D: count('mesh.D', m.D, MESH_D, 1),
+    Dlo: count('mesh.Dlo', m.Dlo, MESH_D_LO, 0),
+    Dhi: count('mesh.Dhi', m.Dhi, MESH_D_HI, 1),
+    Dlazy: count('mesh.Dlazy', m.Dlazy, MESH_D_LAZY, 0),
+    idontwantMinDataSize: count('mesh.idontwantMinDataSize', m.idontwantMinDataSize, IDONTWANT_MIN_BYTES, 0),
+  };
+  if (!(out.Dlo <= out.D && out.D <= out.Dhi)) throw new GossipConfigError('mesh must have Dlo ≤ D ≤ Dhi');
   return out;
 }
 
@@ -200,6 +233,7 @@ export function validateOptions(opts: GossipOptions): ValidatedOptions {
     privateKey,
     onWarning,
     timing,
+    mesh: Object.freeze(validateMesh(opts.mesh)),
   });
 }
 
