@@ -20,10 +20,10 @@
  *    node's work, agents' included, over the routers: an upper bound).
  *
  *   node_modules/.bin/node packages/router/bench/mesh.ts [--agents 60,120] [--routers 8] [--router-peers 0] [--rate 30] [--seconds 10] [--save rows.json]
- *     [--d 6 --dlo 4 --dhi 12 --dlazy 6] [--idontwant-min 512]
+ *     [--d 6 --dlo 4 --dhi 12 --dlazy 6] [--gossip-windows 3] [--idontwant-min 512]
  *
- * The mesh flags override the state topic's mesh degrees and IDONTWANT
- * threshold on every node (default: the production constants), to compare
+ * The mesh flags override the state topic's mesh degrees, IHAVE windows and
+ * IDONTWANT threshold on every node (default: the production constants), to compare
  * settings (docs/SCALE.md, "Gossip mesh").
  *
  * `--save` writes the rows as JSON, each with its delivery latencies'
@@ -63,6 +63,7 @@ const { values: args } = parseArgs({
     dlo: { type: 'string' },
     dhi: { type: 'string' },
     dlazy: { type: 'string' },
+    'gossip-windows': { type: 'string' },
     'idontwant-min': { type: 'string' },
   },
 });
@@ -73,6 +74,7 @@ const MESH: GossipMeshTuning = Object.fromEntries(
       ['Dlo', args.dlo],
       ['Dhi', args.dhi],
       ['Dlazy', args.dlazy],
+      ['gossipWindows', args['gossip-windows']],
       ['idontwantMinDataSize', args['idontwant-min']],
     ] as const
   )

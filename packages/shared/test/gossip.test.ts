@@ -119,6 +119,12 @@ describe('options', () => {
     await expect(createGossipNode({ fleet: 'x', timing: { dialTimeoutMs: -1 } })).rejects.toThrow(
       /timing\.dialTimeoutMs/,
     );
+    await expect(createGossipNode({ fleet: 'x', insecureNoSwarmKey: true, mesh: { D: 3, Dlo: 4 } })).rejects.toThrow(
+      /Dlo ≤ D ≤ Dhi/,
+    );
+    await expect(
+      createGossipNode({ fleet: 'x', insecureNoSwarmKey: true, mesh: { Dout: 1 } } as unknown as GossipOptions),
+    ).rejects.toThrow(/unknown option mesh\.Dout/);
     // No swarm key: refused unless the operator says so explicitly.
     await expect(createGossipNode({ fleet: 'x' })).rejects.toThrow(/a swarm key is required/);
     await expect(
@@ -265,6 +271,19 @@ describe('gossip node over TCP', () => {
     expect(c.stats().handlerErrors - errorsBefore).toBe(2 * calls);
     offThrow();
     offReject();
+  });
+
+  it('shows each received RPC with its length on the stream (onRpc)', async () => {
+    const seen: Array<{ data: string[]; bytes: number }> = [];
+    const off = a.onRpc((rpc, bytes) =>
+      seen.push({ data: rpc.messages.map((m) => decode(m.data ?? new Uint8Array())), bytes }),
+    );
+    await b.publish(encode('counted'));
+    await until('A to read the RPC carrying it', [a, b], () => seen.some((r) => r.data.includes('counted')));
+    off();
+    const rpc = seen.find((r) => r.data.includes('counted'))!;
+    // The RPC carries the payload plus the author, seqno, signature and topic: longer than the payload.
+    expect(rpc.bytes).toBeGreaterThan('counted'.length + 64);
   });
 
   it('delivers a 100 KB message across a relay hop', async () => {

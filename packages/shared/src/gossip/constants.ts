@@ -141,6 +141,16 @@ export const MESH_D_OUT = 2;
 export const MESH_D_LAZY = 6;
 
 /**
+ * A router keeps each message for 5 heartbeats (gossipsub's default, pinned
+ * here) to answer IWANT, and each heartbeat advertises in IHAVE, to Dlazy
+ * routers outside its mesh, the ids of the last GOSSIP_WINDOWS heartbeats':
+ * 3, gossipsub's default. Each window more re-advertises every id once more to
+ * each lazy peer; fewer leaves less time for a peer to notice a missed copy.
+ */
+export const MESSAGE_CACHE_WINDOWS = 5;
+export const GOSSIP_WINDOWS = 3;
+
+/**
  * A router that receives a state message of at least 512 bytes (gossipsub's
  * default, pinned here) tells its mesh peers IDONTWANT with the message id, so
  * a peer that has not yet sent its copy skips it. Each IDONTWANT costs a

@@ -14,10 +14,12 @@ import {
   DIAL_TIMEOUT_MS,
   DNS_INTERVAL_MS,
   FLEET_NAME_PATTERN,
+  GOSSIP_WINDOWS,
   HEARTBEAT_INTERVAL_MS,
   IDONTWANT_MIN_BYTES,
   ISOLATION_WARNING_AFTER_MS,
   MAX_CONNECTIONS,
+  MESSAGE_CACHE_WINDOWS,
   MESH_D,
   MESH_D_HI,
   MESH_D_LAZY,
@@ -140,7 +142,7 @@ function validateMesh(mesh: unknown): Required<GossipMeshTuning> {
   if (mesh !== undefined && (mesh === null || typeof mesh !== 'object'))
     throw new GossipConfigError('mesh must be an object');
   const m = (mesh ?? {}) as Record<string, unknown>;
-  const known = ['D', 'Dlo', 'Dhi', 'Dlazy', 'idontwantMinDataSize'];
+  const known = ['D', 'Dlo', 'Dhi', 'Dlazy', 'gossipWindows', 'idontwantMinDataSize'];
   for (const key of Object.keys(m))
     if (!known.includes(key)) throw new GossipConfigError(`unknown option mesh.${key}; known: ${known.join(', ')}`);
   const out = {
@@ -148,9 +150,12 @@ function validateMesh(mesh: unknown): Required<GossipMeshTuning> {
     Dlo: count('mesh.Dlo', m.Dlo, MESH_D_LO, 0),
     Dhi: count('mesh.Dhi', m.Dhi, MESH_D_HI, 1),
     Dlazy: count('mesh.Dlazy', m.Dlazy, MESH_D_LAZY, 0),
+    gossipWindows: count('mesh.gossipWindows', m.gossipWindows, GOSSIP_WINDOWS, 1),
     idontwantMinDataSize: count('mesh.idontwantMinDataSize', m.idontwantMinDataSize, IDONTWANT_MIN_BYTES, 0),
   };
   if (!(out.Dlo <= out.D && out.D <= out.Dhi)) throw new GossipConfigError('mesh must have Dlo ≤ D ≤ Dhi');
+  if (out.gossipWindows > MESSAGE_CACHE_WINDOWS)
+    throw new GossipConfigError(`mesh.gossipWindows must be at most ${MESSAGE_CACHE_WINDOWS}`);
   return out;
 }
 

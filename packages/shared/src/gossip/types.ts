@@ -26,6 +26,8 @@ export interface GossipMeshTuning {
   Dlo?: number;
   Dhi?: number;
   Dlazy?: number;
+  /** Heartbeats whose message ids each IHAVE advertises (gossipsub's mcacheGossip). */
+  gossipWindows?: number;
   /** Messages of at least this many bytes make their receiver send IDONTWANT to its mesh peers. */
   idontwantMinDataSize?: number;
 }
