@@ -75,7 +75,7 @@ export async function buildLibp2p(config: ValidatedOptions): Promise<GossipLibp2
         D: config.mesh.D,
         Dlo: config.mesh.Dlo,
         Dhi: config.mesh.Dhi,
-        Dout: Math.min(MESH_D_OUT, Math.floor(config.mesh.D / 2)),
+        Dout: Math.max(0, Math.min(MESH_D_OUT, Math.floor(config.mesh.D / 2), config.mesh.Dlo - 1)),
         Dlazy: config.mesh.Dlazy,
         idontwantMinDataSize: config.mesh.idontwantMinDataSize,
         mcacheLength: MESSAGE_CACHE_WINDOWS,
