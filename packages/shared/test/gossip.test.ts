@@ -325,11 +325,14 @@ describe('gossip node in a hub-and-spoke fleet on one IP', () => {
 
   // gossipsub's default IP-colocation penalty scores every peer beyond 10 per
   // IP negative; the hub would then drop all leaves from its mesh and relay
-  // nothing. The whole fleet of a sim or test shares 127.0.0.1.
+  // nothing. The whole fleet of a sim or test shares 127.0.0.1. The mesh may
+  // hold every leaf (Dhi ≥ LEAVES), so a leaf missing from it can only be a
+  // negative score.
   it('relays through a hub with more than 10 peers on the same IP', async () => {
     const LEAVES = 12;
     const fleet = 'hub';
-    const hub = await createGossipNode({ fleet, swarmKey, onWarning: null, timing: TIMING });
+    const mesh = { D: 6, Dlo: 4, Dhi: LEAVES };
+    const hub = await createGossipNode({ fleet, swarmKey, onWarning: null, timing: TIMING, mesh });
     await hub.start();
     nodes.push(hub);
     const leaves: GossipNode[] = [];
@@ -340,6 +343,7 @@ describe('gossip node in a hub-and-spoke fleet on one IP', () => {
         bootstrap: hub.multiaddrs(),
         onWarning: null,
         timing: TIMING,
+        mesh,
       });
       await leaf.start();
       leaves.push(leaf);
