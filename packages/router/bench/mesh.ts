@@ -215,7 +215,6 @@ async function run(agents: number): Promise<Row> {
     const agentRates = fleet.agents.map((a) => rate(a.name));
     const c = fleet.connections();
     latencies.sort((x, y) => x - y);
-    const sizes = fleet.stateBytes();
     const wireIn = routerRates.map((r) => (r.in * 1024 * WINDOW_S) / published);
     const newReplicaMs = await newReplicas(fleet);
     return {
@@ -240,20 +239,34 @@ async function run(agents: number): Promise<Row> {
       },
       agentKBs: { in: mean(agentRates.map((r) => r.in)), out: mean(agentRates.map((r) => r.out)) },
       conns: { routerRouter: c.routerToRouter, routerAgent: c.routerToAgent, agent: c.agent },
-      mesh: MESH,
-      stateBytes: { whole: sizes.whole, digest: sizes.whole - sizes.withoutDigest },
-      perMessage: { ...meanRpcBytes(rpc, published), wire: mean(wireIn) },
-      perRouterPerS: {
-        rpcs: mean(rpc.map((x) => x.rpcs)) / WINDOW_S,
-        copies: mean(rpc.map((x) => x.copies)) / WINDOW_S,
-        unique: mean(rpc.map((x) => x.unique)) / WINDOW_S,
-      },
-      cpuPerRouter: (cpu.user + cpu.system) / 1e6 / WINDOW_S / ROUTERS,
+      ...breakdown(fleet, rpc, published, wireIn, cpu),
     };
   } finally {
     stopPublishing();
     await fleet.stop();
   }
+}
+
+/** The byte breakdown's fields of a row, from the window's per-router counts. */
+function breakdown(
+  fleet: MeshFleet,
+  rpc: RpcBytes[],
+  published: number,
+  wireIn: number[],
+  cpu: NodeJS.CpuUsage,
+): Pick<Row, 'mesh' | 'stateBytes' | 'perMessage' | 'perRouterPerS' | 'cpuPerRouter'> {
+  const sizes = fleet.stateBytes();
+  return {
+    mesh: MESH,
+    stateBytes: { whole: sizes.whole, digest: sizes.whole - sizes.withoutDigest },
+    perMessage: { ...meanRpcBytes(rpc, published), wire: mean(wireIn) },
+    perRouterPerS: {
+      rpcs: mean(rpc.map((x) => x.rpcs)) / WINDOW_S,
+      copies: mean(rpc.map((x) => x.copies)) / WINDOW_S,
+      unique: mean(rpc.map((x) => x.unique)) / WINDOW_S,
+    },
+    cpuPerRouter: (cpu.user + cpu.system) / 1e6 / WINDOW_S / ROUTERS,
+  };
 }
 
 /** The routers' mean of each count, per message published. */
