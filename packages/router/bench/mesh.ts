@@ -12,9 +12,19 @@
  *    name carried by AsyncLocalStorage from its start), counted from
  *    bytesRead / bytesWritten over the window: what crosses the wire,
  *    encryption and framing included;
- *  - connections per node: router↔router, router↔agent, agent.
+ *  - connections per node: router↔router, router↔agent, agent;
+ *  - where a router's received bytes go, per state message published
+ *    (lib/rpc-bytes.ts: state, author and signature, framing, duplicates,
+ *    each kind of control; transport = socket bytes − RPC bytes), its RPCs
+ *    and message copies per second, and the process's CPU per router (every
+ *    node's work, agents' included, over the routers: an upper bound).
  *
  *   node_modules/.bin/node packages/router/bench/mesh.ts [--agents 60,120] [--routers 8] [--router-peers 0] [--rate 30] [--seconds 10] [--save rows.json]
+ *     [--d 6 --dlo 4 --dhi 12 --dlazy 6] [--gossip-windows 3] [--idontwant-min 512]
+ *
+ * The mesh flags override the state topic's mesh degrees, IHAVE windows and
+ * IDONTWANT threshold on every node (default: the production constants), to compare
+ * settings (docs/SCALE.md, "Gossip mesh").
  *
  * `--save` writes the rows as JSON, each with its delivery latencies'
  * quantiles in 1% steps (the figure in docs/SCALE.md is drawn from it by
@@ -37,7 +47,9 @@ import { writeFileSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
+import type { GossipMeshTuning } from '@warmpath/shared/gossip';
 import { MeshFleet, type MeshAgent } from './lib/mesh-fleet.ts';
+import { CONTROL_KINDS, cloneRpcBytes, diffRpcBytes, emptyRpcBytes, type RpcBytes } from './lib/rpc-bytes.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -47,8 +59,28 @@ const { values: args } = parseArgs({
     rate: { type: 'string', default: '30' },
     seconds: { type: 'string', default: '10' },
     save: { type: 'string', default: '' },
+    d: { type: 'string' },
+    dlo: { type: 'string' },
+    dhi: { type: 'string' },
+    dlazy: { type: 'string' },
+    'gossip-windows': { type: 'string' },
+    'idontwant-min': { type: 'string' },
   },
 });
+const MESH: GossipMeshTuning = Object.fromEntries(
+  (
+    [
+      ['D', args.d],
+      ['Dlo', args.dlo],
+      ['Dhi', args.dhi],
+      ['Dlazy', args.dlazy],
+      ['gossipWindows', args['gossip-windows']],
+      ['idontwantMinDataSize', args['idontwant-min']],
+    ] as const
+  )
+    .filter(([, v]) => v !== undefined)
+    .map(([k, v]) => [k, Number(v)]),
+);
 const SIZES = args.agents.split(',').map(Number);
 const ROUTERS = Number(args.routers);
 /** Router peers each router keeps (gossipPeers; 0 = all earlier routers). */
@@ -122,6 +154,16 @@ interface Row {
   routerKBs: { in: number; out: number; maxIn: number };
   agentKBs: { in: number; out: number };
   conns: { routerRouter: number[]; routerAgent: number[]; agent: number[] };
+  /** Mesh overrides in force (empty: the production constants). */
+  mesh: GossipMeshTuning;
+  /** Encoded state message, bytes: whole, and its digest's share. */
+  stateBytes: { whole: number; digest: number };
+  /** Mean over routers, per state message published in the window: RPC bytes by kind, and the socket's. */
+  perMessage: RpcBytes & { wire: number };
+  /** Mean over routers, per second: RPCs and message copies received. */
+  perRouterPerS: { rpcs: number; copies: number; unique: number };
+  /** Process CPU over the window, cores, divided by the routers (agents' work included). */
+  cpuPerRouter: number;
 }
 
 async function run(agents: number): Promise<Row> {
@@ -134,6 +176,7 @@ async function run(agents: number): Promise<Row> {
     agentPeers: 2,
     routerPeers: ROUTER_PEERS,
     timing: TIMING,
+    mesh: MESH,
     wrapStart: (name, start) => owner.run(name, start),
     onDelivery: (_router, state, _origin, at) => {
       if (!measuring) return;
@@ -151,12 +194,16 @@ async function run(agents: number): Promise<Row> {
     await sleep(2 * intervalMs);
     // Window: delivery latency, bytes, event-loop utilization.
     const before = bytesByNode();
+    const rpc0 = fleet.routers.map((r) => cloneRpcBytes(r.rpcBytes));
+    const cpu0 = process.cpuUsage();
     const elu0 = performance.eventLoopUtilization();
     const published0 = fleet.agents.reduce((n, a) => n + a.seq, 0);
     measuring = true;
     await sleep(WINDOW_S * 1_000);
     measuring = false;
     const elu = performance.eventLoopUtilization(elu0).utilization;
+    const cpu = process.cpuUsage(cpu0);
+    const rpc = fleet.routers.map((r, i) => diffRpcBytes(r.rpcBytes, rpc0[i]!));
     const after = bytesByNode();
     const published = fleet.agents.reduce((n, a) => n + a.seq, 0) - published0;
     const rate = (name: string): { in: number; out: number } => {
@@ -168,6 +215,7 @@ async function run(agents: number): Promise<Row> {
     const agentRates = fleet.agents.map((a) => rate(a.name));
     const c = fleet.connections();
     latencies.sort((x, y) => x - y);
+    const wireIn = routerRates.map((r) => (r.in * 1024 * WINDOW_S) / published);
     const newReplicaMs = await newReplicas(fleet);
     return {
       agents,
@@ -191,11 +239,44 @@ async function run(agents: number): Promise<Row> {
       },
       agentKBs: { in: mean(agentRates.map((r) => r.in)), out: mean(agentRates.map((r) => r.out)) },
       conns: { routerRouter: c.routerToRouter, routerAgent: c.routerToAgent, agent: c.agent },
+      ...breakdown(fleet, rpc, published, wireIn, cpu),
     };
   } finally {
     stopPublishing();
     await fleet.stop();
   }
+}
+
+/** The byte breakdown's fields of a row, from the window's per-router counts. */
+function breakdown(
+  fleet: MeshFleet,
+  rpc: RpcBytes[],
+  published: number,
+  wireIn: number[],
+  cpu: NodeJS.CpuUsage,
+): Pick<Row, 'mesh' | 'stateBytes' | 'perMessage' | 'perRouterPerS' | 'cpuPerRouter'> {
+  const sizes = fleet.stateBytes();
+  return {
+    mesh: MESH,
+    stateBytes: { whole: sizes.whole, digest: sizes.whole - sizes.withoutDigest },
+    perMessage: { ...meanRpcBytes(rpc, published), wire: mean(wireIn) },
+    perRouterPerS: {
+      rpcs: mean(rpc.map((x) => x.rpcs)) / WINDOW_S,
+      copies: mean(rpc.map((x) => x.copies)) / WINDOW_S,
+      unique: mean(rpc.map((x) => x.unique)) / WINDOW_S,
+    },
+    cpuPerRouter: (cpu.user + cpu.system) / 1e6 / WINDOW_S / ROUTERS,
+  };
+}
+
+/** The routers' mean of each count, per message published. */
+function meanRpcBytes(xs: RpcBytes[], published: number): RpcBytes {
+  const out = emptyRpcBytes();
+  const per = (f: (x: RpcBytes) => number): number => mean(xs.map(f)) / Math.max(1, published);
+  for (const k of ['rpcs', 'copies', 'unique', 'state', 'authorSignature', 'framing', 'duplicates', 'total'] as const)
+    out[k] = per((x) => x[k]);
+  for (const k of CONTROL_KINDS) out.control[k] = per((x) => x.control[k]);
+  return out;
 }
 
 /** Starts NEW_REPLICAS more agents one at a time; for each, ms from its start until every router holds it. */
@@ -243,5 +324,22 @@ for (const r of rows) {
     `| ${r.agents} × ${r.routers} | ${fmt(r.intervalMs / 1_000, 1)} s | ${fmt(quantile(nr, 0.5))} / ${fmt(nr.at(-1)!)} | ${fmt(r.latency.p50, 1)} / ${fmt(r.latency.p99, 1)} / ${fmt(r.latency.max, 1)} | ${r.latency.n} / ${r.latency.expected} | ` +
       `${fmt(r.routerKBs.in, 1)} / ${fmt(r.routerKBs.out, 1)} (${fmt(r.routerKBs.maxIn, 1)}) | ${fmt((r.routerKBs.in * 1024) / r.rate)} | ${fmt(r.agentKBs.in, 2)} / ${fmt(r.agentKBs.out, 2)} | ` +
       `${span(r.conns.routerRouter)}, ${span(r.conns.routerAgent)}, ${span(r.conns.agent)} | ${fmt(r.elu, 2)} |`,
+  );
+}
+
+const meshText = Object.keys(MESH).length === 0 ? 'production mesh' : JSON.stringify(MESH);
+console.log(
+  `\nwhere a router's received bytes go, per state message published (mean over routers; ${meshText}; transport = socket − RPC bytes: noise, yamux, identify)\n`,
+);
+console.log(
+  '| agents × routers | state (digest) | author + signature | framing | duplicates (copies/message) | IHAVE / IWANT / GRAFT / PRUNE / IDONTWANT | transport | on the socket | RPCs / copies per router per s | CPU per router, cores |',
+);
+console.log('|---|---|---|---|---|---|---|---|---|---|');
+for (const r of rows) {
+  const m = r.perMessage;
+  const ctl = CONTROL_KINDS.map((k) => fmt(m.control[k])).join(' / ');
+  console.log(
+    `| ${r.agents} × ${r.routers} | ${fmt(m.state)} (${r.stateBytes.digest}) | ${fmt(m.authorSignature)} | ${fmt(m.framing)} | ${fmt(m.duplicates)} (${fmt(m.copies / Math.max(1e-9, m.unique), 2)}) | ${ctl} | ` +
+      `${fmt(m.wire - m.total)} | ${fmt(m.wire)} | ${fmt(r.perRouterPerS.rpcs)} / ${fmt(r.perRouterPerS.copies)} | ${fmt(r.cpuPerRouter, 3)} |`,
   );
 }

@@ -119,6 +119,12 @@ describe('options', () => {
     await expect(createGossipNode({ fleet: 'x', timing: { dialTimeoutMs: -1 } })).rejects.toThrow(
       /timing\.dialTimeoutMs/,
     );
+    await expect(createGossipNode({ fleet: 'x', insecureNoSwarmKey: true, mesh: { D: 3, Dlo: 4 } })).rejects.toThrow(
+      /Dlo ≤ D ≤ Dhi/,
+    );
+    await expect(
+      createGossipNode({ fleet: 'x', insecureNoSwarmKey: true, mesh: { Dout: 1 } } as unknown as GossipOptions),
+    ).rejects.toThrow(/unknown option mesh\.Dout/);
     // No swarm key: refused unless the operator says so explicitly.
     await expect(createGossipNode({ fleet: 'x' })).rejects.toThrow(/a swarm key is required/);
     await expect(
@@ -267,6 +273,19 @@ describe('gossip node over TCP', () => {
     offReject();
   });
 
+  it('shows each received RPC with its length on the stream (onRpc)', async () => {
+    const seen: Array<{ data: string[]; bytes: number }> = [];
+    const off = a.onRpc((rpc, bytes) =>
+      seen.push({ data: rpc.messages.map((m) => decode(m.data ?? new Uint8Array())), bytes }),
+    );
+    await b.publish(encode('counted'));
+    await until('A to read the RPC carrying it', [a, b], () => seen.some((r) => r.data.includes('counted')));
+    off();
+    const rpc = seen.find((r) => r.data.includes('counted'))!;
+    // The RPC carries the payload plus the author, seqno, signature and topic: longer than the payload.
+    expect(rpc.bytes).toBeGreaterThan('counted'.length + 64);
+  });
+
   it('delivers a 100 KB message across a relay hop', async () => {
     const big = new Uint8Array(randomBytes(100 * 1024));
     await b.publish(big);
@@ -306,11 +325,14 @@ describe('gossip node in a hub-and-spoke fleet on one IP', () => {
 
   // gossipsub's default IP-colocation penalty scores every peer beyond 10 per
   // IP negative; the hub would then drop all leaves from its mesh and relay
-  // nothing. The whole fleet of a sim or test shares 127.0.0.1.
+  // nothing. The whole fleet of a sim or test shares 127.0.0.1. The mesh may
+  // hold every leaf (Dhi ≥ LEAVES), so a leaf missing from it can only be a
+  // negative score.
   it('relays through a hub with more than 10 peers on the same IP', async () => {
     const LEAVES = 12;
     const fleet = 'hub';
-    const hub = await createGossipNode({ fleet, swarmKey, onWarning: null, timing: TIMING });
+    const mesh = { D: 6, Dlo: 4, Dhi: LEAVES };
+    const hub = await createGossipNode({ fleet, swarmKey, onWarning: null, timing: TIMING, mesh });
     await hub.start();
     nodes.push(hub);
     const leaves: GossipNode[] = [];
@@ -321,6 +343,7 @@ describe('gossip node in a hub-and-spoke fleet on one IP', () => {
         bootstrap: hub.multiaddrs(),
         onWarning: null,
         timing: TIMING,
+        mesh,
       });
       await leaf.start();
       leaves.push(leaf);

@@ -23,6 +23,7 @@ import {
   createGossipNode,
   generateIdentity,
   generateSwarmKey,
+  type GossipMeshTuning,
   type GossipNode,
   type GossipOrigin,
   type GossipTiming,
@@ -31,6 +32,7 @@ import { decodeState, encodeState, type ReplicaState } from '@warmpath/shared/wi
 import { routerConfig } from '../../src/config.ts';
 import { FleetView } from '../../src/fleet/view.ts';
 import { makeState } from '../../test/helpers.ts';
+import { countRpc, emptyRpcBytes, type RpcBytes } from './rpc-bytes.ts';
 
 export const MESH_FLEET = 'mesh';
 /** Chain hashes in each message's digest: 48 × 8 bytes. */
@@ -48,6 +50,8 @@ export interface MeshOptions {
   /** Router peers each router keeps (its gossipPeers; 0 = every earlier router); default 0. */
   routerPeers?: number;
   timing?: GossipTiming;
+  /** Mesh overrides for every node (default: the production constants). */
+  mesh?: GossipMeshTuning;
   /** Runs each node's start, e.g. inside an AsyncLocalStorage context naming the node. */
   wrapStart?: (name: string, start: () => Promise<void>) => Promise<void>;
   /** Every state a router applied, decoded, with the time (performance.now()) it was delivered. */
@@ -58,6 +62,8 @@ export interface MeshRouter {
   readonly name: string;
   readonly node: GossipNode;
   readonly view: FleetView;
+  /** Every RPC this router received, by where its bytes go (lib/rpc-bytes.ts). */
+  readonly rpcBytes: RpcBytes;
 }
 
 export interface MeshAgent {
@@ -130,6 +136,16 @@ export class MeshFleet {
     return () => clearInterval(timer);
   }
 
+  /** Encoded bytes of an agent's state message, whole and without its digest (the digest's share is the difference). */
+  stateBytes(): { whole: number; withoutDigest: number } {
+    const state = this.#state(this.agents[0]!);
+    return {
+      whole: encodeState(state).byteLength,
+      withoutDigest: encodeState({ ...state, digest: { ...state.digest, size: 0, added: new BigUint64Array(0) } })
+        .byteLength,
+    };
+  }
+
   /** The routers an agent is connected to. */
   linksOf(agent: MeshAgent): MeshRouter[] {
     const peers = new Set(agent.node.peers());
@@ -167,8 +183,11 @@ export class MeshFleet {
       bootstrap: candidates,
       gossipPeers: this.#o.routerPeers ?? 0,
       ...(this.#o.timing !== undefined ? { timing: this.#o.timing } : {}),
+      ...(this.#o.mesh !== undefined ? { mesh: this.#o.mesh } : {}),
     });
-    const router: MeshRouter = { name: `router-${i}`, node, view };
+    const router: MeshRouter = { name: `router-${i}`, node, view, rpcBytes: emptyRpcBytes() };
+    const seen = new Set<string>();
+    node.onRpc((rpc, bytes) => countRpc(router.rpcBytes, rpc, bytes, seen));
     node.setValidator((bytes, origin) => view.judge(bytes, origin));
     const onDelivery = this.#o.onDelivery;
     node.onMessage((bytes, _from, origin) => {
@@ -216,6 +235,7 @@ export class MeshFleet {
       bootstrap: candidates,
       gossipPeers: this.#o.agentPeers ?? 2,
       ...(this.#o.timing !== undefined ? { timing: this.#o.timing } : {}),
+      ...(this.#o.mesh !== undefined ? { mesh: this.#o.mesh } : {}),
     });
   }
 

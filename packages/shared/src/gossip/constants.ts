@@ -123,22 +123,45 @@ export const DNS_INTERVAL_MS = 10_000;
 
 /**
  * Gossipsub mesh degree among routers (agents publish only and are in no
- * mesh): each router keeps D = 6 router peers in its mesh, between Dlo = 4 and
- * Dhi = 12 (gossipsub's defaults, pinned here). A state reaches every router
- * in about log_D(routers) relay hops: 2 for 8 routers, 3 up to ~200. Each
- * router then receives a message about D times (one copy per mesh peer, the
- * rest dropped as duplicates before any signature check), so a higher D costs
- * bandwidth linearly and buys little latency; a lower D risks a mesh that
- * splits when routers leave. Dout = 2 of the mesh must be connections this
- * router dialed (a peer that floods us with inbound links cannot own the
- * mesh); Dlazy = 6 routers outside the mesh get IHAVE gossip each heartbeat,
- * which repairs a message lost on a mesh link.
+ * mesh): each router keeps D = 3 router peers in its mesh, between Dlo = 2 and
+ * Dhi = 4, chosen by measurement (docs/SCALE.md, "Gossip mesh"). A router
+ * receives each state about once per mesh peer (the rest of the copies are
+ * dropped as duplicates before any signature check), so bytes grow linearly
+ * with the mesh size; Dhi bounds it, since the links others graft count too.
+ * A state reaches every router in about log_D(routers) relay hops, a few ms
+ * each. A lower D risks a mesh that splits when routers leave; Dlo = 2 keeps
+ * two links before a heartbeat grafts more. Dout = 1 of the mesh must be a
+ * connection this router dialed (a peer that floods us with inbound links
+ * cannot own the mesh; gossipsub needs Dout < Dlo). Dlazy = 3 routers outside
+ * the mesh get IHAVE gossip each heartbeat, which repairs a message lost on a
+ * mesh link.
  */
-export const MESH_D = 6;
-export const MESH_D_LO = 4;
-export const MESH_D_HI = 12;
-export const MESH_D_OUT = 2;
-export const MESH_D_LAZY = 6;
+export const MESH_D = 3;
+export const MESH_D_LO = 2;
+export const MESH_D_HI = 4;
+export const MESH_D_OUT = 1;
+export const MESH_D_LAZY = 3;
+
+/**
+ * A router keeps each message for 5 heartbeats (gossipsub's default, pinned
+ * here) to answer IWANT, and each heartbeat advertises in IHAVE, to Dlazy
+ * routers outside its mesh, the ids of the last GOSSIP_WINDOWS heartbeats: 1
+ * (gossipsub's default is 3), so each id is advertised once to each lazy
+ * peer. Each window more re-advertises every id to the next heartbeat's lazy
+ * peers, a message id per peer each time (docs/SCALE.md, "Gossip mesh").
+ */
+export const MESSAGE_CACHE_WINDOWS = 5;
+export const GOSSIP_WINDOWS = 1;
+
+/**
+ * A router that receives a message of at least 16 KiB tells its mesh peers
+ * IDONTWANT with the message id, so a peer that has not yet sent its copy
+ * skips it. A state message of a few KB is relayed by every peer before the
+ * IDONTWANT arrives: it would cost a message id and an RPC per mesh peer and
+ * save no copy (gossipsub's default of 512 bytes; docs/SCALE.md, "Gossip
+ * mesh"). Only a large message, whose copies take long to send, gains.
+ */
+export const IDONTWANT_MIN_BYTES = 16 * 1024;
 
 /**
  * Peer exchange: a router that prunes a peer from an over-full mesh (more than

@@ -17,6 +17,7 @@ import type {
   GossipNode,
   GossipOptions,
   GossipOrigin,
+  GossipRpc,
   GossipStats,
   GossipValidator,
   GossipVerdict,
@@ -57,6 +58,7 @@ class GossipNodeImpl implements GossipNode {
     ignored: 0,
   };
   #started = false;
+  readonly #rpcHandlers = new Set<(rpc: GossipRpc, bytes: number) => void>();
 
   constructor(libp2p: GossipLibp2p, config: ValidatedOptions) {
     this.#libp2p = libp2p;
@@ -86,6 +88,21 @@ class GossipNodeImpl implements GossipNode {
       this.#leaveMesh(peer);
       this.#emit({ type: 'peer:disconnect', peer });
     });
+  }
+
+  onRpc(handler: (rpc: GossipRpc, bytes: number) => void): () => void {
+    if (this.#rpcHandlers.size === 0) {
+      // gossipsub decodes every inbound RPC through this one method: wrapping it sees each RPC once, as read.
+      const pubsub = this.#libp2p.services.pubsub as unknown as { decodeRpc(bytes: Uint8Array): GossipRpc };
+      const decode = pubsub.decodeRpc.bind(pubsub);
+      pubsub.decodeRpc = (bytes) => {
+        const rpc = decode(bytes);
+        for (const h of this.#rpcHandlers) this.#guard(() => h(rpc, bytes.byteLength));
+        return rpc;
+      };
+    }
+    this.#rpcHandlers.add(handler);
+    return () => this.#rpcHandlers.delete(handler);
   }
 
   multiaddrs(): string[] {

@@ -14,9 +14,16 @@ import {
   DIAL_TIMEOUT_MS,
   DNS_INTERVAL_MS,
   FLEET_NAME_PATTERN,
+  GOSSIP_WINDOWS,
   HEARTBEAT_INTERVAL_MS,
+  IDONTWANT_MIN_BYTES,
   ISOLATION_WARNING_AFTER_MS,
   MAX_CONNECTIONS,
+  MESSAGE_CACHE_WINDOWS,
+  MESH_D,
+  MESH_D_HI,
+  MESH_D_LAZY,
+  MESH_D_LO,
   SILENT_PEER_GRACE_MS,
   TOPIC_PREFIX,
   TOPIC_SUFFIX,
@@ -24,7 +31,14 @@ import {
 import { parseSwarmKey } from './keys.ts';
 import type { SwarmKey } from './keys.ts';
 import { GossipConfigError } from './types.ts';
-import type { GossipOptions, GossipPrivateKey, GossipResolver, GossipTiming, GossipWarning } from './types.ts';
+import type {
+  GossipMeshTuning,
+  GossipOptions,
+  GossipPrivateKey,
+  GossipResolver,
+  GossipTiming,
+  GossipWarning,
+} from './types.ts';
 
 export interface ValidatedOptions {
   fleet: string;
@@ -40,6 +54,7 @@ export interface ValidatedOptions {
   privateKey: GossipPrivateKey | undefined;
   onWarning: ((warning: GossipWarning) => void) | null;
   timing: Required<GossipTiming>;
+  mesh: Required<GossipMeshTuning>;
   subscribe: boolean;
 }
 
@@ -56,6 +71,7 @@ const OPTION_KEYS = new Set([
   'privateKey',
   'onWarning',
   'timing',
+  'mesh',
   'subscribe',
 ]);
 const TIMING_KEYS = new Set([
@@ -118,6 +134,28 @@ function validateTiming(timing: unknown): Required<GossipTiming> {
     }
     out[key as keyof GossipTiming] = value;
   }
+  return out;
+}
+
+/** Mesh overrides: integers with Dlo ≤ D ≤ Dhi, as gossipsub requires. */
+function validateMesh(mesh: unknown): Required<GossipMeshTuning> {
+  if (mesh !== undefined && (mesh === null || typeof mesh !== 'object'))
+    throw new GossipConfigError('mesh must be an object');
+  const m = (mesh ?? {}) as Record<string, unknown>;
+  const known = ['D', 'Dlo', 'Dhi', 'Dlazy', 'gossipWindows', 'idontwantMinDataSize'];
+  for (const key of Object.keys(m))
+    if (!known.includes(key)) throw new GossipConfigError(`unknown option mesh.${key}; known: ${known.join(', ')}`);
+  const out = {
+    D: count('mesh.D', m.D, MESH_D, 1),
+    Dlo: count('mesh.Dlo', m.Dlo, MESH_D_LO, 0),
+    Dhi: count('mesh.Dhi', m.Dhi, MESH_D_HI, 1),
+    Dlazy: count('mesh.Dlazy', m.Dlazy, MESH_D_LAZY, 0),
+    gossipWindows: count('mesh.gossipWindows', m.gossipWindows, GOSSIP_WINDOWS, 1),
+    idontwantMinDataSize: count('mesh.idontwantMinDataSize', m.idontwantMinDataSize, IDONTWANT_MIN_BYTES, 0),
+  };
+  if (!(out.Dlo <= out.D && out.D <= out.Dhi)) throw new GossipConfigError('mesh must have Dlo ≤ D ≤ Dhi');
+  if (out.gossipWindows > MESSAGE_CACHE_WINDOWS)
+    throw new GossipConfigError(`mesh.gossipWindows must be at most ${MESSAGE_CACHE_WINDOWS}`);
   return out;
 }
 
@@ -200,6 +238,7 @@ export function validateOptions(opts: GossipOptions): ValidatedOptions {
     privateKey,
     onWarning,
     timing,
+    mesh: Object.freeze(validateMesh(opts.mesh)),
   });
 }
 

@@ -1,4 +1,5 @@
 /** The gossip node's public contract: options, events, counters and the node interface. */
+import type { RPC } from '@libp2p/gossipsub/message';
 import type { Libp2pOptions } from 'libp2p';
 import type { GOSSIP_WARNING } from './constants.ts';
 
@@ -15,6 +16,24 @@ export interface GossipTiming {
   /** How often `bootstrapDns` names are re-resolved. */
   dnsIntervalMs?: number;
 }
+
+/**
+ * Per-node overrides of the fleet topic's mesh (benches compare settings);
+ * production uses the constants (MESH_D…, IDONTWANT_MIN_BYTES).
+ */
+export interface GossipMeshTuning {
+  D?: number;
+  Dlo?: number;
+  Dhi?: number;
+  Dlazy?: number;
+  /** Heartbeats whose message ids each IHAVE advertises (gossipsub's mcacheGossip). */
+  gossipWindows?: number;
+  /** Messages of at least this many bytes make their receiver send IDONTWANT to its mesh peers. */
+  idontwantMinDataSize?: number;
+}
+
+/** A gossipsub RPC as received (messages and control), for byte accounting. */
+export type GossipRpc = RPC;
 
 /** Every address a name resolves to (A and AAAA); the default is the OS resolver (`dns.lookup`, all: true). */
 export type GossipResolver = (name: string) => Promise<string[]>;
@@ -52,6 +71,7 @@ export interface GossipOptions {
   /** Operator-facing warnings. Default: process.emitWarning. Pass null to rely on onEvent only. */
   onWarning?: ((warning: GossipWarning) => void) | null;
   timing?: GossipTiming;
+  mesh?: GossipMeshTuning;
   /**
    * Subscribe to the fleet topic (default true). Agents publish only: they
    * never receive the fleet's state, so a fleet of N agents costs each agent
@@ -145,6 +165,8 @@ export interface GossipNode {
   /** Peers in this node's fleet-topic mesh. */
   meshPeers(): string[];
   stats(): GossipStats;
+  /** Every RPC this node receives, decoded, with its length on the stream (before yamux and noise); for byte accounting. */
+  onRpc(handler: (rpc: GossipRpc, bytes: number) => void): () => void;
 }
 
 /** Thrown for invalid options; `code` is stable, the message says what is acceptable. */
