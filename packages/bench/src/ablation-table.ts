@@ -25,7 +25,7 @@ export interface AblationRunJson {
 
 export interface AblationJson {
   /** Every invocation that added runs, with its commit. */
-  invocations?: Array<{ commit?: string; l4?: string }>;
+  invocations?: Array<{ commit?: string; l4?: string; replicas?: number; rate?: number }>;
   runs: AblationRunJson[];
 }
 
@@ -73,7 +73,7 @@ function absolute(runs: AblationRunJson[]): string {
 }
 
 /** Every router count's table, with the provenance line above them. */
-export function ablationTable(json: AblationJson): string {
+export function ablationTable(json: AblationJson, path = 'docs/data/ablation.json'): string {
   const ok = json.runs.filter((r) => r.ok);
   const idx = new Map(ok.map((r) => [key(r.scenario, r.seed, r.routers, r.off), r]));
   const scenarios = uniq(json.runs.map((r) => r.scenario));
@@ -82,6 +82,8 @@ export function ablationTable(json: AblationJson): string {
   const routerCounts = uniq(json.runs.map((r) => r.routers)).sort((a, b) => a - b);
   const commits = uniq((json.invocations ?? []).flatMap((i) => (i.commit !== undefined ? [i.commit.slice(0, 7)] : [])));
   const l4 = uniq((json.invocations ?? []).flatMap((i) => (i.l4 !== undefined ? [i.l4] : [])));
+  const replicas = uniq((json.invocations ?? []).flatMap((i) => (i.replicas ? [i.replicas] : [])));
+  const fleet = replicas.length > 0 ? `${replicas.join(', ')} replicas, ` : '';
   const failed = json.runs.filter((r) => !r.ok);
   const tables = routerCounts.flatMap((n) => {
     const pairs = (sc: string, off: string) =>
@@ -102,7 +104,7 @@ export function ablationTable(json: AblationJson): string {
     ];
   });
   return [
-    `DES, ${l4.length > 0 ? `${l4.join(', ')} L4` : 'random L4'}, seeds ${seeds.join(', ')}, from ${provenance({ command: 'node packages/bench/bench/ablation.ts --json docs/data/ablation.json', ...(commits.length > 0 ? { commit: commits.join(', ') } : {}) })}; written by packages/bench/bench/scoreboard.ts. The first row is warmpath whole (TTFT p50 / p99 over every request sent, hit rate; ranges over the seeds); each other cell is that step off: TTFT p50 / p99 as ratios to the whole policy's (geometric mean over the seeds; above 1 = worse without the step; ∞: unanswered requests reach the percentile), then the hit rate's change in points; "=" when no figure moved on any seed (the step never changed a placement).`,
+    `DES, ${fleet}${l4.length > 0 ? `${l4.join(', ')} L4` : 'random L4'}, seeds ${seeds.join(', ')}, from ${provenance({ command: `node packages/bench/bench/ablation.ts --json ${path}`, ...(commits.length > 0 ? { commit: commits.join(', ') } : {}) })}; written by packages/bench/bench/scoreboard.ts. The first row is warmpath whole (TTFT p50 / p99 over every request sent, hit rate; ranges over the seeds); each other cell is that step off: TTFT p50 / p99 as ratios to the whole policy's (geometric mean over the seeds; above 1 = worse without the step; ∞: unanswered requests reach the percentile), then the hit rate's change in points; "=" when no figure moved on any seed (the step never changed a placement).`,
     ...tables,
     ...(failed.length > 0
       ? [

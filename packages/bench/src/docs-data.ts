@@ -45,7 +45,7 @@ export function renderDocs(root: string, inputs: DocInputs): Map<string, string>
   ] as const) {
     if (input === undefined) continue;
     const ablation = JSON.parse(readFileSync(join(root, input), 'utf8')) as AblationJson;
-    doc = replaceBetween(doc, marker, ablationTable(ablation));
+    doc = replaceBetween(doc, marker, ablationTable(ablation, input));
     out.set(DOC_DATA.ablationDoc, doc);
   }
   return out;
