@@ -19,7 +19,11 @@ function pngSize(file: string): { width: number; height: number } {
   return { width: b.readUInt32BE(16), height: b.readUInt32BE(20) };
 }
 
-describe.skipIf(!existsSync(CHROMIUM))('figures (src/figures.ts)', () => {
+const HAVE_CHROMIUM = existsSync(CHROMIUM);
+const NO_CHROMIUM = `SKIPPED: ${CHROMIUM} is missing; it comes with Debian's \`chromium\` package (apt-get install -y --no-install-recommends chromium; .ci/run installs it)`;
+if (!HAVE_CHROMIUM) describe('figures (src/figures.ts)', () => it.skip(NO_CHROMIUM, () => {}));
+
+describe.skipIf(!HAVE_CHROMIUM)('figures (src/figures.ts)', () => {
   it('draws a figure of two charts side by side to a PNG, at twice the CSS pixels', async () => {
     const file = join(dir, 'two.png');
     const line = {
