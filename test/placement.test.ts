@@ -170,9 +170,11 @@ describe('placement end to end', () => {
         expect(r.status).toBe(200);
         expect(r.text).toContain('"choices"');
         expect(r.replica).toBe(next);
-        // Either the router saw the home's load (a first attempt) or the home refused (a retry): the cold step's walk either way.
-        expect(['spill', 'spill-two-choices']).toContain(r.route);
+        // Either the router saw the home's load (a first attempt: the cold step walks past the home), or the
+        // home refused (a retry: the home is no longer a candidate, so `next` is the ring's first among them).
         expect(r.header).toMatch(/; step=cold; attempt=(first|retry)(;|$)/);
+        if (r.header.includes('attempt=retry')) expect(r.route).toBe('ring');
+        else expect(['spill', 'spill-two-choices']).toContain(r.route);
       }
       expect(
         holds.every((h) => !h.ended()),
