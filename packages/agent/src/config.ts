@@ -5,7 +5,7 @@
  * that matter, with the evidence: docs/OPERATIONS.md.
  */
 import { ENGINE_KINDS, FLEET_DEFAULTS } from '@warmpath/shared/wire';
-import { LOG_LEVELS, loadConfig } from '@warmpath/shared/runtime';
+import { LOG_SETTINGS, SWARM_KEY_SETTINGS, loadConfig } from '@warmpath/shared/runtime';
 import type { ConfigOf, Schema } from '@warmpath/shared/runtime';
 
 export const AGENT_SCHEMA = {
@@ -86,17 +86,7 @@ export const AGENT_SCHEMA = {
     integer: true,
     doc: 'gossip connections held at most',
   },
-  swarmKey: {
-    type: 'string',
-    default: '',
-    essential: true,
-    doc: "path of the fleet's swarm key file, required for gossip (`warmpath keygen` makes one)",
-  },
-  insecureNoSwarmKey: {
-    type: 'boolean',
-    default: false,
-    doc: 'join gossip without a swarm key: anyone reaching the gossip port can publish fleet state (tests only)',
-  },
+  ...SWARM_KEY_SETTINGS,
   identityFile: {
     type: 'string',
     default: '',
@@ -293,18 +283,7 @@ export const AGENT_SCHEMA = {
     default: true,
     doc: "ask vLLM/SGLang streams for usage and strip it from the client's stream, so the cache model learns each request",
   },
-  logLevel: {
-    type: 'string',
-    default: 'info',
-    choices: LOG_LEVELS,
-    essential: true,
-    doc: 'least severe level logged (JSON lines on stderr); info logs one access line per request',
-  },
-  logPrompts: {
-    type: 'boolean',
-    default: false,
-    doc: "put each request's prompt in its access-log line (off: prompts never reach the logs)",
-  },
+  ...LOG_SETTINGS,
   // Security (docs/SECURITY.md).
   agentToken: {
     type: 'string',

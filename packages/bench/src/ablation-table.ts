@@ -8,24 +8,15 @@
  * unanswered percentile, null, is infinite) and the mean hit-rate change in
  * points → one Markdown row per step. Pure; bench/scoreboard.ts does the I/O.
  */
+import type { AblationConfig, AblationRun } from './ablation.ts';
 import { provenance } from './scoreboard.ts';
 
-/** One saved run, as bench/ablation.ts writes it: `off` is the step switched off ('' = warmpath whole). */
-export interface AblationRunJson {
-  scenario: string;
-  seed: number;
-  routers: number;
-  off: string;
-  ok: boolean;
-  p50: number | null;
-  p99: number | null;
-  hitRate: number | null;
-  error?: string;
-}
+/** One saved run, as bench/ablation.ts writes it (its wall-clock seconds are not read here). */
+export type AblationRunJson = Omit<AblationRun, 'seconds'>;
 
 export interface AblationJson {
-  /** Every invocation that added runs, with its commit. */
-  invocations?: Array<{ commit?: string; l4?: string; replicas?: number; rate?: number }>;
+  /** Every invocation that added runs, with its settings and commit. */
+  invocations?: Array<Partial<AblationConfig> & { commit?: string }>;
   runs: AblationRunJson[];
 }
 

@@ -15,7 +15,7 @@ import { PEER_POLICIES } from './peers/index.ts';
 import { DesPool, type DesJob } from './pool.ts';
 import { computeReferences, type References } from './references.ts';
 import { markdownTable, writeHtml, writeJson, type BenchReport, type PolicyResult } from './report.ts';
-import { DEFAULT_MODEL, SCENARIOS, type Scenario } from './scenarios.ts';
+import { CPU_KV_RATIO_SETTING, DEFAULT_MODEL, SCENARIOS, type Scenario } from './scenarios.ts';
 
 /** The product's policies, the peers' emulations, warmpath over the engines' true state (DES only), and the oracle. */
 export const ALL_POLICIES = [...BUILT_IN_POLICIES, ...PEER_POLICIES, 'warmpath-instant', 'oracle'] as const;
@@ -118,13 +118,7 @@ export const benchSchema = {
     default: DEFAULT_GOSSIP.delay,
     doc: 'des: gossip delay per message and router, ms: uniform:min:max, exp:base:mean or lognormal:p50:p99',
   },
-  cpuKvRatio: {
-    type: 'number',
-    default: 0,
-    min: 0,
-    max: 1000,
-    doc: "host-memory KV tier of each replica, × its GPU KV (vLLM's CPU offloading; 0 = off)",
-  },
+  ...CPU_KV_RATIO_SETTING,
   gossipLoss: {
     type: 'number',
     default: 0,

@@ -10,6 +10,7 @@
  * Trade-off: client-side timing includes the router hop and loopback HTTP —
  * what a user sees — rather than engine-internal timings.
  */
+import { parseRoute } from '@warmpath/router/route';
 import { Agent, request } from 'undici';
 
 export interface PlannedRequest {
@@ -105,7 +106,8 @@ export async function runOne(
     };
     result.replica = h('x-warmpath-replica');
     // The branch: x-warmpath-route's first part (docs/PLACEMENT.md, 'Reading the header').
-    result.route = h('x-warmpath-route')?.split(';')[0];
+    const route = h('x-warmpath-route');
+    result.route = route === undefined ? undefined : parseRoute(route)?.branch;
     if (res.statusCode !== 200) {
       result.error = errorCode(res.statusCode, await res.body.text());
       result.e2eMs = performance.now() - start;

@@ -6,6 +6,7 @@
  * assistant replies, so turn k+1's prompt extends turn k's exactly, as a real
  * chat client's would.
  */
+import type { Schema } from '@warmpath/shared/runtime';
 import { HEADERS } from '@warmpath/shared/wire';
 import { DEFAULT_MODEL, PROFILES } from '@warmpath/sim';
 import type { PlannedRequest } from './loadgen.ts';
@@ -43,6 +44,17 @@ export interface FleetShape {
   /** Host-memory KV tier of each replica, as a multiple of its GPU KV (vLLM's CPU offloading); 0 or absent = off. */
   cpuKvRatio?: number;
 }
+
+/** The `cpuKvRatio` setting, as `warmpath bench` and `warmpath demo` both take it. */
+export const CPU_KV_RATIO_SETTING = {
+  cpuKvRatio: {
+    type: 'number',
+    default: 0,
+    min: 0,
+    max: 1000,
+    doc: "host-memory KV tier of each replica, × its GPU KV (vLLM's CPU offloading; 0 = off)",
+  },
+} as const satisfies Schema;
 
 /** The host tier in tokens for a fleet shape: cpuKvRatio × the profile's GPU KV (0 = off). */
 export function cpuKvTokensOf(shape: FleetShape): number {

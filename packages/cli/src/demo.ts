@@ -10,7 +10,7 @@
  * spills side by side, and exits: 0 when every request was answered.
  */
 import { configFromProcess, type CommandHelp, type Schema } from '@warmpath/shared/runtime';
-import { cpuKvTokensOf, SCENARIOS, DEFAULT_MODEL } from '@warmpath/bench';
+import { CPU_KV_RATIO_SETTING, cpuKvTokensOf, SCENARIOS, DEFAULT_MODEL } from '@warmpath/bench';
 import { launchFleet, type LocalFleet } from '@warmpath/launch';
 import { runLoad, percentile, type RequestResult } from '@warmpath/bench';
 import { readSims, diffTotals, resetSims } from '@warmpath/bench';
@@ -44,13 +44,7 @@ export const demoSchema = {
   },
   duration: { type: 'number', default: 20, min: 1, doc: 'smoke workload length, simulated seconds' },
   rate: { type: 'number', default: 0, min: 0, doc: 'smoke requests per simulated second (0 = 1.2 per replica)' },
-  cpuKvRatio: {
-    type: 'number',
-    default: 0,
-    min: 0,
-    max: 1000,
-    doc: "host-memory KV tier of each replica, × its GPU KV (vLLM's CPU offloading; 0 = off)",
-  },
+  ...CPU_KV_RATIO_SETTING,
 } as const satisfies Schema;
 
 export const DEMO_HELP: CommandHelp = {

@@ -7,7 +7,8 @@ import { FLEET_DEFAULTS } from '@warmpath/shared/wire';
 import {
   DEFAULT_MAX_BODY_BYTES,
   DEFAULT_MAX_CONNECTIONS,
-  LOG_LEVELS,
+  LOG_SETTINGS,
+  SWARM_KEY_SETTINGS,
   loadConfig,
   type ConfigOf,
   type Schema,
@@ -69,17 +70,7 @@ export const ROUTER_SCHEMA = {
     integer: true,
     doc: 'gossip connections held at most (routers and agents); beyond it new ones are refused, agents pick another router',
   },
-  swarmKey: {
-    type: 'string',
-    default: '',
-    essential: true,
-    doc: "path of the fleet's swarm key file, required for gossip (`warmpath keygen` makes one)",
-  },
-  insecureNoSwarmKey: {
-    type: 'boolean',
-    default: false,
-    doc: 'join gossip without a swarm key: anyone reaching the gossip port can publish fleet state (tests only)',
-  },
+  ...SWARM_KEY_SETTINGS,
   policy: { type: 'string', default: 'warmpath', choices: POLICY_NAMES, doc: 'placement policy' },
   apiKeys: {
     type: 'string',
@@ -253,18 +244,7 @@ export const ROUTER_SCHEMA = {
   },
   retryAfterS: { type: 'number', default: 1, min: 0, integer: true, doc: 'Retry-After on 429/503, seconds' },
   // Logs.
-  logLevel: {
-    type: 'string',
-    default: 'info',
-    choices: LOG_LEVELS,
-    essential: true,
-    doc: 'least severe level logged (JSON lines on stderr); info logs one access line per request',
-  },
-  logPrompts: {
-    type: 'boolean',
-    default: false,
-    doc: "put each request's prompt in its access-log line (off: prompts never reach the logs)",
-  },
+  ...LOG_SETTINGS,
   // Security (docs/SECURITY.md).
   agentToken: {
     type: 'string',

@@ -7,5 +7,6 @@ export * from './prometheus.ts';
 export * from './random.ts';
 export * from './clock.ts';
 export * from './log.ts';
+export * from './settings.ts';
 export * from './hash64.ts';
 export * from './grow.ts';
