@@ -38,7 +38,19 @@ export const HEADERS = {
   queueLimit: 'x-warmpath-queue-limit',
   /** Agent → router, on a `stale` refusal: the prefill queued on the replica now, tokens (the router's view takes it until the next report). */
   queued: 'x-warmpath-queued',
+  /** Client → router → agent: the request's priority band (PRIORITY_BANDS), capped by the router to its tenant's bands. */
+  priority: 'x-warmpath-priority',
 } as const;
+
+/** Priority bands, highest first: under saturation a higher band is served first and a lower one shed first. */
+export const PRIORITY_BANDS = ['interactive', 'standard', 'batch'] as const;
+export type PriorityBand = (typeof PRIORITY_BANDS)[number];
+
+/** The band's rank (0 = highest), or undefined for a name that is no band. */
+export function bandRank(name: string | undefined): number | undefined {
+  const i = name === undefined ? -1 : (PRIORITY_BANDS as readonly string[]).indexOf(name);
+  return i < 0 ? undefined : i;
+}
 
 /** Path → request kind for the OpenAI endpoints Warmpath routes. */
 export const ROUTES: Readonly<Record<string, RequestKind>> = {
