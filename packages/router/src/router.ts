@@ -38,6 +38,7 @@ import type { LocalState } from './core/local.ts';
 import { formatRoute, type Route } from './placement/route.ts';
 import type { Policy } from './placement/types.ts';
 import { StatusRecorder } from './status/recorder.ts';
+import { SHARE_CHANNEL } from './tenants/share-link.ts';
 import { statusJson, statusPage } from './status/status.ts';
 
 export type RouterOptions = Partial<{
@@ -342,7 +343,12 @@ async function joinGossip(
   if (opt === false) return { node: undefined, leave: async () => {} };
   const own = opt === undefined;
   const node =
-    opt ?? (await createGossipNode(await gossipOptionsOf(config, (w) => logger.warn({ code: w.code }, w.message))));
+    opt ??
+    (await createGossipNode({
+      ...(await gossipOptionsOf(config, (w) => logger.warn({ code: w.code }, w.message))),
+      // Routers share tenants' usage on their own channel (tenants/share-link.ts); agents never join it.
+      channels: [SHARE_CHANNEL],
+    }));
   node.setValidator((bytes, origin) => view.judge(bytes, origin));
   const unsubscribe = node.onMessage((bytes, _from, origin) => onMessage(bytes, origin));
   const leave = async (): Promise<void> => {

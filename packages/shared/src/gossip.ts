@@ -25,6 +25,10 @@
  *     signal an operator gets.
  *  5. Deliver messages to handlers inside try/catch; a throwing handler is
  *     counted, never propagated into libp2p.
+ *  6. Channels: a node may name further topics of its fleet
+ *     (`warmpath/<fleet>/<name>/1`; routers share tenants' usage on
+ *     `routers`), signed, scored and validated as the fleet topic is, each
+ *     with its own validator and handlers. Agents name none.
  *
  * Complexity: publish is O(peers subscribed) sends (flood publish: an agent
  * sends to its k routers); a router forwards each new message to its D mesh
@@ -43,7 +47,7 @@
 // silent peers, isolation warning), node.ts (lifecycle,
 // publish, delivery), constants.ts (tunables with units).
 export { createGossipNode } from './gossip/node.ts';
-export { topicFor } from './gossip/options.ts';
+export { channelTopic, topicFor } from './gossip/options.ts';
 export {
   DEFAULT_GOSSIP_PORT,
   GRAYLIST_THRESHOLD,
@@ -64,6 +68,7 @@ export type { GossipSettings } from './gossip/keys.ts';
 export type { SwarmKey } from './gossip/keys.ts';
 export { GossipConfigError } from './gossip/types.ts';
 export type {
+  GossipChannel,
   GossipEvent,
   GossipNode,
   GossipOptions,

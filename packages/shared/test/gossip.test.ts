@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  channelTopic,
   createGossipNode,
   GossipConfigError,
   generateIdentity,
@@ -111,6 +112,13 @@ describe('options', () => {
   it('names the fleet topic and rejects bad options by name', async () => {
     expect(topicFor('prod-eu')).toBe('warmpath/prod-eu/state/1');
     expect(() => topicFor('a/b')).toThrow(/invalid fleet/);
+    expect(channelTopic('prod-eu', 'routers')).toBe('warmpath/prod-eu/routers/1');
+    for (const name of ['state', 'Routers', 'a/b', ''])
+      await expect(createGossipNode({ fleet: 'x', insecureNoSwarmKey: true, channels: [name] })).rejects.toThrow(
+        /invalid channel/,
+      );
+    const plain = await createGossipNode({ fleet: 'x', insecureNoSwarmKey: true, onWarning: null });
+    expect(() => plain.channel('routers')).toThrow(/no channel "routers"/);
     await expect(createGossipNode({ fleet: 'x', bootstrap: ['not-a-multiaddr'] })).rejects.toThrow(/bootstrap\[0\]/);
     await expect(createGossipNode({ fleet: 'x', swarmKey: 'nope' })).rejects.toThrow(/invalid swarmKey/);
     await expect(createGossipNode({ fleet: 'x', listne: [] } as GossipOptions)).rejects.toThrow(

@@ -213,6 +213,11 @@ export class UsageShare implements FleetShare {
   }
 }
 
+/** The gossip validator's rule: a well-formed message whose signer is the router it names (else reject). */
+export function wellFormedShare(bytes: Uint8Array, author: string): boolean {
+  return decode(bytes)?.r === author;
+}
+
 interface Message {
   r: string;
   e: number;

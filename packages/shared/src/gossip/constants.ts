@@ -10,6 +10,8 @@ export const DEFAULT_LISTEN: readonly string[] = Object.freeze(['/ip4/127.0.0.1/
 /** Topic layout; the trailing number is the wire protocol's major version. */
 export const TOPIC_PREFIX = 'warmpath/';
 export const TOPIC_SUFFIX = '/state/1';
+/** A further topic's name (GossipOptions.channels): `warmpath/<fleet>/<name>/1`. */
+export const CHANNEL_NAME_PATTERN = /^[a-z][a-z0-9-]{0,31}$/;
 
 /** A fleet name is a DNS-label-like token so it can sit inside a topic name. */
 export const FLEET_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;

@@ -3,7 +3,7 @@
  * (pre-shared swarm key), noise, yamux, identify and gossipsub (StrictSign:
  * every message carries its author's signature, checked on receipt, so the
  * author is known even when a router relays it; flood publish; only the fleet
- * topic allowed; a router mesh of degree MESH_D with peer exchange on prune;
+ * topic and the node's channels allowed; a router mesh of degree MESH_D with peer exchange on prune;
  * peer scoring: rejected messages graylist their sender). No direct peers:
  * they need peer ids known in advance and bypass the mesh and its scoring,
  * where bootstrap/DNS candidates plus PX reach the same routers. Not started;
@@ -53,6 +53,28 @@ function fastId(from: Uint8Array, seqno: Uint8Array): string {
 }
 let unkeyed = 0;
 
+/**
+ * Every topic's score: agents publish a few messages a second and are never
+ * in a router's mesh, so no mesh-delivery quotas (P3, P3b) that an honest
+ * quiet peer would miss; small credit for time in mesh and first deliveries
+ * (P1, P2, capped at +10 in all); invalid messages (P4) weigh the rest.
+ */
+function topicScore(): ReturnType<typeof createTopicScoreParams> {
+  return createTopicScoreParams({
+    topicWeight: 1,
+    timeInMeshWeight: 0.01,
+    timeInMeshQuantum: 1_000,
+    timeInMeshCap: 300,
+    firstMessageDeliveriesWeight: 0.1,
+    firstMessageDeliveriesDecay: 0.9,
+    firstMessageDeliveriesCap: 50,
+    meshMessageDeliveriesWeight: 0,
+    meshFailurePenaltyWeight: 0,
+    invalidMessageDeliveriesWeight: INVALID_MESSAGE_WEIGHT,
+    invalidMessageDeliveriesDecay: INVALID_MESSAGE_DECAY,
+  });
+}
+
 export async function buildLibp2p(config: ValidatedOptions): Promise<GossipLibp2p> {
   const init: Libp2pOptions<Services> = {
     start: false,
@@ -86,28 +108,11 @@ export async function buildLibp2p(config: ValidatedOptions): Promise<GossipLibp2
         floodPublish: true,
         fallbackToFloodsub: false,
         heartbeatInterval: config.timing.heartbeatIntervalMs,
-        allowedTopics: [config.topic],
+        allowedTopics: [config.topic, ...config.channels.values()],
         maxInboundDataLength: MAX_RPC_BYTES,
         scoreParams: {
           IPColocationFactorWeight: IP_COLOCATION_FACTOR_WEIGHT,
-          topics: {
-            [config.topic]: createTopicScoreParams({
-              topicWeight: 1,
-              // Agents publish a few messages a second and are never in a router's mesh: no mesh-delivery
-              // quotas (P3, P3b) that an honest quiet peer would miss; small credit for time in mesh and
-              // first deliveries (P1, P2, capped at +10 in all); invalid messages (P4) weigh the rest.
-              timeInMeshWeight: 0.01,
-              timeInMeshQuantum: 1_000,
-              timeInMeshCap: 300,
-              firstMessageDeliveriesWeight: 0.1,
-              firstMessageDeliveriesDecay: 0.9,
-              firstMessageDeliveriesCap: 50,
-              meshMessageDeliveriesWeight: 0,
-              meshFailurePenaltyWeight: 0,
-              invalidMessageDeliveriesWeight: INVALID_MESSAGE_WEIGHT,
-              invalidMessageDeliveriesDecay: INVALID_MESSAGE_DECAY,
-            }),
-          },
+          topics: Object.fromEntries([config.topic, ...config.channels.values()].map((t) => [t, topicScore()])),
         },
         scoreThresholds: {
           gossipThreshold: GOSSIP_THRESHOLD,

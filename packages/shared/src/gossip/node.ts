@@ -13,6 +13,7 @@ import type { GossipLibp2p } from './libp2p.ts';
 import { validateOptions } from './options.ts';
 import type { ValidatedOptions } from './options.ts';
 import type {
+  GossipChannel,
   GossipEvent,
   GossipNode,
   GossipOptions,
@@ -23,9 +24,18 @@ import type {
   GossipVerdict,
   GossipWarning,
 } from './types.ts';
+import { GossipConfigError } from './types.ts';
 import { ConnectionUpkeep } from './upkeep.ts';
 
 type PeerId = Parameters<TopicValidatorFn>[0];
+type Handler = (data: Uint8Array, from: string, origin: GossipOrigin) => void;
+
+/** A channel's (GossipOptions.channels) validator and handlers. */
+interface ChannelState {
+  validator: GossipValidator | undefined;
+  readonly handlers: Set<Handler>;
+  readonly channel: GossipChannel;
+}
 
 export async function createGossipNode(opts: GossipOptions): Promise<GossipNode> {
   const config = validateOptions(opts);
@@ -38,7 +48,9 @@ class GossipNodeImpl implements GossipNode {
   readonly #libp2p: GossipLibp2p;
   readonly #config: ValidatedOptions;
   readonly #upkeep: ConnectionUpkeep;
-  readonly #messageHandlers = new Set<(data: Uint8Array, from: string, origin: GossipOrigin) => void>();
+  readonly #messageHandlers = new Set<Handler>();
+  /** The channels' state, by topic. */
+  readonly #channels = new Map<string, ChannelState>();
   /** The origin the validator saw, for the delivery that follows it (same Message object). */
   readonly #origins = new WeakMap<Message, GossipOrigin>();
   #validator: GossipValidator | undefined;
@@ -67,7 +79,12 @@ class GossipNodeImpl implements GossipNode {
     this.topic = config.topic;
     this.#upkeep = new ConnectionUpkeep(libp2p, config, this.#stats, (warning) => this.#warn(warning));
     const pubsub = libp2p.services.pubsub;
-    pubsub.topicValidators.set(this.topic, (via, msg) => this.#validate(via, msg));
+    pubsub.topicValidators.set(this.topic, (via, msg) => this.#validate(via, msg, this.#validator));
+    for (const topic of config.channels.values()) {
+      const state: ChannelState = { validator: undefined, handlers: new Set(), channel: this.#channelOf(topic) };
+      this.#channels.set(topic, state);
+      pubsub.topicValidators.set(topic, (via, msg) => this.#validate(via, msg, state.validator));
+    }
     pubsub.addEventListener('message', (evt) => this.#onPubsubMessage(evt.detail));
     pubsub.addEventListener('gossipsub:graft', ({ detail }) => {
       if (detail.topic !== this.topic || this.#mesh.has(detail.peerId)) return;
@@ -115,6 +132,7 @@ class GossipNodeImpl implements GossipNode {
     this.#upkeep.arm();
     await this.#libp2p.start();
     if (this.#config.subscribe) this.#libp2p.services.pubsub.subscribe(this.topic);
+    for (const topic of this.#channels.keys()) this.#libp2p.services.pubsub.subscribe(topic);
     this.#upkeep.startTicking();
     if (this.#config.swarmKey === undefined) {
       this.#warn({
@@ -137,6 +155,32 @@ class GossipNodeImpl implements GossipNode {
   }
 
   async publish(data: Uint8Array): Promise<number> {
+    return this.#publish(this.topic, data);
+  }
+
+  channel(name: string): GossipChannel {
+    const topic = this.#config.channels.get(name);
+    if (topic === undefined)
+      throw new GossipConfigError(`no channel ${JSON.stringify(name)}: name it in the node's channels option`);
+    return this.#channels.get(topic)!.channel;
+  }
+
+  #channelOf(topic: string): GossipChannel {
+    const state = (): ChannelState => this.#channels.get(topic)!;
+    return {
+      topic,
+      publish: (data) => this.#publish(topic, data),
+      onMessage: (handler) => {
+        state().handlers.add(handler);
+        return () => state().handlers.delete(handler);
+      },
+      setValidator: (validate) => {
+        state().validator = validate;
+      },
+    };
+  }
+
+  async #publish(topic: string, data: Uint8Array): Promise<number> {
     if (!this.#started) throw new Error('gossip node is not started; call start() before publish()');
     if (data.byteLength > MAX_MESSAGE_BYTES) {
       throw new RangeError(
@@ -145,7 +189,7 @@ class GossipNodeImpl implements GossipNode {
     }
     let recipients: number;
     try {
-      recipients = (await this.#libp2p.services.pubsub.publish(this.topic, data)).recipients.length;
+      recipients = (await this.#libp2p.services.pubsub.publish(topic, data)).recipients.length;
     } catch (err) {
       this.#stats.publishErrors++;
       throw err;
@@ -190,10 +234,9 @@ class GossipNodeImpl implements GossipNode {
     return { ...this.#stats };
   }
 
-  /** The topic validator: size, signature policy, then the user's validator (a throw is an ignore). */
-  #validate(via: PeerId, msg: Message): TopicValidatorResult {
+  /** A topic's validator: size, signature policy, then the user's validator (a throw is an ignore). */
+  #validate(via: PeerId, msg: Message, validate: GossipValidator | undefined): TopicValidatorResult {
     if (msg.data.byteLength > MAX_MESSAGE_BYTES || msg.type !== 'signed') return this.#verdict('reject');
-    const validate = this.#validator;
     if (validate === undefined) return TopicValidatorResult.Accept;
     const origin = this.#originOf(msg.from, via);
     this.#origins.set(msg, origin);
@@ -233,11 +276,14 @@ class GossipNodeImpl implements GossipNode {
   }
 
   #onPubsubMessage(msg: Message): void {
-    if (msg.topic !== this.topic || msg.type !== 'signed') return;
-    this.#stats.received++;
+    if (msg.type !== 'signed') return;
+    const handlers = msg.topic === this.topic ? this.#messageHandlers : this.#channels.get(msg.topic)?.handlers;
+    if (handlers === undefined) return;
+    // `received` counts the fleet topic's messages (GossipStats).
+    if (handlers === this.#messageHandlers) this.#stats.received++;
     const from = msg.from.toString();
     const origin = this.#origins.get(msg) ?? this.#originOf(msg.from, msg.from);
-    for (const handler of this.#messageHandlers) this.#guard(() => handler(msg.data, from, origin));
+    for (const handler of handlers) this.#guard(() => handler(msg.data, from, origin));
   }
 
   #emit(event: GossipEvent): void {

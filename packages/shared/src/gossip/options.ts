@@ -9,6 +9,7 @@ import { multiaddr } from '@multiformats/multiaddr';
 import type { Multiaddr } from '@multiformats/multiaddr';
 import {
   BOOTSTRAP_REDIAL_INTERVAL_MS,
+  CHANNEL_NAME_PATTERN,
   DEFAULT_GOSSIP_PORT,
   DEFAULT_LISTEN,
   DIAL_TIMEOUT_MS,
@@ -56,6 +57,8 @@ export interface ValidatedOptions {
   timing: Required<GossipTiming>;
   mesh: Required<GossipMeshTuning>;
   subscribe: boolean;
+  /** `channels` name → its topic. */
+  channels: ReadonlyMap<string, string>;
 }
 
 const OPTION_KEYS = new Set([
@@ -73,6 +76,7 @@ const OPTION_KEYS = new Set([
   'timing',
   'mesh',
   'subscribe',
+  'channels',
 ]);
 const TIMING_KEYS = new Set([
   'heartbeatIntervalMs',
@@ -89,6 +93,22 @@ const DNS_ENTRY =
 export function topicFor(fleet: string): string {
   validateFleet(fleet);
   return `${TOPIC_PREFIX}${fleet}${TOPIC_SUFFIX}`;
+}
+
+/** The topic of a further channel of the fleet (GossipOptions.channels). */
+export function channelTopic(fleet: string, name: string): string {
+  validateFleet(fleet);
+  if (!CHANNEL_NAME_PATTERN.test(name) || name === 'state')
+    throw new GossipConfigError(
+      `invalid channel ${JSON.stringify(name)}: use 1-32 lowercase letters, digits or '-', starting with a letter; not 'state'`,
+    );
+  return `${TOPIC_PREFIX}${fleet}/${name}/1`;
+}
+
+function parseChannels(fleet: string, value: unknown): Map<string, string> {
+  if (value === undefined) return new Map();
+  if (!Array.isArray(value)) throw new GossipConfigError('channels must be an array of names');
+  return new Map(value.map((name: unknown) => [String(name), channelTopic(fleet, String(name))]));
 }
 
 function validateFleet(fleet: unknown): asserts fleet is string {
@@ -226,6 +246,7 @@ export function validateOptions(opts: GossipOptions): ValidatedOptions {
   }
   return Object.freeze({
     subscribe: opts.subscribe ?? true,
+    channels: parseChannels(opts.fleet, opts.channels),
     fleet: opts.fleet,
     topic: topicFor(opts.fleet),
     listen,

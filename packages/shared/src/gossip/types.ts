@@ -79,6 +79,13 @@ export interface GossipOptions {
    * subscribers (routers) directly; it relays nothing.
    */
   subscribe?: boolean;
+  /**
+   * Further topics of this fleet this node subscribes to and publishes on,
+   * by name: `routers` is `warmpath/<fleet>/routers/1` (routers share their
+   * tenants' usage there). Lowercase letters, digits and '-'; not `state`.
+   * Default none (agents never join one).
+   */
+  channels?: readonly string[];
 }
 
 /** Who a fleet-topic message is from, as this node sees it. */
@@ -165,8 +172,21 @@ export interface GossipNode {
   /** Peers in this node's fleet-topic mesh. */
   meshPeers(): string[];
   stats(): GossipStats;
+  /** The channel named in `channels` (throws GossipConfigError for another name). */
+  channel(name: string): GossipChannel;
   /** Every RPC this node receives, decoded, with its length on the stream (before yamux and noise); for byte accounting. */
   onRpc(handler: (rpc: GossipRpc, bytes: number) => void): () => void;
+}
+
+/** One of the `channels` topics: signed and validated as the fleet topic is, delivered to its own handlers. */
+export interface GossipChannel {
+  readonly topic: string;
+  /** Resolves to the number of peers it was sent to; zero is not an error. */
+  publish(data: Uint8Array): Promise<number>;
+  /** As GossipNode.onMessage, for this topic. */
+  onMessage(handler: (data: Uint8Array, from: string, origin: GossipOrigin) => void): () => void;
+  /** As GossipNode.setValidator, for this topic. */
+  setValidator(validate: GossipValidator | undefined): void;
 }
 
 /** Thrown for invalid options; `code` is stable, the message says what is acceptable. */
