@@ -7,10 +7,11 @@
  * chat client's would.
  */
 import type { Schema } from '@warmpath/shared/runtime';
-import { HEADERS } from '@warmpath/shared/wire';
 import { DEFAULT_MODEL, PROFILES } from '@warmpath/sim';
 import type { PlannedRequest } from './loadgen.ts';
-import { poissonGap, rng, textOf, zipf } from './text.ts';
+import { arrivals, chat, session, uniform, type Message } from './plan-kit.ts';
+import { tenantsPlan } from './tenants-plan.ts';
+import { rng, textOf, zipf } from './text.ts';
 import { DEFAULT_TRACE, readTrace, traceMessages, TRACE_BLOCK_TOKENS, TRACE_MAX_CONTEXT_TOKENS } from './trace-file.ts';
 
 export {
@@ -68,72 +69,6 @@ export interface Scenario {
   fleet: FleetShape;
   defaults: { rate: number; duration: number };
   build(p: ScenarioParams): PlannedRequest[];
-}
-
-type Message = { role: 'system' | 'user' | 'assistant'; content: string };
-
-function chat(
-  p: ScenarioParams,
-  at: number,
-  messages: Message[],
-  maxTokens: number,
-  tag: string,
-  extra: Record<string, unknown> = {},
-  session?: string,
-): PlannedRequest {
-  const body = { model: p.model, messages, max_tokens: maxTokens, ignore_eos: true, ...extra };
-  // A session's requests carry its id in the session header, as real chat clients send one.
-  return session === undefined
-    ? { at, tag, body }
-    : { at, tag, body, session, headers: { [HEADERS.session]: session } };
-}
-
-/** A session: turns `gapMs` apart, each a user message of `userTokens` and a reply of `replyTokens`. */
-function session(
-  p: ScenarioParams,
-  id: string,
-  start: number,
-  system: string | undefined,
-  turns: number,
-  sizes: { user: () => number; reply: () => number; gapMs: () => number },
-  tag: (turn: number) => string,
-): PlannedRequest[] {
-  const out: PlannedRequest[] = [];
-  const history: Message[] = system !== undefined ? [{ role: 'system', content: system }] : [];
-  let at = start;
-  for (let t = 0; t < turns; t++) {
-    // Arrivals stop at the run's end: later turns of a session are not sent (the run drains promptly).
-    if (at >= p.duration * 1000) break;
-    history.push({ role: 'user', content: textOf(`${id}/u${t}`, sizes.user()) });
-    const reply = sizes.reply();
-    out.push(chat(p, at, [...history], reply, tag(t), {}, id));
-    history.push({ role: 'assistant', content: textOf(`${id}/a${t}`, reply) });
-    at += sizes.gapMs();
-  }
-  return out;
-}
-
-const uniform = (r: () => number, lo: number, hi: number) => () => Math.round(lo + r() * (hi - lo));
-
-/**
- * Open-loop Poisson arrivals over the run: `make(at, i)` builds arrival i
- * (drawing from `r` first), then the gap to the next is drawn at `rate(at)`
- * per simulated second. One place for the loop every scenario shares.
- */
-function arrivals(
-  p: ScenarioParams,
-  r: () => number,
-  rate: (at: number) => number,
-  make: (at: number, i: number) => PlannedRequest | PlannedRequest[],
-): PlannedRequest[] {
-  const out: PlannedRequest[] = [];
-  for (let at = 0, i = 0; at < p.duration * 1000; i++) {
-    const made = make(at, i);
-    if (Array.isArray(made)) out.push(...made);
-    else out.push(made);
-    at += poissonGap(r, rate(at));
-  }
-  return out;
 }
 
 /**
@@ -382,6 +317,16 @@ const traceScenario: Scenario = {
   },
 };
 
+/** tenants: four tenants on one fleet, one flooding at five times its share (tenants-plan.ts). */
+const tenantsScenario: Scenario = {
+  name: 'tenants',
+  summary:
+    'two steady interactive chat tenants, one flooding at 5x its share (standard band, token limit), one batch tenant',
+  fleet: { replicas: 8, profile: 'h100-llama3-8b' },
+  defaults: { rate: 4, duration: 180 },
+  build: (p) => tenantsPlan(p),
+};
+
 export const SCENARIOS: Readonly<Record<string, Scenario>> = {
   seed: seedScenario,
   chat: chatScenario,
@@ -390,4 +335,5 @@ export const SCENARIOS: Readonly<Record<string, Scenario>> = {
   pianos: pianosScenario,
   trace: traceScenario,
   longctx: longctxScenario,
+  tenants: tenantsScenario,
 };
