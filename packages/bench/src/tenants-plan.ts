@@ -4,8 +4,8 @@
  * priority band, tagged with the tenant's name:
  *  - `chat-a`, `chat-b`: interactive chat sessions (2–6 turns), about `rate`
  *    requests per second each — the steady tenants;
- *  - `flood`: standard band, single 600–1,000-token prompts, sending five
- *    times its share: `rate` requests per second is its share, and its
+ *  - `flood`: standard band, single 600–1,000-token prompts from 8 clients
+ *    (sticky L4 keeps each on one router), sending five times its share: `rate` requests per second is its share, and its
  *    tokens-per-minute limit is that share's tokens;
  *  - `batch`: batch band, long prompts, `rate` / 2 per second, no limit — it
  *    absorbs the shedding.
@@ -40,6 +40,8 @@ export const SCENARIO_TENANTS: Readonly<Record<TenantName, ScenarioTenant>> = {
 
 /** How many times its share the flooding tenant sends. */
 export const FLOOD_FACTOR = 5;
+/** The flooding tenant's clients: each keeps its connection to one router under sticky L4. */
+const FLOOD_CLIENTS = 8;
 /** The flood's requests: prompt tokens (uniform) and output tokens, as the simulator counts them. */
 const FLOOD_PROMPT = [600, 1_000] as const;
 const FLOOD_OUTPUT = 150;
@@ -131,7 +133,15 @@ const TENANT_PLANS: Readonly<Record<TenantName, TenantPlan>> = {
       (at, i) =>
         as(
           SCENARIO_TENANTS.flood,
-          chat(p, at, [{ role: 'user', content: textOf(`tenants/flood/${p.seed}/${i}`, prompt()) }], FLOOD_OUTPUT, ''),
+          chat(
+            p,
+            at,
+            [{ role: 'user', content: textOf(`tenants/flood/${p.seed}/${i}`, prompt()) }],
+            FLOOD_OUTPUT,
+            '',
+            {},
+            `tenants/flood/client-${Math.floor(r() * FLOOD_CLIENTS)}`,
+          ),
         ),
     );
   },

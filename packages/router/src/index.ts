@@ -44,3 +44,6 @@ export { ATTEMPT_KINDS, formatRoute, parseRoute, routeOf, type AttemptKind, type
 export { STEPS } from './placement/warmpath/index.ts';
 export { SWITCHABLE_STEPS, SWITCHABLE_STEP_NAMES, type SwitchableStep } from './placement/warmpath/steps.ts';
 export { ROUTE_LABELS } from './http/observe.ts';
+export { TenantLimiter } from './tenants/limits.ts';
+export type { Tenant, FleetShare } from './tenants/types.ts';
+export { UsageShare, SHARE_PUBLISH_MS, LIVE_MS, type ShareStats } from './tenants/share.ts';

@@ -51,8 +51,14 @@ export type TenantUsage = Counts;
 export const SHARE_PUBLISH_MS = 250;
 /** A router not heard for this long is cut off: its usage no longer counts and the limit factor drops, ms. */
 export const LIVE_MS = 2_000;
-/** A router silent this long has left (forgotten, while some other router is heard), ms. */
-export const FORGET_MS = 60_000;
+/**
+ * A router silent this long has left (forgotten, while some other router is
+ * heard), ms. Longer: a router that crashed without its bye holds back its
+ * share of every limit for longer. Shorter: a partition that outlasts it ends
+ * with the others taking the whole limit while the cut-off router still
+ * takes its 1/N, (1 + 1/N) × the limit in all.
+ */
+export const FORGET_MS = 300_000;
 /** Tenants one message carries at most (the largest users by tokens first). */
 export const MAX_SHARED_TENANTS = 4_096;
 /** Routers remembered at most; messages from further ones are dropped and counted. */
