@@ -241,7 +241,7 @@ async function forward(
   const tap = upstream.statusCode < 300 ? new UsageTap(contentType) : undefined;
   const strip =
     f.asked !== undefined && tap !== undefined && contentType.includes('text/event-stream')
-      ? new UsageStrip(f.asked.dropNullUsage)
+      ? new UsageStrip(f.asked.dropNullUsage, req.headers[HEADERS.usage] === '1')
       : undefined;
   const headers = forwardHeaders(upstream.headers, 'response');
   if (strip !== undefined) delete headers['content-length'];

@@ -78,6 +78,18 @@ export const ROUTER_SCHEMA = {
     essential: true,
     doc: 'file of bearer API keys, one per line ("" = no auth)',
   },
+  tenants: {
+    type: 'string',
+    default: '',
+    essential: true,
+    doc: 'tenants file, YAML or JSON: keys, weights, priority bands, limits (docs/TENANTS.md); re-read on change; "" = one default tenant',
+  },
+  tenantsPollMs: {
+    type: 'number',
+    default: 5_000,
+    min: 100,
+    doc: 'also check the tenants file for changes this often, ms (for filesystems whose change events do not arrive)',
+  },
   maxBodyBytes: {
     type: 'number',
     default: DEFAULT_MAX_BODY_BYTES,

@@ -5,7 +5,6 @@
  * benchmark call; the discrete-event simulator drives the same core.
  */
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ROUTER_SCHEMA, type RouterConfig } from './config.ts';
@@ -31,7 +30,7 @@ import type { Exchange } from './http/exchange.ts';
 import { observeAttempts } from './http/observe.ts';
 import { createAnswer, createProxy } from './http/proxy.ts';
 import { Drain } from './http/drain.ts';
-import { createHandler } from './http/server.ts';
+import { createHandler, reachableHost, readApiKeys } from './http/server.ts';
 import { Upstreams } from './http/upstream.ts';
 import { createMetrics, type RouterMetrics } from './metrics.ts';
 import type { LocalState } from './core/local.ts';
@@ -40,6 +39,10 @@ import type { Policy } from './placement/types.ts';
 import { StatusRecorder } from './status/recorder.ts';
 import { SHARE_CHANNEL } from './tenants/share-link.ts';
 import { statusJson, statusPage } from './status/status.ts';
+import { startTenancy, type LiveTenancy } from './tenants/live.ts';
+import type { TenantMetrics } from './tenants/metrics.ts';
+import type { Tenancy } from './tenants/tenancy.ts';
+import type { FleetShare } from './tenants/types.ts';
 
 export type RouterOptions = Partial<{
   -readonly [K in keyof RouterConfig]: RouterConfig[K] extends readonly string[] ? string[] : RouterConfig[K];
@@ -54,6 +57,8 @@ export type RouterOptions = Partial<{
   log?: (line: string) => void;
   /** A config already validated by loadConfig (the CLI's): used as is, without the keys above it. */
   config?: RouterConfig;
+  /** What the other routers admitted per tenant (with a tenants file); default: this router alone. */
+  fleetShare?: FleetShare;
 };
 
 export interface Router {
@@ -72,6 +77,8 @@ export interface Router {
   /** Recent placements and hottest prefixes, as the status page shows them. */
   readonly recorder: StatusRecorder;
   readonly logger: Logger;
+  /** The tenants in force, their limiter and usage (with a tenants file). */
+  readonly tenancy: Tenancy | undefined;
   /** Apply one gossip payload directly (tests, in-process benches). */
   ingest(bytes: Uint8Array): void;
   /** Graceful shutdown (SIGTERM): /readyz fails at once, new requests are served for shutdownDelayMs, in-flight ones may finish for shutdownTimeoutMs, then close. */
@@ -81,7 +88,15 @@ export interface Router {
 }
 
 export async function startRouter(options: RouterOptions = {}): Promise<Router> {
-  const { gossip: gossipOpt, policyInstance, fetchSnapshot, log: logOpt, config: validated, ...overrides } = options;
+  const {
+    gossip: gossipOpt,
+    policyInstance,
+    fetchSnapshot,
+    log: logOpt,
+    config: validated,
+    fleetShare,
+    ...overrides
+  } = options;
   if (validated !== undefined && !isLoadedConfig(validated))
     throw new ConfigError(
       'startRouter: `config` must come from routerConfig()/loadConfig(); pass plain keys to have them validated',
@@ -95,7 +110,7 @@ export async function startRouter(options: RouterOptions = {}): Promise<Router> 
     bindings: { router: id },
     ...(logOpt !== undefined ? { write: logOpt } : {}),
   });
-  const apiKeys = config.apiKeys !== '' ? readKeys(config.apiKeys) : undefined;
+  const apiKeys = config.apiKeys !== '' ? readApiKeys(config.apiKeys) : undefined;
   const agentAuth = config.agentToken !== '' ? `Bearer ${readSecret(config.agentToken, 'agentToken')}` : undefined;
   const fetcher = snapshotFetcher(config.snapshotTimeoutMs, agentAuth);
   const upstreams = new Upstreams({
@@ -105,7 +120,9 @@ export async function startRouter(options: RouterOptions = {}): Promise<Router> 
     bodyTimeoutMs: config.bodyTimeoutMs,
   });
   const recorder = new StatusRecorder(config.keyDepthChunks);
-  const parts = { config, id, logger, upstreams, recorder, agentAuth, policyInstance };
+  const tenants =
+    config.tenants !== '' ? startTenancy(config.tenants, logger, fleetShare, config.tenantsPollMs) : undefined;
+  const parts = { config, id, logger, upstreams, recorder, agentAuth, policyInstance, tenants };
   const { core, metrics } = createCore({ ...parts, fetchSnapshot: fetchSnapshot ?? fetcher.fetch });
   let gossip: Awaited<ReturnType<typeof joinGossip>> | undefined;
   const { server, drain } = createRouterServer({ ...parts, core, metrics, apiKeys, gossip: () => gossip?.node });
@@ -120,13 +137,14 @@ export async function startRouter(options: RouterOptions = {}): Promise<Router> 
     await listen(server, config.port, config.host);
   } catch (err) {
     core.stop();
+    tenants?.stop();
     await gossip?.leave();
     await fetcher.close();
     throw err;
   }
   const joined = gossip;
   const port = (server.address() as AddressInfo).port;
-  const close = closer(core, server, joined, upstreams, fetcher);
+  const close = closer(core, server, joined, upstreams, fetcher, tenants);
   let draining: Promise<void> | undefined;
   return {
     id,
@@ -141,6 +159,7 @@ export async function startRouter(options: RouterOptions = {}): Promise<Router> 
     metrics,
     recorder,
     logger,
+    tenancy: tenants?.tenancy,
     ingest: (bytes) => core.receiveBytes(bytes),
     drain: () => (draining ??= drain.drain().then(close)),
     close,
@@ -156,6 +175,7 @@ interface Parts {
   readonly recorder: StatusRecorder;
   readonly agentAuth: string | undefined;
   readonly policyInstance: Policy | undefined;
+  readonly tenants: LiveTenancy | undefined;
 }
 
 /** The router core over the HTTP transport, and the metrics it counts into (they read its view: bound once both exist). */
@@ -165,6 +185,7 @@ function createCore(p: Parts & { fetchSnapshot: (r: Replica) => Promise<Uint8Arr
 } {
   const { config, id, recorder } = p;
   let metrics: RouterMetrics | undefined;
+  let tenantCounters: TenantMetrics | undefined;
   const core: RouterCore<Exchange> = new RouterCore<Exchange>({
     config,
     id,
@@ -176,13 +197,18 @@ function createCore(p: Parts & { fetchSnapshot: (r: Replica) => Promise<Uint8Arr
     answer: (ex, e) => answer(ex, e),
     fetchSnapshot: p.fetchSnapshot,
     ...(p.policyInstance !== undefined ? { policy: p.policyInstance } : {}),
-    metrics: coreMetrics(
-      () => metrics!,
-      () => core.policy.name,
-      recorder,
-    ),
+    metrics: {
+      ...coreMetrics(
+        () => metrics!,
+        () => core.policy.name,
+        recorder,
+      ),
+      limited: (tenant, limit) => tenantCounters?.limited(tenant, limit),
+      shed: (band) => tenantCounters?.shed(band),
+    },
     onViewEvent: viewLogger(p.logger),
     onSweep: () => p.upstreams.retain(originsOf(core.view)),
+    ...(p.tenants !== undefined ? { tenancy: p.tenants.tenancy } : {}),
   });
   metrics = createMetrics(core.view, {
     queueLength: () => core.waiting,
@@ -191,6 +217,7 @@ function createCore(p: Parts & { fetchSnapshot: (r: Replica) => Promise<Uint8Arr
     routers: () => core.local.routers,
   });
   const answer = createAnswer(id, config.retryAfterS, metrics);
+  tenantCounters = p.tenants?.metrics(metrics.registry);
   return { core, metrics };
 }
 
@@ -233,6 +260,7 @@ function createRouterServer(
       metrics,
       proxy: createProxy(core, metrics),
       apiKeys: p.apiKeys,
+      ...(p.tenants !== undefined ? { tenancy: p.tenants.tenancy } : {}),
       ready,
       drain,
       status,
@@ -243,12 +271,6 @@ function createRouterServer(
   return { server, drain };
 }
 
-/** The host a client on this machine reaches a listener on `host` at. */
-function reachableHost(host: string): string {
-  if (host === '0.0.0.0' || host === '::') return '127.0.0.1';
-  return host.includes(':') ? `[${host}]` : host;
-}
-
 /** Close at once, once: stop the core, close idle connections, cut the rest after 1 s, leave gossip, close the pools. */
 function closer(
   core: RouterCore<Exchange>,
@@ -256,11 +278,13 @@ function closer(
   gossip: { leave(): Promise<void> },
   upstreams: Upstreams,
   fetcher: { close(): Promise<unknown> },
+  tenants: LiveTenancy | undefined,
 ): () => Promise<void> {
   let closing: Promise<void> | undefined;
   return () =>
     (closing ??= (async () => {
       core.stop();
+      tenants?.stop();
       server.closeIdleConnections();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       setTimeout(() => server.closeAllConnections(), 1_000).unref();
@@ -375,15 +399,4 @@ function listen(server: Server, port: number, host: string): Promise<void> {
       resolve();
     });
   });
-}
-
-function readKeys(path: string): Set<string> {
-  const keys = new Set(
-    readFileSync(path, 'utf8')
-      .split(/\r?\n/)
-      .map((l) => l.trim())
-      .filter((l) => l !== '' && !l.startsWith('#')),
-  );
-  if (keys.size === 0) throw Object.assign(new Error(`API key file ${path} holds no keys`), { code: 'config_invalid' });
-  return keys;
 }

@@ -132,6 +132,9 @@ export async function startFakeAgent(name: string, mode: Mode = 'ok'): Promise<F
           );
           return;
         }
+        // As the real agent hands a stream's usage to a router that counts it (HEADERS.usage).
+        if (req.headers['x-warmpath-usage'] === '1')
+          res.write(`: warmpath-usage {"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":4}}\n\n`);
         res.end('data: [DONE]\n\n');
       };
       if (agent.mode === 'late-headers') setTimeout(tick, agent.delayMs);

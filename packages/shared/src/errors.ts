@@ -28,6 +28,11 @@ export const ERRORS = {
     type: 'rate_limit_error',
     message: 'Every eligible replica is at capacity; retry after the indicated delay.',
   },
+  rate_limit_exceeded: {
+    status: 429,
+    type: 'rate_limit_error',
+    message: "The tenant's rate limit is reached; retry after the indicated delay.",
+  },
   admission_rejected: {
     status: 429,
     type: 'rate_limit_error',

@@ -40,7 +40,16 @@ export const HEADERS = {
   queued: 'x-warmpath-queued',
   /** Client → router → agent: the request's priority band (PRIORITY_BANDS), capped by the router to its tenant's bands. */
   priority: 'x-warmpath-priority',
+  /**
+   * Router → agent, `1`: the router counts usage per tenant; the usage event
+   * the agent asked the engine for on the client's behalf comes back as the
+   * SSE comment `: warmpath-usage {…}` (USAGE_COMMENT) instead of being dropped.
+   */
+  usage: 'x-warmpath-usage',
 } as const;
+
+/** The SSE comment that carries a stream's usage from agent to router (clients ignore comments). */
+export const USAGE_COMMENT = ': warmpath-usage ';
 
 /** Priority bands, highest first: under saturation a higher band is served first and a lower one shed first. */
 export const PRIORITY_BANDS = ['interactive', 'standard', 'batch'] as const;

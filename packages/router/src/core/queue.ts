@@ -13,7 +13,15 @@
  */
 import type { Clock } from './types.ts';
 
-export class WaitQueue<W> {
+/** What the core asks of its queue: this one, or tenants/fair.ts's with a tenants file. */
+export interface Waiting<W> {
+  readonly length: number;
+  add(w: W, ms: number): boolean;
+  remove(w: W): boolean;
+  wake(): void;
+}
+
+export class WaitQueue<W> implements Waiting<W> {
   readonly #max: number;
   readonly #pollMs: number;
   readonly #clock: Clock;

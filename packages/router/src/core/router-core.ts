@@ -43,9 +43,14 @@ import { attemptKind, routeOf } from '../placement/route.ts';
 import { NO_REPLICA, SATURATED, type Placement, type PlacementRequest, type Policy } from '../placement/types.ts';
 import { Outliers } from './outliers.ts';
 import { failureOf, failureText, outcomeOf } from './results.ts';
-import { WaitQueue } from './queue.ts';
+import { WaitQueue, type Waiting } from './queue.ts';
 import type { RetryDenial, RouteError, RouterCoreOptions, SendResult } from './types.ts';
 import { describeFor, type RequestHeaders } from './describe.ts';
+import { newJob, type Job, type RouteJob } from './job.ts';
+import { FairQueue } from '../tenants/fair.ts';
+import { admitJob, classOf, endJob } from '../tenants/admit.ts';
+import type { Tenancy, Who } from '../tenants/tenancy.ts';
+import type { EngineUsage } from '../tenants/usage.ts';
 
 /** Every placement, for tracing: `{ router, request, placement }`. */
 export const placementChannel = diagnostics_channel.channel('warmpath:router:placement');
@@ -57,34 +62,7 @@ export const QUEUE_POLL_MS = 50;
 /** A request on which engines crashed (a reset or a 5xx) on this many replicas is not sent to another: it is likely the cause. */
 export const CRASH_LIMIT = 2;
 
-/** A request inside the core; opaque to transports except as a handle for `cancel`. */
-export interface RouteJob<T> {
-  readonly ctx: T;
-  readonly info: RequestInfo;
-}
-
-interface Job<T> extends RouteJob<T> {
-  readonly body: Readonly<Record<string, unknown>> | undefined;
-  readonly key: bigint;
-  exclude: Set<string> | undefined;
-  attempt: number;
-  /** When queueing gives up, ms; 0 = never queued. */
-  deadline: number;
-  /** The last failed attempt's result. */
-  last: SendResult | undefined;
-  /** Prefill the last refusal found queued beyond that limit (PlacementRequest.missed). */
-  missed: number | undefined;
-  /** The client left: place no more. */
-  cancelled: boolean;
-  /** Replicas on which it crashed the engine (a reset or a 5xx). */
-  crashes: number;
-  /** Holds one of the retry budget's retries in flight. */
-  retrying: boolean;
-  /** Waiting for a retry budget slot until then, ms; 0 = not waiting. */
-  slotDeadline: number;
-  /** Counted in the active requests (until answered or ended). */
-  active: boolean;
-}
+export type { RouteJob };
 
 export class RouterCore<T> {
   readonly id: string;
@@ -94,7 +72,8 @@ export class RouterCore<T> {
   readonly policy: Policy;
   readonly outliers: Outliers;
   readonly #o: RouterCoreOptions<T>;
-  readonly #queue: WaitQueue<Job<T>>;
+  readonly #queue: Waiting<Job<T>>;
+  readonly #tenancy: Tenancy | undefined;
   readonly #resolveModel: FleetView['resolveModel'];
   readonly #stopSweep: () => void;
   /** Requests routed and not yet ended, and those of them holding a retry budget slot. */
@@ -121,11 +100,23 @@ export class RouterCore<T> {
     this.local = new LocalState({ overlayTtlMs: c.overlayTtlMs, overlayMaxChunks: c.overlayMaxChunks });
     this.outliers = new Outliers(c, this.local);
     this.policy = o.policy ?? createPolicy(c.policy, c, o.random);
-    this.#queue = new WaitQueue(c.queueMax, QUEUE_POLL_MS, o.clock, (job) => {
+    const onWake = (job: Job<T>): void => {
       if (job.slotDeadline > 0) return this.#retryWithSlot(job);
       job.exclude?.clear();
       this.#place(job);
-    });
+    };
+    this.#tenancy = o.tenancy;
+    this.#queue =
+      o.tenancy === undefined
+        ? new WaitQueue(c.queueMax, QUEUE_POLL_MS, o.clock, onWake)
+        : new FairQueue({
+            max: c.queueMax,
+            pollMs: QUEUE_POLL_MS,
+            clock: o.clock,
+            classOf,
+            onWake,
+            onShed: this.#shed,
+          });
     this.#resolveModel = (name) => this.view.resolveModel(name);
     this.view.onChange(() => this.#queue.wake());
     this.#stopSweep = this.#sweepEvery(SWEEP_MS);
@@ -166,24 +157,16 @@ export class RouterCore<T> {
     this.view.apply(state);
   }
 
-  /** Route one described request; the answer goes through `send` or `answer`. */
-  route(ctx: T, info: RequestInfo, body: Readonly<Record<string, unknown>> | undefined): RouteJob<T> {
-    const job: Job<T> = {
-      ctx,
-      info,
-      body,
-      key: affinityKey(info, this.config.keyDepthChunks),
-      exclude: undefined,
-      attempt: 0,
-      deadline: 0,
-      last: undefined,
-      missed: undefined,
-      cancelled: false,
-      crashes: 0,
-      retrying: false,
-      slotDeadline: 0,
-      active: true,
-    };
+  /** Route one described request (`who`: its tenant and band, with a tenants file); the answer goes through `send` or `answer`. */
+  route(ctx: T, info: RequestInfo, body: Readonly<Record<string, unknown>> | undefined, who?: Who): RouteJob<T> {
+    const job = newJob(ctx, info, body, affinityKey(info, this.config.keyDepthChunks), who);
+    const tenancy = this.#tenancy;
+    const refused = tenancy && admitJob(tenancy, job, this.#o.clock.now(), this.#o.metrics?.limited);
+    if (refused !== undefined) {
+      job.active = false;
+      this.#o.answer(ctx, refused);
+      return job;
+    }
     this.#active++;
     this.#place(job);
     return job;
@@ -232,6 +215,8 @@ export class RouterCore<T> {
         route,
         attempt: job.attempt,
         ...(limit !== undefined ? { queueLimit: limit } : {}),
+        ...(job.who !== undefined ? { band: job.who.band } : {}),
+        ...(job.rateHeaders !== undefined ? { headers: job.rateHeaders } : {}),
       },
       (r) => this.#ended(job, preq, replica, ticket, limit, r),
     );
@@ -284,7 +269,7 @@ export class RouterCore<T> {
     this.#judge(job, replica, r);
     if (r.kind === 'done') {
       if (r.error !== undefined) metrics?.upstreamError(r.error);
-      return this.#close(job);
+      return this.#close(job, r.usage);
     }
     metrics?.upstreamError(r.kind);
     if (r.kind === 'timeout') return this.#answer(job, { code: 'upstream_timeout', retryAfter: false });
@@ -376,13 +361,24 @@ export class RouterCore<T> {
     this.#o.answer(job.ctx, e);
   }
 
-  /** The request ended (answered, finished or cancelled): it leaves the active count, once. */
-  #close(job: Job<T>): void {
+  /** The request ended (answered, finished or cancelled): it leaves the active count and frees its tenant's claim, once. */
+  #close(job: Job<T>, usage?: EngineUsage): void {
     if (!job.active) return;
     job.active = false;
     this.#active--;
     if (job.retrying) this.#retrying--;
+    if (this.#tenancy !== undefined) endJob(this.#tenancy, job, usage, this.#o.clock.now());
   }
+
+  /** The full fair queue pushed a waiter out for a higher band's request. */
+  readonly #shed = (job: Job<T>): void => {
+    if (job.who !== undefined) this.#o.metrics?.shed?.(job.who.band);
+    this.#answer(job, {
+      code: 'fleet_saturated',
+      message: 'Shed for a request of a higher priority band.',
+      retryAfter: true,
+    });
+  };
 
   #sweepEvery(ms: number): () => void {
     let cancel = (): void => {};

@@ -8,6 +8,9 @@ import type { RouterConfig } from '../config.ts';
 import type { Replica, ViewEvent } from '../fleet/view.ts';
 import type { Route } from '../placement/route.ts';
 import type { Branch, Policy } from '../placement/types.ts';
+import type { Tenancy } from '../tenants/tenancy.ts';
+import type { EngineUsage } from '../tenants/usage.ts';
+import type { PriorityBand } from '../tenants/types.ts';
 
 /** Time and timers: the wall clock and setTimeout live, the event queue in the simulator. */
 export type { Clock } from '@warmpath/shared/runtime';
@@ -26,6 +29,10 @@ export interface Dispatch<T> {
   readonly attempt: number;
   /** The placement's queue limit (x-warmpath-queue-limit), tokens; never on the last attempt. */
   readonly queueLimit?: number;
+  /** With tenants: the request's priority band (x-warmpath-priority to the agent). */
+  readonly band?: PriorityBand;
+  /** With tenants: the x-ratelimit-* headers its answer carries. */
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -52,6 +59,8 @@ export type SendResult =
       readonly outcome: 'ok' | 'aborted' | 'error';
       readonly status?: number;
       readonly error?: 'aborted' | 'interrupted' | 'timeout';
+      /** The engine's usage, when the answer carried it (tenant accounting). */
+      readonly usage?: EngineUsage;
     };
 
 /** The transport: forward one attempt and call `report` once when it ends (never synchronously inside a core call it was not given). */
@@ -59,10 +68,14 @@ export type Send<T> = (d: Dispatch<T>, report: (r: SendResult) => void) => void;
 
 /** An error answer the core decided on; the transport renders it (HTTP: sendError with Retry-After). */
 export interface RouteError {
-  readonly code: 'no_replica' | 'fleet_saturated' | 'upstream_error' | 'upstream_timeout';
+  readonly code: 'no_replica' | 'fleet_saturated' | 'upstream_error' | 'upstream_timeout' | 'rate_limit_exceeded';
   readonly message?: string;
-  /** Send Retry-After (config.retryAfterS): the fleet may have room later. */
+  /** Send Retry-After (config.retryAfterS unless `retryAfterS`): the fleet may have room later. */
   readonly retryAfter: boolean;
+  /** Retry-After in seconds, instead of config.retryAfterS (a tenant's limit knows when it frees). */
+  readonly retryAfterS?: number;
+  /** More headers (a tenant's x-ratelimit-*). */
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 /** Upstream failure kinds counted in metrics. */
@@ -86,6 +99,10 @@ export interface CoreMetrics {
   retryDenied?(reason: RetryDenial): void;
   /** A stale refusal found this much prefill (tokens) queued beyond the attempt's queue limit: other routers' work this router's view missed. */
   missed?(tokens: number): void;
+  /** A tenant's request refused by one of its limits. */
+  limited?(tenant: string, limit: 'requests' | 'tokens' | 'concurrent'): void;
+  /** A queued request shed for a higher band's (its band). */
+  shed?(band: PriorityBand): void;
 }
 
 /** What a transport gives the router core. */
@@ -105,6 +122,8 @@ export interface RouterCoreOptions<T> {
   policy?: Policy;
   metrics?: CoreMetrics;
   onViewEvent?: (e: ViewEvent) => void;
+  /** Tenants (a tenants file): limits, bands, the fair queue, usage. Without: one default tenant, as before. */
+  tenancy?: Tenancy;
   /** After each sweep (the HTTP server closes pools of forgotten replicas). */
   onSweep?: () => void;
 }

@@ -12,10 +12,20 @@
  * streaming request silent for heartbeatMs gets SSE comments, committed
  * early if need be (downstream.ts). A failure mid-stream ends an SSE stream
  * with an error event, a plain body by closing; a client disconnect aborts
- * the upstream request.
+ * the upstream request. A tenant's request (it has a band) carries its band
+ * to the agent, its x-ratelimit-* headers to the client, and has its usage
+ * read on the way (the agent passes a stream's usage as a comment).
  * Complexity: O(1) per relayed chunk.
  */
-import { errorBody, HEADERS, isErrorCode, sendError, sseErrorEvent, type ErrorCode } from '@warmpath/shared/wire';
+import {
+  errorBody,
+  HEADERS,
+  isErrorCode,
+  sendError,
+  sseErrorEvent,
+  UsageTap,
+  type ErrorCode,
+} from '@warmpath/shared/wire';
 import { callUpstream, drained, forwardHeaders, type UpstreamResponse } from '@warmpath/shared/runtime';
 import type { Dispatch, Send, SendResult } from '../core/types.ts';
 import { formatRoute } from '../placement/route.ts';
@@ -73,9 +83,13 @@ async function forward(
   if (d.info.routingKey !== undefined) headers[HEADERS.key] = d.info.routingKey;
   if (d.queueLimit !== undefined) headers[HEADERS.queueLimit] = String(d.queueLimit);
   if (authorization !== undefined) headers.authorization = authorization;
+  if (d.band !== undefined) {
+    headers[HEADERS.priority] = d.band;
+    headers[HEADERS.usage] = '1';
+  }
   const out = new Downstream(
     d.ctx.res,
-    { [HEADERS.replica]: d.replica.id, [HEADERS.route]: formatRoute(d.route), [HEADERS.router]: id },
+    { ...d.headers, [HEADERS.replica]: d.replica.id, [HEADERS.route]: formatRoute(d.route), [HEADERS.router]: id },
     d.info.stream ? heartbeatMs : 0,
   );
   try {
@@ -110,7 +124,8 @@ async function forward(
     const ct = up.headers['content-type'];
     const sse = typeof ct === 'string' && ct.startsWith('text/event-stream');
     out.commit(status, forwardHeaders(up.headers, 'response'), sse);
-    return await relay(d.ctx, out, up, sse);
+    const tap = d.band !== undefined && status < 300 ? new UsageTap(sse ? 'text/event-stream' : 'json') : undefined;
+    return withUsage(await relay(d.ctx, out, up, sse, tap), tap);
   } finally {
     out.stop();
   }
@@ -157,6 +172,18 @@ function errorEvent(status: number, text: string): string {
   return sseErrorEvent(code, `The replica answered ${status}.`);
 }
 
+/** A finished answer's usage, as the engine counted it (prompt, cached, completion), when the tap found one. */
+function withUsage(r: SendResult, tap: UsageTap | undefined): SendResult {
+  const u = tap?.end();
+  if (r.kind !== 'done' || u === undefined || u.promptTokens === undefined) return r;
+  const usage = {
+    promptTokens: u.promptTokens,
+    cachedTokens: u.cachedTokens ?? 0,
+    completionTokens: u.completionTokens ?? 0,
+  };
+  return { ...r, usage };
+}
+
 /** An engine's error event inside a 200 stream (llama.cpp, SGLang, vLLM: `data: {"error"…`). */
 const STREAM_ERROR = Buffer.from('data: {"error"');
 
@@ -171,7 +198,13 @@ function holdsStreamError(tail: Buffer, chunk: Buffer): boolean {
  * error event is passed through as sent and counted as interrupted: the
  * client saw a failed answer even though the status was 200.
  */
-async function relay(ex: Exchange, out: Downstream, up: UpstreamResponse, sse: boolean): Promise<SendResult> {
+async function relay(
+  ex: Exchange,
+  out: Downstream,
+  up: UpstreamResponse,
+  sse: boolean,
+  tap?: UsageTap,
+): Promise<SendResult> {
   const res = ex.res;
   let failed = false;
   try {
@@ -188,6 +221,7 @@ async function relay(ex: Exchange, out: Downstream, up: UpstreamResponse, sse: b
         const keep = STREAM_ERROR.length - 1;
         tail = chunk.length >= keep ? chunk.subarray(-keep) : Buffer.concat([tail, chunk]).subarray(-keep);
       }
+      tap?.write(chunk);
       if (!out.write(chunk)) await drained(res);
       if (res.destroyed) break;
     }

@@ -26,12 +26,16 @@ import type { ReplicaView } from '../fleet/view.ts';
 import type { RouterMetrics } from '../metrics.ts';
 import type { Exchange } from './exchange.ts';
 import { noteError, noteRequest } from './observe.ts';
+import { bandFor } from '../tenants/tenancy.ts';
+import type { Tenant } from '../tenants/types.ts';
 
+/** `tenant`: whose key the request carried, with a tenants file (server.ts checked it). */
 export type ProxyHandler = (
   req: IncomingMessage,
   res: ServerResponse,
   kind: RequestKind,
   path: string,
+  tenant?: Tenant,
 ) => Promise<void>;
 
 /** The core's `answer` over HTTP: the error body, Retry-After when the fleet may have room later, and this router's id. */
@@ -43,8 +47,8 @@ export function createAnswer(
   return (ex, e) => {
     metrics.responses.inc({ code: e.code });
     noteError(ex.res, e.code);
-    const headers: Record<string, string> = { [HEADERS.router]: id };
-    if (e.retryAfter) headers['retry-after'] = String(retryAfterS);
+    const headers: Record<string, string> = { ...e.headers, [HEADERS.router]: id };
+    if (e.retryAfter) headers['retry-after'] = String(e.retryAfterS ?? retryAfterS);
     sendError(ex.res, e.code, e.message, { headers });
   };
 }
@@ -89,7 +93,7 @@ export function createProxy(core: RouterCore<Exchange>, metrics: RouterMetrics):
   };
   const settled = (): boolean => core.view.settled(core.view.now());
 
-  return async function proxy(req, res, kind, path) {
+  return async function proxy(req, res, kind, path, tenant) {
     const t0 = performance.now();
     let raw: Buffer;
     let body: Record<string, unknown>;
@@ -133,7 +137,9 @@ export function createProxy(core: RouterCore<Exchange>, metrics: RouterMetrics):
       },
       Math.max(1, core.config.totalTimeoutMs - (performance.now() - t0)),
     );
-    const job = core.route({ req, res, raw, path, signal: ac.signal, deadline: expired.signal }, info, body);
+    const asked = req.headers[HEADERS.priority];
+    const who = tenant && { tenant, band: bandFor(tenant, typeof asked === 'string' ? asked : undefined) };
+    const job = core.route({ req, res, raw, path, signal: ac.signal, deadline: expired.signal }, info, body, who);
     res.on('close', () => {
       clearTimeout(timer);
       if (res.writableFinished) return;

@@ -6,6 +6,7 @@
  * Every request is counted by the drain (drain.ts), which refuses new ones
  * once shutdown has closed the listener.
  */
+import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HEADERS, ROUTES, sendError } from '@warmpath/shared/wire';
 import { bearerToken, sendJson } from '@warmpath/shared/runtime';
@@ -14,6 +15,8 @@ import type { RouterMetrics } from '../metrics.ts';
 import { observe, type ObserveDeps } from './observe.ts';
 import type { Drain } from './drain.ts';
 import type { ProxyHandler } from './proxy.ts';
+import type { Tenancy } from '../tenants/tenancy.ts';
+import type { Tenant } from '../tenants/types.ts';
 
 export interface ServerContext {
   id: string;
@@ -21,6 +24,8 @@ export interface ServerContext {
   metrics: RouterMetrics;
   proxy: ProxyHandler;
   apiKeys: ReadonlySet<string> | undefined;
+  /** With a tenants file: every route but the probes needs a tenant's key (or an apiKeys key), and the inference routes run as that tenant. */
+  tenancy?: Tenancy;
   /** Not draining, and the view holds a ready replica's fresh state. */
   ready: () => boolean;
   /** The live status document (/warmpath/v1/status.json) and its page (/warmpath/v1/status). */
@@ -46,7 +51,10 @@ export function createHandler(ctx: ServerContext): (req: IncomingMessage, res: S
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);
     const kind = ROUTES[path];
-    if (ctx.apiKeys !== undefined && !OPEN_PATHS.has(path) && !authorized(req, ctx.apiKeys)) {
+    const guarded = (ctx.apiKeys !== undefined || ctx.tenancy !== undefined) && !OPEN_PATHS.has(path);
+    const key = guarded ? bearerToken(req.headers.authorization) : undefined;
+    const tenant: Tenant | undefined = ctx.tenancy?.byKey(key);
+    if (guarded && tenant === undefined && !(key !== undefined && ctx.apiKeys?.has(key) === true)) {
       req.resume();
       ctx.metrics.responses.inc({ code: 'unauthorized' });
       return sendError(res, 'unauthorized', undefined, { headers: { 'www-authenticate': 'Bearer' } });
@@ -54,7 +62,7 @@ export function createHandler(ctx: ServerContext): (req: IncomingMessage, res: S
     if (kind !== undefined) {
       if (req.method !== 'POST')
         return sendError(res, 'method_not_allowed', `Use POST ${path}.`, { headers: { allow: 'POST' } });
-      ctx.proxy(req, res, kind, path).catch(() => {
+      ctx.proxy(req, res, kind, path, tenant).catch(() => {
         if (!res.headersSent) sendError(res, 'internal_error');
         else res.destroy();
       });
@@ -66,6 +74,7 @@ export function createHandler(ctx: ServerContext): (req: IncomingMessage, res: S
         res,
         path === '/v1/models' ||
           path === '/warmpath/v1/fleet' ||
+          path === '/warmpath/v1/usage' ||
           path === '/healthz' ||
           path === '/readyz' ||
           path === '/metrics'
@@ -84,6 +93,12 @@ export function createHandler(ctx: ServerContext): (req: IncomingMessage, res: S
       }
       case '/warmpath/v1/fleet':
         return sendJson(res, 200, fleet(ctx.view), { [HEADERS.router]: ctx.id });
+      case '/warmpath/v1/usage':
+        if (ctx.tenancy === undefined) return sendError(res, 'not_found', 'No tenants file: no usage per tenant.');
+        return sendJson(res, 200, usage(ctx.id, ctx.tenancy, ctx.view.now(), tenant?.name), {
+          [HEADERS.router]: ctx.id,
+          'cache-control': 'no-store',
+        });
       case '/warmpath/v1/status.json':
         if (ctx.status === undefined) return sendError(res, 'not_found', `No route ${path}.`);
         return sendJson(res, 200, ctx.status.json(), { [HEADERS.router]: ctx.id, 'cache-control': 'no-store' });
@@ -110,9 +125,10 @@ export function createHandler(ctx: ServerContext): (req: IncomingMessage, res: S
 /** Routes open even with API keys: the liveness and readiness probes (readiness shows replica counts, no URLs). */
 const OPEN_PATHS: ReadonlySet<string> = new Set(['/healthz', '/readyz']);
 
-function authorized(req: IncomingMessage, keys: ReadonlySet<string>): boolean {
-  const key = bearerToken(req.headers.authorization);
-  return key !== undefined && keys.has(key);
+/** Usage per tenant and model, since start and over the last minute, as this router counted it; a tenant's key sees only its own. */
+export function usage(id: string, tenancy: Tenancy, now: number, only?: string): Record<string, unknown> {
+  const tenants = tenancy.usage.snapshot(now).filter((u) => only === undefined || u.tenant === only);
+  return { router: id, windowSeconds: 60, tenants };
 }
 
 /** The router's fleet view as JSON: what it would route on, for operators, the demo and the status page. */
@@ -151,4 +167,22 @@ export function models(view: FleetView): { object: 'list'; data: Array<Record<st
     );
   data.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   return { object: 'list', data };
+}
+
+/** The host a client on this machine reaches a listener on `host` at. */
+export function reachableHost(host: string): string {
+  if (host === '0.0.0.0' || host === '::') return '127.0.0.1';
+  return host.includes(':') ? `[${host}]` : host;
+}
+
+/** The --api-keys file: one key a line, blank lines and # comments skipped. */
+export function readApiKeys(path: string): Set<string> {
+  const keys = new Set(
+    readFileSync(path, 'utf8')
+      .split(/\r?\n/)
+      .map((l) => l.trim())
+      .filter((l) => l !== '' && !l.startsWith('#')),
+  );
+  if (keys.size === 0) throw Object.assign(new Error(`API key file ${path} holds no keys`), { code: 'config_invalid' });
+  return keys;
 }

@@ -13,7 +13,7 @@
  * the reservation went to, while that slot is still in the window.
  * Complexity: O(1) amortized per add/adjust (slots past are zeroed as the
  * window moves, at most WINDOW_SLOTS per call); O(WINDOW_SLOTS) per sum.
- * Memory: two Float64Arrays of 61 slots, about 1 KB per tenant, allocated
+ * Memory: 61 slots × 2 float64 counters, about 1 KB per tenant, allocated
  * at the tenant's first request.
  */
 import type { Counts } from './types.ts';
@@ -28,62 +28,62 @@ export const WINDOW_SLOTS = WINDOW_MS / SLOT_MS + 1;
 /** A slot's index in the ring (slots before time 0 included). */
 const at = (slot: number): number => ((slot % WINDOW_SLOTS) + WINDOW_SLOTS) % WINDOW_SLOTS;
 
-export class SlidingWindow {
-  readonly #requests = new Float64Array(WINDOW_SLOTS);
-  readonly #tokens = new Float64Array(WINDOW_SLOTS);
+/** `dims` counters per one-second slot over the window: the engine under SlidingWindow and usage accounting. */
+export class SlotRing {
+  readonly dims: number;
+  /** Slot-major: slot i's counters at [i × dims, (i + 1) × dims). */
+  readonly #v: Float64Array;
   /** The newest slot written or cleared (absolute second); every older slot in the ring is from before it. */
   #head = -Infinity;
   /** The newest slot anything was added to. */
   #last = -Infinity;
 
-  /** Adds an admission; returns its slot (absolute second) for a later `adjust`. */
-  add(now: number, requests: number, tokens: number): number {
+  constructor(dims: number) {
+    this.dims = dims;
+    this.#v = new Float64Array(WINDOW_SLOTS * dims);
+  }
+
+  /** Adds `values` (one per counter) at `now`; returns the slot (absolute second) for a later `adjust`. */
+  add(now: number, values: readonly number[]): number {
     const slot = this.#advance(now);
-    const i = at(slot);
+    const base = at(slot) * this.dims;
+    for (let d = 0; d < this.dims; d++) this.#v[base + d]! += values[d] ?? 0;
     this.#last = slot;
-    this.#requests[i]! += requests;
-    this.#tokens[i]! += tokens;
     return slot;
   }
 
-  /** Corrects the tokens of `slot` by `delta` (a reservation replaced by what was used); nothing once the slot left the window. */
-  adjust(slot: number, now: number, delta: number): void {
+  /** Corrects counter `d` of `slot` by `delta` (never below 0); nothing once the slot left the window. */
+  adjust(slot: number, now: number, d: number, delta: number): void {
     const head = this.#advance(now);
     if (slot <= head - WINDOW_SLOTS || slot > head) return;
-    const i = at(slot);
-    this.#tokens[i] = Math.max(0, this.#tokens[i]! + delta);
+    const i = at(slot) * this.dims + d;
+    this.#v[i] = Math.max(0, this.#v[i]! + delta);
   }
 
-  /** Requests and tokens in the window at `now`. */
-  sum(now: number): Counts {
+  /** Counter `d` summed over the window at `now`. */
+  sum(now: number, d: number): number {
     this.#advance(now);
-    let requests = 0;
-    let tokens = 0;
-    for (let i = 0; i < WINDOW_SLOTS; i++) {
-      requests += this.#requests[i]!;
-      tokens += this.#tokens[i]!;
-    }
-    return { requests, tokens };
+    let sum = 0;
+    for (let i = d; i < this.#v.length; i += this.dims) sum += this.#v[i]!;
+    return sum;
   }
 
-  /** Is the window empty at `now` (nothing admitted in it)? */
+  /** Is the window empty at `now` (nothing added in it)? */
   empty(now: number): boolean {
     return Math.floor(now / SLOT_MS) - this.#last >= WINDOW_SLOTS;
   }
 
   /**
-   * How long from `now` until the window's requests (`which` = 'requests') or
-   * tokens fall to `target` or below, ms: the slots leave oldest first, each
-   * at the end of its 61st second. 0 when already there.
+   * How long from `now` until counter `d` falls to `target` or below, ms: the
+   * slots leave oldest first, each at the end of its 61st second; 0 when
+   * already there.
    */
-  waitUntil(now: number, which: keyof Counts, target: number): number {
+  waitUntil(now: number, d: number, target: number): number {
     const head = this.#advance(now);
-    const series = which === 'requests' ? this.#requests : this.#tokens;
-    let sum = 0;
-    for (let i = 0; i < WINDOW_SLOTS; i++) sum += series[i]!;
+    let sum = this.sum(now, d);
     if (sum <= target) return 0;
     for (let slot = head - WINDOW_SLOTS + 1; slot <= head; slot++) {
-      sum -= series[at(slot)]!;
+      sum -= this.#v[at(slot) * this.dims + d]!;
       if (sum <= target) return Math.max(0, (slot + WINDOW_SLOTS) * SLOT_MS - now);
     }
     return (head + WINDOW_SLOTS) * SLOT_MS - now;
@@ -94,12 +94,41 @@ export class SlidingWindow {
     const slot = Math.floor(now / SLOT_MS);
     if (slot <= this.#head) return this.#head;
     const from = this.#head === -Infinity ? slot - WINDOW_SLOTS : Math.max(this.#head, slot - WINDOW_SLOTS);
-    for (let s = from + 1; s <= slot; s++) {
-      const i = at(s);
-      this.#requests[i] = 0;
-      this.#tokens[i] = 0;
-    }
+    for (let s = from + 1; s <= slot; s++) this.#v.fill(0, at(s) * this.dims, (at(s) + 1) * this.dims);
     this.#head = slot;
     return slot;
+  }
+}
+
+const REQUESTS = 0;
+const TOKENS = 1;
+
+/** Requests and tokens admitted over the window. */
+export class SlidingWindow {
+  readonly #ring = new SlotRing(2);
+
+  /** Adds an admission; returns its slot (absolute second) for a later `adjust`. */
+  add(now: number, requests: number, tokens: number): number {
+    return this.#ring.add(now, [requests, tokens]);
+  }
+
+  /** Corrects the tokens of `slot` by `delta` (a reservation replaced by what was used); nothing once the slot left the window. */
+  adjust(slot: number, now: number, delta: number): void {
+    this.#ring.adjust(slot, now, TOKENS, delta);
+  }
+
+  /** Requests and tokens in the window at `now`. */
+  sum(now: number): Counts {
+    return { requests: this.#ring.sum(now, REQUESTS), tokens: this.#ring.sum(now, TOKENS) };
+  }
+
+  /** Is the window empty at `now` (nothing admitted in it)? */
+  empty(now: number): boolean {
+    return this.#ring.empty(now);
+  }
+
+  /** How long from `now` until the window's requests or tokens fall to `target` or below, ms (SlotRing.waitUntil). */
+  waitUntil(now: number, which: keyof Counts, target: number): number {
+    return this.#ring.waitUntil(now, which === 'requests' ? REQUESTS : TOKENS, target);
   }
 }

@@ -1,0 +1,89 @@
+/**
+ * The tenants' Prometheus series, on the router's registry. A `tenant` label
+ * only ever carries a name from the tenants file, and only for tenants that
+ * sent a request since start (usage) or were refused (limits), so a file of
+ * thousands of tenants costs series only for those in use. No model label:
+ * per-model usage is in GET /warmpath/v1/usage.
+ */
+import { Counter, Gauge, type Registry } from 'prom-client';
+import type { LimitKind } from './limits.ts';
+import type { Tenancy } from './tenancy.ts';
+import type { PriorityBand } from './types.ts';
+
+export interface TenantMetrics {
+  limited(tenant: string, limit: LimitKind): void;
+  shed(band: PriorityBand): void;
+  /** A tenants file read: in force (`ok`) or kept out (`invalid`). */
+  reloaded(result: 'ok' | 'invalid'): void;
+}
+
+export function tenantMetrics(registry: Registry, tenancy: Tenancy): TenantMetrics {
+  const limited = new Counter({
+    name: 'warmpath_router_tenant_limited_total',
+    help: "Requests refused by a tenant's limit (rate_limit_exceeded), by tenant and limit (requests, tokens, concurrent)",
+    labelNames: ['tenant', 'limit'] as const,
+    registers: [registry],
+  });
+  const shed = new Counter({
+    name: 'warmpath_router_queue_shed_total',
+    help: 'Queued requests shed for a higher priority band while the queue was full, by the shed request band',
+    labelNames: ['band'] as const,
+    registers: [registry],
+  });
+  const reloads = new Counter({
+    name: 'warmpath_router_tenants_reloads_total',
+    help: 'Tenants file reads after start, by result (ok = in force, invalid = the last good file kept)',
+    labelNames: ['result'] as const,
+    registers: [registry],
+  });
+  new Gauge({
+    name: 'warmpath_router_tenants',
+    help: 'Tenants in the tenants file in force',
+    registers: [registry],
+    collect() {
+      this.set(tenancy.tenants.size);
+    },
+  });
+  new Counter({
+    name: 'warmpath_router_tenant_requests_total',
+    help: 'Requests of each tenant that ended (any outcome), since start',
+    labelNames: ['tenant'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const { tenant, total } of tenancy.usage.totals()) this.inc({ tenant }, total.requests);
+    },
+  });
+  new Counter({
+    name: 'warmpath_router_tenant_tokens_total',
+    help: "Tokens of each tenant's requests as the engines reported them, by kind (prompt, cached = of prompt, completion)",
+    labelNames: ['tenant', 'kind'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const { tenant, total } of tenancy.usage.totals()) {
+        this.inc({ tenant, kind: 'prompt' }, total.promptTokens);
+        this.inc({ tenant, kind: 'cached' }, total.cachedTokens);
+        this.inc({ tenant, kind: 'completion' }, total.completionTokens);
+      }
+    },
+  });
+  new Gauge({
+    name: 'warmpath_router_tenant_in_flight',
+    help: 'Requests of each tenant in flight through this router (queued included), tenants with any',
+    labelNames: ['tenant'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const name of tenancy.tenants.keys()) {
+        const n = tenancy.limiter.inFlight(name);
+        if (n > 0) this.set({ tenant: name }, n);
+      }
+    },
+  });
+  return {
+    limited: (tenant, limit) => limited.inc({ tenant, limit }),
+    shed: (band) => shed.inc({ band }),
+    reloaded: (result) => reloads.inc({ result }),
+  };
+}
