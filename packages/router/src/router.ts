@@ -37,7 +37,7 @@ import type { LocalState } from './core/local.ts';
 import { formatRoute, type Route } from './placement/route.ts';
 import type { Policy } from './placement/types.ts';
 import { StatusRecorder } from './status/recorder.ts';
-import { SHARE_CHANNEL } from './tenants/share-link.ts';
+import { GossipShare, SHARE_CHANNEL } from './tenants/share-link.ts';
 import { statusJson, statusPage } from './status/status.ts';
 import { startTenancy, type LiveTenancy } from './tenants/live.ts';
 import type { TenantMetrics } from './tenants/metrics.ts';
@@ -120,8 +120,9 @@ export async function startRouter(options: RouterOptions = {}): Promise<Router> 
     bodyTimeoutMs: config.bodyTimeoutMs,
   });
   const recorder = new StatusRecorder(config.keyDepthChunks);
-  const tenants =
-    config.tenants !== '' ? startTenancy(config.tenants, logger, fleetShare, config.tenantsPollMs) : undefined;
+  const share = fleetShare ?? GossipShare.wanted(config.tenants, gossipOpt !== false, () => tenants?.tenancy, logger);
+  const tenants: LiveTenancy | undefined =
+    config.tenants !== '' ? startTenancy(config.tenants, logger, share, config.tenantsPollMs) : undefined;
   const parts = { config, id, logger, upstreams, recorder, agentAuth, policyInstance, tenants };
   const { core, metrics } = createCore({ ...parts, fetchSnapshot: fetchSnapshot ?? fetcher.fetch });
   let gossip: Awaited<ReturnType<typeof joinGossip>> | undefined;
@@ -134,6 +135,7 @@ export async function startRouter(options: RouterOptions = {}): Promise<Router> 
       (bytes, origin) => core.receiveBytes(bytes, origin),
       logger,
     );
+    if (share instanceof GossipShare) gossip = share.attach(gossip);
     await listen(server, config.port, config.host);
   } catch (err) {
     core.stop();
@@ -366,13 +368,8 @@ async function joinGossip(
 ): Promise<{ node: GossipNode | undefined; leave(): Promise<void> }> {
   if (opt === false) return { node: undefined, leave: async () => {} };
   const own = opt === undefined;
-  const node =
-    opt ??
-    (await createGossipNode({
-      ...(await gossipOptionsOf(config, (w) => logger.warn({ code: w.code }, w.message))),
-      // Routers share tenants' usage on their own channel (tenants/share-link.ts); agents never join it.
-      channels: [SHARE_CHANNEL],
-    }));
+  const warn = (w: { code: string; message: string }): void => logger.warn({ code: w.code }, w.message);
+  const node = opt ?? (await createGossipNode(await gossipOptionsOf(config, warn, [SHARE_CHANNEL])));
   node.setValidator((bytes, origin) => view.judge(bytes, origin));
   const unsubscribe = node.onMessage((bytes, _from, origin) => onMessage(bytes, origin));
   const leave = async (): Promise<void> => {

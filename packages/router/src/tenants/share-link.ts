@@ -12,8 +12,11 @@
  * forget this router at once rather than after FORGET_MS.
  * Complexity: one message per router per period, relayed by the mesh.
  */
-import type { GossipChannel } from '@warmpath/shared/gossip';
-import { SHARE_PUBLISH_MS, wellFormedShare, type UsageShare } from './share.ts';
+import type { GossipChannel, GossipNode } from '@warmpath/shared/gossip';
+import type { Logger } from '@warmpath/shared/runtime';
+import { SHARE_PUBLISH_MS, UsageShare, wellFormedShare } from './share.ts';
+import type { Tenancy } from './tenancy.ts';
+import type { Counts, FleetShare } from './types.ts';
 
 /** The gossip channel the routers share usage on: `warmpath/<fleet>/routers/1`. */
 export const SHARE_CHANNEL = 'routers';
@@ -52,4 +55,85 @@ export function linkShare(
       channel.setValidator(undefined);
     },
   };
+}
+
+/**
+ * A live router's FleetShare: the tenants exist before the gossip node whose
+ * peer id names this router's messages, so it answers as a lone router until
+ * `attach` links a UsageShare to the node's channel.
+ */
+/** A router's membership of the gossip mesh, as router.ts holds it. */
+interface Joined {
+  readonly node: GossipNode | undefined;
+  leave(): Promise<void>;
+}
+
+export class GossipShare implements FleetShare {
+  readonly #tenancy: () => Tenancy | undefined;
+  readonly #logger: Logger;
+  #share: UsageShare | undefined;
+  #link: ShareLink | undefined;
+
+  /** A share for a router with a tenants file (`tenants` ≠ '') and gossip; none otherwise: it publishes nothing. */
+  static wanted(
+    tenants: string,
+    gossip: boolean,
+    tenancy: () => Tenancy | undefined,
+    logger: Logger,
+  ): GossipShare | undefined {
+    return tenants !== '' && gossip ? new GossipShare(tenancy, logger) : undefined;
+  }
+
+  constructor(tenancy: () => Tenancy | undefined, logger: Logger) {
+    this.#tenancy = tenancy;
+    this.#logger = logger;
+  }
+
+  others(tenant: string, now: number): Counts {
+    return this.#share?.others(tenant, now) ?? { requests: 0, tokens: 0 };
+  }
+
+  limitFactor(now: number): number {
+    return this.#share?.limitFactor(now) ?? 1;
+  }
+
+  /** The share, once attached (stats, tests). */
+  get share(): UsageShare | undefined {
+    return this.#share;
+  }
+
+  /**
+   * Shares the tenancy's usage of its limited tenants on the joined node's
+   * `routers` channel (a node without one is logged); returns the membership
+   * whose leave says bye first.
+   */
+  attach<J extends Joined>(joined: J): J {
+    const tenancy = this.#tenancy();
+    const node = joined.node;
+    if (tenancy === undefined || node === undefined || this.#link !== undefined) return joined;
+    let channel: GossipChannel;
+    try {
+      channel = node.channel(SHARE_CHANNEL);
+    } catch {
+      this.#logger.warn('tenants: the gossip node has no routers channel; limits hold per router, not fleet-wide');
+      return joined;
+    }
+    const share = new UsageShare({
+      id: node.peerId,
+      local: (now) => tenancy.limiter.localUsage(now),
+      limited: (name) => {
+        const l = tenancy.tenants.get(name)?.limits;
+        return l !== undefined && (l.requestsPerMinute !== undefined || l.tokensPerMinute !== undefined);
+      },
+    });
+    this.#share = share;
+    const link = (this.#link = linkShare(channel, share));
+    return {
+      ...joined,
+      leave: async () => {
+        await link.stop();
+        await joined.leave();
+      },
+    };
+  }
 }

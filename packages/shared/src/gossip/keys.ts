@@ -115,12 +115,14 @@ export interface GossipSettings {
   readonly identityFile: string;
 }
 
-/** createGossipNode's options from an agent's or a router's settings: the swarm key and identity files read here. */
+/** createGossipNode's options from an agent's or a router's settings: the swarm key and identity files read here; `channels` as GossipOptions'. */
 export async function gossipOptionsOf(
   s: GossipSettings,
   onWarning: (w: GossipWarning) => void,
+  channels?: readonly string[],
 ): Promise<GossipOptions> {
   return {
+    ...(channels !== undefined ? { channels } : {}),
     fleet: s.fleet,
     listen: [...s.gossipListen],
     bootstrap: [...s.bootstrap],
