@@ -9,14 +9,12 @@
  * highest window of any seed. Pure but for the runs; bench/limits.ts writes
  * the JSON, bench/scoreboard.ts the doc.
  */
-import type { Tenant } from '@warmpath/router';
-import { limitsTenants } from './des/limit-tenants.ts';
 import { runLimits } from './des/limits.ts';
 import type { GossipModel } from './des/gossip.ts';
 import { assignRouters, L4_MODES, type L4Mode } from './l4.ts';
 import { DEFAULT_MODEL } from './scenarios.ts';
 import { admissionsOf, limitHeld } from './tenant-figures.ts';
-import { floodTokensPerMinute, tenantsPlan } from './tenants-plan.ts';
+import { floodTokensPerMinute, tenantsFile, tenantsPlan } from './tenants-plan.ts';
 
 export interface LimitsRun {
   l4: L4Mode;
@@ -58,7 +56,7 @@ export function limitsMatrix(m: LimitsMatrix): Omit<LimitsJson, 'meta'> {
   const runs: LimitsRun[] = [];
   const one = (l4: L4Mode, routers: number, seed: number, partitioned: boolean, deployment: Deployment): void => {
     const shared = deployment === 'shared';
-    const tenants: Tenant[] = limitsTenants(m.rate, shared ? 1 : routers);
+    const file = JSON.stringify(tenantsFile({ rate: m.rate, perInstance: shared ? 1 : routers }));
     const plan = assignRouters(
       tenantsPlan({ seed, rate: m.rate, duration: m.duration, model: DEFAULT_MODEL }, ['flood']),
       routers,
@@ -68,10 +66,10 @@ export function limitsMatrix(m: LimitsMatrix): Omit<LimitsJson, 'meta'> {
     const results = runLimits({
       plan,
       routers,
-      tenants,
+      file,
+      shared,
       gossip: m.gossip,
       seed,
-      share: shared,
       ...(partitioned ? { partition: { router: 0, fromMs: 60_000 } } : {}),
     });
     runs.push({

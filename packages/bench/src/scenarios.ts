@@ -322,7 +322,7 @@ const tenantsScenario: Scenario = {
   name: 'tenants',
   summary:
     'two steady interactive chat tenants, one flooding at 5x its share (standard band, token limit), one batch tenant',
-  fleet: { replicas: 8, profile: 'h100-llama3-8b' },
+  fleet: { replicas: 4, profile: 'h100-llama3-8b' },
   defaults: { rate: 4, duration: 180 },
   build: (p) => tenantsPlan(p),
 };

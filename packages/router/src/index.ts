@@ -47,3 +47,5 @@ export { ROUTE_LABELS } from './http/observe.ts';
 export { TenantLimiter } from './tenants/limits.ts';
 export type { Tenant, FleetShare } from './tenants/types.ts';
 export { UsageShare, SHARE_PUBLISH_MS, LIVE_MS, type ShareStats } from './tenants/share.ts';
+export { Tenancy, type Who } from './tenants/tenancy.ts';
+export { parseTenants, type TenantSet } from './tenants/file.ts';

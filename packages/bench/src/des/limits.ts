@@ -9,36 +9,29 @@
  * engine behind it — how close routers that talk only through gossip hold a
  * limit does not depend on where the admitted work runs.
  *
- * Steps: build the routers (limiter, share, a publish timer at a random
- * phase, every SHARE_PUBLISH_MS) → each arrival: its tenant by API key, the
+ * Steps: build the routers' tenancies and shares (tenants.ts, publishing
+ * at random phases every SHARE_PUBLISH_MS) → each arrival: its tenant by API key, the
  * limiter's verdict at that router, then the settle event → results in the
  * load generator's shape (a refusal is status 429 rate_limit_exceeded, an
  * admission status 200 with its tokens), which tenant-figures.ts reads as it
  * reads a full run's.
  * Complexity: O(requests × log events + routers² × publishes).
  */
-import { SHARE_PUBLISH_MS, TenantLimiter, UsageShare, type Tenant } from '@warmpath/router';
-import { mulberry32 } from '@warmpath/shared/runtime';
 import type { PlannedRequest, RequestResult } from '../loadgen.ts';
 import { LIMIT_REFUSED } from '../tenant-figures.ts';
-import { DEFAULT_GOSSIP, delaySampler, type GossipModel } from './gossip.ts';
+import { DEFAULT_GOSSIP, type GossipModel } from './gossip.ts';
 import { EventQueue } from './queue.ts';
+import { desTenants, type DesTenantsOptions } from './tenants.ts';
+import { mulberry32 } from '@warmpath/shared/runtime';
 
-export interface LimitRunOptions {
+export interface LimitRunOptions extends DesTenantsOptions {
   /** Requests with `target` set (l4.ts). */
   plan: readonly PlannedRequest[];
   routers: number;
-  tenants: readonly Tenant[];
   gossip?: GossipModel;
   seed?: number;
-  /** Each router's publish period, ms; default SHARE_PUBLISH_MS. */
-  publishMs?: number;
   /** How long an admitted request holds its reservation before it is settled, ms; default 50 ms per output token. */
   serviceMs?: (p: PlannedRequest) => number;
-  /** Share the usage (the product); false: each router alone with its own limits (a peer without a shared store). */
-  share?: boolean;
-  /** From `fromMs` (after the first arrival), `router` neither hears nor is heard: a partition. */
-  partition?: { router: number; fromMs: number };
 }
 
 /** Routers publish from this long before the first arrival, so each has heard the others (as the DES fleet waits), ms. */
@@ -48,62 +41,37 @@ const CHARS_PER_TOKEN = 4;
 export function runLimits(o: LimitRunOptions): RequestResult[] {
   const q = new EventQueue();
   const random = mulberry32((0x11a1 + (o.seed ?? 1)) >>> 0);
-  const delay = delaySampler((o.gossip ?? DEFAULT_GOSSIP).delay, random);
-  const loss = (o.gossip ?? DEFAULT_GOSSIP).loss;
-  const byKey = new Map(o.tenants.flatMap((t) => t.keys.map((k) => [k, t] as const)));
-  const limited = new Set(
-    o.tenants.filter((t) => t.limits.tokensPerMinute !== undefined || t.limits.requestsPerMinute !== undefined),
+  const routers = Math.max(1, o.routers);
+  const partition = o.partition && { router: o.partition.router, fromMs: WARMUP_MS + o.partition.fromMs };
+  const tenants = desTenants(
+    { ...o, ...(partition ? { partition } : {}) },
+    routers,
+    q,
+    random,
+    o.gossip ?? DEFAULT_GOSSIP,
   );
-  const names = new Set([...limited].map((t) => t.name));
-  const routers = Array.from({ length: Math.max(1, o.routers) }, (_, i) => {
-    let limiter: TenantLimiter | undefined;
-    const share = new UsageShare({
-      id: `router-${i}`,
-      local: (now) => limiter!.localUsage(now),
-      limited: (t) => names.has(t),
-      epoch: 1,
-    });
-    limiter = new TenantLimiter(o.share === false ? undefined : share);
-    return { share, limiter };
-  });
   // Publishing stops once the last arrival is past: the run ends when its events do.
-  const end = WARMUP_MS + o.plan.reduce((m, p) => Math.max(m, p.at), 0);
-  const cut = o.partition;
-  const cutOff = (i: number, j: number): boolean =>
-    cut !== undefined && (i === cut.router || j === cut.router) && q.now >= WARMUP_MS + cut.fromMs;
-  if (o.share !== false && routers.length > 1) {
-    const every = o.publishMs ?? SHARE_PUBLISH_MS;
-    for (const [i, from] of routers.entries()) {
-      const publish = (): void => {
-        const bytes = from.share.encode(q.now);
-        for (const [j, to] of routers.entries()) {
-          if (j === i || cutOff(i, j) || (loss > 0 && random() < loss)) continue;
-          q.after(delay(), () => void to.share.ingest(bytes, from.share.id, q.now));
-        }
-        if (q.now < end) q.after(every, publish);
-      };
-      q.at(random() * every, publish);
-    }
-  }
+  tenants.start(WARMUP_MS + o.plan.reduce((m, p) => Math.max(m, p.at), 0));
   const results: RequestResult[] = [];
   const service = o.serviceMs ?? ((p: PlannedRequest) => 50 * outputOf(p));
   for (const p of o.plan) {
     q.at(WARMUP_MS + p.at, () => {
-      const tenant = byKey.get((p.headers?.authorization ?? '').replace(/^Bearer /, ''));
-      const tokens = promptTokensOf(p) + outputOf(p);
       const r = result(p);
       results.push(r);
-      if (tenant === undefined) return;
-      const rt = routers[(p.target ?? 0) % routers.length]!;
-      const verdict = rt.limiter.admit(tenant, tokens, q.now);
+      const router = (p.target ?? 0) % routers;
+      const who = tenants.who(router, p);
+      if (who === undefined) return;
+      const limiter = tenants.tenancies[router]!.limiter;
+      const tokens = promptTokensOf(p) + outputOf(p);
+      const verdict = limiter.admit(who.tenant, tokens, q.now);
       if (!verdict.ok) {
         Object.assign(r, { status: 429, error: LIMIT_REFUSED });
         return;
       }
       Object.assign(r, { ok: true, status: 200, promptTokens: promptTokensOf(p), outputTokens: outputOf(p) });
       q.after(service(p), () => {
-        rt.limiter.settle(verdict.ticket, tokens, q.now);
-        rt.limiter.release(verdict.ticket);
+        limiter.settle(verdict.ticket, tokens, q.now);
+        limiter.release(verdict.ticket);
       });
     });
   }

@@ -185,7 +185,8 @@ export class DesReplica {
       if (x === undefined) continue;
       this.#live.delete(s.id);
       this.core.finish(x.rec.prep.info, x.admitted, { cachedTokens: s.cachedTokens, promptTokens: s.promptTokens });
-      x.report?.({ kind: 'done', outcome: 'ok' });
+      const usage = { promptTokens: s.promptTokens, cachedTokens: s.cachedTokens, completionTokens: s.generated };
+      x.report?.({ kind: 'done', outcome: 'ok', usage });
       this.#hooks.finished(x.rec, {
         promptTokens: s.promptTokens,
         cachedTokens: s.cachedTokens,

@@ -42,6 +42,7 @@ import { EventQueue } from './queue.ts';
 import { DesReplica, type ReplicaHooks } from './replica.ts';
 import type { PreparedInbox } from './prepared-feed.ts';
 import { describeSettingsKey, newRec, prepare, type Prepared, type Rec } from './request.ts';
+import { desTenants, type DesTenants, type DesTenantsOptions } from './tenants.ts';
 
 export interface DesOptions {
   scenario: Scenario;
@@ -65,6 +66,8 @@ export interface DesOptions {
   seed?: number;
   /** Descriptions made on the main thread (prepared-feed.ts); without, each request is described here on arrival. */
   prepared?: PreparedInbox;
+  /** A tenants file in every router, its limits shared over gossip or not (tenants.ts); default none. */
+  tenants?: DesTenantsOptions;
 }
 
 /** Arrivals start once every router has heard every replica (as live runs wait for convergence), ms. */
@@ -107,6 +110,7 @@ export async function runDes(o: DesOptions): Promise<PolicyResult> {
       ? o.prepared
       : undefined;
   recs = scheduleArrivals(o, q, hop, fleet, prepared, inbox);
+  fleet.tenants?.start(endAt);
   // Per-replica load over time, once a simulated second.
   const perReplicaLoad: Array<{ t: number; running: number[] }> = [];
   const sample = () => {
@@ -194,6 +198,7 @@ interface Fleet {
   routers: Array<RouterCore<Rec>>;
   /** Snapshot pulls in flight (promises the run must let settle). */
   pulls(): number;
+  tenants: DesTenants | undefined;
 }
 
 type Outcomes = { finish(rec: Rec): void; fail(rec: Rec, code: string, status: number): void };
@@ -238,6 +243,7 @@ function buildFleet(
   // The peers' emulations are policies of the benchmark's, not the product's: registered before the config names one.
   registerPeers();
   const config = routerConfig({ ...o.routerOverrides, policy: deployment.routerPolicy, fleet: 'des' });
+  const tenants = o.tenants && desTenants(o.tenants, o.routers, q, random, gossip);
   const oracle =
     o.policy === 'oracle' ? createOraclePolicy(new Map(replicas.map((r) => [r.id, r.model])), prepared) : undefined;
   for (let i = 0; i < o.routers; i++) {
@@ -255,13 +261,14 @@ function buildFleet(
         },
         random,
         ...(oracle !== undefined ? { policy: oracle } : {}),
+        ...(tenants !== undefined ? { tenancy: tenants.tenancies[i]! } : {}),
       }),
     );
   }
   // Scrape and publish phases: two draws per replica whatever the feed (the stream stays the same).
   for (const r of replicas)
     feed.start(r, random() * r.core.config.scrapeIntervalMs, random() * r.core.config.publishIntervalMs);
-  return { replicas, routers, pulls: () => pulls };
+  return { replicas, routers, pulls: () => pulls, tenants };
 }
 
 /** A request's result as its replica streams it: first token, inter-token gaps, the end. */
@@ -364,7 +371,7 @@ function scheduleArrivals(
     q.at(arrivedAt + hop, () => {
       const rec = (recs[i] = newRec(i, p, inbox?.take(i) ?? prepare(p, adapters, settings), router, arrivedAt));
       prepared.set(rec.prep.info, rec.prep);
-      fleet.routers[router]!.route(rec, rec.prep.info, p.body);
+      fleet.routers[router]!.route(rec, rec.prep.info, p.body, fleet.tenants?.who(router, p));
     });
   });
   return recs;
