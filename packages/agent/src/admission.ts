@@ -24,6 +24,8 @@
  *     longer: other routers chose this replica too since its last report.
  *     The router tries another replica; it sends no limit on a request's
  *     last attempt, so nothing is lost to this rule.
+ *  Bands: with a priority band (x-warmpath-priority), each threshold above
+ *  is scaled by the band's share (BAND_SHARES): lower bands are refused first.
  *  An idle engine (nothing running or waiting, nothing admitted since) admits
  *  anything that fits, so projections can never starve a replica.
  * Complexity: O(1).
@@ -64,14 +66,26 @@ export interface AdmissionInput {
   pendingPrefill?: number;
   /** The router's queue limit for this request (x-warmpath-queue-limit), tokens; undefined = none. */
   queueLimit?: number;
+  /** The request's priority band rank (x-warmpath-priority: 0 interactive, 1 standard, 2 batch); undefined = none sent. */
+  band?: number;
 }
 
+/**
+ * The share of each threshold (maxInflight, maxWaiting, kvHighWatermark) a
+ * band may fill, by band rank: a lower band is refused while a higher one
+ * still has room, so under load batch is refused before standard before
+ * interactive. A request without a band (no tenants file) has the whole.
+ */
+export const BAND_SHARES = [1, 0.9, 0.75] as const;
+
 export function admit(x: AdmissionInput, limits: AdmissionLimits): RejectReason | undefined {
-  if (limits.maxInflight > 0 && x.inflight >= limits.maxInflight) return 'inflight';
+  const share = x.band === undefined ? 1 : (BAND_SHARES[x.band] ?? 1);
+  if (limits.maxInflight > 0 && x.inflight >= Math.max(1, Math.floor(limits.maxInflight * share))) return 'inflight';
   const idle = x.running === 0 && x.waiting === 0 && x.sinceCount === 0;
   // Admissions join the queue only when the engine already queues; otherwise
   // they start running and the kv rule prices them.
-  if (limits.maxWaiting > 0 && x.waiting > 0 && x.waiting + x.sinceCount >= limits.maxWaiting) return 'queue';
+  if (limits.maxWaiting > 0 && x.waiting > 0 && x.waiting + x.sinceCount >= Math.max(1, limits.maxWaiting * share))
+    return 'queue';
   if (x.queueLimit !== undefined && (x.pendingPrefill ?? 0) > x.queueLimit) return 'stale';
   if (x.kvCapacityTokens > 0) {
     if ((x.size ?? x.need) > x.kvCapacityTokens) return 'too_large';
@@ -79,7 +93,7 @@ export function admit(x: AdmissionInput, limits: AdmissionLimits): RejectReason 
       // The scrape shows what running requests hold now, not what they will
       // grow to; their reservations (totalNeed) bound that, so the larger wins.
       const projected = Math.max(x.kvUsedTokens + x.sinceNeed + x.waiting * x.meanNeed, x.totalNeed ?? 0) + x.need;
-      if (projected > limits.kvHighWatermark * x.kvCapacityTokens) return 'kv';
+      if (projected > limits.kvHighWatermark * share * x.kvCapacityTokens) return 'kv';
     }
   }
   return undefined;

@@ -283,6 +283,11 @@ export const AGENT_SCHEMA = {
     default: true,
     doc: "ask vLLM/SGLang streams for usage and strip it from the client's stream, so the cache model learns each request",
   },
+  enginePriority: {
+    type: 'boolean',
+    default: false,
+    doc: "send a routed request's priority band as the engine's `priority` (vLLM --scheduling-policy priority, SGLang --enable-priority-scheduling)",
+  },
   ...LOG_SETTINGS,
   // Security (docs/SECURITY.md).
   agentToken: {

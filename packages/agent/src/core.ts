@@ -142,12 +142,12 @@ export class AgentCore {
    * Admission for one described request: a refusal (counted; a `stale` one
    * with the prefill queued now, which the router's view takes:
    * x-warmpath-queued), or the admitted record (in flight; routers hear of a
-   * load jump).
+   * load jump). `band`: the priority band's rank, when the router sent one.
    */
-  admit(info: RequestInfo, queueLimit?: number): { reason: Refusal; queued?: number } | Admitted {
+  admit(info: RequestInfo, queueLimit?: number, band?: number): { reason: Refusal; queued?: number } | Admitted {
     const gated = this.gate();
     if (gated !== undefined) return { reason: gated };
-    const a = this.ledger.admit(info, queueLimit);
+    const a = this.ledger.admit(info, queueLimit, band);
     if ('reason' in a) {
       this.metrics.rejected.inc({ reason: a.reason });
       return a.reason === 'stale' ? { ...a, queued: this.ledger.pendingPrefillTokens } : a;

@@ -170,9 +170,10 @@ export class AgentLedger {
   /**
    * Admission decision for a described request whose first `predicted` chunks
    * the cache model expects cached, under the router's queue limit if it sent
-   * one (x-warmpath-queue-limit); undefined = admit.
+   * one (x-warmpath-queue-limit) and in its priority band's share (rank,
+   * admission.ts BAND_SHARES); undefined = admit.
    */
-  check(info: RequestInfo, predicted = 0, queueLimit?: number): RejectReason | undefined {
+  check(info: RequestInfo, predicted = 0, queueLimit?: number, band?: number): RejectReason | undefined {
     if (!this.config.admission) return undefined;
     const need = this.needOf(info, this.cachedTokensOf(info, predicted));
     const snap = this.snapshot;
@@ -202,6 +203,7 @@ export class AgentLedger {
         size: this.needOf(info, 0),
         pendingPrefill: this.pendingPrefillTokens,
         ...(queueLimit !== undefined ? { queueLimit } : {}),
+        ...(band !== undefined ? { band } : {}),
       },
       this.config,
     );
@@ -268,10 +270,10 @@ export class AgentLedger {
    * Admission control and bookkeeping for one described request: a reject
    * reason, or the admitted record (in flight, chain recorded in the cache model).
    */
-  admit(info: RequestInfo, queueLimit?: number): { reason: RejectReason } | Admitted {
+  admit(info: RequestInfo, queueLimit?: number, band?: number): { reason: RejectReason } | Admitted {
     const cache = this.cache;
     const predicted = cache.predict(info.hashes);
-    const reason = this.check(info, predicted, queueLimit);
+    const reason = this.check(info, predicted, queueLimit, band);
     if (reason !== undefined) return { reason };
     const stamps = new Float64Array(predicted);
     for (let i = 0; i < predicted; i++) stamps[i] = cache.stampAt(info.hashes, i);

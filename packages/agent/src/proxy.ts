@@ -10,6 +10,9 @@
  * tapping SSE/JSON for usage → the core takes the engine's cached_tokens. A
  * stream whose client did not ask for usage is asked for it on the client's
  * behalf, and the extra event is stripped on the way back (stream-usage.ts).
+ * A routed request's priority band (x-warmpath-priority) scales admission's
+ * thresholds and, with enginePriority, becomes the engine's `priority`
+ * (priority.ts).
  * A client that disconnects aborts the upstream request. A failure after the
  * first byte ends an SSE stream with an error event (no retry: bytes reached
  * the client).
@@ -45,6 +48,7 @@ import type { AgentCore, Refusal } from './core.ts';
 import type { Admitted } from './ledger.ts';
 import { askForUsage, UsageStrip, type UsageAsk } from './stream-usage.ts';
 import { UsageTap } from './usage.ts';
+import { bandOf, withPriority } from './priority.ts';
 
 const CONNECT_ERRORS = new Set([
   'ECONNREFUSED',
@@ -124,11 +128,16 @@ async function handle(deps: ProxyDeps, req: IncomingMessage, res: ServerResponse
   let body: Buffer;
   let info: RequestInfo;
   let asked: UsageAsk | undefined;
+  const band = bandOf(req.headers[HEADERS.priority]);
   try {
     body = await readBody(req, core.config.maxBodyBytes);
     const keyHeader = req.headers[HEADERS.key];
-    const parsed = parseJsonBody(body);
-    if (core.config.usageFeedback) asked = askForUsage(core.config.engine as EngineKind, kind, parsed, body);
+    let parsed = parseJsonBody(body);
+    const engine = core.config.engine as EngineKind;
+    const prioritized =
+      band !== undefined && core.config.enginePriority ? withPriority(engine, band, parsed, body) : undefined;
+    if (prioritized !== undefined) ({ body, parsed } = prioritized);
+    if (core.config.usageFeedback) asked = askForUsage(engine, kind, parsed, body);
     info = describeRequest(parsed, kind, {
       chunkChars: core.config.chunkChars,
       maxChunks: core.config.maxChunks,
@@ -143,7 +152,7 @@ async function handle(deps: ProxyDeps, req: IncomingMessage, res: ServerResponse
     if (!req.readableAborted) sendError(res, 'internal_error');
     return;
   }
-  const admitted = core.admit(info, queueLimitOf(req.headers[HEADERS.queueLimit]));
+  const admitted = core.admit(info, queueLimitOf(req.headers[HEADERS.queueLimit]), band);
   if ('reason' in admitted) return refuse(res, admitted.reason, admitted.queued);
   core.metrics.overhead.observe((performance.now() - t0) / 1000);
   let usage: { cachedTokens: number; promptTokens: number | undefined } | undefined;

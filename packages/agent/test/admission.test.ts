@@ -37,6 +37,22 @@ describe('admit (pure)', () => {
     expect(admit({ ...base, running: 0, need: 1001 }, limits)).toBe('too_large');
     expect(admit({ ...base, inflight: 3 }, { ...limits, maxInflight: 3 })).toBe('inflight');
   });
+  it('refuses batch before standard before interactive as load rises (x-warmpath-priority)', () => {
+    const at = (kvUsedTokens: number) =>
+      [undefined, 0, 1, 2].map((band) =>
+        admit({ ...base, kvUsedTokens, ...(band !== undefined ? { band } : {}) }, limits),
+      );
+    // Watermark 900 of 1000; each band fills its share of it (1, 0.9, 0.75) before it is refused.
+    expect(at(500)).toEqual([undefined, undefined, undefined, undefined]);
+    expect(at(650)).toEqual([undefined, undefined, undefined, 'kv']);
+    expect(at(750)).toEqual([undefined, undefined, 'kv', 'kv']);
+    expect(at(850)).toEqual(['kv', 'kv', 'kv', 'kv']);
+    const queue = { ...limits, maxWaiting: 10, kvHighWatermark: 1 };
+    const queued = (band: number) => admit({ ...base, waiting: 2, sinceCount: 6, meanNeed: 0, band }, queue);
+    expect([0, 1, 2].map(queued)).toEqual([undefined, undefined, 'queue']);
+    const inflight = (band: number) => admit({ ...base, inflight: 9, band }, { ...limits, maxInflight: 10 });
+    expect([0, 1, 2].map(inflight)).toEqual([undefined, 'inflight', 'inflight']);
+  });
   it("refuses stale only when more prefill is queued than the router's limit", () => {
     expect(admit({ ...base, pendingPrefill: 1_500 }, limits)).toBeUndefined();
     expect(admit({ ...base, pendingPrefill: 1_500, queueLimit: 1_500 }, limits)).toBeUndefined();

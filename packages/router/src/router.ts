@@ -247,6 +247,7 @@ function createRouterServer(
         waiting: () => core.waiting,
         gossip: p.gossip(),
         startedAt,
+        ...(p.tenants !== undefined ? { tenants: (now: number) => p.tenants!.tenancy.usage.snapshot(now) } : {}),
       }),
     page: statusPage,
   };

@@ -181,6 +181,14 @@ describe('tenants over HTTP', () => {
     ).body.text();
     expect(metrics).toContain('warmpath_router_tenant_tokens_total{tenant="chat",kind="prompt"} 7');
     expect(metrics).toContain('warmpath_router_tenant_tokens_total{tenant="chat",kind="completion"} 4');
+    const status = (await (
+      await request(`${router.url}/warmpath/v1/status.json`, { headers: { authorization: 'Bearer sk-chat' } })
+    ).body.json()) as { tenants: Array<{ tenant: string; lastMinute: { requests: number } }> };
+    expect(status.tenants.map((t) => [t.tenant, t.lastMinute.requests])).toEqual([
+      ['search', 3],
+      ['chat', 1],
+      ['evals', 1],
+    ]);
   });
 
   it('re-reads the file when it changes; an invalid edit keeps the last good file and is counted', async () => {

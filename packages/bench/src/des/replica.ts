@@ -103,16 +103,18 @@ export class DesReplica {
   /**
    * The agent's side of one attempt: admission, then the engine. Undefined
    * when admitted; else the refusal as the router hears it (a stale one says
-   * what is queued, as x-warmpath-queued does).
+   * what is queued, as x-warmpath-queued does). `band`: the request's
+   * priority band rank, when its router has tenants.
    */
   offer(
     rec: Rec,
     attempt: number,
     report: ((r: SendResult) => void) | undefined,
     queueLimit?: number,
+    band?: number,
   ): { reason: string; queued?: number } | undefined {
     const info = rec.prep.info;
-    const a = this.core.admit(info, queueLimit);
+    const a = this.core.admit(info, queueLimit, band);
     if ('reason' in a) return a;
     const id = `req-${rec.i}-${attempt}`;
     this.#live.set(id, { rec, admitted: a, report });

@@ -28,7 +28,7 @@
  * Complexity: O(events log events); an engine step is one event per replica.
  */
 import { routerConfig, RouterCore, type Send } from '@warmpath/router';
-import { encodeSnapshot, ERRORS, type ReplicaState, type RequestInfo } from '@warmpath/shared/wire';
+import { bandRank, encodeSnapshot, ERRORS, type ReplicaState, type RequestInfo } from '@warmpath/shared/wire';
 import { mulberry32 } from '@warmpath/shared/runtime';
 import { PROFILES, type EngineProfile } from '@warmpath/sim';
 import { lastArrivalMs, type PlannedRequest, type RequestResult } from '../loadgen.ts';
@@ -235,7 +235,7 @@ function buildFleet(
     rec.result.route ??= d.branch;
     rec.result.replica = d.replica.id;
     q.after(hop, () => {
-      const refused = byId.get(d.replica.id)!.offer(rec, d.attempt, report, d.queueLimit);
+      const refused = byId.get(d.replica.id)!.offer(rec, d.attempt, report, d.queueLimit, bandRank(d.band));
       if (refused !== undefined) q.after(hop, () => report({ kind: 'rejected', status: 429, ...refused }));
     });
   };

@@ -11,10 +11,13 @@ import { readFileSync } from 'node:fs';
 import type { FleetView, Replica } from '../fleet/view.ts';
 import type { LocalState } from '../core/local.ts';
 import { hex, type StatusRecorder } from './recorder.ts';
+import type { UsageReport } from '../tenants/usage.ts';
 
 /** Recent placements and hottest prefixes in one answer. */
 const RECENT_SHOWN = 40;
 const PREFIXES_SHOWN = 10;
+/** Tenants shown: the busiest over the last minute. */
+const TENANTS_SHOWN = 20;
 
 export interface StatusSources {
   readonly id: string;
@@ -30,6 +33,18 @@ export interface StatusSources {
   readonly gossip: { readonly peerId: string; meshPeers(): string[]; peers(): string[] } | undefined;
   /** Wall clock, ms since the epoch, when the router started. */
   readonly startedAt: number;
+  /** Usage per tenant (with a tenants file). */
+  readonly tenants?: (now: number) => UsageReport[];
+}
+
+/** The busiest tenants over the last minute, without their per-model rows; null without a tenants file. */
+function tenantRows(s: StatusSources, now: number): Array<Record<string, unknown>> | null {
+  if (s.tenants === undefined) return null;
+  return s
+    .tenants(now)
+    .sort((a, b) => b.lastMinute.requests - a.lastMinute.requests || b.total.requests - a.total.requests)
+    .slice(0, TENANTS_SHOWN)
+    .map((u) => ({ tenant: u.tenant, lastMinute: u.lastMinute, total: u.total }));
 }
 
 /**
@@ -103,6 +118,7 @@ export function statusJson(s: StatusSources): Record<string, unknown> {
       lastAgoMs: Math.max(0, wall - p.lastAt),
       replicas: replicas.filter((r) => s.view.holds(r, p.hash)).map((r) => r.id),
     })),
+    tenants: tenantRows(s, now),
     routers:
       s.gossip === undefined
         ? { self: null, mesh: [], connectedPeers: 0 }

@@ -6,15 +6,19 @@
  * here until a wake, each woken one runs placement again itself, and one that
  * still finds no room comes back (`add` again).
  *
- * Steps of a wake pass (coalesced per instant): bands highest first; in a
- * band, tenants in a ring: a visit adds QUANTUM × weight to the tenant's
- * deficit and wakes its oldest waiters while their cost (estimated tokens)
- * fits the deficit, paying it. A woken waiter that comes back in the same
- * pass found no room: its cost is refunded and it keeps its place in its
- * tenant's line. Deficits last while a tenant has waiters, as in DRR.
- * Every waiter is woken once per pass whatever its band (work-conserving:
- * a smaller or a lower request may fit where the one before it did not);
- * the order decides who takes room that frees, not who may try.
+ * Steps of a wake pass (coalesced per instant):
+ *  1. strict order: bands highest first; in a band, deficit round robin
+ *     over its tenants: a visit adds QUANTUM × weight to the tenant's
+ *     deficit and wakes its oldest waiters while their cost (estimated
+ *     tokens: prompt + output) fits the deficit, paying it. The first woken
+ *     waiter that comes back found no room: it is refunded, keeps its place
+ *     at the head of its tenant's line, the visit stays open for the next
+ *     pass, and strict order stops (the fleet is full).
+ *  2. work-conserving sweep: every waiter not woken yet gets one try (a
+ *     smaller or a lower request may fit where that one did not), paid from
+ *     its tenant's deficit, which may go below zero and is paid back before
+ *     its next turn.
+ * Deficits last while a tenant has waiters, as in DRR.
  * Full: a new request of a higher band sheds the newest waiter of the lowest
  * band below it (answered at once by `onShed`, 429 and Retry-After);
  * otherwise the new one is refused.
@@ -53,7 +57,10 @@ export interface FairQueueOptions<W extends object> {
 interface Line<W> {
   readonly name: string;
   weight: number;
+  /** Tokens it may still be woken for; below 0 after a sweep woke it out of turn (paid back before its next turn). */
   deficit: number;
+  /** Its next visit earns a quantum (false while a visit a full fleet cut short goes on). */
+  fresh: boolean;
   /** Waiters by arrival (seq). */
   readonly waiters: W[];
 }
@@ -76,7 +83,7 @@ export class FairQueue<W extends object> {
   #pollArmed = false;
   /** During a pass: the waiter being woken, and the ones that came back (inserted after the pass). */
   #passing = false;
-  #serving: { w: W; line: Line<W>; cost: number } | undefined;
+  #serving: { w: W; line: Line<W>; cost: number; back: boolean } | undefined;
   #later: Array<[W, number]> = [];
 
   constructor(o: FairQueueOptions<W>) {
@@ -91,7 +98,10 @@ export class FairQueue<W extends object> {
   add(w: W, ms: number): boolean {
     if (this.length >= this.#o.max && !this.#shedFor(this.#o.classOf(w).band)) return false;
     if (this.#passing) {
-      if (this.#serving?.w === w) this.#serving.line.deficit += this.#serving.cost;
+      if (this.#serving?.w === w) {
+        this.#serving.line.deficit += this.#serving.cost;
+        this.#serving.back = true;
+      }
       this.#later.push([w, ms]);
       return true;
     }
@@ -136,7 +146,7 @@ export class FairQueue<W extends object> {
     const band = this.#bands[c.band]!;
     let line = band.lines.get(c.tenant);
     if (line === undefined)
-      band.lines.set(c.tenant, (line = { name: c.tenant, weight: c.weight, deficit: 0, waiters: [] }));
+      band.lines.set(c.tenant, (line = { name: c.tenant, weight: c.weight, deficit: 0, fresh: true, waiters: [] }));
     line.weight = c.weight;
     if (line.waiters.length === 0 && !band.ring.includes(line)) band.ring.push(line);
     // Binary search by arrival: a waiter that comes back keeps its place.
@@ -171,7 +181,10 @@ export class FairQueue<W extends object> {
   #pass(): void {
     this.#passing = true;
     try {
-      for (const band of this.#bands) this.#drain(band);
+      // Strict DRR, highest band first, until room runs out; then everyone left gets one try.
+      let open = true;
+      for (const band of this.#bands) if (open) open = this.#drr(band);
+      for (const band of this.#bands) this.#sweep(band);
     } finally {
       this.#passing = false;
       this.#serving = undefined;
@@ -180,43 +193,68 @@ export class FairQueue<W extends object> {
     this.#later = [];
     for (const [w, ms] of later) this.#insert(w, ms);
     for (const band of this.#bands) {
+      for (const l of band.ring) if (l.waiters.length === 0) l.deficit = Math.min(0, l.deficit);
       band.ring = band.ring.filter((l) => l.waiters.length > 0);
-      for (const [name, l] of band.lines) if (l.waiters.length === 0) band.lines.delete(name);
+      for (const [name, l] of band.lines) if (l.waiters.length === 0 && l.deficit >= 0) band.lines.delete(name);
       if (band.cursor >= band.ring.length) band.cursor = 0;
     }
   }
 
-  /** Deficit round robin over one band's tenants until every waiter in it was woken once. */
-  #drain(band: Band<W>): void {
+  /** Wakes `w` (taken out of its line) on `line`'s account; false when it found no room (it came back, refunded). */
+  #wakeOne(w: W, line: Line<W>, cost: number): boolean {
+    const i = line.waiters.indexOf(w);
+    if (i >= 0) line.waiters.splice(i, 1);
+    this.#cancel.get(w)?.();
+    this.#cancel.delete(w);
+    line.deficit -= cost;
+    this.#serving = { w, line, cost, back: false };
+    this.#o.onWake(w);
+    const back = this.#serving.back;
+    this.#serving = undefined;
+    return !back;
+  }
+
+  /**
+   * Deficit round robin over one band, from where the last pass stopped:
+   * a visit earns QUANTUM × weight once and wakes the line's oldest waiters
+   * while they fit its deficit. Stops at the first waiter that finds no room
+   * (the fleet is full: its turn is kept for the next pass); true when every
+   * waiter of the band was woken and room may be left.
+   */
+  #drr(band: Band<W>): boolean {
     let idle = 0; // visits in a row that woke no one
     while (band.ring.some((l) => l.waiters.length > 0)) {
       if (band.cursor >= band.ring.length) band.cursor = 0;
       const line = band.ring[band.cursor]!;
-      if (line.waiters.length === 0) {
-        band.cursor++;
-        continue;
+      if (line.waiters.length > 0) {
+        if (idle >= band.ring.length) {
+          this.#skipRounds(band);
+          idle = 0;
+        }
+        if (line.fresh) line.deficit += QUANTUM * line.weight;
+        line.fresh = false;
+        let woke = false;
+        while (line.waiters.length > 0) {
+          const w = line.waiters[0]!;
+          const cost = this.#o.classOf(w).cost;
+          if (cost > line.deficit) break;
+          woke = true;
+          if (!this.#wakeOne(w, line, cost)) return false;
+        }
+        idle = woke ? 0 : idle + 1;
       }
-      if (idle >= band.ring.length) {
-        this.#skipRounds(band);
-        idle = 0;
-      }
-      line.deficit += QUANTUM * line.weight;
-      let woke = false;
-      while (line.waiters.length > 0) {
-        const w = line.waiters[0]!;
-        const cost = this.#o.classOf(w).cost;
-        if (cost > line.deficit) break;
-        line.waiters.shift();
-        line.deficit -= cost;
-        woke = true;
-        this.#cancel.get(w)?.();
-        this.#cancel.delete(w);
-        this.#serving = { w, line, cost };
-        this.#o.onWake(w);
-        this.#serving = undefined;
-      }
-      idle = woke ? 0 : idle + 1;
+      line.fresh = true;
       band.cursor++;
+    }
+    return true;
+  }
+
+  /** Room may be left for what strict order did not reach (a smaller or lower request): each waiter left gets one try, paid from its deficit. */
+  #sweep(band: Band<W>): void {
+    const n = band.ring.length;
+    for (let k = 0; k < n; k++) {
+      const line = band.ring[(band.cursor + k) % n]!;
+      for (const w of [...line.waiters]) this.#wakeOne(w, line, this.#o.classOf(w).cost);
     }
   }
 
