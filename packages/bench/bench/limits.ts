@@ -7,7 +7,7 @@
  * 'Global limits' table is generated from (bench/scoreboard.ts).
  *
  *   node packages/bench/bench/limits.ts [--seeds 101,102,103,104] [--routers 1,4,16]
- *     [--duration 180] [--rate 4] [--gossip-delay uniform:5:20] [--loss 0] [--json docs/data/limits.json]
+ *     [--duration 180] [--rate 16] [--gossip-delay uniform:5:20] [--loss 0] [--json docs/data/limits.json]
  *
  * Tune on seeds 1–3; report on the held-out seeds 101–104 (the default).
  * Smoke: --seeds 1 --routers 1,4 --duration 70
@@ -16,13 +16,14 @@ import { writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import { limitsMatrix, type LimitsJson } from '../src/limits-table.ts';
+import { SCENARIOS } from '../src/scenarios.ts';
 
 const { values } = parseArgs({
   options: {
     seeds: { type: 'string', default: '101,102,103,104' },
     routers: { type: 'string', default: '1,4,16' },
-    duration: { type: 'string', default: '180' },
-    rate: { type: 'string', default: '4' },
+    duration: { type: 'string', default: String(SCENARIOS.tenants!.defaults.duration) },
+    rate: { type: 'string', default: String(SCENARIOS.tenants!.defaults.rate) },
     'gossip-delay': { type: 'string', default: 'uniform:5:20' },
     loss: { type: 'string', default: '0' },
     json: { type: 'string' },

@@ -3,11 +3,12 @@
  * bench/scoreboard.ts (writes them) and the docs test (checks the committed
  * docs equal what the committed JSON gives) use.
  * Steps: read each JSON present → render each generated text → splice the
- * README's and ABLATION's between their markers. No figure is typed by hand.
+ * README's, ABLATION's and TENANTS' between their markers. No figure is typed by hand.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ablationTable, type AblationJson } from './ablation-table.ts';
+import { limitsTable, type LimitsJson } from './limits-table.ts';
 import { replaceBetween, resultsTable, scoreboardMarkdown, type GoalsJson } from './scoreboard.ts';
 
 /** Paths relative to the repository root. */
@@ -19,16 +20,25 @@ export const DOC_DATA = {
   scoreboard: 'docs/SCOREBOARD.md',
   readme: 'README.md',
   ablationDoc: 'docs/ABLATION.md',
+  /** The global-limit runs (bench/limits.ts) and the doc they are tabled in. */
+  limits: 'docs/data/limits.json',
+  tenantsDoc: 'docs/TENANTS.md',
   plot: 'docs/plots/results.png',
 } as const;
 
 /** The marker names: `<!-- NAME:begin -->` … `<!-- NAME:end -->`. */
-export const MARKERS = { results: 'results', ablation: 'ablation', ablationScale: 'ablation-scale' } as const;
+export const MARKERS = {
+  results: 'results',
+  ablation: 'ablation',
+  ablationScale: 'ablation-scale',
+  limits: 'global-limits',
+} as const;
 
 export interface DocInputs {
   goals: string;
   ablation?: string;
   ablationScale?: string;
+  limits?: string;
 }
 
 /** Every generated doc's full text, by path relative to `root`, from the JSON files given. */
@@ -48,6 +58,11 @@ export function renderDocs(root: string, inputs: DocInputs): Map<string, string>
     doc = replaceBetween(doc, marker, ablationTable(ablation, input));
     out.set(DOC_DATA.ablationDoc, doc);
   }
+  if (inputs.limits !== undefined) {
+    const limits = JSON.parse(readFileSync(join(root, inputs.limits), 'utf8')) as LimitsJson;
+    const tenants = readFileSync(join(root, DOC_DATA.tenantsDoc), 'utf8');
+    out.set(DOC_DATA.tenantsDoc, replaceBetween(tenants, MARKERS.limits, limitsTable(limits, inputs.limits)));
+  }
   return out;
 }
 
@@ -57,5 +72,6 @@ export function committedInputs(root: string): DocInputs {
     goals: DOC_DATA.goals,
     ...(existsSync(join(root, DOC_DATA.ablation)) ? { ablation: DOC_DATA.ablation } : {}),
     ...(existsSync(join(root, DOC_DATA.ablationScale)) ? { ablationScale: DOC_DATA.ablationScale } : {}),
+    ...(existsSync(join(root, DOC_DATA.limits)) ? { limits: DOC_DATA.limits } : {}),
   };
 }

@@ -323,7 +323,8 @@ const tenantsScenario: Scenario = {
   summary:
     'two steady interactive chat tenants, one flooding at 5x its share (standard band, token limit), one batch tenant',
   fleet: { replicas: 4, profile: 'h100-llama3-8b' },
-  defaults: { rate: 4, duration: 180 },
+  // 16: the fleet carries every tenant at its share, and not the flood's excess.
+  defaults: { rate: 16, duration: 180 },
   build: (p) => tenantsPlan(p),
 };
 
