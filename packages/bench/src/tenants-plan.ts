@@ -55,12 +55,16 @@ export interface TenantsFileOptions {
   rate: number;
   /** Divide each limit by this many router instances (a deployment without a shared limit); default 1. */
   perInstance?: number;
+  /** Every tenant in the standard band with weight 1, limits kept: fairness off. */
+  flat?: boolean;
 }
 
 /** The scenario's tenants file (docs/TENANTS.md's format), as JSON. */
 export function tenantsFile(o: TenantsFileOptions): { tenants: Array<Record<string, unknown>> } {
   const n = Math.max(1, o.perInstance ?? 1);
   const t = SCENARIO_TENANTS;
+  const flat = (x: Record<string, unknown>): Record<string, unknown> =>
+    o.flat === true ? { ...x, weight: 1, priorities: ['standard'] } : x;
   return {
     tenants: [
       { name: 'chat-a', keys: [t['chat-a'].key], weight: 1, priorities: ['interactive', 'standard'] },
@@ -73,7 +77,7 @@ export function tenantsFile(o: TenantsFileOptions): { tenants: Array<Record<stri
         limits: { tokensPerMinute: Math.round(floodTokensPerMinute(o.rate) / n) },
       },
       { name: 'batch', keys: [t.batch.key], weight: 1, priorities: ['batch'] },
-    ],
+    ].map(flat),
   };
 }
 
@@ -84,17 +88,17 @@ function as(tenant: ScenarioTenant, r: PlannedRequest): PlannedRequest {
   return r;
 }
 
+/** What a plan is built from; `floodFactor` (default FLOOD_FACTOR): how many times its share the flood sends. */
+export type TenantsParams = PlanParams & { rate: number; floodFactor?: number };
+
 /** The whole plan, or the tenants named in `only`, in arrival order. */
-export function tenantsPlan(
-  p: PlanParams & { rate: number },
-  only: readonly TenantName[] = TENANT_NAMES,
-): PlannedRequest[] {
+export function tenantsPlan(p: TenantsParams, only: readonly TenantName[] = TENANT_NAMES): PlannedRequest[] {
   const out: PlannedRequest[] = [];
   for (const name of only) out.push(...TENANT_PLANS[name](p));
   return out.sort((a, b) => a.at - b.at);
 }
 
-type TenantPlan = (p: PlanParams & { rate: number }) => PlannedRequest[];
+type TenantPlan = (p: TenantsParams) => PlannedRequest[];
 
 /** A steady chat tenant: sessions of 2–6 turns (mean 4), so `rate` requests a second. */
 function chatTenant(name: 'chat-a' | 'chat-b', salt: number): TenantPlan {
@@ -129,7 +133,7 @@ const TENANT_PLANS: Readonly<Record<TenantName, TenantPlan>> = {
     return arrivals(
       p,
       r,
-      () => FLOOD_FACTOR * p.rate,
+      () => (p.floodFactor ?? FLOOD_FACTOR) * p.rate,
       (at, i) =>
         as(
           SCENARIO_TENANTS.flood,

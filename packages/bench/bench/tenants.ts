@@ -1,0 +1,48 @@
+/**
+ * The `tenants` scenario's goals in the DES (packages/bench/src/tenant-goals.ts):
+ * per seed, per tenant TTFT p50/p99, admitted and refused, completed tokens/s
+ * of every run, then the goal rows (✓/✗ per seed, met on 3 of 4).
+ *
+ *   node packages/bench/bench/tenants.ts [--seeds 101,102,103,104] [--rate 16] [--duration 180]
+ *     [--json docs/data/tenants.json]
+ *
+ * Tune on seeds 1–3; report on the held-out seeds 101–104 (the default).
+ * Smoke: --seeds 1 --duration 70
+ */
+import { execFileSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { goalsTable, type GoalRow } from '../src/goal-rows.ts';
+import { tenantGoalRows, tenantRuns, type TenantRun } from '../src/tenant-goals.ts';
+
+const { values } = parseArgs({
+  options: {
+    seeds: { type: 'string', default: '101,102,103,104' },
+    rate: { type: 'string' },
+    duration: { type: 'string' },
+    json: { type: 'string' },
+  },
+});
+const seeds = values.seeds.split(',').map(Number);
+const rows: GoalRow[] = [];
+const all: Array<{ seed: number; runs: TenantRun[] }> = [];
+for (const seed of seeds) {
+  const runs = await tenantRuns({
+    seed,
+    ...(values.rate !== undefined ? { rate: Number(values.rate) } : {}),
+    ...(values.duration !== undefined ? { duration: Number(values.duration) } : {}),
+    onRun: (r) => {
+      console.log(`seed ${seed}, ${r.variant}, ${r.routers} routers: fleet ${r.fleetTokensPerS} tokens/s`);
+      console.table(r.rows);
+    },
+  });
+  all.push({ seed, runs });
+  rows.push(...tenantGoalRows(seed, runs));
+}
+const { table, met, total } = goalsTable(rows, seeds);
+console.log(`${table}\n\n${met} of ${total} goals met`);
+if (values.json !== undefined) {
+  const command = `node packages/bench/bench/tenants.ts ${process.argv.slice(2).join(' ')}`.trim();
+  const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
+  writeFileSync(values.json, `${JSON.stringify({ meta: { command, commit }, seeds: all, rows }, null, 1)}\n`);
+}
