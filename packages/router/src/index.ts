@@ -45,11 +45,11 @@ export { ATTEMPT_KINDS, formatRoute, parseRoute, routeOf, type AttemptKind, type
 export { STEPS } from './placement/warmpath/index.ts';
 export { SWITCHABLE_STEPS, SWITCHABLE_STEP_NAMES, type SwitchableStep } from './placement/warmpath/steps.ts';
 export { ROUTE_LABELS } from './http/observe.ts';
-export type { Counts, FleetShare, PriorityBand, Tenant, TenantLimits } from './tenants/types.ts';
+export type { Counts, PriorityBand, TenantLimits } from './tenants/types.ts';
 export { LONE_ROUTER } from './tenants/types.ts';
 export { loadTenantFile, parseTenants, TenantFileError, type TenantSet } from './tenants/file.ts';
 export { bandFor, Tenancy, type Who } from './tenants/tenancy.ts';
-export { formatDuration, TenantLimiter, type LimitKind, type LimitTicket, type Verdict } from './tenants/limits.ts';
+export { formatDuration, type LimitKind, type LimitTicket, type Verdict } from './tenants/limits.ts';
 export { SlidingWindow, SLOT_MS, WINDOW_MS, WINDOW_SLOTS } from './tenants/window.ts';
 export type { EngineUsage, UsageCounts, UsageReport } from './tenants/usage.ts';
 export { FairQueue, QUANTUM } from './tenants/fair.ts';
