@@ -16,6 +16,23 @@ export const AGENT_SCHEMA = {
     essential: true,
     doc: 'engine kind behind this agent',
   },
+  role: {
+    type: 'string',
+    default: 'auto',
+    choices: ['auto', 'both', 'prefill', 'decode'],
+    essential: true,
+    doc: "disaggregation role published to routers; auto: the engine's (SGLang's disaggregation_mode), else both (docs/DISAGGREGATION.md)",
+  },
+  zone: {
+    type: 'string',
+    default: '',
+    doc: 'topology label (host, rack or zone) published to routers: a KV transfer within one zone costs less ("" = unknown)',
+  },
+  kvBootstrap: {
+    type: 'string',
+    default: '',
+    doc: "host:port of the engine's KV bootstrap server, published by a prefill replica (SGLang's --disaggregation-bootstrap-port; default: the engine URL's host and 8998 for sglang, its port for vllm)",
+  },
   engineUrl: {
     type: 'string',
     default: 'http://127.0.0.1:8000',

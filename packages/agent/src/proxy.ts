@@ -40,6 +40,7 @@ import {
   type UpstreamResponse,
 } from '@warmpath/shared/runtime';
 import type { EngineKind, RequestInfo } from '@warmpath/shared/wire';
+import { receivesKv } from './disagg.ts';
 import { noteFirstByte, noteRefusal, noteRequest, noteUsage, observe, type AccessLogDeps } from './access-log.ts';
 import type { AgentCore, Refusal } from './core.ts';
 import type { Admitted } from './ledger.ts';
@@ -124,10 +125,12 @@ async function handle(deps: ProxyDeps, req: IncomingMessage, res: ServerResponse
   let body: Buffer;
   let info: RequestInfo;
   let asked: UsageAsk | undefined;
+  let received = false;
   try {
     body = await readBody(req, core.config.maxBodyBytes);
     const keyHeader = req.headers[HEADERS.key];
     const parsed = parseJsonBody(body);
+    received = receivesKv(parsed, core.role);
     if (core.config.usageFeedback) asked = askForUsage(core.config.engine as EngineKind, kind, parsed, body);
     info = describeRequest(parsed, kind, {
       chunkChars: core.config.chunkChars,
@@ -143,7 +146,7 @@ async function handle(deps: ProxyDeps, req: IncomingMessage, res: ServerResponse
     if (!req.readableAborted) sendError(res, 'internal_error');
     return;
   }
-  const admitted = core.admit(info, queueLimitOf(req.headers[HEADERS.queueLimit]));
+  const admitted = core.admit(info, queueLimitOf(req.headers[HEADERS.queueLimit]), received);
   if ('reason' in admitted) return refuse(res, admitted.reason, admitted.queued);
   core.metrics.overhead.observe((performance.now() - t0) / 1000);
   let usage: { cachedTokens: number; promptTokens: number | undefined } | undefined;

@@ -37,15 +37,19 @@ import type { Origin } from '../fleet/trust.ts';
 import { FleetView, type Replica } from '../fleet/view.ts';
 import { affinityKey } from '../placement/eligible.ts';
 import { LocalState, type Ticket } from './local.ts';
-import { notifyComplete, notifyDispatch, placeRequest } from '../placement/place.ts';
+import { notifyComplete, notifyDispatch } from '../placement/place.ts';
+import { placePair, type PairPlacement } from '../placement/pair.ts';
 import { createPolicy } from '../placement/registry.ts';
 import { attemptKind, routeOf } from '../placement/route.ts';
-import { NO_REPLICA, SATURATED, type Placement, type PlacementRequest, type Policy } from '../placement/types.ts';
+import { NO_REPLICA, SATURATED, type PlacementRequest, type Policy } from '../placement/types.ts';
 import { Outliers } from './outliers.ts';
 import { failureOf, failureText, outcomeOf } from './results.ts';
 import { WaitQueue } from './queue.ts';
 import type { RetryDenial, RouteError, RouterCoreOptions, SendResult } from './types.ts';
 import { describeFor, type RequestHeaders } from './describe.ts';
+import { newJob, type Job, type RouteJob } from './job.ts';
+
+export type { RouteJob } from './job.ts';
 
 /** Every placement, for tracing: `{ router, request, placement }`. */
 export const placementChannel = diagnostics_channel.channel('warmpath:router:placement');
@@ -56,35 +60,6 @@ export const SWEEP_MS = 250;
 export const QUEUE_POLL_MS = 50;
 /** A request on which engines crashed (a reset or a 5xx) on this many replicas is not sent to another: it is likely the cause. */
 export const CRASH_LIMIT = 2;
-
-/** A request inside the core; opaque to transports except as a handle for `cancel`. */
-export interface RouteJob<T> {
-  readonly ctx: T;
-  readonly info: RequestInfo;
-}
-
-interface Job<T> extends RouteJob<T> {
-  readonly body: Readonly<Record<string, unknown>> | undefined;
-  readonly key: bigint;
-  exclude: Set<string> | undefined;
-  attempt: number;
-  /** When queueing gives up, ms; 0 = never queued. */
-  deadline: number;
-  /** The last failed attempt's result. */
-  last: SendResult | undefined;
-  /** Prefill the last refusal found queued beyond that limit (PlacementRequest.missed). */
-  missed: number | undefined;
-  /** The client left: place no more. */
-  cancelled: boolean;
-  /** Replicas on which it crashed the engine (a reset or a 5xx). */
-  crashes: number;
-  /** Holds one of the retry budget's retries in flight. */
-  retrying: boolean;
-  /** Waiting for a retry budget slot until then, ms; 0 = not waiting. */
-  slotDeadline: number;
-  /** Counted in the active requests (until answered or ended). */
-  active: boolean;
-}
 
 export class RouterCore<T> {
   readonly id: string;
@@ -168,22 +143,7 @@ export class RouterCore<T> {
 
   /** Route one described request; the answer goes through `send` or `answer`. */
   route(ctx: T, info: RequestInfo, body: Readonly<Record<string, unknown>> | undefined): RouteJob<T> {
-    const job: Job<T> = {
-      ctx,
-      info,
-      body,
-      key: affinityKey(info, this.config.keyDepthChunks),
-      exclude: undefined,
-      attempt: 0,
-      deadline: 0,
-      last: undefined,
-      missed: undefined,
-      cancelled: false,
-      crashes: 0,
-      retrying: false,
-      slotDeadline: 0,
-      active: true,
-    };
+    const job = newJob(ctx, info, body, affinityKey(info, this.config.keyDepthChunks));
     this.#active++;
     this.#place(job);
     return job;
@@ -213,14 +173,15 @@ export class RouterCore<T> {
       ...(job.missed !== undefined ? { missed: job.missed } : {}),
       now,
     };
-    const placement = this.#timedPlace(preq);
+    const { placement, pd } = this.#timedPlace(preq);
     if (placementChannel.hasSubscribers) placementChannel.publish({ router: this.id, request: preq, placement });
     const replica = placement.replica;
     if (replica === undefined) return this.#noRoom(job, placement.branch, now);
-    const route = routeOf(placement, attemptKind(job));
+    const route = routeOf(placement, attemptKind(job), pd);
     o.metrics?.placed(route);
     const ticket = this.local.dispatch(replica.id, placement.work ?? job.info.promptTokens + job.info.maxTokens, now);
     notifyDispatch(this.policy, preq, replica, this.local);
+    const leg = pd?.prefill !== undefined ? this.#prefillLeg(preq, pd.prefill, pd.prefillWork) : undefined;
     // The last attempt carries no queue limit: an agent refusing it would lose the request.
     const limit = job.attempt < this.config.maxAttempts - 1 ? placement.queueLimit : undefined;
     o.send(
@@ -232,18 +193,34 @@ export class RouterCore<T> {
         route,
         attempt: job.attempt,
         ...(limit !== undefined ? { queueLimit: limit } : {}),
+        ...(leg !== undefined ? { prefill: leg.replica, prefillDone: leg.done } : {}),
       },
-      (r) => this.#ended(job, preq, replica, ticket, limit, r),
+      (r) => {
+        leg?.done();
+        this.#ended(job, preq, replica, ticket, limit, r, leg?.replica);
+      },
     );
   }
 
-  #timedPlace(preq: PlacementRequest): Placement {
+  /** A transfer's prefill leg: its work counted on the prefill replica (and the prefix in the overlay there) until the leg ends, once. */
+  #prefillLeg(preq: PlacementRequest, replica: Replica, work: number): { replica: Replica; done: () => void } {
+    const ticket = this.local.dispatch(replica.id, work, preq.now);
+    notifyDispatch(this.policy, preq, replica, this.local);
+    let open = true;
+    const done = (): void => {
+      if (open) this.local.complete(ticket, this.#o.clock.now());
+      open = false;
+    };
+    return { replica, done };
+  }
+
+  #timedPlace(preq: PlacementRequest): PairPlacement {
     const observe = this.#o.metrics?.placementSeconds;
-    if (observe === undefined) return placeRequest(this.policy, preq, this.view, this.local);
+    if (observe === undefined) return placePair(this.policy, preq, this.view, this.local, this.config);
     const t0 = performance.now();
-    const placement = placeRequest(this.policy, preq, this.view, this.local);
+    const placed = placePair(this.policy, preq, this.view, this.local, this.config);
     observe((performance.now() - t0) / 1e3);
-    return placement;
+    return placed;
   }
 
   /** No replica now: wait for room, or fail. */
@@ -276,12 +253,17 @@ export class RouterCore<T> {
     ticket: Ticket,
     limit: number | undefined,
     r: SendResult,
+    prefill?: Replica,
   ): void {
     const metrics = this.#o.metrics;
     this.local.complete(ticket, this.#o.clock.now());
     this.#queue.wake();
     notifyComplete(this.policy, preq, replica, outcomeOf(r));
-    this.#judge(job, replica, r);
+    // A transfer's prefill leg that failed is that replica's failure: judged, excluded and retried as one.
+    const at =
+      prefill !== undefined && r.kind !== 'done' && r.kind !== 'timeout' && r.leg === 'prefill' ? prefill : replica;
+    this.#judge(job, at, r);
+    if (prefill !== undefined && at !== prefill) this.outliers.success(prefill.id);
     if (r.kind === 'done') {
       if (r.error !== undefined) metrics?.upstreamError(r.error);
       return this.#close(job);
@@ -304,9 +286,9 @@ export class RouterCore<T> {
         retryAfter: true,
       });
     }
-    (job.exclude ??= new Set()).add(replica.id);
+    (job.exclude ??= new Set()).add(at.id);
     if (r.kind === 'rejected' && r.queued !== undefined) {
-      this.local.noteQueued(replica, r.queued);
+      this.local.noteQueued(at, r.queued);
       if (limit !== undefined) {
         job.missed = Math.max(0, r.queued - limit);
         metrics?.missed?.(job.missed);

@@ -26,6 +26,14 @@ export interface Dispatch<T> {
   readonly attempt: number;
   /** The placement's queue limit (x-warmpath-queue-limit), tokens; never on the last attempt. */
   readonly queueLimit?: number;
+  /**
+   * Disaggregated fleets, a KV transfer (placement/pair.ts): the replica that
+   * prefills first; `replica` decodes and answers. The transport speaks the
+   * engines' dialect (http/pd.ts), calls `prefillDone` once when the prefill
+   * leg ended, and reports a failure of that leg with `leg: 'prefill'`.
+   */
+  readonly prefill?: Replica;
+  readonly prefillDone?: () => void;
 }
 
 /**
@@ -42,10 +50,16 @@ export interface Dispatch<T> {
  * deadline; `timeout`: the request's total deadline passed).
  */
 export type SendResult =
-  | { readonly kind: 'rejected'; readonly status: number; readonly reason?: string; readonly queued?: number }
-  | { readonly kind: 'connect' }
-  | { readonly kind: 'reset' }
-  | { readonly kind: 'failed'; readonly status: number }
+  | {
+      readonly kind: 'rejected';
+      readonly status: number;
+      readonly reason?: string;
+      readonly queued?: number;
+      readonly leg?: Leg;
+    }
+  | { readonly kind: 'connect'; readonly leg?: Leg }
+  | { readonly kind: 'reset'; readonly leg?: Leg }
+  | { readonly kind: 'failed'; readonly status: number; readonly leg?: Leg }
   | { readonly kind: 'timeout' }
   | {
       readonly kind: 'done';
@@ -53,6 +67,9 @@ export type SendResult =
       readonly status?: number;
       readonly error?: 'aborted' | 'interrupted' | 'timeout';
     };
+
+/** Which leg of a disaggregated attempt failed before the first byte: the prefill replica's (absent: the dispatch's `replica`). */
+export type Leg = 'prefill';
 
 /** The transport: forward one attempt and call `report` once when it ends (never synchronously inside a core call it was not given). */
 export type Send<T> = (d: Dispatch<T>, report: (r: SendResult) => void) => void;
