@@ -180,8 +180,8 @@ export class RouterCore<T> {
     const route = routeOf(placement, attemptKind(job), pd);
     o.metrics?.placed(route);
     const ticket = this.local.dispatch(replica.id, placement.work ?? job.info.promptTokens + job.info.maxTokens, now);
-    notifyDispatch(this.policy, preq, replica, this.local);
-    const leg = pd?.prefill !== undefined ? this.#prefillLeg(preq, pd.prefill, pd.prefillWork) : undefined;
+    const leg = pd?.prefill !== undefined ? this.#prefillLeg(preq, pd.prefill, pd.prefillWork, replica) : undefined;
+    if (leg === undefined) notifyDispatch(this.policy, preq, replica, this.local);
     // The last attempt carries no queue limit: an agent refusing it would lose the request.
     const limit = job.attempt < this.config.maxAttempts - 1 ? placement.queueLimit : undefined;
     o.send(
@@ -196,20 +196,32 @@ export class RouterCore<T> {
         ...(leg !== undefined ? { prefill: leg.replica, prefillDone: leg.done } : {}),
       },
       (r) => {
-        leg?.done();
+        leg?.done(false);
         this.#ended(job, preq, replica, ticket, limit, r, leg?.replica);
       },
     );
   }
 
-  /** A transfer's prefill leg: its work counted on the prefill replica (and the prefix in the overlay there) until the leg ends, once. */
-  #prefillLeg(preq: PlacementRequest, replica: Replica, work: number): { replica: Replica; done: () => void } {
+  /**
+   * A transfer's prefill leg: its work counted on the prefill replica (and
+   * the prefix in the overlay there) until the leg ends, once; the decode
+   * replica is told of the prefix only when the leg succeeded (a failed leg
+   * brought it no KV, and the retry must not find it warm).
+   */
+  #prefillLeg(
+    preq: PlacementRequest,
+    replica: Replica,
+    work: number,
+    decode: Replica,
+  ): { replica: Replica; done: (ok: boolean) => void } {
     const ticket = this.local.dispatch(replica.id, work, preq.now);
     notifyDispatch(this.policy, preq, replica, this.local);
     let open = true;
-    const done = (): void => {
-      if (open) this.local.complete(ticket, this.#o.clock.now());
+    const done = (ok: boolean): void => {
+      if (!open) return;
       open = false;
+      this.local.complete(ticket, this.#o.clock.now());
+      if (ok) notifyDispatch(this.policy, preq, decode, this.local);
     };
     return { replica, done };
   }

@@ -30,10 +30,11 @@ export interface Dispatch<T> {
    * Disaggregated fleets, a KV transfer (placement/pair.ts): the replica that
    * prefills first; `replica` decodes and answers. The transport speaks the
    * engines' dialect (http/pd.ts), calls `prefillDone` once when the prefill
-   * leg ended, and reports a failure of that leg with `leg: 'prefill'`.
+   * leg ended (`ok`: it answered and the decode leg goes on), and reports a
+   * failure of that leg with `leg: 'prefill'`.
    */
   readonly prefill?: Replica;
-  readonly prefillDone?: () => void;
+  readonly prefillDone?: (ok: boolean) => void;
 }
 
 /**

@@ -133,17 +133,19 @@ async function vllmPair(deps: PairDeps, d: Dispatch<Exchange>, body: Record<stri
     const failure = prefillFailure(up);
     if (failure !== undefined) {
       up.body.dump().catch(() => {});
+      d.prefillDone?.(false);
       return failure;
     }
     const text = await up.body.text(PREFILL_ANSWER_MAX);
     if (up.statusCode < 300) params = (JSON.parse(text) as { kv_transfer_params?: unknown }).kv_transfer_params;
   } catch (err) {
-    if (err instanceof SyntaxError) params = undefined;
-    else return noAnswer(ex, err);
-  } finally {
-    d.prefillDone?.();
+    if (!(err instanceof SyntaxError)) {
+      d.prefillDone?.(false);
+      return noAnswer(ex, err);
+    }
   }
   const usable = params !== null && typeof params === 'object';
+  d.prefillDone?.(usable);
   return forward(withBody(d, usable ? { ...body, kv_transfer_params: params } : body));
 }
 
@@ -152,7 +154,7 @@ async function sglangPair(deps: PairDeps, d: Dispatch<Exchange>, body: Record<st
   const ex = d.ctx;
   const bootstrap = parseBootstrap(d.prefill!.state.kvBootstrap);
   if (bootstrap === undefined) {
-    d.prefillDone?.();
+    d.prefillDone?.(false);
     return forward(withBody(d, body));
   }
   const both = Buffer.from(JSON.stringify(sglangBody(body, bootstrap, randomInt(0, ROOM_MAX))));
@@ -169,7 +171,7 @@ async function sglangPair(deps: PairDeps, d: Dispatch<Exchange>, body: Record<st
     },
   );
   void prefill.then(() => {
-    d.prefillDone?.();
+    d.prefillDone?.(failure === undefined);
     if (failure !== undefined && !ex.res.headersSent) abort.abort(new Error('the prefill leg failed'));
   });
   const signal = AbortSignal.any([ex.signal, abort.signal]);
@@ -183,7 +185,7 @@ export async function forwardPair(deps: PairDeps, d: Dispatch<Exchange>, forward
   try {
     body = JSON.parse(d.ctx.raw.toString()) as Record<string, unknown>;
   } catch {
-    d.prefillDone?.();
+    d.prefillDone?.(false);
     return forward(d);
   }
   return d.prefill!.state.engine === 'sglang' ? sglangPair(deps, d, body, forward) : vllmPair(deps, d, body, forward);

@@ -1,0 +1,128 @@
+/**
+ * End to end prefill/decode disaggregation (issue 44) on a real fleet: two
+ * prefill and two decode simulators (`warmpath sim --role`), each with its
+ * agent (which learns the role from its simulator), behind a router, over
+ * real gossip — the fleet `warmpath demo --pd 2:2` starts. The router speaks
+ * vLLM's disaggregated protocol through the agents: a long prompt prefills on
+ * a prefill replica and its KV crosses to a decode replica in the prefill
+ * replica's zone; a short one is prefilled by the decode replica itself; a
+ * prefill worker killed makes its leg fail and the request is retried on the
+ * other prefill replica. Every wait polls an observable condition.
+ */
+import { request } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from '@warmpath/testkit';
+import { launchFleet, type LocalFleet } from '@warmpath/launch';
+import { parseRoute } from '@warmpath/router/route';
+
+const ROLES = ['prefill', 'prefill', 'decode', 'decode'] as const;
+const ZONES = ['a', 'b', 'a', 'b'];
+const zoneOf = (id: string): string => ZONES[Number(id.slice('replica-'.length))]!;
+
+let fleet: LocalFleet;
+let router: string;
+let model: string;
+
+/** A prompt of about 2,000 tokens (over the router's 1,024-token threshold), unique from its first characters. */
+const longPrompt = (tag: string): string =>
+  `${tag}: ${Array.from({ length: 400 }, (_, i) => `line ${i} of a long document`).join('; ')}`;
+
+async function chat(content: string, extra: Record<string, unknown> = {}) {
+  const res = await request(`${router}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model, max_tokens: 8, messages: [{ role: 'user', content }], ...extra }),
+  });
+  const text = await res.body.text();
+  const header = String(res.headers['x-warmpath-route']);
+  return {
+    status: res.statusCode,
+    text,
+    header,
+    route: parseRoute(header),
+    replica: res.headers['x-warmpath-replica'],
+  };
+}
+
+/** The simulator's own disaggregation counters. */
+async function kvStats(i: number): Promise<{ produced: number; received: number }> {
+  const res = await request(`${fleet.sims[i]!.info.url}/sim/v1/state`);
+  return ((await res.body.json()) as { kv: { produced: number; received: number } }).kv;
+}
+
+beforeAll(async () => {
+  fleet = await launchFleet({ replicas: 4, routers: 1, roles: ROLES, zones: ZONES, profile: 'h100-llama3-8b' });
+  await fleet.waitConverged(30_000);
+  router = fleet.routerUrls[0]!;
+  await waitFor(
+    async () => {
+      const res = await request(`${router}/warmpath/v1/fleet`);
+      const body = (await res.body.json()) as { replicas: Array<{ id: string; role: string; zone?: string }> };
+      return body.replicas.every((r) => r.role === ROLES[Number(r.id.slice(8))] && r.zone === zoneOf(r.id));
+    },
+    { timeoutMs: 15_000, message: 'the router to see every replica with its role and zone' },
+  );
+  model = ((await (await request(`${router}/v1/models`)).body.json()) as { data: Array<{ id: string }> }).data[0]!.id;
+}, 60_000);
+
+afterAll(async () => {
+  await fleet?.stop();
+});
+
+describe('prefill/decode disaggregation', () => {
+  it('a long prompt, not streamed: prefilled on a prefill replica, decoded in its zone, the header names both', async () => {
+    const before = await Promise.all([0, 1, 2, 3].map(kvStats));
+    const r = await chat(longPrompt('non-streamed'));
+    expect(r.status).toBe(200);
+    const pd = r.route?.pd;
+    expect(pd).toMatchObject({ mode: 'transfer', by: 'split' });
+    expect(['replica-0', 'replica-1']).toContain(pd!.prefill);
+    expect(['replica-2', 'replica-3']).toContain(pd!.decode);
+    expect(r.replica).toBe(pd!.decode);
+    expect(zoneOf(pd!.decode)).toBe(zoneOf(pd!.prefill!));
+    const body = JSON.parse(r.text) as {
+      choices: Array<{ message: { content: string } }>;
+      usage: { completion_tokens: number };
+    };
+    expect(body.usage.completion_tokens).toBe(8);
+    const after = await Promise.all([0, 1, 2, 3].map(kvStats));
+    const p = Number(pd!.prefill!.slice(8));
+    const d = Number(pd!.decode.slice(8));
+    expect(after[p]!.produced - before[p]!.produced).toBe(1);
+    expect(after[d]!.received - before[d]!.received).toBe(1);
+  });
+
+  it('a long prompt, streamed: the whole stream comes from the decode replica', async () => {
+    const r = await chat(longPrompt('streamed'), { stream: true });
+    expect(r.status).toBe(200);
+    expect(r.route?.pd?.mode).toBe('transfer');
+    expect(r.text).toContain('data: [DONE]');
+    expect([...r.text.matchAll(/"delta":\{"content":"[^"]+"/g)]).toHaveLength(8);
+  });
+
+  it('a short prompt, and a long one the decode replica now holds: prefilled there, no transfer', async () => {
+    const short = await chat('hello there');
+    expect(short.status).toBe(200);
+    expect(short.route?.pd).toMatchObject({ mode: 'local', by: 'short' });
+    expect(short.route?.pd?.prefill).toBeUndefined();
+    const first = await chat(longPrompt('twice'));
+    expect(first.route?.pd?.mode).toBe('transfer');
+    // The decode agent's cache model learned what the transfer brought; the router hears it with the next state.
+    await waitFor(async () => (await chat(`${longPrompt('twice')} and a follow-up`)).route?.pd?.by === 'cached', {
+      timeoutMs: 10_000,
+      message: 'a follow-up of the same document to be prefilled on the decode replica holding it',
+    });
+  });
+
+  it('a prefill worker killed: its leg fails and the request is retried on the other prefill replica', async () => {
+    fleet.sims[0]!.child.kill('SIGKILL');
+    const out = await Promise.all(Array.from({ length: 6 }, (_, i) => chat(longPrompt(`after the kill ${i}`))));
+    for (const r of out) {
+      expect(r.status, r.text).toBe(200);
+      expect(r.route?.pd?.prefill ?? 'none').not.toBe('replica-0');
+    }
+    const retried = out.filter((r) => r.route?.attempt === 'retry');
+    expect(retried.length).toBeGreaterThan(0);
+    for (const r of retried) expect(r.route?.pd?.prefill).toBe('replica-1');
+  });
+});
