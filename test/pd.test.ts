@@ -7,13 +7,19 @@
  * a prefill replica and its KV crosses to a decode replica in the prefill
  * replica's zone; a short one is prefilled by the decode replica itself; a
  * prefill worker killed makes its leg fail and the request is retried on the
- * other prefill replica. Every wait polls an observable condition.
+ * other prefill replica. Then both dialects straight against simulators
+ * (a router fed their states, no agents): SGLang's bootstrap room, a failed
+ * SGLang prefill retried, and a failed vLLM transfer recomputed by the decode
+ * worker. Every wait polls an observable condition.
  */
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '@warmpath/testkit';
 import { launchFleet, type LocalFleet } from '@warmpath/launch';
 import { parseRoute } from '@warmpath/router/route';
+import { startRouter, type Router } from '@warmpath/router';
+import { makeState } from '@warmpath/router/testing';
+import { startSimServer, type SimServer } from '@warmpath/sim';
 
 const ROLES = ['prefill', 'prefill', 'decode', 'decode'] as const;
 const ZONES = ['a', 'b', 'a', 'b'];
@@ -124,5 +130,89 @@ describe('prefill/decode disaggregation', () => {
     const retried = out.filter((r) => r.route?.attempt === 'retry');
     expect(retried.length).toBeGreaterThan(0);
     for (const r of retried) expect(r.route?.pd?.prefill).toBe('replica-1');
+  });
+});
+
+describe.each(['sglang', 'vllm'] as const)('the %s dialect against simulators', (engine) => {
+  let p: SimServer;
+  let d: SimServer;
+  let r: Router;
+  let timer: NodeJS.Timeout;
+  const kv = async (s: SimServer) =>
+    ((await (await request(`${s.url}/sim/v1/state`)).body.json()) as { kv: Record<string, number> }).kv;
+  const fault = (s: SimServer, f: Record<string, unknown>) =>
+    request(`${s.url}/sim/v1/fault`, { method: 'POST', body: JSON.stringify(f) }).then((x) => x.body.dump());
+
+  beforeAll(async () => {
+    [p, d] = await Promise.all([
+      startSimServer({ port: 0, role: 'prefill', model: 'm', seed: 1 }),
+      startSimServer({ port: 0, role: 'decode', model: 'm', seed: 2 }),
+    ]);
+    r = await startRouter({ port: 0, gossip: false, id: 'r-pd', log: () => {} });
+    let seq = 1;
+    const announce = (): void => {
+      seq++;
+      r.view.apply(
+        makeState('p', {
+          fleet: 'default',
+          seq,
+          url: p.url,
+          engine,
+          role: 'prefill',
+          kvBootstrap: `127.0.0.1:${p.port}`,
+        }),
+      );
+      r.view.apply(makeState('d', { fleet: 'default', seq, url: d.url, engine, role: 'decode' }));
+    };
+    announce();
+    timer = setInterval(announce, 100);
+  });
+  afterAll(async () => {
+    clearInterval(timer);
+    await r.close();
+    await Promise.all([p.close(), d.close()]);
+  });
+
+  const send = async (content: string, stream = false) => {
+    const res = await request(`${r.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'm', max_tokens: 6, stream, messages: [{ role: 'user', content }] }),
+    });
+    return {
+      status: res.statusCode,
+      text: await res.body.text(),
+      route: parseRoute(String(res.headers['x-warmpath-route'])),
+    };
+  };
+
+  it('a transfer: the prefill worker produces the KV, the decode worker receives it and answers', async () => {
+    const [p0, d0] = await Promise.all([kv(p), kv(d)]);
+    const a = await send(longPrompt(`${engine} transfer`), true);
+    expect(a.status).toBe(200);
+    expect(a.route?.pd).toMatchObject({ mode: 'transfer', prefill: 'p', decode: 'd' });
+    expect(a.text).toContain('data: [DONE]');
+    const [p1, d1] = await Promise.all([kv(p), kv(d)]);
+    expect(p1.produced! - p0.produced!).toBe(1);
+    expect(d1.received! - d0.received!).toBe(1);
+  });
+
+  it('a failed transfer: the decode worker recomputes (its kv_load_failure_policy), the client is answered', async () => {
+    await fault(d, { kvFail: 1 });
+    const d0 = await kv(d);
+    const a = await send(longPrompt(`${engine} transfer fails`));
+    await fault(d, { clear: true });
+    expect(a.status).toBe(200);
+    expect(a.route?.pd?.mode).toBe('transfer');
+    const d1 = await kv(d);
+    expect(d1.recomputed! - d0.recomputed!).toBe(1);
+  });
+
+  it('the prefill worker failing: the request is retried without it, and the decode worker prefills', async () => {
+    await fault(p, { errorRate: 1 });
+    const a = await send(longPrompt(`${engine} prefill fails`));
+    await fault(p, { clear: true });
+    expect(a.status, a.text).toBe(200);
+    expect(a.route).toMatchObject({ attempt: 'retry', pd: { mode: 'local', by: 'one-pool', decode: 'd' } });
   });
 });
