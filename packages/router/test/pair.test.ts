@@ -10,6 +10,7 @@ import { placeRequest } from '../src/placement/place.ts';
 import { placePair, type PairSettings } from '../src/placement/pair.ts';
 import { formatRoute, parseRoute, routeOf } from '../src/placement/route.ts';
 import { LocalState } from '../src/core/local.ts';
+import { parseBootstrap, sglangBody, vllmPrefillBody } from '../src/http/pd.ts';
 import { CONFIG, SYSTEM, chainOf, chat, makeState, makeView, preq, type StateOverrides } from './helpers.ts';
 
 const S: PairSettings = CONFIG;
@@ -121,5 +122,45 @@ describe('placePair', () => {
       pd: { mode: 'transfer', by: 'split', prefill: 'p1', decode: 'd1' },
     });
     expect(parseRoute(formatRoute(routeOf(placement, 'first')))?.pd).toBeUndefined();
+  });
+});
+
+describe('the engines dialects (http/pd.ts)', () => {
+  it("vLLM's prefill request: one token, not streamed, asking for remote decode; the rest of the body kept", () => {
+    const b = vllmPrefillBody({
+      model: 'm',
+      stream: true,
+      stream_options: { include_usage: true },
+      max_completion_tokens: 99,
+      temperature: 0,
+    });
+    expect(b).toEqual({
+      model: 'm',
+      stream: false,
+      max_tokens: 1,
+      max_completion_tokens: 1,
+      temperature: 0,
+      kv_transfer_params: {
+        do_remote_decode: true,
+        do_remote_prefill: false,
+        remote_engine_id: null,
+        remote_block_ids: null,
+        remote_host: null,
+        remote_port: null,
+      },
+    });
+  });
+
+  it("SGLang's request to both legs names the prefill replica's bootstrap and the room", () => {
+    expect(sglangBody({ model: 'm' }, { host: '10.0.0.2', port: 8998 }, 42)).toEqual({
+      model: 'm',
+      bootstrap_host: '10.0.0.2',
+      bootstrap_port: 8998,
+      bootstrap_room: 42,
+    });
+    expect(parseBootstrap('[::1]:8998')).toEqual({ host: '::1', port: 8998 });
+    expect(parseBootstrap('p0:0')).toBeUndefined();
+    expect(parseBootstrap('nohost')).toBeUndefined();
+    expect(parseBootstrap(undefined)).toBeUndefined();
   });
 });
