@@ -96,6 +96,8 @@ describe('prefill/decode disaggregation', () => {
     const d = Number(pd!.decode.slice(8));
     expect(after[p]!.produced - before[p]!.produced).toBe(1);
     expect(after[d]!.received - before[d]!.received).toBe(1);
+    const metrics = await (await request(`${router}/metrics`)).body.text();
+    expect(metrics).toMatch(/warmpath_router_pd_placements_total\{mode="transfer",by="split"\} [1-9]/);
   });
 
   it('a long prompt, streamed: the whole stream comes from the decode replica', async () => {

@@ -284,6 +284,7 @@ function coreMetrics(metrics: () => RouterMetrics, policy: () => string, recorde
   return {
     placed(r: Route) {
       if (r.branch === 'saturated' || r.branch === 'no-replica') recorder.recordRefusal(r.branch);
+      if (r.pd !== undefined) metrics().pairs.inc({ mode: r.pd.mode, by: r.pd.by });
       const key = formatRoute(r.pd === undefined ? r : baseRoute(r));
       let c = branchCounters.get(key);
       if (c === undefined)
