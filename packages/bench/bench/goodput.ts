@@ -2,12 +2,13 @@
  * Goodput: the highest arrival rate at which TTFT p99 (over every request
  * sent, an unanswered one counting as the slowest) and inter-token latency
  * p99 both stay within a stated SLO, per fleet and policy (DES, random L4,
- * 2 routers). Fleets of the same GPUs aggregated (`N`) and disaggregated
+ * 2 routers unless told). Fleets of the same GPUs aggregated (`N`) and disaggregated
  * (`P:D`, des/pd.ts) side by side: where disaggregation pays and where not
  * (docs/DISAGGREGATION.md, "Goodput").
  *
  *   node packages/bench/bench/goodput.ts [--seed N] [--duration S] [--slo-ttft-ms MS] [--slo-itl-ms MS]
- *     [--fleets 10,5:5,3:7] [--policies warmpath,round-robin] [--router-set k=v,…] [longctx:6,10,14 …]
+ *     [--fleets 10,5:5,3:7] [--policies warmpath,round-robin] [--routers N] [--router-set k=v,…]
+ *     [longctx:6,10,14 …]
  *
  * Prints one row per (scenario, fleet, policy): each rate's TTFT p99 / ITL p99
  * (✓ within the SLO), then the goodput: the highest rate within it such that
@@ -29,6 +30,7 @@ const sloTtft = Number(take('--slo-ttft-ms', '5000'));
 const sloItl = Number(take('--slo-itl-ms', '60'));
 const fleets = take('--fleets', '10,5:5,3:7').split(',');
 const policies = take('--policies', 'warmpath,round-robin').split(',');
+const routers = Number(take('--routers', '2'));
 const routerSet = take('--router-set', '');
 const routerOverrides = Object.fromEntries(
   routerSet === '' ? [] : routerSet.split(',').map((kv) => kv.split('=') as [string, string]),
@@ -47,7 +49,7 @@ async function row(name: string, rates: number[], fleet: string, policy: string)
     duration,
     replicas: fleet.includes(':') ? 0 : Number(fleet),
     ...(fleet.includes(':') ? { pd: fleet } : {}),
-    routers: 2,
+    routers,
     l4: 'random',
     policy,
     ...(routerSet !== '' ? { routerOverrides } : {}),
@@ -75,7 +77,7 @@ for (const spec of specs) {
   if (SCENARIOS[name] === undefined) throw new Error(`unknown scenario "${name}"`);
   const rates = list.split(',').map(Number);
   console.log(
-    `\n${name}, seed ${seed}, SLO TTFT p99 ≤ ${sloTtft} ms and ITL p99 ≤ ${sloItl} ms (cells: TTFT p99 / ITL p99, ms)\n`,
+    `\n${name}, seed ${seed}, ${routers} routers, SLO TTFT p99 ≤ ${sloTtft} ms and ITL p99 ≤ ${sloItl} ms (cells: TTFT p99 / ITL p99, ms)\n`,
   );
   console.log(`| scenario | fleet | policy | ${rates.map((r) => `${r} req/s`).join(' | ')} | goodput |`);
   console.log(`|---|---|---|${rates.map(() => '--:|').join('')}--:|`);
