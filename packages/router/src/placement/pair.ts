@@ -10,7 +10,9 @@
  *     its load bound) over the prefill-capable replicas (`prefill`, `both`).
  *  3. Decode: over the decode-capable replicas (`decode`, `both`) with KV
  *     room for the prompt and the output, the least cost of
- *       load / weight + transferTokens × pdTransferCost × zone,
+ *       (load + expected) / weight + transferTokens × pdTransferCost × zone,
+ *     (expected: the work other routers likely sent since the replica's
+ *     report, for a policy that estimates it: Candidate.expected),
  *     where transferTokens is what the replica lacks of the prompt (its
  *     warmth) and zone is 0 on the prefill replica itself, 0.1 within the
  *     prefill replica's zone (or when either zone is unknown), 1 across.
@@ -102,9 +104,10 @@ function pickDecode(
   local: LocalState,
   prefill: Replica | undefined,
   s: PairSettings,
+  expectOthers: boolean,
 ): DecodePick | undefined {
   const dreq = withoutRole(view, req, 'prefill');
-  const table = buildCandidates(dreq, view, local);
+  const table = buildCandidates(dreq, view, local, expectOthers);
   if (table === undefined) return undefined;
   const warmth = scanWarmth(dreq, table, view, local);
   const info = req.info;
@@ -117,7 +120,7 @@ function pickDecode(
     const depth = Math.max(warmth.digest[i]!, warmth.overlay[i]!);
     const lacks = Math.max(0, info.promptTokens - (depth * s.chunkChars) / s.charsPerToken);
     const zone = prefill === undefined ? 0 : zoneFactor(prefill, row.replica);
-    const cost = row.load / row.weight + lacks * s.pdTransferCost * zone;
+    const cost = (row.load + row.expected) / row.weight + lacks * s.pdTransferCost * zone;
     const room = row.kvFree >= need;
     // Room first: a replica without KV room for the request only when none has it.
     if ((room && !bestRoom) || (room === bestRoom && cost < bestCost)) {
@@ -153,7 +156,7 @@ export function placePair(
   if (!disaggregated(view, req)) return { placement: placeRequest(policy, req, view, local), pd: undefined };
   const p = placeRequest(policy, withoutRole(view, req, 'decode'), view, local);
   const prefill = p.replica;
-  const d = pickDecode(req, view, local, prefill, s);
+  const d = pickDecode(req, view, local, prefill, s, policy.expectsOthers === true);
   if (d === undefined) {
     // No decode-capable candidate: the prefill replica serves the whole request (it prefills a request without transfer fields).
     if (prefill === undefined) return { placement: p, pd: undefined };
