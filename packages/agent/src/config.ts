@@ -21,17 +21,17 @@ export const AGENT_SCHEMA = {
     default: 'auto',
     choices: ['auto', 'both', 'prefill', 'decode'],
     essential: true,
-    doc: "disaggregation role published to routers; auto: the engine's (SGLang's disaggregation_mode), else both (docs/DISAGGREGATION.md)",
+    doc: "disaggregation role routers see: prefill, decode, both, or auto (the engine's own, else both)",
   },
   zone: {
     type: 'string',
     default: '',
-    doc: 'topology label (host, rack or zone) published to routers: a KV transfer within one zone costs less ("" = unknown)',
+    doc: 'topology label (host, rack or zone) for routers: a KV transfer within one zone costs less ("" = unknown)',
   },
   kvBootstrap: {
     type: 'string',
     default: '',
-    doc: "host:port of the engine's KV bootstrap server, published by a prefill replica (SGLang's --disaggregation-bootstrap-port; default: the engine URL's host and 8998 for sglang, its port for vllm)",
+    doc: "a prefill engine's KV bootstrap host:port (SGLang); default: the engine's host and 8998 (vllm: its port)",
   },
   engineUrl: {
     type: 'string',

@@ -54,7 +54,7 @@ export const benchSchema = {
   pd: {
     type: 'string',
     default: '',
-    doc: 'a prefill/decode-disaggregated fleet P:D, P prefill and D decode replicas instead of --replicas (docs/DISAGGREGATION.md)',
+    doc: 'a disaggregated fleet P:D of P prefill and D decode replicas, instead of --replicas',
   },
   duration: {
     type: 'number',

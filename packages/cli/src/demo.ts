@@ -47,7 +47,7 @@ export const demoSchema = {
   pd: {
     type: 'string',
     default: '',
-    doc: 'a disaggregated fleet P:D: P prefill and D decode simulators (with their agents) instead of --replicas (docs/DISAGGREGATION.md)',
+    doc: 'a disaggregated fleet P:D of P prefill and D decode simulators, instead of --replicas',
   },
   ...CPU_KV_RATIO_SETTING,
 } as const satisfies Schema;

@@ -148,13 +148,13 @@ export const ROUTER_SCHEMA = {
     default: 1_024,
     min: 0,
     integer: true,
-    doc: 'disaggregated fleets: a request whose prompt the decode replica lacks at most this many tokens of is prefilled there, with no KV transfer',
+    doc: 'P/D: a prompt the decode replica lacks at most this many tokens of is prefilled there, with no KV transfer',
   },
   pdTransferCost: {
     type: 'number',
     default: 0.25,
     min: 0,
-    doc: 'disaggregated fleets: what one prompt token sent over a KV link between zones weighs against a token of decode load (within a zone, a tenth)',
+    doc: 'P/D: one prompt token sent over a KV link between zones, in tokens of decode load (a tenth within one zone)',
   },
   // Evidence for the default: docs/ABLATION.md, 'warm-over-bound's hard bound: tried without, kept'.
   hardBound: {
