@@ -58,7 +58,7 @@ async function kvStats(i: number): Promise<{ produced: number; received: number 
 
 beforeAll(async () => {
   fleet = await launchFleet({ replicas: 4, routers: 1, roles: ROLES, zones: ZONES, profile: 'h100-llama3-8b' });
-  await fleet.waitConverged(30_000);
+  await fleet.waitConverged(60_000);
   router = fleet.routerUrls[0]!;
   await waitFor(
     async () => {
@@ -66,10 +66,10 @@ beforeAll(async () => {
       const body = (await res.body.json()) as { replicas: Array<{ id: string; role: string; zone?: string }> };
       return body.replicas.every((r) => r.role === ROLES[Number(r.id.slice(8))] && r.zone === zoneOf(r.id));
     },
-    { timeoutMs: 15_000, message: 'the router to see every replica with its role and zone' },
+    { timeoutMs: 30_000, message: 'the router to see every replica with its role and zone' },
   );
   model = ((await (await request(`${router}/v1/models`)).body.json()) as { data: Array<{ id: string }> }).data[0]!.id;
-}, 60_000);
+}, 110_000);
 
 afterAll(async () => {
   await fleet?.stop();
