@@ -122,6 +122,20 @@ describe('prefill/decode disaggregation', () => {
     });
   });
 
+  it('the decode worker dying mid-stream: the stream ends with the SSE error event, no retry', async () => {
+    const fault = (i: number, f: Record<string, unknown>) =>
+      request(`${fleet.sims[i]!.info.url}/sim/v1/fault`, { method: 'POST', body: JSON.stringify(f) }).then((x) =>
+        x.body.dump(),
+      );
+    await Promise.all([fault(2, { dieAfterTokens: 3 }), fault(3, { dieAfterTokens: 3 })]);
+    const r = await chat(longPrompt('cut short'), { stream: true, max_tokens: 50 });
+    await Promise.all([fault(2, { clear: true }), fault(3, { clear: true })]);
+    expect(r.status).toBe(200);
+    expect(r.route).toMatchObject({ attempt: 'first', pd: { mode: 'transfer' } });
+    expect(r.text).toMatch(/data: \{"error":\{.*"code":"stream_interrupted"/);
+    expect(r.text).not.toContain('[DONE]');
+  });
+
   it('a prefill worker killed: its leg fails and the request is retried on the other prefill replica', async () => {
     fleet.sims[0]!.child.kill('SIGKILL');
     const out = await Promise.all(Array.from({ length: 6 }, (_, i) => chat(longPrompt(`after the kill ${i}`))));
