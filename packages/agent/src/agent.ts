@@ -26,6 +26,7 @@ import {
 } from '@warmpath/shared/runtime';
 import { prepareRequestSchemas, sendError, type EngineKind } from '@warmpath/shared/wire';
 import { createAdminHandler } from './admin.ts';
+import { kvBootstrapOf, resolveRole } from './disagg.ts';
 import { agentConfig } from './config.ts';
 import type { AgentConfig } from './config.ts';
 import { AgentCore, type EngineEvent } from './core.ts';
@@ -143,6 +144,7 @@ export async function startAgent(
   const adminUrl = `http://${advertise}:${(await listen(adminServer, config.adminPort, config.host)).port}`;
   agentCore.setAdminUrl(adminUrl);
   await new Promise<void>((resolve) => agentCore.startMonitor(resolve));
+  await learnRole(agentCore, config, engine, adapterContext(control, engineOrigin, engineKey));
   agentCore.startPublishing();
 
   const close = closer(agentCore, [proxyServer, adminServer], gossip, [pool, control]);
@@ -188,12 +190,32 @@ function engineClients(config: AgentConfig, engine: EngineKind) {
     pipelining: 1,
   });
   const control = new Pool(engineOrigin, { connections: 4, keepAliveTimeout: UPSTREAM_KEEP_ALIVE_MS, pipelining: 1 });
-  const adapter = createAdapter(engine, {
-    dispatcher: control,
-    baseUrl: engineOrigin,
-    ...(engineKey !== undefined ? { headers: { authorization: `Bearer ${engineKey}` } } : {}),
-  });
+  const adapter = createAdapter(engine, adapterContext(control, engineOrigin, engineKey));
   return { engineOrigin, engineKey, pool, control, adapter };
+}
+
+/** The agent's own calls to its engine, as its adapter makes them. */
+function adapterContext(control: Pool, baseUrl: string, engineKey: string | undefined) {
+  return {
+    dispatcher: control,
+    baseUrl,
+    ...(engineKey !== undefined ? { headers: { authorization: `Bearer ${engineKey}` } } : {}),
+  };
+}
+
+/** The replica's role (--role or the engine's) and, for a prefill replica, its KV bootstrap: published from the first message. */
+async function learnRole(
+  core: AgentCore,
+  config: AgentConfig,
+  engine: EngineKind,
+  ctx: ReturnType<typeof adapterContext>,
+): Promise<void> {
+  const role = await resolveRole(config.role, engine, ctx, config.scrapeTimeoutMs);
+  core.setTopology(
+    role,
+    config.zone,
+    role === 'prefill' ? kvBootstrapOf(config.kvBootstrap, engine, config.engineUrl) : '',
+  );
 }
 
 /** The host routers reach this agent at: --advertise-host, else the listen host (loopback for a wildcard). */

@@ -16,6 +16,23 @@ export const AGENT_SCHEMA = {
     essential: true,
     doc: 'engine kind behind this agent',
   },
+  role: {
+    type: 'string',
+    default: 'auto',
+    choices: ['auto', 'both', 'prefill', 'decode'],
+    essential: true,
+    doc: "disaggregation role routers see: prefill, decode, both, or auto (the engine's own, else both)",
+  },
+  zone: {
+    type: 'string',
+    default: '',
+    doc: 'topology label (host, rack or zone) for routers: a KV transfer within one zone costs less ("" = unknown)',
+  },
+  kvBootstrap: {
+    type: 'string',
+    default: '',
+    doc: "a prefill engine's KV bootstrap host:port (SGLang); default: the engine's host and 8998 (vllm: its port)",
+  },
   engineUrl: {
     type: 'string',
     default: 'http://127.0.0.1:8000',

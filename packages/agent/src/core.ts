@@ -17,7 +17,7 @@
  *    feedback, end).
  * Clock, timers, engine and send are injected; nothing here does I/O.
  */
-import type { ReplicaState, RequestInfo } from '@warmpath/shared/wire';
+import type { ReplicaRole, ReplicaState, RequestInfo } from '@warmpath/shared/wire';
 import { realClock, type Clock } from '@warmpath/shared/runtime';
 import type { RejectReason } from './admission.ts';
 import type { AgentConfig } from './config.ts';
@@ -121,6 +121,18 @@ export class AgentCore {
     this.publisher.stop();
   }
 
+  /** This replica's disaggregation role (ReplicaIdentity.role; 'both' when unset). */
+  get role(): 'both' | 'prefill' | 'decode' {
+    return this.#identity.role ?? 'both';
+  }
+
+  /** Role, topology label and KV bootstrap address, published from the next message on (agent.ts learns them before publishing). */
+  setTopology(role: ReplicaRole, zone: string, kvBootstrap: string): void {
+    this.#identity.role = role;
+    this.#identity.zone = zone;
+    this.#identity.kvBootstrap = kvBootstrap;
+  }
+
   setAdminUrl(url: string): void {
     this.#identity.admin = url;
   }
@@ -144,10 +156,15 @@ export class AgentCore {
    * x-warmpath-queued), or the admitted record (in flight; routers hear of a
    * load jump). `band`: the priority band's rank, when the router sent one.
    */
-  admit(info: RequestInfo, queueLimit?: number, band?: number): { reason: Refusal; queued?: number } | Admitted {
+  admit(
+    info: RequestInfo,
+    queueLimit?: number,
+    band?: number,
+    received = false,
+  ): { reason: Refusal; queued?: number } | Admitted {
     const gated = this.gate();
     if (gated !== undefined) return { reason: gated };
-    const a = this.ledger.admit(info, queueLimit, band);
+    const a = this.ledger.admit(info, queueLimit, band, received);
     if ('reason' in a) {
       this.metrics.rejected.inc({ reason: a.reason });
       return a.reason === 'stale' ? { ...a, queued: this.ledger.pendingPrefillTokens } : a;

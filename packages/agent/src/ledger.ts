@@ -216,9 +216,10 @@ export class AgentLedger {
     return min;
   }
 
-  begin(info: RequestInfo, predictedChunks: number): Inflight {
+  /** `received`: the prompt's KV comes by transfer from a prefill replica (a decode leg): nothing joins the prefill queue. */
+  begin(info: RequestInfo, predictedChunks: number, received = false): Inflight {
     const cachedTokens = this.cachedTokensOf(info, predictedChunks);
-    const prefill = Math.max(0, Math.round(info.promptTokens - cachedTokens));
+    const prefill = received ? 0 : Math.max(0, Math.round(info.promptTokens - cachedTokens));
     const r: Inflight = {
       need: this.needOf(info, cachedTokens),
       work: prefill + info.maxTokens,
@@ -270,7 +271,7 @@ export class AgentLedger {
    * Admission control and bookkeeping for one described request: a reject
    * reason, or the admitted record (in flight, chain recorded in the cache model).
    */
-  admit(info: RequestInfo, queueLimit?: number, band?: number): { reason: RejectReason } | Admitted {
+  admit(info: RequestInfo, queueLimit?: number, band?: number, received = false): { reason: RejectReason } | Admitted {
     const cache = this.cache;
     const predicted = cache.predict(info.hashes);
     const reason = this.check(info, predicted, queueLimit, band);
@@ -286,7 +287,8 @@ export class AgentLedger {
       this.settledPredictions.tokens += this.cachedTokensOf(info, settled);
       this.settledPredictions.admissions++;
     }
-    const flight = this.begin(info, predicted);
+    const flight = this.begin(info, predicted, received);
+    // A decode leg's prompt KV lands here by transfer: the cache model learns it as if prefilled here.
     cache.record(info.hashes, this.now());
     if (info.adapter !== '' && this.config.loadedAdapters) this.#serve(info.adapter);
     return { flight, predicted, stamps };

@@ -43,6 +43,7 @@ import {
   type UpstreamResponse,
 } from '@warmpath/shared/runtime';
 import type { EngineKind, RequestInfo } from '@warmpath/shared/wire';
+import { receivesKv } from './disagg.ts';
 import { noteFirstByte, noteRefusal, noteRequest, noteUsage, observe, type AccessLogDeps } from './access-log.ts';
 import type { AgentCore, Refusal } from './core.ts';
 import type { Admitted } from './ledger.ts';
@@ -129,10 +130,12 @@ async function handle(deps: ProxyDeps, req: IncomingMessage, res: ServerResponse
   let info: RequestInfo;
   let asked: UsageAsk | undefined;
   const band = bandOf(req.headers[HEADERS.priority]);
+  let received = false;
   try {
     body = await readBody(req, core.config.maxBodyBytes);
     const keyHeader = req.headers[HEADERS.key];
     let parsed = parseJsonBody(body);
+    received = receivesKv(parsed, core.role);
     const engine = core.config.engine as EngineKind;
     const prioritized =
       band !== undefined && core.config.enginePriority ? withPriority(engine, band, parsed, body) : undefined;
@@ -152,7 +155,7 @@ async function handle(deps: ProxyDeps, req: IncomingMessage, res: ServerResponse
     if (!req.readableAborted) sendError(res, 'internal_error');
     return;
   }
-  const admitted = core.admit(info, queueLimitOf(req.headers[HEADERS.queueLimit]), band);
+  const admitted = core.admit(info, queueLimitOf(req.headers[HEADERS.queueLimit]), band, received);
   if ('reason' in admitted) return refuse(res, admitted.reason, admitted.queued);
   core.metrics.overhead.observe((performance.now() - t0) / 1000);
   let usage: { cachedTokens: number; promptTokens: number | undefined } | undefined;

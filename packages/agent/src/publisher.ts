@@ -22,7 +22,7 @@
  * "The fix: publish on a change of about one request's work".
  */
 import { encodeState, LIMITS, PROTOCOL_VERSION } from '@warmpath/shared/wire';
-import type { DigestSnapshot, EngineKind, ReplicaState } from '@warmpath/shared/wire';
+import type { DigestSnapshot, EngineKind, ReplicaRole, ReplicaState } from '@warmpath/shared/wire';
 import type { Clock } from '@warmpath/shared/runtime';
 import type { AgentLedger } from './ledger.ts';
 
@@ -38,6 +38,12 @@ export interface ReplicaIdentity {
   /** Admin base URL routers pull digest snapshots from. */
   admin: string;
   engine: EngineKind;
+  /** Disaggregation role; 'both' (or absent) is published as nothing, so an aggregated replica's messages stay as they were. */
+  role?: ReplicaRole;
+  /** Topology label (host, rack or zone); '' or absent = not published. */
+  zone?: string;
+  /** A prefill replica's KV bootstrap address, host:port (SGLang's bootstrap server). */
+  kvBootstrap?: string;
 }
 
 export interface PublisherOptions {
@@ -182,6 +188,11 @@ export class Publisher {
         removed: delta.removed,
         size: l.cache.publishedSize,
       },
+      ...(id.role !== undefined && id.role !== 'both' ? { role: id.role } : {}),
+      ...(id.zone !== undefined && id.zone !== '' ? { zone: id.zone } : {}),
+      ...(id.kvBootstrap !== undefined && id.kvBootstrap !== '' && id.role === 'prefill'
+        ? { kvBootstrap: id.kvBootstrap }
+        : {}),
     };
   }
 

@@ -14,6 +14,7 @@ import { DEFAULT_GOSSIP, validateGossip, type GossipModel } from './des/gossip.t
 import { PEER_POLICIES } from './peers/index.ts';
 import { DesPool, type DesJob } from './pool.ts';
 import { computeReferences, type References } from './references.ts';
+import { pdRolesOf } from './des/pd.ts';
 import { markdownTable, writeHtml, writeJson, type BenchReport, type PolicyResult } from './report.ts';
 import { CPU_KV_RATIO_SETTING, DEFAULT_MODEL, SCENARIOS, type Scenario } from './scenarios.ts';
 
@@ -49,6 +50,11 @@ export const benchSchema = {
     integer: true,
     essential: true,
     doc: "replicas (0 = the scenario's)",
+  },
+  pd: {
+    type: 'string',
+    default: '',
+    doc: 'a disaggregated fleet P:D of P prefill and D decode replicas, instead of --replicas',
   },
   duration: {
     type: 'number',
@@ -159,7 +165,8 @@ export async function run(argv: string[]): Promise<void> {
   checkPolicies(cfg);
   const routerOverrides = parseSet('--router-set', cfg.routerSet);
   const agentOverrides = parseSet('--agent-set', cfg.agentSet);
-  const replicas = cfg.replicas > 0 ? cfg.replicas : scenario.fleet.replicas;
+  const roles = pdRolesOf(cfg.pd);
+  const replicas = roles?.length ?? (cfg.replicas > 0 ? cfg.replicas : scenario.fleet.replicas);
   const duration = cfg.duration > 0 ? cfg.duration : scenario.defaults.duration;
   const rate = cfg.rate > 0 ? cfg.rate : scenario.defaults.rate;
   const trace = cfg.trace === '' ? undefined : resolve(cfg.trace);
@@ -175,6 +182,7 @@ export async function run(argv: string[]): Promise<void> {
     ...(cfg.routerSet.length > 0 ? { router: routerOverrides } : {}),
     ...(cfg.agentSet.length > 0 ? { agent: agentOverrides } : {}),
     replicas,
+    ...(roles !== undefined ? { pd: cfg.pd } : {}),
     routers: cfg.routers,
     l4,
     duration,
@@ -294,6 +302,7 @@ async function runDesPolicies(
     agentOverrides: o.agentOverrides,
     gossip: o.gossip,
     ...(cfg.cpuKvRatio > 0 ? { cpuKvRatio: cfg.cpuKvRatio } : {}),
+    ...(cfg.pd !== '' ? { pd: cfg.pd } : {}),
   });
   // Submits every policy, then describes the plan once here while the workers start (the references below reuse the descriptions).
   const { outcomes } = pool.runShared(cfg.policies.map(job), o.plan);
@@ -347,6 +356,7 @@ async function runLivePolicies(
         agentOverrides: o.agentOverrides,
         requestTimeoutMs: cfg.requestTimeoutS * 1000,
         cpuKvRatio: cfg.cpuKvRatio,
+        ...(cfg.pd !== '' ? { roles: pdRolesOf(cfg.pd)! } : {}),
       });
       bar?.update(o.plan.length);
       settle(policy, r, (Date.now() - started) / 1000);

@@ -37,6 +37,8 @@ export interface LiveOptions {
   agentOverrides?: Record<string, string>;
   /** Host-memory KV tier of each replica, × its GPU KV (0 or absent = off). */
   cpuKvRatio?: number;
+  /** A disaggregated fleet: replica i's role (`warmpath sim --role`); absent = aggregated. */
+  roles?: ReadonlyArray<'prefill' | 'decode'>;
   log?: (line: string) => void;
 }
 
@@ -72,6 +74,7 @@ export async function runLive(o: LiveOptions): Promise<PolicyResult> {
   const oracle = o.policy === 'oracle';
   const cpuKvTokens = cpuKvTokensOf({ ...shape, cpuKvRatio: o.cpuKvRatio ?? 0 });
   const fleet = await launchFleet({
+    ...(o.roles !== undefined ? { roles: o.roles } : {}),
     replicas: o.replicas,
     routers: oracle ? 0 : o.routers,
     profile: shape.profile,

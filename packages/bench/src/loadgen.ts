@@ -44,6 +44,8 @@ export interface RequestResult {
   outputTokens: number;
   replica: string | undefined;
   route: string | undefined;
+  /** In a disaggregated fleet: whether the request's KV was transferred (`transfer`) or its decode replica prefilled it (`local`); absent otherwise. */
+  pd?: string;
   sentAt: number;
 }
 
@@ -107,7 +109,9 @@ export async function runOne(
     result.replica = h('x-warmpath-replica');
     // The branch: x-warmpath-route's first part (docs/PLACEMENT.md, 'Reading the header').
     const route = h('x-warmpath-route');
-    result.route = route === undefined ? undefined : parseRoute(route)?.branch;
+    const parsed = route === undefined ? undefined : parseRoute(route);
+    result.route = parsed?.branch;
+    if (parsed?.pd !== undefined) result.pd = parsed.pd.mode;
     if (res.statusCode !== 200) {
       result.error = errorCode(res.statusCode, await res.body.text());
       result.e2eMs = performance.now() - start;

@@ -58,6 +58,7 @@ async function runJob(
       ...(job.routerOverrides !== undefined ? { routerOverrides: job.routerOverrides } : {}),
       ...(job.agentOverrides !== undefined ? { agentOverrides: job.agentOverrides } : {}),
       ...(job.gossip !== undefined ? { gossip: job.gossip } : {}),
+      ...(job.pd !== undefined ? { pd: job.pd } : {}),
       ...(slot.inbox !== undefined ? { prepared: slot.inbox } : {}),
     });
     parentPort!.postMessage({ result });

@@ -40,6 +40,8 @@ export interface DesJob {
   gossip?: GossipModel | undefined;
   /** Host-memory KV tier of each replica, × its GPU KV (0 or absent = off). */
   cpuKvRatio?: number | undefined;
+  /** A disaggregated fleet P:D (des/pd.ts); absent = aggregated. */
+  pd?: string | undefined;
 }
 
 /** What identifies a job's plan, whatever its policy, routers and L4 (they share descriptions: prepared-feed.ts). */

@@ -58,6 +58,8 @@ export interface PolicyResult {
      * much it writes (misses) and where.
      */
     kvEvictionAgeS?: number;
+    /** A disaggregated fleet: requests whose KV was transferred, and those their decode replica prefilled (absent for an aggregated fleet). */
+    pd?: { transfer: number; local: number };
   };
 }
 
@@ -120,6 +122,12 @@ export function summarize(
   const branches: Record<string, number> = {};
   for (const r of results) if (r.route !== undefined) branches[r.route] = (branches[r.route] ?? 0) + 1;
   const spills = SPILL_BRANCHES.reduce((n, b) => n + (branches[b] ?? 0), 0);
+  const pd = results.some((r) => r.pd !== undefined)
+    ? {
+        transfer: results.filter((r) => r.pd === 'transfer').length,
+        local: results.filter((r) => r.pd === 'local').length,
+      }
+    : undefined;
   const ttft = ok.map((r) => r.ttftMs);
   // Every inter-token gap of the run (tens of millions in an hour-long replay): one typed array, sorted once.
   let gaps = 0;
@@ -172,6 +180,7 @@ export function summarize(
         ? { kvEvictionAgeS: round((engine.evictedAgeMs ?? 0) / engine.evictedBlocks / 1000, 1)! }
         : {}),
       byTag,
+      ...(pd !== undefined ? { pd } : {}),
     },
   };
 }

@@ -44,8 +44,24 @@ export const demoSchema = {
   },
   duration: { type: 'number', default: 20, min: 1, doc: 'smoke workload length, simulated seconds' },
   rate: { type: 'number', default: 0, min: 0, doc: 'smoke requests per simulated second (0 = 1.2 per replica)' },
+  pd: {
+    type: 'string',
+    default: '',
+    doc: 'a disaggregated fleet P:D of P prefill and D decode simulators, instead of --replicas',
+  },
   ...CPU_KV_RATIO_SETTING,
 } as const satisfies Schema;
+
+/** `--pd P:D` → the replicas' roles; undefined for an aggregated fleet. */
+export function pdRoles(spec: string): ('prefill' | 'decode')[] | undefined {
+  if (spec === '') return undefined;
+  const m = /^(\d+):(\d+)$/.exec(spec);
+  const p = Number(m?.[1]);
+  const d = Number(m?.[2]);
+  if (m === null || p < 1 || d < 1 || p + d > 64)
+    throw new Error(`--pd takes P:D, at least one of each and at most 64 in all (got "${spec}")`);
+  return [...Array<'prefill'>(p).fill('prefill'), ...Array<'decode'>(d).fill('decode')];
+}
 
 export const DEMO_HELP: CommandHelp = {
   description:
@@ -54,6 +70,8 @@ export const DEMO_HELP: CommandHelp = {
     'warmpath demo',
     '# 8 replicas behind 3 routers',
     'warmpath demo --replicas 8 --routers 3',
+    '# a disaggregated fleet: 2 prefill and 2 decode simulators',
+    'warmpath demo --pd 2:2',
     '# the comparison table, then exit (0 when every request was answered)',
     'warmpath demo --smoke --duration 30',
   ],
@@ -119,11 +137,15 @@ function printTable(rows: Row[]): void {
 }
 
 export async function run(argv: string[]): Promise<void> {
-  const cfg = configFromProcess('demo', demoSchema, argv, DEMO_HELP);
+  const parsed = configFromProcess('demo', demoSchema, argv, DEMO_HELP);
+  const roles = pdRoles(parsed.pd);
+  const cfg = { ...parsed, replicas: roles?.length ?? parsed.replicas };
+  const kinds = roles === undefined ? '' : ` (${parsed.pd.replace(':', ' prefill, ')} decode)`;
   console.log(
-    `warmpath demo: starting ${cfg.replicas} simulator replicas (${cfg.profile}, speed ${cfg.speed}×), ${cfg.replicas} agents and ${cfg.routers} routers…`,
+    `warmpath demo: starting ${cfg.replicas} simulator replicas${kinds} (${cfg.profile}, speed ${cfg.speed}×), ${cfg.replicas} agents and ${cfg.routers} routers…`,
   );
   const fleet = await launchFleet({
+    ...(roles !== undefined ? { roles } : {}),
     replicas: cfg.replicas,
     routers: cfg.routers,
     profile: cfg.profile,
@@ -160,7 +182,9 @@ export async function run(argv: string[]): Promise<void> {
   console.log(`\nfleet ready (gossip under a private swarm key: ${fleet.swarmKeyFile})`);
   fleet.routerUrls.forEach((u, i) => console.log(`  router ${i}: ${u}`));
   fleet.agents.forEach((a, i) =>
-    console.log(`  replica-${i}: agent ${a.info.proxy} (admin ${a.info.admin}) → sim ${fleet.sims[i]!.info.url}`),
+    console.log(
+      `  replica-${i}${roles !== undefined ? ` (${roles[i]})` : ''}: agent ${a.info.proxy} (admin ${a.info.admin}) → sim ${fleet.sims[i]!.info.url}`,
+    ),
   );
   console.log(`
 try it:

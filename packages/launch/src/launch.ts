@@ -34,6 +34,10 @@ export interface LaunchOptions {
   /** Router placement policy. */
   policy?: string;
   fleet?: string;
+  /** Disaggregation role of replica i (`warmpath sim --role`; its agent learns it from the simulator); default both. */
+  roles?: readonly ('both' | 'prefill' | 'decode')[];
+  /** Topology label of replica i (`warmpath agent --zone`); default none. */
+  zones?: readonly string[];
   /** Extra flags per component. */
   simArgs?: readonly string[];
   agentArgs?: readonly string[];
@@ -96,7 +100,8 @@ function commonArgs(opts: LaunchOptions): { args: string[]; swarmKeyFile: string
   return { args: ['--fleet', fleetName, ...key], swarmKeyFile };
 }
 
-function simArgs(opts: LaunchOptions): string[] {
+function simArgs(opts: LaunchOptions, i: number): string[] {
+  const role = opts.roles?.[i];
   return [
     'sim',
     '--port',
@@ -107,6 +112,7 @@ function simArgs(opts: LaunchOptions): string[] {
     ...(opts.adapters !== undefined && opts.adapters.length > 0 ? ['--adapters', opts.adapters.join(',')] : []),
     ...(opts.maxLoras !== undefined ? ['--max-loras', String(opts.maxLoras)] : []),
     ...(opts.speed !== undefined ? ['--speed', String(opts.speed)] : []),
+    ...(role !== undefined ? ['--role', role] : []),
     ...(opts.simArgs ?? []),
   ];
 }
@@ -125,6 +131,7 @@ function agentArgs(opts: LaunchOptions, common: readonly string[], sim: Proc, i:
     '0',
     '--replica-id',
     `replica-${i}`,
+    ...(opts.zones?.[i] !== undefined ? ['--zone', opts.zones[i]] : []),
     ...common,
     ...(opts.agentArgs ?? []),
   ];
@@ -177,7 +184,7 @@ export async function launchFleet(opts: LaunchOptions): Promise<LocalFleet> {
   };
   try {
     const n = Array.from({ length: opts.replicas }, (_, i) => i);
-    sims.push(...(await Promise.all(n.map((i) => startProcess(`sim-${i}`, simArgs(opts), how)))));
+    sims.push(...(await Promise.all(n.map((i) => startProcess(`sim-${i}`, simArgs(opts, i), how)))));
     agents.push(
       ...(await Promise.all(n.map((i) => startProcess(`agent-${i}`, agentArgs(opts, common, sims[i]!, i), how)))),
     );

@@ -13,6 +13,8 @@ import type { FleetView } from './fleet/view.ts';
 export interface RouterMetrics {
   registry: Registry;
   branches: Counter<'policy' | 'step' | 'branch' | 'attempt' | 'by'>;
+  /** Disaggregated fleets: placements by pair mode (transfer, local) and reason (placement/pair.ts). */
+  pairs: Counter<'mode' | 'by'>;
   placementSeconds: Histogram<'policy'>;
   upstreamErrors: Counter<'kind'>;
   retries: Counter;
@@ -70,6 +72,12 @@ export function createMetrics(view: FleetView, extra: ScrapeReadings): RouterMet
     labelNames: ['policy', 'step', 'branch', 'attempt', 'by'] as const,
     registers: [registry],
   });
+  const pairs = new Counter({
+    name: 'warmpath_router_pd_placements_total',
+    help: 'Disaggregated fleets: placements by mode (transfer: prefill replica then KV to the decode replica; local: the decode replica prefills) and reason (pd-by in x-warmpath-route)',
+    labelNames: ['mode', 'by'] as const,
+    registers: [registry],
+  });
   const placementSeconds = new Histogram({
     name: 'warmpath_router_placement_seconds',
     help: 'Time spent in the placement function',
@@ -120,6 +128,7 @@ export function createMetrics(view: FleetView, extra: ScrapeReadings): RouterMet
   return {
     registry,
     branches,
+    pairs,
     placementSeconds,
     upstreamErrors,
     retries,

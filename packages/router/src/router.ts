@@ -34,7 +34,7 @@ import { createHandler, reachableHost, readApiKeys } from './http/server.ts';
 import { originsOf, Upstreams } from './http/upstream.ts';
 import { createMetrics, type RouterMetrics } from './metrics.ts';
 import type { LocalState } from './core/local.ts';
-import { formatRoute, type Route } from './placement/route.ts';
+import { baseRoute, formatRoute, type Route } from './placement/route.ts';
 import type { Policy } from './placement/types.ts';
 import { StatusRecorder } from './status/recorder.ts';
 import { GossipShare, SHARE_CHANNEL } from './tenants/share-link.ts';
@@ -312,7 +312,8 @@ function coreMetrics(metrics: () => RouterMetrics, policy: () => string, recorde
   return {
     placed(r: Route) {
       if (r.branch === 'saturated' || r.branch === 'no-replica') recorder.recordRefusal(r.branch);
-      const key = formatRoute(r);
+      if (r.pd !== undefined) metrics().pairs.inc({ mode: r.pd.mode, by: r.pd.by });
+      const key = formatRoute(r.pd === undefined ? r : baseRoute(r));
       let c = branchCounters.get(key);
       if (c === undefined)
         branchCounters.set(key, (c = metrics().branches.labels(policy(), r.step, r.branch, r.attempt, r.by)));

@@ -25,6 +25,9 @@ export const ENGINE_KINDS = ['vllm', 'sglang', 'llamacpp', 'tgi'] as const;
 export type EngineKind = (typeof ENGINE_KINDS)[number];
 export const REPLICA_STATUSES = ['ready', 'draining', 'down'] as const;
 export type ReplicaStatus = (typeof REPLICA_STATUSES)[number];
+/** A replica's part in a prefill/decode-disaggregated fleet: prefill (KV producer), decode (KV consumer) or both (serves a whole request). */
+export const REPLICA_ROLES = ['both', 'prefill', 'decode'] as const;
+export type ReplicaRole = (typeof REPLICA_ROLES)[number];
 export const ENDPOINTS = ['chat', 'completion', 'responses', 'embedding'] as const;
 export type Endpoint = (typeof ENDPOINTS)[number];
 
@@ -113,6 +116,12 @@ export interface ReplicaState {
   /** Prefix chunk size in characters; must match the router's. */
   chunkChars: number;
   digest: DigestDelta;
+  /** Disaggregation role; absent from older agents and aggregated replicas (read as 'both'). */
+  role?: ReplicaRole;
+  /** Topology label (host, rack or zone): a KV transfer between replicas of one zone costs less. Absent = unknown. */
+  zone?: string;
+  /** Where a prefill replica's engine serves its KV bootstrap (SGLang's bootstrap_host:bootstrap_port), `host:port`. */
+  kvBootstrap?: string;
 }
 
 const packr = new Packr({ useRecords: false, moreTypes: false, int64AsType: 'number' });
@@ -246,6 +255,9 @@ function validateState(raw: unknown): ReplicaState {
       added: unpackHashes(added),
       removed: unpackHashes(removed),
     },
+    ...(raw.role !== undefined ? { role: oneOf(raw, 'role', REPLICA_ROLES) } : {}),
+    ...(raw.zone !== undefined ? { zone: str(raw, 'zone') } : {}),
+    ...(raw.kvBootstrap !== undefined ? { kvBootstrap: str(raw, 'kvBootstrap') } : {}),
   };
 }
 

@@ -63,6 +63,16 @@ describe('state message codec', () => {
     }
   });
 
+  it("carries a disaggregated replica's role, zone and KV bootstrap; an aggregated one sends none; a bad role is invalid", () => {
+    const pd = sampleState({ role: 'prefill', zone: 'rack-7', kvBootstrap: '10.0.0.5:8998' });
+    const got = decodeState(encodeState(pd));
+    expect(got.ok && got.value).toMatchObject({ role: 'prefill', zone: 'rack-7', kvBootstrap: '10.0.0.5:8998' });
+    const plain = decodeState(encodeState(sampleState()));
+    expect(plain.ok && 'role' in plain.value).toBe(false);
+    const bad = decodeState(encodeState(sampleState({ role: 'sideways' as 'both' })));
+    expect(bad).toMatchObject({ ok: false, reason: 'invalid' });
+  });
+
   it('keeps a 450k-token replica digest well under 100 KB', () => {
     // 450k tokens ≈ 1.8M chars ≈ 7,031 chunks of 256 chars.
     const added = BigUint64Array.from({ length: 7_031 }, (_, i) => (BigInt(i) * 0x9e3779b97f4a7c15n) % 2n ** 64n);

@@ -32,9 +32,19 @@ export interface ReplicaHooks {
   changed?(replica: DesReplica): void;
 }
 
+/**
+ * One leg of a disaggregated request (des/pd.ts): `prefill` runs the prompt
+ * and one token, reaches no client and tells `done`; `decode` takes the
+ * prompt's KV as received, after the transfer's `readyDelayMs`.
+ */
+export type DesLeg =
+  | { readonly kind: 'prefill'; readonly done: (ok: boolean) => void }
+  | { readonly kind: 'decode'; readonly readyDelayMs: number };
+
 interface Live {
   rec: Rec;
   admitted: Admitted;
+  leg: DesLeg | undefined;
   /** The router's attempt to tell how it ended (undefined: the oracle, no router). */
   report: ((r: SendResult) => void) | undefined;
 }
@@ -86,6 +96,9 @@ export class DesReplica {
       wallClock: () => q.now,
       send: (_bytes, state) => hooks.published(state),
     });
+    // A disaggregated fleet's replica publishes its role (a live agent learns it from its engine).
+    const role = agent.role;
+    if (role === 'prefill' || role === 'decode') this.core.setTopology(role, '', '');
   }
 
   /** The agent starts its scrape loop and (unless the run's feed reports instead) its publisher at these phases (agents are not synchronized). */
@@ -112,12 +125,13 @@ export class DesReplica {
     report: ((r: SendResult) => void) | undefined,
     queueLimit?: number,
     band?: number,
+    leg?: DesLeg,
   ): { reason: string; queued?: number } | undefined {
-    const info = rec.prep.info;
-    const a = this.core.admit(info, queueLimit, band);
+    const info = leg?.kind === 'prefill' ? { ...rec.prep.info, maxTokens: 1 } : rec.prep.info;
+    const a = this.core.admit(info, queueLimit, band, leg?.kind === 'decode');
     if ('reason' in a) return a;
-    const id = `req-${rec.i}-${attempt}`;
-    this.#live.set(id, { rec, admitted: a, report });
+    const id = `req-${rec.i}-${attempt}${leg?.kind === 'prefill' ? '-p' : ''}`;
+    this.#live.set(id, { rec, admitted: a, report, leg });
     try {
       this.model.submit(
         {
@@ -126,6 +140,7 @@ export class DesReplica {
           maxTokens: info.maxTokens,
           blockHashes: rec.prep.blockHashes,
           adapter: info.adapter,
+          ...(leg?.kind === 'decode' ? { readyDelayMs: leg.readyDelayMs, kvReceived: true } : {}),
         },
         this.#q.now,
       );
@@ -180,13 +195,17 @@ export class DesReplica {
       const x = this.#live.get(s.id);
       if (x === undefined) continue;
       if (s.generated === 1) this.core.firstByte(x.admitted);
-      this.#hooks.token(x.rec, s.generated, at);
+      if (x.leg?.kind !== 'prefill') this.#hooks.token(x.rec, s.generated, at);
     }
     for (const s of res.finished) {
       const x = this.#live.get(s.id);
       if (x === undefined) continue;
       this.#live.delete(s.id);
       this.core.finish(x.rec.prep.info, x.admitted, { cachedTokens: s.cachedTokens, promptTokens: s.promptTokens });
+      if (x.leg?.kind === 'prefill') {
+        x.leg.done(true);
+        continue;
+      }
       const usage = { promptTokens: s.promptTokens, cachedTokens: s.cachedTokens, completionTokens: s.generated };
       x.report?.({ kind: 'done', outcome: 'ok', usage });
       this.#hooks.finished(x.rec, {

@@ -40,6 +40,7 @@ import { createOraclePolicy } from './oracle.ts';
 import { registerPeers } from '../peers/index.ts';
 import { EventQueue } from './queue.ts';
 import { DesReplica, type ReplicaHooks } from './replica.ts';
+import { pdRolesOf, sendPair } from './pd.ts';
 import type { PreparedInbox } from './prepared-feed.ts';
 import { describeSettingsKey, newRec, prepare, type Prepared, type Rec } from './request.ts';
 import { desTenants, type DesTenants, type DesTenantsOptions } from './tenants.ts';
@@ -68,6 +69,8 @@ export interface DesOptions {
   prepared?: PreparedInbox;
   /** A tenants file in every router, its limits shared over gossip or not (tenants.ts); default none. */
   tenants?: DesTenantsOptions;
+  /** A disaggregated fleet `P:D` (des/pd.ts): P prefill and D decode replicas instead of `replicas`; default aggregated. */
+  pd?: string;
 }
 
 /** Arrivals start once every router has heard every replica (as live runs wait for convergence), ms. */
@@ -219,11 +222,13 @@ function buildFleet(
   const feed = feedHooks(deployment.feed, q, routers, random, gossip);
   const hooks: ReplicaHooks = { ...feed.hooks, ...resultHooks(out) };
   // A peer deployed without Warmpath's agents has no admission control, and sees only the adapters the engine reports in use.
+  const roles = pdRolesOf(o.pd);
   const replicas = Array.from(
-    { length: o.replicas },
+    { length: roles?.length ?? o.replicas },
     (_, i) =>
       new DesReplica(`replica-${i}`, q, profile, o.scenario.fleet, hop, hooks, {
         ...o.agentOverrides,
+        ...(roles !== undefined ? { role: roles[i] } : {}),
         admission: deployment.admission,
         ...(deployment.admission ? {} : { loadedAdapters: false }),
       }),
@@ -234,6 +239,8 @@ function buildFleet(
     const rec = d.ctx;
     rec.result.route ??= d.branch;
     rec.result.replica = d.replica.id;
+    if (d.route.pd !== undefined) rec.result.pd = d.route.pd.mode;
+    if (sendPair(q, hop, profile, byId, d, report)) return;
     q.after(hop, () => {
       const refused = byId.get(d.replica.id)!.offer(rec, d.attempt, report, d.queueLimit, bandRank(d.band));
       if (refused !== undefined) q.after(hop, () => report({ kind: 'rejected', status: 429, ...refused }));

@@ -37,16 +37,18 @@ import type { Origin } from '../fleet/trust.ts';
 import { FleetView, type Replica } from '../fleet/view.ts';
 import { affinityKey } from '../placement/eligible.ts';
 import { LocalState, type Ticket } from './local.ts';
-import { notifyComplete, notifyDispatch, placeRequest } from '../placement/place.ts';
+import { notifyComplete, notifyDispatch } from '../placement/place.ts';
+import { openPrefillLeg, placePair, type PairPlacement } from '../placement/pair.ts';
 import { createPolicy } from '../placement/registry.ts';
 import { attemptKind, routeOf } from '../placement/route.ts';
-import { NO_REPLICA, SATURATED, type Placement, type PlacementRequest, type Policy } from '../placement/types.ts';
+import { NO_REPLICA, SATURATED, type PlacementRequest, type Policy } from '../placement/types.ts';
 import { Outliers } from './outliers.ts';
 import { failureOf, failureText, outcomeOf } from './results.ts';
 import { WaitQueue, type Waiting } from './queue.ts';
 import type { RetryDenial, RouteError, RouterCoreOptions, SendResult } from './types.ts';
 import { describeFor, type RequestHeaders } from './describe.ts';
 import { newJob, type Job, type RouteJob } from './job.ts';
+export type { RouteJob } from './job.ts';
 import { FairQueue } from '../tenants/fair.ts';
 import { admitJob, classOf, endJob } from '../tenants/admit.ts';
 import type { Tenancy, Who } from '../tenants/tenancy.ts';
@@ -61,8 +63,6 @@ export const SWEEP_MS = 250;
 export const QUEUE_POLL_MS = 50;
 /** A request on which engines crashed (a reset or a 5xx) on this many replicas is not sent to another: it is likely the cause. */
 export const CRASH_LIMIT = 2;
-
-export type { RouteJob };
 
 export class RouterCore<T> {
   readonly id: string;
@@ -106,17 +106,8 @@ export class RouterCore<T> {
       this.#place(job);
     };
     this.#tenancy = o.tenancy;
-    this.#queue =
-      o.tenancy === undefined
-        ? new WaitQueue(c.queueMax, QUEUE_POLL_MS, o.clock, onWake)
-        : new FairQueue({
-            max: c.queueMax,
-            pollMs: QUEUE_POLL_MS,
-            clock: o.clock,
-            classOf,
-            onWake,
-            onShed: this.#shed,
-          });
+    const q = { max: c.queueMax, pollMs: QUEUE_POLL_MS, clock: o.clock, classOf, onWake, onShed: this.#shed };
+    this.#queue = o.tenancy === undefined ? new WaitQueue(q.max, q.pollMs, q.clock, onWake) : new FairQueue(q);
     this.#resolveModel = (name) => this.view.resolveModel(name);
     this.view.onChange(() => this.#queue.wake());
     this.#stopSweep = this.#sweepEvery(SWEEP_MS);
@@ -196,14 +187,22 @@ export class RouterCore<T> {
       ...(job.missed !== undefined ? { missed: job.missed } : {}),
       now,
     };
-    const placement = this.#timedPlace(preq);
+    const { placement, pd } = this.#timedPlace(preq);
     if (placementChannel.hasSubscribers) placementChannel.publish({ router: this.id, request: preq, placement });
     const replica = placement.replica;
     if (replica === undefined) return this.#noRoom(job, placement.branch, now);
-    const route = routeOf(placement, attemptKind(job));
+    const route = routeOf(placement, attemptKind(job), pd);
     o.metrics?.placed(route);
     const ticket = this.local.dispatch(replica.id, placement.work ?? job.info.promptTokens + job.info.maxTokens, now);
-    notifyDispatch(this.policy, preq, replica, this.local);
+    const leg =
+      pd?.prefill !== undefined
+        ? openPrefillLeg(this.policy, this.local, o.clock, preq, {
+            prefill: pd.prefill,
+            work: pd.prefillWork,
+            decode: replica,
+          })
+        : undefined;
+    if (leg === undefined) notifyDispatch(this.policy, preq, replica, this.local);
     // The last attempt carries no queue limit: an agent refusing it would lose the request.
     const limit = job.attempt < this.config.maxAttempts - 1 ? placement.queueLimit : undefined;
     o.send(
@@ -217,18 +216,20 @@ export class RouterCore<T> {
         ...(limit !== undefined ? { queueLimit: limit } : {}),
         ...(job.who !== undefined ? { band: job.who.band } : {}),
         ...(job.rateHeaders !== undefined ? { headers: job.rateHeaders } : {}),
+        ...(leg !== undefined ? { prefill: leg.replica, prefillDone: leg.done } : {}),
       },
-      (r) => this.#ended(job, preq, replica, ticket, limit, r),
+      (r) => {
+        leg?.done(false);
+        this.#ended(job, preq, replica, ticket, limit, r, leg?.replica);
+      },
     );
   }
 
-  #timedPlace(preq: PlacementRequest): Placement {
-    const observe = this.#o.metrics?.placementSeconds;
-    if (observe === undefined) return placeRequest(this.policy, preq, this.view, this.local);
+  #timedPlace(preq: PlacementRequest): PairPlacement {
     const t0 = performance.now();
-    const placement = placeRequest(this.policy, preq, this.view, this.local);
-    observe((performance.now() - t0) / 1e3);
-    return placement;
+    const placed = placePair(this.policy, preq, this.view, this.local, this.config);
+    this.#o.metrics?.placementSeconds?.((performance.now() - t0) / 1e3);
+    return placed;
   }
 
   /** No replica now: wait for room, or fail. */
@@ -261,12 +262,17 @@ export class RouterCore<T> {
     ticket: Ticket,
     limit: number | undefined,
     r: SendResult,
+    prefill?: Replica,
   ): void {
     const metrics = this.#o.metrics;
     this.local.complete(ticket, this.#o.clock.now());
     this.#queue.wake();
     notifyComplete(this.policy, preq, replica, outcomeOf(r));
-    this.#judge(job, replica, r);
+    // A transfer's prefill leg that failed is that replica's failure: judged, excluded and retried as one.
+    const at =
+      prefill !== undefined && r.kind !== 'done' && r.kind !== 'timeout' && r.leg === 'prefill' ? prefill : replica;
+    this.#judge(job, at, r);
+    if (prefill !== undefined && at !== prefill) this.outliers.success(prefill.id);
     if (r.kind === 'done') {
       if (r.error !== undefined) metrics?.upstreamError(r.error);
       return this.#close(job, r.usage);
@@ -289,9 +295,9 @@ export class RouterCore<T> {
         retryAfter: true,
       });
     }
-    (job.exclude ??= new Set()).add(replica.id);
+    (job.exclude ??= new Set()).add(at.id);
     if (r.kind === 'rejected' && r.queued !== undefined) {
-      this.local.noteQueued(replica, r.queued);
+      this.local.noteQueued(at, r.queued);
       if (limit !== undefined) {
         job.missed = Math.max(0, r.queued - limit);
         metrics?.missed?.(job.missed);
@@ -327,11 +333,8 @@ export class RouterCore<T> {
   #deny(job: Job<T>, why: RetryDenial): void {
     this.#o.metrics?.retryDenied?.(why);
     const reason = why === 'crashes' ? `it failed on ${job.crashes} replicas` : 'the retry budget stayed spent';
-    this.#answer(job, {
-      code: 'upstream_error',
-      message: `Not retried: ${reason}; last failure: ${job.last === undefined ? 'none' : failureText(job.last)}.`,
-      retryAfter: true,
-    });
+    const message = `Not retried: ${reason}; last failure: ${job.last === undefined ? 'none' : failureText(job.last)}.`;
+    this.#answer(job, { code: 'upstream_error', message, retryAfter: true });
   }
 
   /** Tell the outlier detector how the replica did; the agent's own refusals and client aborts say nothing about it. */
@@ -373,11 +376,8 @@ export class RouterCore<T> {
   /** The full fair queue pushed a waiter out for a higher band's request. */
   readonly #shed = (job: Job<T>): void => {
     if (job.who !== undefined) this.#o.metrics?.shed?.(job.who.band);
-    this.#answer(job, {
-      code: 'fleet_saturated',
-      message: 'Shed for a request of a higher priority band.',
-      retryAfter: true,
-    });
+    const message = 'Shed for a request of a higher priority band.';
+    this.#answer(job, { code: 'fleet_saturated', message, retryAfter: true });
   };
 
   #sweepEvery(ms: number): () => void {

@@ -33,6 +33,15 @@ export interface Dispatch<T> {
   readonly band?: PriorityBand;
   /** With tenants: the x-ratelimit-* headers its answer carries. */
   readonly headers?: Readonly<Record<string, string>>;
+  /**
+   * Disaggregated fleets, a KV transfer (placement/pair.ts): the replica that
+   * prefills first; `replica` decodes and answers. The transport speaks the
+   * engines' dialect (http/pd.ts), calls `prefillDone` once when the prefill
+   * leg ended (`ok`: it answered and the decode leg goes on), and reports a
+   * failure of that leg with `leg: 'prefill'`.
+   */
+  readonly prefill?: Replica;
+  readonly prefillDone?: (ok: boolean) => void;
 }
 
 /**
@@ -49,10 +58,16 @@ export interface Dispatch<T> {
  * deadline; `timeout`: the request's total deadline passed).
  */
 export type SendResult =
-  | { readonly kind: 'rejected'; readonly status: number; readonly reason?: string; readonly queued?: number }
-  | { readonly kind: 'connect' }
-  | { readonly kind: 'reset' }
-  | { readonly kind: 'failed'; readonly status: number }
+  | {
+      readonly kind: 'rejected';
+      readonly status: number;
+      readonly reason?: string;
+      readonly queued?: number;
+      readonly leg?: Leg;
+    }
+  | { readonly kind: 'connect'; readonly leg?: Leg }
+  | { readonly kind: 'reset'; readonly leg?: Leg }
+  | { readonly kind: 'failed'; readonly status: number; readonly leg?: Leg }
   | { readonly kind: 'timeout' }
   | {
       readonly kind: 'done';
@@ -62,6 +77,9 @@ export type SendResult =
       /** The engine's usage, when the answer carried it (tenant accounting). */
       readonly usage?: EngineUsage;
     };
+
+/** Which leg of a disaggregated attempt failed before the first byte: the prefill replica's (absent: the dispatch's `replica`). */
+export type Leg = 'prefill';
 
 /** The transport: forward one attempt and call `report` once when it ends (never synchronously inside a core call it was not given). */
 export type Send<T> = (d: Dispatch<T>, report: (r: SendResult) => void) => void;

@@ -30,6 +30,7 @@ import { callUpstream, drained, forwardHeaders, type UpstreamResponse } from '@w
 import type { Dispatch, Send, SendResult } from '../core/types.ts';
 import { formatRoute } from '../placement/route.ts';
 import { Downstream } from './downstream.ts';
+import { forwardPair } from './pd.ts';
 import { noteFirstByte, upstreamHeaders } from './observe.ts';
 import { classify, type Upstreams } from './upstream.ts';
 import type { Exchange } from './exchange.ts';
@@ -44,8 +45,10 @@ export function createSend(
   heartbeatMs: number,
   authorization?: string,
 ): Send<Exchange> {
+  const leg = (d: Dispatch<Exchange>): Promise<SendResult> => forward(id, upstreams, heartbeatMs, d, authorization);
+  const pair = { id, upstreams, authorization };
   return (d, report) => {
-    forward(id, upstreams, heartbeatMs, d, authorization).then(report, (err: unknown) => {
+    (d.prefill !== undefined ? forwardPair(pair, d, leg) : leg(d)).then(report, (err: unknown) => {
       // A bug, not an upstream failure: end the exchange rather than leave the client hanging.
       const res = d.ctx.res;
       if (!res.headersSent) sendError(res, 'internal_error');

@@ -143,6 +143,8 @@ export function fleet(view: FleetView): { fleet: string; replicas: Array<Record<
       chunkMismatch: r.chunkMismatch,
       url: r.state.url,
       engine: r.state.engine,
+      role: r.state.role ?? 'both',
+      ...(r.state.zone !== undefined ? { zone: r.state.zone } : {}),
       models: r.state.models,
       adapters: r.state.adapters,
       hotAdapters: r.state.hotAdapters,

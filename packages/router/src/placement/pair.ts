@@ -1,0 +1,220 @@
+/**
+ * Prefill/decode pairs (docs/DISAGGREGATION.md): where a request of a
+ * disaggregated fleet prefills and where it decodes, decided per request.
+ *
+ * Steps:
+ *  1. Aggregated fleet (no member of the request's group publishes a role
+ *     other than `both`): the policy's placement, exactly as without this
+ *     module.
+ *  2. Prefill: the policy's own placement (warmpath: warmth, prefill queue,
+ *     its load bound) over the prefill-capable replicas (`prefill`, `both`).
+ *  3. Decode: over the decode-capable replicas (`decode`, `both`) with KV
+ *     room for the prompt and the output, the least cost of
+ *       (load + expected) / weight + transferTokens × pdTransferCost × zone,
+ *     (expected: the work other routers likely sent since the replica's
+ *     report, for a policy that estimates it: Candidate.expected),
+ *     where transferTokens is what the replica lacks of the prompt (its
+ *     warmth) and zone is 0 on the prefill replica itself, 0.1 within the
+ *     prefill replica's zone (or when either zone is unknown), 1 across.
+ *  4. Conditional disaggregation: when the chosen decode replica lacks at
+ *     most pdThresholdTokens of the prompt (a short prompt, or its prefix is
+ *     already there), it prefills itself: one leg, no transfer. So does a
+ *     `both` replica chosen for both legs, or a fleet left with one pool.
+ * Complexity: two candidate tables and warmth scans per disaggregated
+ * request, O(group members + matched depth); aggregated ones pay one scan of
+ * the group's roles.
+ * Trade-off: the prefill replica is chosen first (warmth is worth most
+ * there) and the decode replica given it; the pair is not optimised jointly.
+ */
+import type { FleetView, Replica } from '../fleet/view.ts';
+import type { LocalState } from '../core/local.ts';
+import type { Clock } from '@warmpath/shared/runtime';
+import { buildCandidates, scanWarmth } from './candidates.ts';
+import { notifyDispatch, placeRequest } from './place.ts';
+import type { Placement, PlacementRequest, Policy } from './types.ts';
+
+export interface PairSettings {
+  readonly pdThresholdTokens: number;
+  readonly pdTransferCost: number;
+  readonly chunkChars: number;
+  readonly charsPerToken: number;
+}
+
+/** How a disaggregated fleet serves the request: `transfer` (prefill there, KV to the decode replica) or `local` (the decode replica prefills). */
+export const PD_MODES = ['transfer', 'local'] as const;
+export type PdMode = (typeof PD_MODES)[number];
+
+/** Why: `split` (the prompt is worth a transfer), `short` (the whole prompt is under the threshold), `cached` (the decode replica lacks little of it), `same` (one `both` replica took both legs), `one-pool` (only one pool has a candidate). */
+export type PdReason = 'split' | 'short' | 'cached' | 'same' | 'one-pool';
+
+export interface PdDecision {
+  readonly mode: PdMode;
+  readonly by: PdReason;
+  /** The prefill replica of a transfer. */
+  readonly prefill: Replica | undefined;
+  /** The replica that answers the client (decodes). */
+  readonly decode: Replica;
+  /** Prompt tokens the KV transfer carries (0 without one). */
+  readonly transferTokens: number;
+  /** The prefill leg's work on the prefill replica, tokens. */
+  readonly prefillWork: number;
+}
+
+/** A placement and, in a disaggregated fleet, the pair behind it (placement.replica is the decode replica). */
+export interface PairPlacement {
+  readonly placement: Placement;
+  readonly pd: PdDecision | undefined;
+}
+
+/** Does the request's group hold a replica with a prefill or decode role? */
+export function disaggregated(view: FleetView, req: PlacementRequest): boolean {
+  const g = view.group(req.info.model, req.info.adapter);
+  if (g === undefined) return false;
+  for (const r of g.members) if (r.state.role === 'prefill' || r.state.role === 'decode') return true;
+  return false;
+}
+
+/** The request's exclusions plus every member whose role lacks this leg. */
+function withoutRole(view: FleetView, req: PlacementRequest, role: 'prefill' | 'decode'): PlacementRequest {
+  const exclude = new Set(req.exclude);
+  for (const r of view.group(req.info.model, req.info.adapter)?.members ?? [])
+    if (r.state.role === role) exclude.add(r.id);
+  return { ...req, exclude };
+}
+
+const zoneOf = (r: Replica): string => r.state.zone ?? '';
+
+/** The zone factor of a transfer from `from` to `to`: none to itself, a tenth within a zone (or unknown), whole across zones. */
+function zoneFactor(from: Replica, to: Replica): number {
+  if (from.id === to.id) return 0;
+  const a = zoneOf(from);
+  const b = zoneOf(to);
+  return a === '' || b === '' || a === b ? 0.1 : 1;
+}
+
+interface DecodePick {
+  readonly replica: Replica;
+  /** Prompt tokens it lacks. */
+  readonly lacks: number;
+}
+
+/** Step 3: the decode replica, given the prefill replica (undefined: none). */
+function pickDecode(
+  req: PlacementRequest,
+  view: FleetView,
+  local: LocalState,
+  prefill: Replica | undefined,
+  s: PairSettings,
+  expectOthers: boolean,
+): DecodePick | undefined {
+  const dreq = withoutRole(view, req, 'prefill');
+  const table = buildCandidates(dreq, view, local, expectOthers);
+  if (table === undefined) return undefined;
+  const warmth = scanWarmth(dreq, table, view, local);
+  const info = req.info;
+  const need = info.promptTokens + info.maxTokens;
+  let best: DecodePick | undefined;
+  let bestCost = Infinity;
+  let bestRoom = false;
+  for (let i = 0; i < table.rows.length; i++) {
+    const row = table.rows[i]!;
+    const depth = Math.max(warmth.digest[i]!, warmth.overlay[i]!);
+    const lacks = Math.max(0, info.promptTokens - (depth * s.chunkChars) / s.charsPerToken);
+    const zone = prefill === undefined ? 0 : zoneFactor(prefill, row.replica);
+    const cost = (row.load + row.expected) / row.weight + lacks * s.pdTransferCost * zone;
+    const room = row.kvFree >= need;
+    // Room first: a replica without KV room for the request only when none has it.
+    if ((room && !bestRoom) || (room === bestRoom && cost < bestCost)) {
+      best = { replica: row.replica, lacks };
+      bestCost = cost;
+      bestRoom = room;
+    }
+  }
+  return best;
+}
+
+/** Step 4: a one-leg decision on `decode` (the prefill placement's work estimate and queue limit were the prefill replica's: dropped). */
+function localOn(p: Placement & { replica: Replica }, decode: Replica, by: PdReason): PairPlacement {
+  return {
+    placement: {
+      replica: decode,
+      branch: p.branch,
+      ...(p.step !== undefined ? { step: p.step } : {}),
+      ...(p.by !== undefined ? { by: p.by } : {}),
+    },
+    pd: { mode: 'local', by, prefill: undefined, decode, transferTokens: 0, prefillWork: 0 },
+  };
+}
+
+/** The pair for `req` (module header); `placement.replica` is where the client's answer comes from. */
+export function placePair(
+  policy: Policy,
+  req: PlacementRequest,
+  view: FleetView,
+  local: LocalState,
+  s: PairSettings,
+): PairPlacement {
+  if (!disaggregated(view, req)) return { placement: placeRequest(policy, req, view, local), pd: undefined };
+  const p = placeRequest(policy, withoutRole(view, req, 'decode'), view, local);
+  const prefill = p.replica;
+  const d = pickDecode(req, view, local, prefill, s, policy.expectsOthers === true);
+  if (d === undefined) {
+    // No decode-capable candidate: the prefill replica serves the whole request (it prefills a request without transfer fields).
+    if (prefill === undefined) return { placement: p, pd: undefined };
+    return localOn(p, prefill, 'one-pool');
+  }
+  const info = req.info;
+  const base: Placement & { replica: Replica } =
+    prefill !== undefined ? p : { replica: d.replica, branch: 'least-loaded', step: 'least-loaded' };
+  if (prefill === undefined) return localOn(base, d.replica, 'one-pool');
+  if (prefill.id === d.replica.id)
+    return {
+      placement: p,
+      pd: { mode: 'local', by: 'same', prefill: undefined, decode: prefill, transferTokens: 0, prefillWork: 0 },
+    };
+  if (info.promptTokens <= s.pdThresholdTokens) return localOn(base, d.replica, 'short');
+  if (d.lacks <= s.pdThresholdTokens) return localOn(base, d.replica, 'cached');
+  // The decode replica computes no prompt (its KV arrives): its work is the output; the prefill placement's queue limit was the prefill replica's.
+  return {
+    placement: {
+      replica: d.replica,
+      branch: p.branch,
+      work: info.maxTokens,
+      ...(p.step !== undefined ? { step: p.step } : {}),
+      ...(p.by !== undefined ? { by: p.by } : {}),
+    },
+    pd: {
+      mode: 'transfer',
+      by: 'split',
+      prefill,
+      decode: d.replica,
+      transferTokens: Math.round(d.lacks),
+      prefillWork: (p.work ?? info.promptTokens + info.maxTokens) - info.maxTokens + 1,
+    },
+  };
+}
+
+/**
+ * A transfer's prefill leg: its work counted on the prefill replica (and
+ * the prefix in the overlay there) until the leg ends, once; the decode
+ * replica is told of the prefix only when the leg succeeded (a failed leg
+ * brought it no KV, and the retry must not find it warm).
+ */
+export function openPrefillLeg(
+  policy: Policy,
+  local: LocalState,
+  clock: Clock,
+  preq: PlacementRequest,
+  leg: { prefill: Replica; work: number; decode: Replica },
+): { replica: Replica; done: (ok: boolean) => void } {
+  const ticket = local.dispatch(leg.prefill.id, leg.work, preq.now);
+  notifyDispatch(policy, preq, leg.prefill, local);
+  let open = true;
+  const done = (ok: boolean): void => {
+    if (!open) return;
+    open = false;
+    local.complete(ticket, clock.now());
+    if (ok) notifyDispatch(policy, preq, leg.decode, local);
+  };
+  return { replica: leg.prefill, done };
+}

@@ -1,0 +1,166 @@
+/**
+ * Prefill/decode pairs (placement/pair.ts): an aggregated fleet is placed as
+ * before; a disaggregated one gets a prefill replica by the policy and a
+ * decode replica by load, KV room and the transfer's cost, or one leg when
+ * the decode replica lacks little of the prompt.
+ */
+import { describe, expect, it } from 'vitest';
+import { createPolicy } from '../src/placement/registry.ts';
+import { placeRequest } from '../src/placement/place.ts';
+import { placePair, type PairSettings } from '../src/placement/pair.ts';
+import { formatRoute, parseRoute, routeOf } from '../src/placement/route.ts';
+import { LocalState } from '../src/core/local.ts';
+import { parseBootstrap, sglangBody, vllmPrefillBody } from '../src/http/pd.ts';
+import { CONFIG, SYSTEM, chainOf, chat, makeState, makeView, preq, type StateOverrides } from './helpers.ts';
+
+const S: PairSettings = CONFIG;
+/** A prompt of about 2,600 tokens: over the default 1,024-token threshold. */
+const LONG = SYSTEM.repeat(3);
+const long = (user: string): Record<string, unknown> => chat(user, {}, LONG);
+
+function fleet(specs: Array<[string, StateOverrides]>) {
+  const view = makeView(specs.map(([id, o]) => makeState(id, o)));
+  return { view, policy: createPolicy('warmpath', CONFIG), local: new LocalState(CONFIG) };
+}
+
+describe('placePair', () => {
+  it('an aggregated fleet (no roles): exactly the policy placement, no pair', () => {
+    const ids = ['a', 'b', 'c', 'd'];
+    const f = fleet(ids.map((id) => [id, {}]));
+    const g = fleet(ids.map((id) => [id, {}]));
+    for (let i = 0; i < 20; i++) {
+      const body = i % 2 === 0 ? long(`q ${i}`) : chat(`q ${i}`);
+      const paired = placePair(f.policy, preq(body, { now: 1 }), f.view, f.local, S);
+      const plain = placeRequest(g.policy, preq(body, { now: 1 }), g.view, g.local);
+      expect(paired.pd).toBeUndefined();
+      const { replica, ...rest } = paired.placement;
+      const { replica: plainReplica, ...plainRest } = plain;
+      expect(replica?.id).toBe(plainReplica?.id);
+      expect(rest).toEqual(plainRest);
+    }
+  });
+
+  it('a long prompt: prefill on a prefill replica, decode on a decode replica of its zone, the transfer counted', () => {
+    const f = fleet([
+      ['p1', { role: 'prefill', zone: 'a' }],
+      ['d-a', { role: 'decode', zone: 'a' }],
+      ['d-b', { role: 'decode', zone: 'b' }],
+    ]);
+    const { placement, pd } = placePair(f.policy, preq(long('hi')), f.view, f.local, S);
+    expect(pd).toMatchObject({ mode: 'transfer', by: 'split' });
+    expect(pd!.prefill?.id).toBe('p1');
+    expect(pd!.decode.id).toBe('d-a');
+    expect(placement.replica?.id).toBe('d-a');
+    expect(pd!.transferTokens).toBeGreaterThan(S.pdThresholdTokens);
+    expect(placement.replica === undefined ? 0 : placement.work).toBe(16); // the decode leg computes the output only
+  });
+
+  it('the decode replica of the same zone loses once its load outweighs the cross-zone transfer', () => {
+    const f = fleet([
+      ['p1', { role: 'prefill', zone: 'a' }],
+      ['d-a', { role: 'decode', zone: 'a', load: { inflightTokens: 5_000 } }],
+      ['d-b', { role: 'decode', zone: 'b' }],
+    ]);
+    expect(placePair(f.policy, preq(long('hi')), f.view, f.local, S).pd?.decode.id).toBe('d-b');
+  });
+
+  it('a decode replica without KV room for the request is taken only when none has room', () => {
+    const f = fleet([
+      ['p1', { role: 'prefill' }],
+      ['d1', { role: 'decode', capacity: { kvTokens: 1_000 } }],
+      ['d2', { role: 'decode', load: { inflightTokens: 20_000 } }],
+    ]);
+    expect(placePair(f.policy, preq(long('hi')), f.view, f.local, S).pd?.decode.id).toBe('d2');
+  });
+
+  it('conditional: a short prompt, or one the decode replica holds, is prefilled there with no transfer', () => {
+    const body = long('the same document');
+    const f = fleet([
+      ['p1', { role: 'prefill' }],
+      ['d1', { role: 'decode' }],
+      ['d2', { role: 'decode', digest: { added: chainOf(body) } }],
+    ]);
+    const short = placePair(f.policy, preq(chat('hi', {}, 'short')), f.view, f.local, S);
+    expect(short.pd).toMatchObject({ mode: 'local', by: 'short', prefill: undefined });
+    const held = placePair(f.policy, preq(body), f.view, f.local, S);
+    expect(held.pd).toMatchObject({ mode: 'local', by: 'cached' });
+    expect(held.placement.replica?.id).toBe('d2');
+    const never = placePair(f.policy, preq(body), f.view, f.local, { ...S, pdThresholdTokens: 0 });
+    expect(never.pd?.mode).toBe('transfer');
+  });
+
+  it('mixed fleet: a `both` replica chosen for both legs serves the request alone', () => {
+    const f = fleet([
+      ['both1', {}],
+      ['d1', { role: 'decode', load: { inflightTokens: 50_000 } }],
+    ]);
+    const { placement, pd } = placePair(f.policy, preq(long('hi')), f.view, f.local, S);
+    expect(pd).toMatchObject({ mode: 'local', by: 'same' });
+    expect(placement.replica?.id).toBe('both1');
+  });
+
+  it('one pool left (every prefill replica excluded after failures): the decode replica prefills', () => {
+    const f = fleet([
+      ['p1', { role: 'prefill' }],
+      ['d1', { role: 'decode' }],
+    ]);
+    const r = placePair(f.policy, preq(long('hi'), { exclude: new Set(['p1']) }), f.view, f.local, S);
+    expect(r.pd).toMatchObject({ mode: 'local', by: 'one-pool' });
+    expect(r.placement.replica?.id).toBe('d1');
+  });
+
+  it('x-warmpath-route names the pair and reads back; a reader of the old format still gets the branch', () => {
+    const f = fleet([
+      ['p1', { role: 'prefill' }],
+      ['d1', { role: 'decode' }],
+    ]);
+    const { placement, pd } = placePair(f.policy, preq(long('hi')), f.view, f.local, S);
+    const header = formatRoute(routeOf(placement, 'first', pd));
+    expect(header).toMatch(/; pd=transfer; pd-by=split; prefill=p1; decode=d1$/);
+    expect(parseRoute(header)).toEqual({
+      ...routeOf(placement, 'first'),
+      pd: { mode: 'transfer', by: 'split', prefill: 'p1', decode: 'd1' },
+    });
+    expect(parseRoute(formatRoute(routeOf(placement, 'first')))?.pd).toBeUndefined();
+  });
+});
+
+describe('the engines dialects (http/pd.ts)', () => {
+  it("vLLM's prefill request: one token, not streamed, asking for remote decode; the rest of the body kept", () => {
+    const b = vllmPrefillBody({
+      model: 'm',
+      stream: true,
+      stream_options: { include_usage: true },
+      max_completion_tokens: 99,
+      temperature: 0,
+    });
+    expect(b).toEqual({
+      model: 'm',
+      stream: false,
+      max_tokens: 1,
+      max_completion_tokens: 1,
+      temperature: 0,
+      kv_transfer_params: {
+        do_remote_decode: true,
+        do_remote_prefill: false,
+        remote_engine_id: null,
+        remote_block_ids: null,
+        remote_host: null,
+        remote_port: null,
+      },
+    });
+  });
+
+  it("SGLang's request to both legs names the prefill replica's bootstrap and the room", () => {
+    expect(sglangBody({ model: 'm' }, { host: '10.0.0.2', port: 8998 }, 42)).toEqual({
+      model: 'm',
+      bootstrap_host: '10.0.0.2',
+      bootstrap_port: 8998,
+      bootstrap_room: 42,
+    });
+    expect(parseBootstrap('[::1]:8998')).toEqual({ host: '::1', port: 8998 });
+    expect(parseBootstrap('p0:0')).toBeUndefined();
+    expect(parseBootstrap('nohost')).toBeUndefined();
+    expect(parseBootstrap(undefined)).toBeUndefined();
+  });
+});
