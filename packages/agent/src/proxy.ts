@@ -25,6 +25,7 @@ import {
   describeRequest,
   HEADERS,
   parseJsonBody,
+  receiptComment,
   ROUTES,
   sendError,
   sseErrorEvent,
@@ -239,37 +240,24 @@ async function forward(
   }
   const contentType = String(upstream.headers['content-type'] ?? '');
   const tap = upstream.statusCode < 300 ? new UsageTap(contentType) : undefined;
-  const strip =
-    f.asked !== undefined && tap !== undefined && contentType.includes('text/event-stream')
-      ? new UsageStrip(f.asked.dropNullUsage)
-      : undefined;
+  const sse = contentType.includes('text/event-stream');
+  const strip = f.asked !== undefined && tap !== undefined && sse ? new UsageStrip(f.asked.dropNullUsage) : undefined;
   const headers = forwardHeaders(upstream.headers, 'response');
-  if (strip !== undefined) delete headers['content-length'];
-  res.writeHead(upstream.statusCode, headers);
-  // A stream's client sees its status at once; a plain body's headers go out with it, in one write.
-  if (contentType.includes('text/event-stream')) res.flushHeaders();
-  let first = true;
+  if (strip !== undefined || (sse && tap !== undefined)) delete headers['content-length'];
+  // A plain answer is held (up to HOLD_BYTES) so its headers can carry the engine's cached tokens: the engine sends it whole anyway.
+  const held: Buffer[] | undefined = tap !== undefined && !sse ? [] : undefined;
+  if (held === undefined) res.writeHead(upstream.statusCode, headers);
+  // A stream's client sees its status at once.
+  if (sse) res.flushHeaders();
   try {
-    for await (const chunk of upstream.body) {
-      if (first) {
-        first = false;
-        core.firstByte(f.admitted);
-        noteFirstByte(res);
-        m.firstByte.observe((performance.now() - f.t0) / 1000);
-      }
-      tap?.write(chunk);
-      if (res.destroyed) break;
-      const out = strip === undefined ? chunk : strip.push(chunk);
-      if (out.length > 0 && !res.write(out)) await drained(res);
-    }
-    if (!res.destroyed) res.end(strip?.end());
+    await relayBody(deps, f, upstream.body, { tap, strip, held, headers, status: upstream.statusCode });
   } catch {
     if (ac.signal.aborted || res.destroyed) {
       upstream.body.destroy();
       return undefined;
     }
     m.upstreamErrors.inc({ phase: 'stream' });
-    if (contentType.includes('text/event-stream')) res.end(sseErrorEvent('stream_interrupted'));
+    if (sse && res.headersSent) res.end(sseErrorEvent('stream_interrupted'));
     else res.destroy();
     return undefined;
   } finally {
@@ -280,6 +268,69 @@ async function forward(
   return usage?.cachedTokens !== undefined
     ? { cachedTokens: usage.cachedTokens, promptTokens: usage.promptTokens }
     : undefined;
+}
+
+/** A plain answer larger than this goes out as it comes, without x-warmpath-cached-tokens (UsageTap reads no usage from it either). */
+const HOLD_BYTES = 1 << 20;
+
+interface Relay {
+  readonly tap: UsageTap | undefined;
+  readonly strip: UsageStrip | undefined;
+  /** A plain 2xx answer's chunks, held until its end; undefined once its headers went out. */
+  held: Buffer[] | undefined;
+  readonly headers: Record<string, string | string[]>;
+  readonly status: number;
+}
+
+/**
+ * The engine's body to the client: a stream as it comes (stripped of the
+ * usage the agent asked for) and closed by the receipt comment; a plain
+ * answer whole, with the receipt in its headers (HEADERS.cached).
+ */
+async function relayBody(deps: ProxyDeps, f: Flight, body: AsyncIterable<Buffer>, r: Relay): Promise<void> {
+  const { core } = deps;
+  const res = f.res;
+  let first = true;
+  let heldBytes = 0;
+  for await (const chunk of body) {
+    if (first) {
+      first = false;
+      core.firstByte(f.admitted);
+      noteFirstByte(res);
+      core.metrics.firstByte.observe((performance.now() - f.t0) / 1000);
+    }
+    r.tap?.write(chunk);
+    if (res.destroyed) return;
+    if (r.held !== undefined) {
+      r.held.push(chunk);
+      heldBytes += chunk.length;
+      if (heldBytes <= HOLD_BYTES) continue;
+      res.writeHead(r.status, r.headers);
+      const all = Buffer.concat(r.held);
+      r.held = undefined;
+      if (!res.write(all)) await drained(res);
+      continue;
+    }
+    const out = r.strip === undefined ? chunk : r.strip.push(chunk);
+    if (out.length > 0 && !res.write(out)) await drained(res);
+  }
+  if (res.destroyed) return;
+  const usage = r.tap?.end();
+  const cached = usage?.cachedTokens;
+  if (r.held !== undefined) {
+    const receipt: Record<string, number> =
+      cached === undefined
+        ? {}
+        : {
+            [HEADERS.cached]: cached,
+            ...(usage?.promptTokens !== undefined ? { [HEADERS.promptTokens]: usage.promptTokens } : {}),
+          };
+    res.writeHead(r.status, { ...r.headers, ...receipt });
+    return void res.end(Buffer.concat(r.held));
+  }
+  const rest = r.strip?.end();
+  if (cached === undefined || r.tap === undefined) return void res.end(rest);
+  res.end(Buffer.concat([rest ?? Buffer.alloc(0), Buffer.from(receiptComment(cached, usage?.promptTokens))]));
 }
 
 /** The engine request failed before any response: answer, and scrape at once if the engine looks gone. */

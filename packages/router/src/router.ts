@@ -35,6 +35,7 @@ import { createHandler } from './http/server.ts';
 import { Upstreams } from './http/upstream.ts';
 import { createMetrics, type RouterMetrics } from './metrics.ts';
 import type { LocalState } from './core/local.ts';
+import type { Receipts } from './core/receipts.ts';
 import { formatRoute, type Route } from './placement/route.ts';
 import type { Policy } from './placement/types.ts';
 import { StatusRecorder } from './status/recorder.ts';
@@ -68,6 +69,8 @@ export interface Router {
   readonly local: LocalState;
   readonly policy: Policy;
   readonly metrics: RouterMetrics;
+  /** Predicted against reported cached tokens per replica (core/receipts.ts). */
+  readonly receipts: Receipts;
   /** Recent placements and hottest prefixes, as the status page shows them. */
   readonly recorder: StatusRecorder;
   readonly logger: Logger;
@@ -136,6 +139,7 @@ export async function startRouter(options: RouterOptions = {}): Promise<Router> 
     config,
     view: core.view,
     local: core.local,
+    receipts: core.receipts,
     policy: core.policy,
     metrics,
     recorder,
@@ -188,6 +192,7 @@ function createCore(p: Parts & { fetchSnapshot: (r: Replica) => Promise<Uint8Arr
     overlaySize: () => core.local.overlaySize,
     ejected: () => core.local.ejectedCount(core.view.now()),
     routers: () => core.local.routers,
+    receipts: () => core.receipts.byReplica,
   });
   const answer = createAnswer(id, config.retryAfterS, metrics);
   return { core, metrics };
@@ -216,6 +221,7 @@ function createRouterServer(
         recorder: p.recorder,
         waiting: () => core.waiting,
         gossip: p.gossip(),
+        receipts: core.receipts.byReplica,
         startedAt,
       }),
     page: statusPage,

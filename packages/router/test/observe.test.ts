@@ -185,9 +185,17 @@ describe('router access log with logPrompts', () => {
   });
 });
 
+/** The receipts' counters (metrics.ts, receiptCounters): one series per replica each. */
+const RECEIPT_FAMILIES = [
+  'warmpath_router_receipts_total',
+  'warmpath_router_expected_hits_total',
+  'warmpath_router_misroutes_total',
+  'warmpath_router_prediction_error_tokens_total',
+];
+
 describe('router series budget', () => {
   /** Series in one /metrics answer after every label value the router can produce has been produced: all, and Warmpath's own. */
-  async function seriesAt(replicas: number): Promise<{ all: number; own: number }> {
+  async function seriesAt(replicas: number): Promise<{ all: number; own: number; receipts: number }> {
     const agent = await startFakeAgent('a');
     const router = await startRouter({ port: 0, gossip: false, log: () => {} });
     try {
@@ -225,18 +233,23 @@ describe('router series budget', () => {
             m.requests.inc({ route, status: String(status) }));
       for (const route of routes.slice(0, 4))
         (m.ttftSeconds.observe({ route }, 0.1), m.durationSeconds.observe({ route }, 1));
+      // The receipts are the one family per replica: every replica with one.
+      for (let i = 0; i < replicas; i++)
+        router.receipts.add(`r${i}`, { expected: 100, cached: 0, expectedHit: true, misroute: true });
       const text = await (await request(`${router.url}/metrics`)).body.text();
       const series = text.split('\n').filter((l) => l !== '' && !l.startsWith('#'));
-      return { all: series.length, own: series.filter((l) => l.startsWith('warmpath_')).length };
+      const receipts = series.filter((l) => RECEIPT_FAMILIES.some((f) => l.startsWith(`${f}{`))).length;
+      return { all: series.length, own: series.filter((l) => l.startsWith('warmpath_')).length - receipts, receipts };
     } finally {
       await router.close();
       await agent.close();
     }
   }
 
-  it('stays under 5,000 series at 100 replicas, and no series is per replica', async () => {
+  it('stays under 5,000 series at 100 replicas, and only the receipts are per replica', async () => {
     const [one, hundred] = [await seriesAt(1), await seriesAt(100)];
     expect(hundred.all).toBeLessThanOrEqual(5_000);
+    expect(hundred.receipts).toBe(100 * RECEIPT_FAMILIES.length);
     // The process metrics vary on their own (a GC kind appears once it has run); Warmpath's must not grow with the fleet.
     expect(hundred.own).toBe(one.own);
   });

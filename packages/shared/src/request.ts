@@ -38,7 +38,40 @@ export const HEADERS = {
   queueLimit: 'x-warmpath-queue-limit',
   /** Agent → router, on a `stale` refusal: the prefill queued on the replica now, tokens (the router's view takes it until the next report). */
   queued: 'x-warmpath-queued',
+  /** Router → client: the cached tokens the placement predicted on the replica it chose (docs/OPERATIONS.md, "Receipts"). */
+  expectedCached: 'x-warmpath-expected-cached-tokens',
+  /**
+   * Agent → router → client: the engine's cached tokens as the agent read
+   * them from its usage; on a plain answer a response header, on a stream
+   * the closing SSE comment (RECEIPT_COMMENT), since a stream's usage comes
+   * after its headers.
+   */
+  cached: 'x-warmpath-cached-tokens',
+  /** Beside `cached`: the engine's prompt tokens. */
+  promptTokens: 'x-warmpath-prompt-tokens',
 } as const;
+
+/**
+ * The agent's last bytes of a stream whose engine reported cached tokens:
+ * `: x-warmpath-cached-tokens=C x-warmpath-prompt-tokens=P` and a blank
+ * line. An SSE comment: clients ignore it (as they do `: keep-alive`), and
+ * a router reads it from the stream's tail (receiptOfComment).
+ */
+export function receiptComment(cached: number, prompt: number | undefined): string {
+  return `: ${HEADERS.cached}=${cached}${prompt !== undefined ? ` ${HEADERS.promptTokens}=${prompt}` : ''}\n\n`;
+}
+
+const RECEIPT_COMMENT = /: x-warmpath-cached-tokens=(\d+)(?: x-warmpath-prompt-tokens=(\d+))?\r?\n\r?\n?$/;
+
+/** The receipt in the tail of a stream (receiptComment's text), or undefined. */
+export function receiptOfComment(tail: string): { cached: number; prompt?: number } | undefined {
+  const m = RECEIPT_COMMENT.exec(tail);
+  if (m === null) return undefined;
+  return { cached: Number(m[1]), ...(m[2] !== undefined ? { prompt: Number(m[2]) } : {}) };
+}
+
+/** RECEIPT_COMMENT's longest text, bytes: the stream tail a router keeps to find it. */
+export const RECEIPT_TAIL_BYTES = 96;
 
 /** Path → request kind for the OpenAI endpoints Warmpath routes. */
 export const ROUTES: Readonly<Record<string, RequestKind>> = {

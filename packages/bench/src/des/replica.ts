@@ -185,7 +185,7 @@ export class DesReplica {
       if (x === undefined) continue;
       this.#live.delete(s.id);
       this.core.finish(x.rec.prep.info, x.admitted, { cachedTokens: s.cachedTokens, promptTokens: s.promptTokens });
-      x.report?.({ kind: 'done', outcome: 'ok' });
+      x.report?.({ kind: 'done', outcome: 'ok', cached: s.cachedTokens, prompt: s.promptTokens });
       this.#hooks.finished(x.rec, {
         promptTokens: s.promptTokens,
         cachedTokens: s.cachedTokens,

@@ -37,11 +37,12 @@ import type { Origin } from '../fleet/trust.ts';
 import { FleetView, type Replica } from '../fleet/view.ts';
 import { affinityKey } from '../placement/eligible.ts';
 import { LocalState, type Ticket } from './local.ts';
-import { notifyComplete, notifyDispatch, placeRequest } from '../placement/place.ts';
+import { notifyComplete, notifyDispatch, placeTimed } from '../placement/place.ts';
 import { createPolicy } from '../placement/registry.ts';
 import { attemptKind, routeOf } from '../placement/route.ts';
-import { NO_REPLICA, SATURATED, type Placement, type PlacementRequest, type Policy } from '../placement/types.ts';
+import { NO_REPLICA, SATURATED, type PlacementRequest, type Policy } from '../placement/types.ts';
 import { Outliers } from './outliers.ts';
+import { judge, predicted, Receipts } from './receipts.ts';
 import { failureOf, failureText, outcomeOf } from './results.ts';
 import { WaitQueue } from './queue.ts';
 import type { RetryDenial, RouteError, RouterCoreOptions, SendResult } from './types.ts';
@@ -93,6 +94,8 @@ export class RouterCore<T> {
   readonly local: LocalState;
   readonly policy: Policy;
   readonly outliers: Outliers;
+  /** Predicted against reported cached tokens, per replica (receipts.ts). */
+  readonly receipts = new Receipts();
   readonly #o: RouterCoreOptions<T>;
   readonly #queue: WaitQueue<Job<T>>;
   readonly #resolveModel: FleetView['resolveModel'];
@@ -213,12 +216,13 @@ export class RouterCore<T> {
       ...(job.missed !== undefined ? { missed: job.missed } : {}),
       now,
     };
-    const placement = this.#timedPlace(preq);
+    const placement = placeTimed(this.policy, preq, this.view, this.local, o.metrics?.placementSeconds);
     if (placementChannel.hasSubscribers) placementChannel.publish({ router: this.id, request: preq, placement });
     const replica = placement.replica;
     if (replica === undefined) return this.#noRoom(job, placement.branch, now);
     const route = routeOf(placement, attemptKind(job));
     o.metrics?.placed(route);
+    const expected = predicted(this.local, replica, this.config, job.info.promptTokens);
     const ticket = this.local.dispatch(replica.id, placement.work ?? job.info.promptTokens + job.info.maxTokens, now);
     notifyDispatch(this.policy, preq, replica, this.local);
     // The last attempt carries no queue limit: an agent refusing it would lose the request.
@@ -231,19 +235,11 @@ export class RouterCore<T> {
         branch: placement.branch,
         route,
         attempt: job.attempt,
+        expectedCached: expected,
         ...(limit !== undefined ? { queueLimit: limit } : {}),
       },
-      (r) => this.#ended(job, preq, replica, ticket, limit, r),
+      (r) => this.#ended(job, preq, replica, ticket, limit, r, expected),
     );
-  }
-
-  #timedPlace(preq: PlacementRequest): Placement {
-    const observe = this.#o.metrics?.placementSeconds;
-    if (observe === undefined) return placeRequest(this.policy, preq, this.view, this.local);
-    const t0 = performance.now();
-    const placement = placeRequest(this.policy, preq, this.view, this.local);
-    observe((performance.now() - t0) / 1e3);
-    return placement;
   }
 
   /** No replica now: wait for room, or fail. */
@@ -268,7 +264,7 @@ export class RouterCore<T> {
     });
   }
 
-  /** An attempt ended (`limit`: the queue limit it carried): close its dispatch; before the first byte, try another replica. */
+  /** An attempt ended (`limit`: its queue limit; `expected`: its predicted cached tokens): close its dispatch; before the first byte, try another replica. */
   #ended(
     job: Job<T>,
     preq: PlacementRequest,
@@ -276,6 +272,7 @@ export class RouterCore<T> {
     ticket: Ticket,
     limit: number | undefined,
     r: SendResult,
+    expected: number,
   ): void {
     const metrics = this.#o.metrics;
     this.local.complete(ticket, this.#o.clock.now());
@@ -283,6 +280,8 @@ export class RouterCore<T> {
     notifyComplete(this.policy, preq, replica, outcomeOf(r));
     this.#judge(job, replica, r);
     if (r.kind === 'done') {
+      if (r.cached !== undefined)
+        this.receipts.add(replica.id, judge(expected, job.info.promptTokens, r.cached, r.prompt));
       if (r.error !== undefined) metrics?.upstreamError(r.error);
       return this.#close(job);
     }
@@ -391,6 +390,7 @@ export class RouterCore<T> {
       this.view.sweep(now);
       this.local.prune(now);
       this.outliers.retain(this.view.replicas);
+      this.receipts.retain(this.view.replicas);
       this.#o.onSweep?.();
       cancel = this.#o.clock.schedule(ms, tick);
     };

@@ -26,6 +26,8 @@ export interface Dispatch<T> {
   readonly attempt: number;
   /** The placement's queue limit (x-warmpath-queue-limit), tokens; never on the last attempt. */
   readonly queueLimit?: number;
+  /** Cached tokens the placement predicted there (x-warmpath-expected-cached-tokens; receipts.ts). */
+  readonly expectedCached: number;
 }
 
 /**
@@ -39,7 +41,8 @@ export interface Dispatch<T> {
  * `done`: the response was committed to the client (its first byte sent) and
  * has ended; `error` names a failure after the first byte, for metrics
  * (`interrupted`: the replica failed or went silent past the between-chunks
- * deadline; `timeout`: the request's total deadline passed).
+ * deadline; `timeout`: the request's total deadline passed); `cached`:
+ * what the engine found cached, for the receipts (core/receipts.ts).
  */
 export type SendResult =
   | { readonly kind: 'rejected'; readonly status: number; readonly reason?: string; readonly queued?: number }
@@ -52,6 +55,10 @@ export type SendResult =
       readonly outcome: 'ok' | 'aborted' | 'error';
       readonly status?: number;
       readonly error?: 'aborted' | 'interrupted' | 'timeout';
+      /** The engine's cached tokens as its agent read them (x-warmpath-cached-tokens), when it reported them. */
+      readonly cached?: number;
+      /** The engine's prompt tokens, when reported with them. */
+      readonly prompt?: number;
     };
 
 /** The transport: forward one attempt and call `report` once when it ends (never synchronously inside a core call it was not given). */

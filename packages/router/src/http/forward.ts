@@ -7,15 +7,27 @@
  * exchange's signal) → no response (connect failure, reset, timeout), the
  * agent's 429/503, or another 5xx → report it (the core may try another
  * replica; nothing reached the client) → otherwise commit: write the status
- * and headers (x-warmpath-replica/route/router added), then pipe the body
+ * and headers (x-warmpath-replica/route/router/expected-cached-tokens
+ * added), then pipe the body
  * unbuffered with back-pressure, under the between-chunks deadline. A
  * streaming request silent for heartbeatMs gets SSE comments, committed
  * early if need be (downstream.ts). A failure mid-stream ends an SSE stream
  * with an error event, a plain body by closing; a client disconnect aborts
- * the upstream request.
+ * the upstream request. The engine's cached tokens (the receipt: the
+ * agent's x-warmpath-cached-tokens header, or a stream's closing comment,
+ * found in the last RECEIPT_TAIL_BYTES) go back to the core with the result.
  * Complexity: O(1) per relayed chunk.
  */
-import { errorBody, HEADERS, isErrorCode, sendError, sseErrorEvent, type ErrorCode } from '@warmpath/shared/wire';
+import {
+  errorBody,
+  HEADERS,
+  isErrorCode,
+  RECEIPT_TAIL_BYTES,
+  receiptOfComment,
+  sendError,
+  sseErrorEvent,
+  type ErrorCode,
+} from '@warmpath/shared/wire';
 import { callUpstream, drained, forwardHeaders, type UpstreamResponse } from '@warmpath/shared/runtime';
 import type { Dispatch, Send, SendResult } from '../core/types.ts';
 import { formatRoute } from '../placement/route.ts';
@@ -75,7 +87,12 @@ async function forward(
   if (authorization !== undefined) headers.authorization = authorization;
   const out = new Downstream(
     d.ctx.res,
-    { [HEADERS.replica]: d.replica.id, [HEADERS.route]: formatRoute(d.route), [HEADERS.router]: id },
+    {
+      [HEADERS.replica]: d.replica.id,
+      [HEADERS.route]: formatRoute(d.route),
+      [HEADERS.router]: id,
+      [HEADERS.expectedCached]: String(d.expectedCached),
+    },
     d.info.stream ? heartbeatMs : 0,
   );
   try {
@@ -174,10 +191,13 @@ function holdsStreamError(tail: Buffer, chunk: Buffer): boolean {
 async function relay(ex: Exchange, out: Downstream, up: UpstreamResponse, sse: boolean): Promise<SendResult> {
   const res = ex.res;
   let failed = false;
+  let receipt: { cached: number; prompt?: number } | undefined;
   try {
     let first = true;
     // The end of the previous chunk, so a marker split across two chunks is still found.
     let tail: Buffer = Buffer.alloc(0);
+    // The stream's last bytes, where the agent's receipt comment is.
+    let end: Buffer = Buffer.alloc(0);
     for await (const chunk of up.body) {
       if (first) {
         first = false;
@@ -188,11 +208,17 @@ async function relay(ex: Exchange, out: Downstream, up: UpstreamResponse, sse: b
         const keep = STREAM_ERROR.length - 1;
         tail = chunk.length >= keep ? chunk.subarray(-keep) : Buffer.concat([tail, chunk]).subarray(-keep);
       }
+      if (sse)
+        end =
+          chunk.length >= RECEIPT_TAIL_BYTES
+            ? chunk.subarray(-RECEIPT_TAIL_BYTES)
+            : Buffer.concat([end, chunk]).subarray(-RECEIPT_TAIL_BYTES);
       if (!out.write(chunk)) await drained(res);
       if (res.destroyed) break;
     }
     out.end();
     if (failed) return { kind: 'done', outcome: 'error', error: 'interrupted' };
+    receipt = sse ? receiptOfComment(end.toString('latin1')) : receiptOfHeaders(up.headers);
   } catch (err) {
     const deadline = ex.deadline.aborted;
     if (!deadline && (res.destroyed || ex.signal.aborted))
@@ -207,5 +233,13 @@ async function relay(ex: Exchange, out: Downstream, up: UpstreamResponse, sse: b
     else res.destroy(err as Error);
     return { kind: 'done', outcome: 'error', error: deadline ? 'timeout' : 'interrupted' };
   }
-  return { kind: 'done', outcome: res.destroyed && !res.writableFinished ? 'aborted' : 'ok' };
+  return { kind: 'done', outcome: res.destroyed && !res.writableFinished ? 'aborted' : 'ok', ...receipt };
+}
+
+/** The agent's receipt headers on a plain answer, or undefined. */
+function receiptOfHeaders(h: UpstreamResponse['headers']): { cached: number; prompt?: number } | undefined {
+  const cached = Number(h[HEADERS.cached]);
+  if (h[HEADERS.cached] === undefined || !Number.isInteger(cached) || cached < 0) return undefined;
+  const prompt = Number(h[HEADERS.promptTokens]);
+  return { cached, ...(h[HEADERS.promptTokens] !== undefined && Number.isInteger(prompt) ? { prompt } : {}) };
 }

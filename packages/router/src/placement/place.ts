@@ -19,6 +19,21 @@ export function placeRequest(policy: Policy, req: PlacementRequest, view: FleetV
   return policy.select(req, table, scanWarmth(req, table, view, local));
 }
 
+/** placeRequest, timed when `observe` is given (seconds). */
+export function placeTimed(
+  policy: Policy,
+  req: PlacementRequest,
+  view: FleetView,
+  local: LocalState,
+  observe: ((seconds: number) => void) | undefined,
+): Placement {
+  if (observe === undefined) return placeRequest(policy, req, view, local);
+  const t0 = performance.now();
+  const placement = placeRequest(policy, req, view, local);
+  observe((performance.now() - t0) / 1e3);
+  return placement;
+}
+
 export function notifyDispatch(policy: Policy, req: PlacementRequest, replica: Replica, local: LocalState): void {
   policy.onDispatch?.(req, replica, local);
 }
