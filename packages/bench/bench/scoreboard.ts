@@ -2,8 +2,9 @@
  * Writes the docs' figures from the saved runs, so no figure is typed by
  * hand: docs/SCOREBOARD.md (every goal row), README.md's results table
  * (between `<!-- results:begin -->` and `<!-- results:end -->`), the README's
- * plot, and docs/ABLATION.md's table (between `<!-- ablation:… -->`) when an
- * ablation JSON is given. The docs test fails when a committed doc differs
+ * plot, docs/ABLATION.md's table (between `<!-- ablation:… -->`) when an
+ * ablation JSON is given, and docs/OPERATIONS.md's misroute table (between
+ * `<!-- misroutes:… -->`) from docs/data/misroutes.json (bench/misroutes.ts). The docs test fails when a committed doc differs
  * from what the committed JSON gives.
  *
  *   node packages/bench/bench/scoreboard.ts --goals docs/data/goals.json [--ablation docs/data/ablation.json]
@@ -44,6 +45,7 @@ const inputs = {
       ? { ablation: committed.ablation }
       : {}),
   ...(committed.ablationScale !== undefined ? { ablationScale: committed.ablationScale } : {}),
+  ...(committed.misroutes !== undefined ? { misroutes: committed.misroutes } : {}),
 };
 if (values.commit !== undefined || values.command !== undefined) {
   const path = join(ROOT, inputs.goals);

@@ -3,11 +3,12 @@
  * bench/scoreboard.ts (writes them) and the docs test (checks the committed
  * docs equal what the committed JSON gives) use.
  * Steps: read each JSON present → render each generated text → splice the
- * README's and ABLATION's between their markers. No figure is typed by hand.
+ * README's, ABLATION's and OPERATIONS's between their markers. No figure is typed by hand.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ablationTable, type AblationJson } from './ablation-table.ts';
+import { misrouteTable, type MisroutesJson } from './misroutes.ts';
 import { replaceBetween, resultsTable, scoreboardMarkdown, type GoalsJson } from './scoreboard.ts';
 
 /** Paths relative to the repository root. */
@@ -16,6 +17,9 @@ export const DOC_DATA = {
   ablation: 'docs/data/ablation.json',
   /** The multi-router rules at 1,000 replicas (ablation.ts --replicas 1000). */
   ablationScale: 'docs/data/ablation-1000.json',
+  /** Warmpath's receipts on every scenario (bench/misroutes.ts). */
+  misroutes: 'docs/data/misroutes.json',
+  operations: 'docs/OPERATIONS.md',
   scoreboard: 'docs/SCOREBOARD.md',
   readme: 'README.md',
   ablationDoc: 'docs/ABLATION.md',
@@ -23,12 +27,18 @@ export const DOC_DATA = {
 } as const;
 
 /** The marker names: `<!-- NAME:begin -->` … `<!-- NAME:end -->`. */
-export const MARKERS = { results: 'results', ablation: 'ablation', ablationScale: 'ablation-scale' } as const;
+export const MARKERS = {
+  results: 'results',
+  ablation: 'ablation',
+  ablationScale: 'ablation-scale',
+  misroutes: 'misroutes',
+} as const;
 
 export interface DocInputs {
   goals: string;
   ablation?: string;
   ablationScale?: string;
+  misroutes?: string;
 }
 
 /** Every generated doc's full text, by path relative to `root`, from the JSON files given. */
@@ -48,6 +58,11 @@ export function renderDocs(root: string, inputs: DocInputs): Map<string, string>
     doc = replaceBetween(doc, marker, ablationTable(ablation, input));
     out.set(DOC_DATA.ablationDoc, doc);
   }
+  if (inputs.misroutes !== undefined) {
+    const json = JSON.parse(readFileSync(join(root, inputs.misroutes), 'utf8')) as MisroutesJson;
+    const ops = readFileSync(join(root, DOC_DATA.operations), 'utf8');
+    out.set(DOC_DATA.operations, replaceBetween(ops, MARKERS.misroutes, misrouteTable(json, inputs.misroutes)));
+  }
   return out;
 }
 
@@ -57,5 +72,6 @@ export function committedInputs(root: string): DocInputs {
     goals: DOC_DATA.goals,
     ...(existsSync(join(root, DOC_DATA.ablation)) ? { ablation: DOC_DATA.ablation } : {}),
     ...(existsSync(join(root, DOC_DATA.ablationScale)) ? { ablationScale: DOC_DATA.ablationScale } : {}),
+    ...(existsSync(join(root, DOC_DATA.misroutes)) ? { misroutes: DOC_DATA.misroutes } : {}),
   };
 }
