@@ -5,6 +5,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { flood, type Flood } from '@warmpath/testkit';
+import { HEADERS, receiptComment } from '@warmpath/shared/wire';
 
 /**
  * error-500: answers 500 at once; late-headers: the stream's headers come only
@@ -40,6 +41,8 @@ export interface FakeAgent {
   delayMs: number;
   /** The last flood stream. */
   flood: Flood | undefined;
+  /** When set, the engine's cached tokens the agent reports, as a real agent does (a header, or a stream's closing comment). */
+  cached: number | undefined;
   close(): Promise<void>;
 }
 
@@ -54,6 +57,7 @@ export async function startFakeAgent(name: string, mode: Mode = 'ok'): Promise<F
     lastBody: '',
     delayMs: 500,
     flood: undefined,
+    cached: undefined,
     close: async () => {
       agent.server.closeAllConnections();
       await new Promise<void>((r) => agent.server.close(() => r()));
@@ -97,7 +101,11 @@ export async function startFakeAgent(name: string, mode: Mode = 'ok'): Promise<F
           choices: [{ index: 0, message: { role: 'assistant', content: `hello from ${name}` }, finish_reason: 'stop' }],
           usage: { prompt_tokens: 5, completion_tokens: 3, total_tokens: 8 },
         });
-        res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(out) });
+        res.writeHead(200, {
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(out),
+          ...(agent.cached !== undefined ? { [HEADERS.cached]: agent.cached } : {}),
+        });
         res.end(out);
         return;
       }
@@ -132,7 +140,7 @@ export async function startFakeAgent(name: string, mode: Mode = 'ok'): Promise<F
           );
           return;
         }
-        res.end('data: [DONE]\n\n');
+        res.end(`data: [DONE]\n\n${agent.cached !== undefined ? receiptComment(agent.cached, undefined) : ''}`);
       };
       if (agent.mode === 'late-headers') setTimeout(tick, agent.delayMs);
       else tick();

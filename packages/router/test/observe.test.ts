@@ -7,7 +7,7 @@
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BRANCHES } from '../src/placement/types.ts';
-import { ERRORS } from '@warmpath/shared/wire';
+import { ERRORS, HEADERS, RECEIPT_TAIL_BYTES, receiptOfComment } from '@warmpath/shared/wire';
 import { accessLine } from '@warmpath/testkit';
 import { startRouter, type Router } from '../src/index.ts';
 import { startFakeAgent, type FakeAgent } from './fake-agent.ts';
@@ -130,6 +130,39 @@ describe('router observability', () => {
     );
     expect(await accessLine(lines, 'line-2')).toMatchObject({ status: 404, error: 'model_not_found' });
     expect(lines.filter((l) => l.requestId === 'line-1')).toHaveLength(1);
+  });
+
+  it("puts each answer's receipt in the response and the access line: predicted and reported cached tokens, misroute", async () => {
+    agent.cached = 3;
+    try {
+      // A system prompt this router has not sent before: cold, predicted nothing.
+      const system = 'A system prompt no other test sends. '.repeat(20);
+      const plain = await post(router.url, chat('receipt', {}, system), { 'x-request-id': 'receipt-1' });
+      expect(plain.headers[HEADERS.expectedCached]).toBe('0');
+      expect(plain.headers[HEADERS.cached]).toBe('3');
+      expect(await accessLine(lines, 'receipt-1')).toMatchObject({
+        expectedCachedTokens: 0,
+        cachedTokens: 3,
+        misroute: false,
+      });
+      // The same prompt again, now warm in this router's overlay: predicted whole, the engine found 3 tokens.
+      const stream = await post(router.url, chat('receipt', { stream: true }, system), {
+        'x-request-id': 'receipt-2',
+      });
+      const expected = Number(stream.headers[HEADERS.expectedCached]);
+      expect(expected).toBeGreaterThan(10);
+      expect(receiptOfComment(stream.text.slice(-RECEIPT_TAIL_BYTES))).toEqual({ cached: 3 });
+      expect(await accessLine(lines, 'receipt-2')).toMatchObject({
+        expectedCachedTokens: expected,
+        cachedTokens: 3,
+        misroute: true,
+      });
+      expect(router.receipts.byReplica.get('a1')).toMatchObject({ judged: 2, expectedHits: 1, misroutes: 1 });
+      const metrics = await (await request(`${router.url}/metrics`)).body.text();
+      expect(metrics).toContain('warmpath_router_misroutes_total{replica="a1"} 1');
+    } finally {
+      agent.cached = undefined;
+    }
     expect(JSON.stringify(lines)).not.toContain(SECRET);
   });
 
