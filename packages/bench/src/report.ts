@@ -282,8 +282,8 @@ for (const rep of reports) {
   const sec = document.createElement('section');
   sec.innerHTML = '<h2>' + rep.scenario + ' (' + rep.mode + ')</h2><pre>' + JSON.stringify(rep.config) + '</pre>';
   const t = document.createElement('table');
-  t.innerHTML = '<tr><th>policy</th><th>done/req</th><th>TTFT p50</th><th>p90</th><th>p99</th><th>ITL p50</th><th>hit rate</th><th>preempt</th><th>spills</th><th>adapter loads</th></tr>' +
-    rep.results.map(r => '<tr><td>' + r.policy + '</td><td>' + r.completed + '/' + r.requests + '</td><td>' + r.ttft_ms.p50 + '</td><td>' + r.ttft_ms.p90 + '</td><td>' + r.ttft_ms.p99 + '</td><td>' + r.itl_ms.p50 + '</td><td>' + (r.cache_hit_rate*100).toFixed(1) + '%</td><td>' + r.preemptions + '</td><td>' + r.spills + '</td><td>' + r.adapter_loads + '</td></tr>').join('');
+  t.innerHTML = '<tr><th>policy</th><th>done/req</th><th>TTFT p50</th><th>p90</th><th>p99</th><th>ITL p50</th><th>hit rate</th><th>misroutes</th><th>preempt</th><th>spills</th><th>adapter loads</th></tr>' +
+    rep.results.map(r => '<tr><td>' + r.policy + '</td><td>' + r.completed + '/' + r.requests + '</td><td>' + r.ttft_ms.p50 + '</td><td>' + r.ttft_ms.p90 + '</td><td>' + r.ttft_ms.p99 + '</td><td>' + r.itl_ms.p50 + '</td><td>' + (r.cache_hit_rate*100).toFixed(1) + '%</td><td>' + (r.receipts ? (r.receipts.misroute_rate*100).toFixed(2) + '% of ' + r.receipts.expected_hits : '–') + '</td><td>' + r.preemptions + '</td><td>' + r.spills + '</td><td>' + r.adapter_loads + '</td></tr>').join('');
   sec.appendChild(t);
   const grid = document.createElement('div'); grid.className = 'charts'; sec.appendChild(grid);
   const canvas = () => { const c = document.createElement('canvas'); const d = document.createElement('div'); d.appendChild(c); grid.appendChild(d); return c; };
