@@ -280,12 +280,15 @@ interface Relay {
   held: Buffer[] | undefined;
   readonly headers: Record<string, string | string[]>;
   readonly status: number;
+  /** A stream's receipt comment went out (before its [DONE]). */
+  receipted?: boolean;
 }
 
 /**
  * The engine's body to the client: a stream as it comes (stripped of the
- * usage the agent asked for) and closed by the receipt comment; a plain
- * answer whole, with the receipt in its headers (HEADERS.cached).
+ * usage the agent asked for) with the receipt comment before its closing
+ * `data: [DONE]` (or at its end without one); a plain answer whole, with the
+ * receipt in its headers (HEADERS.cached).
  */
 async function relayBody(deps: ProxyDeps, f: Flight, body: AsyncIterable<Buffer>, r: Relay): Promise<void> {
   const { core } = deps;
@@ -311,7 +314,8 @@ async function relayBody(deps: ProxyDeps, f: Flight, body: AsyncIterable<Buffer>
       if (!res.write(all)) await drained(res);
       continue;
     }
-    const out = r.strip === undefined ? chunk : r.strip.push(chunk);
+    let out = r.strip === undefined ? chunk : r.strip.push(chunk);
+    if (!r.receipted && r.tap?.usage?.cachedTokens !== undefined) out = beforeDone(out, r);
     if (out.length > 0 && !res.write(out)) await drained(res);
   }
   if (res.destroyed) return;
@@ -329,8 +333,30 @@ async function relayBody(deps: ProxyDeps, f: Flight, body: AsyncIterable<Buffer>
     return void res.end(Buffer.concat(r.held));
   }
   const rest = r.strip?.end();
-  if (cached === undefined || r.tap === undefined) return void res.end(rest);
+  if (cached === undefined || r.tap === undefined || r.receipted) return void res.end(rest);
+  // No `data: [DONE]` at the end of a chunk (an engine that sends none, or one split across chunks): the receipt closes the stream.
   res.end(Buffer.concat([rest ?? Buffer.alloc(0), Buffer.from(receiptComment(cached, usage?.promptTokens))]));
+}
+
+const DONE_EVENT = /data: ?\[DONE\]\r?\n\r?\n$/;
+
+/**
+ * `out` with the receipt comment spliced in before the `data: [DONE]` event
+ * that ends it, so the stream still ends with [DONE] as OpenAI's does;
+ * `out` itself when it does not end with that event.
+ */
+function beforeDone(out: Buffer, r: Relay): Buffer {
+  const tail = out.subarray(-24).toString('latin1');
+  const m = DONE_EVENT.exec(tail);
+  if (m === null) return out;
+  const at = out.length - (tail.length - m.index);
+  const u = r.tap!.usage!;
+  r.receipted = true;
+  return Buffer.concat([
+    out.subarray(0, at),
+    Buffer.from(receiptComment(u.cachedTokens!, u.promptTokens)),
+    out.subarray(at),
+  ]);
 }
 
 /** The engine request failed before any response: answer, and scrape at once if the engine looks gone. */

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { startSimServer } from '@warmpath/sim';
-import { HEADERS, receiptOfComment } from '@warmpath/shared/wire';
+import { RECEIPT_TAIL_BYTES, receiptComment, receiptOfComment } from '@warmpath/shared/wire';
 import { startAgent } from '../src/index.ts';
 import { askForUsage, MAX_EVENT_BYTES, UsageStrip } from '../src/stream-usage.ts';
 import { UsageTap } from '../src/usage.ts';
@@ -158,7 +158,7 @@ describe('cache feedback from clients that did not ask for usage (sim engine, re
     return res.text();
   }
 
-  it('the client stream is what the engine sends unasked and the receipt comment, and the cache model still learns the eviction', async () => {
+  it('the client stream is what the engine sends unasked with the receipt comment before [DONE], and the cache model still learns the eviction', async () => {
     const sim = await startSimServer({ port: 0, profile: 'tiny', speed: 4 });
     const agent = await startAgent({ engineUrl: sim.url, gossip: false });
     try {
@@ -167,10 +167,11 @@ describe('cache feedback from clients that did not ask for usage (sim engine, re
       const viaAgent = await streamText(agent.url, q);
       const direct = await streamText(sim.url, q);
       expect(direct).not.toContain('"usage"');
-      // The agent's one addition: the engine's cached tokens, as an SSE comment after the last event.
-      const cut = viaAgent.lastIndexOf(`: ${HEADERS.cached}=`);
-      expect(receiptOfComment(viaAgent.slice(cut))).toEqual({ cached: 0, prompt: 275 });
-      expect(norm(viaAgent.slice(0, cut))).toBe(norm(direct));
+      // The agent's one addition: the engine's cached tokens, as an SSE comment before the closing [DONE].
+      const receipt = receiptComment(0, 275);
+      expect(viaAgent.endsWith(`${receipt}data: [DONE]\n\n`)).toBe(true);
+      expect(receiptOfComment(viaAgent.slice(-RECEIPT_TAIL_BYTES))).toEqual({ cached: 0, prompt: 275 });
+      expect(norm(viaAgent.replace(receipt, ''))).toBe(norm(direct));
       await streamText(agent.url, p);
       expect(agent.core.ledger.cache.size).toBe(8);
       await fetch(`${sim.url}/sim/v1/reset_prefix_cache`, { method: 'POST' });

@@ -140,7 +140,7 @@ export async function startFakeAgent(name: string, mode: Mode = 'ok'): Promise<F
           );
           return;
         }
-        res.end(`data: [DONE]\n\n${agent.cached !== undefined ? receiptComment(agent.cached, undefined) : ''}`);
+        res.end(`${agent.cached !== undefined ? receiptComment(agent.cached, undefined) : ''}data: [DONE]\n\n`);
       };
       if (agent.mode === 'late-headers') setTimeout(tick, agent.delayMs);
       else tick();

@@ -52,26 +52,29 @@ export const HEADERS = {
 } as const;
 
 /**
- * The agent's last bytes of a stream whose engine reported cached tokens:
- * `: x-warmpath-cached-tokens=C x-warmpath-prompt-tokens=P` and a blank
- * line. An SSE comment: clients ignore it (as they do `: keep-alive`), and
- * a router reads it from the stream's tail (receiptOfComment).
+ * The agent's receipt at the end of a stream whose engine reported cached
+ * tokens: `: x-warmpath-cached-tokens=C x-warmpath-prompt-tokens=P` and a
+ * blank line, just before the closing `data: [DONE]` event (after the last
+ * event when there is none). An SSE comment: clients skip it (as they do
+ * `: keep-alive`), and a router reads it from the stream's tail
+ * (receiptOfComment).
  */
 export function receiptComment(cached: number, prompt: number | undefined): string {
   return `: ${HEADERS.cached}=${cached}${prompt !== undefined ? ` ${HEADERS.promptTokens}=${prompt}` : ''}\n\n`;
 }
 
-const RECEIPT_COMMENT = /: x-warmpath-cached-tokens=(\d+)(?: x-warmpath-prompt-tokens=(\d+))?\r?\n\r?\n?$/;
+const RECEIPT_COMMENT = /: x-warmpath-cached-tokens=(\d+)(?: x-warmpath-prompt-tokens=(\d+))?\r?\n/g;
 
-/** The receipt in the tail of a stream (receiptComment's text), or undefined. */
+/** The last receipt in the tail of a stream (receiptComment's text), or undefined. */
 export function receiptOfComment(tail: string): { cached: number; prompt?: number } | undefined {
-  const m = RECEIPT_COMMENT.exec(tail);
-  if (m === null) return undefined;
-  return { cached: Number(m[1]), ...(m[2] !== undefined ? { prompt: Number(m[2]) } : {}) };
+  let last: RegExpExecArray | undefined;
+  for (const m of tail.matchAll(RECEIPT_COMMENT)) last = m;
+  if (last === undefined) return undefined;
+  return { cached: Number(last[1]), ...(last[2] !== undefined ? { prompt: Number(last[2]) } : {}) };
 }
 
-/** RECEIPT_COMMENT's longest text, bytes: the stream tail a router keeps to find it. */
-export const RECEIPT_TAIL_BYTES = 96;
+/** The stream tail a router keeps to find the receipt: the comment's longest text and a [DONE] event after it, bytes. */
+export const RECEIPT_TAIL_BYTES = 128;
 
 /** Path → request kind for the OpenAI endpoints Warmpath routes. */
 export const ROUTES: Readonly<Record<string, RequestKind>> = {
