@@ -55,7 +55,7 @@ function post(body: Record<string, unknown>): Promise<Response> {
 }
 
 describe('receipts (real processes)', () => {
-  it("answers carry the prediction and the engine's cached tokens: a plain answer in headers, a stream in its closing comment", async () => {
+  it("answers carry the prediction and the engine's cached tokens: a plain answer in headers, a stream in a comment before its [DONE]", async () => {
     const first = await post({ prompt: 'A question asked twice. '.repeat(60) });
     await first.text();
     expect(first.headers.get(HEADERS.expectedCached)).toBe('0');

@@ -6,8 +6,11 @@
  * read the body (bounded) → describe it (model → base/adapter, prefix chain,
  * token estimates) → the core admits or refuses it (429 admission_rejected +
  * x-warmpath-reject-reason) → forward with undici (keep-alive pool) → pipe
- * the response through as it arrives, honouring back-pressure both ways,
- * tapping SSE/JSON for usage → the core takes the engine's cached_tokens. A
+ * a stream through as it arrives, honouring back-pressure both ways (a plain
+ * 2xx answer is held to its end, up to HOLD_BYTES), tapping SSE/JSON for
+ * usage → the core takes the engine's cached_tokens, and the client gets
+ * them as the receipt (x-warmpath-cached-tokens on a plain answer, a comment
+ * before a stream's [DONE]). A
  * stream whose client did not ask for usage is asked for it on the client's
  * behalf, and the extra event is stripped on the way back (stream-usage.ts).
  * A client that disconnects aborts the upstream request. A failure after the

@@ -43,7 +43,7 @@ export const HEADERS = {
   /**
    * Agent → router → client: the engine's cached tokens as the agent read
    * them from its usage; on a plain answer a response header, on a stream
-   * the closing SSE comment (RECEIPT_COMMENT), since a stream's usage comes
+   * an SSE comment before its `data: [DONE]` (receiptComment), since a stream's usage comes
    * after its headers.
    */
   cached: 'x-warmpath-cached-tokens',

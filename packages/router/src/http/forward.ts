@@ -14,7 +14,7 @@
  * early if need be (downstream.ts). A failure mid-stream ends an SSE stream
  * with an error event, a plain body by closing; a client disconnect aborts
  * the upstream request. The engine's cached tokens (the receipt: the
- * agent's x-warmpath-cached-tokens header, or a stream's closing comment,
+ * agent's x-warmpath-cached-tokens header, or a stream's receipt comment near its end,
  * found in the last RECEIPT_TAIL_BYTES) go back to the core with the result.
  * Complexity: O(1) per relayed chunk.
  */
