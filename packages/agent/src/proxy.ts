@@ -6,9 +6,11 @@
  * read the body (bounded) → describe it (model → base/adapter, prefix chain,
  * token estimates) → the core admits or refuses it (429 admission_rejected +
  * x-warmpath-reject-reason) → forward with undici (keep-alive pool) → pipe
- * the response through as it arrives, honouring back-pressure both ways,
- * tapping SSE/JSON for usage → the core takes the engine's cached_tokens. A
- * stream whose client did not ask for usage is asked for it on the client's
+ * a stream through as it arrives, honouring back-pressure both ways (a plain
+ * 2xx answer is held to its end, up to HOLD_BYTES), tapping SSE/JSON for
+ * usage → the core takes the engine's cached_tokens, and the client gets
+ * them, with the prompt and completion tokens, as the receipt (headers on a
+ * plain answer, a comment before a stream's [DONE]; relay.ts). A stream whose client did not ask for usage is asked for it on the client's
  * behalf, and the extra event is stripped on the way back (stream-usage.ts).
  * A routed request's priority band (x-warmpath-priority) scales admission's
  * thresholds and, with enginePriority, becomes the engine's `priority`
@@ -49,6 +51,7 @@ import type { AgentCore, Refusal } from './core.ts';
 import type { Admitted } from './ledger.ts';
 import { askForUsage, UsageStrip, type UsageAsk } from './stream-usage.ts';
 import { UsageTap } from './usage.ts';
+import { relayBody } from './relay.ts';
 import { bandOf, withPriority } from './priority.ts';
 
 const CONNECT_ERRORS = new Set([
@@ -251,37 +254,29 @@ async function forward(
   }
   const contentType = String(upstream.headers['content-type'] ?? '');
   const tap = upstream.statusCode < 300 ? new UsageTap(contentType) : undefined;
-  const strip =
-    f.asked !== undefined && tap !== undefined && contentType.includes('text/event-stream')
-      ? new UsageStrip(f.asked.dropNullUsage, req.headers[HEADERS.usage] === '1')
-      : undefined;
+  const sse = contentType.includes('text/event-stream');
+  const strip = f.asked !== undefined && tap !== undefined && sse ? new UsageStrip(f.asked.dropNullUsage) : undefined;
   const headers = forwardHeaders(upstream.headers, 'response');
-  if (strip !== undefined) delete headers['content-length'];
-  res.writeHead(upstream.statusCode, headers);
-  // A stream's client sees its status at once; a plain body's headers go out with it, in one write.
-  if (contentType.includes('text/event-stream')) res.flushHeaders();
-  let first = true;
+  if (strip !== undefined || (sse && tap !== undefined)) delete headers['content-length'];
+  // A plain answer is held (up to HOLD_BYTES) so its headers can carry the engine's cached tokens: the engine sends it whole anyway.
+  const held: Buffer[] | undefined = tap !== undefined && !sse ? [] : undefined;
+  if (held === undefined) res.writeHead(upstream.statusCode, headers);
+  // A stream's client sees its status at once.
+  if (sse) res.flushHeaders();
   try {
-    for await (const chunk of upstream.body) {
-      if (first) {
-        first = false;
-        core.firstByte(f.admitted);
-        noteFirstByte(res);
-        m.firstByte.observe((performance.now() - f.t0) / 1000);
-      }
-      tap?.write(chunk);
-      if (res.destroyed) break;
-      const out = strip === undefined ? chunk : strip.push(chunk);
-      if (out.length > 0 && !res.write(out)) await drained(res);
-    }
-    if (!res.destroyed) res.end(strip?.end());
+    const firstByte = (): void => {
+      core.firstByte(f.admitted);
+      noteFirstByte(res);
+      m.firstByte.observe((performance.now() - f.t0) / 1000);
+    };
+    await relayBody(res, upstream.body, { tap, strip, held, headers, status: upstream.statusCode, firstByte });
   } catch {
     if (ac.signal.aborted || res.destroyed) {
       upstream.body.destroy();
       return undefined;
     }
     m.upstreamErrors.inc({ phase: 'stream' });
-    if (contentType.includes('text/event-stream')) res.end(sseErrorEvent('stream_interrupted'));
+    if (sse && res.headersSent) res.end(sseErrorEvent('stream_interrupted'));
     else res.destroy();
     return undefined;
   } finally {

@@ -20,7 +20,7 @@
  * cannot parse half an event anyway); an event larger than MAX_EVENT_BYTES
  * passes unexamined, since a usage chunk is a few hundred bytes.
  */
-import { USAGE_COMMENT, type EngineKind, type RequestKind } from '@warmpath/shared/wire';
+import type { EngineKind, RequestKind } from '@warmpath/shared/wire';
 
 /** How each engine kind answers include_usage (docs/ENGINE-SIGNALS.md, "Cached tokens per response"). */
 export const USAGE_DIALECTS = {
@@ -97,17 +97,14 @@ const EMPTY_CHOICES = /"choices"\s*:\s*\[\s*\]/;
 /** Removes the usage the agent asked for from an SSE stream; feed it every chunk, then call `end`. */
 export class UsageStrip {
   readonly #dropNull: boolean;
-  /** The router asked for the usage (HEADERS.usage): the dropped event comes back as USAGE_COMMENT. */
-  readonly #comment: boolean;
   #held: Buffer = EMPTY;
   /** The current event outgrew MAX_EVENT_BYTES: pass it on up to its blank line. */
   #passing = false;
   /** Events dropped (one per stream when the engine answered as asked). */
   dropped = 0;
 
-  constructor(dropNullUsage: boolean, asComment = false) {
+  constructor(dropNullUsage: boolean) {
     this.#dropNull = dropNullUsage;
-    this.#comment = asComment;
   }
 
   /** The bytes to send the client for this chunk (possibly none). */
@@ -150,7 +147,7 @@ export class UsageStrip {
       .map((l) => l.slice(l[5] === ' ' ? 6 : 5).replace(/\r$/, ''));
     if (data.length === 1 && EMPTY_CHOICES.test(data[0]!) && isUsageOnly(data[0]!)) {
       this.dropped++;
-      return this.#comment ? Buffer.from(`${USAGE_COMMENT}${data[0]!}\n\n`) : undefined;
+      return undefined;
     }
     if (!this.#dropNull) return event;
     let changed = false;

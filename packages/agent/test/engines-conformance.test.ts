@@ -12,7 +12,13 @@ import type { AddressInfo } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { Agent as Dispatcher } from 'undici';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ENDPOINTS, type EngineKind } from '@warmpath/shared/wire';
+import {
+  ENDPOINTS,
+  RECEIPT_TAIL_BYTES,
+  receiptComment,
+  receiptOfComment,
+  type EngineKind,
+} from '@warmpath/shared/wire';
 import { ADAPTERS, createAdapter, type EngineSnapshot } from '../src/engines/index.ts';
 import { startAgent } from '../src/index.ts';
 import { EngineError } from '../src/engines/types.ts';
@@ -176,7 +182,7 @@ describe.each(kinds)('engine stream conformance through the agent: %s', (kind) =
   const c = CASES[kind];
   const st = STREAMS[kind];
 
-  it('the client sees the engine stream it would get unasked, byte for byte, and the agent learns what the engine reports', async () => {
+  it('the client sees the engine stream it would get unasked, byte for byte but for the receipt, and the agent learns what the engine reports', async () => {
     let askedUsage: unknown;
     const server = createServer((req, res) => {
       const path = req.url ?? '/';
@@ -216,7 +222,12 @@ describe.each(kinds)('engine stream conformance through the agent: %s', (kind) =
         }),
       });
       expect(res.status).toBe(200);
-      expect(Buffer.from(await res.arrayBuffer()).equals(readStream(st.plain))).toBe(true);
+      // Byte for byte, but for the agent's receipt comment before [DONE] when the engine reported usage.
+      const text = Buffer.from(await res.arrayBuffer()).toString('utf8');
+      const receipt = receiptOfComment(text.slice(-RECEIPT_TAIL_BYTES));
+      expect(receipt?.cachedTokens).toBe(st.cached);
+      const plain = receipt === undefined ? text : text.replace(receiptComment(receipt), '');
+      expect(Buffer.from(plain).equals(readStream(st.plain))).toBe(true);
       expect(askedUsage === true).toBe(st.asked !== undefined);
       expect(agent.core.ledger.feedbacks).toBe(st.cached !== undefined ? 1 : 0);
       expect((await agent.core.ledger.metrics.reportedCached.get()).values[0]?.value ?? 0).toBe(st.cached ?? 0);

@@ -1,8 +1,6 @@
-/** The band as the engine's `priority` (priority.ts), and a stream's usage handed to the router as a comment. */
+/** The band as the engine's `priority` (priority.ts). */
 import { describe, expect, it } from 'vitest';
-import { UsageTap } from '@warmpath/shared/wire';
 import { bandOf, withPriority } from '../src/priority.ts';
-import { UsageStrip } from '../src/stream-usage.ts';
 
 describe('engine priority', () => {
   it("maps bands to each engine's order and splices the field into the body", () => {
@@ -23,20 +21,5 @@ describe('engine priority', () => {
     expect(JSON.parse(own!.body.toString())).toEqual({ model: 'm', priority: 1 });
     expect(withPriority('vllm', 0, {}, Buffer.from('{ }'))!.body.toString()).toBe('{"priority":0 }');
     expect(withPriority('llamacpp', 0, { model: 'm' }, Buffer.from('{"model":"m"}'))).toBeUndefined();
-  });
-
-  it('a router that counts usage gets the usage event as a comment; the usage tap reads it', () => {
-    const usage = 'data: {"id":"c","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":3}}\n\n';
-    const chunk = Buffer.from(`data: {"id":"c","choices":[{"delta":{"content":"hi"}}]}\n\n${usage}data: [DONE]\n\n`);
-    const plain = new UsageStrip(false).push(chunk).toString();
-    expect(plain).not.toContain('usage');
-    const out = new UsageStrip(false, true).push(chunk).toString();
-    expect(out).toContain(
-      ': warmpath-usage {"id":"c","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":3}}\n\n',
-    );
-    expect(out).not.toContain('data: {"id":"c","choices":[],"usage"');
-    const tap = new UsageTap('text/event-stream');
-    tap.write(Buffer.from(out));
-    expect(tap.end()).toEqual({ promptTokens: 12, cachedTokens: undefined, completionTokens: 3 });
   });
 });

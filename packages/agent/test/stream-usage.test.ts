@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { startSimServer } from '@warmpath/sim';
+import { RECEIPT_TAIL_BYTES, receiptComment, receiptOfComment } from '@warmpath/shared/wire';
 import { startAgent } from '../src/index.ts';
 import { askForUsage, MAX_EVENT_BYTES, UsageStrip } from '../src/stream-usage.ts';
 import { UsageTap } from '../src/usage.ts';
@@ -157,7 +158,7 @@ describe('cache feedback from clients that did not ask for usage (sim engine, re
     return res.text();
   }
 
-  it('the client stream is what the engine sends unasked, and the cache model still learns the eviction', async () => {
+  it('the client stream is what the engine sends unasked with the receipt comment before [DONE], and the cache model still learns the eviction', async () => {
     const sim = await startSimServer({ port: 0, profile: 'tiny', speed: 4 });
     const agent = await startAgent({ engineUrl: sim.url, gossip: false });
     try {
@@ -166,7 +167,15 @@ describe('cache feedback from clients that did not ask for usage (sim engine, re
       const viaAgent = await streamText(agent.url, q);
       const direct = await streamText(sim.url, q);
       expect(direct).not.toContain('"usage"');
-      expect(norm(viaAgent)).toBe(norm(direct));
+      // The agent's one addition: the engine's usage, as an SSE comment before the closing [DONE].
+      const receipt = receiptComment({ cachedTokens: 0, promptTokens: 275, completionTokens: 3 });
+      expect(viaAgent.endsWith(`${receipt}data: [DONE]\n\n`)).toBe(true);
+      expect(receiptOfComment(viaAgent.slice(-RECEIPT_TAIL_BYTES))).toEqual({
+        cachedTokens: 0,
+        promptTokens: 275,
+        completionTokens: 3,
+      });
+      expect(norm(viaAgent.replace(receipt, ''))).toBe(norm(direct));
       await streamText(agent.url, p);
       expect(agent.core.ledger.cache.size).toBe(8);
       await fetch(`${sim.url}/sim/v1/reset_prefix_cache`, { method: 'POST' });

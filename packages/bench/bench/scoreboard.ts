@@ -3,8 +3,10 @@
  * hand: docs/SCOREBOARD.md (every goal row), README.md's results table
  * (between `<!-- results:begin -->` and `<!-- results:end -->`), the README's
  * plot, docs/ABLATION.md's table (between `<!-- ablation:… -->`) when an
- * ablation JSON is given, and docs/TENANTS.md's global-limits table from
- * docs/data/limits.json (bench/limits.ts) when it is there. The docs test fails when a committed doc differs
+ * ablation JSON is given, docs/TENANTS.md's global-limits table from
+ * docs/data/limits.json (bench/limits.ts) when it is there, and
+ * docs/OPERATIONS.md's misroute table (between `<!-- misroutes:… -->`) from
+ * docs/data/misroutes.json (bench/misroutes.ts). The docs test fails when a committed doc differs
  * from what the committed JSON gives.
  *
  *   node packages/bench/bench/scoreboard.ts --goals docs/data/goals.json [--ablation docs/data/ablation.json]
@@ -46,6 +48,7 @@ const inputs = {
       : {}),
   ...(committed.ablationScale !== undefined ? { ablationScale: committed.ablationScale } : {}),
   ...(committed.limits !== undefined ? { limits: committed.limits } : {}),
+  ...(committed.misroutes !== undefined ? { misroutes: committed.misroutes } : {}),
 };
 if (values.commit !== undefined || values.command !== undefined) {
   const path = join(ROOT, inputs.goals);
@@ -76,6 +79,6 @@ if (values.plot) {
   console.log(`wrote ${DOC_DATA.plot}`);
 }
 console.log(
-  `${docs.size} docs checked against ${inputs.goals}${inputs.ablation !== undefined ? ` and ${inputs.ablation}` : ''}: ${stale} differ`,
+  `${docs.size} docs checked against ${[inputs.goals, inputs.ablation, inputs.ablationScale, inputs.misroutes].filter((x) => x !== undefined).join(', ')}: ${stale} differ`,
 );
 if (stale > 0) process.exit(1);

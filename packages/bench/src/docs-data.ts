@@ -3,12 +3,13 @@
  * bench/scoreboard.ts (writes them) and the docs test (checks the committed
  * docs equal what the committed JSON gives) use.
  * Steps: read each JSON present → render each generated text → splice the
- * README's, ABLATION's and TENANTS' between their markers. No figure is typed by hand.
+ * README's, ABLATION's, TENANTS' and OPERATIONS's between their markers. No figure is typed by hand.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ablationTable, type AblationJson } from './ablation-table.ts';
 import { limitsTable, type LimitsJson } from './limits-table.ts';
+import { misrouteTable, type MisroutesJson } from './misroutes.ts';
 import { replaceBetween, resultsTable, scoreboardMarkdown, type GoalsJson } from './scoreboard.ts';
 
 /** Paths relative to the repository root. */
@@ -17,6 +18,9 @@ export const DOC_DATA = {
   ablation: 'docs/data/ablation.json',
   /** The multi-router rules at 1,000 replicas (ablation.ts --replicas 1000). */
   ablationScale: 'docs/data/ablation-1000.json',
+  /** Warmpath's receipts on every scenario (bench/misroutes.ts). */
+  misroutes: 'docs/data/misroutes.json',
+  operations: 'docs/OPERATIONS.md',
   scoreboard: 'docs/SCOREBOARD.md',
   readme: 'README.md',
   ablationDoc: 'docs/ABLATION.md',
@@ -32,6 +36,7 @@ export const MARKERS = {
   ablation: 'ablation',
   ablationScale: 'ablation-scale',
   limits: 'global-limits',
+  misroutes: 'misroutes',
 } as const;
 
 export interface DocInputs {
@@ -39,6 +44,7 @@ export interface DocInputs {
   ablation?: string;
   ablationScale?: string;
   limits?: string;
+  misroutes?: string;
 }
 
 /** Every generated doc's full text, by path relative to `root`, from the JSON files given. */
@@ -63,6 +69,11 @@ export function renderDocs(root: string, inputs: DocInputs): Map<string, string>
     const tenants = readFileSync(join(root, DOC_DATA.tenantsDoc), 'utf8');
     out.set(DOC_DATA.tenantsDoc, replaceBetween(tenants, MARKERS.limits, limitsTable(limits, inputs.limits)));
   }
+  if (inputs.misroutes !== undefined) {
+    const json = JSON.parse(readFileSync(join(root, inputs.misroutes), 'utf8')) as MisroutesJson;
+    const ops = readFileSync(join(root, DOC_DATA.operations), 'utf8');
+    out.set(DOC_DATA.operations, replaceBetween(ops, MARKERS.misroutes, misrouteTable(json, inputs.misroutes)));
+  }
   return out;
 }
 
@@ -73,5 +84,6 @@ export function committedInputs(root: string): DocInputs {
     ...(existsSync(join(root, DOC_DATA.ablation)) ? { ablation: DOC_DATA.ablation } : {}),
     ...(existsSync(join(root, DOC_DATA.ablationScale)) ? { ablationScale: DOC_DATA.ablationScale } : {}),
     ...(existsSync(join(root, DOC_DATA.limits)) ? { limits: DOC_DATA.limits } : {}),
+    ...(existsSync(join(root, DOC_DATA.misroutes)) ? { misroutes: DOC_DATA.misroutes } : {}),
   };
 }

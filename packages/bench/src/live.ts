@@ -6,13 +6,15 @@
  *
  * Time: the simulators run `timeScale` times faster than wall time, the plan
  * is compressed by the same factor, and client-side times are multiplied back,
- * so every figure is in simulated milliseconds.
+ * so every figure is in simulated milliseconds. The routers' receipts
+ * (misroutes of their predicted hits) are read from their /metrics at the end.
  *
  * The oracle is not a router: for each request it probes every simulator's
  * true cache and queue (POST /sim/v1/probe) and sends the request straight to
  * the agent of the replica with the lowest predicted TTFT.
  */
 import type { ProbeResult } from '@warmpath/sim';
+import type { ReceiptCounts } from '@warmpath/router';
 import { diffTotals, readSims } from './ground-truth.ts';
 import { launchFleet } from '@warmpath/launch';
 import { ROUTER_ENTRY_PATH } from './router-entry-path.ts';
@@ -122,13 +124,14 @@ export async function runLive(o: LiveOptions): Promise<PolicyResult> {
     }
     const totals = diffTotals((await readSims(simUrls)).totals, before.totals);
     const routersEstimate = oracle ? undefined : await Promise.all(fleet.routerUrls.map(readRoutersEstimate));
+    const receipts = oracle ? undefined : sumReceipts(await Promise.all(fleet.routerUrls.map(readReceipts)));
     return summarize(
       o.policy,
       { routers: oracle ? 0 : o.routers, replicas: o.replicas },
       results,
       totals,
       o.durationS,
-      { perReplicaLoad: load, ...(routersEstimate ? { routersEstimate } : {}) },
+      { perReplicaLoad: load, ...(routersEstimate ? { routersEstimate } : {}), ...(receipts ? { receipts } : {}) },
     );
   } finally {
     await fleet.stop();
@@ -152,4 +155,33 @@ async function readRoutersEstimate(routerUrl: string): Promise<number> {
   } catch {
     return NaN;
   }
+}
+
+/** The receipt counters (packages/router/src/metrics.ts, receiptCounters) and the field each sums into. */
+const RECEIPT_COUNTERS = {
+  warmpath_router_receipts_total: 'judged',
+  warmpath_router_expected_hits_total: 'expectedHits',
+  warmpath_router_misroutes_total: 'misroutes',
+  warmpath_router_prediction_error_tokens_total: 'errorTokens',
+} as const satisfies Record<string, keyof ReceiptCounts>;
+
+/** A router's receipts over every replica, from its /metrics (zeros when it cannot be read). */
+async function readReceipts(routerUrl: string): Promise<ReceiptCounts> {
+  const c: ReceiptCounts = { judged: 0, expectedHits: 0, misroutes: 0, errorTokens: 0 };
+  try {
+    const text = await (await fetch(`${routerUrl}/metrics`)).text();
+    for (const m of text.matchAll(/^(warmpath_router_\w+_total)\{replica="[^"]*"\} (\S+)$/gm)) {
+      const field = RECEIPT_COUNTERS[m[1] as keyof typeof RECEIPT_COUNTERS];
+      if (field !== undefined) c[field] += Number(m[2]);
+    }
+  } catch {
+    // A router gone before the scrape: its receipts are lost, not invented.
+  }
+  return c;
+}
+
+function sumReceipts(all: readonly ReceiptCounts[]): ReceiptCounts {
+  const t: ReceiptCounts = { judged: 0, expectedHits: 0, misroutes: 0, errorTokens: 0 };
+  for (const c of all) for (const k of Object.keys(t) as Array<keyof ReceiptCounts>) t[k] += c[k];
+  return t;
 }

@@ -8,6 +8,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { mean, percentiles, type RequestResult } from './loadgen.ts';
 import type { References } from './references.ts';
+import type { ReceiptCounts } from '@warmpath/router';
 
 /** DES, gossip feed: what gossip cost and what the routers held at the end of the run. */
 export interface DesGossipDetail {
@@ -37,6 +38,8 @@ export interface PolicyResult {
   preemptions: number;
   spills: number;
   adapter_loads: number;
+  /** The routers' receipts, summed over routers and replicas (absent in reports saved before them). */
+  receipts?: ReceiptsRow;
   /** Extra detail for the report (not part of the stable schema). */
   detail?: {
     errorsByCode: Record<string, number>;
@@ -60,6 +63,31 @@ export interface PolicyResult {
     kvEvictionAgeS?: number;
     /** A disaggregated fleet: requests whose KV was transferred, and those their decode replica prefilled (absent for an aggregated fleet). */
     pd?: { transfer: number; local: number };
+  };
+}
+
+/**
+ * Predicted against reported cached tokens (packages/router/src/core/receipts.ts):
+ * answers judged, predicted hits (≥ half the prompt), misroutes among them,
+ * their share, and the mean |expected − cached| in tokens.
+ */
+export interface ReceiptsRow {
+  judged: number;
+  expected_hits: number;
+  misroutes: number;
+  /** misroutes / expected_hits (0 when none was predicted). */
+  misroute_rate: number;
+  mean_abs_error_tokens: number;
+}
+
+/** A receipts row from the routers' summed counts. */
+export function receiptsRow(c: ReceiptCounts): ReceiptsRow {
+  return {
+    judged: c.judged,
+    expected_hits: c.expectedHits,
+    misroutes: c.misroutes,
+    misroute_rate: round(c.expectedHits > 0 ? c.misroutes / c.expectedHits : 0, 4)!,
+    mean_abs_error_tokens: round(c.judged > 0 ? c.errorTokens / c.judged : 0)!,
   };
 }
 
@@ -116,6 +144,7 @@ export function summarize(
     perReplicaLoad?: Array<{ t: number; running: number[] }>;
     gossip?: DesGossipDetail;
     routersEstimate?: number[];
+    receipts?: ReceiptCounts;
   } = {},
 ): PolicyResult {
   const ok = results.filter((r) => r.ok);
@@ -165,6 +194,7 @@ export function summarize(
     preemptions: engine.preemptions,
     spills,
     adapter_loads: engine.adapterLoads,
+    ...(extra.receipts !== undefined ? { receipts: receiptsRow(extra.receipts) } : {}),
     detail: {
       errorsByCode,
       branches,
@@ -187,11 +217,11 @@ export function summarize(
 
 export function markdownTable(report: BenchReport): string {
   const head =
-    '| policy | routers | done/req | errors | TTFT p50 | TTFT p90 | TTFT p99 | ITL p50 | e2e p99 | out tok/s | hit rate | preempt | spills | adapter loads |';
-  const sep = '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|';
+    '| policy | routers | done/req | errors | TTFT p50 | TTFT p90 | TTFT p99 | ITL p50 | e2e p99 | out tok/s | hit rate | misroutes | preempt | spills | adapter loads |';
+  const sep = '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|';
   const rows = report.results.map(
     (r) =>
-      `| ${r.policy} | ${r.routers} | ${r.completed}/${r.requests} | ${r.errors} | ${r.ttft_ms.p50} | ${r.ttft_ms.p90} | ${r.ttft_ms.p99} | ${r.itl_ms.p50} | ${r.e2e_ms.p99} | ${r.output_tokens_per_s} | ${(r.cache_hit_rate * 100).toFixed(1)}% | ${r.preemptions} | ${r.spills} | ${r.adapter_loads} |`,
+      `| ${r.policy} | ${r.routers} | ${r.completed}/${r.requests} | ${r.errors} | ${r.ttft_ms.p50} | ${r.ttft_ms.p90} | ${r.ttft_ms.p99} | ${r.itl_ms.p50} | ${r.e2e_ms.p99} | ${r.output_tokens_per_s} | ${(r.cache_hit_rate * 100).toFixed(1)}% | ${misrouteCell(r)} | ${r.preemptions} | ${r.spills} | ${r.adapter_loads} |`,
   );
   const failed = (report.failures ?? []).map((f) => `| ${f.policy} | failed: ${f.error.split('\n')[0]} |`);
   const refs = report.references;
@@ -211,6 +241,12 @@ export function markdownTable(report: BenchReport): string {
     ...failed,
     ...ref,
   ].join('\n');
+}
+
+/** The misroute rate and its denominator, or a dash before receipts. */
+function misrouteCell(r: PolicyResult): string {
+  const x = r.receipts;
+  return x === undefined ? '–' : `${(x.misroute_rate * 100).toFixed(2)}% of ${x.expected_hits}`;
 }
 
 /** The TTFT bound, when the references carry it (reports saved before it was added do not). */
@@ -255,8 +291,8 @@ for (const rep of reports) {
   const sec = document.createElement('section');
   sec.innerHTML = '<h2>' + rep.scenario + ' (' + rep.mode + ')</h2><pre>' + JSON.stringify(rep.config) + '</pre>';
   const t = document.createElement('table');
-  t.innerHTML = '<tr><th>policy</th><th>done/req</th><th>TTFT p50</th><th>p90</th><th>p99</th><th>ITL p50</th><th>hit rate</th><th>preempt</th><th>spills</th><th>adapter loads</th></tr>' +
-    rep.results.map(r => '<tr><td>' + r.policy + '</td><td>' + r.completed + '/' + r.requests + '</td><td>' + r.ttft_ms.p50 + '</td><td>' + r.ttft_ms.p90 + '</td><td>' + r.ttft_ms.p99 + '</td><td>' + r.itl_ms.p50 + '</td><td>' + (r.cache_hit_rate*100).toFixed(1) + '%</td><td>' + r.preemptions + '</td><td>' + r.spills + '</td><td>' + r.adapter_loads + '</td></tr>').join('');
+  t.innerHTML = '<tr><th>policy</th><th>done/req</th><th>TTFT p50</th><th>p90</th><th>p99</th><th>ITL p50</th><th>hit rate</th><th>misroutes</th><th>preempt</th><th>spills</th><th>adapter loads</th></tr>' +
+    rep.results.map(r => '<tr><td>' + r.policy + '</td><td>' + r.completed + '/' + r.requests + '</td><td>' + r.ttft_ms.p50 + '</td><td>' + r.ttft_ms.p90 + '</td><td>' + r.ttft_ms.p99 + '</td><td>' + r.itl_ms.p50 + '</td><td>' + (r.cache_hit_rate*100).toFixed(1) + '%</td><td>' + (r.receipts ? (r.receipts.misroute_rate*100).toFixed(2) + '% of ' + r.receipts.expected_hits : '–') + '</td><td>' + r.preemptions + '</td><td>' + r.spills + '</td><td>' + r.adapter_loads + '</td></tr>').join('');
   sec.appendChild(t);
   const grid = document.createElement('div'); grid.className = 'charts'; sec.appendChild(grid);
   const canvas = () => { const c = document.createElement('canvas'); const d = document.createElement('div'); d.appendChild(c); grid.appendChild(d); return c; };

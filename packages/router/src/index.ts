@@ -8,6 +8,7 @@ export { startRouter, type Router, type RouterOptions } from './router.ts';
 export { ROUTER_SCHEMA, POLICY_NAMES, routerConfig, type RouterConfig } from './config.ts';
 export { RouterCore, placementChannel, SWEEP_MS, QUEUE_POLL_MS, type RouteJob } from './core/router-core.ts';
 export { describeFor, type RequestHeaders } from './core/describe.ts';
+export { judge, MISROUTE_SHARE, Receipts, type Receipt, type ReceiptCounts } from './core/receipts.ts';
 export type {
   Clock,
   CoreMetrics,

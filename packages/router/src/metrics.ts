@@ -2,13 +2,16 @@
  * Router metrics (prom-client, one Registry per router so several routers can
  * share a process). Hot-path updates are counter increments and histogram
  * observations; fleet gauges, and the counters over the fleet view's running
- * counts, are read at scrape time. No label carries a replica, a model or a
- * path a client chose, so the series count does not grow with the fleet
- * (a test holds it under 5,000 at 100 replicas).
+ * counts, are read at scrape time. No label carries a model or a path a
+ * client chose. Only the receipts (core/receipts.ts) carry a replica: an
+ * operator must know which replica the predictions miss on; they are four
+ * series per replica the router knows, dropped when it forgets one (a test
+ * holds the total under 5,000 at 100 replicas).
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { LINT_FAILING_DEFAULT_METRICS } from '@warmpath/shared/runtime';
 import type { FleetView } from './fleet/view.ts';
+import type { ReceiptCounts } from './core/receipts.ts';
 
 export interface RouterMetrics {
   registry: Registry;
@@ -62,6 +65,8 @@ export interface ScrapeReadings {
   overlaySize(): number;
   ejected(): number;
   routers(): number;
+  /** The router core's receipts per replica. */
+  receipts(): ReadonlyMap<string, Readonly<ReceiptCounts>>;
 }
 
 export function createMetrics(view: FleetView, extra: ScrapeReadings): RouterMetrics {
@@ -122,6 +127,7 @@ export function createMetrics(view: FleetView, extra: ScrapeReadings): RouterMet
     registers: [registry],
   });
   fleetGauges(registry, view, extra);
+  receiptCounters(registry, extra.receipts);
   const perRequest = requestMetrics(registry);
   collectDefaultMetrics({ register: registry });
   for (const name of LINT_FAILING_DEFAULT_METRICS) registry.removeSingleMetric(name);
@@ -195,6 +201,43 @@ function fleetGauges(registry: Registry, view: FleetView, extra: ScrapeReadings)
       this.set(extra.ejected());
     },
   });
+}
+
+/** The receipts per replica, read at scrape time (docs/OPERATIONS.md, "Receipts"). */
+function receiptCounters(registry: Registry, read: ScrapeReadings['receipts']): void {
+  const perReplica = (k: keyof ReceiptCounts) => (): Record<string, number> => {
+    const out: Record<string, number> = {};
+    for (const [id, c] of read()) out[id] = c[k];
+    return out;
+  };
+  countOf(
+    registry,
+    'warmpath_router_receipts_total',
+    "Answers whose engine reported cached tokens, per replica: the receipts' denominator for the mean prediction error",
+    'replica',
+    perReplica('judged'),
+  );
+  countOf(
+    registry,
+    'warmpath_router_expected_hits_total',
+    'Answers the placement predicted to hit at least half their prompt, per replica: the misroute rate denominator',
+    'replica',
+    perReplica('expectedHits'),
+  );
+  countOf(
+    registry,
+    'warmpath_router_misroutes_total',
+    'Predicted hits (at least half the prompt) whose engine found less than half cached, per replica',
+    'replica',
+    perReplica('misroutes'),
+  );
+  countOf(
+    registry,
+    'warmpath_router_prediction_error_tokens_total',
+    'Sum of |expected - reported cached tokens| over the receipts, per replica',
+    'replica',
+    perReplica('errorTokens'),
+  );
 }
 
 /** The HTTP transport's per-request metrics (http/observe.ts feeds them). */

@@ -74,6 +74,8 @@ export interface Router {
   readonly local: LocalState;
   readonly policy: Policy;
   readonly metrics: RouterMetrics;
+  /** Predicted against reported cached tokens per replica (core/receipts.ts). */
+  readonly receipts: RouterCore<Exchange>['receipts'];
   /** Recent placements and hottest prefixes, as the status page shows them. */
   readonly recorder: StatusRecorder;
   readonly logger: Logger;
@@ -144,19 +146,19 @@ export async function startRouter(options: RouterOptions = {}): Promise<Router> 
     await fetcher.close();
     throw err;
   }
-  const joined = gossip;
   const port = (server.address() as AddressInfo).port;
-  const close = closer(core, server, joined, upstreams, fetcher, tenants);
+  const close = closer(core, server, gossip, upstreams, fetcher, tenants);
   let draining: Promise<void> | undefined;
   return {
     id,
     url: `http://${reachableHost(config.host)}:${port}`,
     port,
-    peerId: joined.node?.peerId,
-    peerAddrs: joined.node?.multiaddrs() ?? [],
+    peerId: gossip.node?.peerId,
+    peerAddrs: gossip.node?.multiaddrs() ?? [],
     config,
     view: core.view,
     local: core.local,
+    receipts: core.receipts,
     policy: core.policy,
     metrics,
     recorder,
@@ -217,6 +219,7 @@ function createCore(p: Parts & { fetchSnapshot: (r: Replica) => Promise<Uint8Arr
     overlaySize: () => core.local.overlaySize,
     ejected: () => core.local.ejectedCount(core.view.now()),
     routers: () => core.local.routers,
+    receipts: () => core.receipts.byReplica,
   });
   const answer = createAnswer(id, config.retryAfterS, metrics);
   tenantCounters = p.tenants?.metrics(metrics.registry);
@@ -246,6 +249,7 @@ function createRouterServer(
         recorder: p.recorder,
         waiting: () => core.waiting,
         gossip: p.gossip(),
+        receipts: core.receipts.byReplica,
         startedAt,
         ...(p.tenants !== undefined ? { tenants: (now: number) => p.tenants!.tenancy.usage.snapshot(now) } : {}),
       }),

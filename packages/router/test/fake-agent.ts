@@ -5,6 +5,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { flood, type Flood } from '@warmpath/testkit';
+import { receiptComment, receiptHeaders } from '@warmpath/shared/wire';
 
 /**
  * error-500: answers 500 at once; late-headers: the stream's headers come only
@@ -40,6 +41,8 @@ export interface FakeAgent {
   delayMs: number;
   /** The last flood stream. */
   flood: Flood | undefined;
+  /** When set, the engine's cached tokens in the agent's receipt (a real agent's headers, or a stream's closing comment), beside prompt and completion tokens. */
+  cached: number | undefined;
   close(): Promise<void>;
 }
 
@@ -54,6 +57,7 @@ export async function startFakeAgent(name: string, mode: Mode = 'ok'): Promise<F
     lastBody: '',
     delayMs: 500,
     flood: undefined,
+    cached: undefined,
     close: async () => {
       agent.server.closeAllConnections();
       await new Promise<void>((r) => agent.server.close(() => r()));
@@ -97,7 +101,11 @@ export async function startFakeAgent(name: string, mode: Mode = 'ok'): Promise<F
           choices: [{ index: 0, message: { role: 'assistant', content: `hello from ${name}` }, finish_reason: 'stop' }],
           usage: { prompt_tokens: 5, completion_tokens: 3, total_tokens: 8 },
         });
-        res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(out) });
+        res.writeHead(200, {
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(out),
+          ...receiptHeaders({ promptTokens: 5, completionTokens: 3, cachedTokens: agent.cached }),
+        });
         res.end(out);
         return;
       }
@@ -132,10 +140,10 @@ export async function startFakeAgent(name: string, mode: Mode = 'ok'): Promise<F
           );
           return;
         }
-        // As the real agent hands a stream's usage to a router that counts it (HEADERS.usage).
-        if (req.headers['x-warmpath-usage'] === '1')
-          res.write(`: warmpath-usage {"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":4}}\n\n`);
-        res.end('data: [DONE]\n\n');
+        // As the real agent does: the receipt, the engine's usage, before [DONE].
+        res.end(
+          `${receiptComment({ promptTokens: 7, completionTokens: 4, cachedTokens: agent.cached })}data: [DONE]\n\n`,
+        );
       };
       if (agent.mode === 'late-headers') setTimeout(tick, agent.delayMs);
       else tick();

@@ -7,7 +7,7 @@
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BRANCHES } from '../src/placement/types.ts';
-import { ERRORS } from '@warmpath/shared/wire';
+import { ERRORS, HEADERS, RECEIPT_TAIL_BYTES, receiptOfComment } from '@warmpath/shared/wire';
 import { accessLine } from '@warmpath/testkit';
 import { startRouter, type Router } from '../src/index.ts';
 import { startFakeAgent, type FakeAgent } from './fake-agent.ts';
@@ -130,6 +130,43 @@ describe('router observability', () => {
     );
     expect(await accessLine(lines, 'line-2')).toMatchObject({ status: 404, error: 'model_not_found' });
     expect(lines.filter((l) => l.requestId === 'line-1')).toHaveLength(1);
+  });
+
+  it("puts each answer's receipt in the response and the access line: predicted and reported cached tokens, misroute", async () => {
+    agent.cached = 3;
+    try {
+      // A system prompt this router has not sent before: cold, predicted nothing.
+      const system = 'A system prompt no other test sends. '.repeat(20);
+      const plain = await post(router.url, chat('receipt', {}, system), { 'x-request-id': 'receipt-1' });
+      expect(plain.headers[HEADERS.expectedCached]).toBe('0');
+      expect(plain.headers[HEADERS.cached]).toBe('3');
+      expect(await accessLine(lines, 'receipt-1')).toMatchObject({
+        expectedCachedTokens: 0,
+        cachedTokens: 3,
+        misroute: false,
+      });
+      // The same prompt again, now warm in this router's overlay: predicted whole, the engine found 3 tokens.
+      const stream = await post(router.url, chat('receipt', { stream: true }, system), {
+        'x-request-id': 'receipt-2',
+      });
+      const expected = Number(stream.headers[HEADERS.expectedCached]);
+      expect(expected).toBeGreaterThan(10);
+      expect(receiptOfComment(stream.text.slice(-RECEIPT_TAIL_BYTES))).toEqual({
+        cachedTokens: 3,
+        promptTokens: 7,
+        completionTokens: 4,
+      });
+      expect(await accessLine(lines, 'receipt-2')).toMatchObject({
+        expectedCachedTokens: expected,
+        cachedTokens: 3,
+        misroute: true,
+      });
+      expect(router.receipts.byReplica.get('a1')).toMatchObject({ judged: 2, expectedHits: 1, misroutes: 1 });
+      const metrics = await (await request(`${router.url}/metrics`)).body.text();
+      expect(metrics).toContain('warmpath_router_misroutes_total{replica="a1"} 1');
+    } finally {
+      agent.cached = undefined;
+    }
     expect(JSON.stringify(lines)).not.toContain(SECRET);
   });
 
@@ -185,9 +222,17 @@ describe('router access log with logPrompts', () => {
   });
 });
 
+/** The receipts' counters (metrics.ts, receiptCounters): one series per replica each. */
+const RECEIPT_FAMILIES = [
+  'warmpath_router_receipts_total',
+  'warmpath_router_expected_hits_total',
+  'warmpath_router_misroutes_total',
+  'warmpath_router_prediction_error_tokens_total',
+];
+
 describe('router series budget', () => {
   /** Series in one /metrics answer after every label value the router can produce has been produced: all, and Warmpath's own. */
-  async function seriesAt(replicas: number): Promise<{ all: number; own: number }> {
+  async function seriesAt(replicas: number): Promise<{ all: number; own: number; receipts: number }> {
     const agent = await startFakeAgent('a');
     const router = await startRouter({ port: 0, gossip: false, log: () => {} });
     try {
@@ -225,18 +270,23 @@ describe('router series budget', () => {
             m.requests.inc({ route, status: String(status) }));
       for (const route of routes.slice(0, 4))
         (m.ttftSeconds.observe({ route }, 0.1), m.durationSeconds.observe({ route }, 1));
+      // The receipts are the one family per replica: every replica with one.
+      for (let i = 0; i < replicas; i++)
+        router.receipts.add(`r${i}`, { expected: 100, cached: 0, expectedHit: true, misroute: true });
       const text = await (await request(`${router.url}/metrics`)).body.text();
       const series = text.split('\n').filter((l) => l !== '' && !l.startsWith('#'));
-      return { all: series.length, own: series.filter((l) => l.startsWith('warmpath_')).length };
+      const receipts = series.filter((l) => RECEIPT_FAMILIES.some((f) => l.startsWith(`${f}{`))).length;
+      return { all: series.length, own: series.filter((l) => l.startsWith('warmpath_')).length - receipts, receipts };
     } finally {
       await router.close();
       await agent.close();
     }
   }
 
-  it('stays under 5,000 series at 100 replicas, and no series is per replica', async () => {
+  it('stays under 5,000 series at 100 replicas, and only the receipts are per replica', async () => {
     const [one, hundred] = [await seriesAt(1), await seriesAt(100)];
     expect(hundred.all).toBeLessThanOrEqual(5_000);
+    expect(hundred.receipts).toBe(100 * RECEIPT_FAMILIES.length);
     // The process metrics vary on their own (a GC kind appears once it has run); Warmpath's must not grow with the fleet.
     expect(hundred.own).toBe(one.own);
   });

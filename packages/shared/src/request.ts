@@ -40,16 +40,21 @@ export const HEADERS = {
   queued: 'x-warmpath-queued',
   /** Client → router → agent: the request's priority band (PRIORITY_BANDS), capped by the router to its tenant's bands. */
   priority: 'x-warmpath-priority',
+  /** Router → client: the cached tokens the placement predicted on the replica it chose (docs/OPERATIONS.md, "Receipts"). */
+  expectedCached: 'x-warmpath-expected-cached-tokens',
   /**
-   * Router → agent, `1`: the router counts usage per tenant; the usage event
-   * the agent asked the engine for on the client's behalf comes back as the
-   * SSE comment `: warmpath-usage {…}` (USAGE_COMMENT) instead of being dropped.
+   * Agent → router → client, the receipt: the engine's cached tokens as the
+   * agent read them from its usage; on a plain answer a response header, on
+   * a stream an SSE comment before its `data: [DONE]` (receiptComment),
+   * since a stream's usage comes after its headers. The one channel of the
+   * engine's usage to the router: receipts and tenant accounting read it.
    */
-  usage: 'x-warmpath-usage',
+  cached: 'x-warmpath-cached-tokens',
+  /** Beside `cached`: the engine's prompt tokens. */
+  promptTokens: 'x-warmpath-prompt-tokens',
+  /** Beside `cached`: the engine's completion tokens. */
+  completionTokens: 'x-warmpath-completion-tokens',
 } as const;
-
-/** The SSE comment that carries a stream's usage from agent to router (clients ignore comments). */
-export const USAGE_COMMENT = ': warmpath-usage ';
 
 /** Priority bands, highest first: under saturation a higher band is served first and a lower one shed first. */
 export const PRIORITY_BANDS = ['interactive', 'standard', 'batch'] as const;
@@ -60,6 +65,66 @@ export function bandRank(name: string | undefined): number | undefined {
   const i = name === undefined ? -1 : (PRIORITY_BANDS as readonly string[]).indexOf(name);
   return i < 0 ? undefined : i;
 }
+
+/** One answer's usage as the engine counted it and its agent read it (the receipt); a field is absent when the engine did not report it. */
+export interface EngineUsage {
+  readonly promptTokens?: number | undefined;
+  readonly cachedTokens?: number | undefined;
+  readonly completionTokens?: number | undefined;
+}
+
+/** The receipt's fields, in the order they are written: usage field → header name. */
+const RECEIPT_FIELDS = [
+  ['cachedTokens', HEADERS.cached],
+  ['promptTokens', HEADERS.promptTokens],
+  ['completionTokens', HEADERS.completionTokens],
+] as const;
+
+/** The receipt as response headers (the known fields only). */
+export function receiptHeaders(u: EngineUsage): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [field, name] of RECEIPT_FIELDS) if (u[field] !== undefined) out[name] = String(u[field]);
+  return out;
+}
+
+/** The receipt in a plain answer's headers, or undefined when it carries none. */
+export function receiptOfHeaders(h: Readonly<Record<string, string | string[] | undefined>>): EngineUsage | undefined {
+  const out: Record<string, number> = {};
+  for (const [field, name] of RECEIPT_FIELDS) {
+    const v = h[name];
+    const n = typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : NaN;
+    if (Number.isSafeInteger(n)) out[field] = n;
+  }
+  return Object.keys(out).length > 0 ? out : undefined;
+}
+
+/**
+ * The agent's receipt at the end of a stream whose engine reported usage:
+ * `: x-warmpath-cached-tokens=C x-warmpath-prompt-tokens=P
+ * x-warmpath-completion-tokens=K` (the known fields, on one line) and a
+ * blank line, just before the closing `data: [DONE]` event (after the last
+ * event when there is none). An SSE comment: clients skip it (as they do
+ * `: keep-alive`), and a router reads it from the stream's tail
+ * (receiptOfComment).
+ */
+export function receiptComment(u: EngineUsage): string {
+  const pairs = RECEIPT_FIELDS.filter(([field]) => u[field] !== undefined).map(([f, name]) => `${name}=${u[f]}`);
+  return `: ${pairs.join(' ')}\n\n`;
+}
+
+const RECEIPT_LINE = /(?:^|\n): (x-warmpath-[a-z]+-tokens=\d+(?: x-warmpath-[a-z]+-tokens=\d+)*)\r?\n/g;
+
+/** The last receipt in the tail of a stream (receiptComment's text), or undefined. */
+export function receiptOfComment(tail: string): EngineUsage | undefined {
+  let last: RegExpExecArray | undefined;
+  for (const m of tail.matchAll(RECEIPT_LINE)) last = m;
+  if (last === undefined) return undefined;
+  const h = Object.fromEntries(last[1]!.split(' ').map((pair) => pair.split('=') as [string, string]));
+  return receiptOfHeaders(h);
+}
+
+/** The stream tail a router keeps to find the receipt: the comment's longest text and a [DONE] event after it, bytes. */
+export const RECEIPT_TAIL_BYTES = 256;
 
 /** Path → request kind for the OpenAI endpoints Warmpath routes. */
 export const ROUTES: Readonly<Record<string, RequestKind>> = {

@@ -11,4 +11,3 @@ export * from './request-schema.ts';
 export * from './ring.ts';
 export * from './protocol.ts';
 export * from './tracing.ts';
-export * from './usage.ts';

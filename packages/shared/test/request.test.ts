@@ -1,6 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { WarmpathError } from '../src/errors.ts';
-import { describeRequest, MAX_KEY_CHARS, parseJsonBody } from '../src/request.ts';
+import {
+  describeRequest,
+  MAX_KEY_CHARS,
+  parseJsonBody,
+  RECEIPT_TAIL_BYTES,
+  receiptComment,
+  receiptHeaders,
+  receiptOfComment,
+  receiptOfHeaders,
+} from '../src/request.ts';
 import { MAX_JSON_DEPTH } from '../src/request-schema.ts';
 
 const enc = (s: string) => new TextEncoder().encode(s);
@@ -177,5 +186,23 @@ describe('request shape (request-schema.ts)', () => {
     expect(codeOf(() => parseJsonBody(nested(MAX_JSON_DEPTH - 4)))).toBeUndefined();
     expect(codeOf(() => parseJsonBody(nested(MAX_JSON_DEPTH)))).toBe('invalid_request');
     expect(codeOf(() => parseJsonBody(nested(100_000)))).toBe('invalid_request');
+  });
+});
+
+describe('the receipt (the engine usage from agent to router)', () => {
+  const full = { cachedTokens: 4_000_000_000, promptTokens: 9_007_199_254_740_991, completionTokens: 12 };
+
+  it('round-trips every field, or the known ones, through headers and the stream comment', () => {
+    expect(receiptOfHeaders(receiptHeaders(full))).toEqual(full);
+    expect(receiptOfHeaders(receiptHeaders({ promptTokens: 7, completionTokens: 4 }))).toEqual({
+      promptTokens: 7,
+      completionTokens: 4,
+    });
+    expect(receiptOfHeaders({ 'x-warmpath-cached-tokens': '-1', 'x-warmpath-prompt-tokens': '1e3' })).toBeUndefined();
+    const stream = `data: {"choices":[]}\n\n${receiptComment({ cachedTokens: 1 })}${receiptComment(full)}data: [DONE]\n\n`;
+    // The longest comment and the [DONE] after it fit the tail a router keeps; the last receipt wins.
+    expect(receiptOfComment(stream.slice(-RECEIPT_TAIL_BYTES))).toEqual(full);
+    expect(receiptComment({ promptTokens: 7 })).toBe(': x-warmpath-prompt-tokens=7\n\n');
+    expect(receiptOfComment('data: x-warmpath-cached-tokens=3\n\n')).toBeUndefined();
   });
 });

@@ -189,9 +189,18 @@ function runResult(
         }
       : undefined;
   const routersEstimate = fleet.routers.map((rt) => rt.local.routers);
+  const receipts = { judged: 0, expectedHits: 0, misroutes: 0, errorTokens: 0 };
+  for (const rt of fleet.routers) {
+    const t = rt.receipts.totals();
+    receipts.judged += t.judged;
+    receipts.expectedHits += t.expectedHits;
+    receipts.misroutes += t.misroutes;
+    receipts.errorTokens += t.errorTokens;
+  }
   return summarize(o.policy, { routers: fleet.routers.length, replicas: o.replicas }, results, totals, o.durationS, {
     perReplicaLoad,
     routersEstimate,
+    receipts,
     ...(gossip ? { gossip } : {}),
   });
 }

@@ -38,11 +38,12 @@ import { FleetView, type Replica } from '../fleet/view.ts';
 import { affinityKey } from '../placement/eligible.ts';
 import { LocalState, type Ticket } from './local.ts';
 import { notifyComplete, notifyDispatch } from '../placement/place.ts';
-import { openPrefillLeg, placePair, type PairPlacement } from '../placement/pair.ts';
+import { openPrefillLeg, placePairTimed } from '../placement/pair.ts';
 import { createPolicy } from '../placement/registry.ts';
 import { attemptKind, routeOf } from '../placement/route.ts';
 import { NO_REPLICA, SATURATED, type PlacementRequest, type Policy } from '../placement/types.ts';
 import { Outliers } from './outliers.ts';
+import { predicted, Receipts } from './receipts.ts';
 import { failureOf, failureText, outcomeOf } from './results.ts';
 import { WaitQueue, type Waiting } from './queue.ts';
 import type { RetryDenial, RouteError, RouterCoreOptions, SendResult } from './types.ts';
@@ -52,7 +53,7 @@ export type { RouteJob } from './job.ts';
 import { FairQueue } from '../tenants/fair.ts';
 import { admitJob, classOf, endJob } from '../tenants/admit.ts';
 import type { Tenancy, Who } from '../tenants/tenancy.ts';
-import type { EngineUsage } from '../tenants/usage.ts';
+import type { EngineUsage } from '@warmpath/shared/wire';
 
 /** Every placement, for tracing: `{ router, request, placement }`. */
 export const placementChannel = diagnostics_channel.channel('warmpath:router:placement');
@@ -71,6 +72,8 @@ export class RouterCore<T> {
   readonly local: LocalState;
   readonly policy: Policy;
   readonly outliers: Outliers;
+  /** Predicted against reported cached tokens, per replica (receipts.ts). */
+  readonly receipts = new Receipts();
   readonly #o: RouterCoreOptions<T>;
   readonly #queue: Waiting<Job<T>>;
   readonly #tenancy: Tenancy | undefined;
@@ -187,12 +190,14 @@ export class RouterCore<T> {
       ...(job.missed !== undefined ? { missed: job.missed } : {}),
       now,
     };
-    const { placement, pd } = this.#timedPlace(preq);
+    const seconds = (t: number): void => o.metrics?.placementSeconds?.(t);
+    const { placement, pd } = placePairTimed(this.policy, preq, this.view, this.local, this.config, seconds);
     if (placementChannel.hasSubscribers) placementChannel.publish({ router: this.id, request: preq, placement });
     const replica = placement.replica;
     if (replica === undefined) return this.#noRoom(job, placement.branch, now);
     const route = routeOf(placement, attemptKind(job), pd);
     o.metrics?.placed(route);
+    const expected = predicted(this.local, replica, this.config, job.info.promptTokens);
     const ticket = this.local.dispatch(replica.id, placement.work ?? job.info.promptTokens + job.info.maxTokens, now);
     const leg =
       pd?.prefill !== undefined
@@ -213,6 +218,7 @@ export class RouterCore<T> {
         branch: placement.branch,
         route,
         attempt: job.attempt,
+        expectedCached: expected,
         ...(limit !== undefined ? { queueLimit: limit } : {}),
         ...(job.who !== undefined ? { band: job.who.band } : {}),
         ...(job.rateHeaders !== undefined ? { headers: job.rateHeaders } : {}),
@@ -220,16 +226,9 @@ export class RouterCore<T> {
       },
       (r) => {
         leg?.done(false);
-        this.#ended(job, preq, replica, ticket, limit, r, leg?.replica);
+        this.#ended(job, preq, replica, ticket, limit, r, leg?.replica, expected);
       },
     );
-  }
-
-  #timedPlace(preq: PlacementRequest): PairPlacement {
-    const t0 = performance.now();
-    const placed = placePair(this.policy, preq, this.view, this.local, this.config);
-    this.#o.metrics?.placementSeconds?.((performance.now() - t0) / 1e3);
-    return placed;
   }
 
   /** No replica now: wait for room, or fail. */
@@ -254,7 +253,7 @@ export class RouterCore<T> {
     });
   }
 
-  /** An attempt ended (`limit`: the queue limit it carried): close its dispatch; before the first byte, try another replica. */
+  /** An attempt ended (`limit`: its queue limit; `expected`: its predicted cached tokens): close its dispatch; before the first byte, try another replica. */
   #ended(
     job: Job<T>,
     preq: PlacementRequest,
@@ -262,7 +261,8 @@ export class RouterCore<T> {
     ticket: Ticket,
     limit: number | undefined,
     r: SendResult,
-    prefill?: Replica,
+    prefill: Replica | undefined,
+    expected: number,
   ): void {
     const metrics = this.#o.metrics;
     this.local.complete(ticket, this.#o.clock.now());
@@ -274,6 +274,7 @@ export class RouterCore<T> {
     this.#judge(job, at, r);
     if (prefill !== undefined && at !== prefill) this.outliers.success(prefill.id);
     if (r.kind === 'done') {
+      this.receipts.note(replica.id, expected, job.info.promptTokens, r.usage);
       if (r.error !== undefined) metrics?.upstreamError(r.error);
       return this.#close(job, r.usage);
     }
@@ -387,6 +388,7 @@ export class RouterCore<T> {
       this.view.sweep(now);
       this.local.prune(now);
       this.outliers.retain(this.view.replicas);
+      this.receipts.retain(this.view.replicas);
       this.#o.onSweep?.();
       cancel = this.#o.clock.schedule(ms, tick);
     };

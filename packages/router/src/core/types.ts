@@ -3,13 +3,12 @@
  * discrete-event simulator) gives the core and what the core asks of it.
  * The core never does I/O and never reads a clock of its own.
  */
-import type { RequestInfo } from '@warmpath/shared/wire';
+import type { EngineUsage, RequestInfo } from '@warmpath/shared/wire';
 import type { RouterConfig } from '../config.ts';
 import type { Replica, ViewEvent } from '../fleet/view.ts';
 import type { Route } from '../placement/route.ts';
 import type { Branch, Policy } from '../placement/types.ts';
 import type { Tenancy } from '../tenants/tenancy.ts';
-import type { EngineUsage } from '../tenants/usage.ts';
 import type { PriorityBand } from '../tenants/types.ts';
 
 /** Time and timers: the wall clock and setTimeout live, the event queue in the simulator. */
@@ -42,6 +41,8 @@ export interface Dispatch<T> {
    */
   readonly prefill?: Replica;
   readonly prefillDone?: (ok: boolean) => void;
+  /** Cached tokens the placement predicted there (x-warmpath-expected-cached-tokens; receipts.ts). */
+  readonly expectedCached: number;
 }
 
 /**
@@ -55,7 +56,8 @@ export interface Dispatch<T> {
  * `done`: the response was committed to the client (its first byte sent) and
  * has ended; `error` names a failure after the first byte, for metrics
  * (`interrupted`: the replica failed or went silent past the between-chunks
- * deadline; `timeout`: the request's total deadline passed).
+ * deadline; `timeout`: the request's total deadline passed); `usage`: the
+ * engine's usage from the agent's receipt.
  */
 export type SendResult =
   | {
@@ -74,7 +76,7 @@ export type SendResult =
       readonly outcome: 'ok' | 'aborted' | 'error';
       readonly status?: number;
       readonly error?: 'aborted' | 'interrupted' | 'timeout';
-      /** The engine's usage, when the answer carried it (tenant accounting). */
+      /** The engine's usage from its agent's receipt, when it reported one: receipts (receipts.ts) and tenant accounting read it. */
       readonly usage?: EngineUsage;
     };
 

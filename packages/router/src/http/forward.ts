@@ -7,23 +7,30 @@
  * exchange's signal) → no response (connect failure, reset, timeout), the
  * agent's 429/503, or another 5xx → report it (the core may try another
  * replica; nothing reached the client) → otherwise commit: write the status
- * and headers (x-warmpath-replica/route/router added), then pipe the body
+ * and headers (x-warmpath-replica/route/router/expected-cached-tokens
+ * added), then pipe the body
  * unbuffered with back-pressure, under the between-chunks deadline. A
  * streaming request silent for heartbeatMs gets SSE comments, committed
  * early if need be (downstream.ts). A failure mid-stream ends an SSE stream
  * with an error event, a plain body by closing; a client disconnect aborts
  * the upstream request. A tenant's request (it has a band) carries its band
- * to the agent, its x-ratelimit-* headers to the client, and has its usage
- * read on the way (the agent passes a stream's usage as a comment).
+ * to the agent and its x-ratelimit-* headers to the client. The engine's
+ * usage (the receipt: the agent's x-warmpath-*-tokens headers on a plain
+ * answer, or a stream's receipt comment near its end, found in the last
+ * RECEIPT_TAIL_BYTES) goes back to the core with the result, for the
+ * receipts and tenant accounting alike.
  * Complexity: O(1) per relayed chunk.
  */
 import {
   errorBody,
   HEADERS,
   isErrorCode,
+  RECEIPT_TAIL_BYTES,
+  receiptOfComment,
+  receiptOfHeaders,
   sendError,
   sseErrorEvent,
-  UsageTap,
+  type EngineUsage,
   type ErrorCode,
 } from '@warmpath/shared/wire';
 import { callUpstream, drained, forwardHeaders, type UpstreamResponse } from '@warmpath/shared/runtime';
@@ -86,13 +93,16 @@ async function forward(
   if (d.info.routingKey !== undefined) headers[HEADERS.key] = d.info.routingKey;
   if (d.queueLimit !== undefined) headers[HEADERS.queueLimit] = String(d.queueLimit);
   if (authorization !== undefined) headers.authorization = authorization;
-  if (d.band !== undefined) {
-    headers[HEADERS.priority] = d.band;
-    headers[HEADERS.usage] = '1';
-  }
+  if (d.band !== undefined) headers[HEADERS.priority] = d.band;
   const out = new Downstream(
     d.ctx.res,
-    { ...d.headers, [HEADERS.replica]: d.replica.id, [HEADERS.route]: formatRoute(d.route), [HEADERS.router]: id },
+    {
+      ...d.headers,
+      [HEADERS.replica]: d.replica.id,
+      [HEADERS.route]: formatRoute(d.route),
+      [HEADERS.router]: id,
+      [HEADERS.expectedCached]: String(d.expectedCached),
+    },
     d.info.stream ? heartbeatMs : 0,
   );
   try {
@@ -127,8 +137,7 @@ async function forward(
     const ct = up.headers['content-type'];
     const sse = typeof ct === 'string' && ct.startsWith('text/event-stream');
     out.commit(status, forwardHeaders(up.headers, 'response'), sse);
-    const tap = d.band !== undefined && status < 300 ? new UsageTap(sse ? 'text/event-stream' : 'json') : undefined;
-    return withUsage(await relay(d.ctx, out, up, sse, tap), tap);
+    return await relay(d.ctx, out, up, sse);
   } finally {
     out.stop();
   }
@@ -175,18 +184,6 @@ function errorEvent(status: number, text: string): string {
   return sseErrorEvent(code, `The replica answered ${status}.`);
 }
 
-/** A finished answer's usage, as the engine counted it (prompt, cached, completion), when the tap found one. */
-function withUsage(r: SendResult, tap: UsageTap | undefined): SendResult {
-  const u = tap?.end();
-  if (r.kind !== 'done' || u === undefined || u.promptTokens === undefined) return r;
-  const usage = {
-    promptTokens: u.promptTokens,
-    cachedTokens: u.cachedTokens ?? 0,
-    completionTokens: u.completionTokens ?? 0,
-  };
-  return { ...r, usage };
-}
-
 /** An engine's error event inside a 200 stream (llama.cpp, SGLang, vLLM: `data: {"error"…`). */
 const STREAM_ERROR = Buffer.from('data: {"error"');
 
@@ -201,19 +198,16 @@ function holdsStreamError(tail: Buffer, chunk: Buffer): boolean {
  * error event is passed through as sent and counted as interrupted: the
  * client saw a failed answer even though the status was 200.
  */
-async function relay(
-  ex: Exchange,
-  out: Downstream,
-  up: UpstreamResponse,
-  sse: boolean,
-  tap?: UsageTap,
-): Promise<SendResult> {
+async function relay(ex: Exchange, out: Downstream, up: UpstreamResponse, sse: boolean): Promise<SendResult> {
   const res = ex.res;
   let failed = false;
+  let usage: EngineUsage | undefined;
   try {
     let first = true;
     // The end of the previous chunk, so a marker split across two chunks is still found.
     let tail: Buffer = Buffer.alloc(0);
+    // The stream's last bytes, where the agent's receipt comment is.
+    let end: Buffer = Buffer.alloc(0);
     for await (const chunk of up.body) {
       if (first) {
         first = false;
@@ -224,12 +218,17 @@ async function relay(
         const keep = STREAM_ERROR.length - 1;
         tail = chunk.length >= keep ? chunk.subarray(-keep) : Buffer.concat([tail, chunk]).subarray(-keep);
       }
-      tap?.write(chunk);
+      if (sse)
+        end =
+          chunk.length >= RECEIPT_TAIL_BYTES
+            ? chunk.subarray(-RECEIPT_TAIL_BYTES)
+            : Buffer.concat([end, chunk]).subarray(-RECEIPT_TAIL_BYTES);
       if (!out.write(chunk)) await drained(res);
       if (res.destroyed) break;
     }
     out.end();
     if (failed) return { kind: 'done', outcome: 'error', error: 'interrupted' };
+    usage = sse ? receiptOfComment(end.toString('latin1')) : receiptOfHeaders(up.headers);
   } catch (err) {
     const deadline = ex.deadline.aborted;
     if (!deadline && (res.destroyed || ex.signal.aborted))
@@ -244,5 +243,6 @@ async function relay(
     else res.destroy(err as Error);
     return { kind: 'done', outcome: 'error', error: deadline ? 'timeout' : 'interrupted' };
   }
-  return { kind: 'done', outcome: res.destroyed && !res.writableFinished ? 'aborted' : 'ok' };
+  const outcome = res.destroyed && !res.writableFinished ? 'aborted' : 'ok';
+  return { kind: 'done', outcome, ...(usage !== undefined ? { usage } : {}) };
 }

@@ -15,8 +15,9 @@
  * request.
  * Trade-off: the token counts here are the router's estimates (what
  * placement used): the router relays the response without parsing it. The
- * agent's access-log line, under the same request id, has the engine's own
- * counts.
+ * one engine figure in the line is the receipt (core/receipts.ts): the
+ * cached tokens the agent reported beside the prediction. The agent's
+ * access-log line, under the same request id, has the engine's own counts.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '@warmpath/shared/runtime';
@@ -29,6 +30,7 @@ import {
   type RequestInfo,
   type TraceContext,
 } from '@warmpath/shared/wire';
+import { judge } from '../core/receipts.ts';
 import type { Send } from '../core/types.ts';
 import type { RouterMetrics } from '../metrics.ts';
 import type { Exchange } from './exchange.ts';
@@ -55,6 +57,10 @@ interface Entry {
   attempts: number;
   firstByteAt?: number;
   error?: string;
+  /** The last attempt's predicted cached tokens, and the engine's receipt. */
+  expected?: number;
+  cached?: number;
+  promptReported?: number | undefined;
 }
 
 /**
@@ -140,12 +146,25 @@ export function observeAttempts(send: Send<Exchange>, metrics: () => RouterMetri
       e.attempts++;
       e.replica = d.replica.id;
       e.branch = d.branch;
+      e.expected = d.expectedCached;
     }
     send(d, (r) => {
       metrics().attempts.inc({ result: r.kind === 'done' ? r.outcome : r.kind });
+      if (e !== undefined && r.kind === 'done' && r.usage?.cachedTokens !== undefined) {
+        e.cached = r.usage.cachedTokens;
+        e.promptReported = r.usage.promptTokens;
+      }
       report(r);
     });
   };
+}
+
+/** The access log's receipt: expected and reported cached tokens, and whether it was a misroute. */
+function receiptFields(e: Entry): Record<string, number | boolean> {
+  if (e.expected === undefined) return {};
+  if (e.cached === undefined || e.info === undefined) return { expectedCachedTokens: e.expected };
+  const r = judge(e.expected, e.info.promptTokens, e.cached, e.promptReported);
+  return { expectedCachedTokens: e.expected, cachedTokens: e.cached, misroute: r.misroute };
 }
 
 function finish(req: IncomingMessage, res: ServerResponse, e: Entry, deps: ObserveDeps): void {
@@ -174,6 +193,7 @@ function finish(req: IncomingMessage, res: ServerResponse, e: Entry, deps: Obser
         ? { model: i.requested, stream: i.stream, promptTokensEst: i.promptTokens, maxTokens: i.maxTokens }
         : {}),
       ...(e.replica !== undefined ? { replica: e.replica, branch: e.branch, attempts: e.attempts } : {}),
+      ...receiptFields(e),
       ...(e.error !== undefined ? { error: e.error } : {}),
       ...(res.writableFinished ? {} : { aborted: true }),
       ...(e.trace !== undefined ? { traceId: e.trace.traceId } : {}),

@@ -202,3 +202,17 @@ export function firstInRing(
   }
   return undefined;
 }
+
+/**
+ * Matched depth (chunks) of `replica` in this router's last warmth scan:
+ * the deeper of digest and overlay (the prediction a receipt carries,
+ * core/receipts.ts). Valid until the router places its next request, like
+ * the table; 0 when the replica was not a candidate.
+ */
+export function scannedDepth(local: LocalState, replica: { readonly slot: number }): number {
+  const s = stores.get(local);
+  if (s === undefined) return 0;
+  const i = s.rowOfSlot[replica.slot] ?? -1;
+  if (i < 0 || i >= s.digest.length) return 0;
+  return Math.max(s.digest[i]!, s.overlay[i]!);
+}

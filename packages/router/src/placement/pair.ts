@@ -147,6 +147,21 @@ function localOn(p: Placement & { replica: Replica }, decode: Replica, by: PdRea
 }
 
 /** The pair for `req` (module header); `placement.replica` is where the client's answer comes from. */
+/** placePair, timed when `observe` is given (seconds). */
+export function placePairTimed(
+  policy: Policy,
+  req: PlacementRequest,
+  view: FleetView,
+  local: LocalState,
+  s: PairSettings,
+  observe: ((seconds: number) => void) | undefined,
+): PairPlacement {
+  const t0 = performance.now();
+  const placed = placePair(policy, req, view, local, s);
+  observe?.((performance.now() - t0) / 1e3);
+  return placed;
+}
+
 export function placePair(
   policy: Policy,
   req: PlacementRequest,

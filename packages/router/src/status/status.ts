@@ -12,6 +12,9 @@ import type { FleetView, Replica } from '../fleet/view.ts';
 import type { LocalState } from '../core/local.ts';
 import { hex, type StatusRecorder } from './recorder.ts';
 import type { UsageReport } from '../tenants/usage.ts';
+import type { ReceiptCounts } from '../core/receipts.ts';
+
+const NO_RECEIPTS: ReceiptCounts = { judged: 0, expectedHits: 0, misroutes: 0, errorTokens: 0 };
 
 /** Recent placements and hottest prefixes in one answer. */
 const RECENT_SHOWN = 40;
@@ -31,6 +34,8 @@ export interface StatusSources {
   readonly waiting: () => number;
   /** This router's gossip node, when it has one. */
   readonly gossip: { readonly peerId: string; meshPeers(): string[]; peers(): string[] } | undefined;
+  /** The router core's receipts per replica (core/receipts.ts). */
+  readonly receipts: ReadonlyMap<string, Readonly<ReceiptCounts>>;
   /** Wall clock, ms since the epoch, when the router started. */
   readonly startedAt: number;
   /** Usage per tenant (with a tenants file). */
@@ -86,6 +91,7 @@ function replicaRow(s: StatusSources, r: Replica, now: number): Record<string, u
     prefillTokens: state.load.prefillTokens,
     routerInflight: s.local.inflight(r.id),
     digestSize: r.digestSize,
+    receipts: { ...(s.receipts.get(r.id) ?? NO_RECEIPTS) },
   };
 }
 

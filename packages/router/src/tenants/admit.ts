@@ -46,7 +46,9 @@ export function endJob<T>(tenancy: Tenancy, job: Job<T>, usage: EngineUsage | un
   const ticket = job.ticket;
   if (job.who === undefined || ticket === undefined || ticket.released) return;
   tenancy.limiter.release(ticket);
-  if (usage !== undefined) tenancy.limiter.settle(ticket, usage.promptTokens + usage.completionTokens, now);
+  // Settled with the engine's count only when it reported the prompt (the estimate stands otherwise).
+  if (usage?.promptTokens !== undefined)
+    tenancy.limiter.settle(ticket, usage.promptTokens + (usage.completionTokens ?? 0), now);
   tenancy.usage.record(job.who.tenant.name, job.info.requested, usage, now);
 }
 

@@ -9,14 +9,11 @@
  * Memory: one entry per (tenant, model) pair that served a request, about
  * 2 KB each; tenants leave with the file (`retain`).
  */
+import type { EngineUsage } from '@warmpath/shared/wire';
 import { SlotRing } from './window.ts';
 
-/** One request's usage, as the engine counted it (absent when it sent none). */
-export interface EngineUsage {
-  readonly promptTokens: number;
-  readonly cachedTokens: number;
-  readonly completionTokens: number;
-}
+/** One request's usage, as the engine counted it and its agent's receipt carried it (request.ts). */
+export type { EngineUsage };
 
 export interface UsageCounts {
   requests: number;

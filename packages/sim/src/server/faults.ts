@@ -11,11 +11,14 @@
  *   die-after-tokens=5     every response is cut (socket destroyed) after 5 generated tokens
  *   kv-fail=0.5            that fraction of KV transfers into this (decode) worker fail after the link latency
  *   kv-timeout=0.5         that fraction of KV transfers time out (the worker waits its KV timeout first)
+ *   kv-overstate | kv-overstate=2   /metrics announces that many times the real KV (num_gpu_blocks; usage
+ *                          scaled down to match): the agent publishes it, routers over-predict hits
+ *                          (docs/OPERATIONS.md, "Receipts")
  *
  * A failed or timed-out transfer is recomputed locally or fails the request,
  * as --kv-load-failure-policy says (disagg.ts).
  * Durations: a number with unit ms, s or m (bare numbers are seconds).
- * JSON keys: crash, crashAfterMs, hang, hangAfterMs, slow, errorRate, dieAfterTokens, kvFail, kvTimeout
+ * JSON keys: crash, crashAfterMs, hang, hangAfterMs, slow, errorRate, dieAfterTokens, kvFail, kvTimeout, kvOverstate
  * (null clears), clear (true resets everything first), spec ("slow=2,error-rate=0.1").
  */
 
@@ -31,6 +34,8 @@ export interface FaultState {
   kvFail: number;
   /** Fraction of incoming KV transfers that time out. */
   kvTimeout: number;
+  /** /metrics announces this many times the real KV capacity (1 = the truth). */
+  kvOverstate: number;
 }
 
 export function noFaults(): FaultState {
@@ -43,6 +48,7 @@ export function noFaults(): FaultState {
     dieAfterTokens: null,
     kvFail: 0,
     kvTimeout: 0,
+    kvOverstate: 1,
   };
 }
 
@@ -61,6 +67,7 @@ export const FAULT_HELP = `faults (--fault, repeatable or comma-joined; runtime:
   error-rate=P                fraction P of inference requests answer 500
   die-after-tokens=N          cut every response's connection after N tokens
   kv-fail=P | kv-timeout=P    fraction P of incoming KV transfers fail / time out
+  kv-overstate[=F]            /metrics announces F (default 2) times the real KV capacity
   DUR: 500ms, 30s, 2m (a bare number is seconds)`;
 
 export function parseDuration(raw: string): number {
@@ -115,9 +122,12 @@ export function applyFaultSpec(state: FaultState, items: readonly string[]): Fau
       case 'kv-timeout':
         out.kvTimeout = num(key, value, 0, 1);
         break;
+      case 'kv-overstate':
+        out.kvOverstate = value === '' ? 2 : num(key, value, 1, 64);
+        break;
       default:
         throw new FaultSyntaxError(
-          `unknown fault "${key}" (known: crash, crash-after, hang, hang-after, slow, error-rate, die-after-tokens, kv-fail, kv-timeout)`,
+          `unknown fault "${key}" (known: crash, crash-after, hang, hang-after, slow, error-rate, die-after-tokens, kv-fail, kv-timeout, kv-overstate)`,
         );
     }
   }
@@ -166,13 +176,17 @@ export function applyFaultJson(state: FaultState, body: unknown): FaultState {
         if (typeof v !== 'number' || !(v >= 0 && v <= 1)) bad(k, 'a number in [0, 1]');
         out[k] = v as number;
         break;
+      case 'kvOverstate':
+        if (typeof v !== 'number' || !(v >= 1 && v <= 64)) bad(k, 'a number in [1, 64]');
+        out.kvOverstate = v as number;
+        break;
       case 'dieAfterTokens':
         if (v !== null && (typeof v !== 'number' || !Number.isInteger(v) || v < 0)) bad(k, 'an integer >= 0 or null');
         out.dieAfterTokens = v as number | null;
         break;
       default:
         throw new FaultSyntaxError(
-          `unknown fault field "${k}" (known: clear, spec, crash, crashAfterMs, hang, hangAfterMs, slow, errorRate, dieAfterTokens, kvFail, kvTimeout)`,
+          `unknown fault field "${k}" (known: clear, spec, crash, crashAfterMs, hang, hangAfterMs, slow, errorRate, dieAfterTokens, kvFail, kvTimeout, kvOverstate)`,
         );
     }
   }

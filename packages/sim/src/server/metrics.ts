@@ -36,6 +36,14 @@ export interface MetricsContext {
   readonly loraEnabled: boolean;
   /** Unix seconds of the last change of LoRA state (the lora_requests_info value). */
   readonly loraUpdatedUnix: number;
+  /** The kv-overstate fault: announce this many times the real KV (num_gpu_blocks; usage scaled to match); default 1. */
+  readonly kvOverstate?: number;
+}
+
+/** cache_config_info with num_gpu_blocks times `over` (the kv-overstate fault). */
+function overstated(info: Readonly<Record<string, string>>, over: number): Readonly<Record<string, string>> {
+  const blocks = Number(info.num_gpu_blocks);
+  return over === 1 || !Number.isFinite(blocks) ? info : { ...info, num_gpu_blocks: String(Math.round(blocks * over)) };
 }
 
 export function renderMetrics(model: EngineModel, ctx: MetricsContext): string {
@@ -79,7 +87,7 @@ export function renderMetrics(model: EngineModel, ctx: MetricsContext): string {
     `vllm:num_requests_waiting_by_reason${labels([...base, ['reason', 'capacity']])} ${pyFloat(s.waiting - s.waitingDeferred)}`,
     `vllm:num_requests_waiting_by_reason${labels([...base, ['reason', 'deferred']])} ${pyFloat(s.waitingDeferred)}`,
   );
-  gauge('vllm:kv_cache_usage_perc', 'KV-cache usage. 1 means 100 percent usage.', s.kvUsage);
+  gauge('vllm:kv_cache_usage_perc', 'KV-cache usage. 1 means 100 percent usage.', s.kvUsage / (ctx.kvOverstate ?? 1));
   counter(
     'vllm:prefix_cache_queries',
     'Prefix cache queries, in terms of number of queried tokens.',
@@ -102,7 +110,7 @@ export function renderMetrics(model: EngineModel, ctx: MetricsContext): string {
   out.push(
     '# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig',
     '# TYPE vllm:cache_config_info gauge',
-    `vllm:cache_config_info${labels([...Object.entries(ctx.cacheInfo), ...base])} 1.0`,
+    `vllm:cache_config_info${labels([...Object.entries(overstated(ctx.cacheInfo, ctx.kvOverstate ?? 1)), ...base])} 1.0`,
   );
   if (ctx.loraEnabled) {
     out.push(

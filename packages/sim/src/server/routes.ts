@@ -200,6 +200,7 @@ function sendMetrics(ctx: SimContext, res: ServerResponse): void {
     cacheInfo: ctx.cacheInfo,
     loraEnabled: ctx.loraEnabled,
     loraUpdatedUnix: Date.now() / 1000,
+    kvOverstate: ctx.faults.state.kvOverstate,
   });
   res.writeHead(200, {
     'content-type': 'text/plain; version=0.0.4; charset=utf-8',
