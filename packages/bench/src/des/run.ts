@@ -27,7 +27,7 @@
  * → fold results into one policy row.
  * Complexity: O(events log events); an engine step is one event per replica.
  */
-import { routerConfig, RouterCore, type Send } from '@warmpath/router';
+import { routerConfig, RouterCore, type Send, type SendResult } from '@warmpath/router';
 import { encodeSnapshot, ERRORS, type ReplicaState, type RequestInfo } from '@warmpath/shared/wire';
 import { mulberry32 } from '@warmpath/shared/runtime';
 import { PROFILES, type EngineProfile } from '@warmpath/sim';
@@ -53,6 +53,8 @@ export interface DesOptions {
   onProgress?: (done: number, total: number) => void;
   /** Every finished request (analysis, tests). */
   onResult?: (r: RequestResult) => void;
+  /** Every refusal an agent answered (tests): which router sent it, to whom, and the report time of the state it placed on. */
+  onRefused?: (r: DesRefusal) => void;
   /** One-way network hop (client↔router, router↔agent), ms. */
   hopMs?: number;
   /** How gossip delivers each state message to each router: delay distribution and loss (gossip.ts); default DEFAULT_GOSSIP. */
@@ -67,7 +69,22 @@ export interface DesOptions {
   prepared?: PreparedInbox;
 }
 
-/** Arrivals start once every router has heard every replica (as live runs wait for convergence), ms. */
+/** One refused attempt, as the router that sent it saw the replica when it placed it. */
+export interface DesRefusal {
+  readonly router: number;
+  readonly replica: string;
+  /** The sender's view of the replica when it placed the attempt: its last report's time. */
+  readonly reportAt: number;
+  /** When the sender placed the attempt, and when, before that, it last heard one of its attempts there run to its end (-Infinity: never). */
+  readonly placedAt: number;
+  readonly endedBefore: number;
+  /** When the agent refused it. */
+  readonly at: number;
+  readonly reason: string;
+  readonly queued: number | undefined;
+}
+
+/** Arrivals start every router has heard every replica (as live runs wait for convergence), ms. */
 const WARMUP_MS = 2_000;
 /** Simulated time allowed after the last arrival for the fleet to drain, ms. */
 const DRAIN_MS = 600_000;
@@ -224,14 +241,23 @@ function buildFleet(
       }),
   );
   const byId = new Map(replicas.map((r) => [r.id, r]));
+  // When each router last heard an attempt end on each replica (`router/replica`), for onRefused.
+  const ended = new Map<string, number>();
   // The router → agent hop: the agent admits (or refuses, answered one hop later) on arrival.
-  const send: Send<Rec> = (d, report) => {
+  const send: Send<Rec> = (d, sent) => {
     const rec = d.ctx;
     rec.result.route ??= d.branch;
     rec.result.replica = d.replica.id;
+    const key = `${rec.router}/${d.replica.id}`;
+    const placed = { reportAt: d.replica.reportAt, placedAt: q.now, endedBefore: ended.get(key) ?? -Infinity };
+    const report =
+      o.onRefused === undefined ? sent : (r: SendResult) => (r.kind === 'done' && ended.set(key, q.now), sent(r));
     q.after(hop, () => {
       const refused = byId.get(d.replica.id)!.offer(rec, d.attempt, report, d.queueLimit);
-      if (refused !== undefined) q.after(hop, () => report({ kind: 'rejected', status: 429, ...refused }));
+      if (refused === undefined) return;
+      const { reason, queued } = refused;
+      o.onRefused?.({ router: rec.router, replica: d.replica.id, ...placed, at: q.now, reason, queued });
+      q.after(hop, () => report({ kind: 'rejected', status: 429, ...refused }));
     });
   };
   let pulls = 0;

@@ -2,8 +2,7 @@
  * The router core: everything a router does between "a described request
  * arrived" and "its answer ended", with no transport. The HTTP server and the
  * discrete-event simulator both drive this one object; they differ only in
- * the `send` they inject (undici streaming vs. the event queue and the agent
- * core) and in the clock.
+ * the `send` (undici streaming vs. the event queue and agent core) and clock.
  *
  * Steps per request:
  *  1. place through the policy (placement/place.ts) on a read of the fleet
@@ -277,8 +276,9 @@ export class RouterCore<T> {
     limit: number | undefined,
     r: SendResult,
   ): void {
-    const metrics = this.#o.metrics;
-    this.local.complete(ticket, this.#o.clock.now());
+    const [metrics, now] = [this.#o.metrics, this.#o.clock.now()];
+    this.local.complete(ticket, now);
+    this.local.refusals.heard(replica, r, now, this.view.stateTtlMs);
     this.#queue.wake();
     notifyComplete(this.policy, preq, replica, outcomeOf(r));
     this.#judge(job, replica, r);
