@@ -38,6 +38,8 @@ export interface ReplicaIdentity {
   /** Admin base URL routers pull digest snapshots from. */
   admin: string;
   engine: EngineKind;
+  /** The model group it publishes for (`--group`); absent: its base model (protocol.ts groupOf). */
+  group?: string;
 }
 
 export interface PublisherOptions {
@@ -169,6 +171,7 @@ export class Publisher {
       admin: id.admin,
       engine: id.engine,
       models: l.models.slice(0, LIMITS.listItems),
+      ...(id.group !== undefined ? { group: id.group } : {}),
       adapters: l.adapters.slice(0, LIMITS.listItems),
       hotAdapters: l.hotAdapters().slice(0, LIMITS.listItems),
       endpoints: l.endpoints(),

@@ -20,8 +20,8 @@ import type { ReplicaView } from '../fleet/replica.ts';
 type Ended = { readonly kind: string; readonly queued?: number };
 
 interface Hold {
-  /** The report time of the state the router held when the agent refused. */
-  readonly reportAt: number;
+  /** The state the router held of the replica when its agent refused (each state applied is a new object). */
+  readonly state: ReplicaView['state'];
   /** Local clock, ms. */
   readonly until: number;
 }
@@ -31,23 +31,23 @@ export class Refusals {
 
   /**
    * An attempt of this router's on `r` ended at `now` with `result`: a
-   * refusal with no queue figure holds r full (the report the router holds
-   * of it, for `holdMs`) whether or not the request tries again; a request
+   * refusal with no queue figure holds r full (while the router holds the
+   * same state of it, for `holdMs`) whether or not the request tries again; a request
    * that ran to its end frees a slot there.
    */
   heard(r: ReplicaView, result: Ended, now: number, holdMs: number): void {
     if (result.kind === 'rejected' && result.queued === undefined)
-      this.#held.set(r.id, { reportAt: r.reportAt, until: now + holdMs });
+      this.#held.set(r.id, { state: r.state, until: now + holdMs });
     else if (result.kind === 'done' && this.#held.size > 0) this.#held.delete(r.id);
   }
 
-  /** Is `id` held full at `now`, its view's last report being from `reportAt`? */
-  holds(id: string, reportAt: number, now: number): boolean {
+  /** Is `r` held full at `now`? */
+  holds(r: ReplicaView, now: number): boolean {
     if (this.#held.size === 0) return false;
-    const h = this.#held.get(id);
+    const h = this.#held.get(r.id);
     if (h === undefined) return false;
-    if (h.reportAt === reportAt && now < h.until) return true;
-    this.#held.delete(id); // a newer report, or the hold ran out
+    if (h.state === r.state && now < h.until) return true;
+    this.#held.delete(r.id); // a newer report, or the hold ran out
     return false;
   }
 

@@ -105,7 +105,6 @@ export class RouterCore<T> {
     this.#o = o;
     this.id = o.id;
     this.config = c;
-    const now = (): number => o.clock.now();
     this.view = new FleetView({
       fleet: c.fleet,
       chunkChars: c.chunkChars,
@@ -113,8 +112,9 @@ export class RouterCore<T> {
       forgetAfterMs: c.forgetAfterMs,
       agentPeers: c.agentPeers,
       agentNetworks: c.agentNetworks,
+      models: c.models,
       fetchSnapshot: o.fetchSnapshot,
-      now,
+      now: () => o.clock.now(),
       onEvent: o.onViewEvent ?? (() => {}),
     });
     this.local = new LocalState({ overlayTtlMs: c.overlayTtlMs, overlayMaxChunks: c.overlayMaxChunks });

@@ -110,7 +110,7 @@ export function buildCandidates(
     if (!anyone && !eligibleHere(r, req, local)) continue;
     const reportAt = c.reportAt[slot]!;
     // Refused since its last report (the refusal rule, core/refusals.ts): full until it says otherwise.
-    if (local.refusals.holds(r.id, reportAt, now)) continue;
+    if (local.refusals.holds(r, now)) continue;
     const f = local.figures(r, slot, reportAt);
     const added = f.added;
     const prefill = c.prefillTokens[slot]!;

@@ -8,7 +8,9 @@
 import { TopicValidatorResult, type Message, type TopicValidatorFn } from '@libp2p/gossipsub';
 import { CODE_IP4, CODE_IP6 } from '@multiformats/multiaddr';
 import { GOSSIP_WARNING, MAX_MESSAGE_BYTES } from './constants.ts';
-import { buildLibp2p } from './libp2p.ts';
+import { MAX_GROUPS } from './constants.ts';
+import { groupOfTopic, groupTopicFor, isGroupName, publishTopics } from './groups.ts';
+import { buildLibp2p, scoreTopic } from './libp2p.ts';
 import type { GossipLibp2p } from './libp2p.ts';
 import { validateOptions } from './options.ts';
 import type { ValidatedOptions } from './options.ts';
@@ -43,7 +45,12 @@ class GossipNodeImpl implements GossipNode {
   readonly #origins = new WeakMap<Message, GossipOrigin>();
   #validator: GossipValidator | undefined;
   readonly #eventHandlers = new Set<(event: GossipEvent) => void>();
-  readonly #mesh = new Set<string>();
+  /** Mesh peers, each with the topics it shares a mesh with us on. */
+  readonly #mesh = new Map<string, Set<string>>();
+  /** Topics subscribed (or to subscribe at start): the fleet topic when serving every group, and group topics. */
+  readonly #topics = new Set<string>();
+  /** A publish-only node's group topics it has published on (its peers' subscriptions to them count). */
+  readonly #published = new Set<string>();
   readonly #stats: GossipStats = {
     published: 0,
     publishedToNoPeers: 0,
@@ -65,17 +72,31 @@ class GossipNodeImpl implements GossipNode {
     this.#config = config;
     this.peerId = libp2p.peerId.toString();
     this.topic = config.topic;
-    this.#upkeep = new ConnectionUpkeep(libp2p, config, this.#stats, (warning) => this.#warn(warning));
+    this.servesAll = config.groups === undefined;
+    if (this.servesAll) this.#topics.add(this.topic);
+    for (const g of config.groups ?? []) this.#topics.add(groupTopicFor(config.fleet, g));
+    const topics = (): Iterable<string> => (config.subscribe ? this.#topics : [this.topic, ...this.#published]);
+    this.#upkeep = new ConnectionUpkeep(libp2p, config, this.#stats, (warning) => this.#warn(warning), topics);
     const pubsub = libp2p.services.pubsub;
-    pubsub.topicValidators.set(this.topic, (via, msg) => this.#validate(via, msg));
+    for (const topic of this.#topics) pubsub.topicValidators.set(topic, (via, msg) => this.#validate(via, msg));
     pubsub.addEventListener('message', (evt) => this.#onPubsubMessage(evt.detail));
     pubsub.addEventListener('gossipsub:graft', ({ detail }) => {
-      if (detail.topic !== this.topic || this.#mesh.has(detail.peerId)) return;
-      this.#mesh.add(detail.peerId);
+      if (!this.#topics.has(detail.topic)) return;
+      const shared = this.#mesh.get(detail.peerId);
+      if (shared !== undefined) return void shared.add(detail.topic);
+      this.#mesh.set(detail.peerId, new Set([detail.topic]));
       this.#emit({ type: 'mesh:join', peer: detail.peerId });
     });
     pubsub.addEventListener('gossipsub:prune', ({ detail }) => {
-      if (detail.topic === this.topic) this.#leaveMesh(detail.peerId);
+      const shared = this.#mesh.get(detail.peerId);
+      if (shared?.delete(detail.topic) === true && shared.size === 0) this.#leaveMesh(detail.peerId);
+    });
+    // A node serving every group joins a group's topic when a peer (a group's router) subscribes to it.
+    pubsub.addEventListener('subscription-change', ({ detail }) => {
+      for (const { topic, subscribe } of detail.subscriptions) {
+        const group = subscribe ? groupOfTopic(config.fleet, topic) : undefined;
+        if (group !== undefined && this.#started) this.joinGroup(group);
+      }
     });
     libp2p.addEventListener('peer:connect', ({ detail }) => {
       const peer = detail.toString();
@@ -114,7 +135,7 @@ class GossipNodeImpl implements GossipNode {
     this.#started = true;
     this.#upkeep.arm();
     await this.#libp2p.start();
-    if (this.#config.subscribe) this.#libp2p.services.pubsub.subscribe(this.topic);
+    if (this.#config.subscribe) for (const topic of this.#topics) this.#libp2p.services.pubsub.subscribe(topic);
     this.#upkeep.startTicking();
     if (this.#config.swarmKey === undefined) {
       this.#warn({
@@ -136,16 +157,21 @@ class GossipNodeImpl implements GossipNode {
     this.#upkeep.clear();
   }
 
-  async publish(data: Uint8Array): Promise<number> {
+  async publish(data: Uint8Array, group?: string): Promise<number> {
     if (!this.#started) throw new Error('gossip node is not started; call start() before publish()');
     if (data.byteLength > MAX_MESSAGE_BYTES) {
       throw new RangeError(
         `gossip message is ${data.byteLength} bytes; the limit is ${MAX_MESSAGE_BYTES} (send snapshots over HTTP)`,
       );
     }
-    let recipients: number;
+    const pubsub = this.#libp2p.services.pubsub;
+    const groupTopic = isGroupName(group) ? groupTopicFor(this.#config.fleet, group) : undefined;
+    if (groupTopic !== undefined && !this.#published.has(groupTopic) && this.#published.size < MAX_GROUPS)
+      this.#published.add(groupTopic);
+    let recipients = 0;
     try {
-      recipients = (await this.#libp2p.services.pubsub.publish(this.topic, data)).recipients.length;
+      for (const topic of publishTopics(this.topic, groupTopic, (t) => pubsub.getSubscribers(t).map(String)))
+        recipients += (await pubsub.publish(topic, data)).recipients.length;
     } catch (err) {
       this.#stats.publishErrors++;
       throw err;
@@ -153,6 +179,29 @@ class GossipNodeImpl implements GossipNode {
     this.#stats.published++;
     if (recipients === 0) this.#stats.publishedToNoPeers++;
     return recipients;
+  }
+
+  readonly servesAll: boolean;
+
+  joinGroup(group: string): boolean {
+    if (!this.servesAll || !this.#config.subscribe || !isGroupName(group)) return false;
+    const topic = groupTopicFor(this.#config.fleet, group);
+    if (this.#topics.has(topic) || this.#topics.size > MAX_GROUPS) return false;
+    this.#topics.add(topic);
+    const pubsub = this.#libp2p.services.pubsub;
+    scoreTopic(this.#libp2p, topic);
+    pubsub.topicValidators.set(topic, (via, msg) => this.#validate(via, msg));
+    if (this.#started) pubsub.subscribe(topic);
+    return true;
+  }
+
+  groups(): string[] {
+    const out: string[] = [];
+    for (const topic of this.#topics) {
+      const group = groupOfTopic(this.#config.fleet, topic);
+      if (group !== undefined) out.push(group);
+    }
+    return out;
   }
 
   onMessage(handler: (data: Uint8Array, from: string, origin: GossipOrigin) => void): () => void {
@@ -183,7 +232,7 @@ class GossipNodeImpl implements GossipNode {
   }
 
   meshPeers(): string[] {
-    return [...this.#mesh];
+    return [...this.#mesh.keys()];
   }
 
   stats(): GossipStats {
@@ -233,7 +282,7 @@ class GossipNodeImpl implements GossipNode {
   }
 
   #onPubsubMessage(msg: Message): void {
-    if (msg.topic !== this.topic || msg.type !== 'signed') return;
+    if (!this.#topics.has(msg.topic) || msg.type !== 'signed') return;
     this.#stats.received++;
     const from = msg.from.toString();
     const origin = this.#origins.get(msg) ?? this.#originOf(msg.from, msg.from);

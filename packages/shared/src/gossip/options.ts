@@ -28,6 +28,7 @@ import {
   TOPIC_PREFIX,
   TOPIC_SUFFIX,
 } from './constants.ts';
+import { validateGroups } from './groups.ts';
 import { parseSwarmKey } from './keys.ts';
 import type { SwarmKey } from './keys.ts';
 import { GossipConfigError } from './types.ts';
@@ -56,6 +57,8 @@ export interface ValidatedOptions {
   timing: Required<GossipTiming>;
   mesh: Required<GossipMeshTuning>;
   subscribe: boolean;
+  /** The groups a subscriber serves (groups.ts); undefined: every group. */
+  groups: readonly string[] | undefined;
 }
 
 const OPTION_KEYS = new Set([
@@ -73,6 +76,7 @@ const OPTION_KEYS = new Set([
   'timing',
   'mesh',
   'subscribe',
+  'groups',
 ]);
 const TIMING_KEYS = new Set([
   'heartbeatIntervalMs',
@@ -226,6 +230,7 @@ export function validateOptions(opts: GossipOptions): ValidatedOptions {
   }
   return Object.freeze({
     subscribe: opts.subscribe ?? true,
+    groups: validateGroups(opts.groups),
     fleet: opts.fleet,
     topic: topicFor(opts.fleet),
     listen,
