@@ -12,9 +12,36 @@ import { createGossipNode, groupTopicFor, type GossipNode } from '@warmpath/shar
 import { waitFor } from '@warmpath/testkit';
 import { startRouter, type Router } from '../src/index.ts';
 import { startFakeAgent, type FakeAgent } from './fake-agent.ts';
-import { chat, makeState } from './helpers.ts';
+import { chat, makeState, makeState as state, makeView, type StateOverrides } from './helpers.ts';
 
 const FLEET = 'groups';
+
+describe('the fleet view of a router serving some model groups', () => {
+  it('drops the states of other groups (never pulling their snapshots); a group is the --group, else the one base model', async () => {
+    const pulled: string[] = [];
+    const view = makeView([], {
+      models: ['m', 'pool-1'],
+      fetchSnapshot: (r) => (pulled.push(r.id), Promise.reject(new Error('none'))),
+    });
+    // Every state below needs a snapshot (a digest with no base): only those of served groups get one.
+    const makeState = (id: string, o: StateOverrides) => state(id, { ...o, digest: { from: -1, size: 10 } });
+    expect(view.served.all).toBe(false);
+    expect(view.apply(makeState('in-by-model', { models: ['m'] }))).toBe(true);
+    expect(view.apply(makeState('in-by-label', { models: ['x'], group: 'pool-1' }))).toBe(true);
+    expect(view.apply(makeState('out-by-model', { models: ['x'] }))).toBe(false);
+    expect(view.apply(makeState('out-by-label', { models: ['m'], group: 'pool-2' }))).toBe(false);
+    // Several base models and no --group: no group, held only by a router serving every group.
+    expect(view.apply(makeState('several', { models: ['m', 'x'] }))).toBe(false);
+    expect(view.drops.group).toBe(3);
+    await waitFor(() => pulled.length >= 2, { timeoutMs: 2_000, message: 'the served replicas’ snapshots pulled' });
+    await new Promise((r) => setTimeout(r, 100));
+    expect(pulled.sort()).toEqual(['in-by-label', 'in-by-model']);
+    expect([...view.replicas.keys()].sort()).toEqual(['in-by-label', 'in-by-model']);
+    const every = makeView([], {});
+    expect(every.served.all).toBe(true);
+    expect(every.apply(makeState('several', { models: ['m', 'x'] }))).toBe(true);
+  });
+});
 
 describe('routers that serve some model groups', () => {
   const agents: Array<{ node: GossipNode; http: FakeAgent }> = [];

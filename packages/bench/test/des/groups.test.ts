@@ -23,7 +23,7 @@ describe('DES: routers serving some model groups', () => {
       groups: { count: 10, routers: [['*'], ['g3']] },
     });
     expect(r.completed).toBe(plan.length);
-    const g = r.detail.gossip!;
+    const g = r.detail!.gossip!;
     expect(g.routerGroups).toEqual([['*'], ['g3']]);
     const [all, one] = g.receivedBytesPerRouterS!;
     expect(all).toBeGreaterThan(0);
