@@ -53,7 +53,7 @@ export const AGENT_SCHEMA = {
     type: 'string',
     default: '',
     essential: true,
-    doc: "model group (pool) whose gossip topic this replica's state goes on; routers serving only some groups (--models) hold theirs (default: the base model)",
+    doc: "model group (pool) whose gossip topic the state goes on, for routers' --models (default: the base model)",
   },
   gossipListen: { type: 'list', default: ['/ip4/127.0.0.1/tcp/0'], essential: true, doc: 'libp2p listen multiaddrs' },
   bootstrap: {

@@ -43,7 +43,7 @@ export const ROUTER_SCHEMA = {
     type: 'list',
     default: ['*'],
     essential: true,
-    doc: "model groups this router serves, subscribing to their gossip topics only: group names (an agent's --group, else its base model); * = every group",
+    doc: "model groups served, their gossip topics only (an agent's --group, else its base model); * = every group",
   },
   bootstrapDns: {
     type: 'list',

@@ -1,6 +1,8 @@
 /**
  * The fleet's gossip node: agents publish replica state on it, routers
- * subscribe. One libp2p node per process, one gossipsub topic per fleet.
+ * subscribe. One libp2p node per process; one gossipsub topic per fleet and
+ * one per model group (gossip/groups.ts: a router holds only the groups it
+ * serves).
  *
  * Steps:
  *  1. Validate options once (fleet name, multiaddrs, swarm key, identity).
