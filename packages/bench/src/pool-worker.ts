@@ -58,6 +58,7 @@ async function runJob(
       ...(job.routerOverrides !== undefined ? { routerOverrides: job.routerOverrides } : {}),
       ...(job.agentOverrides !== undefined ? { agentOverrides: job.agentOverrides } : {}),
       ...(job.gossip !== undefined ? { gossip: job.gossip } : {}),
+      ...(job.groups !== undefined ? { groups: job.groups } : {}),
       ...(slot.inbox !== undefined ? { prepared: slot.inbox } : {}),
     });
     parentPort!.postMessage({ result });

@@ -16,6 +16,7 @@
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import type { GossipModel } from './des/gossip.ts';
+import type { DesGroups } from './des/run.ts';
 import { routerConfig } from '@warmpath/router';
 import { type FeedId, type PreparedBatch, PreparedFeed } from './des/prepared-feed.ts';
 import type { L4Mode } from './l4.ts';
@@ -40,6 +41,8 @@ export interface DesJob {
   gossip?: GossipModel | undefined;
   /** Host-memory KV tier of each replica, × its GPU KV (0 or absent = off). */
   cpuKvRatio?: number | undefined;
+  /** DES model groups and the groups each router serves (des/run.ts DesGroups); absent: one group. */
+  groups?: DesGroups | undefined;
 }
 
 /** What identifies a job's plan, whatever its policy, routers and L4 (they share descriptions: prepared-feed.ts). */
