@@ -66,6 +66,12 @@ export const AGENT_SCHEMA = {
   },
   fleet: { type: 'string', default: 'default', essential: true, doc: 'fleet name (gossip topic)' },
   replicaId: { type: 'string', default: '', doc: 'stable replica id (default: hostname:proxy-port)' },
+  group: {
+    type: 'string',
+    default: '',
+    essential: true,
+    doc: "model group (pool) whose gossip topic the state goes on, for routers' --models (default: the base model)",
+  },
   gossipListen: { type: 'list', default: ['/ip4/127.0.0.1/tcp/0'], essential: true, doc: 'libp2p listen multiaddrs' },
   bootstrap: {
     type: 'list',

@@ -44,6 +44,8 @@ export interface ReplicaIdentity {
   zone?: string;
   /** A prefill replica's KV bootstrap address, host:port (SGLang's bootstrap server). */
   kvBootstrap?: string;
+  /** The model group it publishes for (`--group`); absent: its base model (protocol.ts groupOf). */
+  group?: string;
 }
 
 export interface PublisherOptions {
@@ -175,6 +177,7 @@ export class Publisher {
       admin: id.admin,
       engine: id.engine,
       models: l.models.slice(0, LIMITS.listItems),
+      ...(id.group !== undefined ? { group: id.group } : {}),
       adapters: l.adapters.slice(0, LIMITS.listItems),
       hotAdapters: l.hotAdapters().slice(0, LIMITS.listItems),
       endpoints: l.endpoints(),

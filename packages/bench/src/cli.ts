@@ -125,6 +125,19 @@ export const benchSchema = {
     doc: 'des: gossip delay per message and router, ms: uniform:min:max, exp:base:mean or lognormal:p50:p99',
   },
   ...CPU_KV_RATIO_SETTING,
+  modelGroups: {
+    type: 'number',
+    default: 0,
+    min: 0,
+    max: 10_000,
+    integer: true,
+    doc: 'des: split the replicas into this many model groups, replica i in g<i mod n> (0 = one group)',
+  },
+  routerModels: {
+    type: 'list',
+    default: [],
+    doc: "des: router i's --models, as the i-th entry's groups joined by '+' (e.g. g0+g1); * or absent = every group",
+  },
   gossipLoss: {
     type: 'number',
     default: 0,
@@ -303,6 +316,9 @@ async function runDesPolicies(
     gossip: o.gossip,
     ...(cfg.cpuKvRatio > 0 ? { cpuKvRatio: cfg.cpuKvRatio } : {}),
     ...(cfg.pd !== '' ? { pd: cfg.pd } : {}),
+    ...(cfg.modelGroups > 0
+      ? { groups: { count: cfg.modelGroups, routers: cfg.routerModels.map((m) => m.split('+')) } }
+      : {}),
   });
   // Submits every policy, then describes the plan once here while the workers start (the references below reuse the descriptions).
   const { outcomes } = pool.runShared(cfg.policies.map(job), o.plan);

@@ -59,6 +59,7 @@ async function runJob(
       ...(job.agentOverrides !== undefined ? { agentOverrides: job.agentOverrides } : {}),
       ...(job.gossip !== undefined ? { gossip: job.gossip } : {}),
       ...(job.pd !== undefined ? { pd: job.pd } : {}),
+      ...(job.groups !== undefined ? { groups: job.groups } : {}),
       ...(slot.inbox !== undefined ? { prepared: slot.inbox } : {}),
     });
     parentPort!.postMessage({ result });

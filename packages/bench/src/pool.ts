@@ -16,6 +16,7 @@
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import type { GossipModel } from './des/gossip.ts';
+import type { DesGroups } from './des/run.ts';
 import { routerConfig } from '@warmpath/router';
 import { type FeedId, type PreparedBatch, PreparedFeed } from './des/prepared-feed.ts';
 import type { L4Mode } from './l4.ts';
@@ -42,6 +43,8 @@ export interface DesJob {
   cpuKvRatio?: number | undefined;
   /** A disaggregated fleet P:D (des/pd.ts); absent = aggregated. */
   pd?: string | undefined;
+  /** DES model groups and the groups each router serves (des/run.ts DesGroups); absent: one group. */
+  groups?: DesGroups | undefined;
 }
 
 /** What identifies a job's plan, whatever its policy, routers and L4 (they share descriptions: prepared-feed.ts). */

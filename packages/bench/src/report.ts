@@ -19,6 +19,9 @@ export interface DesGossipDetail {
   /** One router's fleet view at the end: digest hashes held over all replicas, and the bytes of its digest tables and holder index. */
   viewHashes: number;
   viewBytes: number;
+  /** With model groups (des/run.ts DesGroups): the groups each router serves (`*`: every one), and the state bytes each received per simulated second. */
+  routerGroups?: string[][];
+  receivedBytesPerRouterS?: number[];
 }
 
 export interface PolicyResult {

@@ -39,6 +39,12 @@ export const ROUTER_SCHEMA = {
     doc: 'gossip peers to dial (multiaddrs, /p2p/<id> optional): the other routers, or the agents when routers form no mesh',
   },
   gossipListen: { type: 'list', default: ['/ip4/127.0.0.1/tcp/0'], essential: true, doc: 'gossip listen multiaddrs' },
+  models: {
+    type: 'list',
+    default: ['*'],
+    essential: true,
+    doc: "model groups served, their gossip topics only (an agent's --group, else its base model); * = every group",
+  },
   bootstrapDns: {
     type: 'list',
     default: [],

@@ -23,6 +23,7 @@ import { prepareRequestSchemas } from '@warmpath/shared/wire';
 import { createGossipNode, gossipOptionsOf, type GossipNode, type GossipOrigin } from '@warmpath/shared/gossip';
 import { RouterCore } from './core/router-core.ts';
 import type { CoreMetrics, Send } from './core/types.ts';
+import { followGroups } from './fleet/served.ts';
 import { snapshotFetcher } from './fleet/snapshot.ts';
 import type { FleetView, Replica, ViewEvent } from './fleet/view.ts';
 import { createSend } from './http/forward.ts';
@@ -69,6 +70,8 @@ export interface Router {
   /** Gossip peer id and multiaddrs (…/p2p/<id>); empty without gossip. */
   readonly peerId: string | undefined;
   readonly peerAddrs: string[];
+  /** The gossip node (its groups, mesh and counters); undefined without gossip. */
+  readonly gossip: GossipNode | undefined;
   readonly config: RouterConfig;
   readonly view: FleetView;
   readonly local: LocalState;
@@ -154,6 +157,7 @@ export async function startRouter(options: RouterOptions = {}): Promise<Router> 
     port,
     peerId: joined.node?.peerId,
     peerAddrs: joined.node?.multiaddrs() ?? [],
+    gossip: joined.node,
     config,
     view: core.view,
     local: core.local,
@@ -360,10 +364,18 @@ async function joinGossip(
   if (opt === false) return { node: undefined, leave: async () => {} };
   const own = opt === undefined;
   const warn = (w: { code: string; message: string }): void => logger.warn({ code: w.code }, w.message);
-  const node = opt ?? (await createGossipNode(await gossipOptionsOf(config, warn, [SHARE_CHANNEL])));
+  const groups = view.served.gossipGroups;
+  const node =
+    opt ??
+    (await createGossipNode({
+      ...(await gossipOptionsOf(config, warn, [SHARE_CHANNEL])),
+      ...(groups !== undefined ? { groups } : {}),
+    }));
   node.setValidator((bytes, origin) => view.judge(bytes, origin));
   const unsubscribe = node.onMessage((bytes, _from, origin) => onMessage(bytes, origin));
+  const unfollow = node.servesAll ? followGroups(node, () => view.replicas.values()) : () => {};
   const leave = async (): Promise<void> => {
+    unfollow();
     unsubscribe();
     node.setValidator(undefined);
     if (own) await node.stop().catch(() => {});

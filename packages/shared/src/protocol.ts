@@ -107,6 +107,12 @@ export interface ReplicaState {
   admin: string;
   engine: EngineKind;
   models: string[];
+  /**
+   * The model group whose gossip topic the state is published on (the
+   * agent's `--group`); absent: its base model when it serves one (groupOf).
+   * Optional, absent from older agents.
+   */
+  group?: string;
   adapters: string[];
   hotAdapters: string[];
   endpoints: Endpoint[];
@@ -139,6 +145,16 @@ export function unpackHashes(bytes: Uint8Array): BigUint64Array {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   for (let i = 0; i < n; i++) out[i] = view.getBigUint64(i * 8, true);
   return out;
+}
+
+/**
+ * The model group a state belongs to (docs/OPERATIONS.md, "Splitting
+ * routers by model group"): its `group`, else its one base model; undefined
+ * for an agent serving several base models and no `--group`, which only
+ * routers serving every group hold.
+ */
+export function groupOf(s: Pick<ReplicaState, 'group' | 'models'>): string | undefined {
+  return s.group ?? (s.models.length === 1 ? s.models[0] : undefined);
 }
 
 export function encodeState(s: ReplicaState): Uint8Array {
@@ -228,6 +244,7 @@ function validateState(raw: unknown): ReplicaState {
     admin: str(raw, 'admin', LIMITS.urlChars),
     engine: oneOf(raw, 'engine', ENGINE_KINDS),
     models: strList(raw, 'models'),
+    ...(raw.group !== undefined ? { group: str(raw, 'group') } : {}),
     adapters: strList(raw, 'adapters'),
     hotAdapters: strList(raw, 'hotAdapters'),
     endpoints: endpoints as Endpoint[],

@@ -17,8 +17,8 @@ import type { Rec } from './request.ts';
 
 /** What a replica tells the run about its requests. */
 export interface ReplicaHooks {
-  /** A state message left the agent (the run delivers it to every router). */
-  published(state: ReplicaState): void;
+  /** A state message of `bytes` left the agent (the run delivers it to every router holding its group). */
+  published(state: ReplicaState, bytes: number): void;
   /** A token reached the client (one hop after the engine step ended). */
   token(rec: Rec, generated: number, at: number): void;
   /** The request ended (ok, or the engine refused it with `error`). */
@@ -90,11 +90,12 @@ export class DesReplica {
         url: `des://${id}`,
         admin: `des://${id}/admin`,
         engine: 'vllm',
+        ...(typeof agent.group === 'string' && agent.group !== '' ? { group: agent.group } : {}),
       },
       engine: simEngineSource(this.model, profile, DEFAULT_MODEL, shape.adapters ?? []),
       clock: q.clock(),
       wallClock: () => q.now,
-      send: (_bytes, state) => hooks.published(state),
+      send: (bytes, state) => hooks.published(state, bytes.byteLength),
     });
     // A disaggregated fleet's replica publishes its role (a live agent learns it from its engine).
     const role = agent.role;

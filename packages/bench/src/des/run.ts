@@ -27,15 +27,15 @@
  * → fold results into one policy row.
  * Complexity: O(events log events); an engine step is one event per replica.
  */
-import { routerConfig, RouterCore, type Send } from '@warmpath/router';
-import { bandRank, encodeSnapshot, ERRORS, type ReplicaState, type RequestInfo } from '@warmpath/shared/wire';
+import { routerConfig, RouterCore, type RouterConfig, type Send, type SendResult } from '@warmpath/router';
+import { bandRank, encodeSnapshot, ERRORS, type RequestInfo } from '@warmpath/shared/wire';
 import { mulberry32 } from '@warmpath/shared/runtime';
 import { PROFILES, type EngineProfile } from '@warmpath/sim';
 import { lastArrivalMs, type PlannedRequest, type RequestResult } from '../loadgen.ts';
-import { summarize, type EngineTotals, type PolicyResult } from '../report.ts';
+import { summarize, type DesGossipDetail, type EngineTotals, type PolicyResult } from '../report.ts';
 import type { Scenario } from '../scenarios.ts';
-import { deploymentOf, type Feed } from './feeds.ts';
-import { DEFAULT_GOSSIP, delaySampler, type GossipModel } from './gossip.ts';
+import { deploymentOf, feedHooks } from './feeds.ts';
+import { DEFAULT_GOSSIP, type GossipModel } from './gossip.ts';
 import { createOraclePolicy } from './oracle.ts';
 import { registerPeers } from '../peers/index.ts';
 import { EventQueue } from './queue.ts';
@@ -55,6 +55,10 @@ export interface DesOptions {
   onProgress?: (done: number, total: number) => void;
   /** Every finished request (analysis, tests). */
   onResult?: (r: RequestResult) => void;
+  /** Model groups (docs/DEPLOY.md, "Splitting routers by model group"); default one group, every router serving it. */
+  groups?: DesGroups;
+  /** Every refusal an agent answered (tests): which router sent it, to whom, and the report time of the state it placed on. */
+  onRefused?: (r: DesRefusal) => void;
   /** One-way network hop (client↔router, router↔agent), ms. */
   hopMs?: number;
   /** How gossip delivers each state message to each router: delay distribution and loss (gossip.ts); default DEFAULT_GOSSIP. */
@@ -73,7 +77,34 @@ export interface DesOptions {
   pd?: string;
 }
 
-/** Arrivals start once every router has heard every replica (as live runs wait for convergence), ms. */
+/**
+ * Replicas split into `count` model groups, replica i in `g<i mod count>`
+ * (its agent's --group), and the groups each router serves (router i:
+ * `routers[i]`, its --models; absent: every group). A router receives only
+ * its groups' states, as its gossip topics would carry (gossip.ts has no
+ * mesh: each state goes straight to each router holding it).
+ */
+export interface DesGroups {
+  readonly count: number;
+  readonly routers?: ReadonlyArray<readonly string[]>;
+}
+
+/** One refused attempt, as the router that sent it saw the replica when it placed it. */
+export interface DesRefusal {
+  readonly router: number;
+  readonly replica: string;
+  /** The sender's view of the replica when it placed the attempt: its last report's time. */
+  readonly reportAt: number;
+  /** When the sender placed the attempt, and when, before that, it last heard one of its attempts there run to its end (-Infinity: never). */
+  readonly placedAt: number;
+  readonly endedBefore: number;
+  /** When the agent refused it. */
+  readonly at: number;
+  readonly reason: string;
+  readonly queued: number | undefined;
+}
+
+/** Arrivals start every router has heard every replica (as live runs wait for convergence), ms. */
 const WARMUP_MS = 2_000;
 /** Simulated time allowed after the last arrival for the fleet to drain, ms. */
 const DRAIN_MS = 600_000;
@@ -142,6 +173,15 @@ export async function runDes(o: DesOptions): Promise<PolicyResult> {
   return runResult(o, fleet, q.now, results, perReplicaLoad);
 }
 
+/** With model groups: what each router serves and the state bytes it received per simulated second. */
+function routersHeld(o: DesOptions, fleet: Fleet, endMs: number): Partial<DesGossipDetail> {
+  if (o.groups === undefined) return {};
+  return {
+    routerGroups: fleet.routers.map((rt) => (rt.view.served.all ? ['*'] : [...rt.view.served.names])),
+    receivedBytesPerRouterS: fleet.routers.map((_, i) => Math.round((fleet.received[i] ?? 0) / (endMs / 1000))),
+  };
+}
+
 /** The policy's result: the requests' figures, the engines' totals, what gossip carried, the routers' estimates. */
 function runResult(
   o: DesOptions,
@@ -186,6 +226,7 @@ function runResult(
           pulls,
           viewHashes,
           viewBytes: view.indexBytes,
+          ...routersHeld(o, fleet, endMs),
         }
       : undefined;
   const routersEstimate = fleet.routers.map((rt) => rt.local.routers);
@@ -202,6 +243,8 @@ interface Fleet {
   /** Snapshot pulls in flight (promises the run must let settle). */
   pulls(): number;
   tenants: DesTenants | undefined;
+  /** State bytes delivered to each router (gossip feed; empty otherwise). */
+  received: number[];
 }
 
 type Outcomes = { finish(rec: Rec): void; fail(rec: Rec, code: string, status: number): void };
@@ -229,21 +272,31 @@ function buildFleet(
       new DesReplica(`replica-${i}`, q, profile, o.scenario.fleet, hop, hooks, {
         ...o.agentOverrides,
         ...(roles !== undefined ? { role: roles[i] } : {}),
+        ...(o.groups !== undefined ? { group: `g${i % o.groups.count}` } : {}),
         admission: deployment.admission,
         ...(deployment.admission ? {} : { loadedAdapters: false }),
       }),
   );
   const byId = new Map(replicas.map((r) => [r.id, r]));
+  // When each router last heard an attempt end on each replica (`router/replica`), for onRefused.
+  const ended = new Map<string, number>();
   // The router → agent hop: the agent admits (or refuses, answered one hop later) on arrival.
-  const send: Send<Rec> = (d, report) => {
+  const send: Send<Rec> = (d, sent) => {
     const rec = d.ctx;
     rec.result.route ??= d.branch;
     rec.result.replica = d.replica.id;
     if (d.route.pd !== undefined) rec.result.pd = d.route.pd.mode;
+    const key = `${rec.router}/${d.replica.id}`;
+    const placed = { reportAt: d.replica.reportAt, placedAt: q.now, endedBefore: ended.get(key) ?? -Infinity };
+    const report =
+      o.onRefused === undefined ? sent : (r: SendResult) => (r.kind === 'done' && ended.set(key, q.now), sent(r));
     if (sendPair(q, hop, profile, byId, d, report)) return;
     q.after(hop, () => {
       const refused = byId.get(d.replica.id)!.offer(rec, d.attempt, report, d.queueLimit, bandRank(d.band));
-      if (refused !== undefined) q.after(hop, () => report({ kind: 'rejected', status: 429, ...refused }));
+      if (refused === undefined) return;
+      const { reason, queued } = refused;
+      o.onRefused?.({ router: rec.router, replica: d.replica.id, ...placed, at: q.now, reason, queued });
+      q.after(hop, () => report({ kind: 'rejected', status: 429, ...refused }));
     });
   };
   let pulls = 0;
@@ -251,12 +304,16 @@ function buildFleet(
   registerPeers();
   const config = routerConfig({ ...o.routerOverrides, policy: deployment.routerPolicy, fleet: 'des' });
   const tenants = o.tenants && desTenants(o.tenants, o.routers, q, random, gossip);
+  const servedBy = (i: number): RouterConfig => {
+    const models = o.groups?.routers?.[i];
+    return models === undefined ? config : routerConfig({ ...config, models: [...models] });
+  };
   const oracle =
     o.policy === 'oracle' ? createOraclePolicy(new Map(replicas.map((r) => [r.id, r.model])), prepared) : undefined;
   for (let i = 0; i < o.routers; i++) {
     routers.push(
       new RouterCore<Rec>({
-        config,
+        config: servedBy(i),
         id: `router-${i}`,
         clock: q.clock(),
         send,
@@ -275,7 +332,7 @@ function buildFleet(
   // Scrape and publish phases: two draws per replica whatever the feed (the stream stays the same).
   for (const r of replicas)
     feed.start(r, random() * r.core.config.scrapeIntervalMs, random() * r.core.config.publishIntervalMs);
-  return { replicas, routers, pulls: () => pulls, tenants };
+  return { replicas, routers, pulls: () => pulls, tenants, received: feed.received };
 }
 
 /** A request's result as its replica streams it: first token, inter-token gaps, the end. */
@@ -298,60 +355,6 @@ function resultHooks(out: Outcomes): Pick<ReplicaHooks, 'token' | 'finished'> {
       });
       out.finish(rec);
     },
-  };
-}
-
-/** The feed's side of the replicas (feeds.ts): how their state messages reach the routers, and when they are built. */
-function feedHooks(
-  feed: Feed,
-  q: EventQueue,
-  routers: ReadonlyArray<RouterCore<Rec>>,
-  random: () => number,
-  gossip: GossipModel,
-) {
-  const deliver = (state: ReplicaState): void => {
-    for (const rt of routers) rt.receive(state);
-  };
-  if (feed.kind === 'gossip') {
-    const delay = delaySampler(gossip.delay, random);
-    const loss = gossip.loss;
-    const published = (state: ReplicaState): void => {
-      for (const rt of routers) {
-        // No draw when nothing is lost: the default keeps the run's random stream.
-        if (loss > 0 && random() < loss) continue;
-        q.after(delay(), () => rt.receive(state));
-      }
-    };
-    return {
-      hooks: { published },
-      start: (r: DesReplica, scrapeAt: number, publishAt: number) => r.start(scrapeAt, publishAt),
-    };
-  }
-  const published =
-    feed.delayMs === 0 ? deliver : (state: ReplicaState): void => void q.after(feed.delayMs, () => deliver(state));
-  const poll = (r: DesReplica, everyMs: number): void => {
-    r.report();
-    q.after(everyMs, () => poll(r, everyMs));
-  };
-  if (feed.kind === 'poll')
-    return {
-      hooks: { published },
-      start: (r: DesReplica, scrapeAt: number) => r.start(scrapeAt, undefined, () => poll(r, feed.everyMs)),
-    };
-  // events: one report per replica per instant, however many changes it saw; and a heartbeat, or an idle replica would go stale.
-  const pending = new Set<DesReplica>();
-  const changed = (r: DesReplica): void => {
-    if (pending.has(r)) return;
-    pending.add(r);
-    q.after(0, () => {
-      pending.delete(r);
-      r.report();
-    });
-  };
-  return {
-    hooks: { published, changed },
-    start: (r: DesReplica, scrapeAt: number) =>
-      r.start(scrapeAt, undefined, () => poll(r, r.core.config.publishIntervalMs)),
   };
 }
 

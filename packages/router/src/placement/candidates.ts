@@ -3,7 +3,8 @@
  * candidates, built once per request before any policy looks at it.
  *
  * Steps: take the request's (model, adapter) group; keep the members
- * `eligible` admits, in group order; per row, the published load (read from
+ * `eligible` admits, in group order, less those this router holds full
+ * since an agent's refusal (the refusal rule, core/refusals.ts); per row, the published load (read from
  * the view's columns by slot, not from each replica's state object) plus the
  * work this router sent since that report (and what a stale refusal since
  * said other routers queued there, and for a policy that asks, the work
@@ -108,6 +109,8 @@ export function buildCandidates(
     const r = members[m]!;
     if (!anyone && !eligibleHere(r, req, local)) continue;
     const reportAt = c.reportAt[slot]!;
+    // Refused since its last report (the refusal rule, core/refusals.ts): full until it says otherwise.
+    if (local.refusals.holds(r, now)) continue;
     const f = local.figures(r, slot, reportAt);
     const added = f.added;
     const prefill = c.prefillTokens[slot]!;
