@@ -39,6 +39,7 @@ const OUTPUT = 20;
 
 const fleet = await launchFleet({ replicas: 2, routers: 1, profile: 'tiny', speed: 4, routerArgs: [] });
 try {
+  await fleet.waitConverged(60_000);
   const models = (await (await fetch(`${fleet.routerUrls[0]}/v1/models`)).json()) as { data: Array<{ id: string }> };
   const model = models.data[0]!.id;
   // A request's tokens as the engine counts them: measured on one, so the limit is `rate` such requests a second.
@@ -53,8 +54,20 @@ try {
     JSON.stringify({ tenants: [{ name: 'flood', keys: ['sk-flood'], limits: { tokensPerMinute: limit } }] }),
   );
   const urls: string[] = [];
-  for (let i = 0; i < routers; i++) urls.push((await fleet.addRouter(undefined, ['--tenants', file])).info['url']!);
-  await fleet.waitConverged(60_000);
+  // Each router also bootstraps to the routers before it: the launcher's routers dial only the agents,
+  // which never relay, and the routers' topic needs a mesh of routers (as a deployment's router DNS name gives).
+  const peers: string[] = [];
+  for (let i = 0; i < routers; i++) {
+    const p = await fleet.addRouter(undefined, ['--tenants', file, ...peers.flatMap((x) => ['--bootstrap', x])]);
+    urls.push(p.info['url']!);
+    peers.push(p.info['peer']!);
+  }
+  // Ready: each router sees a replica (its fleet endpoint wants a tenant's key, /readyz does not).
+  const ready = async (u: string) => ((await (await fetch(`${u}/readyz`)).json()) as { ready: boolean }).ready;
+  for (let i = 0; !(await Promise.all(urls.map(ready))).every(Boolean); i++) {
+    if (i > 300) throw new Error('the routers did not become ready in 60 s');
+    await new Promise((r) => setTimeout(r, 200));
+  }
   // Let the routers hear each other on the routers' topic before the flood starts.
   await new Promise((r) => setTimeout(r, 3_000));
   const r = rng(seed);
