@@ -95,7 +95,6 @@ try {
       },
       routers,
       seconds,
-      limit,
       requests: plan.length,
       refused,
       failed,
