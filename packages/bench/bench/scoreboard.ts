@@ -46,6 +46,7 @@ const inputs = {
       : {}),
   ...(committed.ablationScale !== undefined ? { ablationScale: committed.ablationScale } : {}),
   ...(committed.limits !== undefined ? { limits: committed.limits } : {}),
+  ...(committed.limitsLive !== undefined ? { limitsLive: committed.limitsLive } : {}),
 };
 if (values.commit !== undefined || values.command !== undefined) {
   const path = join(ROOT, inputs.goals);
