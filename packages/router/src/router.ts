@@ -131,13 +131,8 @@ export async function startRouter(options: RouterOptions = {}): Promise<Router> 
   let gossip: Awaited<ReturnType<typeof joinGossip>> | undefined;
   const { server, drain } = createRouterServer({ ...parts, core, metrics, apiKeys, gossip: () => gossip?.node });
   try {
-    gossip = await joinGossip(
-      config,
-      gossipOpt,
-      core.view,
-      (bytes, origin) => core.receiveBytes(bytes, origin),
-      logger,
-    );
+    const receive = (bytes: Uint8Array, origin: GossipOrigin): void => core.receiveBytes(bytes, origin);
+    gossip = await joinGossip(config, gossipOpt, core.view, receive, logger);
     if (share instanceof GossipShare) gossip = share.attach(gossip);
     await listen(server, config.port, config.host);
   } catch (err) {

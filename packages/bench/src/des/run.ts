@@ -250,6 +250,30 @@ interface Fleet {
 type Outcomes = { finish(rec: Rec): void; fail(rec: Rec, code: string, status: number): void };
 
 /** Replicas (engine + agent), router cores with the simulator as their transport, the policy's feed between them. */
+/** The simulated replicas: engine model + agent core each, by role with `pd` and by group with `groups`. */
+function buildReplicas(
+  o: DesOptions,
+  q: EventQueue,
+  profile: EngineProfile,
+  hop: number,
+  hooks: ReplicaHooks,
+  deployment: ReturnType<typeof deploymentOf>,
+): DesReplica[] {
+  // A peer deployed without Warmpath's agents has no admission control, and sees only the adapters the engine reports in use.
+  const roles = pdRolesOf(o.pd);
+  return Array.from(
+    { length: roles?.length ?? o.replicas },
+    (_, i) =>
+      new DesReplica(`replica-${i}`, q, profile, o.scenario.fleet, hop, hooks, {
+        ...o.agentOverrides,
+        ...(roles !== undefined ? { role: roles[i] } : {}),
+        ...(o.groups !== undefined ? { group: `g${i % o.groups.count}` } : {}),
+        admission: deployment.admission,
+        ...(deployment.admission ? {} : { loadedAdapters: false }),
+      }),
+  );
+}
+
 function buildFleet(
   o: DesOptions,
   q: EventQueue,
@@ -264,19 +288,7 @@ function buildFleet(
   const gossip = o.gossip ?? DEFAULT_GOSSIP;
   const feed = feedHooks(deployment.feed, q, routers, random, gossip);
   const hooks: ReplicaHooks = { ...feed.hooks, ...resultHooks(out) };
-  // A peer deployed without Warmpath's agents has no admission control, and sees only the adapters the engine reports in use.
-  const roles = pdRolesOf(o.pd);
-  const replicas = Array.from(
-    { length: roles?.length ?? o.replicas },
-    (_, i) =>
-      new DesReplica(`replica-${i}`, q, profile, o.scenario.fleet, hop, hooks, {
-        ...o.agentOverrides,
-        ...(roles !== undefined ? { role: roles[i] } : {}),
-        ...(o.groups !== undefined ? { group: `g${i % o.groups.count}` } : {}),
-        admission: deployment.admission,
-        ...(deployment.admission ? {} : { loadedAdapters: false }),
-      }),
-  );
+  const replicas = buildReplicas(o, q, profile, hop, hooks, deployment);
   const byId = new Map(replicas.map((r) => [r.id, r]));
   // When each router last heard an attempt end on each replica (`router/replica`), for onRefused.
   const ended = new Map<string, number>();
