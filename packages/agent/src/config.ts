@@ -286,7 +286,7 @@ export const AGENT_SCHEMA = {
   enginePriority: {
     type: 'boolean',
     default: false,
-    doc: "send a routed request's priority band as the engine's `priority` (vLLM --scheduling-policy priority, SGLang --enable-priority-scheduling)",
+    doc: "send a request's band as the engine's `priority` (vLLM --scheduling-policy priority, SGLang priority scheduling)",
   },
   ...LOG_SETTINGS,
   // Security (docs/SECURITY.md).

@@ -82,7 +82,7 @@ export const ROUTER_SCHEMA = {
     type: 'string',
     default: '',
     essential: true,
-    doc: 'tenants file, YAML or JSON: keys, weights, priority bands, limits (docs/TENANTS.md); re-read on change; "" = one default tenant',
+    doc: 'tenants file (YAML/JSON): keys, weights, bands, limits (docs/TENANTS.md); re-read on change; "" = none',
   },
   tenantsPollMs: {
     type: 'number',

@@ -1,7 +1,8 @@
 /**
  * @warmpath/router: the live router (`startRouter`), the transport-free
  * router core both the HTTP server and the discrete-event simulator drive,
- * its config, and the policy registry.
+ * its config, the policy registry, and tenants (limits, bands, the fair
+ * queue, usage) for the simulator to give a core.
  */
 export { startRouter, type Router, type RouterOptions } from './router.ts';
 export { ROUTER_SCHEMA, POLICY_NAMES, routerConfig, type RouterConfig } from './config.ts';
@@ -47,5 +48,11 @@ export { ROUTE_LABELS } from './http/observe.ts';
 export { TenantLimiter } from './tenants/limits.ts';
 export type { Tenant, FleetShare } from './tenants/types.ts';
 export { UsageShare, SHARE_PUBLISH_MS, LIVE_MS, type ShareStats } from './tenants/share.ts';
-export { Tenancy, type Who } from './tenants/tenancy.ts';
-export { parseTenants, type TenantSet } from './tenants/file.ts';
+export type { Counts, PriorityBand, TenantLimits } from './tenants/types.ts';
+export { LONE_ROUTER } from './tenants/types.ts';
+export { loadTenantFile, parseTenants, TenantFileError, type TenantSet } from './tenants/file.ts';
+export { bandFor, Tenancy, type Who } from './tenants/tenancy.ts';
+export { formatDuration, type LimitKind, type LimitTicket, type Verdict } from './tenants/limits.ts';
+export { SlidingWindow, SLOT_MS, WINDOW_MS, WINDOW_SLOTS } from './tenants/window.ts';
+export type { EngineUsage, UsageCounts, UsageReport } from './tenants/usage.ts';
+export { FairQueue, QUANTUM } from './tenants/fair.ts';

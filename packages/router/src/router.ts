@@ -31,7 +31,7 @@ import { observeAttempts } from './http/observe.ts';
 import { createAnswer, createProxy } from './http/proxy.ts';
 import { Drain } from './http/drain.ts';
 import { createHandler, reachableHost, readApiKeys } from './http/server.ts';
-import { Upstreams } from './http/upstream.ts';
+import { originsOf, Upstreams } from './http/upstream.ts';
 import { createMetrics, type RouterMetrics } from './metrics.ts';
 import type { LocalState } from './core/local.ts';
 import { formatRoute, type Route } from './placement/route.ts';
@@ -341,17 +341,6 @@ function viewLogger(logger: Logger): (e: ViewEvent) => void {
       logger.warn({ replica: e.replica, error: e.error }, `digest snapshot from ${e.replica} failed`);
     }
   };
-}
-
-/** Origins of every known replica: upstream pools of the others are closed. */
-function originsOf(view: FleetView): Set<string> {
-  const origins = new Set<string>();
-  for (const r of view.replicas.values()) {
-    const u = r.state.url;
-    const s = u.indexOf('/', u.indexOf('//') + 2);
-    origins.add(s < 0 ? u : u.slice(0, s));
-  }
-  return origins;
 }
 
 /**

@@ -5,6 +5,7 @@
  */
 import { Pool } from 'undici';
 import { UPSTREAM_KEEP_ALIVE_MS } from '@warmpath/shared/runtime';
+import type { FleetView } from '../fleet/view.ts';
 
 export interface UpstreamOptions {
   connections: number;
@@ -71,4 +72,15 @@ export function classify(err: unknown): FailureKind {
     return 'connect';
   if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') return 'timeout';
   return 'error';
+}
+
+/** Origins of every known replica: upstream pools of the others are closed. */
+export function originsOf(view: FleetView): Set<string> {
+  const origins = new Set<string>();
+  for (const r of view.replicas.values()) {
+    const u = r.state.url;
+    const s = u.indexOf('/', u.indexOf('//') + 2);
+    origins.add(s < 0 ? u : u.slice(0, s));
+  }
+  return origins;
 }

@@ -37,6 +37,8 @@ export interface EngineOptions {
   readonly slowFactor?: number;
   /** Host-memory KV tier in tokens (vLLM's CPU offloading); default the profile's, 0 = off. */
   readonly cpuKvTokens?: number;
+  /** vLLM --scheduling-policy priority: the waiting queue by request priority (lower first), then arrival. */
+  readonly priorityScheduling?: boolean;
 }
 
 export class EngineError extends Error {
@@ -95,6 +97,7 @@ export class EngineModel {
       itl: this.itl,
       e2e: this.e2e,
       enablePrefixCaching: options.enablePrefixCaching ?? true,
+      priorityScheduling: options.priorityScheduling === true,
       slowFactor: options.slowFactor ?? 1,
     };
     for (const a of options.adapters ?? []) this.registerAdapter(a);
@@ -159,6 +162,9 @@ export class EngineModel {
         'invalid_request',
         `This model's maximum context length is ${st.maxModelLen} tokens. However, you requested ${r.promptTokens + r.maxTokens} tokens (${r.promptTokens} in the messages, ${r.maxTokens} in the completion).`,
       );
+    // As vLLM: a priority other than 0 needs the priority policy.
+    if ((r.priority ?? 0) !== 0 && !st.priorityScheduling)
+      throw new EngineError('invalid_request', `Got priority ${r.priority} but Priority scheduling is not enabled.`);
     const adapter = r.adapter ?? '';
     if (adapter !== '') {
       if (this.maxLoras === 0) throw new EngineError('invalid_request', 'LoRA is not enabled on this engine');

@@ -2,7 +2,9 @@
  * One scheduler iteration + one forward pass of a vLLM-V1-like replica.
  *
  * Steps of `runStep(state, now)`:
- *  1. Arrivals whose front-end delay has passed join the FCFS waiting queue.
+ *  1. Arrivals whose front-end delay has passed join the FCFS waiting queue
+ *     (under the priority policy: after every waiting sequence of the same or
+ *     a lower priority value, so by priority, then arrival).
  *  2. Running sequences, in admission order, each get min(remaining, budget)
  *     tokens (a prefill chunk, or 1 decode token). When blocks run out the
  *     newest running sequence is preempted (recompute: its blocks are freed,
@@ -107,7 +109,12 @@ function admitArrivals(st: EngineState, now: number): void {
   while (k < st.arriving.length && st.arriving[k]!.readyAtMs <= now) {
     const s = st.arriving[k]!;
     s.status = SeqStatus.waiting;
-    st.waiting.push(s);
+    if (!st.priorityScheduling) st.waiting.push(s);
+    else {
+      let j = st.waiting.length;
+      while (j > 0 && st.waiting[j - 1]!.priority > s.priority) j--;
+      st.waiting.splice(j, 0, s);
+    }
     k++;
   }
   if (k > 0) st.arriving.splice(0, k);

@@ -15,6 +15,8 @@ export interface SimRequest {
   readonly kvReceived?: boolean | undefined;
   /** A prefill for a remote decode: its blocks stay held after it finishes, until releaseHeld (vLLM's delayed free). */
   readonly holdKv?: boolean | undefined;
+  /** vLLM's request priority, lower first; honoured under the priority policy (EngineOptions.priorityScheduling). */
+  readonly priority?: number | undefined;
 }
 
 export const SeqStatus = {
@@ -49,6 +51,8 @@ export class Sequence {
   /** Prompt KV received from a prefill worker; cleared by preemption (a preempted sequence recomputes locally). */
   kvReceived: boolean;
   readonly holdKv: boolean;
+  /** Lower is served first under the priority policy; 0 by default. */
+  readonly priority: number;
   readonly blocks: number[] = [];
   /** Leading blocks already registered in the prefix cache. */
   hashedBlocks = 0;
@@ -63,6 +67,7 @@ export class Sequence {
     this.readyAtMs = readyAtMs;
     this.kvReceived = r.kvReceived === true;
     this.holdKv = r.holdKv === true;
+    this.priority = r.priority ?? 0;
   }
 
   /** Tokens known so far: prompt plus sampled output. */

@@ -55,6 +55,8 @@ export interface EngineState {
   readonly itl: Histogram;
   readonly e2e: Histogram;
   enablePrefixCaching: boolean;
+  /** vLLM --scheduling-policy priority: waiting sequences by (priority, arrival) instead of arrival. */
+  readonly priorityScheduling: boolean;
   /** Fault injection: step durations are multiplied by this. */
   slowFactor: number;
 }

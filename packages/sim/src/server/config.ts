@@ -89,6 +89,12 @@ export const simSchema = {
     integer: true,
     doc: "host-memory KV tier for GPU-evicted blocks, tokens (vLLM's CPU offloading; 0 = the profile's, off)",
   },
+  schedulingPolicy: {
+    type: 'string',
+    default: 'fcfs',
+    choices: ['fcfs', 'priority'],
+    doc: "vLLM's --scheduling-policy: fcfs, or priority (the request's `priority`, lower first; fcfs refuses a non-zero one)",
+  },
   allowRuntimeLora: { type: 'boolean', default: true, doc: 'serve /v1/load_lora_adapter and /v1/unload_lora_adapter' },
   seed: { type: 'number', default: 1, integer: true, doc: 'seed of the error-rate and KV-transfer faults' },
   role: {

@@ -115,6 +115,7 @@ function submit(
         maxTokens: parsed.maxTokens,
         blockHashes: identity.blockHashes,
         adapter: parsed.adapter,
+        ...(parsed.priority !== 0 ? { priority: parsed.priority } : {}),
         ...(arrival === LOCAL_ARRIVAL ? {} : arrival),
         ...(holdKv ? { holdKv } : {}),
       },

@@ -19,6 +19,8 @@ export interface InferenceRequest {
   readonly stream: boolean;
   readonly includeUsage: boolean;
   readonly maxTokens: number;
+  /** vLLM's `priority` (lower first); 0 when absent. */
+  readonly priority: number;
   readonly cacheSalt: string | undefined;
   readonly body: Record<string, unknown>;
 }
@@ -147,6 +149,9 @@ export function parseInference(raw: unknown, kind: InferenceKind, ctx: ParseCont
     (kind === 'chat' ? optionalInt(b, 'max_completion_tokens', 1) : undefined) ??
     optionalInt(b, 'max_tokens', 1) ??
     ctx.defaultMaxTokens;
+  const priority = b.priority ?? 0;
+  if (typeof priority !== 'number' || !Number.isInteger(priority))
+    throw invalid('priority must be an integer', 'priority');
   return {
     kind,
     model,
@@ -154,6 +159,7 @@ export function parseInference(raw: unknown, kind: InferenceKind, ctx: ParseCont
     stream: stream === true,
     includeUsage,
     maxTokens,
+    priority,
     cacheSalt: typeof salt === 'string' ? salt : undefined,
     body: b,
   };

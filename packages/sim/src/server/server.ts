@@ -63,6 +63,8 @@ export interface SimServerOptions {
   readonly enablePrefixCaching?: boolean;
   /** Host-memory KV tier in tokens; default the profile's (off). */
   readonly cpuKvTokens?: number;
+  /** vLLM's --scheduling-policy (default fcfs). */
+  readonly schedulingPolicy?: 'fcfs' | 'priority';
   /** Serve /v1/load_lora_adapter and /v1/unload_lora_adapter. */
   readonly allowRuntimeLora?: boolean;
   /** Seed of the error-rate and KV-transfer faults' PRNG. */
@@ -155,6 +157,7 @@ function createContext(options: SimServerOptions, crash: () => void): SimContext
     adapters,
     enablePrefixCaching: options.enablePrefixCaching ?? simSchema.enablePrefixCaching.default,
     ...(options.cpuKvTokens !== undefined && options.cpuKvTokens > 0 ? { cpuKvTokens: options.cpuKvTokens } : {}),
+    priorityScheduling: options.schedulingPolicy === 'priority',
   });
   const boot = Math.floor(Math.random() * 0xffffff)
     .toString(16)
