@@ -114,9 +114,11 @@ export async function buildLibp2p(config: ValidatedOptions): Promise<GossipLibp2
   if (config.swarmKey !== undefined) init.connectionProtector = preSharedKey({ psk: config.swarmKey.file });
   if (config.privateKey !== undefined) init.privateKey = config.privateKey;
   const node = await createLibp2p<Services>(init);
-  // Only the fleet's topics: its own and its groups' (a set no list can name in advance). gossipsub reads
-  // allowedTopics through has() alone, for peers' subscriptions and messages.
-  const inFleet = (topic: string): boolean => topic === config.topic || groupOfTopic(config.fleet, topic) !== undefined;
+  // Only the fleet's topics: its own, its channels and its groups' (a set no list can name in advance).
+  // gossipsub reads allowedTopics through has() alone, for peers' subscriptions and messages.
+  const channels = new Set(config.channels.values());
+  const inFleet = (topic: string): boolean =>
+    topic === config.topic || channels.has(topic) || groupOfTopic(config.fleet, topic) !== undefined;
   (node.services.pubsub as unknown as { allowedTopics: { has(topic: string): boolean } }).allowedTopics = {
     has: inFleet,
   };
