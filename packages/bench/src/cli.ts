@@ -16,6 +16,7 @@ import { DesPool, type DesJob } from './pool.ts';
 import { computeReferences, type References } from './references.ts';
 import { markdownTable, writeHtml, writeJson, type BenchReport, type PolicyResult } from './report.ts';
 import { CPU_KV_RATIO_SETTING, DEFAULT_MODEL, SCENARIOS, type Scenario } from './scenarios.ts';
+import { KV_SHARING_SETTING, type KvSharing } from './tiers.ts';
 
 /** The product's policies, the peers' emulations, warmpath over the engines' true state (DES only), and the oracle. */
 export const ALL_POLICIES = [...BUILT_IN_POLICIES, ...PEER_POLICIES, 'warmpath-instant', 'oracle'] as const;
@@ -119,6 +120,7 @@ export const benchSchema = {
     doc: 'des: gossip delay per message and router, ms: uniform:min:max, exp:base:mean or lognormal:p50:p99',
   },
   ...CPU_KV_RATIO_SETTING,
+  ...KV_SHARING_SETTING,
   gossipLoss: {
     type: 'number',
     default: 0,
@@ -183,6 +185,7 @@ export async function run(argv: string[]): Promise<void> {
     timeScale: cfg.timeScale,
     profile: scenario.fleet.profile,
     cpuKvRatio: cfg.cpuKvRatio,
+    ...(cfg.kvSharing !== 'off' ? { kvSharing: cfg.kvSharing } : {}),
     requests: plan.length,
     ...(cfg.trace !== '' ? { trace: cfg.trace } : {}),
     ...(cfg.mode === 'des' ? { gossip } : {}),
@@ -242,6 +245,10 @@ function checkPolicies(cfg: BenchConfig): void {
     throw new ConfigError(
       `command line: DES-only policies ${desOnly.join(', ')} run only in --mode des (they need the engines' true state or the simulator's feeds); drop them from --policies in live mode`,
     );
+  if (cfg.mode === 'live' && cfg.kvSharing !== 'off')
+    throw new ConfigError(
+      'command line: --kv-sharing peer runs only in --mode des (the live simulator has no peer fetch)',
+    );
 }
 
 /** The DES gossip model from the flags; a bad spec is a ConfigError naming the flag. */
@@ -294,6 +301,7 @@ async function runDesPolicies(
     agentOverrides: o.agentOverrides,
     gossip: o.gossip,
     ...(cfg.cpuKvRatio > 0 ? { cpuKvRatio: cfg.cpuKvRatio } : {}),
+    ...(cfg.kvSharing !== 'off' ? { kvSharing: cfg.kvSharing as KvSharing } : {}),
   });
   // Submits every policy, then describes the plan once here while the workers start (the references below reuse the descriptions).
   const { outcomes } = pool.runShared(cfg.policies.map(job), o.plan);

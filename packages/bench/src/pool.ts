@@ -22,6 +22,7 @@ import type { L4Mode } from './l4.ts';
 import type { PlannedRequest } from './loadgen.ts';
 import type { PolicyResult } from './report.ts';
 import { DEFAULT_MODEL, SCENARIOS } from './scenarios.ts';
+import type { KvSharing } from './tiers.ts';
 
 export interface DesJob {
   scenario: string;
@@ -40,6 +41,8 @@ export interface DesJob {
   gossip?: GossipModel | undefined;
   /** Host-memory KV tier of each replica, × its GPU KV (0 or absent = off). */
   cpuKvRatio?: number | undefined;
+  /** KV sharing between replicas (absent = off). */
+  kvSharing?: KvSharing | undefined;
 }
 
 /** What identifies a job's plan, whatever its policy, routers and L4 (they share descriptions: prepared-feed.ts). */

@@ -30,10 +30,11 @@
 import { routerConfig, RouterCore, type Send } from '@warmpath/router';
 import { encodeSnapshot, ERRORS, type ReplicaState, type RequestInfo } from '@warmpath/shared/wire';
 import { mulberry32 } from '@warmpath/shared/runtime';
-import { PROFILES, type EngineProfile } from '@warmpath/sim';
+import { PROFILES, type EngineModel, type EngineProfile } from '@warmpath/sim';
 import { lastArrivalMs, type PlannedRequest, type RequestResult } from '../loadgen.ts';
 import { summarize, type EngineTotals, type PolicyResult } from '../report.ts';
 import type { Scenario } from '../scenarios.ts';
+import { sharedKv, tierRouterSettings } from '../tiers.ts';
 import { deploymentOf, type Feed } from './feeds.ts';
 import { DEFAULT_GOSSIP, delaySampler, type GossipModel } from './gossip.ts';
 import { createOraclePolicy } from './oracle.ts';
@@ -214,15 +215,27 @@ function buildFleet(
   const feed = feedHooks(deployment.feed, q, routers, random, gossip);
   const hooks: ReplicaHooks = { ...feed.hooks, ...resultHooks(out) };
   // A peer deployed without Warmpath's agents has no admission control, and sees only the adapters the engine reports in use.
+  const models: EngineModel[] = [];
+  const sharing = o.scenario.fleet.kvSharing === 'peer';
   const replicas = Array.from(
     { length: o.replicas },
     (_, i) =>
-      new DesReplica(`replica-${i}`, q, profile, o.scenario.fleet, hop, hooks, {
-        ...o.agentOverrides,
-        admission: deployment.admission,
-        ...(deployment.admission ? {} : { loadedAdapters: false }),
-      }),
+      new DesReplica(
+        `replica-${i}`,
+        q,
+        profile,
+        o.scenario.fleet,
+        hop,
+        hooks,
+        {
+          ...o.agentOverrides,
+          admission: deployment.admission,
+          ...(deployment.admission ? {} : { loadedAdapters: false }),
+        },
+        sharing ? sharedKv(models, i) : undefined,
+      ),
   );
+  for (const r of replicas) models.push(r.model);
   const byId = new Map(replicas.map((r) => [r.id, r]));
   // The router → agent hop: the agent admits (or refuses, answered one hop later) on arrival.
   const send: Send<Rec> = (d, report) => {
@@ -237,7 +250,12 @@ function buildFleet(
   let pulls = 0;
   // The peers' emulations are policies of the benchmark's, not the product's: registered before the config names one.
   registerPeers();
-  const config = routerConfig({ ...o.routerOverrides, policy: deployment.routerPolicy, fleet: 'des' });
+  const config = routerConfig({
+    ...tierRouterSettings(o.scenario.fleet),
+    ...o.routerOverrides,
+    policy: deployment.routerPolicy,
+    fleet: 'des',
+  });
   const oracle =
     o.policy === 'oracle' ? createOraclePolicy(new Map(replicas.map((r) => [r.id, r.model])), prepared) : undefined;
   for (let i = 0; i < o.routers; i++) {

@@ -19,8 +19,7 @@
  * bookkeeping; load-only updates never rebuild rings. Warmth for a request is
  * O(depth matched + holders of those hashes), not O(replicas).
  * Trade-off: consumers get the stored records themselves, typed read-only
- * (`ReplicaView`), rather than copies: no allocation per read, and the digest
- * sync state is not on the record at all.
+ * (`ReplicaView`), not copies: no allocation per read; digest sync state is apart.
  */
 import {
   decodeState,
@@ -357,9 +356,10 @@ export class FleetView {
     return this.#warmth.slots;
   }
 
-  /** Matched depth (chunks) of `slot` from the last scanWarmth. */
-  depthOf(slot: number): number {
-    return this.#warmth.depthOf(slot);
+  /** Matched depth (chunks) of `slot` from the last scanWarmth; given that scan's chain, its leading chunks on the GPU (digest-sync.ts). */
+  depthOf(slot: number, chain?: BigUint64Array): number {
+    const d = this.#warmth.depthOf(slot);
+    return chain === undefined ? d : this.#sync.gpuDepth(slot, halves(chain), d);
   }
 
   /** Does replica r's digest hold this hash? (tests, debugging) */

@@ -21,7 +21,7 @@ import type { StepResult } from './scheduler.ts';
 import { Sequence, SeqStatus } from './sequence.ts';
 import type { SimRequest } from './sequence.ts';
 import { freeBlocks, frontendDelayMs, removeFrom } from './state.ts';
-import type { EngineState } from './state.ts';
+import type { EngineState, PeerKv } from './state.ts';
 import { checkInvariants, probe, snapshot } from './views.ts';
 import type { EngineSnapshot, ProbeResult } from './views.ts';
 
@@ -37,6 +37,8 @@ export interface EngineOptions {
   readonly slowFactor?: number;
   /** Host-memory KV tier in tokens (vLLM's CPU offloading); default the profile's, 0 = off. */
   readonly cpuKvTokens?: number;
+  /** KV sharing: a prefix another replica holds is fetched from it instead of prefilled. */
+  readonly peers?: PeerKv;
 }
 
 export class EngineError extends Error {
@@ -47,6 +49,8 @@ export class EngineError extends Error {
     this.code = code;
   }
 }
+
+export type { PeerKv } from './state.ts';
 
 export class EngineModel {
   readonly profile: EngineProfile;
@@ -72,6 +76,7 @@ export class EngineModel {
       maxModelLen: Math.min(profile.maxModelLen, profile.numGpuBlocks * profile.blockSize),
       pool: new BlockPool(profile.numGpuBlocks, host.capacity > 0 ? host : undefined),
       host,
+      peers: options.peers,
       lora: new LoraSlots(this.maxLoras, this.maxCpuLoras, profile),
       byId: new Map(),
       arriving: [],
@@ -84,6 +89,7 @@ export class EngineModel {
         hostQueries: 0,
         hostHits: 0,
         hostLoadedTokens: 0,
+        peerHits: 0,
         preemptions: 0,
         promptTokens: 0,
         generationTokens: 0,
@@ -241,6 +247,14 @@ export class EngineModel {
 
   snapshot(): EngineSnapshot {
     return snapshot(this.#st);
+  }
+
+  /** Leading blocks of `hashes` (at most `max`) this engine holds in either tier: what a peer could fetch from it. */
+  heldBlocks(hashes: BigUint64Array, max: number): number {
+    const st = this.#st;
+    if (!st.enablePrefixCaching) return 0;
+    const hit = st.pool.match(hashes, max);
+    return hit + st.host.match(hashes, hit, max, false);
   }
 
   /** Drops unreferenced cached blocks, and the host tier's; returns how many GPU blocks. */
