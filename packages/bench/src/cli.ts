@@ -220,12 +220,14 @@ export async function run(argv: string[]): Promise<void> {
     }
     save();
   };
+  // The references see the fleet the policies run on: its host tier among the rest.
+  const fleet = { ...scenario, fleet: { ...scenario.fleet, cpuKvRatio: cfg.cpuKvRatio } };
   if (cfg.mode === 'des') {
     const running = runDesPolicies(cfg, { replicas, trace, l4, routerOverrides, agentOverrides, gossip, plan }, settle);
-    report.references = computeReferences(scenario, plan, replicas);
+    report.references = computeReferences(fleet, plan, replicas);
     await running;
   } else {
-    report.references = computeReferences(scenario, plan, replicas);
+    report.references = computeReferences(fleet, plan, replicas);
     await runLivePolicies(cfg, { scenario, plan, replicas, duration, routerOverrides, agentOverrides }, settle);
   }
   // Table rows in the order the policies were asked for.
