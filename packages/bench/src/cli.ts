@@ -220,8 +220,7 @@ export async function run(argv: string[]): Promise<void> {
     }
     save();
   };
-  // The references see the fleet the policies run on: its host tier among the rest.
-  const fleet = { ...scenario, fleet: { ...scenario.fleet, cpuKvRatio: cfg.cpuKvRatio } };
+  const fleet = { ...scenario, fleet: { ...scenario.fleet, cpuKvRatio: cfg.cpuKvRatio } }; // as the policies run it
   if (cfg.mode === 'des') {
     const running = runDesPolicies(cfg, { replicas, trace, l4, routerOverrides, agentOverrides, gossip, plan }, settle);
     report.references = computeReferences(fleet, plan, replicas);

@@ -12,6 +12,7 @@ import type { ReplicaState } from '@warmpath/shared/wire';
 import { EngineModel, type EngineProfile, type PeerKv, type StepResult } from '@warmpath/sim';
 import { cpuKvTokensOf, DEFAULT_MODEL, type FleetShape } from '../scenarios.ts';
 import { simEngineSource } from './engine-source.ts';
+import { sharedKv } from '../tiers.ts';
 import type { EventQueue } from './queue.ts';
 import type { Rec } from './request.ts';
 
@@ -213,4 +214,25 @@ function tierSettings(profile: EngineProfile, hostKvTokens: number): Record<stri
   if (hostKvTokens <= 0) return {};
   const gpu = profile.numGpuBlocks * profile.blockSize;
   return { hostKvTokens, digestMaxHashes: Math.round(AGENT_SCHEMA.digestMaxHashes.default * (1 + hostKvTokens / gpu)) };
+}
+
+/** `n` replicas, engine and agent each; with KV sharing on (`shape.kvSharing`), each engine reaches the others' caches. */
+export function desReplicas(
+  n: number,
+  q: EventQueue,
+  profile: EngineProfile,
+  shape: FleetShape,
+  hop: number,
+  hooks: ReplicaHooks,
+  agent: Record<string, unknown>,
+): DesReplica[] {
+  const models: EngineModel[] = [];
+  const sharing = shape.kvSharing === 'peer';
+  const replicas = Array.from(
+    { length: n },
+    (_, i) =>
+      new DesReplica(`replica-${i}`, q, profile, shape, hop, hooks, agent, sharing ? sharedKv(models, i) : undefined),
+  );
+  for (const r of replicas) models.push(r.model);
+  return replicas;
 }

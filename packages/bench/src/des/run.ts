@@ -30,17 +30,17 @@
 import { routerConfig, RouterCore, type Send } from '@warmpath/router';
 import { encodeSnapshot, ERRORS, type ReplicaState, type RequestInfo } from '@warmpath/shared/wire';
 import { mulberry32 } from '@warmpath/shared/runtime';
-import { PROFILES, type EngineModel, type EngineProfile } from '@warmpath/sim';
+import { PROFILES, type EngineProfile } from '@warmpath/sim';
 import { lastArrivalMs, type PlannedRequest, type RequestResult } from '../loadgen.ts';
 import { summarize, type EngineTotals, type PolicyResult } from '../report.ts';
 import type { Scenario } from '../scenarios.ts';
-import { sharedKv, tierRouterSettings } from '../tiers.ts';
+import { tierRouterSettings } from '../tiers.ts';
 import { deploymentOf, type Feed } from './feeds.ts';
 import { DEFAULT_GOSSIP, delaySampler, type GossipModel } from './gossip.ts';
 import { createOraclePolicy } from './oracle.ts';
 import { registerPeers } from '../peers/index.ts';
 import { EventQueue } from './queue.ts';
-import { DesReplica, type ReplicaHooks } from './replica.ts';
+import { desReplicas, DesReplica, type ReplicaHooks } from './replica.ts';
 import type { PreparedInbox } from './prepared-feed.ts';
 import { describeSettingsKey, newRec, prepare, type Prepared, type Rec } from './request.ts';
 
@@ -215,27 +215,11 @@ function buildFleet(
   const feed = feedHooks(deployment.feed, q, routers, random, gossip);
   const hooks: ReplicaHooks = { ...feed.hooks, ...resultHooks(out) };
   // A peer deployed without Warmpath's agents has no admission control, and sees only the adapters the engine reports in use.
-  const models: EngineModel[] = [];
-  const sharing = o.scenario.fleet.kvSharing === 'peer';
-  const replicas = Array.from(
-    { length: o.replicas },
-    (_, i) =>
-      new DesReplica(
-        `replica-${i}`,
-        q,
-        profile,
-        o.scenario.fleet,
-        hop,
-        hooks,
-        {
-          ...o.agentOverrides,
-          admission: deployment.admission,
-          ...(deployment.admission ? {} : { loadedAdapters: false }),
-        },
-        sharing ? sharedKv(models, i) : undefined,
-      ),
-  );
-  for (const r of replicas) models.push(r.model);
+  const replicas = desReplicas(o.replicas, q, profile, o.scenario.fleet, hop, hooks, {
+    ...o.agentOverrides,
+    admission: deployment.admission,
+    ...(deployment.admission ? {} : { loadedAdapters: false }),
+  });
   const byId = new Map(replicas.map((r) => [r.id, r]));
   // The router → agent hop: the agent admits (or refuses, answered one hop later) on arrival.
   const send: Send<Rec> = (d, report) => {
