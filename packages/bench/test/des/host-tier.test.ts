@@ -109,5 +109,5 @@ describe('KV sharing in DES and on the bench', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-  });
+  }, 120_000);
 });
