@@ -218,6 +218,13 @@ export const AGENT_SCHEMA = {
     max: 1e12,
     doc: 'KV capacity override, tokens (0 = from engine metrics)',
   },
+  hostKvTokens: {
+    type: 'number',
+    default: 0,
+    min: 0,
+    max: 1e12,
+    doc: "the engine's host-memory KV tier (CPU offloading), tokens; 0 = none",
+  },
   weight: { type: 'number', default: 1, min: 0, max: 1e6, doc: 'relative ring weight published to routers' },
   endpoints: {
     type: 'list',

@@ -17,6 +17,7 @@ import { computeReferences, type References } from './references.ts';
 import { pdRolesOf } from './des/pd.ts';
 import { markdownTable, writeHtml, writeJson, type BenchReport, type PolicyResult } from './report.ts';
 import { CPU_KV_RATIO_SETTING, DEFAULT_MODEL, SCENARIOS, type Scenario } from './scenarios.ts';
+import { KV_SHARING_SETTING, type KvSharing } from './tiers.ts';
 
 /** The product's policies, the peers' emulations, warmpath over the engines' true state (DES only), and the oracle. */
 export const ALL_POLICIES = [...BUILT_IN_POLICIES, ...PEER_POLICIES, 'warmpath-instant', 'oracle'] as const;
@@ -138,6 +139,7 @@ export const benchSchema = {
     default: [],
     doc: "des: router i's --models, as the i-th entry's groups joined by '+' (e.g. g0+g1); * or absent = every group",
   },
+  ...KV_SHARING_SETTING,
   gossipLoss: {
     type: 'number',
     default: 0,
@@ -204,6 +206,7 @@ export async function run(argv: string[]): Promise<void> {
     timeScale: cfg.timeScale,
     profile: scenario.fleet.profile,
     cpuKvRatio: cfg.cpuKvRatio,
+    ...(cfg.kvSharing !== 'off' ? { kvSharing: cfg.kvSharing } : {}),
     requests: plan.length,
     ...(cfg.trace !== '' ? { trace: cfg.trace } : {}),
     ...(cfg.mode === 'des' ? { gossip } : {}),
@@ -238,12 +241,13 @@ export async function run(argv: string[]): Promise<void> {
     }
     save();
   };
+  const fleet = { ...scenario, fleet: { ...scenario.fleet, cpuKvRatio: cfg.cpuKvRatio } }; // as the policies run it
   if (cfg.mode === 'des') {
     const running = runDesPolicies(cfg, { replicas, trace, l4, routerOverrides, agentOverrides, gossip, plan }, settle);
-    report.references = computeReferences(scenario, plan, replicas);
+    report.references = computeReferences(fleet, plan, replicas);
     await running;
   } else {
-    report.references = computeReferences(scenario, plan, replicas);
+    report.references = computeReferences(fleet, plan, replicas);
     await runLivePolicies(cfg, { scenario, plan, replicas, duration, routerOverrides, agentOverrides }, settle);
   }
   // Table rows in the order the policies were asked for.
@@ -262,6 +266,10 @@ function checkPolicies(cfg: BenchConfig): void {
   if (cfg.mode === 'live' && desOnly.length > 0)
     throw new ConfigError(
       `command line: DES-only policies ${desOnly.join(', ')} run only in --mode des (they need the engines' true state or the simulator's feeds); drop them from --policies in live mode`,
+    );
+  if (cfg.mode === 'live' && cfg.kvSharing !== 'off')
+    throw new ConfigError(
+      'command line: --kv-sharing peer runs only in --mode des (the live simulator has no peer fetch)',
     );
 }
 
@@ -319,6 +327,7 @@ async function runDesPolicies(
     ...(cfg.modelGroups > 0
       ? { groups: { count: cfg.modelGroups, routers: cfg.routerModels.map((m) => m.split('+')) } }
       : {}),
+    ...(cfg.kvSharing !== 'off' ? { kvSharing: cfg.kvSharing as KvSharing } : {}),
   });
   // Submits every policy, then describes the plan once here while the workers start (the references below reuse the descriptions).
   const { outcomes } = pool.runShared(cfg.policies.map(job), o.plan);

@@ -23,6 +23,7 @@ import type { L4Mode } from './l4.ts';
 import type { PlannedRequest } from './loadgen.ts';
 import type { PolicyResult } from './report.ts';
 import { DEFAULT_MODEL, SCENARIOS } from './scenarios.ts';
+import type { KvSharing } from './tiers.ts';
 
 export interface DesJob {
   scenario: string;
@@ -45,6 +46,8 @@ export interface DesJob {
   pd?: string | undefined;
   /** DES model groups and the groups each router serves (des/run.ts DesGroups); absent: one group. */
   groups?: DesGroups | undefined;
+  /** KV sharing between replicas (absent = off). */
+  kvSharing?: KvSharing | undefined;
 }
 
 /** What identifies a job's plan, whatever its policy, routers and L4 (they share descriptions: prepared-feed.ts). */

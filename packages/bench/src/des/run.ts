@@ -34,12 +34,13 @@ import { PROFILES, type EngineProfile } from '@warmpath/sim';
 import { lastArrivalMs, type PlannedRequest, type RequestResult } from '../loadgen.ts';
 import { summarize, type DesGossipDetail, type EngineTotals, type PolicyResult } from '../report.ts';
 import type { Scenario } from '../scenarios.ts';
+import { tierRouterSettings } from '../tiers.ts';
 import { deploymentOf, feedHooks } from './feeds.ts';
 import { DEFAULT_GOSSIP, type GossipModel } from './gossip.ts';
 import { createOraclePolicy } from './oracle.ts';
 import { registerPeers } from '../peers/index.ts';
 import { EventQueue } from './queue.ts';
-import { DesReplica, type ReplicaHooks } from './replica.ts';
+import { desReplicas, DesReplica, type ReplicaHooks } from './replica.ts';
 import { pdRolesOf, sendPair } from './pd.ts';
 import type { PreparedInbox } from './prepared-feed.ts';
 import { describeSettingsKey, newRec, prepare, type Prepared, type Rec } from './request.ts';
@@ -261,17 +262,13 @@ function buildReplicas(
 ): DesReplica[] {
   // A peer deployed without Warmpath's agents has no admission control, and sees only the adapters the engine reports in use.
   const roles = pdRolesOf(o.pd);
-  return Array.from(
-    { length: roles?.length ?? o.replicas },
-    (_, i) =>
-      new DesReplica(`replica-${i}`, q, profile, o.scenario.fleet, hop, hooks, {
-        ...o.agentOverrides,
-        ...(roles !== undefined ? { role: roles[i] } : {}),
-        ...(o.groups !== undefined ? { group: `g${i % o.groups.count}` } : {}),
-        admission: deployment.admission,
-        ...(deployment.admission ? {} : { loadedAdapters: false }),
-      }),
-  );
+  return desReplicas(roles?.length ?? o.replicas, q, profile, o.scenario.fleet, hop, hooks, (i) => ({
+    ...o.agentOverrides,
+    ...(roles !== undefined ? { role: roles[i] } : {}),
+    ...(o.groups !== undefined ? { group: `g${i % o.groups.count}` } : {}),
+    admission: deployment.admission,
+    ...(deployment.admission ? {} : { loadedAdapters: false }),
+  }));
 }
 
 function buildFleet(
@@ -314,7 +311,12 @@ function buildFleet(
   let pulls = 0;
   // The peers' emulations are policies of the benchmark's, not the product's: registered before the config names one.
   registerPeers();
-  const config = routerConfig({ ...o.routerOverrides, policy: deployment.routerPolicy, fleet: 'des' });
+  const config = routerConfig({
+    ...tierRouterSettings(o.scenario.fleet),
+    ...o.routerOverrides,
+    policy: deployment.routerPolicy,
+    fleet: 'des',
+  });
   const tenants = o.tenants && desTenants(o.tenants, o.routers, q, random, gossip);
   const servedBy = (i: number): RouterConfig => {
     const models = o.groups?.routers?.[i];

@@ -362,9 +362,10 @@ export class FleetView {
     return this.#warmth.slots;
   }
 
-  /** Matched depth (chunks) of `slot` from the last scanWarmth. */
-  depthOf(slot: number): number {
-    return this.#warmth.depthOf(slot);
+  /** Matched depth (chunks) of `slot` from the last scanWarmth; given that scan's chain, its leading chunks on the GPU (digest-sync.ts). */
+  depthOf(slot: number, chain?: BigUint64Array): number {
+    const d = this.#warmth.depthOf(slot);
+    return chain === undefined ? d : this.#sync.gpuDepth(slot, halves(chain), d);
   }
 
   /** Does replica r's digest hold this hash? (tests, debugging) */
