@@ -224,11 +224,9 @@ export async function run(argv: string[]): Promise<void> {
     failures: [],
   };
   const done = (): BenchReport => ({ ...report, references: report.references! });
-  // Each policy's result is written as soon as it finishes; a failed policy is reported, never fatal.
-  const save = (): void => {
-    // (A policy cannot finish before the references: they are computed on this thread before it reads any result.)
-    if (cfg.json !== '') writeJson(cfg.json, done());
-  };
+  // Each policy's result is written as soon as it finishes (never before the references: they are computed on
+  // this thread before it reads any result); a failed policy is reported, never fatal.
+  const save = (): void => (cfg.json !== '' ? writeJson(cfg.json, done()) : undefined);
   const settle = (policy: string, r: PolicyResult | Error, seconds: number): void => {
     if (r instanceof Error) {
       report.failures!.push({ policy, error: r.message });

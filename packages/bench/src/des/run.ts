@@ -2,8 +2,7 @@
  * Discrete-event fleet simulator: the same engine model (packages/sim), the
  * same agent logic and the same router core (placement, retries, queue) as
  * the live fleet, driven in virtual time by one event queue — so thousands of
- * replicas and many routers fit on one core, and policies can be compared in
- * seconds.
+ * replicas and many routers fit on one core, and policies compare in seconds.
  *
  * What is modelled, per request: client → router core (placement, retries on
  * an agent's refusal, the bounded router queue) → agent (admission, in-flight
@@ -16,8 +15,7 @@
  * with or without the agents' admission control; a router that sees a gap
  * pulls the digest snapshot (instantly). The oracle is a router policy over
  * the engines' true state (oracle.ts).
- * Network hops cost `hopMs`. What is not: HTTP parsing CPU, TCP, engine
- * failures.
+ * Network hops cost `hopMs`. What is not: HTTP parsing CPU, TCP, engine failures.
  *
  * Steps: build every replica and router → schedule arrivals (a request's
  * record and description are made when it arrives: the main thread's, from
@@ -250,7 +248,6 @@ interface Fleet {
 
 type Outcomes = { finish(rec: Rec): void; fail(rec: Rec, code: string, status: number): void };
 
-/** Replicas (engine + agent), router cores with the simulator as their transport, the policy's feed between them. */
 /** The simulated replicas: engine model + agent core each, by role with `pd` and by group with `groups`. */
 function buildReplicas(
   o: DesOptions,
@@ -271,6 +268,7 @@ function buildReplicas(
   }));
 }
 
+/** Replicas (engine + agent), router cores with the simulator as their transport, the policy's feed between them. */
 function buildFleet(
   o: DesOptions,
   q: EventQueue,

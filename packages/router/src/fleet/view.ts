@@ -15,10 +15,8 @@
  * → supersede by (bootAt, boot, seq) → store it → groups dirty only if
  * membership changed → digest to digest sync → wake listeners. A sweep
  * turns stale replicas not-live, forgets silent ones.
- * Complexity: O(|delta|) table operations plus O(1) per state; load-only
- * updates never rebuild rings; warmth is O(depth + holders), not O(replicas).
- * Trade-off: consumers get the stored records, typed read-only (`ReplicaView`),
- * not copies: no allocation per read; digest sync state is not on them.
+ * Complexity: O(|delta|) table operations plus O(1) per state; load-only updates never rebuild rings.
+ * Trade-off: consumers get the stored records, typed read-only (`ReplicaView`), not copies.
  */
 import {
   decodeState,
