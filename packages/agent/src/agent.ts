@@ -24,7 +24,7 @@ import {
   UPSTREAM_KEEP_ALIVE_MS,
   type Logger,
 } from '@warmpath/shared/runtime';
-import { prepareRequestSchemas, sendError, type EngineKind } from '@warmpath/shared/wire';
+import { groupOf, prepareRequestSchemas, sendError, type EngineKind, type ReplicaState } from '@warmpath/shared/wire';
 import { createAdminHandler } from './admin.ts';
 import { kvBootstrapOf, resolveRole } from './disagg.ts';
 import { agentConfig } from './config.ts';
@@ -116,9 +116,10 @@ export async function startAgent(
       url: `http://${advertise}:${proxyAddr.port}`,
       admin: '', // set once the admin port is bound
       engine,
+      ...(config.group !== '' ? { group: config.group } : {}),
     },
     engine: adapterSource(adapter, config.scrapeTimeoutMs),
-    ...(gossip !== undefined ? { send: (bytes: Uint8Array) => gossip.publish(bytes) } : {}),
+    ...(gossip !== undefined ? { send: publishOn(gossip) } : {}),
     onEngine: (e) => logEngine(logger, e, () => agentCore.monitor.lastError),
   });
   collectDefaultMetrics({ register: agentCore.metrics.registry });
@@ -222,6 +223,11 @@ async function learnRole(
 function advertisedHost(config: AgentConfig): string {
   if (config.advertiseHost !== '') return urlHost(config.advertiseHost);
   return urlHost(config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host);
+}
+
+/** Each state goes on its model group's gossip topic (shared/gossip/groups.ts). */
+function publishOn(gossip: GossipNode): (bytes: Uint8Array, s: ReplicaState) => Promise<number> {
+  return (bytes, s) => gossip.publish(bytes, groupOf(s));
 }
 
 /** The admin API's fields beyond the core's own: the engine and the gossip node. */

@@ -66,6 +66,12 @@ export const AGENT_SCHEMA = {
   },
   fleet: { type: 'string', default: 'default', essential: true, doc: 'fleet name (gossip topic)' },
   replicaId: { type: 'string', default: '', doc: 'stable replica id (default: hostname:proxy-port)' },
+  group: {
+    type: 'string',
+    default: '',
+    essential: true,
+    doc: "model group (pool) whose gossip topic the state goes on, for routers' --models (default: the base model)",
+  },
   gossipListen: { type: 'list', default: ['/ip4/127.0.0.1/tcp/0'], essential: true, doc: 'libp2p listen multiaddrs' },
   bootstrap: {
     type: 'list',
@@ -211,6 +217,13 @@ export const AGENT_SCHEMA = {
     min: 0,
     max: 1e12,
     doc: 'KV capacity override, tokens (0 = from engine metrics)',
+  },
+  hostKvTokens: {
+    type: 'number',
+    default: 0,
+    min: 0,
+    max: 1e12,
+    doc: "the engine's host-memory KV tier (CPU offloading), tokens; 0 = none",
   },
   weight: { type: 'number', default: 1, min: 0, max: 1e6, doc: 'relative ring weight published to routers' },
   endpoints: {

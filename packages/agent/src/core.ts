@@ -204,6 +204,7 @@ export class AgentCore {
     if (cause !== 'cleared') this.metrics.engineRestarts.inc();
     this.metrics.cacheResets.inc({ cause });
     this.ledger.cache.reset();
+    this.ledger.gpu?.reset();
     this.publisher.poke(true);
     this.#onEngine?.({ type: 'reset', cause });
   }

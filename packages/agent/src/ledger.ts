@@ -28,6 +28,7 @@ import type { EngineSnapshot, ModelEntry } from './engines/types.ts';
 import type { AgentMetrics } from './metrics.ts';
 import { ClearDetector } from './cache-clear.ts';
 import { DecayingRate } from './rate.ts';
+import { GpuTier } from './tiers.ts';
 
 /** Tokens of slack when turning cached_tokens into chunks: engines never report the last block of a prompt as cached. */
 const FEEDBACK_SLACK_TOKENS = 32;
@@ -58,7 +59,10 @@ const INITIAL_CHUNKS = 65_536;
 export class AgentLedger {
   readonly config: AgentConfig;
   readonly metrics: AgentMetrics;
+  /** The cache model: both tiers as one LRU when the engine has a host-memory tier (tiers.ts). */
   readonly cache: CacheModel;
+  /** Which of the cache model's chunks are on the GPU; undefined without a host tier. */
+  readonly gpu: GpuTier | undefined;
   readonly inflight = new Set<Inflight>();
   inflightTokens = 0;
   /** Σ prefill of in-flight requests without a first token yet. */
@@ -95,6 +99,7 @@ export class AgentLedger {
       capacity: config.cacheCapacityChunks > 0 ? config.cacheCapacityChunks : INITIAL_CHUNKS,
       published: config.digestMaxHashes,
     });
+    this.gpu = config.hostKvTokens > 0 ? new GpuTier(INITIAL_CHUNKS) : undefined;
   }
 
   get status(): ReplicaStatus {
@@ -114,8 +119,11 @@ export class AgentLedger {
     this.snapshot = snap;
     this.snapshotStartedAt = startedAt;
     const cap = this.kvCapacityTokens;
-    if (this.config.cacheCapacityChunks === 0 && cap > 0)
-      this.cache.resize(chunksFor(cap, this.config.charsPerToken, this.config.chunkChars));
+    const cfg = this.config;
+    if (cfg.cacheCapacityChunks === 0 && cap > 0) {
+      this.cache.resize(chunksFor(cap + cfg.hostKvTokens, cfg.charsPerToken, cfg.chunkChars));
+      this.gpu?.resize(chunksFor(cap, cfg.charsPerToken, cfg.chunkChars));
+    }
     return prevHot !== this.hotAdapters().join(',');
   }
 
@@ -290,6 +298,7 @@ export class AgentLedger {
     const flight = this.begin(info, predicted, received);
     // A decode leg's prompt KV lands here by transfer: the cache model learns it as if prefilled here.
     cache.record(info.hashes, this.now());
+    this.gpu?.record(info.hashes);
     if (info.adapter !== '' && this.config.loadedAdapters) this.#serve(info.adapter);
     return { flight, predicted, stamps };
   }

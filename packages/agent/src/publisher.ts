@@ -44,6 +44,8 @@ export interface ReplicaIdentity {
   zone?: string;
   /** A prefill replica's KV bootstrap address, host:port (SGLang's bootstrap server). */
   kvBootstrap?: string;
+  /** The model group it publishes for (`--group`); absent: its base model (protocol.ts groupOf). */
+  group?: string;
 }
 
 export interface PublisherOptions {
@@ -146,13 +148,16 @@ export class Publisher {
   /** The full digest as of the last published message (served to routers that missed deltas). */
   snapshot(): DigestSnapshot {
     const id = this.#o.identity;
+    const hashes = this.#ledger.cache.published();
+    const gpu = this.#ledger.gpu;
     return {
       v: PROTOCOL_VERSION,
       replica: id.replica,
       boot: id.boot,
       seq: this.#seq,
       chunkChars: this.#ledger.config.chunkChars,
-      hashes: this.#ledger.cache.published(),
+      hashes,
+      ...(gpu !== undefined ? { host: gpu.hostOf(hashes) } : {}),
     };
   }
 
@@ -163,6 +168,11 @@ export class Publisher {
     const prev = this.#seq;
     const seq = ++this.#seq;
     const delta = l.cache.takeDelta(LIMITS.deltaHashes);
+    // A full delta is no delta: routers pull the snapshot, which carries the tiers; past the limit, tier moves wait for it too.
+    const tiers = l.gpu?.take(l.cache, delta.added);
+    const n = delta.added.length + delta.removed.length;
+    const moved =
+      tiers !== undefined && !delta.full && n + tiers.promoted.length + tiers.host.length <= LIMITS.deltaHashes;
     return {
       v: PROTOCOL_VERSION,
       fleet: id.fleet,
@@ -175,6 +185,7 @@ export class Publisher {
       admin: id.admin,
       engine: id.engine,
       models: l.models.slice(0, LIMITS.listItems),
+      ...(id.group !== undefined ? { group: id.group } : {}),
       adapters: l.adapters.slice(0, LIMITS.listItems),
       hotAdapters: l.hotAdapters().slice(0, LIMITS.listItems),
       endpoints: l.endpoints(),
@@ -186,6 +197,8 @@ export class Publisher {
         from: delta.full || prev === 0 ? -1 : prev,
         added: delta.added,
         removed: delta.removed,
+        ...(moved && tiers.host.length > 0 ? { host: tiers.host } : {}),
+        ...(moved && tiers.promoted.length > 0 ? { gpu: tiers.promoted } : {}),
         size: l.cache.publishedSize,
       },
       ...(id.role !== undefined && id.role !== 'both' ? { role: id.role } : {}),

@@ -5,12 +5,14 @@
  * routers at random; the admitted tokens (the engines' usage) per 60 s window
  * ÷ the limit, as tenant-figures.ts reads the DES runs.
  *
- *   node packages/bench/bench/limits-live.ts [--routers 4] [--seconds 150] [--rate 2] [--seed 101]
+ *   node packages/bench/bench/limits-live.ts [--routers 4] [--seconds 180] [--rate 2] [--seed 101]
+ *     [--json docs/data/limits-live.json]
  *
  * `rate`: the tenant's share in requests per second (its limit is that many
  * requests' tokens a minute); it sends five times as many.
  * Smoke: --routers 2 --seconds 70
  */
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,15 +21,17 @@ import { launchFleet } from '@warmpath/launch';
 import { HEADERS } from '@warmpath/shared/wire';
 import { assignRouters } from '../src/l4.ts';
 import { runLoad, type PlannedRequest } from '../src/loadgen.ts';
+import type { LiveLimitsJson } from '../src/limits-table.ts';
 import { admissionsOf, limitHeld } from '../src/tenant-figures.ts';
 import { rng, textOf } from '../src/text.ts';
 
 const { values } = parseArgs({
   options: {
     routers: { type: 'string', default: '4' },
-    seconds: { type: 'string', default: '150' },
+    seconds: { type: 'string', default: '180' },
     rate: { type: 'string', default: '2' },
     seed: { type: 'string', default: '101' },
+    json: { type: 'string' },
   },
 });
 const routers = Number(values.routers);
@@ -39,6 +43,7 @@ const OUTPUT = 20;
 
 const fleet = await launchFleet({ replicas: 2, routers: 1, profile: 'tiny', speed: 4, routerArgs: [] });
 try {
+  await fleet.waitConverged(60_000);
   const models = (await (await fetch(`${fleet.routerUrls[0]}/v1/models`)).json()) as { data: Array<{ id: string }> };
   const model = models.data[0]!.id;
   // A request's tokens as the engine counts them: measured on one, so the limit is `rate` such requests a second.
@@ -53,8 +58,20 @@ try {
     JSON.stringify({ tenants: [{ name: 'flood', keys: ['sk-flood'], limits: { tokensPerMinute: limit } }] }),
   );
   const urls: string[] = [];
-  for (let i = 0; i < routers; i++) urls.push((await fleet.addRouter(undefined, ['--tenants', file])).info['url']!);
-  await fleet.waitConverged(60_000);
+  // Each router also bootstraps to the routers before it: the launcher's routers dial only the agents,
+  // which never relay, and the routers' topic needs a mesh of routers (as a deployment's router DNS name gives).
+  const peers: string[] = [];
+  for (let i = 0; i < routers; i++) {
+    const p = await fleet.addRouter(undefined, ['--tenants', file, ...peers.flatMap((x) => ['--bootstrap', x])]);
+    urls.push(p.info['url']!);
+    peers.push(p.info['peer']!);
+  }
+  // Ready: each router sees a replica (its fleet endpoint wants a tenant's key, /readyz does not).
+  const ready = async (u: string) => ((await (await fetch(`${u}/readyz`)).json()) as { ready: boolean }).ready;
+  for (let i = 0; !(await Promise.all(urls.map(ready))).every(Boolean); i++) {
+    if (i > 300) throw new Error('the routers did not become ready in 60 s');
+    await new Promise((r) => setTimeout(r, 200));
+  }
   // Let the routers hear each other on the routers' topic before the flood starts.
   await new Promise((r) => setTimeout(r, 3_000));
   const r = rng(seed);
@@ -70,6 +87,21 @@ try {
   const held = limitHeld(admissionsOf(shifted, 'flood'), limit, seconds);
   const refused = results.filter((x) => x.error === 'rate_limit_exceeded').length;
   const failed = results.filter((x) => !x.ok && x.error !== 'rate_limit_exceeded').length;
+  if (values.json !== undefined) {
+    const json: LiveLimitsJson = {
+      meta: {
+        command: `node packages/bench/bench/limits-live.ts ${process.argv.slice(2).join(' ')}`.trim(),
+        commit: execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim(),
+      },
+      routers,
+      seconds,
+      requests: plan.length,
+      refused,
+      failed,
+      ...held,
+    };
+    writeFileSync(values.json, `${JSON.stringify(json, null, 1)}\n`);
+  }
   console.log(
     `${routers} routers, limit ${limit} tokens/min (${perRequest} tokens a request), ${plan.length} requests in ${seconds} s: ` +
       `${refused} refused by the limit, ${failed} failed otherwise; admitted ÷ limit per 60 s window: ` +

@@ -49,6 +49,7 @@ const inputs = {
   ...(committed.ablationScale !== undefined ? { ablationScale: committed.ablationScale } : {}),
   ...(committed.limits !== undefined ? { limits: committed.limits } : {}),
   ...(committed.misroutes !== undefined ? { misroutes: committed.misroutes } : {}),
+  ...(committed.limitsLive !== undefined ? { limitsLive: committed.limitsLive } : {}),
 };
 if (values.commit !== undefined || values.command !== undefined) {
   const path = join(ROOT, inputs.goals);

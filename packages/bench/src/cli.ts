@@ -17,6 +17,7 @@ import { computeReferences, type References } from './references.ts';
 import { pdRolesOf } from './des/pd.ts';
 import { markdownTable, writeHtml, writeJson, type BenchReport, type PolicyResult } from './report.ts';
 import { CPU_KV_RATIO_SETTING, DEFAULT_MODEL, SCENARIOS, type Scenario } from './scenarios.ts';
+import { KV_SHARING_SETTING, type KvSharing } from './tiers.ts';
 
 /** The product's policies, the peers' emulations, warmpath over the engines' true state (DES only), and the oracle. */
 export const ALL_POLICIES = [...BUILT_IN_POLICIES, ...PEER_POLICIES, 'warmpath-instant', 'oracle'] as const;
@@ -125,6 +126,20 @@ export const benchSchema = {
     doc: 'des: gossip delay per message and router, ms: uniform:min:max, exp:base:mean or lognormal:p50:p99',
   },
   ...CPU_KV_RATIO_SETTING,
+  modelGroups: {
+    type: 'number',
+    default: 0,
+    min: 0,
+    max: 10_000,
+    integer: true,
+    doc: 'des: split the replicas into this many model groups, replica i in g<i mod n> (0 = one group)',
+  },
+  routerModels: {
+    type: 'list',
+    default: [],
+    doc: "des: router i's --models, as the i-th entry's groups joined by '+' (e.g. g0+g1); * or absent = every group",
+  },
+  ...KV_SHARING_SETTING,
   gossipLoss: {
     type: 'number',
     default: 0,
@@ -191,6 +206,7 @@ export async function run(argv: string[]): Promise<void> {
     timeScale: cfg.timeScale,
     profile: scenario.fleet.profile,
     cpuKvRatio: cfg.cpuKvRatio,
+    ...(cfg.kvSharing !== 'off' ? { kvSharing: cfg.kvSharing } : {}),
     requests: plan.length,
     ...(cfg.trace !== '' ? { trace: cfg.trace } : {}),
     ...(cfg.mode === 'des' ? { gossip } : {}),
@@ -208,11 +224,9 @@ export async function run(argv: string[]): Promise<void> {
     failures: [],
   };
   const done = (): BenchReport => ({ ...report, references: report.references! });
-  // Each policy's result is written as soon as it finishes; a failed policy is reported, never fatal.
-  const save = (): void => {
-    // (A policy cannot finish before the references: they are computed on this thread before it reads any result.)
-    if (cfg.json !== '') writeJson(cfg.json, done());
-  };
+  // Each policy's result is written as soon as it finishes (never before the references: they are computed on
+  // this thread before it reads any result); a failed policy is reported, never fatal.
+  const save = (): void => (cfg.json !== '' ? writeJson(cfg.json, done()) : undefined);
   const settle = (policy: string, r: PolicyResult | Error, seconds: number): void => {
     if (r instanceof Error) {
       report.failures!.push({ policy, error: r.message });
@@ -225,12 +239,13 @@ export async function run(argv: string[]): Promise<void> {
     }
     save();
   };
+  const fleet = { ...scenario, fleet: { ...scenario.fleet, cpuKvRatio: cfg.cpuKvRatio } }; // as the policies run it
   if (cfg.mode === 'des') {
     const running = runDesPolicies(cfg, { replicas, trace, l4, routerOverrides, agentOverrides, gossip, plan }, settle);
-    report.references = computeReferences(scenario, plan, replicas);
+    report.references = computeReferences(fleet, plan, replicas);
     await running;
   } else {
-    report.references = computeReferences(scenario, plan, replicas);
+    report.references = computeReferences(fleet, plan, replicas);
     await runLivePolicies(cfg, { scenario, plan, replicas, duration, routerOverrides, agentOverrides }, settle);
   }
   // Table rows in the order the policies were asked for.
@@ -249,6 +264,10 @@ function checkPolicies(cfg: BenchConfig): void {
   if (cfg.mode === 'live' && desOnly.length > 0)
     throw new ConfigError(
       `command line: DES-only policies ${desOnly.join(', ')} run only in --mode des (they need the engines' true state or the simulator's feeds); drop them from --policies in live mode`,
+    );
+  if (cfg.mode === 'live' && cfg.kvSharing !== 'off')
+    throw new ConfigError(
+      'command line: --kv-sharing peer runs only in --mode des (the live simulator has no peer fetch)',
     );
 }
 
@@ -303,6 +322,10 @@ async function runDesPolicies(
     gossip: o.gossip,
     ...(cfg.cpuKvRatio > 0 ? { cpuKvRatio: cfg.cpuKvRatio } : {}),
     ...(cfg.pd !== '' ? { pd: cfg.pd } : {}),
+    ...(cfg.modelGroups > 0
+      ? { groups: { count: cfg.modelGroups, routers: cfg.routerModels.map((m) => m.split('+')) } }
+      : {}),
+    ...(cfg.kvSharing !== 'off' ? { kvSharing: cfg.kvSharing as KvSharing } : {}),
   });
   // Submits every policy, then describes the plan once here while the workers start (the references below reuse the descriptions).
   const { outcomes } = pool.runShared(cfg.policies.map(job), o.plan);

@@ -8,7 +8,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ablationTable, type AblationJson } from './ablation-table.ts';
-import { limitsTable, type LimitsJson } from './limits-table.ts';
+import { limitsTable, liveLimitsLine, type LimitsJson, type LiveLimitsJson } from './limits-table.ts';
 import { misrouteTable, type MisroutesJson } from './misroutes.ts';
 import { replaceBetween, resultsTable, scoreboardMarkdown, type GoalsJson } from './scoreboard.ts';
 
@@ -26,6 +26,7 @@ export const DOC_DATA = {
   ablationDoc: 'docs/ABLATION.md',
   /** The global-limit runs (bench/limits.ts) and the doc they are tabled in. */
   limits: 'docs/data/limits.json',
+  limitsLive: 'docs/data/limits-live.json',
   tenantsDoc: 'docs/TENANTS.md',
   plot: 'docs/plots/results.png',
 } as const;
@@ -37,6 +38,7 @@ export const MARKERS = {
   ablationScale: 'ablation-scale',
   limits: 'global-limits',
   misroutes: 'misroutes',
+  limitsLive: 'global-limits-live',
 } as const;
 
 export interface DocInputs {
@@ -45,6 +47,7 @@ export interface DocInputs {
   ablationScale?: string;
   limits?: string;
   misroutes?: string;
+  limitsLive?: string;
 }
 
 /** Every generated doc's full text, by path relative to `root`, from the JSON files given. */
@@ -67,7 +70,12 @@ export function renderDocs(root: string, inputs: DocInputs): Map<string, string>
   if (inputs.limits !== undefined) {
     const limits = JSON.parse(readFileSync(join(root, inputs.limits), 'utf8')) as LimitsJson;
     const tenants = readFileSync(join(root, DOC_DATA.tenantsDoc), 'utf8');
-    out.set(DOC_DATA.tenantsDoc, replaceBetween(tenants, MARKERS.limits, limitsTable(limits, inputs.limits)));
+    let doc = replaceBetween(tenants, MARKERS.limits, limitsTable(limits, inputs.limits));
+    if (inputs.limitsLive !== undefined) {
+      const live = JSON.parse(readFileSync(join(root, inputs.limitsLive), 'utf8')) as LiveLimitsJson;
+      doc = replaceBetween(doc, MARKERS.limitsLive, liveLimitsLine(live, inputs.limitsLive));
+    }
+    out.set(DOC_DATA.tenantsDoc, doc);
   }
   if (inputs.misroutes !== undefined) {
     const json = JSON.parse(readFileSync(join(root, inputs.misroutes), 'utf8')) as MisroutesJson;
@@ -85,5 +93,6 @@ export function committedInputs(root: string): DocInputs {
     ...(existsSync(join(root, DOC_DATA.ablationScale)) ? { ablationScale: DOC_DATA.ablationScale } : {}),
     ...(existsSync(join(root, DOC_DATA.limits)) ? { limits: DOC_DATA.limits } : {}),
     ...(existsSync(join(root, DOC_DATA.misroutes)) ? { misroutes: DOC_DATA.misroutes } : {}),
+    ...(existsSync(join(root, DOC_DATA.limitsLive)) ? { limitsLive: DOC_DATA.limitsLive } : {}),
   };
 }

@@ -238,6 +238,116 @@ function routerRows(scenario: string, seed: number, runs: RunSet, refs: Referenc
   return out;
 }
 
+/**
+ * The tiered goals (`warmpath goals --tiers`): every engine with host memory
+ * TIERS.cpuKvRatio × its GPU KV and KV sharing on, for every policy alike,
+ * on TIERS.scenarios; warmpath against the tier-aware peers (2 routers,
+ * random L4) and against itself at 1 router.
+ */
+export const TIERS = {
+  scenarios: ['trace', 'chat', 'longctx'],
+  peers: ['llm-d-precise', 'dynamo-kv'],
+  cpuKvRatio: 4,
+  kvSharing: 'peer',
+  ofCeiling: 0.9, // hit rate ≥ 0.9 × the tiered ceiling
+  ofTieredTtft: 1.3, // TTFT p50 ≤ 1.3 × the tiered TTFT reference
+} as const;
+
+/** Every DES job one (scenario, seed) of the tiered goals needs. */
+export function tierJobsFor(scenario: string, seed: number, trace: string | undefined): DesJob[] {
+  const job = (routers: number, policy: string): DesJob => ({
+    scenario,
+    seed,
+    rate: 0,
+    duration: 0,
+    trace,
+    replicas: 0,
+    routers,
+    l4: 'random',
+    policy,
+    cpuKvRatio: TIERS.cpuKvRatio,
+    kvSharing: TIERS.kvSharing,
+  });
+  return [
+    ...['warmpath', ...TIERS.peers].map((p) => job(BASE_ROUTERS, p)),
+    ...ROUTER_COUNTS.map((n) => job(n, 'warmpath')),
+  ];
+}
+
+/** The tiered goals' rows for one (scenario, seed): against the tiered references, the tier-aware peers, 1 router. */
+export function tierRows(scenario: string, seed: number, runs: RunSet, refs: References | undefined): GoalRow[] {
+  const row = (goal: string, measured: string, target: string, pass: boolean): GoalRow => ({
+    scenario,
+    seed,
+    goal: `tiered: ${goal}`,
+    measured,
+    target,
+    pass,
+  });
+  const w = runs.get(BASE_ROUTERS, 'random', 'warmpath');
+  if (w === undefined) return [row('warmpath ran', 'failed', 'a result', false)];
+  const out: GoalRow[] = [];
+  const ceiling = refs?.hitRateCeiling.tiered?.belady;
+  if (ceiling !== undefined && ceiling > 0) {
+    const of = w.cache_hit_rate / ceiling;
+    out.push(
+      row(
+        'hit rate ≥ 90% of the tiered ceiling',
+        `${pct(w.cache_hit_rate)} of ${pct(ceiling)} (${pct(of)})`,
+        '≥ 90%',
+        of >= TIERS.ofCeiling,
+      ),
+    );
+  }
+  const ref = refs?.ttftTieredMs?.p50;
+  if (ref !== undefined && ref > 0) {
+    const r = p50AllRequests(w) / ref;
+    out.push(
+      row(
+        'TTFT p50 ≤ 1.3 × tiered reference',
+        `${f0(p50AllRequests(w))} vs ${f0(ref)} ms (${r.toFixed(2)}×)`,
+        '≤ 1.3×',
+        r <= TIERS.ofTieredTtft,
+      ),
+    );
+  }
+  const peers = TIERS.peers.flatMap((p) => runs.get(BASE_ROUTERS, 'random', p) ?? []);
+  for (const [name, of] of [
+    ['p50', p50AllRequests],
+    ['p99', p99AllRequests],
+  ] as const) {
+    if (peers.length === 0) break;
+    const best = peers.reduce((a, b) => (of(b) < of(a) ? b : a));
+    const r = of(w) / of(best);
+    out.push(
+      row(
+        `TTFT ${name} ≤ 0.95 × best tier-aware peer`,
+        `${f0(of(w))} vs ${best.policy} ${f0(of(best))} ms (${r.toFixed(2)}×)`,
+        '≤ 0.95×',
+        r <= TARGETS.vsPeer,
+      ),
+    );
+  }
+  const one = runs.get(1, 'random', 'warmpath');
+  for (const n of [4, 16]) {
+    const m = runs.get(n, 'random', 'warmpath');
+    if (one === undefined || m === undefined) continue;
+    const hit = m.cache_hit_rate / Math.max(1e-9, one.cache_hit_rate);
+    const p50 = p50AllRequests(m) / p50AllRequests(one);
+    const p99 = p99AllRequests(m) / p99AllRequests(one);
+    const pass = hit >= TARGETS.routersHit && p50 <= TARGETS.routersTtft && p99 <= TARGETS.routersTtft;
+    out.push(
+      row(
+        `${n} routers within 5% of 1 router`,
+        `hit ${hit.toFixed(3)}×, p50 ${p50.toFixed(2)}×, p99 ${p99.toFixed(2)}×`,
+        'hit ≥ 0.95×, TTFT ≤ 1.05×',
+        pass,
+      ),
+    );
+  }
+  return out;
+}
+
 export function checkRuns(scenario: string, seed: number, runs: RunSet, refs: References | undefined): GoalRow[] {
   return [...baseRows(scenario, seed, runs, refs), ...routerRows(scenario, seed, runs, refs)];
 }

@@ -12,6 +12,7 @@
  *  - 4 and 16 routers: hit rate ≥ 0.95 × and TTFT p50/p99 ≤ 1.05 × 1 router's;
  *  - within 10% of `warmpath-instant` (true engine state, no delay) on p50/p99;
  *  - lora: adapter loads ≤ 0.95 × the fewest of any peer.
+ * With --tiers, the tiered goals instead (goal-rows.ts, TIERS).
  * A TTFT target under the plan's TTFT bound (references.ts: no policy's
  * p50 / p99 is below it) is marked beyond any router; a goal beyond reach on
  * so many seeds that it cannot hold on enough of them is counted apart.
@@ -35,6 +36,9 @@ import {
   jobsFor,
   RunSet,
   TARGETS,
+  tierJobsFor,
+  TIERS,
+  tierRows,
   type GoalRow,
 } from './goal-rows.ts';
 
@@ -49,6 +53,9 @@ export {
   PEER_POLICIES,
   RunSet,
   TARGETS,
+  tierJobsFor,
+  TIERS,
+  tierRows,
   TUNING_SEEDS,
   type GoalRow,
 } from './goal-rows.ts';
@@ -65,6 +72,11 @@ export const goalsSchema = {
     default: '',
     doc: 'Mooncake-format trace for the trace scenario ("" = the one shipped in packages/bench/traces/)',
   },
+  tiers: {
+    type: 'boolean',
+    default: false,
+    doc: 'the tiered goals instead: host memory 4× the GPU KV and KV sharing, on trace, chat and longctx',
+  },
   workers: { type: 'number', default: 2, min: 1, max: 64, integer: true, doc: 'DES jobs run at once (worker threads)' },
   json: {
     type: 'string',
@@ -80,6 +92,8 @@ export const GOALS_HELP: CommandHelp = {
     'warmpath goals',
     '# one seed, two scenarios, every result saved as it arrives',
     'warmpath goals --seeds 101 --scenarios seed,chat --json goals.json',
+    '# the tiered goals: host memory 4x and KV sharing on trace, chat and longctx',
+    'warmpath goals --tiers --json goals-tiers.json',
   ],
 };
 
@@ -111,15 +125,19 @@ export async function run(argv: string[]): Promise<void> {
     for (const scenario of cfg.scenarios) {
       const runs = new RunSet();
       // The plan is described once here for all its jobs (streamed to the workers already running some), then its references.
-      const sc = SCENARIOS[scenario]!;
-      const { outcomes, plan } = pool.runShared(jobsFor(scenario, seed, trace));
+      const named = SCENARIOS[scenario]!;
+      if (cfg.tiers && !(TIERS.scenarios as readonly string[]).includes(scenario)) continue;
+      const sc = cfg.tiers
+        ? { ...named, fleet: { ...named.fleet, cpuKvRatio: TIERS.cpuKvRatio, kvSharing: TIERS.kvSharing } }
+        : named;
+      const { outcomes, plan } = pool.runShared((cfg.tiers ? tierJobsFor : jobsFor)(scenario, seed, trace));
       const jobs = outcomes.map((o) => o.then((x) => record(x, runs, progress, save)));
       const refs = computeReferences(sc, plan, sc.fleet.replicas);
       done.set(
         `${scenario}|${seed}`,
         Promise.all(jobs).then(() => {
           progress.references[`${scenario}|${seed}`] = refs;
-          progress.rows.push(...checkRuns(scenario, seed, runs, refs));
+          progress.rows.push(...(cfg.tiers ? tierRows : checkRuns)(scenario, seed, runs, refs));
           save();
           console.error(`goals: ${scenario}, seed ${seed} done (${((Date.now() - started) / 60_000).toFixed(1)} min)`);
         }),

@@ -119,3 +119,28 @@ export function limitsTable(json: LimitsJson, source: string): string {
     ...rows,
   ].join('\n');
 }
+
+/** The live run (bench/limits-live.ts): router processes over real gossip, one tenant flooding at 5× its limit. */
+export interface LiveLimitsJson {
+  meta: { command: string; commit?: string | undefined };
+  routers: number;
+  seconds: number;
+  limit: number;
+  requests: number;
+  refused: number;
+  failed: number;
+  windows: number;
+  mean: number;
+  min: number;
+  max: number;
+}
+
+/** The live run in one sentence; `source` names the JSON. */
+export function liveLimitsLine(json: LiveLimitsJson, source: string): string {
+  return (
+    `Live, from \`${source}\` (${json.meta.command}${json.meta.commit !== undefined ? `, commit ${json.meta.commit}` : ''}): ` +
+    `${json.routers} router processes, ${json.requests} requests in ${json.seconds} s at five times a limit of ` +
+    `${json.limit} tokens per minute, ${json.refused} refused by the limit, ${json.failed} failed otherwise; ` +
+    `admitted ÷ limit over ${json.windows} windows of 60 s: mean ${f3(json.mean)}, lowest ${f3(json.min)}, highest ${f3(json.max)}.`
+  );
+}

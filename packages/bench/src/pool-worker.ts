@@ -43,7 +43,11 @@ async function runJob(
     const named = SCENARIOS[job.scenario];
     if (named === undefined) throw new Error(`unknown scenario "${job.scenario}"`);
     const ratio = job.cpuKvRatio ?? 0;
-    const scenario = ratio > 0 ? { ...named, fleet: { ...named.fleet, cpuKvRatio: ratio } } : named;
+    const tiers = {
+      ...(ratio > 0 ? { cpuKvRatio: ratio } : {}),
+      ...(job.kvSharing ? { kvSharing: job.kvSharing } : {}),
+    };
+    const scenario = Object.keys(tiers).length > 0 ? { ...named, fleet: { ...named.fleet, ...tiers } } : named;
     const { plan, spanS } = planOf(job);
     // Made before the first await, so that no batch arrives before it.
     if (feed !== undefined) slot.inbox = new PreparedInbox(feed, plan);
@@ -59,6 +63,7 @@ async function runJob(
       ...(job.agentOverrides !== undefined ? { agentOverrides: job.agentOverrides } : {}),
       ...(job.gossip !== undefined ? { gossip: job.gossip } : {}),
       ...(job.pd !== undefined ? { pd: job.pd } : {}),
+      ...(job.groups !== undefined ? { groups: job.groups } : {}),
       ...(slot.inbox !== undefined ? { prepared: slot.inbox } : {}),
     });
     parentPort!.postMessage({ result });

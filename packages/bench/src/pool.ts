@@ -16,12 +16,14 @@
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import type { GossipModel } from './des/gossip.ts';
+import type { DesGroups } from './des/run.ts';
 import { routerConfig } from '@warmpath/router';
 import { type FeedId, type PreparedBatch, PreparedFeed } from './des/prepared-feed.ts';
 import type { L4Mode } from './l4.ts';
 import type { PlannedRequest } from './loadgen.ts';
 import type { PolicyResult } from './report.ts';
 import { DEFAULT_MODEL, SCENARIOS } from './scenarios.ts';
+import type { KvSharing } from './tiers.ts';
 
 export interface DesJob {
   scenario: string;
@@ -42,6 +44,10 @@ export interface DesJob {
   cpuKvRatio?: number | undefined;
   /** A disaggregated fleet P:D (des/pd.ts); absent = aggregated. */
   pd?: string | undefined;
+  /** DES model groups and the groups each router serves (des/run.ts DesGroups); absent: one group. */
+  groups?: DesGroups | undefined;
+  /** KV sharing between replicas (absent = off). */
+  kvSharing?: KvSharing | undefined;
 }
 
 /** What identifies a job's plan, whatever its policy, routers and L4 (they share descriptions: prepared-feed.ts). */

@@ -37,11 +37,11 @@
  * much is achievable".
  */
 import { routerConfig } from '@warmpath/router';
-import { EngineModel, PROFILES, type EngineProfile, type PromptIdentity } from '@warmpath/sim';
+import { EngineModel, hostReloadMs, PROFILES, type EngineProfile, type PromptIdentity } from '@warmpath/sim';
 import { prepare } from './des/request.ts';
 import { percentile, type PlannedRequest } from './loadgen.ts';
 import type { Scenario } from './scenarios.ts';
-import { hitCeiling } from './hit-ceiling.ts';
+import { hitCeiling, type HitCeiling } from './hit-ceiling.ts';
 
 export { hitCeiling, type HitCeiling } from './hit-ceiling.ts';
 
@@ -58,10 +58,18 @@ export interface TtftFloor {
 }
 
 export interface References {
-  readonly hitRateCeiling: { readonly belady: number; readonly unlimited: number; readonly capacityBlocks: number };
+  readonly hitRateCeiling: {
+    readonly belady: number;
+    readonly unlimited: number;
+    readonly capacityBlocks: number;
+    /** With a host-memory tier: the fleet's GPU and host KV pooled as one cache (tiers.ts in bench). */
+    readonly tiered?: { readonly belady: number; readonly capacityBlocks: number };
+  };
   readonly ttftFloorMs: TtftFloor;
   /** No policy's TTFT p50 / p99 on this plan and fleet is below these. */
   readonly ttftBoundMs: TtftFloor;
+  /** With a host-memory tier: each request alone holding its tiered ceiling hit, the part past the GPU's reloaded. */
+  readonly ttftTieredMs?: TtftFloor;
 }
 
 /** TTFT p50 / p99 of each request alone on an idle engine that already holds `cachedTokens[i]` of its prompt. */
@@ -233,11 +241,54 @@ export function computeReferences(scenario: Scenario, plan: readonly PlannedRequ
     cachedTokens: ceiling.cachedTokens,
   });
   const firstLoads = firstLoadTtfts(reqs, ceiling.seenTokens, profile, adapters, maxLoras);
+  const tiered = tieredReferences(reqs, profile, replicas, scenario.fleet.cpuKvRatio ?? 0, {
+    adapters,
+    maxLoras,
+    ceiling,
+    floor,
+  });
   return {
-    hitRateCeiling: { belady: round4(ceiling.belady), unlimited: round4(ceiling.unlimited), capacityBlocks },
+    hitRateCeiling: {
+      belady: round4(ceiling.belady),
+      unlimited: round4(ceiling.unlimited),
+      capacityBlocks,
+      ...(tiered !== undefined ? { tiered: tiered.ceiling } : {}),
+    },
     ttftFloorMs: tails(floor),
     ttftBoundMs: boundTails(bound, firstLoads),
+    ...(tiered !== undefined ? { ttftTieredMs: tiered.ttft } : {}),
   };
+}
+
+/**
+ * With a host-memory tier of `ratio` × each GPU's KV: the ceiling with the
+ * fleet's GPU and host KV pooled as one cache (Belady over replicas × (1 +
+ * ratio) GPUs' blocks), and each request's TTFT alone on an idle replica
+ * holding that hit, of which what the GPU-only ceiling hits is on its GPU
+ * and the rest is reloaded over PCIe first (Belady's contents at a capacity
+ * include those at any smaller one, so the rest is never negative). A peer's
+ * blocks are in the pool too, priced as a reload (the modelled network is no
+ * faster than PCIe). Like the floor, a reference per request (Belady's
+ * hits), not a bound request by request.
+ */
+function tieredReferences(
+  reqs: readonly PlanRequest[],
+  profile: EngineProfile,
+  replicas: number,
+  ratio: number,
+  gpu: { adapters: readonly string[]; maxLoras: number; ceiling: HitCeiling; floor: readonly number[] },
+): { ceiling: { belady: number; capacityBlocks: number }; ttft: TtftFloor } | undefined {
+  if (ratio <= 0) return undefined;
+  const capacityBlocks = Math.round(replicas * profile.numGpuBlocks * (1 + ratio));
+  const pooled = hitCeiling(reqs, profile.blockSize, capacityBlocks);
+  const alone = aloneTtfts(reqs, pooled.cachedTokens, profile, gpu.adapters, gpu.maxLoras, {
+    ttfts: gpu.floor,
+    cachedTokens: gpu.ceiling.cachedTokens,
+  });
+  const ttfts = alone.map(
+    (t, i) => t + hostReloadMs(profile, Math.max(0, pooled.cachedTokens[i]! - gpu.ceiling.cachedTokens[i]!)),
+  );
+  return { ceiling: { belady: round4(pooled.belady), capacityBlocks }, ttft: tails(ttfts) };
 }
 
 const round4 = (x: number): number => Math.round(x * 1e4) / 1e4;

@@ -20,6 +20,9 @@ export interface DesGossipDetail {
   /** One router's fleet view at the end: digest hashes held over all replicas, and the bytes of its digest tables and holder index. */
   viewHashes: number;
   viewBytes: number;
+  /** With model groups (des/run.ts DesGroups): the groups each router serves (`*`: every one), and the state bytes each received per simulated second. */
+  routerGroups?: string[][];
+  receivedBytesPerRouterS?: number[];
 }
 
 export interface PolicyResult {
@@ -230,7 +233,7 @@ export function markdownTable(report: BenchReport): string {
       ? []
       : [
           '',
-          `References (no router can do better on this plan and fleet): hit-rate ceiling ${(refs.hitRateCeiling.belady * 100).toFixed(1)}% (the fleet's KV as one cache, optimal eviction; ${(refs.hitRateCeiling.unlimited * 100).toFixed(1)}% unlimited); TTFT floor p50 ${refs.ttftFloorMs.p50} ms, p99 ${refs.ttftFloorMs.p99} ms (each request alone on an idle replica holding its ceiling hit)${bound(refs)}.`,
+          `References (no router can do better on this plan and fleet): hit-rate ceiling ${(refs.hitRateCeiling.belady * 100).toFixed(1)}% (the fleet's KV as one cache, optimal eviction; ${(refs.hitRateCeiling.unlimited * 100).toFixed(1)}% unlimited); TTFT floor p50 ${refs.ttftFloorMs.p50} ms, p99 ${refs.ttftFloorMs.p99} ms (each request alone on an idle replica holding its ceiling hit)${bound(refs)}.${tiered(refs)}`,
         ];
   return [
     `### ${report.scenario} (${report.mode}; times in simulated ms)`,
@@ -255,6 +258,15 @@ function bound(refs: References): string {
   return b === undefined
     ? ''
     : `; TTFT bound p50 ${b.p50} ms, p99 ${b.p99} ms, which no policy goes under (each request alone on an idle replica holding every earlier block, and each adapter's first load waited for once)`;
+}
+
+/** The tiered references, when the fleet has a host-memory tier. */
+function tiered(refs: References): string {
+  const c = refs.hitRateCeiling.tiered;
+  const t = refs.ttftTieredMs;
+  return c === undefined || t === undefined
+    ? ''
+    : ` With host memory: hit-rate ceiling ${(c.belady * 100).toFixed(1)}% (GPU and host KV pooled as one cache); tiered TTFT reference p50 ${t.p50} ms, p99 ${t.p99} ms (that hit, the part past the GPU's reloaded over PCIe).`;
 }
 
 export function writeJson(path: string, report: BenchReport): void {

@@ -44,6 +44,8 @@ export interface FleetShape {
   maxLoras?: number;
   /** Host-memory KV tier of each replica, as a multiple of its GPU KV (vLLM's CPU offloading); 0 or absent = off. */
   cpuKvRatio?: number;
+  /** KV sharing: 'peer', an engine fetches a prefix another replica holds over the network; absent = off. */
+  kvSharing?: 'off' | 'peer';
 }
 
 /** The `cpuKvRatio` setting, as `warmpath bench` and `warmpath demo` both take it. */

@@ -1,5 +1,17 @@
 import { describe, expect, it } from 'vitest';
-import { checkRuns, goalsTable, jobsFor, p50AllRequests, p99AllRequests, PEER_POLICIES, RunSet } from '../src/goals.ts';
+import {
+  checkRuns,
+  goalsTable,
+  jobsFor,
+  p50AllRequests,
+  p99AllRequests,
+  PEER_POLICIES,
+  RunSet,
+  tierJobsFor,
+  TIERS,
+  tierRows,
+} from '../src/goals.ts';
+import type { References } from '../src/references.ts';
 import { p50OverAllRequests, percentileOverAllRequests, type PolicyResult } from '../src/report.ts';
 
 function result(
@@ -164,5 +176,41 @@ describe('TTFT over every request sent', () => {
     expect(p50AllRequests({ ...base, detail: { ...detail, ttftP50AllRequests: null } })).toBe(Number.POSITIVE_INFINITY);
     expect(p99AllRequests({ ...base, detail: { ...detail, ttftP99AllRequests: null } })).toBe(Number.POSITIVE_INFINITY);
     expect(p50AllRequests(base)).toBe(30);
+  });
+
+  it('tiered goals: against the tiered references, the tier-aware peers and 1 router, on jobs with host memory and sharing', () => {
+    const jobs = tierJobsFor('trace', 101, undefined);
+    expect(jobs.every((j) => j.cpuKvRatio === TIERS.cpuKvRatio && j.kvSharing === 'peer')).toBe(true);
+    expect(jobs.map((j) => `${j.routers} ${j.policy}`).sort()).toEqual(
+      ['2 warmpath', '2 llm-d-precise', '2 dynamo-kv', '1 warmpath', '4 warmpath', '16 warmpath'].sort(),
+    );
+    const refs = {
+      hitRateCeiling: { belady: 0.5, unlimited: 0.7, capacityBlocks: 1, tiered: { belady: 0.6, capacityBlocks: 5 } },
+      ttftFloorMs: { p50: 50, p99: 500 },
+      ttftBoundMs: { p50: 50, p99: 500 },
+      ttftTieredMs: { p50: 60, p99: 600 },
+    } satisfies References;
+    const set = (w: Parameters<typeof result>[1], peer: Parameters<typeof result>[1]): RunSet => {
+      const s = new RunSet();
+      for (const n of [1, 2, 4, 16]) s.set(n, 'random', result('warmpath', w));
+      for (const p of TIERS.peers) s.set(2, 'random', result(p, peer));
+      return s;
+    };
+    const good = tierRows('trace', 101, set({ p50: 70, p99: 280, hit: 0.55 }, { p50: 100, p99: 300 }), refs);
+    expect(good.map((g) => g.goal)).toEqual([
+      'tiered: hit rate ≥ 90% of the tiered ceiling',
+      'tiered: TTFT p50 ≤ 1.3 × tiered reference',
+      'tiered: TTFT p50 ≤ 0.95 × best tier-aware peer',
+      'tiered: TTFT p99 ≤ 0.95 × best tier-aware peer',
+      'tiered: 4 routers within 5% of 1 router',
+      'tiered: 16 routers within 5% of 1 router',
+    ]);
+    expect(good.filter((g) => !g.pass)).toEqual([]);
+    // 0.5 is 83% of the tiered ceiling; 80 ms is 1.33 × the tiered reference.
+    const bad = tierRows('trace', 101, set({ p50: 80, p99: 280, hit: 0.5 }, { p50: 100, p99: 300 }), refs);
+    expect(bad.filter((g) => !g.pass).map((g) => g.goal)).toEqual([
+      'tiered: hit rate ≥ 90% of the tiered ceiling',
+      'tiered: TTFT p50 ≤ 1.3 × tiered reference',
+    ]);
   });
 });

@@ -4,11 +4,15 @@
  * every tenant has sent a request (window allocated, usage booked), after
  * forced collections (docs/TENANTS.md, "Memory").
  *
- *   node_modules/.bin/node --expose-gc packages/router/bench/tenants-file.ts [--tenants 10000] [--format json|yaml]
+ *   node_modules/.bin/node packages/router/bench/tenants-file.ts [--tenants 10000] [--format json|yaml]
+ *
+ * Smoke: --tenants 500
  *
  * One format per process, so neither run's garbage or shared strings blur the other's heap.
  */
 import { parseArgs } from 'node:util';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { stringify } from 'yaml';
 import { parseTenants } from '../src/tenants/file.ts';
 import { Tenancy } from '../src/tenants/tenancy.ts';
@@ -17,8 +21,8 @@ const { values } = parseArgs({
   options: { tenants: { type: 'string', default: '10000' }, format: { type: 'string', default: 'json' } },
 });
 const n = Number(values.tenants);
-const gc = (globalThis as { gc?: () => void }).gc;
-if (gc === undefined) throw new Error('run with --expose-gc');
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
 
 const doc = {
   tenants: Array.from({ length: n }, (_, i) => ({
@@ -31,8 +35,8 @@ const doc = {
 };
 
 function heap(): number {
-  gc!();
-  gc!();
+  gc();
+  gc();
   return process.memoryUsage().heapUsed;
 }
 

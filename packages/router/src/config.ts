@@ -14,7 +14,12 @@ import {
   type Schema,
 } from '@warmpath/shared/runtime';
 import { POLICY_NAMES } from './placement/policy-names.ts';
-import { DEFAULT_HARD_BOUND, DEFAULT_HOME_HORIZON_MS, DEFAULT_SPILL_CHOICES } from './placement/warmpath/mode.ts';
+import {
+  DEFAULT_HARD_BOUND,
+  DEFAULT_HOME_HORIZON_MS,
+  DEFAULT_HOST_RELOAD_COST,
+  DEFAULT_SPILL_CHOICES,
+} from './placement/warmpath/mode.ts';
 import { SWITCHABLE_STEP_NAMES } from './placement/warmpath/steps.ts';
 
 export { POLICY_NAMES };
@@ -39,6 +44,12 @@ export const ROUTER_SCHEMA = {
     doc: 'gossip peers to dial (multiaddrs, /p2p/<id> optional): the other routers, or the agents when routers form no mesh',
   },
   gossipListen: { type: 'list', default: ['/ip4/127.0.0.1/tcp/0'], essential: true, doc: 'gossip listen multiaddrs' },
+  models: {
+    type: 'list',
+    default: ['*'],
+    essential: true,
+    doc: "model groups served, their gossip topics only (an agent's --group, else its base model); * = every group",
+  },
   bootstrapDns: {
     type: 'list',
     default: [],
@@ -191,6 +202,21 @@ export const ROUTER_SCHEMA = {
     min: 0,
     max: 600_000,
     doc: "equally warm replicas compare prefill queue plus this many ms of their recent clients' work (0 = queue alone)",
+  },
+  // The rule: docs/PLACEMENT.md, 'Tiers and peers'.
+  hostReloadCost: {
+    type: 'number',
+    default: DEFAULT_HOST_RELOAD_COST,
+    min: 0,
+    max: 1,
+    doc: "a prefix chunk in an engine's host memory, reloaded over PCIe, costs this fraction of prefilling it (1 = worth nothing)",
+  },
+  peerFetchCost: {
+    type: 'number',
+    default: 1,
+    min: 0,
+    max: 1,
+    doc: 'a prefix chunk another replica holds, fetched over the network, costs this fraction of prefilling it (1 = engines share no KV)',
   },
   placementOff: {
     type: 'list',

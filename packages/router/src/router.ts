@@ -23,6 +23,7 @@ import { prepareRequestSchemas } from '@warmpath/shared/wire';
 import { createGossipNode, gossipOptionsOf, type GossipNode, type GossipOrigin } from '@warmpath/shared/gossip';
 import { RouterCore } from './core/router-core.ts';
 import type { CoreMetrics, Send } from './core/types.ts';
+import { followGroups } from './fleet/served.ts';
 import { snapshotFetcher } from './fleet/snapshot.ts';
 import type { FleetView, Replica, ViewEvent } from './fleet/view.ts';
 import { createSend } from './http/forward.ts';
@@ -69,6 +70,8 @@ export interface Router {
   /** Gossip peer id and multiaddrs (…/p2p/<id>); empty without gossip. */
   readonly peerId: string | undefined;
   readonly peerAddrs: string[];
+  /** The gossip node (its groups, mesh and counters); undefined without gossip. */
+  readonly gossip: GossipNode | undefined;
   readonly config: RouterConfig;
   readonly view: FleetView;
   readonly local: LocalState;
@@ -100,9 +103,7 @@ export async function startRouter(options: RouterOptions = {}): Promise<Router> 
     ...overrides
   } = options;
   if (validated !== undefined && !isLoadedConfig(validated))
-    throw new ConfigError(
-      'startRouter: `config` must come from routerConfig()/loadConfig(); pass plain keys to have them validated',
-    );
+    throw new ConfigError('startRouter: `config` must come from routerConfig()/loadConfig() (or pass plain keys)');
   const config = validated ?? loadConfig(ROUTER_SCHEMA, { overrides: overrides as Record<string, unknown> });
   prepareRequestSchemas();
   const id = config.id !== '' ? config.id : `router-${randomBytes(4).toString('hex')}`;
@@ -130,13 +131,8 @@ export async function startRouter(options: RouterOptions = {}): Promise<Router> 
   let gossip: Awaited<ReturnType<typeof joinGossip>> | undefined;
   const { server, drain } = createRouterServer({ ...parts, core, metrics, apiKeys, gossip: () => gossip?.node });
   try {
-    gossip = await joinGossip(
-      config,
-      gossipOpt,
-      core.view,
-      (bytes, origin) => core.receiveBytes(bytes, origin),
-      logger,
-    );
+    const receive = (bytes: Uint8Array, origin: GossipOrigin): void => core.receiveBytes(bytes, origin);
+    gossip = await joinGossip(config, gossipOpt, core.view, receive, logger);
     if (share instanceof GossipShare) gossip = share.attach(gossip);
     await listen(server, config.port, config.host);
   } catch (err) {
@@ -155,6 +151,7 @@ export async function startRouter(options: RouterOptions = {}): Promise<Router> 
     port,
     peerId: gossip.node?.peerId,
     peerAddrs: gossip.node?.multiaddrs() ?? [],
+    gossip: gossip.node,
     config,
     view: core.view,
     local: core.local,
@@ -364,10 +361,18 @@ async function joinGossip(
   if (opt === false) return { node: undefined, leave: async () => {} };
   const own = opt === undefined;
   const warn = (w: { code: string; message: string }): void => logger.warn({ code: w.code }, w.message);
-  const node = opt ?? (await createGossipNode(await gossipOptionsOf(config, warn, [SHARE_CHANNEL])));
+  const groups = view.served.gossipGroups;
+  const node =
+    opt ??
+    (await createGossipNode({
+      ...(await gossipOptionsOf(config, warn, [SHARE_CHANNEL])),
+      ...(groups !== undefined ? { groups } : {}),
+    }));
   node.setValidator((bytes, origin) => view.judge(bytes, origin));
   const unsubscribe = node.onMessage((bytes, _from, origin) => onMessage(bytes, origin));
+  const unfollow = node.servesAll ? followGroups(node, () => view.replicas.values()) : () => {};
   const leave = async (): Promise<void> => {
+    unfollow();
     unsubscribe();
     node.setValidator(undefined);
     if (own) await node.stop().catch(() => {});

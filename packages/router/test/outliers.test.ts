@@ -104,8 +104,12 @@ describe('outlier ejection', () => {
   });
 
   it("the agent's own refusals and client aborts never count; a refused connection ejects at once", () => {
-    const { clock, core, sent, counts, routeTo } = setup(['a', 'b', 'c']);
-    for (let i = 0; i < 10; i++) failThenOk(sent, routeTo('a'), { kind: 'rejected', status: 429, reason: 'kv' });
+    const { clock, core, sent, counts, routeTo, refresh } = setup(['a', 'b', 'c']);
+    // Each refusal holds `a` full until its next report (core/refusals.ts): one report per refusal.
+    for (let i = 0; i < 10; i++) {
+      failThenOk(sent, routeTo('a'), { kind: 'rejected', status: 429, reason: 'kv' });
+      refresh();
+    }
     for (let i = 0; i < 10; i++) routeTo('a').report({ kind: 'done', outcome: 'aborted', error: 'aborted' });
     expect(counts.ejected).toEqual([]);
     failThenOk(sent, routeTo('b'), { kind: 'connect' });
@@ -148,7 +152,7 @@ describe('retry budget and crash limit', () => {
   });
 
   it('retries after failures stay within max(retryBudgetMin, retryBudgetPercent × active); the rest wait for a slot until queueTimeoutMs; refusals are not budgeted', () => {
-    const { clock, core, sent, answers, counts, route } = setup(['a', 'b', 'c'], {
+    const { clock, core, sent, answers, counts, route, refresh } = setup(['a', 'b', 'c'], {
       retryBudgetMin: 3,
       retryBudgetPercent: 20,
       queueTimeoutMs: 500,
@@ -165,7 +169,10 @@ describe('retry budget and crash limit', () => {
     expect(sent[13]!.d.route.attempt).toBe('retry');
     expect([core.retrying, core.waiting]).toEqual([3, 6]);
     const more = Array.from({ length: 5 }, () => route()); // refusals spill without a slot
-    for (const s of more) s.report({ kind: 'rejected', status: 429 });
+    for (const s of more) {
+      s.report({ kind: 'rejected', status: 429 });
+      refresh(); // a report after each: the refusal rule holds a replica full only until its next one
+    }
     expect(sent).toHaveLength(24);
     expect(answers).toHaveLength(0);
     clock.advance(500); // nothing else ends: the waiting ones give up

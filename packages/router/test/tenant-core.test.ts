@@ -35,12 +35,15 @@ function setup(overrides: Record<string, unknown> = {}) {
     tenancy,
     metrics: { placed: () => {}, retried: () => {}, upstreamError: () => {}, shed: (b) => shed.push(b) },
   });
-  core.receive(makeState('a', { sentAt: clock.now() }));
+  let seq = 1;
+  // A fresh state: an agent's refusal holds its replica full to this router until the next one (core/refusals.ts).
+  const refresh = (): void => core.receive(makeState('a', { sentAt: clock.now(), seq: seq++ }));
+  refresh();
   const route = (ctx: string, tenant: string) => {
     const body = chat(ctx);
     return core.route(ctx, core.describe(body, 'chat', {}), body, tenancy.who(tenancy.tenants.get(tenant)!, undefined));
   };
-  return { clock, core, sent, answers, tenancy, route, shed };
+  return { clock, core, sent, answers, tenancy, route, shed, refresh };
 }
 
 describe('tenants in the router core', () => {
@@ -69,13 +72,14 @@ describe('tenants in the router core', () => {
   });
 
   it('a queued request cancelled by its client, or timed out, frees its slot', () => {
-    const { sent, answers, tenancy, route, core, clock } = setup({ queueTimeoutMs: 500 });
+    const { sent, answers, tenancy, route, core, clock, refresh } = setup({ queueTimeoutMs: 500 });
     const a = route('a', 'chat');
     sent[0]!.report({ kind: 'rejected', status: 429, reason: 'kv' }); // the only replica refused: it waits
     expect(core.waiting).toBe(1);
     core.cancel(a);
     expect(core.waiting).toBe(0);
     expect(tenancy.limiter.inFlight('chat')).toBe(0);
+    refresh();
     route('b', 'chat');
     sent[1]!.report({ kind: 'rejected', status: 429, reason: 'kv' });
     clock.advance(30);
@@ -88,15 +92,17 @@ describe('tenants in the router core', () => {
   });
 
   it('when the queue is full, sheds the batch request for the interactive one, and serves interactive first', () => {
-    const { sent, answers, route, clock, shed } = setup({ queueMax: 2 });
+    const { sent, answers, route, clock, shed, refresh } = setup({ queueMax: 2 });
     route('batch1', 'evals');
     route('batch2', 'evals');
     sent[0]!.report({ kind: 'rejected', status: 429, reason: 'kv' });
     sent[1]!.report({ kind: 'rejected', status: 429, reason: 'kv' });
+    refresh();
     route('int1', 'chat');
     sent[2]!.report({ kind: 'rejected', status: 429, reason: 'kv' });
     expect(answers.map((x) => [x.ctx, x.e.code, x.e.retryAfter])).toEqual([['batch2', 'fleet_saturated', true]]);
     expect(shed).toEqual(['batch']);
+    refresh();
     clock.advance(50); // the queue's poll: both placed again, interactive first
     expect(sent.slice(3).map((s) => s.d.ctx)).toEqual(['int1', 'batch1']);
   });

@@ -1,6 +1,8 @@
 /**
  * The fleet's gossip node: agents publish replica state on it, routers
- * subscribe. One libp2p node per process, one gossipsub topic per fleet.
+ * subscribe. One libp2p node per process; one gossipsub topic per fleet and
+ * one per model group (gossip/groups.ts: a router holds only the groups it
+ * serves).
  *
  * Steps:
  *  1. Validate options once (fleet name, multiaddrs, swarm key, identity).
@@ -41,18 +43,20 @@
  * the agents that picked it.
  */
 
-// Modules: types.ts (the contract), options.ts (validation, topic), keys.ts
+// Modules: types.ts (the contract), options.ts (validation, topic), groups.ts (model-group topics), keys.ts
 // (swarm key, identity, options from settings), libp2p.ts (node construction, topic validation),
 // dial-peers.ts (bootstrap and DNS peers, picking), upkeep.ts (redial,
 // silent peers, isolation warning), node.ts (lifecycle,
 // publish, delivery), constants.ts (tunables with units).
 export { createGossipNode } from './gossip/node.ts';
 export { channelTopic, topicFor } from './gossip/options.ts';
+export { groupTopicFor } from './gossip/groups.ts';
 export {
   DEFAULT_GOSSIP_PORT,
   GRAYLIST_THRESHOLD,
   GOSSIP_THRESHOLD,
   MAX_CONNECTIONS,
+  MAX_GROUPS,
   MESH_D,
   MESH_D_HI,
 } from './gossip/constants.ts';

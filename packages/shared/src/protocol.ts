@@ -85,6 +85,14 @@ export interface DigestDelta {
   from: number;
   added: BigUint64Array;
   removed: BigUint64Array;
+  /**
+   * An engine with a host-memory KV tier (evicted from the GPU, reloadable
+   * over PCIe): held hashes now only in host memory (`host`), and held ones
+   * back on the GPU (`gpu`). A receiver updates only hashes it holds; a hash
+   * in `added` is on the GPU. Both absent without the tier.
+   */
+  host?: BigUint64Array;
+  gpu?: BigUint64Array;
   /** Digest size after applying. */
   size: number;
 }
@@ -107,6 +115,12 @@ export interface ReplicaState {
   admin: string;
   engine: EngineKind;
   models: string[];
+  /**
+   * The model group whose gossip topic the state is published on (the
+   * agent's `--group`); absent: its base model when it serves one (groupOf).
+   * Optional, absent from older agents.
+   */
+  group?: string;
   adapters: string[];
   hotAdapters: string[];
   endpoints: Endpoint[];
@@ -141,6 +155,16 @@ export function unpackHashes(bytes: Uint8Array): BigUint64Array {
   return out;
 }
 
+/**
+ * The model group a state belongs to (docs/OPERATIONS.md, "Splitting
+ * routers by model group"): its `group`, else its one base model; undefined
+ * for an agent serving several base models and no `--group`, which only
+ * routers serving every group hold.
+ */
+export function groupOf(s: Pick<ReplicaState, 'group' | 'models'>): string | undefined {
+  return s.group ?? (s.models.length === 1 ? s.models[0] : undefined);
+}
+
 export function encodeState(s: ReplicaState): Uint8Array {
   return packr.pack({
     ...s,
@@ -149,6 +173,8 @@ export function encodeState(s: ReplicaState): Uint8Array {
       size: s.digest.size,
       added: packHashes(s.digest.added),
       removed: packHashes(s.digest.removed),
+      ...(s.digest.host !== undefined && s.digest.host.length > 0 ? { host: packHashes(s.digest.host) } : {}),
+      ...(s.digest.gpu !== undefined && s.digest.gpu.length > 0 ? { gpu: packHashes(s.digest.gpu) } : {}),
     },
   });
 }
@@ -211,7 +237,12 @@ function validateState(raw: unknown): ReplicaState {
   const dg = sub(raw, 'digest');
   const added = bin(dg, 'added');
   const removed = bin(dg, 'removed');
-  if ((added.byteLength + removed.byteLength) / 8 > LIMITS.deltaHashes)
+  const host = dg.host !== undefined ? bin(dg, 'host') : undefined;
+  const gpu = dg.gpu !== undefined ? bin(dg, 'gpu') : undefined;
+  if (
+    (added.byteLength + removed.byteLength + (host?.byteLength ?? 0) + (gpu?.byteLength ?? 0)) / 8 >
+    LIMITS.deltaHashes
+  )
     throw new Invalid(`digest: more than ${LIMITS.deltaHashes} hashes`);
   const endpoints = strList(raw, 'endpoints');
   for (const e of endpoints)
@@ -228,6 +259,7 @@ function validateState(raw: unknown): ReplicaState {
     admin: str(raw, 'admin', LIMITS.urlChars),
     engine: oneOf(raw, 'engine', ENGINE_KINDS),
     models: strList(raw, 'models'),
+    ...(raw.group !== undefined ? { group: str(raw, 'group') } : {}),
     adapters: strList(raw, 'adapters'),
     hotAdapters: strList(raw, 'hotAdapters'),
     endpoints: endpoints as Endpoint[],
@@ -254,6 +286,8 @@ function validateState(raw: unknown): ReplicaState {
       size: num(dg, 'size', 0, 1e8, true),
       added: unpackHashes(added),
       removed: unpackHashes(removed),
+      ...(host !== undefined ? { host: unpackHashes(host) } : {}),
+      ...(gpu !== undefined ? { gpu: unpackHashes(gpu) } : {}),
     },
     ...(raw.role !== undefined ? { role: oneOf(raw, 'role', REPLICA_ROLES) } : {}),
     ...(raw.zone !== undefined ? { zone: str(raw, 'zone') } : {}),
@@ -312,10 +346,17 @@ export interface DigestSnapshot {
   seq: number;
   chunkChars: number;
   hashes: BigUint64Array;
+  /** Of `hashes`, those only in host memory (DigestDelta.host); absent without the tier. */
+  host?: BigUint64Array;
 }
 
 export function encodeSnapshot(s: DigestSnapshot): Uint8Array {
-  return packr.pack({ ...s, hashes: packHashes(s.hashes) });
+  const { host, ...rest } = s;
+  return packr.pack({
+    ...rest,
+    hashes: packHashes(s.hashes),
+    ...(host !== undefined && host.length > 0 ? { host: packHashes(host) } : {}),
+  });
 }
 
 /** Decodes and validates a digest snapshot. Never throws. */
@@ -327,6 +368,7 @@ export function decodeSnapshot(bytes: Uint8Array): DecodeResult<DigestSnapshot> 
     seq: num(raw, 'seq', 0, LIMITS.maxNumber, true),
     chunkChars: num(raw, 'chunkChars', 1, 1 << 20, true),
     hashes: unpackHashes(bin(raw, 'hashes')),
+    ...(raw.host !== undefined ? { host: unpackHashes(bin(raw, 'host')) } : {}),
   }));
 }
 

@@ -158,6 +158,20 @@ describe('state message codec', () => {
     };
     const d = decodeSnapshot(encodeSnapshot(s));
     expect(d.ok && d.value).toEqual(s);
+    const tiered = { ...s, host: BigUint64Array.from([6n]) };
+    const t = decodeSnapshot(encodeSnapshot(tiered));
+    expect(t.ok && t.value).toEqual(tiered);
+  });
+
+  it('carries tier moves (host, gpu) when sent, counts them against the delta limit, and omits them when empty', () => {
+    const digest = { ...sampleState().digest, host: BigUint64Array.from([1n]), gpu: BigUint64Array.from([9n]) };
+    const d = decodeState(encodeState(sampleState({ digest })));
+    expect(d.ok && d.value.digest).toEqual(digest);
+    const empty = decodeState(encodeState(sampleState({ digest: { ...digest, host: new BigUint64Array(0) } })));
+    expect(empty.ok && 'host' in empty.value.digest).toBe(false);
+    const over = new BigUint64Array(LIMITS.deltaHashes);
+    const big = decodeState(encodeState(sampleState({ digest: { ...digest, host: over } })));
+    expect(big.ok).toBe(false);
   });
 });
 

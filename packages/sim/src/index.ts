@@ -5,13 +5,21 @@
  * simulator in virtual time.
  */
 export { EngineModel, EngineError } from './model/engine.ts';
-export type { EngineOptions } from './model/engine.ts';
+export type { EngineOptions, PeerKv } from './model/engine.ts';
 export { Sequence, SeqStatus } from './model/sequence.ts';
 export type { SimRequest } from './model/sequence.ts';
 export type { StepResult } from './model/scheduler.ts';
 export type { EngineSnapshot, ProbeResult } from './model/views.ts';
 export type { LoraState } from './model/lora.ts';
-export { PROFILES, PROFILE_NAMES, hostReloadMs, isProfileName, stepTimeMs } from './model/profiles.ts';
+export {
+  NET_KV_BYTES_PER_S,
+  PROFILES,
+  PROFILE_NAMES,
+  hostReloadMs,
+  isProfileName,
+  peerFetchMs,
+  stepTimeMs,
+} from './model/profiles.ts';
 export type { EngineProfile, ProfileName } from './model/profiles.ts';
 export { estimateTokens, promptIdentity, promptIdentityOfBody } from './model/prompt.ts';
 export type { PromptIdentity, PromptOptions } from './model/prompt.ts';

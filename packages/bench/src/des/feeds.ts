@@ -22,7 +22,15 @@
  * Names: `<peer>@agents` runs a peer's policy behind Warmpath's agents
  * (gossip feed, admission on) to isolate the policy from its deployment.
  * Complexity: O(1) per lookup.
+ * feedHooks wires a feed between the replicas and the routers: a router
+ * holds only the states of its model groups (run.ts DesGroups).
  */
+import type { RouterCore } from '@warmpath/router';
+import type { ReplicaState } from '@warmpath/shared/wire';
+import { delaySampler, type GossipModel } from './gossip.ts';
+import type { EventQueue } from './queue.ts';
+import type { DesReplica } from './replica.ts';
+import type { Rec } from './request.ts';
 
 export type Feed =
   | { readonly kind: 'gossip' }
@@ -68,4 +76,66 @@ export function deploymentOf(policy: string): Deployment {
     return { routerPolicy: policy.slice(0, -BEHIND_AGENTS.length), feed: GOSSIP, admission: true };
   const d: Deployment | undefined = (FEEDS as Record<string, Deployment>)[policy];
   return d ?? { routerPolicy: policy === 'oracle' ? 'warmpath' : policy, feed: GOSSIP, admission: true };
+}
+
+/** The feed's side of the replicas: how their state messages reach the routers, and when they are built. */
+export function feedHooks(
+  feed: Feed,
+  q: EventQueue,
+  routers: ReadonlyArray<RouterCore<Rec>>,
+  random: () => number,
+  gossip: GossipModel,
+) {
+  // State bytes delivered to each router (gossip feed).
+  const received: number[] = [];
+  const deliver = (state: ReplicaState): void => {
+    for (const rt of routers) rt.receive(state);
+  };
+  if (feed.kind === 'gossip') {
+    const delay = delaySampler(gossip.delay, random);
+    const loss = gossip.loss;
+    const published = (state: ReplicaState, bytes: number): void => {
+      for (const [i, rt] of routers.entries()) {
+        // Only a router holding the state's model group is on its topic.
+        if (!rt.view.served.holds(state)) continue;
+        // No draw when nothing is lost: the default keeps the run's random stream.
+        if (loss > 0 && random() < loss) continue;
+        received[i] = (received[i] ?? 0) + bytes;
+        q.after(delay(), () => rt.receive(state));
+      }
+    };
+    return {
+      received,
+      hooks: { published },
+      start: (r: DesReplica, scrapeAt: number, publishAt: number) => r.start(scrapeAt, publishAt),
+    };
+  }
+  const published =
+    feed.delayMs === 0 ? deliver : (state: ReplicaState): void => void q.after(feed.delayMs, () => deliver(state));
+  const poll = (r: DesReplica, everyMs: number): void => {
+    r.report();
+    q.after(everyMs, () => poll(r, everyMs));
+  };
+  if (feed.kind === 'poll')
+    return {
+      received,
+      hooks: { published },
+      start: (r: DesReplica, scrapeAt: number) => r.start(scrapeAt, undefined, () => poll(r, feed.everyMs)),
+    };
+  // events: one report per replica per instant, however many changes it saw; and a heartbeat, or an idle replica would go stale.
+  const pending = new Set<DesReplica>();
+  const changed = (r: DesReplica): void => {
+    if (pending.has(r)) return;
+    pending.add(r);
+    q.after(0, () => {
+      pending.delete(r);
+      r.report();
+    });
+  };
+  return {
+    received,
+    hooks: { published, changed },
+    start: (r: DesReplica, scrapeAt: number) =>
+      r.start(scrapeAt, undefined, () => poll(r, r.core.config.publishIntervalMs)),
+  };
 }

@@ -6,19 +6,20 @@
  * feed's cadence; requests are admitted (or refused), submitted to the
  * engine, and stepped one engine step per event.
  */
-import { AgentCore, agentConfig, type Admitted } from '@warmpath/agent';
+import { AGENT_SCHEMA, AgentCore, agentConfig, type Admitted } from '@warmpath/agent';
 import type { SendResult } from '@warmpath/router';
 import type { ReplicaState } from '@warmpath/shared/wire';
-import { EngineModel, type EngineProfile, type StepResult } from '@warmpath/sim';
+import { EngineModel, type EngineProfile, type PeerKv, type StepResult } from '@warmpath/sim';
 import { cpuKvTokensOf, DEFAULT_MODEL, type FleetShape } from '../scenarios.ts';
 import { simEngineSource } from './engine-source.ts';
+import { sharedKv } from '../tiers.ts';
 import type { EventQueue } from './queue.ts';
 import type { Rec } from './request.ts';
 
 /** What a replica tells the run about its requests. */
 export interface ReplicaHooks {
-  /** A state message left the agent (the run delivers it to every router). */
-  published(state: ReplicaState): void;
+  /** A state message of `bytes` left the agent (the run delivers it to every router holding its group). */
+  published(state: ReplicaState, bytes: number): void;
   /** A token reached the client (one hop after the engine step ended). */
   token(rec: Rec, generated: number, at: number): void;
   /** The request ended (ok, or the engine refused it with `error`). */
@@ -60,7 +61,7 @@ export class DesReplica {
   /** seq id → what the agent and router need when it finishes. */
   readonly #live = new Map<string, Live>();
 
-  /** `agent`: agent config overrides (admission among them). */
+  /** `agent`: agent config overrides (admission among them); `peers`: the other replicas' caches with KV sharing on. */
   constructor(
     id: string,
     q: EventQueue,
@@ -69,6 +70,7 @@ export class DesReplica {
     hop: number,
     hooks: ReplicaHooks,
     agent: Record<string, unknown> = {},
+    peers?: PeerKv,
   ) {
     this.id = id;
     this.#q = q;
@@ -79,9 +81,16 @@ export class DesReplica {
       maxLoras: shape.maxLoras ?? 0,
       adapters: shape.adapters ?? [],
       ...(cpuKvTokens > 0 ? { cpuKvTokens } : {}),
+      ...(peers !== undefined ? { peers } : {}),
     });
     this.core = new AgentCore({
-      config: agentConfig({ ...agent, fleet: 'des', replicaId: id, gossip: false }),
+      config: agentConfig({
+        ...tierSettings(profile, cpuKvTokens),
+        ...agent,
+        fleet: 'des',
+        replicaId: id,
+        gossip: false,
+      }),
       identity: {
         fleet: 'des',
         replica: id,
@@ -90,11 +99,12 @@ export class DesReplica {
         url: `des://${id}`,
         admin: `des://${id}/admin`,
         engine: 'vllm',
+        ...(typeof agent.group === 'string' && agent.group !== '' ? { group: agent.group } : {}),
       },
       engine: simEngineSource(this.model, profile, DEFAULT_MODEL, shape.adapters ?? []),
       clock: q.clock(),
       wallClock: () => q.now,
-      send: (_bytes, state) => hooks.published(state),
+      send: (bytes, state) => hooks.published(state, bytes.byteLength),
     });
     // A disaggregated fleet's replica publishes its role (a live agent learns it from its engine).
     const role = agent.role;
@@ -216,4 +226,45 @@ export class DesReplica {
       });
     }
   }
+}
+
+/**
+ * The agent's settings for an engine with a host-memory tier: its size, and
+ * a digest cap grown with the pooled capacity (the default cap is sized for
+ * one GPU's cache; docs/DESIGN-RATIONALE.md, "Tiers").
+ */
+function tierSettings(profile: EngineProfile, hostKvTokens: number): Record<string, unknown> {
+  if (hostKvTokens <= 0) return {};
+  const gpu = profile.numGpuBlocks * profile.blockSize;
+  return { hostKvTokens, digestMaxHashes: Math.round(AGENT_SCHEMA.digestMaxHashes.default * (1 + hostKvTokens / gpu)) };
+}
+
+/** `n` replicas, engine and agent each; with KV sharing on (`shape.kvSharing`), each engine reaches the others' caches. */
+export function desReplicas(
+  n: number,
+  q: EventQueue,
+  profile: EngineProfile,
+  shape: FleetShape,
+  hop: number,
+  hooks: ReplicaHooks,
+  agent: (i: number) => Record<string, unknown>,
+): DesReplica[] {
+  const models: EngineModel[] = [];
+  const sharing = shape.kvSharing === 'peer';
+  const replicas = Array.from(
+    { length: n },
+    (_, i) =>
+      new DesReplica(
+        `replica-${i}`,
+        q,
+        profile,
+        shape,
+        hop,
+        hooks,
+        agent(i),
+        sharing ? sharedKv(models, i) : undefined,
+      ),
+  );
+  for (const r of replicas) models.push(r.model);
+  return replicas;
 }

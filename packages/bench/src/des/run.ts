@@ -2,8 +2,7 @@
  * Discrete-event fleet simulator: the same engine model (packages/sim), the
  * same agent logic and the same router core (placement, retries, queue) as
  * the live fleet, driven in virtual time by one event queue — so thousands of
- * replicas and many routers fit on one core, and policies can be compared in
- * seconds.
+ * replicas and many routers fit on one core, and policies compare in seconds.
  *
  * What is modelled, per request: client → router core (placement, retries on
  * an agent's refusal, the bounded router queue) → agent (admission, in-flight
@@ -16,8 +15,7 @@
  * with or without the agents' admission control; a router that sees a gap
  * pulls the digest snapshot (instantly). The oracle is a router policy over
  * the engines' true state (oracle.ts).
- * Network hops cost `hopMs`. What is not: HTTP parsing CPU, TCP, engine
- * failures.
+ * Network hops cost `hopMs`. What is not: HTTP parsing CPU, TCP, engine failures.
  *
  * Steps: build every replica and router → schedule arrivals (a request's
  * record and description are made when it arrives: the main thread's, from
@@ -27,51 +25,26 @@
  * → fold results into one policy row.
  * Complexity: O(events log events); an engine step is one event per replica.
  */
-import { routerConfig, RouterCore, type Send } from '@warmpath/router';
-import { bandRank, encodeSnapshot, ERRORS, type ReplicaState, type RequestInfo } from '@warmpath/shared/wire';
+import { routerConfig, RouterCore, type RouterConfig, type Send, type SendResult } from '@warmpath/router';
+import { bandRank, encodeSnapshot, ERRORS, type RequestInfo } from '@warmpath/shared/wire';
 import { mulberry32 } from '@warmpath/shared/runtime';
 import { PROFILES, type EngineProfile } from '@warmpath/sim';
-import { lastArrivalMs, type PlannedRequest, type RequestResult } from '../loadgen.ts';
-import { summarize, type EngineTotals, type PolicyResult } from '../report.ts';
-import type { Scenario } from '../scenarios.ts';
-import { deploymentOf, type Feed } from './feeds.ts';
-import { DEFAULT_GOSSIP, delaySampler, type GossipModel } from './gossip.ts';
+import { lastArrivalMs, type RequestResult } from '../loadgen.ts';
+import { summarize, type DesGossipDetail, type EngineTotals, type PolicyResult } from '../report.ts';
+import { tierRouterSettings } from '../tiers.ts';
+import { deploymentOf, feedHooks } from './feeds.ts';
+import { DEFAULT_GOSSIP } from './gossip.ts';
 import { createOraclePolicy } from './oracle.ts';
 import { registerPeers } from '../peers/index.ts';
 import { EventQueue } from './queue.ts';
-import { DesReplica, type ReplicaHooks } from './replica.ts';
+import { desReplicas, DesReplica, type ReplicaHooks } from './replica.ts';
 import { pdRolesOf, sendPair } from './pd.ts';
 import type { PreparedInbox } from './prepared-feed.ts';
 import { describeSettingsKey, newRec, prepare, type Prepared, type Rec } from './request.ts';
-import { desTenants, type DesTenants, type DesTenantsOptions } from './tenants.ts';
+import { desTenants, type DesTenants } from './tenants.ts';
+import type { DesOptions } from './options.ts';
 
-export interface DesOptions {
-  scenario: Scenario;
-  plan: PlannedRequest[];
-  policy: string;
-  replicas: number;
-  routers: number;
-  durationS: number;
-  onProgress?: (done: number, total: number) => void;
-  /** Every finished request (analysis, tests). */
-  onResult?: (r: RequestResult) => void;
-  /** One-way network hop (client↔router, router↔agent), ms. */
-  hopMs?: number;
-  /** How gossip delivers each state message to each router: delay distribution and loss (gossip.ts); default DEFAULT_GOSSIP. */
-  gossip?: GossipModel;
-  /** Router config overrides (e.g. loadFactor). */
-  routerOverrides?: Record<string, unknown>;
-  /** Agent config overrides (e.g. publishChangeTokens), for every replica. */
-  agentOverrides?: Record<string, unknown>;
-  /** Seed of the run's random stream (gossip jitter, scrape phases, randomized policies); default 1. */
-  seed?: number;
-  /** Descriptions made on the main thread (prepared-feed.ts); without, each request is described here on arrival. */
-  prepared?: PreparedInbox;
-  /** A tenants file in every router, its limits shared over gossip or not (tenants.ts); default none. */
-  tenants?: DesTenantsOptions;
-  /** A disaggregated fleet `P:D` (des/pd.ts): P prefill and D decode replicas instead of `replicas`; default aggregated. */
-  pd?: string;
-}
+export type { DesGroups, DesOptions, DesRefusal } from './options.ts';
 
 /** Arrivals start once every router has heard every replica (as live runs wait for convergence), ms. */
 const WARMUP_MS = 2_000;
@@ -142,6 +115,15 @@ export async function runDes(o: DesOptions): Promise<PolicyResult> {
   return runResult(o, fleet, q.now, results, perReplicaLoad);
 }
 
+/** With model groups: what each router serves and the state bytes it received per simulated second. */
+function routersHeld(o: DesOptions, fleet: Fleet, endMs: number): Partial<DesGossipDetail> {
+  if (o.groups === undefined) return {};
+  return {
+    routerGroups: fleet.routers.map((rt) => (rt.view.served.all ? ['*'] : [...rt.view.served.names])),
+    receivedBytesPerRouterS: fleet.routers.map((_, i) => Math.round((fleet.received[i] ?? 0) / (endMs / 1000))),
+  };
+}
+
 /** The policy's result: the requests' figures, the engines' totals, what gossip carried, the routers' estimates. */
 function runResult(
   o: DesOptions,
@@ -186,6 +168,7 @@ function runResult(
           pulls,
           viewHashes,
           viewBytes: view.indexBytes,
+          ...routersHeld(o, fleet, endMs),
         }
       : undefined;
   const routersEstimate = fleet.routers.map((rt) => rt.local.routers);
@@ -211,9 +194,31 @@ interface Fleet {
   /** Snapshot pulls in flight (promises the run must let settle). */
   pulls(): number;
   tenants: DesTenants | undefined;
+  /** State bytes delivered to each router (gossip feed; empty otherwise). */
+  received: number[];
 }
 
 type Outcomes = { finish(rec: Rec): void; fail(rec: Rec, code: string, status: number): void };
+
+/** The simulated replicas: engine model + agent core each, by role with `pd` and by group with `groups`. */
+function buildReplicas(
+  o: DesOptions,
+  q: EventQueue,
+  profile: EngineProfile,
+  hop: number,
+  hooks: ReplicaHooks,
+  deployment: ReturnType<typeof deploymentOf>,
+): DesReplica[] {
+  // A peer deployed without Warmpath's agents has no admission control, and sees only the adapters the engine reports in use.
+  const roles = pdRolesOf(o.pd);
+  return desReplicas(roles?.length ?? o.replicas, q, profile, o.scenario.fleet, hop, hooks, (i) => ({
+    ...o.agentOverrides,
+    ...(roles !== undefined ? { role: roles[i] } : {}),
+    ...(o.groups !== undefined ? { group: `g${i % o.groups.count}` } : {}),
+    admission: deployment.admission,
+    ...(deployment.admission ? {} : { loadedAdapters: false }),
+  }));
+}
 
 /** Replicas (engine + agent), router cores with the simulator as their transport, the policy's feed between them. */
 function buildFleet(
@@ -230,42 +235,49 @@ function buildFleet(
   const gossip = o.gossip ?? DEFAULT_GOSSIP;
   const feed = feedHooks(deployment.feed, q, routers, random, gossip);
   const hooks: ReplicaHooks = { ...feed.hooks, ...resultHooks(out) };
-  // A peer deployed without Warmpath's agents has no admission control, and sees only the adapters the engine reports in use.
-  const roles = pdRolesOf(o.pd);
-  const replicas = Array.from(
-    { length: roles?.length ?? o.replicas },
-    (_, i) =>
-      new DesReplica(`replica-${i}`, q, profile, o.scenario.fleet, hop, hooks, {
-        ...o.agentOverrides,
-        ...(roles !== undefined ? { role: roles[i] } : {}),
-        admission: deployment.admission,
-        ...(deployment.admission ? {} : { loadedAdapters: false }),
-      }),
-  );
+  const replicas = buildReplicas(o, q, profile, hop, hooks, deployment);
   const byId = new Map(replicas.map((r) => [r.id, r]));
+  // When each router last heard an attempt end on each replica (`router/replica`), for onRefused.
+  const ended = new Map<string, number>();
   // The router → agent hop: the agent admits (or refuses, answered one hop later) on arrival.
-  const send: Send<Rec> = (d, report) => {
+  const send: Send<Rec> = (d, sent) => {
     const rec = d.ctx;
     rec.result.route ??= d.branch;
     rec.result.replica = d.replica.id;
     if (d.route.pd !== undefined) rec.result.pd = d.route.pd.mode;
+    const key = `${rec.router}/${d.replica.id}`;
+    const placed = { reportAt: d.replica.reportAt, placedAt: q.now, endedBefore: ended.get(key) ?? -Infinity };
+    const report =
+      o.onRefused === undefined ? sent : (r: SendResult) => (r.kind === 'done' && ended.set(key, q.now), sent(r));
     if (sendPair(q, hop, profile, byId, d, report)) return;
     q.after(hop, () => {
       const refused = byId.get(d.replica.id)!.offer(rec, d.attempt, report, d.queueLimit, bandRank(d.band));
-      if (refused !== undefined) q.after(hop, () => report({ kind: 'rejected', status: 429, ...refused }));
+      if (refused === undefined) return;
+      const { reason, queued } = refused;
+      o.onRefused?.({ router: rec.router, replica: d.replica.id, ...placed, at: q.now, reason, queued });
+      q.after(hop, () => report({ kind: 'rejected', status: 429, ...refused }));
     });
   };
   let pulls = 0;
   // The peers' emulations are policies of the benchmark's, not the product's: registered before the config names one.
   registerPeers();
-  const config = routerConfig({ ...o.routerOverrides, policy: deployment.routerPolicy, fleet: 'des' });
+  const config = routerConfig({
+    ...tierRouterSettings(o.scenario.fleet),
+    ...o.routerOverrides,
+    policy: deployment.routerPolicy,
+    fleet: 'des',
+  });
   const tenants = o.tenants && desTenants(o.tenants, o.routers, q, random, gossip);
+  const servedBy = (i: number): RouterConfig => {
+    const models = o.groups?.routers?.[i];
+    return models === undefined ? config : routerConfig({ ...config, models: [...models] });
+  };
   const oracle =
     o.policy === 'oracle' ? createOraclePolicy(new Map(replicas.map((r) => [r.id, r.model])), prepared) : undefined;
   for (let i = 0; i < o.routers; i++) {
     routers.push(
       new RouterCore<Rec>({
-        config,
+        config: servedBy(i),
         id: `router-${i}`,
         clock: q.clock(),
         send,
@@ -284,7 +296,7 @@ function buildFleet(
   // Scrape and publish phases: two draws per replica whatever the feed (the stream stays the same).
   for (const r of replicas)
     feed.start(r, random() * r.core.config.scrapeIntervalMs, random() * r.core.config.publishIntervalMs);
-  return { replicas, routers, pulls: () => pulls, tenants };
+  return { replicas, routers, pulls: () => pulls, tenants, received: feed.received };
 }
 
 /** A request's result as its replica streams it: first token, inter-token gaps, the end. */
@@ -307,60 +319,6 @@ function resultHooks(out: Outcomes): Pick<ReplicaHooks, 'token' | 'finished'> {
       });
       out.finish(rec);
     },
-  };
-}
-
-/** The feed's side of the replicas (feeds.ts): how their state messages reach the routers, and when they are built. */
-function feedHooks(
-  feed: Feed,
-  q: EventQueue,
-  routers: ReadonlyArray<RouterCore<Rec>>,
-  random: () => number,
-  gossip: GossipModel,
-) {
-  const deliver = (state: ReplicaState): void => {
-    for (const rt of routers) rt.receive(state);
-  };
-  if (feed.kind === 'gossip') {
-    const delay = delaySampler(gossip.delay, random);
-    const loss = gossip.loss;
-    const published = (state: ReplicaState): void => {
-      for (const rt of routers) {
-        // No draw when nothing is lost: the default keeps the run's random stream.
-        if (loss > 0 && random() < loss) continue;
-        q.after(delay(), () => rt.receive(state));
-      }
-    };
-    return {
-      hooks: { published },
-      start: (r: DesReplica, scrapeAt: number, publishAt: number) => r.start(scrapeAt, publishAt),
-    };
-  }
-  const published =
-    feed.delayMs === 0 ? deliver : (state: ReplicaState): void => void q.after(feed.delayMs, () => deliver(state));
-  const poll = (r: DesReplica, everyMs: number): void => {
-    r.report();
-    q.after(everyMs, () => poll(r, everyMs));
-  };
-  if (feed.kind === 'poll')
-    return {
-      hooks: { published },
-      start: (r: DesReplica, scrapeAt: number) => r.start(scrapeAt, undefined, () => poll(r, feed.everyMs)),
-    };
-  // events: one report per replica per instant, however many changes it saw; and a heartbeat, or an idle replica would go stale.
-  const pending = new Set<DesReplica>();
-  const changed = (r: DesReplica): void => {
-    if (pending.has(r)) return;
-    pending.add(r);
-    q.after(0, () => {
-      pending.delete(r);
-      r.report();
-    });
-  };
-  return {
-    hooks: { published, changed },
-    start: (r: DesReplica, scrapeAt: number) =>
-      r.start(scrapeAt, undefined, () => poll(r, r.core.config.publishIntervalMs)),
   };
 }
 

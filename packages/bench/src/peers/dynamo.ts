@@ -10,6 +10,8 @@
  * the minimum (temperature 0; ties → fewest active blocks, then id).
  * The cache view: Dynamo builds a global radix tree from the engines' KV
  * events; here it is the replicas' published digests, Warmpath's equivalent.
+ * A block only in host memory (an engine offloading to CPU) is credited
+ * host_cache_hit_weight (0.75) of a GPU block.
  * Complexity: O(candidates + matched depth).
  * Trade-off (of the peer): a pure cost minimum has no load bound, so a hot
  * prefix can keep attracting work until its cost of active blocks outweighs
@@ -19,6 +21,8 @@ import type { Candidate, Placement, Policy, RouterConfig } from '@warmpath/route
 
 export const DYNAMO_DEFAULTS = {
   overlapScoreWeight: 1.0,
+  /** The overlap credit of a block only in host memory (a GPU block's is 1). */
+  hostCacheHitWeight: 0.75,
   blockTokens: 16, // the engine's KV block
 } as const;
 
@@ -38,7 +42,10 @@ export function createDynamoKvPolicy(opts: DynamoOptions): Policy {
       let bestActive = Infinity;
       for (let i = 0; i < t.rows.length; i++) {
         const c = t.rows[i]!;
-        const cached = Math.min(promptBlocks, Math.floor((warmth.digest[i]! * tokensPerChunk) / d.blockTokens));
+        // Overlap credit: a block on the GPU counts 1, one only in host memory hostCacheHitWeight.
+        const gpu = warmth.gpu?.[i] ?? warmth.digest[i]!;
+        const chunks = gpu + d.hostCacheHitWeight * (warmth.digest[i]! - gpu);
+        const cached = Math.min(promptBlocks, Math.floor((chunks * tokensPerChunk) / d.blockTokens));
         const active = c.load / d.blockTokens + requestBlocks;
         const cost = d.overlapScoreWeight * (promptBlocks - cached) + active;
         if (cost < bestCost || (cost === bestCost && active < bestActive)) {

@@ -15,7 +15,9 @@
  *       score = longest consecutive matched blocks / total blocks.
  *     - precise prefix: the same score from the engines' true cache contents;
  *       here the replicas' published digests (Warmpath's stand-in for KV
- *       events): matched chunks / total chunks.
+ *       events): matched chunks / total chunks, a chunk only in host memory
+ *       (an engine offloading to CPU) weighted 0.8, as the KV-cache
+ *       manager's tier weights (GPU 1.0, CPU 0.8).
  *     - KV: 1 − KV usage. Queue: min-max normalized waiting (shortest → 1).
  *  3. Max total score; ties broken at random.
  * Deviation: GIE scrapes every 50 ms and treats metrics older than 200 ms as
@@ -39,6 +41,8 @@ export const LLMD_DEFAULTS = {
   kvWeight: 2,
   queueWeight: 2,
   loraWeight: 1,
+  /** The precise scorer's weight of a block only in host memory (a GPU block's is 1). */
+  cpuWeight: 0.8,
   blockChars: 64,
   maxBlocks: 256,
   lruBlocksPerPod: 31_250,
@@ -91,7 +95,9 @@ export function createLlmdPolicy(variant: 'approx' | 'precise', opts: RandomOpti
   function prefixScores(req: PlacementRequest, t: CandidateTable, warmth: Warmth): number[] {
     if (variant === 'precise') {
       const total = req.info.hashes.length;
-      return warmth.digest.map((depth) => (total === 0 ? 0 : depth / total));
+      // Each matched block at its tier's weight: on the GPU 1, only in host memory cpuWeight.
+      const gpu = warmth.gpu ?? warmth.digest;
+      return warmth.digest.map((depth, i) => (total === 0 ? 0 : (gpu[i]! + d.cpuWeight * (depth - gpu[i]!)) / total));
     }
     const h = blocks(req);
     return t.rows.map((c) => {

@@ -29,6 +29,7 @@ import { holding } from '@warmpath/shared/runtime';
 import { halves } from '@warmpath/shared/runtime';
 import { WarmthScan } from '../fleet/warmth.ts';
 import { Overlay } from './overlay.ts';
+import { Refusals } from './refusals.ts';
 
 /** Time constant of routersEstimate's averages, ms. */
 export const ROUTERS_TAU_MS = 2_000;
@@ -135,6 +136,8 @@ export class LocalState {
   #estimatedAt = -Infinity;
   #routers = 1;
   readonly #warmth = new WarmthScan();
+  /** Replicas held full since they refused (refusals.ts). */
+  readonly refusals = new Refusals();
 
   constructor(opts: LocalOptions) {
     this.overlayTtlMs = opts.overlayTtlMs;
@@ -359,6 +362,7 @@ export class LocalState {
   /** Periodic: drop expired overlay entries and idle trackers. */
   prune(now: number): void {
     this.#overlay.prune(now);
+    this.refusals.prune(now);
     for (const [id, t] of this.#tracks) {
       // Closed tickets need no bookkeeping; keep the open ones for the next report.
       if (t.recent.length > 0) {

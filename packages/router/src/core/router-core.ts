@@ -2,8 +2,7 @@
  * The router core: everything a router does between "a described request
  * arrived" and "its answer ended", with no transport. The HTTP server and the
  * discrete-event simulator both drive this one object; they differ only in
- * the `send` they inject (undici streaming vs. the event queue and the agent
- * core) and in the clock.
+ * the `send` (undici streaming vs. the event queue and agent core) and clock.
  *
  * Steps per request:
  *  1. place through the policy (placement/place.ts) on a read of the fleet
@@ -88,7 +87,6 @@ export class RouterCore<T> {
     this.#o = o;
     this.id = o.id;
     this.config = c;
-    const now = (): number => o.clock.now();
     this.view = new FleetView({
       fleet: c.fleet,
       chunkChars: c.chunkChars,
@@ -96,8 +94,9 @@ export class RouterCore<T> {
       forgetAfterMs: c.forgetAfterMs,
       agentPeers: c.agentPeers,
       agentNetworks: c.agentNetworks,
+      models: c.models,
       fetchSnapshot: o.fetchSnapshot,
-      now,
+      now: () => o.clock.now(),
       onEvent: o.onViewEvent ?? (() => {}),
     });
     this.local = new LocalState({ overlayTtlMs: c.overlayTtlMs, overlayMaxChunks: c.overlayMaxChunks });
@@ -264,8 +263,9 @@ export class RouterCore<T> {
     prefill: Replica | undefined,
     expected: number,
   ): void {
-    const metrics = this.#o.metrics;
-    this.local.complete(ticket, this.#o.clock.now());
+    const [metrics, now] = [this.#o.metrics, this.#o.clock.now()];
+    this.local.complete(ticket, now);
+    this.local.refusals.heard(replica, r, now, this.view.stateTtlMs);
     this.#queue.wake();
     notifyComplete(this.policy, preq, replica, outcomeOf(r));
     // A transfer's prefill leg that failed is that replica's failure: judged, excluded and retried as one.

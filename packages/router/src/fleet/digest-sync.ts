@@ -52,6 +52,8 @@ export interface DigestStatus {
 interface DigestState extends DigestStatus {
   readonly replica: ReplicaRecord;
   table: Hash64Table;
+  /** Of the table, the hashes only in host memory (DigestDelta.host); undefined until the replica reports a host tier. */
+  host: Hash64Table | undefined;
   boot: string;
   seq: number;
   pulling: boolean;
@@ -86,6 +88,7 @@ export class DigestSync {
     this.#bySlot[r.slot] = {
       replica: r,
       table: new Hash64Table(INITIAL_DIGEST_HASHES, false),
+      host: undefined,
       boot: '',
       seq: -1,
       pulling: false,
@@ -128,10 +131,24 @@ export class DigestSync {
     return this.#bySlot[r.slot]?.table.has(lo, hi) ?? false;
   }
 
+  /**
+   * Of the first `depth` chunks of a chain (as u32 halves) that `slot`'s
+   * digest holds, how many lead on the GPU: up to the first held only in
+   * host memory (an engine matches its GPU cache first, then continues in
+   * host memory). `depth` without a host tier. O(depth) with one.
+   */
+  gpuDepth(slot: number, h: Uint32Array, depth: number): number {
+    const host = this.#bySlot[slot]?.host;
+    if (host === undefined || host.size === 0) return depth;
+    let i = 0;
+    while (i < depth && !host.has(h[2 * i]!, h[2 * i + 1]!)) i++;
+    return i;
+  }
+
   /** Bytes of every replica's digest table. */
   get bytes(): number {
     let b = 0;
-    for (const d of this.#bySlot) if (d !== undefined) b += d.table.bytes;
+    for (const d of this.#bySlot) if (d !== undefined) b += d.table.bytes + (d.host?.bytes ?? 0);
     return b;
   }
 
@@ -143,6 +160,7 @@ export class DigestSync {
     const delta = s.digest;
     if (s.boot === d.boot && delta.from === d.seq) {
       this.#applyDelta(d, delta.added, delta.removed);
+      tiers(d, delta.host, delta.gpu);
       d.seq = s.seq;
       if (d.table.size !== delta.size)
         this.#pull(d); // drift: trust the agent's full set
@@ -152,6 +170,8 @@ export class DigestSync {
     if (delta.from === -1 && delta.size === delta.added.length && delta.removed.length === 0) {
       // A self-contained digest (e.g. a fresh boot with an empty cache): no pull needed.
       this.#replace(d, delta.added);
+      d.host = undefined;
+      tiers(d, delta.host, undefined);
       d.boot = s.boot;
       d.seq = s.seq;
       this.#closeGap(d);
@@ -219,6 +239,8 @@ export class DigestSync {
   /** A pulled snapshot replaces the digest; buffered states that follow it are replayed in seq order. */
   #install(d: DigestState, snap: DigestSnapshot): void {
     this.#replace(d, snap.hashes);
+    d.host = undefined;
+    tiers(d, snap.host, undefined);
     d.boot = snap.boot;
     d.seq = snap.seq;
     d.gapSince = Number.NaN;
@@ -240,6 +262,10 @@ export class DigestSync {
     const add = halves(added);
     for (let i = 0; i < add.length; i += 2)
       if (d.table.set(add[i]!, add[i + 1]!, 0)) holders.add(add[i]!, add[i + 1]!, slot);
+    if (d.host !== undefined && d.host.size > 0) {
+      for (let i = 0; i < rem.length; i += 2) d.host.delete(rem[i]!, rem[i + 1]!);
+      for (let i = 0; i < add.length; i += 2) d.host.delete(add[i]!, add[i + 1]!);
+    }
     d.replica.digestSize = d.table.size;
   }
 
@@ -260,4 +286,16 @@ export class DigestSync {
     d.table = next;
     d.replica.digestSize = next.size;
   }
+}
+
+/** Applies tier moves to the hashes `d` holds: to host memory, back on the GPU (DigestDelta.host, .gpu). */
+function tiers(d: DigestState, host: BigUint64Array | undefined, gpu: BigUint64Array | undefined): void {
+  if (gpu !== undefined && d.host !== undefined) {
+    const g = halves(gpu);
+    for (let i = 0; i < g.length; i += 2) d.host.delete(g[i]!, g[i + 1]!);
+  }
+  if (host === undefined || host.length === 0) return;
+  d.host ??= new Hash64Table(host.length, false);
+  const h = halves(host);
+  for (let i = 0; i < h.length; i += 2) if (d.table.has(h[i]!, h[i + 1]!)) d.host.set(h[i]!, h[i + 1]!, 0);
 }

@@ -33,3 +33,16 @@ export type ViewEvent =
   | { type: 'chunk_mismatch'; replica: string; theirs: number; ours: number }
   | { type: 'snapshot_failed'; replica: string; error: string }
   | { type: 'joined' | 'forgotten'; replica: string };
+
+/** Replicas counted by status: ready, draining, down, stale (not `fresh`), mismatch (chunk size). */
+export function countByStatus(
+  records: Iterable<ReplicaView>,
+  fresh: (r: ReplicaView) => boolean,
+): Record<string, number> {
+  const out: Record<string, number> = { ready: 0, draining: 0, down: 0, stale: 0, mismatch: 0 };
+  for (const r of records) {
+    const k = r.chunkMismatch ? 'mismatch' : !fresh(r) ? 'stale' : r.state.status;
+    out[k] = (out[k] ?? 0) + 1;
+  }
+  return out;
+}

@@ -7,20 +7,16 @@
  *   warmth.ts       the longest matched prefix per slot for a request
  *   groups.ts       replicas and rings per (model, adapter), model names
  *   published.ts    the figures placement reads per candidate, by slot
- *
+ *   served.ts       the model groups this router serves (--models)
  * Steps per gossip message: decode + validate (drops counted by reason) →
  * from gossip, the publisher's rights (trust.ts: rate, ownership of the id,
  * addresses it may name; `judge` is the topic validator's verdict, so what
- * it rejects is never relayed) → supersede by (bootAt, boot, seq) → store the
- * state (a new replica gets a slot) → mark the groups dirty only if
- * membership changed → hand the digest to digest sync → wake listeners. A
- * periodic sweep turns stale replicas not-live and forgets silent ones.
- * Complexity: a state message costs O(|delta|) table operations plus O(1)
- * bookkeeping; load-only updates never rebuild rings. Warmth for a request is
- * O(depth matched + holders of those hashes), not O(replicas).
- * Trade-off: consumers get the stored records themselves, typed read-only
- * (`ReplicaView`), rather than copies: no allocation per read, and the digest
- * sync state is not on the record at all.
+ * it rejects is never relayed) → a model group this router serves
+ * → supersede by (bootAt, boot, seq) → store it → groups dirty only if
+ * membership changed → digest to digest sync → wake listeners. A sweep
+ * turns stale replicas not-live, forgets silent ones.
+ * Complexity: O(|delta|) table operations plus O(1) per state; load-only updates never rebuild rings.
+ * Trade-off: consumers get the stored records, typed read-only (`ReplicaView`), not copies.
  */
 import {
   decodeState,
@@ -36,7 +32,8 @@ import { Groups, membershipChanged, type Group } from './groups.ts';
 import { halves } from '@warmpath/shared/runtime';
 import { HolderIndex } from './holders.ts';
 import { PublishedColumns } from './published.ts';
-import type { ReplicaRecord, ReplicaView, ViewEvent } from './replica.ts';
+import { ServedGroups } from './served.ts';
+import { countByStatus, type ReplicaRecord, type ReplicaView, type ViewEvent } from './replica.ts';
 import { PublisherTrust, type Origin, type TrustReason } from './trust.ts';
 import { WarmthScan } from './warmth.ts';
 
@@ -55,6 +52,8 @@ export type FleetViewOptions = {
   /** Gossip publishers' rights (trust.ts); default: any peer, no extra networks. */
   readonly agentPeers?: readonly string[];
   readonly agentNetworks?: readonly string[];
+  /** The model groups this router serves (served.ts); default every group. */
+  readonly models?: readonly string[];
   /** Fetch a digest snapshot (msgpack bytes); the router passes an HTTP GET {admin}/warmpath/v1/digest. */
   fetchSnapshot?: (r: ReplicaView) => Promise<Uint8Array>;
   now?: () => number;
@@ -69,12 +68,13 @@ export class FleetView {
   readonly chunkChars: number;
   readonly stateTtlMs: number;
   readonly forgetAfterMs: number;
-  /** Drops by reason: decode reasons, 'fleet', 'superseded', 'stale' and the trust reasons. */
+  /** Drops by reason: decode reasons, 'fleet', 'group', 'superseded', 'stale' and the trust reasons. */
   readonly drops: Record<string, number> = Object.create(null);
   /** State messages applied. */
   applied = 0;
-  /** Who may publish what over gossip. */
+  /** Who may publish what over gossip; which model groups this router holds. */
   readonly trust: PublisherTrust;
+  readonly served: ServedGroups;
   /** Payloads the validator decoded, for the delivery that follows (the same bytes object). */
   readonly #decoded = new WeakMap<Uint8Array, DecodeResult<ReplicaState>>();
 
@@ -99,6 +99,7 @@ export class FleetView {
     this.chunkChars = opts.chunkChars;
     this.stateTtlMs = opts.stateTtlMs;
     this.forgetAfterMs = opts.forgetAfterMs;
+    this.served = new ServedGroups(opts.models);
     this.#now = opts.now ?? Date.now;
     this.#onEvent = opts.onEvent ?? (() => {});
     this.trust = new PublisherTrust({
@@ -151,6 +152,7 @@ export class FleetView {
     const direct = origin.via === origin.peer;
     if (!this.trust.spend(origin.peer, now)) return this.#refuse('rate', direct ? 'reject' : 'ignore');
     if (s.fleet !== this.fleet) return this.#refuse('fleet', 'reject');
+    if (!this.served.holds(s)) return this.#refuse('group', 'ignore');
     const reason = this.trust.check(s, origin, now);
     if (reason !== undefined)
       return this.#refuse(reason, reason === 'future' || (direct && reason !== 'relayed') ? 'reject' : 'ignore');
@@ -182,8 +184,9 @@ export class FleetView {
 
   /** A decoded state. Returns false if dropped. */
   apply(s: ReplicaState, receivedAt = this.#now()): boolean {
-    if (s.fleet !== this.fleet) {
-      this.#drop('fleet');
+    const foreign = s.fleet !== this.fleet ? 'fleet' : this.served.holds(s) ? undefined : 'group';
+    if (foreign !== undefined) {
+      this.#drop(foreign);
       return false;
     }
     const known = this.#records.get(s.replica);
@@ -357,9 +360,10 @@ export class FleetView {
     return this.#warmth.slots;
   }
 
-  /** Matched depth (chunks) of `slot` from the last scanWarmth. */
-  depthOf(slot: number): number {
-    return this.#warmth.depthOf(slot);
+  /** Matched depth (chunks) of `slot` from the last scanWarmth; given that scan's chain, its leading chunks on the GPU (digest-sync.ts). */
+  depthOf(slot: number, chain?: BigUint64Array): number {
+    const d = this.#warmth.depthOf(slot);
+    return chain === undefined ? d : this.#sync.gpuDepth(slot, halves(chain), d);
   }
 
   /** Does replica r's digest hold this hash? (tests, debugging) */
@@ -390,11 +394,6 @@ export class FleetView {
 
   /** Replica counts by status for metrics: ready, draining, down, stale, mismatch. */
   statusCounts(now = this.#now()): Record<string, number> {
-    const out: Record<string, number> = { ready: 0, draining: 0, down: 0, stale: 0, mismatch: 0 };
-    for (const r of this.#records.values()) {
-      const k = r.chunkMismatch ? 'mismatch' : !this.fresh(r, now) ? 'stale' : r.state.status;
-      out[k] = (out[k] ?? 0) + 1;
-    }
-    return out;
+    return countByStatus(this.#records.values(), (r) => this.fresh(r, now));
   }
 }

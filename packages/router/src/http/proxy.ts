@@ -96,11 +96,13 @@ export function createProxy(core: RouterCore<Exchange>, metrics: RouterMetrics):
   return async function proxy(req, res, kind, path, tenant) {
     const t0 = performance.now();
     let raw: Buffer;
+    let model: unknown;
     let body: Record<string, unknown>;
     let info: RequestInfo;
     try {
       raw = await readBody(req, core.config.maxBodyBytes);
       body = parseJsonBody(raw);
+      model = body.model;
       const header = (name: string): string | undefined => {
         const v = req.headers[name];
         return typeof v === 'string' ? v : undefined;
@@ -108,7 +110,11 @@ export function createProxy(core: RouterCore<Exchange>, metrics: RouterMetrics):
       info = core.describe(body, kind, { key: header(HEADERS.key), session: header(HEADERS.session) });
       noteRequest(res, info, body);
     } catch (err) {
-      if (err instanceof WarmpathError && err.code === 'model_not_found' && !settled()) notYet(res);
+      const notFound = err instanceof WarmpathError && err.code === 'model_not_found';
+      if (notFound && !settled()) notYet(res);
+      // A router serving some model groups says so, and where to go instead.
+      else if (notFound && !core.view.served.all)
+        fail(res, err.code, core.view.served.notServed(String(model)), 'model');
       else if (err instanceof WarmpathError) fail(res, err.code, err.message, err.param);
       else if (!req.readableAborted) fail(res, 'internal_error', undefined, null);
       return;

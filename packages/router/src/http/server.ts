@@ -8,8 +8,9 @@
  */
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { HEADERS, ROUTES, sendError } from '@warmpath/shared/wire';
+import { groupOf, HEADERS, ROUTES, sendError } from '@warmpath/shared/wire';
 import { bearerToken, sendJson } from '@warmpath/shared/runtime';
+import { groupsJson } from '../fleet/served.ts';
 import type { FleetView } from '../fleet/view.ts';
 import type { RouterMetrics } from '../metrics.ts';
 import { observe, type ObserveDeps } from './observe.ts';
@@ -132,7 +133,11 @@ export function usage(id: string, tenancy: Tenancy, now: number, only?: string):
 }
 
 /** The router's fleet view as JSON: what it would route on, for operators, the demo and the status page. */
-export function fleet(view: FleetView): { fleet: string; replicas: Array<Record<string, unknown>> } {
+export function fleet(view: FleetView): {
+  fleet: string;
+  groups: ReturnType<typeof groupsJson>;
+  replicas: Array<Record<string, unknown>>;
+} {
   const now = view.now();
   const replicas = [...view.replicas.values()]
     .map((r) => ({
@@ -146,6 +151,7 @@ export function fleet(view: FleetView): { fleet: string; replicas: Array<Record<
       role: r.state.role ?? 'both',
       ...(r.state.zone !== undefined ? { zone: r.state.zone } : {}),
       models: r.state.models,
+      group: groupOf(r.state) ?? null,
       adapters: r.state.adapters,
       hotAdapters: r.state.hotAdapters,
       capacity: r.state.capacity,
@@ -155,7 +161,7 @@ export function fleet(view: FleetView): { fleet: string; replicas: Array<Record<
       seq: r.state.seq,
     }))
     .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-  return { fleet: view.fleet, replicas };
+  return { fleet: view.fleet, groups: groupsJson(view.served, view.replicas.values()), replicas };
 }
 
 /** OpenAI's model list: base models, and adapters with `parent` (vLLM's shape). */

@@ -3,7 +3,8 @@
  * candidates, built once per request before any policy looks at it.
  *
  * Steps: take the request's (model, adapter) group; keep the members
- * `eligible` admits, in group order; per row, the published load (read from
+ * `eligible` admits, in group order, less those this router holds full
+ * since an agent's refusal (the refusal rule, core/refusals.ts); per row, the published load (read from
  * the view's columns by slot, not from each replica's state object) plus the
  * work this router sent since that report (and what a stale refusal since
  * said other routers queued there, and for a policy that asks, the work
@@ -48,6 +49,7 @@ interface Store {
   /** Slots the current rows occupy in rowOfSlot (reset by the next build). */
   readonly slots: number[];
   readonly digest: number[];
+  readonly gpu: number[];
   readonly overlay: number[];
   readonly warm: number[];
 }
@@ -57,7 +59,16 @@ const stores = new WeakMap<LocalState, Store>();
 function storeOf(local: LocalState, slots: number): Store {
   let s = stores.get(local);
   if (s === undefined) {
-    s = { pool: [], rows: [], rowOfSlot: new Int32Array(64).fill(-1), slots: [], digest: [], overlay: [], warm: [] };
+    s = {
+      pool: [],
+      rows: [],
+      rowOfSlot: new Int32Array(64).fill(-1),
+      slots: [],
+      digest: [],
+      gpu: [],
+      overlay: [],
+      warm: [],
+    };
     stores.set(local, s);
   }
   for (const slot of s.slots) s.rowOfSlot[slot] = -1;
@@ -108,6 +119,8 @@ export function buildCandidates(
     const r = members[m]!;
     if (!anyone && !eligibleHere(r, req, local)) continue;
     const reportAt = c.reportAt[slot]!;
+    // Refused since its last report (the refusal rule, core/refusals.ts): full until it says otherwise.
+    if (local.refusals.holds(r, now)) continue;
     const f = local.figures(r, slot, reportAt);
     const added = f.added;
     const prefill = c.prefillTokens[slot]!;
@@ -152,11 +165,13 @@ export function scanWarmth(req: PlacementRequest, table: CandidateTable, view: F
   const n = table.rows.length;
   const store = stores.get(local)!;
   const digest = store.digest;
+  const gpu = store.gpu;
   const overlay = store.overlay;
   const warm = store.warm;
-  digest.length = overlay.length = n;
+  digest.length = gpu.length = overlay.length = n;
   warm.length = 0;
   digest.fill(0);
+  gpu.fill(0);
   overlay.fill(0);
   const hashes = req.info.hashes;
   view.scanWarmth(hashes);
@@ -164,6 +179,7 @@ export function scanWarmth(req: PlacementRequest, table: CandidateTable, view: F
     const i = table.rowOfSlot[slot] ?? -1;
     if (i < 0) continue;
     digest[i] = view.depthOf(slot);
+    gpu[i] = view.depthOf(slot, hashes);
     if (digest[i] > 0) warm.push(i);
   }
   local.scanOverlay(hashes, req.now);
@@ -173,7 +189,7 @@ export function scanWarmth(req: PlacementRequest, table: CandidateTable, view: F
     overlay[i] = local.overlayDepthOf(slot);
     if (overlay[i] > 0 && digest[i] === 0) warm.push(i);
   }
-  return { digest, overlay, warm };
+  return { digest, gpu, overlay, warm };
 }
 
 /** The row of the replica with this id, or -1 when it is not a candidate. */

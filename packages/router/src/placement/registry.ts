@@ -44,6 +44,8 @@ export function warmpathOptions(config: Pick<RouterConfig, keyof WarmpathOptions
     hardBound: config.hardBound,
     spillChoices: config.spillChoices,
     homeHorizonMs: config.homeHorizonMs,
+    hostReloadCost: config.hostReloadCost,
+    peerFetchCost: config.peerFetchCost,
     placementOff: config.placementOff,
   };
 }

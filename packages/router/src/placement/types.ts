@@ -124,6 +124,10 @@ export interface WarmpathOptions {
   readonly spillChoices?: number;
   /** Equally warm replicas count this many ms of their recent work rate on top of their prefill queue (warmpath's step `horizon`); default DEFAULT_HOME_HORIZON_MS. */
   readonly homeHorizonMs?: number;
+  /** A chunk only in an engine's host memory costs this fraction of prefilling it (its reload); default DEFAULT_HOST_RELOAD_COST. */
+  readonly hostReloadCost?: number;
+  /** A chunk only another replica holds costs this fraction of prefilling it (its transfer); default 1: no KV sharing. */
+  readonly peerFetchCost?: number;
   /** Warmpath steps switched off, for ablation (SWITCHABLE_STEPS in placement/warmpath/steps.ts); default none. */
   readonly placementOff?: readonly string[];
 }
@@ -195,6 +199,8 @@ export interface CandidateTable {
 export interface Warmth {
   /** From the replicas' published digests: the engines' caches as of their last report. */
   readonly digest: readonly number[];
+  /** Of `digest`, the leading chunks on the GPU (the rest only in host memory); equal to it without a host tier (absent: equal). */
+  readonly gpu?: readonly number[];
   /** From this router's optimistic overlay: prefixes it sent in the last overlayTtlMs. */
   readonly overlay: readonly number[];
   /** The rows with a non-zero depth in either, in no particular order: the only rows a prefix can favour (at 1,000 replicas, a tenth of them or less). */

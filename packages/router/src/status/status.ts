@@ -8,6 +8,8 @@
  * of the few hottest prefixes.
  */
 import { readFileSync } from 'node:fs';
+import { groupOf } from '@warmpath/shared/wire';
+import { groupsJson } from '../fleet/served.ts';
 import type { FleetView, Replica } from '../fleet/view.ts';
 import type { LocalState } from '../core/local.ts';
 import { hex, type StatusRecorder } from './recorder.ts';
@@ -76,6 +78,7 @@ function replicaRow(s: StatusSources, r: Replica, now: number): Record<string, u
     engine: state.engine,
     url: state.url,
     models: state.models,
+    group: groupOf(state) ?? null,
     adapters: state.adapters.length,
     hotAdapters: state.hotAdapters,
     weight: state.capacity.weight,
@@ -107,6 +110,7 @@ export function statusJson(s: StatusSources): Record<string, unknown> {
   return {
     router: s.id,
     fleet: s.view.fleet,
+    groups: groupsJson(s.view.served, replicas),
     policy: s.policy,
     time: wall,
     uptimeS: Math.round((wall - s.startedAt) / 1000),

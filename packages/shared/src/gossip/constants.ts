@@ -13,6 +13,13 @@ export const TOPIC_SUFFIX = '/state/1';
 /** A further topic's name (GossipOptions.channels): `warmpath/<fleet>/<name>/1`. */
 export const CHANNEL_NAME_PATTERN = /^[a-z][a-z0-9-]{0,31}$/;
 
+/**
+ * Group topics a node holds at most: 1,024 (groups.ts). A router serving
+ * every group joins one per group it learns of, each a mesh with its own
+ * heartbeat control; past the cap it stays on the fleet topic for the rest.
+ */
+export const MAX_GROUPS = 1_024;
+
 /** A fleet name is a DNS-label-like token so it can sit inside a topic name. */
 export const FLEET_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
 

@@ -3,7 +3,7 @@
  * (pre-shared swarm key), noise, yamux, identify and gossipsub (StrictSign:
  * every message carries its author's signature, checked on receipt, so the
  * author is known even when a router relays it; flood publish; only the fleet
- * topic and the node's channels allowed; a router mesh of degree MESH_D with peer exchange on prune;
+ * topic, the node's channels and its group topics allowed (groups.ts); a router mesh of degree MESH_D with peer exchange on prune;
  * peer scoring: rejected messages graylist their sender). No direct peers:
  * they need peer ids known in advance and bypass the mesh and its scoring,
  * where bootstrap/DNS candidates plus PX reach the same routers. Not started;
@@ -37,6 +37,7 @@ import {
   PRUNE_PEERS,
   PUBLISH_THRESHOLD,
 } from './constants.ts';
+import { groupOfTopic, groupTopicFor } from './groups.ts';
 import type { ValidatedOptions } from './options.ts';
 
 export type Services = { pubsub: GossipSub; identify: Identify };
@@ -52,28 +53,6 @@ function fastId(from: Uint8Array, seqno: Uint8Array): string {
   return author + Buffer.from(seqno.buffer, seqno.byteOffset, seqno.byteLength).toString('base64');
 }
 let unkeyed = 0;
-
-/**
- * Every topic's score: agents publish a few messages a second and are never
- * in a router's mesh, so no mesh-delivery quotas (P3, P3b) that an honest
- * quiet peer would miss; small credit for time in mesh and first deliveries
- * (P1, P2, capped at +10 in all); invalid messages (P4) weigh the rest.
- */
-function topicScore(): ReturnType<typeof createTopicScoreParams> {
-  return createTopicScoreParams({
-    topicWeight: 1,
-    timeInMeshWeight: 0.01,
-    timeInMeshQuantum: 1_000,
-    timeInMeshCap: 300,
-    firstMessageDeliveriesWeight: 0.1,
-    firstMessageDeliveriesDecay: 0.9,
-    firstMessageDeliveriesCap: 50,
-    meshMessageDeliveriesWeight: 0,
-    meshFailurePenaltyWeight: 0,
-    invalidMessageDeliveriesWeight: INVALID_MESSAGE_WEIGHT,
-    invalidMessageDeliveriesDecay: INVALID_MESSAGE_DECAY,
-  });
-}
 
 export async function buildLibp2p(config: ValidatedOptions): Promise<GossipLibp2p> {
   const init: Libp2pOptions<Services> = {
@@ -108,11 +87,16 @@ export async function buildLibp2p(config: ValidatedOptions): Promise<GossipLibp2
         floodPublish: true,
         fallbackToFloodsub: false,
         heartbeatInterval: config.timing.heartbeatIntervalMs,
-        allowedTopics: [config.topic, ...config.channels.values()],
         maxInboundDataLength: MAX_RPC_BYTES,
         scoreParams: {
           IPColocationFactorWeight: IP_COLOCATION_FACTOR_WEIGHT,
-          topics: Object.fromEntries([config.topic, ...config.channels.values()].map((t) => [t, topicScore()])),
+          topics: {
+            [config.topic]: topicScoreParams(),
+            ...Object.fromEntries([...config.channels.values()].map((t) => [t, topicScoreParams()])),
+            ...Object.fromEntries(
+              (config.groups ?? []).map((g) => [groupTopicFor(config.fleet, g), topicScoreParams()]),
+            ),
+          },
         },
         scoreThresholds: {
           gossipThreshold: GOSSIP_THRESHOLD,
@@ -129,5 +113,43 @@ export async function buildLibp2p(config: ValidatedOptions): Promise<GossipLibp2
   };
   if (config.swarmKey !== undefined) init.connectionProtector = preSharedKey({ psk: config.swarmKey.file });
   if (config.privateKey !== undefined) init.privateKey = config.privateKey;
-  return createLibp2p<Services>(init);
+  const node = await createLibp2p<Services>(init);
+  // Only the fleet's topics: its own, its channels and its groups' (a set no list can name in advance).
+  // gossipsub reads allowedTopics through has() alone, for peers' subscriptions and messages.
+  const channels = new Set(config.channels.values());
+  const inFleet = (topic: string): boolean =>
+    topic === config.topic || channels.has(topic) || groupOfTopic(config.fleet, topic) !== undefined;
+  (node.services.pubsub as unknown as { allowedTopics: { has(topic: string): boolean } }).allowedTopics = {
+    has: inFleet,
+  };
+  return node;
+}
+
+/**
+ * The score parameters of every fleet topic. Agents publish a few messages a
+ * second and are never in a router's mesh: no mesh-delivery quotas (P3, P3b)
+ * that an honest quiet peer would miss; small credit for time in mesh and
+ * first deliveries (P1, P2, capped at +10 in all); invalid messages (P4)
+ * weigh the rest.
+ */
+export function topicScoreParams(): ReturnType<typeof createTopicScoreParams> {
+  return createTopicScoreParams({
+    topicWeight: 1,
+    timeInMeshWeight: 0.01,
+    timeInMeshQuantum: 1_000,
+    timeInMeshCap: 300,
+    firstMessageDeliveriesWeight: 0.1,
+    firstMessageDeliveriesDecay: 0.9,
+    firstMessageDeliveriesCap: 50,
+    meshMessageDeliveriesWeight: 0,
+    meshFailurePenaltyWeight: 0,
+    invalidMessageDeliveriesWeight: INVALID_MESSAGE_WEIGHT,
+    invalidMessageDeliveriesDecay: INVALID_MESSAGE_DECAY,
+  });
+}
+
+/** Scores a topic joined after start (a group a node serving every group learned of) as the others. */
+export function scoreTopic(libp2p: GossipLibp2p, topic: string): void {
+  const score = (libp2p.services.pubsub as unknown as { score: { params: { topics: Record<string, unknown> } } }).score;
+  score.params.topics[topic] ??= topicScoreParams();
 }

@@ -8,7 +8,9 @@
 import { TopicValidatorResult, type Message, type TopicValidatorFn } from '@libp2p/gossipsub';
 import { CODE_IP4, CODE_IP6 } from '@multiformats/multiaddr';
 import { GOSSIP_WARNING, MAX_MESSAGE_BYTES } from './constants.ts';
-import { buildLibp2p } from './libp2p.ts';
+import { MAX_GROUPS } from './constants.ts';
+import { groupOfTopic, groupTopicFor, isGroupName, publishTopics } from './groups.ts';
+import { buildLibp2p, scoreTopic } from './libp2p.ts';
 import type { GossipLibp2p } from './libp2p.ts';
 import { validateOptions } from './options.ts';
 import type { ValidatedOptions } from './options.ts';
@@ -55,7 +57,12 @@ class GossipNodeImpl implements GossipNode {
   readonly #origins = new WeakMap<Message, GossipOrigin>();
   #validator: GossipValidator | undefined;
   readonly #eventHandlers = new Set<(event: GossipEvent) => void>();
-  readonly #mesh = new Set<string>();
+  /** Mesh peers, each with the topics it shares a mesh with us on. */
+  readonly #mesh = new Map<string, Set<string>>();
+  /** Topics subscribed (or to subscribe at start): the fleet topic when serving every group, and group topics. */
+  readonly #topics = new Set<string>();
+  /** A publish-only node's group topics it has published on (its peers' subscriptions to them count). */
+  readonly #published = new Set<string>();
   readonly #stats: GossipStats = {
     published: 0,
     publishedToNoPeers: 0,
@@ -77,9 +84,14 @@ class GossipNodeImpl implements GossipNode {
     this.#config = config;
     this.peerId = libp2p.peerId.toString();
     this.topic = config.topic;
-    this.#upkeep = new ConnectionUpkeep(libp2p, config, this.#stats, (warning) => this.#warn(warning));
+    this.servesAll = config.groups === undefined;
+    if (this.servesAll) this.#topics.add(this.topic);
+    for (const g of config.groups ?? []) this.#topics.add(groupTopicFor(config.fleet, g));
+    const topics = (): Iterable<string> => (config.subscribe ? this.#topics : [this.topic, ...this.#published]);
+    this.#upkeep = new ConnectionUpkeep(libp2p, config, this.#stats, (warning) => this.#warn(warning), topics);
     const pubsub = libp2p.services.pubsub;
-    pubsub.topicValidators.set(this.topic, (via, msg) => this.#validate(via, msg, this.#validator));
+    for (const topic of this.#topics)
+      pubsub.topicValidators.set(topic, (via, msg) => this.#validate(via, msg, this.#validator));
     for (const topic of config.channels.values()) {
       const state: ChannelState = { validator: undefined, handlers: new Set(), channel: this.#channelOf(topic) };
       this.#channels.set(topic, state);
@@ -87,12 +99,22 @@ class GossipNodeImpl implements GossipNode {
     }
     pubsub.addEventListener('message', (evt) => this.#onPubsubMessage(evt.detail));
     pubsub.addEventListener('gossipsub:graft', ({ detail }) => {
-      if (detail.topic !== this.topic || this.#mesh.has(detail.peerId)) return;
-      this.#mesh.add(detail.peerId);
+      if (!this.#topics.has(detail.topic)) return;
+      const shared = this.#mesh.get(detail.peerId);
+      if (shared !== undefined) return void shared.add(detail.topic);
+      this.#mesh.set(detail.peerId, new Set([detail.topic]));
       this.#emit({ type: 'mesh:join', peer: detail.peerId });
     });
     pubsub.addEventListener('gossipsub:prune', ({ detail }) => {
-      if (detail.topic === this.topic) this.#leaveMesh(detail.peerId);
+      const shared = this.#mesh.get(detail.peerId);
+      if (shared?.delete(detail.topic) === true && shared.size === 0) this.#leaveMesh(detail.peerId);
+    });
+    // A node serving every group joins a group's topic when a peer (a group's router) subscribes to it.
+    pubsub.addEventListener('subscription-change', ({ detail }) => {
+      for (const { topic, subscribe } of detail.subscriptions) {
+        const group = subscribe ? groupOfTopic(config.fleet, topic) : undefined;
+        if (group !== undefined && this.#started) this.joinGroup(group);
+      }
     });
     libp2p.addEventListener('peer:connect', ({ detail }) => {
       const peer = detail.toString();
@@ -131,7 +153,7 @@ class GossipNodeImpl implements GossipNode {
     this.#started = true;
     this.#upkeep.arm();
     await this.#libp2p.start();
-    if (this.#config.subscribe) this.#libp2p.services.pubsub.subscribe(this.topic);
+    if (this.#config.subscribe) for (const topic of this.#topics) this.#libp2p.services.pubsub.subscribe(topic);
     for (const topic of this.#channels.keys()) this.#libp2p.services.pubsub.subscribe(topic);
     this.#upkeep.startTicking();
     if (this.#config.swarmKey === undefined) {
@@ -154,8 +176,15 @@ class GossipNodeImpl implements GossipNode {
     this.#upkeep.clear();
   }
 
-  async publish(data: Uint8Array): Promise<number> {
-    return this.#publish(this.topic, data);
+  async publish(data: Uint8Array, group?: string): Promise<number> {
+    const pubsub = this.#libp2p.services.pubsub;
+    const groupTopic = isGroupName(group) ? groupTopicFor(this.#config.fleet, group) : undefined;
+    if (groupTopic !== undefined && !this.#published.has(groupTopic) && this.#published.size < MAX_GROUPS)
+      this.#published.add(groupTopic);
+    return this.#publish(
+      publishTopics(this.topic, groupTopic, (t) => pubsub.getSubscribers(t).map(String)),
+      data,
+    );
   }
 
   channel(name: string): GossipChannel {
@@ -169,7 +198,7 @@ class GossipNodeImpl implements GossipNode {
     const state = (): ChannelState => this.#channels.get(topic)!;
     return {
       topic,
-      publish: (data) => this.#publish(topic, data),
+      publish: (data) => this.#publish([topic], data),
       onMessage: (handler) => {
         state().handlers.add(handler);
         return () => state().handlers.delete(handler);
@@ -180,16 +209,17 @@ class GossipNodeImpl implements GossipNode {
     };
   }
 
-  async #publish(topic: string, data: Uint8Array): Promise<number> {
+  async #publish(topics: Iterable<string>, data: Uint8Array): Promise<number> {
     if (!this.#started) throw new Error('gossip node is not started; call start() before publish()');
     if (data.byteLength > MAX_MESSAGE_BYTES) {
       throw new RangeError(
         `gossip message is ${data.byteLength} bytes; the limit is ${MAX_MESSAGE_BYTES} (send snapshots over HTTP)`,
       );
     }
-    let recipients: number;
+    const pubsub = this.#libp2p.services.pubsub;
+    let recipients = 0;
     try {
-      recipients = (await this.#libp2p.services.pubsub.publish(topic, data)).recipients.length;
+      for (const topic of topics) recipients += (await pubsub.publish(topic, data)).recipients.length;
     } catch (err) {
       this.#stats.publishErrors++;
       throw err;
@@ -197,6 +227,29 @@ class GossipNodeImpl implements GossipNode {
     this.#stats.published++;
     if (recipients === 0) this.#stats.publishedToNoPeers++;
     return recipients;
+  }
+
+  readonly servesAll: boolean;
+
+  joinGroup(group: string): boolean {
+    if (!this.servesAll || !this.#config.subscribe || !isGroupName(group)) return false;
+    const topic = groupTopicFor(this.#config.fleet, group);
+    if (this.#topics.has(topic) || this.#topics.size > MAX_GROUPS) return false;
+    this.#topics.add(topic);
+    const pubsub = this.#libp2p.services.pubsub;
+    scoreTopic(this.#libp2p, topic);
+    pubsub.topicValidators.set(topic, (via, msg) => this.#validate(via, msg, this.#validator));
+    if (this.#started) pubsub.subscribe(topic);
+    return true;
+  }
+
+  groups(): string[] {
+    const out: string[] = [];
+    for (const topic of this.#topics) {
+      const group = groupOfTopic(this.#config.fleet, topic);
+      if (group !== undefined) out.push(group);
+    }
+    return out;
   }
 
   onMessage(handler: (data: Uint8Array, from: string, origin: GossipOrigin) => void): () => void {
@@ -227,7 +280,7 @@ class GossipNodeImpl implements GossipNode {
   }
 
   meshPeers(): string[] {
-    return [...this.#mesh];
+    return [...this.#mesh.keys()];
   }
 
   stats(): GossipStats {
@@ -277,10 +330,11 @@ class GossipNodeImpl implements GossipNode {
 
   #onPubsubMessage(msg: Message): void {
     if (msg.type !== 'signed') return;
-    const handlers = msg.topic === this.topic ? this.#messageHandlers : this.#channels.get(msg.topic)?.handlers;
+    const isState = this.#topics.has(msg.topic);
+    const handlers = isState ? this.#messageHandlers : this.#channels.get(msg.topic)?.handlers;
     if (handlers === undefined) return;
-    // `received` counts the fleet topic's messages (GossipStats).
-    if (handlers === this.#messageHandlers) this.#stats.received++;
+    // `received` counts the state topics' messages (GossipStats).
+    if (isState) this.#stats.received++;
     const from = msg.from.toString();
     const origin = this.#origins.get(msg) ?? this.#originOf(msg.from, msg.from);
     for (const handler of handlers) this.#guard(() => handler(msg.data, from, origin));

@@ -29,6 +29,7 @@ import {
   TOPIC_PREFIX,
   TOPIC_SUFFIX,
 } from './constants.ts';
+import { validateGroups } from './groups.ts';
 import { parseSwarmKey } from './keys.ts';
 import type { SwarmKey } from './keys.ts';
 import { GossipConfigError } from './types.ts';
@@ -59,6 +60,8 @@ export interface ValidatedOptions {
   subscribe: boolean;
   /** `channels` name → its topic. */
   channels: ReadonlyMap<string, string>;
+  /** The groups a subscriber serves (groups.ts); undefined: every group. */
+  groups: readonly string[] | undefined;
 }
 
 const OPTION_KEYS = new Set([
@@ -77,6 +80,7 @@ const OPTION_KEYS = new Set([
   'mesh',
   'subscribe',
   'channels',
+  'groups',
 ]);
 const TIMING_KEYS = new Set([
   'heartbeatIntervalMs',
@@ -247,6 +251,7 @@ export function validateOptions(opts: GossipOptions): ValidatedOptions {
   return Object.freeze({
     subscribe: opts.subscribe ?? true,
     channels: parseChannels(opts.fleet, opts.channels),
+    groups: validateGroups(opts.groups),
     fleet: opts.fleet,
     topic: topicFor(opts.fleet),
     listen,

@@ -86,6 +86,14 @@ export interface GossipOptions {
    * Default none (agents never join one).
    */
   channels?: readonly string[];
+  /**
+   * The model groups a subscriber serves: it subscribes to their topics
+   * only, not the fleet topic, and receives and relays no other group's
+   * state (groups.ts). Absent: every group — the fleet topic, and each
+   * group's topic once the node learns of it (joinGroup, or a peer's
+   * subscription). Ignored on a publish-only node.
+   */
+  groups?: readonly string[];
 }
 
 /** Who a fleet-topic message is from, as this node sees it. */
@@ -117,7 +125,7 @@ export type GossipEvent =
   | { type: 'warning'; warning: GossipWarning }
   | { type: 'peer:connect'; peer: string }
   | { type: 'peer:disconnect'; peer: string }
-  /** `peer` joined (or left) this node's mesh for the fleet topic: it now relays to/from us. */
+  /** `peer` joined this node's mesh for one of its topics (left it for the last one): it now relays to/from us. */
   | { type: 'mesh:join'; peer: string }
   | { type: 'mesh:leave'; peer: string };
 
@@ -152,8 +160,23 @@ export interface GossipNode {
   multiaddrs(): string[];
   start(): Promise<void>;
   stop(): Promise<void>;
-  /** Publish to the fleet topic; resolves to the number of peers it was sent to. Zero peers is not an error. */
-  publish(data: Uint8Array): Promise<number>;
+  /**
+   * Publish a state; resolves to the number of peers it was sent to. Zero
+   * peers is not an error. With `group`, on that group's topic and, while a
+   * connected peer takes only the fleet topic, on the fleet topic too
+   * (groups.ts); without, on the fleet topic.
+   */
+  publish(data: Uint8Array, group?: string): Promise<number>;
+  /**
+   * A node serving every group joins `group`'s topic (a state of it came on
+   * the fleet topic); false when it serves only some groups, already holds
+   * it, or holds MAX_GROUPS.
+   */
+  joinGroup(group: string): boolean;
+  /** The groups whose topics this node holds: those it serves, or those a node serving every group joined so far. */
+  groups(): string[];
+  /** Does this node serve every group (no `groups` option)? */
+  readonly servesAll: boolean;
   /** Handlers run synchronously on delivery and must not block; throws are caught and counted. `from` is the author (`origin.peer`). */
   onMessage(handler: (data: Uint8Array, from: string, origin: GossipOrigin) => void): () => void;
   /**
@@ -169,7 +192,7 @@ export interface GossipNode {
   peers(): string[];
   /** Hangs up every connection to `peer` (it may dial back; a publish-only node that was hung up on picks another router first). */
   disconnect(peer: string): Promise<void>;
-  /** Peers in this node's fleet-topic mesh. */
+  /** Peers in this node's mesh for any of its topics. */
   meshPeers(): string[];
   stats(): GossipStats;
   /** The channel named in `channels` (throws GossipConfigError for another name). */

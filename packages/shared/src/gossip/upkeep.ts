@@ -2,7 +2,7 @@
  * Connection upkeep and health of one gossip node, on one timer.
  *
  * Steps of each tick (every `redialIntervalMs`):
- *  1. Hang up peers that stayed silent on the fleet topic past
+ *  1. Hang up peers that stayed silent on the fleet topic and its group topics past
  *     `silentPeerGraceMs` (a gossipsub stream that failed to open is never
  *     re-opened by the library while the connection lives), so the redial
  *     below rebuilds them with fresh streams.
@@ -43,13 +43,17 @@ export class ConnectionUpkeep {
   #stopController: AbortController | undefined;
   #isolatedSince: number | undefined;
   #isolationWarned = false;
+  /** The node's topics: the fleet topic and its group topics (groups.ts). */
+  readonly #topics: () => Iterable<string>;
 
   constructor(
     libp2p: GossipLibp2p,
     config: ValidatedOptions,
     stats: GossipStats,
     warn: (warning: GossipWarning) => void,
+    topics: () => Iterable<string> = () => [config.topic],
   ) {
+    this.#topics = topics;
     this.#libp2p = libp2p;
     this.#config = config;
     this.#stats = stats;
@@ -59,7 +63,7 @@ export class ConnectionUpkeep {
   }
 
   /** `mesh`: the node's fleet-topic mesh peers, kept over the others when the cap is reached. */
-  peerConnected(peer: string, mesh: ReadonlySet<string>): void {
+  peerConnected(peer: string, mesh: { has(peer: string): boolean }): void {
     this.#connectedAt.set(peer, Date.now());
     this.#enforceCap(mesh);
   }
@@ -107,8 +111,7 @@ export class ConnectionUpkeep {
     if (!this.#running) return;
     this.#dropSilentPeers();
     const connected = new Set(this.#libp2p.getPeers().map(String));
-    const subscribers = new Set(this.#libp2p.services.pubsub.getSubscribers(this.#config.topic).map(String));
-    for (const c of this.#dialPeers.toDial(connected, subscribers)) this.#dial(c);
+    for (const c of this.#dialPeers.toDial(connected, this.#subscribers())) this.#dial(c);
     const bootstrapConnected = this.#dialPeers.all().some((c) => c.peerId !== undefined && connected.has(c.peerId));
     if (bootstrapConnected || connected.size > 0) {
       this.#isolatedSince = undefined;
@@ -127,15 +130,14 @@ export class ConnectionUpkeep {
   /**
    * Hangs up peers connected longer than the grace to which gossipsub holds
    * no outbound stream (the library does not re-open it) or — on a
-   * publish-only node — that never announced the fleet topic: the bootstrap
+   * publish-only node — that announced none of its topics: the bootstrap
    * redial on either side then reconnects with fresh streams.
    * O(connections) per tick.
    */
   #dropSilentPeers(): void {
     const pubsub = this.#libp2p.services.pubsub;
-    const topic = this.#config.topic;
     const deadline = Date.now() - this.#config.timing.silentPeerGraceMs;
-    const subscribed = new Set(pubsub.getSubscribers(topic).map(String));
+    const subscribed = this.#subscribers();
     // Not part of the GossipSub interface; checked only when the implementation exposes it.
     const outbound = (pubsub as unknown as { streamsOutbound?: unknown }).streamsOutbound;
     for (const [peer, since] of this.#connectedAt) {
@@ -151,6 +153,14 @@ export class ConnectionUpkeep {
     }
   }
 
+  /** Peers subscribed to any of this node's topics. */
+  #subscribers(): Set<string> {
+    const out = new Set<string>();
+    for (const topic of this.#topics())
+      for (const peer of this.#libp2p.services.pubsub.getSubscribers(topic)) out.add(peer.toString());
+    return out;
+  }
+
   /**
    * Holds the node to `maxConnections` peers. libp2p's own cap admits every
    * inbound upgrade that was already pending and never closes a connection
@@ -158,7 +168,7 @@ export class ConnectionUpkeep {
    * mesh first (agents, on a router), newest first; a refused agent picks
    * another router. O(1) under the cap, O(peers log peers) over it.
    */
-  #enforceCap(mesh: ReadonlySet<string>): void {
+  #enforceCap(mesh: { has(peer: string): boolean }): void {
     const peers = this.#libp2p.getPeers();
     const excess = peers.length - this.#config.maxConnections;
     if (excess <= 0) return;

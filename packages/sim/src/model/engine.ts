@@ -21,7 +21,7 @@ import type { StepResult } from './scheduler.ts';
 import { Sequence, SeqStatus } from './sequence.ts';
 import type { SimRequest } from './sequence.ts';
 import { freeBlocks, frontendDelayMs, removeFrom } from './state.ts';
-import type { EngineState } from './state.ts';
+import type { EngineState, PeerKv } from './state.ts';
 import { checkInvariants, probe, snapshot } from './views.ts';
 import type { EngineSnapshot, ProbeResult } from './views.ts';
 
@@ -39,6 +39,8 @@ export interface EngineOptions {
   readonly cpuKvTokens?: number;
   /** vLLM --scheduling-policy priority: the waiting queue by request priority (lower first), then arrival. */
   readonly priorityScheduling?: boolean;
+  /** KV sharing: a prefix another replica holds is fetched from it instead of prefilled. */
+  readonly peers?: PeerKv;
 }
 
 export class EngineError extends Error {
@@ -49,6 +51,8 @@ export class EngineError extends Error {
     this.code = code;
   }
 }
+
+export type { PeerKv } from './state.ts';
 
 export class EngineModel {
   readonly profile: EngineProfile;
@@ -74,6 +78,7 @@ export class EngineModel {
       maxModelLen: Math.min(profile.maxModelLen, profile.numGpuBlocks * profile.blockSize),
       pool: new BlockPool(profile.numGpuBlocks, host.capacity > 0 ? host : undefined),
       host,
+      peers: options.peers,
       lora: new LoraSlots(this.maxLoras, this.maxCpuLoras, profile),
       byId: new Map(),
       arriving: [],
@@ -86,6 +91,7 @@ export class EngineModel {
         hostQueries: 0,
         hostHits: 0,
         hostLoadedTokens: 0,
+        peerHits: 0,
         preemptions: 0,
         promptTokens: 0,
         generationTokens: 0,
@@ -247,6 +253,14 @@ export class EngineModel {
 
   snapshot(): EngineSnapshot {
     return snapshot(this.#st);
+  }
+
+  /** Leading blocks of `hashes` (at most `max`) this engine holds in either tier: what a peer could fetch from it. */
+  heldBlocks(hashes: BigUint64Array, max: number): number {
+    const st = this.#st;
+    if (!st.enablePrefixCaching) return 0;
+    const hit = st.pool.match(hashes, max);
+    return hit + st.host.match(hashes, hit, max, false);
   }
 
   /** Drops unreferenced cached blocks, and the host tier's; returns how many GPU blocks. */

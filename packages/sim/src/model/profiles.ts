@@ -159,3 +159,14 @@ export function stepTimeMs(p: EngineProfile, contextTokens: number, prefillToken
 export function hostReloadMs(p: EngineProfile, tokens: number): number {
   return ((tokens * p.kvBytesPerToken) / p.h2dBytesPerS) * 1e3;
 }
+
+/**
+ * The network KV sharing fetches a peer's KV over (LMCache's peer-to-peer
+ * sharing, a Mooncake-style store): 100 Gb/s per replica, bytes/s.
+ */
+export const NET_KV_BYTES_PER_S = 12.5e9;
+
+/** Time to fetch `tokens` of KV from another replica at `bytesPerS` (ms). */
+export function peerFetchMs(p: EngineProfile, tokens: number, bytesPerS: number): number {
+  return ((tokens * p.kvBytesPerToken) / bytesPerS) * 1e3;
+}

@@ -14,7 +14,9 @@
  *     cached prefix (full blocks, at most prompt-1 tokens, as vLLM): first the
  *     GPU's, then its continuation in the host tier, loaded into fresh blocks
  *     at the PCIe bandwidth (the load is charged to this step, so the rest of
- *     the prompt is prefilled after it). A sequence whose adapter would
+ *     the prompt is prefilled after it); with KV sharing, then what another
+ *     replica holds beyond that, fetched at the network's bandwidth (charged
+ *     the same way). A sequence whose adapter would
  *     exceed max_loras distinct adapters is skipped (deferred); a sequence
  *     that does not fit in free blocks stops admission.
  *  4. Adapters in the batch that are not on the GPU take a slot (evicting an
@@ -29,7 +31,7 @@
  * with it where vLLM loads asynchronously: exact for the reloading request's
  * TTFT, an upper bound on its batch-mates' delay.
  */
-import { hostReloadMs, stepTimeMs } from './profiles.ts';
+import { hostReloadMs, peerFetchMs, stepTimeMs } from './profiles.ts';
 import { SeqStatus } from './sequence.ts';
 import type { Sequence } from './sequence.ts';
 import { freeBlocks } from './state.ts';
@@ -49,7 +51,7 @@ export interface StepResult {
   readonly scheduledTokens: number;
   /** Adapter load time charged to this step (ms). */
   readonly loraLoadMs: number;
-  /** Host-tier KV reload time charged to this step (ms). */
+  /** Host-tier KV reload and peer KV fetch time charged to this step (ms). */
   readonly kvLoadMs: number;
 }
 
@@ -66,6 +68,8 @@ interface Batch {
   prefillTokens: number;
   /** Tokens of KV loaded from the host tier for sequences admitted this step. */
   reloadTokens: number;
+  /** Time to fetch the KV sequences admitted this step found on other replicas (KV sharing), ms. */
+  fetchMs: number;
 }
 
 export function runStep(st: EngineState, now: number): StepResult {
@@ -79,6 +83,7 @@ export function runStep(st: EngineState, now: number): StepResult {
     contextTokens: 0,
     prefillTokens: 0,
     reloadTokens: 0,
+    fetchMs: 0,
   };
   scheduleRunning(st, batch);
   // vLLM skips admission in a step that preempted.
@@ -97,7 +102,7 @@ export function runStep(st: EngineState, now: number): StepResult {
     };
   }
   const loadMs = st.lora.loadActive();
-  const kvLoadMs = batch.reloadTokens > 0 ? hostReloadMs(st.profile, batch.reloadTokens) : 0;
+  const kvLoadMs = (batch.reloadTokens > 0 ? hostReloadMs(st.profile, batch.reloadTokens) : 0) + batch.fetchMs;
   const durationMs =
     stepTimeMs(st.profile, batch.contextTokens, batch.prefillTokens, loadMs + kvLoadMs) * st.slowFactor;
   return applyStep(st, batch, now, durationMs, loadMs, kvLoadMs);
@@ -159,7 +164,8 @@ function admitWaiting(st: EngineState, batch: Batch): void {
     const hit = st.enablePrefixCaching ? st.pool.match(s.blockHashes, maxHit) : 0;
     // Received KV: every prompt token but the last is already computed (the last is recomputed to sample, as vLLM's consumer does).
     const hostHit = st.enablePrefixCaching && !s.kvReceived ? st.host.match(s.blockHashes, hit, maxHit, false) : 0;
-    const computed = s.kvReceived ? s.numTokens - 1 : (hit + hostHit) * bs;
+    const peerHit = st.peers !== undefined && !s.kvReceived ? peerHitOf(st, s.blockHashes, hit + hostHit, maxHit) : 0;
+    const computed = s.kvReceived ? s.numTokens - 1 : (hit + hostHit + peerHit) * bs;
     const want = Math.min(s.numTokens - computed, batch.budget);
     const need = Math.ceil((computed + want) / bs) - hit;
     const available = st.pool.numFree - (hit > 0 ? st.pool.freeAmongMatched(s.blockHashes, hit) : 0);
@@ -169,7 +175,8 @@ function admitWaiting(st: EngineState, batch: Batch): void {
     s.computed = computed;
     s.hashedBlocks = hit;
     if (hostHit > 0) reload(st, s, hit, hostHit, batch);
-    if (!s.admitted) countAdmission(st, s, hit, hostHit);
+    if (peerHit > 0) batch.fetchMs += peerFetchMs(st.profile, peerHit * bs, st.peers!.bytesPerS);
+    if (!s.admitted) countAdmission(st, s, hit, hostHit, peerHit);
     s.status = SeqStatus.running;
     st.waiting.splice(j, 1);
     st.running.push(s);
@@ -190,10 +197,17 @@ function reload(st: EngineState, s: Sequence, hit: number, hostHit: number, batc
   st.counters.hostLoadedTokens += hostHit * st.blockSize;
 }
 
+/** Blocks past `local` that the deepest other replica holds (KV sharing), up to maxHit. */
+function peerHitOf(st: EngineState, hashes: BigUint64Array, local: number, maxHit: number): number {
+  if (!st.enablePrefixCaching || local >= maxHit) return 0;
+  return Math.max(0, st.peers!.held(hashes, maxHit) - local);
+}
+
 /** First admission: cached_tokens counts both tiers, as vLLM's num_cached_tokens (local + external); the counters keep them apart. */
-function countAdmission(st: EngineState, s: Sequence, hit: number, hostHit: number): void {
+function countAdmission(st: EngineState, s: Sequence, hit: number, hostHit: number, peerHit: number): void {
   s.admitted = true;
-  s.cachedTokens = (hit + hostHit) * st.blockSize;
+  s.cachedTokens = (hit + hostHit + peerHit) * st.blockSize;
+  st.counters.peerHits += peerHit * st.blockSize;
   st.counters.prefixQueries += s.promptTokens;
   st.counters.prefixHits += hit * st.blockSize;
   if (st.host.capacity > 0) {

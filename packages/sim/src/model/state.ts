@@ -22,6 +22,8 @@ export interface EngineCounters {
   hostHits: number;
   /** Tokens of KV loaded from host memory, every admission (a preempted request may reload). */
   hostLoadedTokens: number;
+  /** Prompt tokens fetched from other replicas' caches at first admission (KV sharing). */
+  peerHits: number;
   preemptions: number;
   /** Prompt tokens of sequences that produced their first token. */
   promptTokens: number;
@@ -29,6 +31,17 @@ export interface EngineCounters {
   finished: number;
   aborted: number;
   steps: number;
+}
+
+/**
+ * Other replicas' KV caches, as KV sharing reaches them (LMCache's
+ * peer-to-peer sharing, a Mooncake-style store): the deepest prefix of a
+ * chain any other replica holds in either tier, fetched at `bytesPerS`.
+ */
+export interface PeerKv {
+  readonly bytesPerS: number;
+  /** Leading blocks of `hashes` (at most `max`) the deepest other holder has. */
+  held(hashes: BigUint64Array, max: number): number;
 }
 
 export interface EngineState {
@@ -39,6 +52,8 @@ export interface EngineState {
   readonly pool: BlockPool;
   /** The host-memory tier (capacity 0 when off). */
   readonly host: HostKvCache;
+  /** Other replicas' caches (KV sharing on), or undefined. */
+  readonly peers: PeerKv | undefined;
   readonly lora: LoraSlots;
   /** In-flight sequences (arriving, waiting or running) by id. */
   readonly byId: Map<string, Sequence>;

@@ -16,7 +16,7 @@
  * cheap enough to call per request, but blind to later arrivals and to how
  * decode tokens share each step's token budget.
  */
-import { hostReloadMs, stepTimeMs } from './profiles.ts';
+import { hostReloadMs, peerFetchMs, stepTimeMs } from './profiles.ts';
 import type { LoraState } from './lora.ts';
 import { frontendDelayMs } from './state.ts';
 import type { EngineState } from './state.ts';
@@ -57,7 +57,7 @@ export interface EngineSnapshot {
 
 export interface ProbeResult {
   readonly promptTokens: number;
-  /** Tokens the engine would count as cached: the GPU's prefix and its continuation in host memory. */
+  /** Tokens the engine would count as cached: the GPU's prefix, its continuation in host memory, then on another replica (KV sharing). */
   readonly cachedTokens: number;
   /** Of those, tokens it would load back from host memory. */
   readonly hostCachedTokens: number;
@@ -82,6 +82,9 @@ export function probe(
   const maxHit = Math.floor((promptTokens - 1) / st.blockSize);
   const hit = st.enablePrefixCaching ? st.pool.match(blockHashes, maxHit) : 0;
   const hostHit = st.enablePrefixCaching ? st.host.match(blockHashes, hit, maxHit, false) : 0;
+  const local = hit + hostHit;
+  const peerHit =
+    st.peers !== undefined && st.enablePrefixCaching ? Math.max(0, st.peers.held(blockHashes, maxHit) - local) : 0;
   // Work ahead: every prompt token not yet computed, FCFS; then this prompt's uncached part.
   let pending = 0;
   let context = 0;
@@ -91,7 +94,7 @@ export function probe(
   }
   for (const s of st.waiting) pending += Math.max(0, s.promptTokens - Math.max(s.computed, cachedNow(st, s)));
   for (const s of st.arriving) pending += s.promptTokens - cachedNow(st, s);
-  const work = pending + promptTokens - (hit + hostHit) * st.blockSize;
+  const work = pending + promptTokens - (local + peerHit) * st.blockSize;
   const p = st.profile;
   const steps = Math.max(1, Math.ceil(work / p.maxNumBatchedTokens));
   const loraMs = adapter !== '' && !st.lora.isOnGpu(adapter) ? p.loraLoadMs : 0;
@@ -100,12 +103,13 @@ export function probe(
     steps * stepTimeMs(p, context, 0, 0) +
     (work / p.prefillTokensPerS) * 1e3 +
     loraMs +
-    (hostHit > 0 ? hostReloadMs(p, hostHit * st.blockSize) : 0);
+    (hostHit > 0 ? hostReloadMs(p, hostHit * st.blockSize) : 0) +
+    (peerHit > 0 ? peerFetchMs(p, peerHit * st.blockSize, st.peers!.bytesPerS) : 0);
   return {
     pendingPrefillTokens: pending,
     predictedTtftMs,
     promptTokens,
-    cachedTokens: (hit + hostHit) * st.blockSize,
+    cachedTokens: (local + peerHit) * st.blockSize,
     hostCachedTokens: hostHit * st.blockSize,
     running: st.running.length,
     waiting: st.waiting.length + st.arriving.length,

@@ -19,7 +19,13 @@ export interface Input {
   readonly req: PlacementRequest;
   readonly mode: Mode;
   readonly t: CandidateTable;
-  /** Matched chain depth per row, chunks: max(digest, overlay); all 0 for an embedding. */
+  /**
+   * Matched chain depth per row, in GPU-chunk equivalents: the chunks on its
+   * GPU (digest or overlay), plus those only in its host memory × hostCredit,
+   * at least the fleet's deepest match × peerCredit (docs/PLACEMENT.md,
+   * "Tiers and peers"); max(digest, overlay) without either; all 0 for an
+   * embedding.
+   */
   readonly depth: readonly number[];
   /** The rows with depth > 0, in no particular order (every choice among them is a total order). */
   readonly warm: readonly number[];
@@ -36,12 +42,28 @@ export function inputOf(req: PlacementRequest, mode: Mode, t: CandidateTable, wa
   depth.fill(0);
   const warm: number[] = [];
   if (!mode.embedding) {
+    let deepest = 0;
     for (const i of warmth.warm) {
-      depth[i] = Math.max(warmth.digest[i]!, mode.overlay ? warmth.overlay[i]! : 0);
+      const o = mode.overlay ? warmth.overlay[i]! : 0;
+      const all = Math.max(warmth.digest[i]!, o);
+      // What this router just sent is on the GPU; the rest of the digest's match, in host memory, costs its reload.
+      const gpu = Math.max(warmth.gpu?.[i] ?? all, o);
+      depth[i] = gpu + (all - gpu) * mode.hostCredit;
       if (depth[i]! > 0) warm.push(i);
+      deepest = Math.max(deepest, all);
     }
+    if (mode.peerCredit > 0 && deepest > 0) peerCredit(depth, warm, deepest * mode.peerCredit);
   }
   return { req, mode, t, depth, warm };
+}
+
+/** With KV sharing, every row can fetch the deepest match from its holder: worth at least `floor` chunks. */
+function peerCredit(depth: number[], warm: number[], floor: number): void {
+  for (let i = 0; i < depth.length; i++) {
+    if (depth[i]! >= floor) continue;
+    if (depth[i] === 0) warm.push(i);
+    depth[i] = floor;
+  }
 }
 
 /** Tokens the request adds to row i: its uncached prompt there + maxTokens. */

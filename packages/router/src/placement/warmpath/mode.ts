@@ -21,6 +21,13 @@ export const DEFAULT_SPILL_CHOICES = 2;
 export const DEFAULT_HOME_HORIZON_MS = 3_000;
 
 /**
+ * What reloading a chunk from an engine's host memory costs against
+ * prefilling it, by default (the router's `hostReloadCost`): KV bytes per
+ * token over PCIe against the prefill rate (docs/PLACEMENT.md, "Tiers and peers").
+ */
+export const DEFAULT_HOST_RELOAD_COST = 0.15;
+
+/**
  * With N routers, balance's target is one of the first min(N, this) nearly
  * idle rows in the key's ring order, drawn by the request's own draw: the
  * first alone would be every router's target until their next reports
@@ -58,6 +65,10 @@ export interface Mode {
   /** Depth counts this router's optimistic overlay. */
   readonly overlay: boolean;
   readonly tokensPerChunk: number;
+  /** What a chunk only in a replica's host memory is worth against one on its GPU: 1 − its reload's cost. */
+  readonly hostCredit: number;
+  /** What a chunk only another replica holds is worth: 1 − its transfer's cost (0: no KV sharing). */
+  readonly peerCredit: number;
   /** Seconds of a row's recent work rate counted on top of its queue among equally warm rows (0 = none). */
   readonly horizonS: number;
   /** Keyed: equally warm rows go by the key's ring order, and a new task takes the cold step. */
@@ -99,6 +110,8 @@ export function modeOf(req: PlacementRequest, t: CandidateTable, on: Switches, o
     others: on.share ? routers - 1 : 0,
     overlay: on.overlay,
     tokensPerChunk: opts.chunkChars / opts.charsPerToken,
+    hostCredit: 1 - (opts.hostReloadCost ?? DEFAULT_HOST_RELOAD_COST),
+    peerCredit: 1 - (opts.peerFetchCost ?? 1),
     horizonS: on.horizon ? (opts.homeHorizonMs ?? DEFAULT_HOME_HORIZON_MS) / 1000 : 0,
     keyRing: keyed && on['key-tie-break'],
     slices: !keyed && on.slice ? Math.max(1, Math.min(routers, Math.floor(t.rows.length / MIN_SLICE))) : 1,
