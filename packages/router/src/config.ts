@@ -209,14 +209,14 @@ export const ROUTER_SCHEMA = {
     default: DEFAULT_HOST_RELOAD_COST,
     min: 0,
     max: 1,
-    doc: "a prefix chunk in an engine's host memory, reloaded over PCIe, costs this fraction of prefilling it (1 = worth nothing)",
+    doc: "a prefix chunk in an engine's host memory, reloaded over PCIe, costs this fraction of its prefill (1 = worth nothing)",
   },
   peerFetchCost: {
     type: 'number',
     default: 1,
     min: 0,
     max: 1,
-    doc: 'a prefix chunk another replica holds, fetched over the network, costs this fraction of prefilling it (1 = engines share no KV)',
+    doc: 'a prefix chunk only another replica holds, fetched over the network, costs this × its prefill (1 = no KV sharing)',
   },
   placementOff: {
     type: 'list',
