@@ -77,22 +77,7 @@ export async function runOne(
 ): Promise<RequestResult> {
   const body = { ...planned.body, stream: true, stream_options: { include_usage: true } };
   const start = performance.now();
-  const result: RequestResult = {
-    tag: planned.tag,
-    target: targetIndex,
-    ok: false,
-    status: 0,
-    error: undefined,
-    ttftMs: Number.NaN,
-    e2eMs: Number.NaN,
-    itlMs: [],
-    promptTokens: 0,
-    cachedTokens: 0,
-    outputTokens: 0,
-    replica: undefined,
-    route: undefined,
-    sentAt: Date.now(),
-  };
+  const result = pendingResult(planned, targetIndex, Date.now());
   try {
     const res = await request(`${target}${planned.path ?? '/v1/chat/completions'}`, {
       method: 'POST',
@@ -225,6 +210,26 @@ export async function runLoad(
 }
 
 /** The last arrival's time in a plan, ms (0 when empty); a loop, as a spread overflows the stack on large plans. */
+/** A request's result before anything came back: not ok, no tokens, no timings. */
+export function pendingResult(planned: PlannedRequest, target: number, sentAt: number): RequestResult {
+  return {
+    tag: planned.tag,
+    target,
+    ok: false,
+    status: 0,
+    error: undefined,
+    ttftMs: Number.NaN,
+    e2eMs: Number.NaN,
+    itlMs: [],
+    promptTokens: 0,
+    cachedTokens: 0,
+    outputTokens: 0,
+    replica: undefined,
+    route: undefined,
+    sentAt,
+  };
+}
+
 export function lastArrivalMs(plan: readonly PlannedRequest[]): number {
   let last = 0;
   for (const p of plan) if (p.at > last) last = p.at;

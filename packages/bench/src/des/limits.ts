@@ -17,7 +17,7 @@
  * reads a full run's.
  * Complexity: O(requests × log events + routers² × publishes).
  */
-import type { PlannedRequest, RequestResult } from '../loadgen.ts';
+import { pendingResult, type PlannedRequest, type RequestResult } from '../loadgen.ts';
 import { LIMIT_REFUSED } from '../tenant-figures.ts';
 import { DEFAULT_GOSSIP, type GossipModel } from './gossip.ts';
 import { EventQueue } from './queue.ts';
@@ -80,22 +80,7 @@ export function runLimits(o: LimitRunOptions): RequestResult[] {
 }
 
 function result(p: PlannedRequest): RequestResult {
-  return {
-    tag: p.tag,
-    target: p.target ?? 0,
-    ok: false,
-    status: 0,
-    error: undefined,
-    ttftMs: Number.NaN,
-    e2eMs: Number.NaN,
-    itlMs: [],
-    promptTokens: 0,
-    cachedTokens: 0,
-    outputTokens: 0,
-    replica: undefined,
-    route: undefined,
-    sentAt: p.at,
-  };
+  return pendingResult(p, p.target ?? 0, p.at);
 }
 
 function outputOf(p: PlannedRequest): number {

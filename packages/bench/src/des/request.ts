@@ -6,7 +6,7 @@
 import { describeFor, type RouterConfig } from '@warmpath/router';
 import { HEADERS, type RequestInfo } from '@warmpath/shared/wire';
 import { promptIdentityOfBody } from '@warmpath/sim';
-import type { PlannedRequest, RequestResult } from '../loadgen.ts';
+import { pendingResult, type PlannedRequest, type RequestResult } from '../loadgen.ts';
 import { DEFAULT_MODEL } from '../scenarios.ts';
 
 /** Per planned request, computed once and shared by every policy's run. */
@@ -83,21 +83,6 @@ export function newRec(i: number, plan: PlannedRequest, prep: Prepared, router: 
     router,
     arrivedAt,
     lastTokenAt: 0,
-    result: {
-      tag: plan.tag,
-      target: router,
-      ok: false,
-      status: 0,
-      error: undefined,
-      ttftMs: Number.NaN,
-      e2eMs: Number.NaN,
-      itlMs: [],
-      promptTokens: 0,
-      cachedTokens: 0,
-      outputTokens: 0,
-      replica: undefined,
-      route: undefined,
-      sentAt: plan.at,
-    },
+    result: pendingResult(plan, router, plan.at),
   };
 }
