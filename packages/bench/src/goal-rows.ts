@@ -46,6 +46,27 @@ const f0 = (x: number) => (Number.isFinite(x) ? Math.round(x).toLocaleString('en
 const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
 
 /** TTFT p50 over every request sent (Infinity when unanswered requests reach it); answered-only for reports without it. */
+/** TTFT p50 and p99 of `w` against the best of `peers` on each (no peers: no rows), and the target in ms. */
+function vsBestPeer(w: PolicyResult, peers: readonly PolicyResult[], who: string) {
+  if (peers.length === 0) return [];
+  return (
+    [
+      ['p50', p50AllRequests],
+      ['p99', p99AllRequests],
+    ] as const
+  ).map(([name, of]) => {
+    const best = peers.reduce((a, b) => (of(b) < of(a) ? b : a));
+    const ratio = of(w) / of(best);
+    return {
+      name,
+      goal: `TTFT ${name} ≤ 0.95 × ${who}`,
+      measured: `${f0(of(w))} vs ${best.policy} ${f0(of(best))} ms (${ratio.toFixed(2)}×)`,
+      pass: ratio <= TARGETS.vsPeer,
+      targetMs: TARGETS.vsPeer * of(best),
+    };
+  });
+}
+
 export function p50AllRequests(r: PolicyResult): number {
   const all = r.detail?.ttftP50AllRequests;
   return all === undefined ? r.ttft_ms.p50 : (all ?? Number.POSITIVE_INFINITY);
@@ -130,23 +151,8 @@ function baseRows(scenario: string, seed: number, runs: RunSet, refs: References
   if (w === undefined) return [row('warmpath ran', 'failed', 'a result', false)];
   const out: GoalRow[] = [];
   const peers = runs.peers(BASE_ROUTERS, 'random');
-  for (const [name, of] of [
-    ['p50', p50AllRequests],
-    ['p99', p99AllRequests],
-  ] as const) {
-    if (peers.length === 0) break;
-    const best = peers.reduce((a, b) => (of(b) < of(a) ? b : a));
-    const ratio = of(w) / of(best);
-    out.push(
-      row(
-        `TTFT ${name} ≤ 0.95 × best peer`,
-        `${f0(of(w))} vs ${best.policy} ${f0(of(best))} ms (${ratio.toFixed(2)}×)`,
-        '≤ 0.95×',
-        ratio <= TARGETS.vsPeer,
-        underBound(TARGETS.vsPeer * of(best), name),
-      ),
-    );
-  }
+  for (const v of vsBestPeer(w, peers, 'best peer'))
+    out.push(row(v.goal, v.measured, '≤ 0.95×', v.pass, underBound(v.targetMs, v.name)));
   const rr = runs.get(BASE_ROUTERS, 'random', 'round-robin');
   if (rr !== undefined) {
     const ratio = p50AllRequests(w) / p50AllRequests(rr);
@@ -312,22 +318,7 @@ export function tierRows(scenario: string, seed: number, runs: RunSet, refs: Ref
     );
   }
   const peers = TIERS.peers.flatMap((p) => runs.get(BASE_ROUTERS, 'random', p) ?? []);
-  for (const [name, of] of [
-    ['p50', p50AllRequests],
-    ['p99', p99AllRequests],
-  ] as const) {
-    if (peers.length === 0) break;
-    const best = peers.reduce((a, b) => (of(b) < of(a) ? b : a));
-    const r = of(w) / of(best);
-    out.push(
-      row(
-        `TTFT ${name} ≤ 0.95 × best tier-aware peer`,
-        `${f0(of(w))} vs ${best.policy} ${f0(of(best))} ms (${r.toFixed(2)}×)`,
-        '≤ 0.95×',
-        r <= TARGETS.vsPeer,
-      ),
-    );
-  }
+  for (const v of vsBestPeer(w, peers, 'best tier-aware peer')) out.push(row(v.goal, v.measured, '≤ 0.95×', v.pass));
   const one = runs.get(1, 'random', 'warmpath');
   for (const n of [4, 16]) {
     const m = runs.get(n, 'random', 'warmpath');
