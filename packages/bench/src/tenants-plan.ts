@@ -55,16 +55,30 @@ export interface TenantsFileOptions {
   rate: number;
   /** Divide each limit by this many router instances (a deployment without a shared limit); default 1. */
   perInstance?: number;
-  /** Every tenant in the standard band with weight 1, limits kept: fairness off. */
+  /** Every tenant in the standard band with weight 1, no objectives, limits kept: fairness off. */
   flat?: boolean;
+  /** Each band's TTFT objective, ms, given to every tenant using the band (SLO admission); default SCENARIO_SLO. */
+  slo?: Partial<Record<Band, number>>;
 }
+
+/** The scenario's objectives: what each band's tenants ask of time to first token (docs/TENANTS.md, "SLO admission"). */
+export const SCENARIO_SLO: Readonly<Partial<Record<Band, number>>> = JSON.parse(
+  process.env.TSLO ?? '{"interactive":80}',
+);
 
 /** The scenario's tenants file (docs/TENANTS.md's format), as JSON. */
 export function tenantsFile(o: TenantsFileOptions): { tenants: Array<Record<string, unknown>> } {
   const n = Math.max(1, o.perInstance ?? 1);
   const t = SCENARIO_TENANTS;
+  const objectives = o.slo ?? SCENARIO_SLO;
+  const withSlo = (x: Record<string, unknown>): Record<string, unknown> => {
+    const slo = Object.fromEntries(
+      (x.priorities as Band[]).flatMap((b) => (objectives[b] !== undefined ? [[b, { ttftMs: objectives[b] }]] : [])),
+    );
+    return Object.keys(slo).length > 0 ? { ...x, slo } : x;
+  };
   const flat = (x: Record<string, unknown>): Record<string, unknown> =>
-    o.flat === true ? { ...x, weight: 1, priorities: ['standard'] } : x;
+    o.flat === true ? { ...x, weight: 1, priorities: ['standard'] } : withSlo(x);
   return {
     tenants: [
       { name: 'chat-a', keys: [t['chat-a'].key], weight: 1, priorities: ['interactive', 'standard'] },

@@ -50,7 +50,7 @@ import { describeFor, type RequestHeaders } from './describe.ts';
 import { newJob, type Job, type RouteJob } from './job.ts';
 export type { RouteJob } from './job.ts';
 import { FairQueue } from '../tenants/fair.ts';
-import { admitJob, classOf, endJob } from '../tenants/admit.ts';
+import { admitJob, classOf, endJob, overSlo } from '../tenants/admit.ts';
 import type { Tenancy, Who } from '../tenants/tenancy.ts';
 import type { EngineUsage } from '@warmpath/shared/wire';
 
@@ -194,6 +194,8 @@ export class RouterCore<T> {
     if (placementChannel.hasSubscribers) placementChannel.publish({ router: this.id, request: preq, placement });
     const replica = placement.replica;
     if (replica === undefined) return this.#noRoom(job, placement.branch, now);
+    if (this.#tenancy && overSlo(this.#tenancy, job, placement, pd?.prefill, this.local, this.config, o.metrics, now))
+      return this.#noRoom(job, 'saturated', now);
     const route = routeOf(placement, attemptKind(job), pd);
     o.metrics?.placed(route);
     const expected = predicted(this.local, replica, this.config, job.info.promptTokens);

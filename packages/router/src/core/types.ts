@@ -123,6 +123,8 @@ export interface CoreMetrics {
   limited?(tenant: string, limit: 'requests' | 'tokens' | 'concurrent'): void;
   /** A queued request shed for a higher band's (its band). */
   shed?(band: PriorityBand): void;
+  /** A request held in the queue by SLO admission (its band). */
+  sloHeld?(band: PriorityBand): void;
 }
 
 /** What a transport gives the router core. */

@@ -41,6 +41,8 @@ export interface FleetShare {
   others(tenant: string, now: number): { requests: number; tokens: number };
   /** 1 while this router hears the other routers; 1/N (N = routers last known) when cut off from them. */
   limitFactor(now: number): number;
+  /** Other routers known (pace.ts floors this router's share at 1 ÷ (1 + known)); absent: none. */
+  routers?(now: number): { known: number };
 }
 
 /** A router alone: nobody else admits anything, and the whole limit is its own. */
