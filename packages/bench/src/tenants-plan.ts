@@ -61,6 +61,9 @@ export interface TenantsFileOptions {
   slo?: Partial<Record<Band, number>>;
 }
 
+/** The flood's limit is paced (docs/TENANTS.md, "Pacing"): a burst of this many seconds of its rate. */
+const FLOOD_BURST_S = 1;
+
 /** The scenario's objectives: what each band's tenants ask of time to first token (docs/TENANTS.md, "SLO admission"). */
 export const SCENARIO_SLO: Readonly<Partial<Record<Band, number>>> = JSON.parse(
   process.env.TSLO ?? '{"interactive":80}',
@@ -88,7 +91,7 @@ export function tenantsFile(o: TenantsFileOptions): { tenants: Array<Record<stri
         keys: [t.flood.key],
         weight: 1,
         priorities: ['standard', 'batch'],
-        limits: { tokensPerMinute: Math.round(floodTokensPerMinute(o.rate) / n) },
+        limits: { tokensPerMinute: Math.round(floodTokensPerMinute(o.rate) / n), burstSeconds: FLOOD_BURST_S },
       },
       { name: 'batch', keys: [t.batch.key], weight: 1, priorities: ['batch'] },
     ].map(flat),

@@ -46,7 +46,7 @@ export type Verdict =
 interface TenantState {
   window: SlidingWindow | undefined;
   inFlight: number;
-  /** Pacing (pace.ts) of its requests and its tokens, once it has a per-minute limit. */
+  /** Pacing (pace.ts) of its requests and its tokens, with burstSeconds and a per-minute limit. */
   pace: { requests: Pace; tokens: Pace } | undefined;
 }
 
@@ -167,7 +167,8 @@ export class TenantLimiter {
    */
   #pace(t: Tenant, s: TenantState, cost: Counts, u: { local: Counts; others: Counts; f: number }, now: number) {
     const limits = { requests: t.limits.requestsPerMinute, tokens: t.limits.tokensPerMinute };
-    if (limits.requests === undefined && limits.tokens === undefined) return undefined;
+    const burst = t.limits.burstSeconds;
+    if (burst === undefined || (limits.requests === undefined && limits.tokens === undefined)) return undefined;
     const p = (s.pace ??= { requests: { tat: 0 }, tokens: { tat: 0 } });
     const routers = 1 + (this.#share.routers?.(now).known ?? 0);
     const rates = { requests: 0, tokens: 0 };
@@ -175,7 +176,7 @@ export class TenantLimiter {
       const limit = limits[k];
       if (limit === undefined) continue;
       rates[k] = paceRate(limit, u.f, u.local[k], u.others[k], routers);
-      const wait = paceWait(p[k], cost[k], rates[k], now);
+      const wait = paceWait(p[k], cost[k], rates[k], burst * 1_000, now);
       if (wait > 0)
         return this.#refuse(t, now, k, `Rate limit reached for ${t.name} on ${k} per minute: paced to ${limit}.`, wait);
     }

@@ -1,7 +1,8 @@
 /**
- * Pacing within a per-minute limit: a tenant's admissions through this
- * router come at most at its share of the limit's rate, with a burst of
- * PACE_BURST_MS of that rate, as well as within the sliding window.
+ * Pacing within a per-minute limit, for a tenant whose limits set
+ * `burstSeconds`: its admissions through this router come at most at its
+ * share of the limit's rate, with a burst of that many seconds of it, as
+ * well as within the sliding window.
  *
  * Why: the window alone lets a tenant that was idle spend a whole minute's
  * limit at once, and a tenant held at its limit then gets its budget back
@@ -12,18 +13,15 @@
  * tenant and limit): rate = limit × f ÷ 60 s × this router's share of the
  * tenant's admissions over the window (own ÷ (own + others), at least
  * 1 ÷ the routers known, so a router new to the tenant is not starved); a request of `cost` passes when tat − now + cost ÷ rate ≤
- * PACE_BURST_MS, or when tat ≤ now (so a request larger than the burst
+ * the burst, or when tat ≤ now (so a request larger than the burst
  * still passes, alone); on admission tat = max(tat, now) + cost ÷ rate.
  * Invariant: pacing only refuses what the window would admit, so the limit
  * over any 60 s holds as before; a tenant below its rate never meets it.
  * Complexity: O(1) per admission, one number per tenant and limit.
- * Trade-off: a tenant within its limit may no longer send more than
- * PACE_BURST_MS of its rate at once; each router's share follows where the
- * tenant's clients send, so sticky L4 keeps each router's own share.
+ * Trade-off: a paced tenant, even within its limit, may not send more than
+ * its burst at once (hence opt-in per tenant); each router's share follows
+ * where the tenant's clients send, so sticky L4 keeps each router's own share.
  */
-
-/** Burst a paced tenant may send at once: this long at its rate, ms. */
-export const PACE_BURST_MS = 1_000;
 
 const MINUTE_MS = 60_000;
 
@@ -41,9 +39,9 @@ export function paceRate(limit: number, f: number, own: number, others: number, 
 }
 
 /** How long from `now` until `cost` passes the pace, ms; 0 when it passes now. */
-export function paceWait(p: Pace, cost: number, rate: number, now: number): number {
+export function paceWait(p: Pace, cost: number, rate: number, burstMs: number, now: number): number {
   if (p.tat <= now) return 0;
-  return Math.max(0, p.tat - now + cost / rate - PACE_BURST_MS);
+  return Math.max(0, p.tat - now + cost / rate - burstMs);
 }
 
 /** The admission of `cost` at `now`: moves the theoretical arrival time on. */

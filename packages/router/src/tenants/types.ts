@@ -15,6 +15,8 @@ export interface TenantLimits {
   readonly tokensPerMinute?: number;
   /** Requests in flight at once (queued ones included). */
   readonly concurrent?: number;
+  /** Pace the per-minute limits (pace.ts): admitted at their rate, with a burst of this many seconds of it; absent: the window alone. */
+  readonly burstSeconds?: number;
 }
 
 /** One tenant, as the file declares it (file.ts validated it). */
