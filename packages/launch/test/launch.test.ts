@@ -1,6 +1,7 @@
 /**
  * The launcher from real processes: a one-replica fleet whose router sees its
- * replica, one more router added later, and stop() leaving no process behind;
+ * replica, one more router added later (connected to the agent and to the
+ * first router), and stop() leaving no process behind;
  * a process that cannot start fails the launch with its name and output.
  */
 import { describe, expect, it } from 'vitest';
@@ -17,6 +18,15 @@ describe('launchFleet', () => {
       await fleet.addRouter('round-robin');
       expect(fleet.routerUrls).toHaveLength(2);
       await fleet.waitConverged(30_000);
+      // The new router dialled the first as well as the agent: the routers have a mesh of their own.
+      const peers = async (url: string) =>
+        ((await (await fetch(`${url}/warmpath/v1/status.json`)).json()) as { routers: { connectedPeers: number } })
+          .routers.connectedPeers;
+      for (let i = 0; (await peers(fleet.routerUrls[0]!)) < 2; i++) {
+        if (i > 100) throw new Error('the first router never connected to the second');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(await peers(fleet.routerUrls[1]!)).toBe(2);
     } finally {
       await fleet.stop();
     }
