@@ -62,7 +62,7 @@ export interface TenantsFileOptions {
 }
 
 /** The flood's limit is paced (docs/TENANTS.md, "Pacing"): a burst of this many seconds of its rate. */
-const FLOOD_BURST_S = 1;
+const FLOOD_BURST_S = 2;
 
 /** The scenario's objectives: what each band's tenants ask of time to first token (docs/TENANTS.md, "SLO admission"). */
 export const SCENARIO_SLO: Readonly<Partial<Record<Band, number>>> = JSON.parse(
