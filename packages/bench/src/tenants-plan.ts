@@ -65,12 +65,13 @@ export interface TenantsFileOptions {
 const FLOOD_BURST_S = 2;
 
 /**
- * The scenario's objectives (docs/TENANTS.md, "SLO admission"): the standard
- * and batch tenants are sent only where little prefill is queued ahead, so
- * that interactive requests find short queues; interactive has none (held
- * in the router, an interactive request only waits longer).
+ * The scenario's objectives (docs/TENANTS.md, "SLO admission"): none. On
+ * the tuning seeds an interactive objective only made interactive requests
+ * wait longer, and tight ones for the standard and batch bands made the
+ * flood's held requests time out in the queue, below its limit
+ * (docs/TENANTS.md, "The tenants scenario").
  */
-export const SCENARIO_SLO: Readonly<Partial<Record<Band, number>>> = { standard: 20, batch: 20 };
+export const SCENARIO_SLO: Readonly<Partial<Record<Band, number>>> = {};
 
 /** The scenario's tenants file (docs/TENANTS.md's format), as JSON. */
 export function tenantsFile(o: TenantsFileOptions): { tenants: Array<Record<string, unknown>> } {
