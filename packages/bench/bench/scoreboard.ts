@@ -4,7 +4,8 @@
  * (between `<!-- results:begin -->` and `<!-- results:end -->`), the README's
  * plot, docs/ABLATION.md's table (between `<!-- ablation:… -->`) when an
  * ablation JSON is given, docs/TENANTS.md's global-limits table from
- * docs/data/limits.json (bench/limits.ts) when it is there, and
+ * docs/data/limits.json (bench/limits.ts) when it is there, its tenants
+ * scenario's goal table from docs/data/tenants.json (bench/tenants.ts), and
  * docs/OPERATIONS.md's misroute table (between `<!-- misroutes:… -->`) from
  * docs/data/misroutes.json (bench/misroutes.ts). The docs test fails when a committed doc differs
  * from what the committed JSON gives.
@@ -50,6 +51,7 @@ const inputs = {
   ...(committed.limits !== undefined ? { limits: committed.limits } : {}),
   ...(committed.misroutes !== undefined ? { misroutes: committed.misroutes } : {}),
   ...(committed.limitsLive !== undefined ? { limitsLive: committed.limitsLive } : {}),
+  ...(committed.tenants !== undefined ? { tenants: committed.tenants } : {}),
 };
 if (values.commit !== undefined || values.command !== undefined) {
   const path = join(ROOT, inputs.goals);

@@ -3,11 +3,13 @@
  * bench/scoreboard.ts (writes them) and the docs test (checks the committed
  * docs equal what the committed JSON gives) use.
  * Steps: read each JSON present → render each generated text → splice the
- * README's, ABLATION's, TENANTS' and OPERATIONS's between their markers. No figure is typed by hand.
+ * README's, ABLATION's, TENANTS' (global limits, the tenants scenario's goals) and OPERATIONS's
+ * between their markers. No figure is typed by hand.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ablationTable, type AblationJson } from './ablation-table.ts';
+import { goalsTable, TARGETS, type GoalRow } from './goal-rows.ts';
 import { limitsTable, liveLimitsLine, type LimitsJson, type LiveLimitsJson } from './limits-table.ts';
 import { misrouteTable, type MisroutesJson } from './misroutes.ts';
 import { replaceBetween, resultsTable, scoreboardMarkdown, type GoalsJson } from './scoreboard.ts';
@@ -27,6 +29,8 @@ export const DOC_DATA = {
   /** The global-limit runs (bench/limits.ts) and the doc they are tabled in. */
   limits: 'docs/data/limits.json',
   limitsLive: 'docs/data/limits-live.json',
+  /** The tenants scenario's goal runs (bench/tenants.ts). */
+  tenants: 'docs/data/tenants.json',
   tenantsDoc: 'docs/TENANTS.md',
   plot: 'docs/plots/results.png',
 } as const;
@@ -39,6 +43,7 @@ export const MARKERS = {
   limits: 'global-limits',
   misroutes: 'misroutes',
   limitsLive: 'global-limits-live',
+  tenants: 'tenants-goals',
 } as const;
 
 export interface DocInputs {
@@ -48,6 +53,21 @@ export interface DocInputs {
   limits?: string;
   misroutes?: string;
   limitsLive?: string;
+  tenants?: string;
+}
+
+/** What bench/tenants.ts writes that the doc reads. */
+interface TenantsJson {
+  meta: { command: string; commit: string };
+  rows: GoalRow[];
+}
+
+/** The tenants scenario's goal table, with where it came from. */
+function tenantsGoals(json: TenantsJson, source: string): string {
+  const seeds = [...new Set(json.rows.map((r) => r.seed))].sort((a, b) => a - b);
+  const { table, met, total } = goalsTable(json.rows, seeds);
+  const need = Math.ceil(TARGETS.seedsNeeded * seeds.length);
+  return `From \`${source}\` (${json.meta.command}, commit ${json.meta.commit}): ${met} of ${total} goals met on at least ${need} of the ${seeds.length} seeds.\n\n${table}`;
 }
 
 /** Every generated doc's full text, by path relative to `root`, from the JSON files given. */
@@ -67,15 +87,19 @@ export function renderDocs(root: string, inputs: DocInputs): Map<string, string>
     doc = replaceBetween(doc, marker, ablationTable(ablation, input));
     out.set(DOC_DATA.ablationDoc, doc);
   }
+  let tenants = readFileSync(join(root, DOC_DATA.tenantsDoc), 'utf8');
   if (inputs.limits !== undefined) {
     const limits = JSON.parse(readFileSync(join(root, inputs.limits), 'utf8')) as LimitsJson;
-    const tenants = readFileSync(join(root, DOC_DATA.tenantsDoc), 'utf8');
-    let doc = replaceBetween(tenants, MARKERS.limits, limitsTable(limits, inputs.limits));
+    tenants = replaceBetween(tenants, MARKERS.limits, limitsTable(limits, inputs.limits));
     if (inputs.limitsLive !== undefined) {
       const live = JSON.parse(readFileSync(join(root, inputs.limitsLive), 'utf8')) as LiveLimitsJson;
-      doc = replaceBetween(doc, MARKERS.limitsLive, liveLimitsLine(live, inputs.limitsLive));
+      tenants = replaceBetween(tenants, MARKERS.limitsLive, liveLimitsLine(live, inputs.limitsLive));
     }
-    out.set(DOC_DATA.tenantsDoc, doc);
+    out.set(DOC_DATA.tenantsDoc, tenants);
+  }
+  if (inputs.tenants !== undefined) {
+    const json = JSON.parse(readFileSync(join(root, inputs.tenants), 'utf8')) as TenantsJson;
+    out.set(DOC_DATA.tenantsDoc, replaceBetween(tenants, MARKERS.tenants, tenantsGoals(json, inputs.tenants)));
   }
   if (inputs.misroutes !== undefined) {
     const json = JSON.parse(readFileSync(join(root, inputs.misroutes), 'utf8')) as MisroutesJson;
@@ -94,5 +118,6 @@ export function committedInputs(root: string): DocInputs {
     ...(existsSync(join(root, DOC_DATA.limits)) ? { limits: DOC_DATA.limits } : {}),
     ...(existsSync(join(root, DOC_DATA.misroutes)) ? { misroutes: DOC_DATA.misroutes } : {}),
     ...(existsSync(join(root, DOC_DATA.limitsLive)) ? { limitsLive: DOC_DATA.limitsLive } : {}),
+    ...(existsSync(join(root, DOC_DATA.tenants)) ? { tenants: DOC_DATA.tenants } : {}),
   };
 }
