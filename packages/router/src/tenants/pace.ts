@@ -12,15 +12,20 @@
  * Rule (the generic cell rate algorithm, one theoretical arrival time per
  * tenant and limit): rate = limit × f ÷ 60 s × this router's share of the
  * tenant's admissions over the window (own ÷ (own + others), at least
- * 1 ÷ the routers known, so a router new to the tenant is not starved); a request of `cost` passes when tat − now + cost ÷ rate ≤
- * the burst, or when tat ≤ now (so a request larger than the burst
- * still passes, alone); on admission tat = max(tat, now) + cost ÷ rate.
+ * 1 ÷ the routers known, so a router new to the tenant is not starved); a
+ * request of `cost` passes when tat − now + cost ÷ rate ≤ the burst, or
+ * when tat ≤ now (so a request larger than the burst still passes, alone);
+ * on admission tat = max(tat, now) + cost ÷ rate.
  * Invariant: pacing only refuses what the window would admit, so the limit
- * over any 60 s holds as before; a tenant below its rate never meets it.
+ * over any 60 s holds as before; a tenant sending below its rate in bursts
+ * within its burst never meets it.
  * Complexity: O(1) per admission, one number per tenant and limit.
  * Trade-off: a paced tenant, even within its limit, may not send more than
- * its burst at once (hence opt-in per tenant); each router's share follows
- * where the tenant's clients send, so sticky L4 keeps each router's own share.
+ * its burst at once (hence opt-in per tenant); the pace counts the
+ * reservation (prompt + max_tokens), not the engine's usage that later
+ * replaces it in the window, so answers shorter than max_tokens pace a
+ * tenant a little below its limit. Each router's share follows where the
+ * tenant's clients send, so sticky L4 keeps each router's own share.
  */
 
 const MINUTE_MS = 60_000;
