@@ -75,6 +75,7 @@ export async function runLive(o: LiveOptions): Promise<PolicyResult> {
   const shape = o.scenario.fleet;
   const oracle = o.policy === 'oracle';
   const cpuKvTokens = cpuKvTokensOf({ ...shape, cpuKvRatio: o.cpuKvRatio ?? 0 });
+  const byPriority = shape.schedulingPolicy === 'priority';
   const fleet = await launchFleet({
     ...(o.roles !== undefined ? { roles: o.roles } : {}),
     replicas: o.replicas,
@@ -87,8 +88,12 @@ export async function runLive(o: LiveOptions): Promise<PolicyResult> {
     // `warmpath router` with the peers' emulations registered (router-entry.ts).
     routerScript: ROUTER_ENTRY_PATH,
     routerArgs: flags(o.routerOverrides),
-    agentArgs: flags(o.agentOverrides),
-    ...(cpuKvTokens > 0 ? { simArgs: ['--cpu-kv-tokens', String(cpuKvTokens)] } : {}),
+    // Engines that schedule by priority, their agents passing the band on (docs/TENANTS.md, "Priority bands").
+    agentArgs: [...flags(o.agentOverrides), ...(byPriority ? ['--engine-priority'] : [])],
+    simArgs: [
+      ...(cpuKvTokens > 0 ? ['--cpu-kv-tokens', String(cpuKvTokens)] : []),
+      ...(byPriority ? ['--scheduling-policy', 'priority'] : []),
+    ],
   });
   try {
     if (!oracle) await fleet.waitConverged(30_000);

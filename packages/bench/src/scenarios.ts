@@ -46,6 +46,13 @@ export interface FleetShape {
   cpuKvRatio?: number;
   /** KV sharing: 'peer', an engine fetches a prefix another replica holds over the network; absent = off. */
   kvSharing?: 'off' | 'peer';
+  /**
+   * The engines' scheduling policy (vLLM's --scheduling-policy); 'priority':
+   * the agents pass each request's band as the engine's `priority` (their
+   * --engine-priority), as docs/TENANTS.md tells operators to deploy bands;
+   * absent = fcfs.
+   */
+  schedulingPolicy?: 'fcfs' | 'priority';
 }
 
 /** The `cpuKvRatio` setting, as `warmpath bench` and `warmpath demo` both take it. */
@@ -324,7 +331,8 @@ const tenantsScenario: Scenario = {
   name: 'tenants',
   summary:
     'two steady interactive chat tenants, one flooding at 5x its share (standard band, token limit), one batch tenant',
-  fleet: { replicas: 4, profile: 'h100-llama3-8b' },
+  // Engines schedule by the bands (docs/TENANTS.md, "Priority bands").
+  fleet: { replicas: 4, profile: 'h100-llama3-8b', schedulingPolicy: 'priority' },
   // 16: the fleet carries every tenant at its share, and not the flood's excess.
   defaults: { rate: 16, duration: 180 },
   build: (p) => tenantsPlan(p),

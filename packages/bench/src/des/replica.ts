@@ -6,7 +6,7 @@
  * feed's cadence; requests are admitted (or refused), submitted to the
  * engine, and stepped one engine step per event.
  */
-import { AGENT_SCHEMA, AgentCore, agentConfig, type Admitted } from '@warmpath/agent';
+import { AGENT_SCHEMA, AgentCore, agentConfig, ENGINE_PRIORITY, type Admitted } from '@warmpath/agent';
 import type { SendResult } from '@warmpath/router';
 import type { ReplicaState } from '@warmpath/shared/wire';
 import { EngineModel, type EngineProfile, type PeerKv, type StepResult } from '@warmpath/sim';
@@ -77,7 +77,9 @@ export class DesReplica {
     this.#hop = hop;
     this.#hooks = hooks;
     const cpuKvTokens = cpuKvTokensOf(shape);
+    const byPriority = shape.schedulingPolicy === 'priority';
     this.model = new EngineModel(profile, {
+      priorityScheduling: byPriority,
       maxLoras: shape.maxLoras ?? 0,
       adapters: shape.adapters ?? [],
       ...(cpuKvTokens > 0 ? { cpuKvTokens } : {}),
@@ -86,6 +88,8 @@ export class DesReplica {
     this.core = new AgentCore({
       config: agentConfig({
         ...tierSettings(profile, cpuKvTokens),
+        // The deployment of a priority-scheduling engine: its agent passes the band on (--engine-priority).
+        ...(byPriority ? { enginePriority: true } : {}),
         ...agent,
         fleet: 'des',
         replicaId: id,
@@ -142,6 +146,8 @@ export class DesReplica {
     if ('reason' in a) return a;
     const id = `req-${rec.i}-${attempt}${leg?.kind === 'prefill' ? '-p' : ''}`;
     this.#live.set(id, { rec, admitted: a, report, leg });
+    // As the agent's proxy: the band becomes vLLM's `priority` (lower first) when it passes bands on.
+    const priority = band !== undefined && this.core.config.enginePriority ? ENGINE_PRIORITY.vllm![band] : undefined;
     try {
       this.model.submit(
         {
@@ -150,6 +156,7 @@ export class DesReplica {
           maxTokens: info.maxTokens,
           blockHashes: rec.prep.blockHashes,
           adapter: info.adapter,
+          ...(priority !== undefined ? { priority } : {}),
           ...(leg?.kind === 'decode' ? { readyDelayMs: leg.readyDelayMs, kvReceived: true } : {}),
         },
         this.#q.now,
