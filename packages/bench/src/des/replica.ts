@@ -9,7 +9,7 @@
 import { AGENT_SCHEMA, AgentCore, agentConfig, ENGINE_PRIORITY, type Admitted } from '@warmpath/agent';
 import type { SendResult } from '@warmpath/router';
 import type { ReplicaState } from '@warmpath/shared/wire';
-import { EngineModel, type EngineProfile, type PeerKv, type StepResult } from '@warmpath/sim';
+import { EngineModel, type EngineProfile, type PeerKv, type Sequence, type StepResult } from '@warmpath/sim';
 import { cpuKvTokensOf, DEFAULT_MODEL, type FleetShape } from '../scenarios.ts';
 import { simEngineSource } from './engine-source.ts';
 import { sharedKv } from '../tiers.ts';
@@ -31,6 +31,10 @@ export interface ReplicaHooks {
   ): void;
   /** The engine changed (an admission, a step's start or end): the events feed reports it. */
   changed?(replica: DesReplica): void;
+  /** The engine accepted the request as `seq` (analysis: its admission and first-token times). */
+  submitted?(rec: Rec, seq: Sequence): void;
+  /** The engine scheduled one step (analysis). */
+  stepped?(replica: DesReplica, res: StepResult): void;
 }
 
 /**
@@ -149,7 +153,7 @@ export class DesReplica {
     // As the agent's proxy: the band becomes vLLM's `priority` (lower first) when it passes bands on.
     const priority = band !== undefined && this.core.config.enginePriority ? ENGINE_PRIORITY.vllm![band] : undefined;
     try {
-      this.model.submit(
+      const seq = this.model.submit(
         {
           id,
           promptTokens: rec.prep.promptTokens,
@@ -161,6 +165,7 @@ export class DesReplica {
         },
         this.#q.now,
       );
+      this.#hooks.submitted?.(rec, seq);
     } catch (err) {
       // The engine refuses the request itself (context length, unknown adapter): a 400, as over HTTP.
       this.#live.delete(id);
@@ -197,6 +202,7 @@ export class DesReplica {
       }
       return;
     }
+    this.#hooks.stepped?.(this, res);
     this.#hooks.changed?.(this);
     q.at(res.endMs, () => {
       this.#deliver(res);

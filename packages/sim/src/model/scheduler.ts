@@ -93,7 +93,7 @@ export function runStep(st: EngineState, now: number): StepResult {
   };
   scheduleRunning(st, batch);
   // vLLM skips admission in a step that preempted.
-  if (batch.preempted.length === 0) admitWaiting(st, batch);
+  if (batch.preempted.length === 0) admitWaiting(st, batch, now);
   if (batch.scheduled.length === 0) {
     return {
       durationMs: 0,
@@ -185,7 +185,7 @@ function unschedule(batch: Batch, s: Sequence): void {
 }
 
 /** Step 3: FCFS admission, reusing each sequence's longest cached prefix. */
-function admitWaiting(st: EngineState, batch: Batch): void {
+function admitWaiting(st: EngineState, batch: Batch, now: number): void {
   const bs = st.blockSize;
   let j = 0;
   while (j < st.waiting.length && batch.budget > 0 && st.running.length < st.profile.maxNumSeqs) {
@@ -210,7 +210,10 @@ function admitWaiting(st: EngineState, batch: Batch): void {
     s.hashedBlocks = hit;
     if (hostHit > 0) reload(st, s, hit, hostHit, batch);
     if (peerHit > 0) batch.fetchMs += peerFetchMs(st.profile, peerHit * bs, st.peers!.bytesPerS);
-    if (!s.admitted) countAdmission(st, s, hit, hostHit, peerHit);
+    if (!s.admitted) {
+      s.admittedMs = now;
+      countAdmission(st, s, hit, hostHit, peerHit);
+    }
     s.status = SeqStatus.running;
     st.waiting.splice(j, 1);
     st.running.push(s);
