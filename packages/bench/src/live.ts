@@ -21,6 +21,7 @@ import { ROUTER_ENTRY_PATH } from './router-entry-path.ts';
 import { runLoad, type PlannedRequest, type RequestResult } from './loadgen.ts';
 import { summarize, type PolicyResult } from './report.ts';
 import { cpuKvTokensOf, type Scenario } from './scenarios.ts';
+import { type KvSharing, tierRouterSettings } from './tiers.ts';
 
 export interface LiveOptions {
   scenario: Scenario;
@@ -39,6 +40,8 @@ export interface LiveOptions {
   agentOverrides?: Record<string, string>;
   /** Host-memory KV tier of each replica, × its GPU KV (0 or absent = off). */
   cpuKvRatio?: number;
+  /** KV sharing between the simulators (absent = off). */
+  kvSharing?: KvSharing;
   /** A disaggregated fleet: replica i's role (`warmpath sim --role`); absent = aggregated. */
   roles?: ReadonlyArray<'prefill' | 'decode'>;
   log?: (line: string) => void;
@@ -74,7 +77,8 @@ async function oracleTarget(simUrls: string[], agentUrls: string[], p: PlannedRe
 export async function runLive(o: LiveOptions): Promise<PolicyResult> {
   const shape = o.scenario.fleet;
   const oracle = o.policy === 'oracle';
-  const cpuKvTokens = cpuKvTokensOf({ ...shape, cpuKvRatio: o.cpuKvRatio ?? 0 });
+  const tiered = { ...shape, cpuKvRatio: o.cpuKvRatio ?? 0, ...(o.kvSharing ? { kvSharing: o.kvSharing } : {}) };
+  const cpuKvTokens = cpuKvTokensOf(tiered);
   const fleet = await launchFleet({
     ...(o.roles !== undefined ? { roles: o.roles } : {}),
     replicas: o.replicas,
@@ -86,9 +90,11 @@ export async function runLive(o: LiveOptions): Promise<PolicyResult> {
     policy: oracle ? 'warmpath' : o.policy,
     // `warmpath router` with the peers' emulations registered (router-entry.ts).
     routerScript: ROUTER_ENTRY_PATH,
-    routerArgs: flags(o.routerOverrides),
+    // The tier costs an operator sets from the hardware, as in the DES (tiers.ts); the overrides win.
+    routerArgs: flags({ ...stringValues(tierRouterSettings(tiered)), ...o.routerOverrides }),
     agentArgs: flags(o.agentOverrides),
     ...(cpuKvTokens > 0 ? { simArgs: ['--cpu-kv-tokens', String(cpuKvTokens)] } : {}),
+    ...(o.kvSharing === 'peer' ? { kvSharing: true } : {}),
   });
   try {
     if (!oracle) await fleet.waitConverged(30_000);
@@ -139,6 +145,10 @@ export async function runLive(o: LiveOptions): Promise<PolicyResult> {
 }
 
 /** Config overrides as command-line flags (loadFactor=1.5 → --load-factor 1.5). */
+function stringValues(o: Record<string, number>): Record<string, string> {
+  return Object.fromEntries(Object.entries(o).map(([k, v]) => [k, String(v)]));
+}
+
 function flags(overrides: Record<string, string> | undefined): string[] {
   return Object.entries(overrides ?? {}).flatMap(([k, v]) => [
     `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`,

@@ -4,7 +4,7 @@
  * The demo, the live benchmark and the end-to-end tests all launch fleets here.
  *
  * Steps: write a swarm key to a temporary directory → start the simulators
- * (in parallel) → one agent per simulator (in parallel) → the routers, one
+ * (in parallel; with KV sharing, each told the others' URLs) → one agent per simulator (in parallel) → the routers, one
  * after another, each bootstrapping to every agent. A failure at any step
  * stops what already started.
  *
@@ -38,6 +38,8 @@ export interface LaunchOptions {
   roles?: readonly ('both' | 'prefill' | 'decode')[];
   /** Topology label of replica i (`warmpath agent --zone`); default none. */
   zones?: readonly string[];
+  /** KV sharing: each simulator fetches prefixes the others hold (`warmpath sim --kv-peers`), told once they listen. */
+  kvSharing?: boolean;
   /** Extra flags per component. */
   simArgs?: readonly string[];
   agentArgs?: readonly string[];
@@ -160,6 +162,21 @@ function routerArgs(
   ];
 }
 
+/** KV sharing: tells each simulator the others' URLs (its ports are known only once it listens). */
+async function sharePeers(urls: readonly string[]): Promise<void> {
+  await Promise.all(
+    urls.map(async (u) => {
+      const res = await fetch(`${u}/sim/v1/kv-peers`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ peers: urls.filter((o) => o !== u) }),
+      });
+      await res.body?.cancel();
+      if (res.status !== 200) throw new Error(`${u}: setting its KV peers answered ${res.status}`);
+    }),
+  );
+}
+
 /** Starts the fleet's simulators, agents and routers; on a failure, stops what started and rethrows. */
 export async function launchFleet(opts: LaunchOptions): Promise<LocalFleet> {
   const { args: common, swarmKeyFile } = commonArgs(opts);
@@ -185,6 +202,7 @@ export async function launchFleet(opts: LaunchOptions): Promise<LocalFleet> {
   try {
     const n = Array.from({ length: opts.replicas }, (_, i) => i);
     sims.push(...(await Promise.all(n.map((i) => startProcess(`sim-${i}`, simArgs(opts, i), how)))));
+    if (opts.kvSharing === true) await sharePeers(sims.map((p) => p.info.url!));
     agents.push(
       ...(await Promise.all(n.map((i) => startProcess(`agent-${i}`, agentArgs(opts, common, sims[i]!, i), how)))),
     );

@@ -89,6 +89,11 @@ export const simSchema = {
     integer: true,
     doc: "host-memory KV tier for GPU-evicted blocks, tokens (vLLM's CPU offloading; 0 = the profile's, off)",
   },
+  kvPeers: {
+    type: 'list',
+    default: [],
+    doc: "KV sharing: the other simulators' base URLs (comma-separated); a prefix one holds is fetched over the network (LMCache's P2P sharing)",
+  },
   schedulingPolicy: {
     type: 'string',
     default: 'fcfs',
