@@ -6,7 +6,8 @@
  * ablation JSON is given, docs/TENANTS.md's global-limits table from
  * docs/data/limits.json (bench/limits.ts) when it is there, and
  * docs/OPERATIONS.md's misroute table (between `<!-- misroutes:… -->`) from
- * docs/data/misroutes.json (bench/misroutes.ts). The docs test fails when a committed doc differs
+ * docs/data/misroutes.json (bench/misroutes.ts), and docs/TIERS.md's tiered goal table (between
+ * `<!-- tiered-goals:… -->`) from docs/data/tiers.json (`warmpath goals --tiers --json`). The docs test fails when a committed doc differs
  * from what the committed JSON gives.
  *
  *   node packages/bench/bench/scoreboard.ts --goals docs/data/goals.json [--ablation docs/data/ablation.json]
@@ -50,6 +51,7 @@ const inputs = {
   ...(committed.limits !== undefined ? { limits: committed.limits } : {}),
   ...(committed.misroutes !== undefined ? { misroutes: committed.misroutes } : {}),
   ...(committed.limitsLive !== undefined ? { limitsLive: committed.limitsLive } : {}),
+  ...(committed.tiers !== undefined ? { tiers: committed.tiers } : {}),
 };
 if (values.commit !== undefined || values.command !== undefined) {
   const path = join(ROOT, inputs.goals);

@@ -3,14 +3,15 @@
  * bench/scoreboard.ts (writes them) and the docs test (checks the committed
  * docs equal what the committed JSON gives) use.
  * Steps: read each JSON present → render each generated text → splice the
- * README's, ABLATION's, TENANTS' and OPERATIONS's between their markers. No figure is typed by hand.
+ * README's, ABLATION's, TENANTS', OPERATIONS's and TIERS' between their markers. No figure is typed by hand.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ablationTable, type AblationJson } from './ablation-table.ts';
 import { limitsTable, liveLimitsLine, type LimitsJson, type LiveLimitsJson } from './limits-table.ts';
 import { misrouteTable, type MisroutesJson } from './misroutes.ts';
-import { replaceBetween, resultsTable, scoreboardMarkdown, type GoalsJson } from './scoreboard.ts';
+import { goalsTable } from './goal-rows.ts';
+import { provenance, replaceBetween, resultsTable, scoreboardMarkdown, seedsOf, type GoalsJson } from './scoreboard.ts';
 
 /** Paths relative to the repository root. */
 export const DOC_DATA = {
@@ -28,6 +29,9 @@ export const DOC_DATA = {
   limits: 'docs/data/limits.json',
   limitsLive: 'docs/data/limits-live.json',
   tenantsDoc: 'docs/TENANTS.md',
+  /** The tiered goals (`warmpath goals --tiers --json`) and the doc they are tabled in. */
+  tiers: 'docs/data/tiers.json',
+  tiersDoc: 'docs/TIERS.md',
   plot: 'docs/plots/results.png',
 } as const;
 
@@ -39,6 +43,7 @@ export const MARKERS = {
   limits: 'global-limits',
   misroutes: 'misroutes',
   limitsLive: 'global-limits-live',
+  tiers: 'tiered-goals',
 } as const;
 
 export interface DocInputs {
@@ -48,6 +53,7 @@ export interface DocInputs {
   limits?: string;
   misroutes?: string;
   limitsLive?: string;
+  tiers?: string;
 }
 
 /** Every generated doc's full text, by path relative to `root`, from the JSON files given. */
@@ -82,7 +88,24 @@ export function renderDocs(root: string, inputs: DocInputs): Map<string, string>
     const ops = readFileSync(join(root, DOC_DATA.operations), 'utf8');
     out.set(DOC_DATA.operations, replaceBetween(ops, MARKERS.misroutes, misrouteTable(json, inputs.misroutes)));
   }
+  if (inputs.tiers !== undefined) {
+    const json = JSON.parse(readFileSync(join(root, inputs.tiers), 'utf8')) as GoalsJson;
+    const doc = readFileSync(join(root, DOC_DATA.tiersDoc), 'utf8');
+    out.set(DOC_DATA.tiersDoc, replaceBetween(doc, MARKERS.tiers, tieredGoals(json, inputs.tiers)));
+  }
   return out;
+}
+
+/** TIERS.md's goal table: which run, how many goals met, every row per seed. */
+function tieredGoals(json: GoalsJson, source: string): string {
+  const seeds = seedsOf(json);
+  const { table, met, total, beyond } = goalsTable(json.rows, seeds);
+  const out = beyond > 0 ? `; ${beyond} of the others are beyond any router` : '';
+  return [
+    `From ${provenance(json.meta)} (the JSON: [${source.replace('docs/', '')}](${source.replace('docs/', '')})). **${met} of ${total} met**${out}.`,
+    '',
+    table,
+  ].join('\n');
 }
 
 /** The committed inputs: the goals JSON, and the ablation JSON when it is there. */
@@ -94,5 +117,6 @@ export function committedInputs(root: string): DocInputs {
     ...(existsSync(join(root, DOC_DATA.limits)) ? { limits: DOC_DATA.limits } : {}),
     ...(existsSync(join(root, DOC_DATA.misroutes)) ? { misroutes: DOC_DATA.misroutes } : {}),
     ...(existsSync(join(root, DOC_DATA.limitsLive)) ? { limitsLive: DOC_DATA.limitsLive } : {}),
+    ...(existsSync(join(root, DOC_DATA.tiers)) ? { tiers: DOC_DATA.tiers } : {}),
   };
 }
