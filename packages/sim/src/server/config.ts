@@ -92,7 +92,7 @@ export const simSchema = {
   kvPeers: {
     type: 'list',
     default: [],
-    doc: "KV sharing: the other simulators' base URLs (comma-separated); a prefix one holds is fetched over the network (LMCache's P2P sharing)",
+    doc: "KV sharing: the other simulators' base URLs (comma-separated), whose prefixes this one fetches over the network",
   },
   schedulingPolicy: {
     type: 'string',
