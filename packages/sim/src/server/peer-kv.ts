@@ -22,15 +22,14 @@ const LOOKUP_TIMEOUT_MS = 1_000;
 export class RemotePeerKv implements PeerKv {
   readonly bytesPerS: number;
   /** Other simulators' base URLs (http://host:port), set at start or on /sim/v1/kv-peers. */
-  #peers: readonly string[];
+  #peers: readonly string[] = [];
   /** A submitted prompt's hash array → the deepest peer's leading blocks, while the sequence lives. */
   readonly #found = new WeakMap<BigUint64Array, number>();
   /** Lookups asked and blocks found (the /sim/v1/state counters). */
   readonly stats = { lookups: 0, failed: 0, foundBlocks: 0 };
 
-  constructor(bytesPerS: number, peers: readonly string[] = []) {
+  constructor(bytesPerS: number) {
     this.bytesPerS = bytesPerS;
-    this.#peers = peers;
   }
 
   get peers(): readonly string[] {
