@@ -144,11 +144,12 @@ export async function runLive(o: LiveOptions): Promise<PolicyResult> {
   }
 }
 
-/** Config overrides as command-line flags (loadFactor=1.5 → --load-factor 1.5). */
+/** Numeric settings as the overrides' strings. */
 function stringValues(o: Record<string, number>): Record<string, string> {
   return Object.fromEntries(Object.entries(o).map(([k, v]) => [k, String(v)]));
 }
 
+/** Config overrides as command-line flags (loadFactor=1.5 → --load-factor 1.5). */
 function flags(overrides: Record<string, string> | undefined): string[] {
   return Object.entries(overrides ?? {}).flatMap(([k, v]) => [
     `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`,

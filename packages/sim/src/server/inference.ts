@@ -1,8 +1,9 @@
 /**
  * The inference routes: validate → prompt identity (canonical text, chain
- * hashes) → with KV sharing, the peers' lookup (peer-kv.ts) → model.submit → the response streams as the driver's steps emit
- * tokens (streams.ts). The probe route runs the same first two steps and
- * answers the model's probe instead of submitting.
+ * hashes) → with KV sharing, the peers' lookup (peer-kv.ts) → model.submit
+ * → the response streams as the driver's steps emit tokens (streams.ts).
+ * The probe route runs the same first two steps and answers the model's
+ * probe instead of submitting.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { readBody, sendJson } from '@warmpath/shared/runtime';
