@@ -82,6 +82,6 @@ if (values.plot) {
   console.log(`wrote ${DOC_DATA.plot}`);
 }
 console.log(
-  `${docs.size} docs checked against ${[inputs.goals, inputs.ablation, inputs.ablationScale, inputs.misroutes].filter((x) => x !== undefined).join(', ')}: ${stale} differ`,
+  `${docs.size} docs checked against ${[inputs.goals, inputs.ablation, inputs.ablationScale, inputs.misroutes, inputs.tiers].filter((x) => x !== undefined).join(', ')}: ${stale} differ`,
 );
 if (stale > 0) process.exit(1);

@@ -100,7 +100,7 @@ export function renderDocs(root: string, inputs: DocInputs): Map<string, string>
 function tieredGoals(json: GoalsJson, source: string): string {
   const seeds = seedsOf(json);
   const { table, met, total, beyond } = goalsTable(json.rows, seeds);
-  const out = beyond > 0 ? `; ${beyond} of the others are beyond any router` : '';
+  const out = beyond > 0 ? ` (beyond any router: ${beyond} of the other ${total - met})` : '';
   return [
     `From ${provenance(json.meta)} (the JSON: [${source.replace('docs/', '')}](${source.replace('docs/', '')})). **${met} of ${total} met**${out}.`,
     '',
