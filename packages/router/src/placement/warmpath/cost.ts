@@ -96,8 +96,9 @@ export function tokenCost(x: Input, i: number, missed = 0): number {
 
 /**
  * Who waits for the prefill (or KV load) a row lacks, besides the sequences
- * running there: the request itself, the requests queued behind it, and the
- * cost of a fetched chunk being no hit of the engine's own tiers
+ * running there: the request itself and the requests queued behind it, and
+ * a margin for a fetched chunk being no hit of the engine's own tiers —
+ * chosen on the tuning seeds, as the least that keeps the hit rate's goal
  * (docs/TIERS.md, "Where the edge goes").
  */
 export const SHARED_WAITERS = 4;
