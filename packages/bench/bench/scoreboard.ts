@@ -7,7 +7,8 @@
  * docs/data/limits.json (bench/limits.ts) when it is there, its tenants
  * scenario's goal table from docs/data/tenants.json (bench/tenants.ts), and
  * docs/OPERATIONS.md's misroute table (between `<!-- misroutes:… -->`) from
- * docs/data/misroutes.json (bench/misroutes.ts). The docs test fails when a committed doc differs
+ * docs/data/misroutes.json (bench/misroutes.ts), and docs/TIERS.md's tiered goal table (between
+ * `<!-- tiered-goals:… -->`) from docs/data/tiers.json (`warmpath goals --tiers --json`). The docs test fails when a committed doc differs
  * from what the committed JSON gives.
  *
  *   node packages/bench/bench/scoreboard.ts --goals docs/data/goals.json [--ablation docs/data/ablation.json]
@@ -52,6 +53,7 @@ const inputs = {
   ...(committed.misroutes !== undefined ? { misroutes: committed.misroutes } : {}),
   ...(committed.limitsLive !== undefined ? { limitsLive: committed.limitsLive } : {}),
   ...(committed.tenants !== undefined ? { tenants: committed.tenants } : {}),
+  ...(committed.tiers !== undefined ? { tiers: committed.tiers } : {}),
 };
 if (values.commit !== undefined || values.command !== undefined) {
   const path = join(ROOT, inputs.goals);
@@ -82,6 +84,6 @@ if (values.plot) {
   console.log(`wrote ${DOC_DATA.plot}`);
 }
 console.log(
-  `${docs.size} docs checked against ${[inputs.goals, inputs.ablation, inputs.ablationScale, inputs.misroutes].filter((x) => x !== undefined).join(', ')}: ${stale} differ`,
+  `${docs.size} docs checked against ${[inputs.goals, inputs.ablation, inputs.ablationScale, inputs.misroutes, inputs.tiers].filter((x) => x !== undefined).join(', ')}: ${stale} differ`,
 );
 if (stale > 0) process.exit(1);

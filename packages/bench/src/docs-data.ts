@@ -3,8 +3,8 @@
  * bench/scoreboard.ts (writes them) and the docs test (checks the committed
  * docs equal what the committed JSON gives) use.
  * Steps: read each JSON present → render each generated text → splice the
- * README's, ABLATION's, TENANTS' (global limits, the tenants scenario's goals) and OPERATIONS's
- * between their markers. No figure is typed by hand.
+ * README's, ABLATION's, TENANTS' (global limits, the tenants scenario's goals), OPERATIONS's and
+ * TIERS' between their markers. No figure is typed by hand.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -12,7 +12,7 @@ import { ablationTable, type AblationJson } from './ablation-table.ts';
 import { goalsTable, TARGETS, type GoalRow } from './goal-rows.ts';
 import { limitsTable, liveLimitsLine, type LimitsJson, type LiveLimitsJson } from './limits-table.ts';
 import { misrouteTable, type MisroutesJson } from './misroutes.ts';
-import { replaceBetween, resultsTable, scoreboardMarkdown, type GoalsJson } from './scoreboard.ts';
+import { provenance, replaceBetween, resultsTable, scoreboardMarkdown, seedsOf, type GoalsJson } from './scoreboard.ts';
 
 /** Paths relative to the repository root. */
 export const DOC_DATA = {
@@ -32,6 +32,9 @@ export const DOC_DATA = {
   /** The tenants scenario's goal runs (bench/tenants.ts). */
   tenants: 'docs/data/tenants.json',
   tenantsDoc: 'docs/TENANTS.md',
+  /** The tiered goals (`warmpath goals --tiers --json`) and the doc they are tabled in. */
+  tiers: 'docs/data/tiers.json',
+  tiersDoc: 'docs/TIERS.md',
   plot: 'docs/plots/results.png',
 } as const;
 
@@ -44,6 +47,7 @@ export const MARKERS = {
   misroutes: 'misroutes',
   limitsLive: 'global-limits-live',
   tenants: 'tenants-goals',
+  tiers: 'tiered-goals',
 } as const;
 
 export interface DocInputs {
@@ -54,6 +58,7 @@ export interface DocInputs {
   misroutes?: string;
   limitsLive?: string;
   tenants?: string;
+  tiers?: string;
 }
 
 /** What bench/tenants.ts writes that the doc reads. */
@@ -106,7 +111,24 @@ export function renderDocs(root: string, inputs: DocInputs): Map<string, string>
     const ops = readFileSync(join(root, DOC_DATA.operations), 'utf8');
     out.set(DOC_DATA.operations, replaceBetween(ops, MARKERS.misroutes, misrouteTable(json, inputs.misroutes)));
   }
+  if (inputs.tiers !== undefined) {
+    const json = JSON.parse(readFileSync(join(root, inputs.tiers), 'utf8')) as GoalsJson;
+    const doc = readFileSync(join(root, DOC_DATA.tiersDoc), 'utf8');
+    out.set(DOC_DATA.tiersDoc, replaceBetween(doc, MARKERS.tiers, tieredGoals(json, inputs.tiers)));
+  }
   return out;
+}
+
+/** TIERS.md's goal table: which run, how many goals met, every row per seed. */
+function tieredGoals(json: GoalsJson, source: string): string {
+  const seeds = seedsOf(json);
+  const { table, met, total, beyond } = goalsTable(json.rows, seeds);
+  const out = beyond > 0 ? ` (beyond any router: ${beyond} of the other ${total - met})` : '';
+  return [
+    `From ${provenance(json.meta)} (the JSON: [${source.replace('docs/', '')}](${source.replace('docs/', '')})). **${met} of ${total} met**${out}.`,
+    '',
+    table,
+  ].join('\n');
 }
 
 /** The committed inputs: the goals JSON, and the ablation JSON when it is there. */
@@ -119,5 +141,6 @@ export function committedInputs(root: string): DocInputs {
     ...(existsSync(join(root, DOC_DATA.misroutes)) ? { misroutes: DOC_DATA.misroutes } : {}),
     ...(existsSync(join(root, DOC_DATA.limitsLive)) ? { limitsLive: DOC_DATA.limitsLive } : {}),
     ...(existsSync(join(root, DOC_DATA.tenants)) ? { tenants: DOC_DATA.tenants } : {}),
+    ...(existsSync(join(root, DOC_DATA.tiers)) ? { tiers: DOC_DATA.tiers } : {}),
   };
 }

@@ -4,10 +4,10 @@
  * The demo, the live benchmark and the end-to-end tests all launch fleets here.
  *
  * Steps: write a swarm key to a temporary directory → start the simulators
- * (in parallel) → one agent per simulator (in parallel) → the routers, one
- * after another, each bootstrapping to every agent and to the routers
- * started before it (still running). A failure at any step stops what
- * already started.
+ * (in parallel; with KV sharing, each told the others' URLs) → one agent per
+ * simulator (in parallel) → the routers, one after another, each
+ * bootstrapping to every agent and to the routers started before it (still
+ * running). A failure at any step stops what already started.
  *
  * Topology: agents are publish-only gossip nodes and dial nobody; every
  * router bootstraps to every agent, so each agent's flood publish reaches
@@ -41,6 +41,8 @@ export interface LaunchOptions {
   roles?: readonly ('both' | 'prefill' | 'decode')[];
   /** Topology label of replica i (`warmpath agent --zone`); default none. */
   zones?: readonly string[];
+  /** KV sharing: each simulator fetches prefixes the others hold (`warmpath sim --kv-peers`), told once they listen. */
+  kvSharing?: boolean;
   /** Extra flags per component. */
   simArgs?: readonly string[];
   agentArgs?: readonly string[];
@@ -166,6 +168,20 @@ function routerArgs(
 }
 
 const running = (p: Proc): boolean => p.child.exitCode === null && p.child.signalCode === null;
+/** KV sharing: tells each simulator the others' URLs (its ports are known only once it listens). */
+async function sharePeers(urls: readonly string[]): Promise<void> {
+  await Promise.all(
+    urls.map(async (u) => {
+      const res = await fetch(`${u}/sim/v1/kv-peers`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ peers: urls.filter((o) => o !== u) }),
+      });
+      await res.body?.cancel();
+      if (res.status !== 200) throw new Error(`${u}: setting its KV peers answered ${res.status}`);
+    }),
+  );
+}
 
 /** Starts the fleet's simulators, agents and routers; on a failure, stops what started and rethrows. */
 export async function launchFleet(opts: LaunchOptions): Promise<LocalFleet> {
@@ -192,6 +208,7 @@ export async function launchFleet(opts: LaunchOptions): Promise<LocalFleet> {
   try {
     const n = Array.from({ length: opts.replicas }, (_, i) => i);
     sims.push(...(await Promise.all(n.map((i) => startProcess(`sim-${i}`, simArgs(opts, i), how)))));
+    if (opts.kvSharing === true) await sharePeers(sims.map((p) => p.info.url!));
     agents.push(
       ...(await Promise.all(n.map((i) => startProcess(`agent-${i}`, agentArgs(opts, common, sims[i]!, i), how)))),
     );

@@ -35,6 +35,19 @@ describe('launchFleet', () => {
     expect(fleet.routerUrls).toEqual([]);
   }, 120_000);
 
+  it('with KV sharing, tells each simulator the others as its KV peers', async () => {
+    const fleet = await launchFleet({ replicas: 2, routers: 0, profile: 'tiny', kvSharing: true });
+    try {
+      const urls = fleet.sims.map((s) => s.info.url!);
+      const peersOf = async (u: string) =>
+        ((await (await fetch(`${u}/sim/v1/kv-peers`)).json()) as { peers: string[] }).peers;
+      expect(await peersOf(urls[0]!)).toEqual([urls[1]]);
+      expect(await peersOf(urls[1]!)).toEqual([urls[0]]);
+    } finally {
+      await fleet.stop();
+    }
+  }, 120_000);
+
   it('fails with the process name and its output when a simulator cannot start', async () => {
     await expect(launchFleet({ replicas: 1, routers: 1, profile: 'no-such-profile' })).rejects.toThrow(/sim-0/);
   }, 60_000);
