@@ -25,13 +25,15 @@
  * the group's roles.
  * Trade-off: the prefill replica is chosen first (warmth is worth most
  * there) and the decode replica given it; the pair is not optimised jointly.
+ * A policy with its own P/D rule (Policy.pd: the benchmark's emulations of
+ * the peers' P/D) is paired by that rule instead (placeByRule).
  */
 import type { FleetView, Replica } from '../fleet/view.ts';
 import type { LocalState } from '../core/local.ts';
 import type { Clock } from '@warmpath/shared/runtime';
-import { buildCandidates, scanWarmth } from './candidates.ts';
+import { buildCandidates, rowOf, scanWarmth } from './candidates.ts';
 import { notifyDispatch, placeRequest } from './place.ts';
-import type { Placement, PlacementRequest, Policy } from './types.ts';
+import type { PdRule, Placement, PlacementRequest, Policy } from './types.ts';
 
 export interface PairSettings {
   readonly pdThresholdTokens: number;
@@ -170,6 +172,7 @@ export function placePair(
   s: PairSettings,
 ): PairPlacement {
   if (!disaggregated(view, req)) return { placement: placeRequest(policy, req, view, local), pd: undefined };
+  if (policy.pd !== undefined) return placeByRule(policy, policy.pd, req, view, local);
   const p = placeRequest(policy, withoutRole(view, req, 'decode'), view, local);
   const prefill = p.replica;
   const d = pickDecode(req, view, local, prefill, s, policy.expectsOthers === true);
@@ -205,6 +208,58 @@ export function placePair(
       decode: d.replica,
       transferTokens: Math.round(d.lacks),
       prefillWork: (p.work ?? info.promptTokens + info.maxTokens) - info.maxTokens + 1,
+    },
+  };
+}
+
+/**
+ * A peer's P/D rule (Policy.pd), decode first: the decode replica by the
+ * policy's select over the decode-capable replicas, the rule's decider on
+ * what that replica lacks, then the prefill replica by the rule (or the
+ * policy's select) over the prefill-capable ones. No zone weighs in: the
+ * peers' defaults have none.
+ */
+function placeByRule(
+  policy: Policy,
+  rule: PdRule,
+  req: PlacementRequest,
+  view: FleetView,
+  local: LocalState,
+): PairPlacement {
+  const info = req.info;
+  const dreq = withoutRole(view, req, 'prefill');
+  const preq = withoutRole(view, req, 'decode');
+  const dt = buildCandidates(dreq, view, local);
+  if (dt === undefined) {
+    const p = placeRequest(policy, preq, view, local);
+    return p.replica === undefined ? { placement: p, pd: undefined } : localOn(p, p.replica, 'one-pool');
+  }
+  const dw = scanWarmth(dreq, dt, view, local);
+  const d = policy.select(dreq, dt, dw);
+  if (d.replica === undefined) return { placement: d, pd: undefined };
+  const uncached = rule.uncached(dreq, dt, rowOf(dt, d.replica.id), dw);
+  // The tables share one store: the decode table is read no more past this line.
+  const pt = buildCandidates(preq, view, local);
+  if (pt === undefined) return localOn(d, d.replica, 'one-pool');
+  if (!rule.remote(preq, uncached, pt))
+    return localOn(d, d.replica, uncached >= info.promptTokens ? 'short' : 'cached');
+  const pw = scanWarmth(preq, pt, view, local);
+  const p = rule.prefill !== undefined ? rule.prefill(preq, pt, pw) : policy.select(preq, pt, pw);
+  if (p.replica === undefined) return localOn(d, d.replica, 'one-pool');
+  if (p.replica.id === d.replica.id)
+    return {
+      placement: d,
+      pd: { mode: 'local', by: 'same', prefill: undefined, decode: d.replica, transferTokens: 0, prefillWork: 0 },
+    };
+  return {
+    placement: { replica: d.replica, branch: d.branch, work: info.maxTokens },
+    pd: {
+      mode: 'transfer',
+      by: 'split',
+      prefill: p.replica,
+      decode: d.replica,
+      transferTokens: Math.round(uncached),
+      prefillWork: info.promptTokens + 1,
     },
   };
 }

@@ -105,6 +105,26 @@ export interface Policy {
    * estimate.
    */
   readonly expectsOthers?: boolean;
+  /**
+   * A peer's own prefill/decode rule (the benchmark's P/D emulations),
+   * used instead of warmpath's pair (placement/pair.ts, placeByRule) in a
+   * disaggregated fleet; absent: warmpath's.
+   */
+  readonly pd?: PdRule;
+}
+
+/**
+ * How a peer pairs, decode first as llm-d's and Dynamo's routers do: the
+ * decode replica by the policy's `select` over the decode-capable replicas,
+ * then whether the prompt prefills elsewhere, then the prefill replica.
+ */
+export interface PdRule {
+  /** Prompt tokens the chosen decode replica (row `row` of `t`) would have to prefill, as the peer sees its cache. */
+  uncached(req: PlacementRequest, t: CandidateTable, row: number, warmth: Warmth): number;
+  /** Prefill elsewhere? Given those tokens and the prefill-capable replicas' table. */
+  remote(req: PlacementRequest, uncached: number, prefill: CandidateTable): boolean;
+  /** The prefill replica among the prefill-capable ones; absent: the policy's `select`. */
+  prefill?(req: PlacementRequest, t: CandidateTable, warmth: Warmth): Placement;
 }
 
 /** Warmpath's parameters, read from the router's validated config (warmpathOptions in registry.ts). */
