@@ -10,6 +10,7 @@ import type { Schema } from '@warmpath/shared/runtime';
 import { DEFAULT_MODEL, PROFILES } from '@warmpath/sim';
 import type { PlannedRequest } from './loadgen.ts';
 import { arrivals, chat, session, uniform, type Message } from './plan-kit.ts';
+import { longdocScenario, mixedScenario } from './pd-scenarios.ts';
 import { tenantsPlan } from './tenants-plan.ts';
 import { rng, textOf, zipf } from './text.ts';
 import { DEFAULT_TRACE, readTrace, traceMessages, TRACE_BLOCK_TOKENS, TRACE_MAX_CONTEXT_TOKENS } from './trace-file.ts';
@@ -339,4 +340,6 @@ export const SCENARIOS: Readonly<Record<string, Scenario>> = {
   trace: traceScenario,
   longctx: longctxScenario,
   tenants: tenantsScenario,
+  longdoc: longdocScenario,
+  mixed: mixedScenario,
 };

@@ -76,12 +76,14 @@ export function disaggregated(view: FleetView, req: PlacementRequest): boolean {
   return false;
 }
 
-/** The request's exclusions plus every member whose role lacks this leg. */
-function withoutRole(view: FleetView, req: PlacementRequest, role: 'prefill' | 'decode'): PlacementRequest {
-  const exclude = new Set(req.exclude);
-  for (const r of view.group(req.info.model, req.info.adapter)?.members ?? [])
-    if (r.state.role === role) exclude.add(r.id);
-  return { ...req, exclude };
+/**
+ * The request as one leg: members of `role` are no candidates. Not as
+ * exclusions: those are replicas already tried, which a policy may read as
+ * a refusal (warmpath's retry step) — with the leg's other pool among them
+ * every first attempt would look like a retry.
+ */
+function withoutRole(req: PlacementRequest, role: 'prefill' | 'decode'): PlacementRequest {
+  return { ...req, without: role };
 }
 
 const zoneOf = (r: Replica): string => r.state.zone ?? '';
@@ -109,7 +111,7 @@ function pickDecode(
   s: PairSettings,
   expectOthers: boolean,
 ): DecodePick | undefined {
-  const dreq = withoutRole(view, req, 'prefill');
+  const dreq = withoutRole(req, 'prefill');
   const table = buildCandidates(dreq, view, local, expectOthers);
   if (table === undefined) return undefined;
   const warmth = scanWarmth(dreq, table, view, local);
@@ -173,7 +175,7 @@ export function placePair(
 ): PairPlacement {
   if (!disaggregated(view, req)) return { placement: placeRequest(policy, req, view, local), pd: undefined };
   if (policy.pd !== undefined) return placeByRule(policy, policy.pd, req, view, local);
-  const p = placeRequest(policy, withoutRole(view, req, 'decode'), view, local);
+  const p = placeRequest(policy, withoutRole(req, 'decode'), view, local);
   const prefill = p.replica;
   const d = pickDecode(req, view, local, prefill, s, policy.expectsOthers === true);
   if (d === undefined) {
@@ -227,8 +229,8 @@ function placeByRule(
   local: LocalState,
 ): PairPlacement {
   const info = req.info;
-  const dreq = withoutRole(view, req, 'prefill');
-  const preq = withoutRole(view, req, 'decode');
+  const dreq = withoutRole(req, 'prefill');
+  const preq = withoutRole(req, 'decode');
   const dt = buildCandidates(dreq, view, local);
   if (dt === undefined) {
     const p = placeRequest(policy, preq, view, local);

@@ -63,6 +63,8 @@ export interface PlacementRequest {
   readonly body: Readonly<Record<string, unknown>> | undefined;
   /** Replica ids already tried for this request. */
   readonly exclude: ReadonlySet<string> | undefined;
+  /** One leg of a disaggregated request (placement/pair.ts): members of this role are no candidates (not counted as tried). */
+  readonly without?: 'prefill' | 'decode';
   /** Prefill tokens this request's last refusal found queued beyond its pick's queue limit (what the view missed there); undefined before one. */
   readonly missed?: number;
   /** Local clock, ms: freshness and overlay expiry are judged at this instant. */
