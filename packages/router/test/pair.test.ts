@@ -109,6 +109,31 @@ describe('placePair', () => {
     expect(r.placement.replica?.id).toBe('d1');
   });
 
+  it('several routers: a first attempt is placed as a first attempt, the other pool not counted as replicas tried', () => {
+    const body = long('a shared document');
+    const chain = chainOf(body);
+    const f = fleet([
+      [
+        'p1',
+        {
+          role: 'prefill',
+          load: { inflight: 4, inflightTokens: 400 },
+          digest: { from: -1, added: chain, size: chain.length },
+        },
+      ],
+      ['p2', { role: 'prefill', load: { inflight: 4, inflightTokens: 400 } }],
+      ['d1', { role: 'decode', load: { inflight: 4, inflightTokens: 400 } }],
+      ['d2', { role: 'decode', load: { inflight: 4, inflightTokens: 400 } }],
+    ]);
+    // This router sent one of each replica's four requests: four routers share the clients (warmpath's retry step is on).
+    for (const id of ['p1', 'p2', 'd1', 'd2']) f.local.dispatch(id, 100, Date.now() - 60_000);
+    for (let i = 0; i < 8; i++) {
+      const { placement, pd } = placePair(f.policy, preq(long(`q ${i}`)), f.view, f.local, S);
+      expect(placement.replica !== undefined && placement.step).toBe('warm');
+      expect(pd?.prefill?.id).toBe('p1');
+    }
+  });
+
   it('x-warmpath-route names the pair and reads back; a reader of the old format still gets the branch', () => {
     const f = fleet([
       ['p1', { role: 'prefill' }],
