@@ -10,11 +10,11 @@
  *    deciding per request.
  * Both are single requests (no follow-up turns), Poisson arrivals at `rate`
  * requests per simulated second; a long document is one of 8 shared ones
- * (Zipf, 30%) or a context of its own.
+ * (Zipf, 30%) or a context of its own. Their plans are here; scenarios.ts
+ * names them, with their fleets.
  */
 import type { PlannedRequest } from './loadgen.ts';
 import { arrivals, chat, uniform, type Message, type PlanParams } from './plan-kit.ts';
-import type { Scenario } from './scenarios.ts';
 import { rng, textOf, zipf } from './text.ts';
 
 /** A long document's context: a shared one (30%) or its own, `lo`–`hi` tokens. */
@@ -42,47 +42,35 @@ function onDocument(
 }
 
 /** longdoc: prompts of 6–16k tokens, outputs of 300–1,200 tokens. */
-export const longdocScenario: Scenario = {
-  name: 'longdoc',
-  summary: 'long prompts (6-16k tokens) and long outputs (300-1200 tokens): shared documents (30%) or unique contexts',
-  fleet: { replicas: 10, profile: 'h100-llama3-8b' },
-  defaults: { rate: 8, duration: 60 },
-  build(p) {
-    const r = rng(p.seed ^ 0x10d0c);
-    const doc = documents('longdoc', p.seed, r, 6_000, 16_000);
-    const out = uniform(r, 300, 1_200);
-    return arrivals(
-      p,
-      r,
-      () => p.rate,
-      (at, i) => onDocument(p, at, doc(`r${i}`), `longdoc/s${p.seed}/r${i}`, r, out()),
-    );
-  },
-};
+export function longdocPlan(p: PlanParams & { rate: number }): PlannedRequest[] {
+  const r = rng(p.seed ^ 0x10d0c);
+  const doc = documents('longdoc', p.seed, r, 6_000, 16_000);
+  const out = uniform(r, 300, 1_200);
+  return arrivals(
+    p,
+    r,
+    () => p.rate,
+    (at, i) => onDocument(p, at, doc(`r${i}`), `longdoc/s${p.seed}/r${i}`, r, out()),
+  );
+}
 
-/** mixed: 85% short chats (a 300-token system prompt, 100–400-token questions, 50–250-token answers), 15% documents of 8–24k tokens. */
-export const mixedScenario: Scenario = {
-  name: 'mixed',
-  summary: 'short chats (85%: 0.4-0.7k-token prompts) among long documents (15%: 8-24k tokens), 50-400-token answers',
-  fleet: { replicas: 10, profile: 'h100-llama3-8b' },
-  defaults: { rate: 30, duration: 60 },
-  build(p) {
-    const r = rng(p.seed ^ 0x313ed);
-    const system = textOf('mixed/system', 300);
-    const doc = documents('mixed', p.seed, r, 8_000, 24_000);
-    return arrivals(
-      p,
-      r,
-      () => p.rate,
-      (at, i) => {
-        const id = `mixed/s${p.seed}/r${i}`;
-        if (r() < 0.15) return onDocument(p, at, doc(`r${i}`), id, r, Math.round(100 + r() * 300));
-        const msgs: Message[] = [
-          { role: 'system', content: system },
-          { role: 'user', content: textOf(`${id}/ask`, Math.round(100 + r() * 300)) },
-        ];
-        return chat(p, at, msgs, Math.round(50 + r() * 200), 'chat');
-      },
-    );
-  },
-};
+/** mixed: 85% short chats (a 300-token system prompt, 100–400-token questions, 50–250-token answers), 15% documents of 8–24k tokens (100–400-token answers). */
+export function mixedPlan(p: PlanParams & { rate: number }): PlannedRequest[] {
+  const r = rng(p.seed ^ 0x313ed);
+  const system = textOf('mixed/system', 300);
+  const doc = documents('mixed', p.seed, r, 8_000, 24_000);
+  return arrivals(
+    p,
+    r,
+    () => p.rate,
+    (at, i) => {
+      const id = `mixed/s${p.seed}/r${i}`;
+      if (r() < 0.15) return onDocument(p, at, doc(`r${i}`), id, r, Math.round(100 + r() * 300));
+      const msgs: Message[] = [
+        { role: 'system', content: system },
+        { role: 'user', content: textOf(`${id}/ask`, Math.round(100 + r() * 300)) },
+      ];
+      return chat(p, at, msgs, Math.round(50 + r() * 200), 'chat');
+    },
+  );
+}
