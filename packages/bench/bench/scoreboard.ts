@@ -50,6 +50,7 @@ const inputs = {
   ...(committed.limits !== undefined ? { limits: committed.limits } : {}),
   ...(committed.misroutes !== undefined ? { misroutes: committed.misroutes } : {}),
   ...(committed.limitsLive !== undefined ? { limitsLive: committed.limitsLive } : {}),
+  ...(committed.pdGoals !== undefined ? { pdGoals: committed.pdGoals } : {}),
 };
 if (values.commit !== undefined || values.command !== undefined) {
   const path = join(ROOT, inputs.goals);

@@ -3,13 +3,14 @@
  * bench/scoreboard.ts (writes them) and the docs test (checks the committed
  * docs equal what the committed JSON gives) use.
  * Steps: read each JSON present → render each generated text → splice the
- * README's, ABLATION's, TENANTS' and OPERATIONS's between their markers. No figure is typed by hand.
+ * README's, ABLATION's, TENANTS', OPERATIONS's and DISAGGREGATION's between their markers. No figure is typed by hand.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ablationTable, type AblationJson } from './ablation-table.ts';
 import { limitsTable, liveLimitsLine, type LimitsJson, type LiveLimitsJson } from './limits-table.ts';
 import { misrouteTable, type MisroutesJson } from './misroutes.ts';
+import { pdGoalsTable, type PdGoalsJson } from './pd-goals.ts';
 import { replaceBetween, resultsTable, scoreboardMarkdown, type GoalsJson } from './scoreboard.ts';
 
 /** Paths relative to the repository root. */
@@ -28,6 +29,9 @@ export const DOC_DATA = {
   limits: 'docs/data/limits.json',
   limitsLive: 'docs/data/limits-live.json',
   tenantsDoc: 'docs/TENANTS.md',
+  /** The disaggregation goals (bench/goodput.ts --goals) and the doc they are tabled in. */
+  pdGoals: 'docs/data/pd-goals.json',
+  disaggregationDoc: 'docs/DISAGGREGATION.md',
   plot: 'docs/plots/results.png',
 } as const;
 
@@ -39,6 +43,7 @@ export const MARKERS = {
   limits: 'global-limits',
   misroutes: 'misroutes',
   limitsLive: 'global-limits-live',
+  pdGoals: 'pd-goals',
 } as const;
 
 export interface DocInputs {
@@ -48,6 +53,7 @@ export interface DocInputs {
   limits?: string;
   misroutes?: string;
   limitsLive?: string;
+  pdGoals?: string;
 }
 
 /** Every generated doc's full text, by path relative to `root`, from the JSON files given. */
@@ -82,6 +88,11 @@ export function renderDocs(root: string, inputs: DocInputs): Map<string, string>
     const ops = readFileSync(join(root, DOC_DATA.operations), 'utf8');
     out.set(DOC_DATA.operations, replaceBetween(ops, MARKERS.misroutes, misrouteTable(json, inputs.misroutes)));
   }
+  if (inputs.pdGoals !== undefined) {
+    const json = JSON.parse(readFileSync(join(root, inputs.pdGoals), 'utf8')) as PdGoalsJson;
+    const doc = readFileSync(join(root, DOC_DATA.disaggregationDoc), 'utf8');
+    out.set(DOC_DATA.disaggregationDoc, replaceBetween(doc, MARKERS.pdGoals, pdGoalsTable(json, inputs.pdGoals)));
+  }
   return out;
 }
 
@@ -94,5 +105,6 @@ export function committedInputs(root: string): DocInputs {
     ...(existsSync(join(root, DOC_DATA.limits)) ? { limits: DOC_DATA.limits } : {}),
     ...(existsSync(join(root, DOC_DATA.misroutes)) ? { misroutes: DOC_DATA.misroutes } : {}),
     ...(existsSync(join(root, DOC_DATA.limitsLive)) ? { limitsLive: DOC_DATA.limitsLive } : {}),
+    ...(existsSync(join(root, DOC_DATA.pdGoals)) ? { pdGoals: DOC_DATA.pdGoals } : {}),
   };
 }

@@ -12,7 +12,7 @@
  * The fleets' splits were chosen on tuning seeds 1–3 (each scenario's best
  * for warmpath among 6:4, 5:5, 4:6 and 3:7) and are every policy's.
  */
-import type { GoalRow } from './goal-rows.ts';
+import { goalsTable, type GoalRow } from './goal-rows.ts';
 import { sweep, type GoodputCase, type Sweep } from './goodput.ts';
 import type { DesPool } from './pool.ts';
 
@@ -151,4 +151,30 @@ export function pdGoalRows(seed: number, runs: readonly PdRun[]): GoalRow[] {
       PD_TARGETS.conditional,
     ),
   ];
+}
+
+/** What `goodput.ts --goals --json` writes. */
+export interface PdGoalsJson {
+  meta: { command: string; commit: string; slo: { ttftMs: number; itlMs: number }; duration: number; refine: number };
+  seeds: Array<{ seed: number; runs: PdRun[] }>;
+  rows: GoalRow[];
+}
+
+/** docs/DISAGGREGATION.md's figures from the saved runs: each case's goodput per seed, then the goal rows. */
+export function pdGoalsTable(json: PdGoalsJson, source: string): string {
+  const seeds = json.seeds.map((s) => s.seed);
+  const m = json.meta;
+  const lines = [
+    `From \`${source}\` (\`${m.command}\`, commit ${m.commit}): DES, ${m.duration} simulated seconds per rate, ${BASE_ROUTERS} routers unless named, random L4; goodput at TTFT p99 ≤ ${m.slo.ttftMs} ms and ITL p99 ≤ ${m.slo.itlMs} ms, req/s (the grid, then ${m.refine} bisection steps).`,
+    '',
+    `| case | fleet | ${seeds.map((s) => `seed ${s}`).join(' | ')} |`,
+    `|---|---|${seeds.map(() => '--:|').join('')}`,
+  ];
+  for (const { name, case: c } of json.seeds[0]?.runs ?? []) {
+    const cells = json.seeds.map((s) => g(s.runs.find((r) => r.name === name)?.sweep.goodput ?? NaN));
+    lines.push(`| ${name} | ${c.fleet} | ${cells.join(' | ')} |`);
+  }
+  const { table, met, total } = goalsTable(json.rows, seeds);
+  lines.push('', table, '', `${met} of ${total} goals met (a goal holds on 3 of 4 seeds).`);
+  return lines.join('\n');
 }
