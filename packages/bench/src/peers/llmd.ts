@@ -36,6 +36,7 @@ import { chainHashes, prefixSeed, stableJson } from '@warmpath/shared/wire';
 import {
   SATURATED,
   type CandidateTable,
+  type PdRule,
   type Placement,
   type PlacementRequest,
   type Policy,
@@ -93,6 +94,35 @@ function promptBytes(req: PlacementRequest): string {
   return stableJson(b.input ?? b.prompt ?? '');
 }
 
+/**
+ * The P/D decider's uncached tokens on a decode pod: the prompt's tokens
+ * less the prefix scorer's matched ones — `approxBlocks` blocks matched in
+ * the approximate index, or (precise, undefined) `depth` chunks of the pod's
+ * published digest.
+ */
+function uncachedTokens(
+  req: PlacementRequest,
+  opts: LlmdOptions,
+  approxBlocks: number | undefined,
+  depth: number,
+): number {
+  const d = LLMD_DEFAULTS;
+  const input = promptBytes(req).length / d.charsPerToken;
+  if (approxBlocks !== undefined) return Math.max(0, input - (approxBlocks * d.blockChars) / d.charsPerToken);
+  // The precise index knows the cache to its chunk: a whole chain matched leaves less than a chunk, taken as none.
+  if (depth > 0 && depth >= req.info.hashes.length) return 0;
+  return Math.max(0, input - (depth * (opts.chunkChars ?? 0)) / (opts.charsPerToken ?? 1));
+}
+
+/** The P/D rule (module header): split at nonCachedTokens uncached tokens; `approx` reads the approximate index (undefined: precise). */
+function pdDecider(opts: LlmdOptions, approx: ((req: PlacementRequest, id: string) => number) | undefined): PdRule {
+  return {
+    uncached: (req, t, i, warmth) =>
+      uncachedTokens(req, opts, approx?.(req, t.rows[i]!.replica.id), warmth.digest[i] ?? 0),
+    remote: (_req, tokens) => tokens >= LLMD_DEFAULTS.pdNonCachedTokens,
+  };
+}
+
 export function createLlmdPolicy(variant: 'approx' | 'precise', opts: LlmdOptions = {}): Policy {
   const d = LLMD_DEFAULTS;
   const random = opts.random ?? Math.random;
@@ -129,17 +159,6 @@ export function createLlmdPolicy(variant: 'approx' | 'precise', opts: LlmdOption
     return t.rows.map((c) => (total === 0 ? 0 : approxMatched(req, c.replica.id) / total));
   }
 
-  /** The P/D decider's uncached tokens on the decode pod of row `i`: the prompt's tokens less the prefix scorer's matched ones. */
-  function uncached(req: PlacementRequest, t: CandidateTable, i: number, warmth: Warmth): number {
-    const input = promptBytes(req).length / d.charsPerToken;
-    if (variant === 'approx')
-      return Math.max(0, input - (approxMatched(req, t.rows[i]!.replica.id) * d.blockChars) / d.charsPerToken);
-    // The precise index knows the cache to its chunk: a whole chain matched leaves less than a chunk, taken as none.
-    const depth = warmth.digest[i] ?? 0;
-    if (depth > 0 && depth >= req.info.hashes.length) return 0;
-    return Math.max(0, input - (depth * (opts.chunkChars ?? 0)) / (opts.charsPerToken ?? 1));
-  }
-
   return {
     name: variant === 'approx' ? 'llm-d-approx' : 'llm-d-precise',
     select(req, t, warmth): Placement {
@@ -171,7 +190,7 @@ export function createLlmdPolicy(variant: 'approx' | 'precise', opts: LlmdOption
       });
       return { replica: picks[Math.floor(random() * picks.length)]!, branch: 'llm-d-score' };
     },
-    pd: { uncached, remote: (_req, tokens) => tokens >= d.pdNonCachedTokens },
+    pd: pdDecider(opts, variant === 'approx' ? approxMatched : undefined),
     onDispatch(req, replica) {
       if (variant !== 'approx') return;
       let lru = index.get(replica.id);
