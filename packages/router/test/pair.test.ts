@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { createPolicy } from '../src/placement/registry.ts';
 import { placeRequest } from '../src/placement/place.ts';
-import { placePair, type PairSettings } from '../src/placement/pair.ts';
+import { dispatchPlaced, placePair, type PairSettings } from '../src/placement/pair.ts';
 import { formatRoute, parseRoute, routeOf } from '../src/placement/route.ts';
 import { LocalState } from '../src/core/local.ts';
 import { parseBootstrap, sglangBody, vllmPrefillBody } from '../src/http/pd.ts';
@@ -71,6 +71,24 @@ describe('placePair', () => {
       ['d2', { role: 'decode', load: { inflightTokens: 20_000 } }],
     ]);
     expect(placePair(f.policy, preq(long('hi')), f.view, f.local, S).pd?.decode.id).toBe('d2');
+  });
+
+  it("a decode leg sent since the replica's report counts its transferred prompt in that replica's free KV", () => {
+    const f = fleet([
+      ['p1', { role: 'prefill' }],
+      ['d1', { role: 'decode', capacity: { kvTokens: 4_000 } }],
+      ['d2', { role: 'decode', capacity: { kvTokens: 4_000 }, load: { inflightTokens: 100 } }],
+    ]);
+    const t = Date.now() + 10; // after the states' reports: what is sent now is beyond them
+    const first = placePair(f.policy, preq(long('first'), { now: t }), f.view, f.local, S);
+    expect(first.pd).toMatchObject({ mode: 'transfer', decode: { id: 'd1' } });
+    const { placement, pd } = first;
+    if (placement.replica === undefined || pd === undefined) throw new Error('placed');
+    expect(placement.kv).toBe(placement.work! + pd.transferTokens);
+    dispatchPlaced(f.local, placement, preq(long('first')).info, t);
+    // d1 is still the less loaded (its leg's work is the output), but the prompt it receives leaves no room for another.
+    const second = placePair(f.policy, preq(long('second'), { now: t + 1 }), f.view, f.local, S);
+    expect(second.pd?.decode.id).toBe('d2');
   });
 
   it('conditional: a short prompt, or one the decode replica holds, is prefilled there with no transfer', () => {

@@ -37,7 +37,7 @@ import { FleetView, type Replica } from '../fleet/view.ts';
 import { affinityKey } from '../placement/eligible.ts';
 import { LocalState, type Ticket } from './local.ts';
 import { notifyComplete, notifyDispatch } from '../placement/place.ts';
-import { openPrefillLeg, placePairTimed } from '../placement/pair.ts';
+import { dispatchPlaced, openPrefillLeg, placePairTimed } from '../placement/pair.ts';
 import { createPolicy } from '../placement/registry.ts';
 import { attemptKind, routeOf } from '../placement/route.ts';
 import { NO_REPLICA, SATURATED, type PlacementRequest, type Policy } from '../placement/types.ts';
@@ -197,7 +197,7 @@ export class RouterCore<T> {
     const route = routeOf(placement, attemptKind(job), pd);
     o.metrics?.placed(route);
     const expected = predicted(this.local, replica, this.config, job.info.promptTokens);
-    const ticket = this.local.dispatch(replica.id, placement.work ?? job.info.promptTokens + job.info.maxTokens, now);
+    const ticket = dispatchPlaced(this.local, placement, job.info, now);
     const leg =
       pd?.prefill !== undefined
         ? openPrefillLeg(this.policy, this.local, o.clock, preq, {

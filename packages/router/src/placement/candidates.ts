@@ -146,7 +146,7 @@ export function buildCandidates(
     row.load = load;
     row.added = added;
     row.weight = weight;
-    row.kvFree = kv <= 0 ? Infinity : kv - c.kvUsedTokens[slot]! - added;
+    row.kvFree = kv <= 0 ? Infinity : kv - c.kvUsedTokens[slot]! - f.addedKv;
     row.queue = prefill + added + unseen + expected;
     row.inflight = f.inflight;
     row.expected = expected;

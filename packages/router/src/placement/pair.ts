@@ -29,7 +29,8 @@
  * the peers' P/D) is paired by that rule instead (placeByRule).
  */
 import type { FleetView, Replica } from '../fleet/view.ts';
-import type { LocalState } from '../core/local.ts';
+import type { LocalState, Ticket } from '../core/local.ts';
+import type { RequestInfo } from '@warmpath/shared/wire';
 import type { Clock } from '@warmpath/shared/runtime';
 import { buildCandidates, rowOf, scanWarmth } from './candidates.ts';
 import { notifyDispatch, placeRequest } from './place.ts';
@@ -200,6 +201,7 @@ export function placePair(
       replica: d.replica,
       branch: p.branch,
       work: info.maxTokens,
+      kv: info.maxTokens + Math.round(d.lacks),
       ...(p.step !== undefined ? { step: p.step } : {}),
       ...(p.by !== undefined ? { by: p.by } : {}),
     },
@@ -264,6 +266,20 @@ function placeByRule(
       prefillWork: info.promptTokens + 1,
     },
   };
+}
+
+/**
+ * Records a placed request on its replica: its work (default promptTokens + maxTokens) in the load, and
+ * the KV it takes there in the free KV (default its work; a decode leg's work is its output, its KV the
+ * transferred prompt too), until the replica's report counts it.
+ */
+export function dispatchPlaced(
+  local: LocalState,
+  placement: Placement & { replica: Replica },
+  info: RequestInfo,
+  now: number,
+): Ticket {
+  return local.dispatch(placement.replica.id, placement.work ?? info.promptTokens + info.maxTokens, now, placement.kv);
 }
 
 /**

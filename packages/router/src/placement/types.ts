@@ -77,6 +77,8 @@ export type Placement =
       branch: Branch;
       /** Tokens this request adds to the replica (uncached prompt + output); default promptTokens + maxTokens. */
       work?: number;
+      /** KV tokens it takes there until a report counts it; default `work` (a decode leg's is more: its prompt arrives by transfer). */
+      kv?: number;
       /** The most prefill (tokens) the policy expects queued there before another replica would serve the request sooner (x-warmpath-queue-limit). */
       queueLimit?: number;
       /** The policy's step that placed the request (warmpath: placement/warmpath/index.ts, STEPS); default the branch. */
@@ -174,7 +176,7 @@ export interface Candidate {
   readonly added: number;
   /** Relative capacity (> 0). */
   readonly weight: number;
-  /** KV tokens free after `added` (Infinity when the replica publishes no KV size). */
+  /** KV tokens free after what this router sent since the report (LocalState.figures' addedKv; Infinity when the replica publishes no KV size). */
   readonly kvFree: number;
   /** Published prefillTokens + `added` (+ `expected`): the prefill queue this request would wait behind, tokens. */
   readonly queue: number;
