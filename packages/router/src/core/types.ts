@@ -41,6 +41,8 @@ export interface Dispatch<T> {
    */
   readonly prefill?: Replica;
   readonly prefillDone?: (ok: boolean) => void;
+  /** A decode leg alone, after another decode replica refused it: its prefill is done (placement/pair.ts, 'redecode'). */
+  readonly transfer?: Transferred;
   /** Cached tokens the placement predicted there (x-warmpath-expected-cached-tokens; receipts.ts). */
   readonly expectedCached: number;
 }
@@ -66,6 +68,8 @@ export type SendResult =
       readonly reason?: string;
       readonly queued?: number;
       readonly leg?: Leg;
+      /** The decode leg was refused after its prefill finished: the transfer another decode replica can take. */
+      readonly transfer?: Transferred;
     }
   | { readonly kind: 'connect'; readonly leg?: Leg }
   | { readonly kind: 'reset'; readonly leg?: Leg }
@@ -79,6 +83,16 @@ export type SendResult =
       /** The engine's usage from its agent's receipt, when it reported one: receipts (receipts.ts) and tenant accounting read it. */
       readonly usage?: EngineUsage;
     };
+
+/**
+ * A finished prefill whose decode leg was refused: the prefill replica and
+ * what the transport needs to send the decode leg elsewhere (vLLM: the
+ * prefill answer's kv_transfer_params; the DES: nothing).
+ */
+export interface Transferred {
+  readonly prefill: Replica;
+  readonly params?: unknown;
+}
 
 /** Which leg of a disaggregated attempt failed before the first byte: the prefill replica's (absent: the dispatch's `replica`). */
 export type Leg = 'prefill';

@@ -20,6 +20,13 @@
  *     most pdThresholdTokens of the prompt (a short prompt, or its prefix is
  *     already there), it prefills itself: one leg, no transfer. So does a
  *     `both` replica chosen for both legs, or a fleet left with one pool.
+ *  5. A decode leg refused after its prefill finished (req.transfer): step 3
+ *     alone, given that prefill replica, and the same transfer to the chosen
+ *     replica (the prefill is not run again); a retry within the budget, as
+ *     any refusal. When no decode replica has KV room, the request waits in
+ *     the router's queue (saturated) as an engine would queue it, rather
+ *     than spend its attempts on refusals; with no decode candidate left,
+ *     the pair is placed afresh.
  * Complexity: two candidate tables and warmth scans per disaggregated
  * request, O(group members + matched depth); aggregated ones pay one scan of
  * the group's roles.
@@ -30,11 +37,12 @@
  */
 import type { FleetView, Replica } from '../fleet/view.ts';
 import type { LocalState, Ticket } from '../core/local.ts';
+import type { Transferred } from '../core/types.ts';
 import type { RequestInfo } from '@warmpath/shared/wire';
 import type { Clock } from '@warmpath/shared/runtime';
 import { buildCandidates, rowOf, scanWarmth } from './candidates.ts';
 import { notifyDispatch, placeRequest } from './place.ts';
-import type { PdRule, Placement, PlacementRequest, Policy } from './types.ts';
+import { SATURATED, type PdRule, type Placement, type PlacementRequest, type Policy } from './types.ts';
 
 export interface PairSettings {
   readonly pdThresholdTokens: number;
@@ -47,8 +55,8 @@ export interface PairSettings {
 export const PD_MODES = ['transfer', 'local'] as const;
 export type PdMode = (typeof PD_MODES)[number];
 
-/** Why: `split` (the prompt is worth a transfer), `short` (the whole prompt is under the threshold), `cached` (the decode replica lacks little of it), `same` (one `both` replica took both legs), `one-pool` (only one pool has a candidate). */
-export type PdReason = 'split' | 'short' | 'cached' | 'same' | 'one-pool';
+/** Why: `redecode` (the prefill is done, another decode replica refused its decode leg: step 5), `split` (the prompt is worth a transfer), `short` (the whole prompt is under the threshold), `cached` (the decode replica lacks little of it), `same` (one `both` replica took both legs), `one-pool` (only one pool has a candidate). */
+export type PdReason = 'split' | 'short' | 'cached' | 'same' | 'one-pool' | 'redecode';
 
 export interface PdDecision {
   readonly mode: PdMode;
@@ -61,6 +69,8 @@ export interface PdDecision {
   readonly transferTokens: number;
   /** The prefill leg's work on the prefill replica, tokens. */
   readonly prefillWork: number;
+  /** `redecode`: the finished prefill's transfer; no prefill leg is sent. */
+  readonly transfer?: Transferred;
 }
 
 /** A placement and, in a disaggregated fleet, the pair behind it (placement.replica is the decode replica). */
@@ -101,6 +111,8 @@ interface DecodePick {
   readonly replica: Replica;
   /** Prompt tokens it lacks. */
   readonly lacks: number;
+  /** Has it KV room for the request (in this router's view)? */
+  readonly room: boolean;
 }
 
 /** Step 3: the decode replica, given the prefill replica (undefined: none). */
@@ -130,7 +142,7 @@ function pickDecode(
     const room = row.kvFree >= need;
     // Room first: a replica without KV room for the request only when none has it.
     if ((room && !bestRoom) || (room === bestRoom && cost < bestCost)) {
-      best = { replica: row.replica, lacks };
+      best = { replica: row.replica, lacks, room };
       bestCost = cost;
       bestRoom = room;
     }
@@ -176,6 +188,10 @@ export function placePair(
 ): PairPlacement {
   if (!disaggregated(view, req)) return { placement: placeRequest(policy, req, view, local), pd: undefined };
   if (policy.pd !== undefined) return placeByRule(policy, policy.pd, req, view, local);
+  if (req.transfer !== undefined) {
+    const again = redecode(req, req.transfer, view, local, s, policy.expectsOthers === true);
+    if (again !== undefined) return again;
+  }
   const p = placeRequest(policy, withoutRole(req, 'decode'), view, local);
   const prefill = p.replica;
   const d = pickDecode(req, view, local, prefill, s, policy.expectsOthers === true);
@@ -212,6 +228,39 @@ export function placePair(
       decode: d.replica,
       transferTokens: Math.round(d.lacks),
       prefillWork: (p.work ?? info.promptTokens + info.maxTokens) - info.maxTokens + 1,
+    },
+  };
+}
+
+/** Step 5: the decode leg alone on another decode replica, with the finished prefill's transfer. */
+function redecode(
+  req: PlacementRequest,
+  t: Transferred,
+  view: FleetView,
+  local: LocalState,
+  s: PairSettings,
+  expectOthers: boolean,
+): PairPlacement | undefined {
+  const d = pickDecode(req, view, local, t.prefill, s, expectOthers);
+  if (d === undefined) return undefined;
+  if (!d.room) return { placement: SATURATED, pd: undefined };
+  const out = req.info.maxTokens;
+  return {
+    placement: {
+      replica: d.replica,
+      branch: 'least-loaded',
+      step: 'redecode',
+      work: out,
+      kv: out + Math.round(d.lacks),
+    },
+    pd: {
+      mode: 'transfer',
+      by: 'redecode',
+      prefill: t.prefill,
+      decode: d.replica,
+      transferTokens: Math.round(d.lacks),
+      prefillWork: 0,
+      transfer: t,
     },
   };
 }
@@ -286,15 +335,20 @@ export function dispatchPlaced(
  * A transfer's prefill leg: its work counted on the prefill replica (and
  * the prefix in the overlay there) until the leg ends, once; the decode
  * replica is told of the prefix only when the leg succeeded (a failed leg
- * brought it no KV, and the retry must not find it warm).
+ * brought it no KV, and the retry must not find it warm). Undefined when
+ * the attempt sends no prefill leg (one leg, or a redecode: step 5).
  */
 export function openPrefillLeg(
   policy: Policy,
   local: LocalState,
   clock: Clock,
   preq: PlacementRequest,
-  leg: { prefill: Replica; work: number; decode: Replica },
-): { replica: Replica; done: (ok: boolean) => void } {
+  pd: PdDecision | undefined,
+  decode: Replica,
+): { replica: Replica; done: (ok: boolean) => void } | undefined {
+  // No prefill leg: one leg, or a redecode (its prefill is done).
+  if (pd?.prefill === undefined || pd.transfer !== undefined) return undefined;
+  const leg = { prefill: pd.prefill, work: pd.prefillWork, decode };
   const ticket = local.dispatch(leg.prefill.id, leg.work, preq.now);
   notifyDispatch(policy, preq, leg.prefill, local);
   let open = true;

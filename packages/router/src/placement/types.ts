@@ -14,6 +14,7 @@
  * those systems do.
  */
 import type { Endpoint, HashRing, RequestInfo } from '@warmpath/shared/wire';
+import type { Transferred } from '../core/types.ts';
 import type { Replica } from '../fleet/view.ts';
 import type { LocalState } from '../core/local.ts';
 
@@ -65,6 +66,8 @@ export interface PlacementRequest {
   readonly exclude: ReadonlySet<string> | undefined;
   /** One leg of a disaggregated request (placement/pair.ts): members of this role are no candidates (not counted as tried). */
   readonly without?: 'prefill' | 'decode';
+  /** Its prefill is done and the decode leg was refused (placement/pair.ts, 'redecode'): only a decode replica is placed. */
+  readonly transfer?: Transferred;
   /** Prefill tokens this request's last refusal found queued beyond its pick's queue limit (what the view missed there); undefined before one. */
   readonly missed?: number;
   /** Local clock, ms: freshness and overlay expiry are judged at this instant. */
