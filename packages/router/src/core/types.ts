@@ -7,7 +7,7 @@ import type { EngineUsage, RequestInfo } from '@warmpath/shared/wire';
 import type { RouterConfig } from '../config.ts';
 import type { Replica, ViewEvent } from '../fleet/view.ts';
 import type { Route } from '../placement/route.ts';
-import type { Branch, Policy } from '../placement/types.ts';
+import type { Branch, Policy, Transferred } from '../placement/types.ts';
 import type { Tenancy } from '../tenants/tenancy.ts';
 import type { PriorityBand } from '../tenants/types.ts';
 
@@ -83,16 +83,6 @@ export type SendResult =
       /** The engine's usage from its agent's receipt, when it reported one: receipts (receipts.ts) and tenant accounting read it. */
       readonly usage?: EngineUsage;
     };
-
-/**
- * A finished prefill whose decode leg was refused: the prefill replica and
- * what the transport needs to send the decode leg elsewhere (vLLM: the
- * prefill answer's kv_transfer_params; the DES: nothing).
- */
-export interface Transferred {
-  readonly prefill: Replica;
-  readonly params?: unknown;
-}
 
 /** Which leg of a disaggregated attempt failed before the first byte: the prefill replica's (absent: the dispatch's `replica`). */
 export type Leg = 'prefill';

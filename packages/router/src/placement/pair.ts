@@ -37,12 +37,18 @@
  */
 import type { FleetView, Replica } from '../fleet/view.ts';
 import type { LocalState, Ticket } from '../core/local.ts';
-import type { Transferred } from '../core/types.ts';
 import type { RequestInfo } from '@warmpath/shared/wire';
 import type { Clock } from '@warmpath/shared/runtime';
 import { buildCandidates, rowOf, scanWarmth } from './candidates.ts';
 import { notifyDispatch, placeRequest } from './place.ts';
-import { SATURATED, type PdRule, type Placement, type PlacementRequest, type Policy } from './types.ts';
+import {
+  SATURATED,
+  type PdRule,
+  type Placement,
+  type PlacementRequest,
+  type Policy,
+  type Transferred,
+} from './types.ts';
 
 export interface PairSettings {
   readonly pdThresholdTokens: number;

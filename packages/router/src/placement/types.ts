@@ -14,7 +14,6 @@
  * those systems do.
  */
 import type { Endpoint, HashRing, RequestInfo } from '@warmpath/shared/wire';
-import type { Transferred } from '../core/types.ts';
 import type { Replica } from '../fleet/view.ts';
 import type { LocalState } from '../core/local.ts';
 
@@ -53,6 +52,16 @@ export const BRANCHES = [
 export type KnownBranch = (typeof BRANCHES)[number];
 /** A policy registered from outside the product (the benchmark's emulations of peer routers) names its own branches. */
 export type Branch = KnownBranch | (string & {});
+
+/**
+ * A finished prefill whose decode leg was refused: the prefill replica and
+ * what the transport needs to send the decode leg elsewhere (vLLM: the
+ * prefill answer's kv_transfer_params; the DES: nothing).
+ */
+export interface Transferred {
+  readonly prefill: Replica;
+  readonly params?: unknown;
+}
 
 export interface PlacementRequest {
   readonly info: RequestInfo;
