@@ -54,6 +54,7 @@ const inputs = {
   ...(committed.limitsLive !== undefined ? { limitsLive: committed.limitsLive } : {}),
   ...(committed.tenants !== undefined ? { tenants: committed.tenants } : {}),
   ...(committed.tiers !== undefined ? { tiers: committed.tiers } : {}),
+  ...(committed.pdGoals !== undefined ? { pdGoals: committed.pdGoals } : {}),
 };
 if (values.commit !== undefined || values.command !== undefined) {
   const path = join(ROOT, inputs.goals);
@@ -84,6 +85,6 @@ if (values.plot) {
   console.log(`wrote ${DOC_DATA.plot}`);
 }
 console.log(
-  `${docs.size} docs checked against ${[inputs.goals, inputs.ablation, inputs.ablationScale, inputs.misroutes, inputs.tiers].filter((x) => x !== undefined).join(', ')}: ${stale} differ`,
+  `${docs.size} docs checked against ${[inputs.goals, inputs.ablation, inputs.ablationScale, inputs.misroutes, inputs.tiers, inputs.pdGoals].filter((x) => x !== undefined).join(', ')}: ${stale} differ`,
 );
 if (stale > 0) process.exit(1);

@@ -3,8 +3,8 @@
  * bench/scoreboard.ts (writes them) and the docs test (checks the committed
  * docs equal what the committed JSON gives) use.
  * Steps: read each JSON present → render each generated text → splice the
- * README's, ABLATION's, TENANTS' (global limits, the tenants scenario's goals), OPERATIONS's and
- * TIERS' between their markers. No figure is typed by hand.
+ * README's, ABLATION's, TENANTS' (global limits, the tenants scenario's goals), OPERATIONS's,
+ * TIERS' and DISAGGREGATION's between their markers. No figure is typed by hand.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -12,6 +12,7 @@ import { ablationTable, type AblationJson } from './ablation-table.ts';
 import { goalsTable, TARGETS, type GoalRow } from './goal-rows.ts';
 import { limitsTable, liveLimitsLine, type LimitsJson, type LiveLimitsJson } from './limits-table.ts';
 import { misrouteTable, type MisroutesJson } from './misroutes.ts';
+import { pdGoalsTable, type PdGoalsJson } from './pd-goals.ts';
 import { provenance, replaceBetween, resultsTable, scoreboardMarkdown, seedsOf, type GoalsJson } from './scoreboard.ts';
 
 /** Paths relative to the repository root. */
@@ -35,6 +36,9 @@ export const DOC_DATA = {
   /** The tiered goals (`warmpath goals --tiers --json`) and the doc they are tabled in. */
   tiers: 'docs/data/tiers.json',
   tiersDoc: 'docs/TIERS.md',
+  /** The disaggregation goals (bench/goodput.ts --goals) and the doc they are tabled in. */
+  pdGoals: 'docs/data/pd-goals.json',
+  disaggregationDoc: 'docs/DISAGGREGATION.md',
   plot: 'docs/plots/results.png',
 } as const;
 
@@ -48,6 +52,7 @@ export const MARKERS = {
   limitsLive: 'global-limits-live',
   tenants: 'tenants-goals',
   tiers: 'tiered-goals',
+  pdGoals: 'pd-goals',
 } as const;
 
 export interface DocInputs {
@@ -59,6 +64,7 @@ export interface DocInputs {
   limitsLive?: string;
   tenants?: string;
   tiers?: string;
+  pdGoals?: string;
 }
 
 /** What bench/tenants.ts writes that the doc reads. */
@@ -116,6 +122,11 @@ export function renderDocs(root: string, inputs: DocInputs): Map<string, string>
     const doc = readFileSync(join(root, DOC_DATA.tiersDoc), 'utf8');
     out.set(DOC_DATA.tiersDoc, replaceBetween(doc, MARKERS.tiers, tieredGoals(json, inputs.tiers)));
   }
+  if (inputs.pdGoals !== undefined) {
+    const json = JSON.parse(readFileSync(join(root, inputs.pdGoals), 'utf8')) as PdGoalsJson;
+    const doc = readFileSync(join(root, DOC_DATA.disaggregationDoc), 'utf8');
+    out.set(DOC_DATA.disaggregationDoc, replaceBetween(doc, MARKERS.pdGoals, pdGoalsTable(json, inputs.pdGoals)));
+  }
   return out;
 }
 
@@ -142,5 +153,6 @@ export function committedInputs(root: string): DocInputs {
     ...(existsSync(join(root, DOC_DATA.limitsLive)) ? { limitsLive: DOC_DATA.limitsLive } : {}),
     ...(existsSync(join(root, DOC_DATA.tenants)) ? { tenants: DOC_DATA.tenants } : {}),
     ...(existsSync(join(root, DOC_DATA.tiers)) ? { tiers: DOC_DATA.tiers } : {}),
+    ...(existsSync(join(root, DOC_DATA.pdGoals)) ? { pdGoals: DOC_DATA.pdGoals } : {}),
   };
 }
