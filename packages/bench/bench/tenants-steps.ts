@@ -9,6 +9,8 @@
  * whether it preempted — what priority scheduling can reorder.
  *
  *   node packages/bench/bench/tenants-steps.ts [--seed 1] [--scheduling-policy fcfs|priority]
+ *
+ * Smoke: --seed 1
  */
 import { parseArgs } from 'node:util';
 import { PROFILES, type Sequence } from '@warmpath/sim';
