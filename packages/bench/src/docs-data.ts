@@ -75,7 +75,7 @@ interface TenantsJson {
 
 /** The tenants scenario's goal table, with where it came from. */
 function tenantsGoals(json: TenantsJson, source: string): string {
-  const seeds = [...new Set(json.rows.map((r) => r.seed))].sort((a, b) => a - b);
+  const seeds = seedsOf(json);
   const { table, met, total } = goalsTable(json.rows, seeds);
   const need = Math.ceil(TARGETS.seedsNeeded * seeds.length);
   return `From \`${source}\` (${json.meta.command}, commit ${json.meta.commit}): ${met} of ${total} goals met on at least ${need} of the ${seeds.length} seeds.\n\n${table}`;
