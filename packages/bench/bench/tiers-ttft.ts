@@ -156,6 +156,9 @@ async function run(policy: string): Promise<void> {
   console.log(`${policy} (${values.scenario}, seed ${seed}, ${routers} routers, engine TTFT ms):`);
   console.log(`  p50 ${quantile(ttfts, 0.5).toFixed(1)}, p99 ${quantile(ttfts, 0.99).toFixed(1)}`);
   console.log(line('every request', parts));
+  const less = done.filter((s) => s.cachedTokens < pooled.cachedTokens[planIndex(s)]!).length;
+  const more = done.filter((s) => s.cachedTokens > pooled.cachedTokens[planIndex(s)]!).length;
+  console.log(`  cached less than the reference's hit: ${less} requests; more: ${more}`);
   console.log(line('slowest 1%', slow));
   console.log(
     `  slowest 1%, the steps of its replica from its arrival to its first token: ${stepsDuring(slowSeqs, where, log)}`,
