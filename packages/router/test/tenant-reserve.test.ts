@@ -63,13 +63,14 @@ describe('the split', () => {
     expect(s.sideOf(reserve, undefined, 1_000)).toBeUndefined();
   });
 
-  it('places again on the whole group only an interactive request with no room, or a lower one with no candidate', () => {
+  it('places again on the whole group only an interactive request with no room', () => {
     const none = (branch: 'saturated' | 'no-replica') => ({ replica: undefined, branch }) as const;
     const interactive = { share: 0.5, side: 'reserved' } as const;
     const lower = { share: 0.5, side: 'rest' } as const;
     expect(leavesSide(interactive, none('saturated'))).toBe(true);
+    expect(leavesSide(interactive, none('no-replica'))).toBe(true);
     expect(leavesSide(lower, none('saturated'))).toBe(false);
-    expect(leavesSide(lower, none('no-replica'))).toBe(true);
+    expect(leavesSide(lower, none('no-replica'))).toBe(false);
   });
 });
 
@@ -121,7 +122,7 @@ describe('the reserve in the router core', () => {
       core.route(ctx, core.describe(body, 'chat', {}), body, tenancy.who(tenancy.tenants.get(tenant)!, undefined));
       return sent.at(-1)!;
     };
-    return { clock, route, sent, refresh };
+    return { clock, core, route, sent, refresh };
   }
 
   /** Replicas each tenant's requests went to, over `n` of each interleaved. */
@@ -164,6 +165,19 @@ describe('the reserve in the router core', () => {
     x.report({ kind: 'rejected', status: 429, reason: 'kv' }); // the one reserved replica refused: the retry goes elsewhere
     expect(s.sent.at(-1)!.d.ctx).toBe('refused');
     expect(s.sent.at(-1)!.d.replica.id).not.toBe(home);
+  });
+
+  it('a lower-band request refused by every replica outside the reserve waits, and is not sent to the reserve', () => {
+    const s = setup({ interactive: 0.5 });
+    const to = spread(s, 20);
+    const before = s.sent.length;
+    s.route('late', 'evals');
+    for (let i = 0; i < 4 && s.sent.length > before + i; i++)
+      s.sent[before + i]!.report({ kind: 'rejected', status: 429, reason: 'kv' });
+    const tried = s.sent.slice(before).map((x) => x.d.replica.id);
+    expect(tried.length).toBe(2); // the two replicas of the rest, then the queue
+    expect(tried.every((id) => to.evals.has(id))).toBe(true);
+    expect(s.core.waiting).toBe(1);
   });
 
   it('without a reserve, both bands share every replica', () => {

@@ -11,7 +11,7 @@ import type { Job } from '../core/job.ts';
 import type { LocalState } from '../core/local.ts';
 import type { RouteError } from '../core/types.ts';
 import type { Replica } from '../fleet/view.ts';
-import type { Placement, PlacementRequest } from '../placement/types.ts';
+import { SATURATED, type Placement, type PlacementRequest } from '../placement/types.ts';
 import { leavesSide } from './split.ts';
 import type { LimitKind } from './limits.ts';
 import type { Tenancy, Who } from './tenancy.ts';
@@ -102,7 +102,9 @@ export function overSlo<T>(
 /**
  * Places the job on its side of the interactive reserve when one is in
  * force (split.ts), and again on the whole group when it leaves that side
- * (`leavesSide`); without tenants or a reserve, `place(whole)` alone.
+ * (`leavesSide`); a job with no room on its side that stays there is
+ * `saturated` (it waits in the queue); without tenants or a reserve,
+ * `place(whole)` alone.
  * Returns the request placed (the one the policy is told about) with its placement.
  */
 export function placeOnSide<T, P extends { placement: Placement }>(
@@ -116,7 +118,9 @@ export function placeOnSide<T, P extends { placement: Placement }>(
   if (side !== undefined) {
     const preq = { ...whole, reserve: side };
     const placed = place(preq);
-    if (!leavesSide(side, placed.placement)) return { ...placed, preq };
+    // No room on its side, staying there: it waits for room (the queue), whatever the reason there was none.
+    if (!leavesSide(side, placed.placement))
+      return { ...placed, preq, ...(placed.placement.replica === undefined ? { placement: SATURATED } : {}) };
   }
   return { ...place(whole), preq: whole };
 }

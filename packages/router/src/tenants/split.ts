@@ -13,7 +13,8 @@
  * A request with no band (no tenants file, an --api-keys key) is never split.
  * Invariant: while the split holds, no lower-band request is sent to a
  * reserved replica by this router (the core falls back to the whole group
- * only for an interactive request the reserved replicas cannot take).
+ * only for an interactive request the reserved replicas cannot take; a
+ * lower-band one with no room on the rest waits: `leavesSide`).
  * Each router judges idleness by its own admissions: under random L4 every
  * router sees each band's traffic within moments of the others, so they
  * split and lend together; behind sticky L4 with few clients one router may
@@ -46,12 +47,12 @@ export class BandSplit {
 
 /**
  * Whether a request placed on `side` is placed again on the whole group:
- * an interactive request the reserved replicas cannot take (none has room:
- * it goes where there is, rather than wait behind a split), or a lower-band
- * one with no candidate at all on the rest (a lower-band request that finds
- * the rest full waits in the queue: the reserve is not lent while the
- * interactive band has work).
+ * only an interactive request the reserved replicas cannot take (none has
+ * room, or each refused it) — it goes where there is room rather than wait
+ * behind the split. A lower-band request that finds no room on the rest
+ * (full, held full by a refusal, or out) waits in the queue: the reserve is
+ * not lent while the interactive band has work.
  */
 export function leavesSide(side: Reserve, placement: Placement): boolean {
-  return placement.replica === undefined && (side.side === 'reserved' || placement.branch === 'no-replica');
+  return placement.replica === undefined && side.side === 'reserved';
 }
