@@ -94,12 +94,32 @@ describe('the file', () => {
   });
 });
 
+describe('the reserve in a reloaded file', () => {
+  it('is in force, changed or gone as soon as the file is', () => {
+    const file = (reserve?: object) =>
+      parseTenants(JSON.stringify({ ...(reserve ? { reserve } : {}), tenants: TENANTS }), 't');
+    const tenancy = new Tenancy(file());
+    const chat = tenancy.who(tenancy.tenants.get('chat')!, undefined);
+    const evals = tenancy.who(tenancy.tenants.get('evals')!, undefined);
+    tenancy.split.note('interactive', 0);
+    tenancy.split.note('batch', 0);
+    expect(tenancy.sideOf(chat, 1)).toBeUndefined();
+    tenancy.replace(file({ interactive: 0.25 }));
+    expect(tenancy.sideOf(chat, 1)).toEqual({ share: 0.25, side: 'reserved' });
+    expect(tenancy.sideOf(evals, 1)).toEqual({ share: 0.25, side: 'rest' });
+    expect(tenancy.sideOf(undefined, 1)).toBeUndefined(); // an --api-keys key: no band
+    tenancy.replace(file());
+    expect(tenancy.sideOf(chat, 1)).toBeUndefined();
+  });
+});
+
 describe('the reserve in the router core', () => {
   function setup(reserve: Record<string, unknown> | undefined) {
     const clock = manualClock(1_000);
     const sent: Array<{ d: Dispatch<string>; report: (r: SendResult) => void }> = [];
     const file = JSON.stringify({ ...(reserve !== undefined ? { reserve } : {}), tenants: TENANTS });
     const tenancy = new Tenancy(parseTenants(file, 'test'));
+    const sides: string[] = [];
     const core = new RouterCore<string>({
       config: routerConfig({ fleet: 'test' }),
       id: 'r',
@@ -108,7 +128,7 @@ describe('the reserve in the router core', () => {
       answer: () => {},
       fetchSnapshot: () => Promise.reject(new Error('none')),
       tenancy,
-      metrics: { placed: () => {}, retried: () => {}, upstreamError: () => {} },
+      metrics: { placed: () => {}, retried: () => {}, upstreamError: () => {}, reserveSide: (x) => sides.push(x) },
     });
     let seq = 1;
     const refresh = (): void => {
@@ -122,7 +142,7 @@ describe('the reserve in the router core', () => {
       core.route(ctx, core.describe(body, 'chat', {}), body, tenancy.who(tenancy.tenants.get(tenant)!, undefined));
       return sent.at(-1)!;
     };
-    return { clock, core, route, sent, refresh };
+    return { clock, core, route, sent, refresh, sides };
   }
 
   /** Replicas each tenant's requests went to, over `n` of each interleaved. */
@@ -144,6 +164,9 @@ describe('the reserve in the router core', () => {
     expect(to.chat.size).toBe(2);
     expect(to.evals.size).toBe(2);
     expect([...to.chat].filter((id) => to.evals.has(id))).toEqual([]);
+    // The first request of each side came before the other side had any: the whole group, not counted.
+    expect(s.sides.filter((x) => x === 'reserved').length).toBe(39);
+    expect(s.sides.filter((x) => x === 'rest').length).toBe(40);
     s.clock.advance(10_001); // no interactive request for longer than lendAfterSeconds
     s.refresh();
     const lent = new Set<string>();

@@ -192,7 +192,7 @@ export class RouterCore<T> {
     };
     const seconds = (t: number): void => o.metrics?.placementSeconds?.(t);
     const place = (r: PlacementRequest) => placePairTimed(this.policy, r, this.view, this.local, this.config, seconds);
-    const { preq, placement, pd } = placeOnSide(this.#tenancy, job, whole, now, place);
+    const { preq, placement, pd } = placeOnSide(this.#tenancy, job, whole, now, place, o.metrics);
     if (placementChannel.hasSubscribers) placementChannel.publish({ router: this.id, request: preq, placement });
     const replica = placement.replica;
     if (replica === undefined) return this.#noRoom(job, placement.branch, now);

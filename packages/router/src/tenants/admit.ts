@@ -12,6 +12,7 @@ import type { LocalState } from '../core/local.ts';
 import type { RouteError } from '../core/types.ts';
 import type { Replica } from '../fleet/view.ts';
 import { SATURATED, type Placement, type PlacementRequest } from '../placement/types.ts';
+import type { ReserveSide } from '../placement/reserve.ts';
 import { leavesSide } from './split.ts';
 import type { LimitKind } from './limits.ts';
 import type { Tenancy, Who } from './tenancy.ts';
@@ -113,11 +114,13 @@ export function placeOnSide<T, P extends { placement: Placement }>(
   whole: PlacementRequest,
   now: number,
   place: (req: PlacementRequest) => P,
+  metrics?: { reserveSide?: (side: ReserveSide) => void },
 ): P & { preq: PlacementRequest } {
   const side = tenancy?.sideOf(job.who, now);
   if (side !== undefined) {
     const preq = { ...whole, reserve: side };
     const placed = place(preq);
+    if (placed.placement.replica !== undefined) metrics?.reserveSide?.(side.side);
     // No room on its side, staying there: it waits for room (the queue), whatever the reason there was none.
     if (!leavesSide(side, placed.placement))
       return { ...placed, preq, ...(placed.placement.replica === undefined ? { placement: SATURATED } : {}) };
