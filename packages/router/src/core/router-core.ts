@@ -50,7 +50,7 @@ import { describeFor, type RequestHeaders } from './describe.ts';
 import { newJob, type Job, type RouteJob } from './job.ts';
 export type { RouteJob } from './job.ts';
 import { FairQueue } from '../tenants/fair.ts';
-import { admitJob, classOf, endJob, overSlo } from '../tenants/admit.ts';
+import { admitJob, classOf, endJob, overSlo, placeOnSide } from '../tenants/admit.ts';
 import type { Tenancy, Who } from '../tenants/tenancy.ts';
 import type { EngineUsage } from '@warmpath/shared/wire';
 
@@ -180,7 +180,7 @@ export class RouterCore<T> {
     if (job.cancelled) return this.#close(job);
     const o = this.#o;
     const now = o.clock.now();
-    const preq: PlacementRequest = {
+    const whole: PlacementRequest = {
       info: job.info,
       endpoint: job.info.kind,
       key: job.key,
@@ -191,7 +191,8 @@ export class RouterCore<T> {
       now,
     };
     const seconds = (t: number): void => o.metrics?.placementSeconds?.(t);
-    const { placement, pd } = placePairTimed(this.policy, preq, this.view, this.local, this.config, seconds);
+    const place = (r: PlacementRequest) => placePairTimed(this.policy, r, this.view, this.local, this.config, seconds);
+    const { preq, placement, pd } = placeOnSide(this.#tenancy, job, whole, now, place, o.metrics);
     if (placementChannel.hasSubscribers) placementChannel.publish({ router: this.id, request: preq, placement });
     const replica = placement.replica;
     if (replica === undefined) return this.#noRoom(job, placement.branch, now);
