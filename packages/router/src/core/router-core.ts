@@ -278,6 +278,7 @@ export class RouterCore<T> {
     metrics?.upstreamError(r.kind);
     if (r.kind === 'timeout') return this.#answer(job, { code: 'upstream_timeout', retryAfter: false });
     job.last = r;
+    if (r.kind === 'rejected' && r.transfer !== undefined) return this.#heldForDecode(job, now);
     job.attempt++;
     if (r.kind === 'reset' || r.kind === 'failed') job.crashes++;
     if (job.attempt >= this.config.maxAttempts) {
@@ -303,13 +304,29 @@ export class RouterCore<T> {
     }
     if (r.kind === 'rejected') {
       metrics?.retried();
-      // A decode leg refused after its prefill waits for a change (a report, a completion), as an engine queues it; then a redecode (pair.ts).
-      if (r.transfer !== undefined && this.#queue.add(job, this.config.queueTimeoutMs)) return;
       return this.#place(job);
     }
     if (job.crashes >= CRASH_LIMIT) return this.#deny(job, 'crashes');
     job.slotDeadline = this.#o.clock.now() + this.config.queueTimeoutMs;
     this.#retryWithSlot(job);
+  }
+
+  /**
+   * A decode leg refused after its prefill finished: its prompt's KV is
+   * computed, only a decode replica with room is missing — the decode pool
+   * is full, as an engine's queue would show. So the refusal spends no
+   * attempt and excludes no replica (the refusal rule holds that one full
+   * until its next report): the request waits in the queue for a change (a
+   * report, a completion), then its decode leg alone is placed again
+   * (pair.ts step 5), until queueTimeoutMs from its first wait. Spending
+   * attempts instead sheds a request whose prefill is done after a few
+   * refusals within moments, while the pool frees KV within seconds.
+   */
+  #heldForDecode(job: Job<T>, now: number): void {
+    if (job.deadline === 0) job.deadline = now + this.config.queueTimeoutMs;
+    const left = job.deadline - now;
+    if (left > 0 && this.#queue.add(job, left)) return;
+    this.#answer(job, { code: 'fleet_saturated', message: 'No decode replica had KV room.', retryAfter: true });
   }
 
   /**
