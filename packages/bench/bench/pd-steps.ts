@@ -57,7 +57,12 @@ interface PerReplica {
 }
 
 async function run(policy: string): Promise<void> {
-  const { plan: built, duration } = planFor({ scenario: values.scenario, seed, rate: Number(values.rate), duration: Number(values.duration) });
+  const { plan: built, duration } = planFor({
+    scenario: values.scenario,
+    seed,
+    rate: Number(values.rate),
+    duration: Number(values.duration),
+  });
   const plan = assignRouters(built, routers, 'random', seed);
   const from = WARMUP_MS + 5_000;
   const to = WARMUP_MS + duration * 1000;
@@ -66,7 +71,8 @@ async function run(policy: string): Promise<void> {
   const refused = new Map<string, number>();
   const at = (id: string): PerReplica => {
     let r = replicas.get(id);
-    if (r === undefined) replicas.set(id, (r = { busyMs: 0, prefill: 0, live: new Set(), kvSamples: [], nextSample: from }));
+    if (r === undefined)
+      replicas.set(id, (r = { busyMs: 0, prefill: 0, live: new Set(), kvSamples: [], nextSample: from }));
     return r;
   };
   const result = await runDes({
@@ -118,7 +124,11 @@ async function run(policy: string): Promise<void> {
     const kind = s.maxTokens === 1 ? 'prefill' : s.kvReceived ? 'decode' : 'local';
     legs[kind].push(s.admittedMs - s.readyAtMs);
   }
-  const d = result.detail as { errorsByCode?: Record<string, number>; pd?: unknown; ttftP99AllRequests?: number | null };
+  const d = result.detail as {
+    errorsByCode?: Record<string, number>;
+    pd?: unknown;
+    ttftP99AllRequests?: number | null;
+  };
   console.log(
     `${policy}: ${result.completed}/${result.requests} answered ${JSON.stringify(d.errorsByCode ?? {})}, TTFT p99 ${d.ttftP99AllRequests ?? '∞'} ms (answered ${result.ttft_ms.p99}), ITL p99 ${result.itl_ms.p99} ms, preemptions ${result.preemptions}, hit rate ${(100 * result.cache_hit_rate).toFixed(1)}%, ${JSON.stringify(d.pd)}`,
   );
