@@ -1,24 +1,26 @@
 /**
  * What bounds a disaggregated fleet's goodput, per policy, in one DES run
  * (docs/DISAGGREGATION.md, "What bounds longdoc"): per pool, how busy its
- * engines are and how many prompt tokens they compute per second, the
- * decode replicas' KV in use (distinct blocks held by running sequences,
- * so a prefix shared by two requests counts once), and where a request's
- * time to first token goes inside the engines — the prefill leg's wait
- * for the scheduler, the decode leg's.
+ * engines are and how many prompt tokens they compute per second, the KV
+ * in use (distinct blocks held by running sequences, so a prefix two
+ * requests share counts once), and how long each kind of leg waits in its
+ * engine's queue before the scheduler takes it — the prefill leg, the
+ * decode leg (its KV by transfer), a request prefilled on its decode
+ * replica (local). The window is the arrivals' span less its first
+ * sixth (the fleet filling up).
  *
  *   node packages/bench/bench/pd-steps.ts [--scenario longdoc] [--pd 4:6] [--rate 15] [--seed 2]
- *     [--duration 30] [--policies warmpath,llm-d-precise,sglang-cache-aware]
+ *     [--duration 30] [--routers 2] [--policies warmpath,llm-d-precise,sglang-cache-aware]
  *
- * Smoke: --rate 4 --duration 5 --policies warmpath
+ * Smoke: --rate 4 --duration 6 --policies warmpath
  */
 import { parseArgs } from 'node:util';
-import { PROFILES, type Sequence } from '@warmpath/sim';
+import { PROFILES, type Sequence, type StepResult } from '@warmpath/sim';
 import { runDes } from '../src/des/run.ts';
+import { pdRolesOf } from '../src/des/pd.ts';
 import { assignRouters } from '../src/l4.ts';
 import { planFor } from '../src/pool.ts';
 import { SCENARIOS } from '../src/scenarios.ts';
-import { pdRolesOf } from '../src/des/pd.ts';
 
 const { values } = parseArgs({
   options: {
@@ -31,14 +33,16 @@ const { values } = parseArgs({
     policies: { type: 'string', default: 'warmpath,llm-d-precise,sglang-cache-aware' },
   },
 });
-const scenario = SCENARIOS[values.scenario]!;
+const scenario = SCENARIOS[values.scenario];
+if (scenario === undefined) throw new Error(`unknown scenario ${values.scenario}`);
 const seed = Number(values.seed);
 const routers = Number(values.routers);
 const roles = pdRolesOf(values.pd)!;
-const profile = PROFILES[scenario.fleet.profile as keyof typeof PROFILES];
-const capacity = profile.numGpuBlocks;
-/** Arrivals start after the DES's warm-up (run.ts); the window judged is the arrivals' span. */
+const blocks = PROFILES[scenario.fleet.profile as keyof typeof PROFILES].numGpuBlocks;
+/** The DES's warm-up before the first arrival (des/run.ts). */
 const WARMUP_MS = 2_000;
+/** How often each replica's KV in use is sampled, simulated ms. */
+const SAMPLE_MS = 250;
 
 const quantile = (xs: number[], p: number): number => {
   const a = [...xs].sort((x, y) => x - y);
@@ -46,37 +50,62 @@ const quantile = (xs: number[], p: number): number => {
 };
 const spread = (xs: number[]): string =>
   `p50 ${quantile(xs, 0.5).toFixed(0)}, p90 ${quantile(xs, 0.9).toFixed(0)}, p99 ${quantile(xs, 0.99).toFixed(0)}`;
-const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
 
-interface PerReplica {
-  busyMs: number;
-  prefill: number;
-  live: Set<Sequence>;
-  kvSamples: number[];
-  nextSample: number;
+/** One replica's steps within the window [from, to). */
+class Meter {
+  busyMs = 0;
+  prefill = 0;
+  readonly kv: number[] = [];
+  readonly #live = new Set<Sequence>();
+  readonly from: number;
+  readonly to: number;
+  #next: number;
+  constructor(from: number, to: number) {
+    this.from = from;
+    this.to = to;
+    this.#next = from;
+  }
+  step(res: StepResult): void {
+    const start = res.endMs - res.durationMs;
+    for (const s of res.emitted) this.#live.add(s);
+    for (const s of [...res.finished, ...res.preempted]) this.#live.delete(s);
+    if (start < this.from || start >= this.to) return;
+    this.busyMs += res.durationMs;
+    // A step's tokens are one per decoding sequence, the rest prompt (a chunk's last token is its first output).
+    let decoding = 0;
+    for (const s of res.emitted) if (s.generated > 1) decoding++;
+    this.prefill += res.scheduledTokens - decoding;
+    if (start < this.#next) return;
+    this.#next = start + SAMPLE_MS;
+    const held = new Set<number>();
+    for (const s of this.#live) for (const b of s.blocks) held.add(b);
+    this.kv.push((100 * held.size) / blocks);
+  }
+}
+
+function poolLine(role: 'prefill' | 'decode', meters: Map<string, Meter>, spanMs: number): string {
+  const ms = roles.flatMap((x, i) => (x === role ? [meters.get(`replica-${i}`)] : [])).filter((m) => m !== undefined);
+  const busy = ms.reduce((a, m) => a + m.busyMs, 0) / Math.max(1, ms.length) / spanMs;
+  const tokS = ms.reduce((a, m) => a + m.prefill, 0) / (spanMs / 1000);
+  const kv = ms.flatMap((m) => m.kv);
+  return `${role}: busy ${(100 * busy).toFixed(0)}%, prompt tokens computed ${(tokS / 1000).toFixed(1)}k/s, KV in use ${spread(kv)} %`;
 }
 
 async function run(policy: string): Promise<void> {
+  const rate = Number(values.rate);
   const { plan: built, duration } = planFor({
     scenario: values.scenario,
     seed,
-    rate: Number(values.rate),
+    rate,
     duration: Number(values.duration),
   });
   const plan = assignRouters(built, routers, 'random', seed);
-  const from = WARMUP_MS + 5_000;
+  const from = WARMUP_MS + (duration * 1000) / 6;
   const to = WARMUP_MS + duration * 1000;
-  const replicas = new Map<string, PerReplica>();
+  const meters = new Map<string, Meter>();
   const seqs: Sequence[] = [];
-  const refused = new Map<string, number>();
-  const at = (id: string): PerReplica => {
-    let r = replicas.get(id);
-    if (r === undefined)
-      replicas.set(id, (r = { busyMs: 0, prefill: 0, live: new Set(), kvSamples: [], nextSample: from }));
-    return r;
-  };
   const result = await runDes({
-    scenario,
+    scenario: scenario!,
     plan,
     policy,
     replicas: roles.length,
@@ -85,58 +114,28 @@ async function run(policy: string): Promise<void> {
     seed,
     pd: values.pd,
     onSubmitted: (seq) => void seqs.push(seq),
-    onRefused: (x) => {
-      const k = `${roles[Number(x.replica.split('-')[1])]} ${x.reason}`;
-      refused.set(k, (refused.get(k) ?? 0) + 1);
-    },
     onStep: (id, res) => {
-      const r = at(id);
-      const start = res.endMs - res.durationMs;
-      if (start >= from && start < to) {
-        r.busyMs += res.durationMs;
-        let decoding = 0;
-        for (const s of res.emitted) if (s.generated > 1) decoding++;
-        r.prefill += res.scheduledTokens - decoding;
-      }
-      for (const s of res.emitted) r.live.add(s);
-      for (const s of res.finished) r.live.delete(s);
-      for (const s of res.preempted) r.live.delete(s);
-      if (start >= r.nextSample && start < to) {
-        r.nextSample = start + 250;
-        const blocks = new Set<number>();
-        for (const s of r.live) for (const b of s.blocks) blocks.add(b);
-        r.kvSamples.push(blocks.size / capacity);
-      }
+      let m = meters.get(id);
+      if (m === undefined) meters.set(id, (m = new Meter(from, to)));
+      m.step(res);
     },
   });
-  const spanS = (to - from) / 1000;
-  const pool = (role: 'prefill' | 'decode') => {
-    const ids = roles.flatMap((x, i) => (x === role ? [`replica-${i}`] : []));
-    const rs = ids.map(at);
-    const busy = mean(rs.map((r) => r.busyMs / (to - from)));
-    const tokS = rs.reduce((a, r) => a + r.prefill, 0) / spanS;
-    const kv = rs.flatMap((r) => r.kvSamples);
-    return `${role}: busy ${(100 * busy).toFixed(0)}%, prompt tokens computed ${(tokS / 1000).toFixed(1)}k/s, KV in use ${spread(kv.map((x) => 100 * x))} %`;
-  };
   const legs = { prefill: [] as number[], decode: [] as number[], local: [] as number[] };
   for (const s of seqs) {
     if (s.arrivalMs < from || s.arrivalMs >= to || !Number.isFinite(s.admittedMs)) continue;
     const kind = s.maxTokens === 1 ? 'prefill' : s.kvReceived ? 'decode' : 'local';
     legs[kind].push(s.admittedMs - s.readyAtMs);
   }
-  const d = result.detail as {
-    errorsByCode?: Record<string, number>;
-    pd?: unknown;
-    ttftP99AllRequests?: number | null;
-  };
+  const d = result.detail as { errorsByCode?: object; pd?: object; ttftP99AllRequests?: number | null };
   console.log(
-    `${policy}: ${result.completed}/${result.requests} answered ${JSON.stringify(d.errorsByCode ?? {})}, TTFT p99 ${d.ttftP99AllRequests ?? '∞'} ms (answered ${result.ttft_ms.p99}), ITL p99 ${result.itl_ms.p99} ms, preemptions ${result.preemptions}, hit rate ${(100 * result.cache_hit_rate).toFixed(1)}%, ${JSON.stringify(d.pd)}`,
+    `${policy} at ${rate} req/s, seed ${seed}: ${result.completed}/${result.requests} answered ${JSON.stringify(d.errorsByCode ?? {})}, ` +
+      `TTFT p99 ${d.ttftP99AllRequests ?? '∞'} ms (answered ${result.ttft_ms.p99}), ITL p99 ${result.itl_ms.p99} ms, ` +
+      `preemptions ${result.preemptions}, ${JSON.stringify(d.pd ?? {})}`,
   );
-  console.log(`  refusals: ${JSON.stringify(Object.fromEntries(refused))}`);
-  console.log(`  ${pool('prefill')}`);
-  console.log(`  ${pool('decode')}`);
+  console.log(`  ${poolLine('prefill', meters, to - from)}`);
+  console.log(`  ${poolLine('decode', meters, to - from)}`);
   for (const [k, xs] of Object.entries(legs))
-    if (xs.length > 0) console.log(`  ${k} legs: ${xs.length}, wait for the scheduler ms ${spread(xs)}`);
+    if (xs.length > 0) console.log(`  ${k} legs: ${xs.length}, wait in the engine's queue ms ${spread(xs)}`);
 }
 
 for (const policy of values.policies.split(',')) await run(policy);

@@ -278,7 +278,9 @@ export class RouterCore<T> {
     metrics?.upstreamError(r.kind);
     if (r.kind === 'timeout') return this.#answer(job, { code: 'upstream_timeout', retryAfter: false });
     job.last = r;
-    if (r.kind === 'rejected' && r.transfer !== undefined) return this.#heldForDecode(job, now);
+    // A decode leg refused after its prefill: the decode pool is full, the request is not failing. It spends no
+    // attempt and waits for room as a saturated one, until queueTimeoutMs from its first wait (pair.ts step 5).
+    if (r.kind === 'rejected' && r.transfer !== undefined) return this.#noRoom(job, 'saturated', now);
     job.attempt++;
     if (r.kind === 'reset' || r.kind === 'failed') job.crashes++;
     if (job.attempt >= this.config.maxAttempts) {
@@ -309,24 +311,6 @@ export class RouterCore<T> {
     if (job.crashes >= CRASH_LIMIT) return this.#deny(job, 'crashes');
     job.slotDeadline = this.#o.clock.now() + this.config.queueTimeoutMs;
     this.#retryWithSlot(job);
-  }
-
-  /**
-   * A decode leg refused after its prefill finished: its prompt's KV is
-   * computed, only a decode replica with room is missing — the decode pool
-   * is full, as an engine's queue would show. So the refusal spends no
-   * attempt and excludes no replica (the refusal rule holds that one full
-   * until its next report): the request waits in the queue for a change (a
-   * report, a completion), then its decode leg alone is placed again
-   * (pair.ts step 5), until queueTimeoutMs from its first wait. Spending
-   * attempts instead sheds a request whose prefill is done after a few
-   * refusals within moments, while the pool frees KV within seconds.
-   */
-  #heldForDecode(job: Job<T>, now: number): void {
-    if (job.deadline === 0) job.deadline = now + this.config.queueTimeoutMs;
-    const left = job.deadline - now;
-    if (left > 0 && this.#queue.add(job, left)) return;
-    this.#answer(job, { code: 'fleet_saturated', message: 'No decode replica had KV room.', retryAfter: true });
   }
 
   /**

@@ -28,11 +28,15 @@
  *  5. A decode leg refused after its prefill finished (req.transfer): step 3
  *     alone, given that prefill replica, and the same transfer to the chosen
  *     replica (the prefill is not run again). Such a refusal spends no
- *     attempt (router-core.ts, #heldForDecode): the request waits in the
- *     router's queue for a change, as an engine queues a leg it has no KV
- *     for, until queueTimeoutMs. When no decode replica has KV room, it
- *     waits there too (saturated); with no decode candidate left, the pair
- *     is placed afresh.
+ *     attempt and excludes no replica (the refusal rule holds that one full
+ *     until its next report): its prompt's KV is computed, only a decode
+ *     replica with room is missing, so the request waits in the router's
+ *     queue for a change (a report, a completion), as an engine queues a
+ *     leg it has no KV for, until queueTimeoutMs from its first wait.
+ *     Spending attempts instead shed such a request after a few refusals
+ *     within moments, while the pool frees KV within seconds. When no
+ *     decode replica has KV room, it waits there too (saturated); with no
+ *     decode candidate left, the pair is placed afresh.
  * Complexity: two candidate tables and warmth scans per disaggregated
  * request, O(group members + matched depth); aggregated ones pay one scan of
  * the group's roles.
