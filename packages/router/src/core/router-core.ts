@@ -279,6 +279,9 @@ export class RouterCore<T> {
     metrics?.upstreamError(r.kind);
     if (r.kind === 'timeout') return this.#answer(job, { code: 'upstream_timeout', retryAfter: false });
     job.last = r;
+    // A decode leg refused after its prefill: the decode pool is full, the request is not failing. It spends no
+    // attempt and waits for room as a saturated one, until queueTimeoutMs from its first wait (pair.ts step 5).
+    if (r.kind === 'rejected' && r.transfer !== undefined) return this.#noRoom(job, 'saturated', now);
     job.attempt++;
     if (r.kind === 'reset' || r.kind === 'failed') job.crashes++;
     if (job.attempt >= this.config.maxAttempts) {
@@ -304,8 +307,6 @@ export class RouterCore<T> {
     }
     if (r.kind === 'rejected') {
       metrics?.retried();
-      // A decode leg refused after its prefill waits for a change (a report, a completion), as an engine queues it; then a redecode (pair.ts).
-      if (r.transfer !== undefined && this.#queue.add(job, this.config.queueTimeoutMs)) return;
       return this.#place(job);
     }
     if (job.crashes >= CRASH_LIMIT) return this.#deny(job, 'crashes');
