@@ -18,18 +18,16 @@
  *  3. If nothing was preempted, waiting sequences are admitted FCFS while the
  *     token budget, max_num_seqs and free blocks allow. Each reuses its longest
  *     cached prefix (full blocks, at most prompt-1 tokens, as vLLM): first the
- *     GPU's; if it continues in the host tier, that continuation is reloaded
- *     as vLLM's offloading connector does (load_kv_async): the sequence takes
- *     its blocks and stays waiting while they are copied in at the PCIe
- *     bandwidth, one reload after another, beside the steps; others are
- *     admitted meanwhile, and one whose host blocks are being loaded for
- *     another waits for that load. Once loaded, it is admitted holding them,
- *     and the rest of its prompt is prefilled (no second lookup, as vLLM's
- *     MultiConnector takes one connector's hit). Without a host hit, with
- *     KV sharing, what another replica holds beyond the GPU's hit is
- *     fetched at the network's bandwidth, charged to the step (LMCache's
- *     connector loads in the forward pass unless its async_loading is on),
- *     so the rest is prefilled after it. A sequence whose adapter would
+ *     GPU's; a continuation in the host tier is reloaded as vLLM's offloading
+ *     connector does (load_kv_async): the sequence takes its blocks and waits
+ *     while they are copied in at the PCIe bandwidth, one reload after another,
+ *     beside the steps (others are admitted meanwhile; one whose host blocks
+ *     are being loaded for another waits for that load); once loaded it is
+ *     admitted holding them, with no second lookup (vLLM's MultiConnector
+ *     takes one connector's hit). Without a host hit, with KV sharing, what
+ *     another replica holds beyond the GPU's hit is fetched at the network's
+ *     bandwidth, charged to the step (LMCache's connector loads in the forward
+ *     pass unless its async_loading is on). A sequence whose adapter would
  *     exceed max_loras distinct adapters is skipped (deferred); a sequence
  *     that does not fit in free blocks stops admission.
  *  4. Adapters in the batch that are not on the GPU take a slot (evicting an
@@ -203,7 +201,6 @@ function admitWaiting(st: EngineState, batch: Batch, now: number): void {
       j++;
       continue;
     }
-    // Reloaded: its blocks are held and computed; no second lookup (as vLLM after a connector load).
     const loaded = s.blocks.length;
     const maxHit = Math.floor((s.numTokens - 1) / bs);
     const hit = loaded === 0 && st.enablePrefixCaching ? st.pool.match(s.blockHashes, maxHit) : 0;
@@ -211,7 +208,7 @@ function admitWaiting(st: EngineState, batch: Batch, now: number): void {
     const fresh = loaded === 0 && !s.kvReceived;
     const hostHit = fresh && st.enablePrefixCaching ? st.host.match(s.blockHashes, hit, maxHit, false) : 0;
     if (hostHit > 0) {
-      // Its host blocks are being loaded for another: it waits for that load (as vLLM's offloading connector).
+      // Blocks being loaded for another: it waits for that load. `loaded`: reloaded, its blocks held, no second lookup.
       if (st.loading.has(s.blockHashes[hit]!)) j++;
       else if (startReload(st, s, hit, hostHit, now)) j++;
       else break; // FCFS: the head waits for blocks
