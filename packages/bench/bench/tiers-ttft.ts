@@ -8,11 +8,12 @@
  *               before the reload it adds)
  *   miss        alone(what it got) − alone(ref): prefill the placement left
  *   load        engine TTFT − alone(what it got): the engine queue, the other
- *               sequences' context in every step, reloads and fetches
- *               charged to the steps
+ *               sequences' context in every step, peers' fetches charged to
+ *               the steps, its own host reload's wait for the link
  *
  * each averaged over every request and over the slowest 1%; and per engine
- * step, its mean duration, running sequences and KV-load share.
+ * step, its mean duration, running sequences and the share of peer fetches
+ * charged to it (host reloads run beside the steps).
  *
  *   node packages/bench/bench/tiers-ttft.ts [--scenario chat] [--seed 1] [--routers 2]
  *     [--policies warmpath,llm-d-precise] [--router-set k=v,…] [--duration S]
@@ -165,7 +166,7 @@ async function run(policy: string): Promise<void> {
   );
   console.log(`  ${balance(log)}`);
   console.log(
-    `  steps: ${steps.n}, mean ${(steps.ms / steps.n).toFixed(2)} ms (idle step ${(profile.stepOverheadMs + (profile.weightsBytes / (profile.hbmBytesPerS * profile.hbmEfficiency)) * 1e3).toFixed(2)} ms), ${(steps.seqs / steps.n).toFixed(1)} sequences; KV loads ${((steps.kvMs / steps.ms) * 100).toFixed(2)}% of step time`,
+    `  steps: ${steps.n}, mean ${(steps.ms / steps.n).toFixed(2)} ms (idle step ${(profile.stepOverheadMs + (profile.weightsBytes / (profile.hbmBytesPerS * profile.hbmEfficiency)) * 1e3).toFixed(2)} ms), ${(steps.seqs / steps.n).toFixed(1)} sequences; peer fetches ${((steps.kvMs / steps.ms) * 100).toFixed(2)}% of step time`,
   );
 }
 
@@ -177,7 +178,7 @@ interface StepLog {
   seqs: number;
 }
 
-/** Means over `seqs` of the steps their replica ran from their arrival to their first token: count, longest, tokens, KV load. */
+/** Means over `seqs` of the steps their replica ran from their arrival to their first token: count, longest, tokens, peer fetches charged to them. */
 function stepsDuring(seqs: readonly Sequence[], where: Map<Sequence, string>, log: Map<string, StepLog[]>): string {
   const n: number[] = [];
   const longest: number[] = [];
@@ -194,7 +195,7 @@ function stepsDuring(seqs: readonly Sequence[], where: Map<Sequence, string>, lo
     kv.push(during.reduce((a, x) => a + x.kvMs, 0));
     running.push(mean(during.map((x) => x.seqs)));
   }
-  return `${mean(n).toFixed(1)} steps, longest ${mean(longest).toFixed(1)} ms, ${mean(tokens).toFixed(0)} tokens, KV loads ${mean(kv).toFixed(1)} ms, ${mean(running).toFixed(1)} sequences a step`;
+  return `${mean(n).toFixed(1)} steps, longest ${mean(longest).toFixed(1)} ms, ${mean(tokens).toFixed(0)} tokens, peer fetches ${mean(kv).toFixed(1)} ms, ${mean(running).toFixed(1)} sequences a step`;
 }
 
 /** Per replica, its sequences a step weighted by the step's duration: the spread of the decode load. */
