@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { EngineModel, hostReloadMs, PROFILES, promptIdentity, startSimServer, stepTimeMs } from '../src/index.ts';
+import {
+  EngineModel,
+  hostReloadMs,
+  PROFILES,
+  promptIdentity,
+  RealTimeDriver,
+  startSimServer,
+  stepTimeMs,
+} from '../src/index.ts';
 import type { EngineOptions, SimRequest, StepResult } from '../src/index.ts';
 import { metrics, postJson } from './helpers.ts';
 
@@ -96,6 +104,38 @@ describe('host-memory KV tier', () => {
     expect(during.length).toBeGreaterThan(5);
     expect(a2.firstTokenMs - a2.admittedMs).toBeGreaterThanOrEqual(reloadMs);
     expect(a2.cachedTokens).toBe(187 * 16);
+  });
+
+  it('an idle engine waiting on a reload still takes a request submitted meanwhile (the real-time driver)', async () => {
+    const m = new EngineModel(PROFILES.tiny, { cpuKvTokens: 8192 });
+    // Sim time runs at 1/20 of wall time: the reload lasts hundreds of wall ms, far above timer jitter.
+    const driver = new RealTimeDriver(m, 0.05, () => {});
+    const until = async (done: () => boolean): Promise<void> => {
+      for (let i = 0; i < 2_000 && !done(); i++) await new Promise((r) => setTimeout(r, 5));
+      expect(done()).toBe(true);
+    };
+    const submit = (r: SimRequest) => {
+      const s = m.submit(r, driver.now());
+      driver.kick();
+      return s;
+    };
+    try {
+      submit(req('a', A));
+      await until(() => m.idle);
+      submit(req('b', B));
+      await until(() => m.idle);
+      const a2 = submit(req('a2', A));
+      await until(() => a2.admitted);
+      const reloadMs = hostReloadMs(PROFILES.tiny, m.snapshot().hostLoadedTokens);
+      expect(a2.generated).toBe(0);
+      // The engine sleeps until the reload's end with nothing else to do; c arrives and must not wait for it.
+      const c = submit(req('c', 'c'.repeat(200)));
+      await until(() => c.generated > 0);
+      expect(c.firstTokenMs).toBeLessThan(a2.admittedMs + reloadMs);
+      await until(() => a2.generated > 0);
+    } finally {
+      driver.stop();
+    }
   });
 
   it('a prompt whose host blocks are being loaded for another waits for that load', () => {
