@@ -46,13 +46,19 @@ function runUntil(m: EngineModel, from: number, done: () => boolean, steps: Step
 const A = 'a'.repeat(3000 * 4); // 3,000 tokens: 187 full blocks of the tiny profile's 256
 const B = 'b'.repeat(3000 * 4);
 
-/** a, then b (which evicts most of a's blocks from the GPU), then a again; returns the engine and a's second run. */
-function replay(options: EngineOptions) {
+/** a, then b, which evicts most of a's blocks from the GPU (into host memory with a host tier): the engine and the time after. */
+function evictA(options: EngineOptions = { cpuKvTokens: 8192 }): { m: EngineModel; now: number } {
   const m = new EngineModel(PROFILES.tiny, options);
   m.submit(req('a', A), 0);
   let now = drain(m, 0);
   m.submit(req('b', B), now);
   now = drain(m, now);
+  return { m, now };
+}
+
+/** evictA, then a again; returns the engine and a's second run. */
+function replay(options: EngineOptions) {
+  const { m, now } = evictA(options);
   const evicted = m.snapshot().evictedBlocks;
   const again = m.submit(req('a2', A), now);
   drain(m, now);
@@ -84,11 +90,9 @@ describe('host-memory KV tier', () => {
   });
 
   it('reloads beside the steps: a long reload delays its own request, not the running ones', () => {
-    const m = new EngineModel(PROFILES.tiny, { cpuKvTokens: 8192 });
-    m.submit(req('a', A), 0);
-    let now = drain(m, 0);
-    m.submit(req('b', B), now);
-    now = drain(m, now);
+    const evicted = evictA();
+    const m = evicted.m;
+    let now = evicted.now;
     const d = m.submit({ ...req('d', 'd'.repeat(400)), maxTokens: 60 }, now);
     now = runUntil(m, now, () => d.generated > 0);
     const a2 = m.submit(req('a2', A), now);
@@ -139,11 +143,7 @@ describe('host-memory KV tier', () => {
   });
 
   it('a prompt whose host blocks are being loaded for another waits for that load', () => {
-    const m = new EngineModel(PROFILES.tiny, { cpuKvTokens: 8192 });
-    m.submit(req('a', A), 0);
-    let now = drain(m, 0);
-    m.submit(req('b', B), now);
-    now = drain(m, now);
+    const { m, now } = evictA();
     const first = m.submit(req('a2', A), now);
     const second = m.submit(req('a3', A), now);
     drain(m, now);
@@ -157,11 +157,9 @@ describe('host-memory KV tier', () => {
   });
 
   it('an aborted reload gives its blocks back', () => {
-    const m = new EngineModel(PROFILES.tiny, { cpuKvTokens: 8192 });
-    m.submit(req('a', A), 0);
-    let now = drain(m, 0);
-    m.submit(req('b', B), now);
-    now = drain(m, now);
+    const evicted = evictA();
+    const m = evicted.m;
+    let now = evicted.now;
     const a2 = m.submit(req('a2', A), now);
     now = runUntil(m, now, () => a2.admitted);
     expect(a2.blocks.length).toBeGreaterThan(100);
@@ -191,11 +189,7 @@ describe('host-memory KV tier', () => {
   });
 
   it('probe predicts the reload; reset clears both tiers', () => {
-    const m = new EngineModel(PROFILES.tiny, { cpuKvTokens: 8192 });
-    m.submit(req('a', A), 0);
-    let now = drain(m, 0);
-    m.submit(req('b', B), now);
-    now = drain(m, now);
+    const { m } = evictA();
     const a = promptIdentity(A, opts);
     const pr = m.probe(a.promptTokens, a.blockHashes);
     expect(pr.cachedTokens).toBe(187 * 16);

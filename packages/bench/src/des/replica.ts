@@ -185,8 +185,10 @@ export class DesReplica {
 
   // ---- the engine: one step event at a time ------------------------------
   #kick(): void {
+    // Mid-step: the step's end kicks again.
+    if (this.#stepping && Number.isNaN(this.#sleepUntil)) return;
     const wake = this.model.nextWakeMs(this.#q.now);
-    // Mid-step, or asleep until no later than the work just submitted needs (a host reload's end).
+    // Asleep until no later than the work just submitted needs (a host reload's end).
     if (this.#stepping && !(wake < this.#sleepUntil)) return;
     if (wake === Number.POSITIVE_INFINITY) return;
     this.#arm(wake, false);
