@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { PROFILES } from '@warmpath/sim';
 import { run as bench } from '../../src/cli.ts';
 import { runDes } from '../../src/des/run.ts';
+import type { RequestResult } from '../../src/loadgen.ts';
 import { cpuKvTokensOf, DEFAULT_MODEL, SCENARIOS } from '../../src/scenarios.ts';
 import { tierRouterSettings } from '../../src/tiers.ts';
 
@@ -41,6 +42,38 @@ describe('host-memory KV tier in DES and on the bench', () => {
     const gpu = PROFILES[seed.fleet.profile as keyof typeof PROFILES];
     expect(cpuKvTokensOf({ ...seed.fleet, cpuKvRatio: 2 })).toBe(2 * gpu.numGpuBlocks * gpu.blockSize);
     expect(cpuKvTokensOf(seed.fleet)).toBe(0);
+  });
+
+  it('an engine asleep until a reload ends takes a request that can run sooner', async () => {
+    // On the tiny profile (4,096 tokens of GPU KV): a, then b evicting a's blocks to host memory, then a again,
+    // which waits for its reload once tokenized; c arrives while the engine sleeps until that reload's end, with
+    // nothing to load, and must not wait for it.
+    const body = (text: string) => ({
+      model: DEFAULT_MODEL,
+      messages: [{ role: 'user', content: text }],
+      max_tokens: 1,
+    });
+    const plan = [
+      { at: 0, tag: 'a', body: body('a '.repeat(5_600)) },
+      { at: 1_000, tag: 'b', body: body('b '.repeat(5_600)) },
+      { at: 2_000, tag: 'a2', body: body('a '.repeat(5_600)) },
+      { at: 2_009, tag: 'c', body: body('c '.repeat(60)) },
+    ];
+    const results: RequestResult[] = [];
+    await runDes({
+      scenario: { ...seed, fleet: { ...seed.fleet, profile: 'tiny', cpuKvRatio: 2 } },
+      plan,
+      policy: 'round-robin',
+      replicas: 1,
+      routers: 1,
+      durationS: 4,
+      onResult: (r) => results.push(r),
+    });
+    const by = (tag: string) => results.find((r) => r.tag === tag)!;
+    expect(results.every((r) => r.ok)).toBe(true);
+    expect(by('a2').cachedTokens).toBeGreaterThan(2_000);
+    const firstAt = (r: RequestResult) => r.sentAt + r.ttftMs;
+    expect(firstAt(by('c'))).toBeLessThan(firstAt(by('a2')));
   });
 
   it('parses --cpu-kv-ratio and records it in the JSON config', async () => {
