@@ -17,6 +17,9 @@
  * runs every running request's chunk in each step whatever its band
  * (docs/TENANTS.md, "Engines that schedule by priority"), so only a replica
  * without lower-band prefill keeps an interactive request's steps short.
+ * Between k and k + 1 replicas, the last reserved one may be shared: it
+ * takes up to `lowerSlots` lower-band requests at once (sharedSlot,
+ * sharedTakes), the one share of a replica its agent counts exactly.
  */
 import { hashString, type HashRing } from '@warmpath/shared/wire';
 

@@ -11,15 +11,21 @@
  * lent to the lower bands while no interactive request comes, and the rest
  * to the interactive band while no lower-band one comes — work-conserving.
  * A request with no band (no tenants file, an --api-keys key) is never split.
- * Invariant: while the split holds, no lower-band request is sent to a
- * reserved replica by this router (the core falls back to the whole group
- * only for an interactive request the reserved replicas cannot take; a
- * lower-band one with no room on the rest waits: `leavesSide`).
+ * Invariant: while the split holds, this router sends no lower-band request
+ * to a reserved replica but the shared one within its slots (the core falls
+ * back to the whole group only for an interactive request the reserved
+ * replicas cannot take; a lower-band one with no room on its side waits:
+ * `leavesSide`).
  * Each router judges idleness by its own admissions: under random L4 every
  * router sees each band's traffic within moments of the others, so they
  * split and lend together; behind sticky L4 with few clients one router may
  * lend while another splits.
- * Complexity: O(1) per request.
+ * With a shared replica (the reserve's `lowerSlots`, placement/reserve.ts),
+ * it also counts this router's lower-band requests open on each replica, so
+ * the candidate table adds those sent since the replica's last report to the
+ * count its agent published.
+ * Complexity: O(1) per request; the own count O(this router's lower-band
+ * requests open on that replica).
  */
 import type { Reserve } from '../placement/reserve.ts';
 import type { Placement } from '../placement/types.ts';
