@@ -49,6 +49,8 @@ export interface Inflight {
   prefill: number;
   admittedAt: number;
   firstByte: boolean;
+  /** Of a lower band (standard, batch): counted in lowerInflight. */
+  lower?: boolean;
   /** Cache stamp before this request recorded its chain. */
   startStamp: number;
 }
@@ -67,6 +69,8 @@ export class AgentLedger {
   inflightTokens = 0;
   /** Σ prefill of in-flight requests without a first token yet. */
   pendingPrefillTokens = 0;
+  /** In-flight requests of the lower bands (rank > 0): a shared reserved replica's lower-band slots (protocol.ts). */
+  lowerInflight = 0;
   draining = false;
   closed = false;
   engineUp = false;
@@ -257,6 +261,7 @@ export class AgentLedger {
     if (!this.inflight.delete(r)) return;
     this.inflightTokens -= r.work;
     if (!r.firstByte) this.pendingPrefillTokens -= r.prefill;
+    if (r.lower === true) this.lowerInflight--;
     this.metrics.inflight.set(this.inflight.size);
     this.metrics.inflightTokens.set(this.inflightTokens);
     this.#drainWaiters();
@@ -296,6 +301,7 @@ export class AgentLedger {
       this.settledPredictions.admissions++;
     }
     const flight = this.begin(info, predicted, received);
+    if ((flight.lower = band !== undefined && band > 0)) this.lowerInflight++;
     // A decode leg's prompt KV lands here by transfer: the cache model learns it as if prefilled here.
     cache.record(info.hashes, this.now());
     this.gpu?.record(info.hashes);
@@ -387,6 +393,7 @@ export class AgentLedger {
       prefillTokens: this.pendingPrefillTokens,
       arrivalTokensPerS: Math.round(this.arrivalTokensPerS()),
       recentTokensPerS: Math.round(this.recentTokensPerS()),
+      ...(this.lowerInflight > 0 ? { lowerInflight: this.lowerInflight } : {}),
     };
   }
 }

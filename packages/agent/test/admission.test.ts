@@ -187,6 +187,19 @@ describe('admission counts a shared prefix once', async () => {
     expect(core.admit(req(5), 500)).toEqual({ reason: 'stale' });
     expect('reason' in core.admit(req(6), 1_500)).toBe(false);
   });
+  it("counts the lower bands' requests in flight and publishes them as lowerInflight (the shared reserve)", () => {
+    const core = new AgentLedger(agentConfig({ kvCapacityTokens: 1_000_000 }), createMetrics());
+    core.setSnapshot({ ...emptySnapshot(), running: 1 }, 0);
+    const req = (k: number) =>
+      describeRequest({ model: 'm', messages: [{ role: 'user', content: `request ${k}` }], max_tokens: 10 }, 'chat');
+    const admitted = [undefined, 0, 1, 2].map((band, k) => core.admit(req(k), undefined, band));
+    expect(admitted.every((a) => !('reason' in a))).toBe(true);
+    expect(core.lowerInflight).toBe(2); // standard and batch; interactive and no band are not counted
+    expect(core.load().lowerInflight).toBe(2);
+    for (const a of admitted) if (!('reason' in a)) core.end(a.flight);
+    expect(core.lowerInflight).toBe(0);
+    expect(core.load().lowerInflight).toBeUndefined(); // absent when none: a state without bands is unchanged
+  });
   it('a request whose whole prompt exceeds the cache is too_large even when mostly cached', () => {
     expect(admit({ ...base, need: 100, size: 1_001 }, limits)).toBe('too_large');
   });

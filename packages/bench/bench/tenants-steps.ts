@@ -8,10 +8,11 @@
  * engine step, its tokens against the budget (max_num_batched_tokens) and
  * whether it preempted — what priority scheduling can reorder.
  *
- *   node packages/bench/bench/tenants-steps.ts [--seed 1] [--scheduling-policy fcfs|priority] [--reserve 0.5]
+ *   node packages/bench/bench/tenants-steps.ts [--seed 1] [--scheduling-policy fcfs|priority] [--reserve 0.75] [--lower-slots 4]
  *
  * --reserve: the share of the replicas set apart for the interactive band
- * (docs/TENANTS.md, "Interactive reserve"); default the scenario's, 0: none.
+ * (docs/TENANTS.md, "Interactive reserve"); default the scenario's, 0: none;
+ * --lower-slots: its shared replica's lower-band slots, default the scenario's, 0: none.
  *
  * Smoke: --seed 1
  */
@@ -21,13 +22,21 @@ import { runDes } from '../src/des/run.ts';
 import { assignRouters } from '../src/l4.ts';
 import { DEFAULT_MODEL } from '../src/scenarios.ts';
 import { tenantsScenario } from '../src/tenant-goals.ts';
-import { SCENARIO_RESERVE, TENANT_NAMES, tenantsFile, tenantsPlan, type TenantName } from '../src/tenants-plan.ts';
+import {
+  SCENARIO_LOWER_SLOTS,
+  SCENARIO_RESERVE,
+  TENANT_NAMES,
+  tenantsFile,
+  tenantsPlan,
+  type TenantName,
+} from '../src/tenants-plan.ts';
 
 const { values } = parseArgs({
   options: {
     seed: { type: 'string', default: '1' },
     'scheduling-policy': { type: 'string' },
     reserve: { type: 'string' },
+    'lower-slots': { type: 'string' },
   },
 });
 const seed = Number(values.seed);
@@ -36,6 +45,9 @@ if (policy !== undefined && policy !== 'fcfs' && policy !== 'priority')
   throw new Error(`--scheduling-policy: fcfs or priority, not ${policy}`);
 const reserve = values.reserve === undefined ? SCENARIO_RESERVE : Number(values.reserve);
 if (!(reserve >= 0 && reserve < 1)) throw new Error(`--reserve: a share ≥ 0 and < 1, not ${values.reserve}`);
+const lowerSlots = values['lower-slots'] === undefined ? SCENARIO_LOWER_SLOTS : Number(values['lower-slots']);
+if (!(Number.isInteger(lowerSlots) && lowerSlots >= 0))
+  throw new Error(`--lower-slots: an integer ≥ 0, not ${values['lower-slots']}`);
 const scenario = tenantsScenario(policy);
 const { rate, duration } = scenario.defaults;
 const budget = PROFILES[scenario.fleet.profile as keyof typeof PROFILES].maxNumBatchedTokens;
@@ -65,7 +77,7 @@ async function run(only: readonly TenantName[]): Promise<void> {
     routers: 4,
     durationS: duration,
     seed,
-    tenants: { file: JSON.stringify(tenantsFile({ rate, reserve })), shared: true },
+    tenants: { file: JSON.stringify(tenantsFile({ rate, reserve, lowerSlots })), shared: true },
     onSubmitted: (seq, tag) => {
       if (INTERACTIVE.includes(tag ?? '')) seqs.push(seq);
     },
@@ -82,7 +94,7 @@ async function run(only: readonly TenantName[]): Promise<void> {
     toFirst.push(s.firstTokenMs - s.admittedMs);
   }
   console.log(
-    `${only.length === TENANT_NAMES.length ? 'every tenant' : 'interactive alone'} (seed ${seed}, ${scenario.fleet.schedulingPolicy ?? 'fcfs'} engines, reserve ${reserve}):`,
+    `${only.length === TENANT_NAMES.length ? 'every tenant' : 'interactive alone'} (seed ${seed}, ${scenario.fleet.schedulingPolicy ?? 'fcfs'} engines, reserve ${reserve}, lower slots ${lowerSlots}):`,
   );
   console.log(`  interactive requests: ${front.length}`);
   console.log(`  front end, ms: ${spread(front)}`);

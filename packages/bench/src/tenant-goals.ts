@@ -62,6 +62,8 @@ export interface TenantsRunOptions {
   schedulingPolicy?: 'fcfs' | 'priority';
   /** Share of the replicas set apart for the interactive band; default the scenario's (SCENARIO_RESERVE); 0: none. */
   reserve?: number;
+  /** The reserve's shared replica's lower-band slots; default the scenario's (SCENARIO_LOWER_SLOTS); 0: none. */
+  lowerSlots?: number;
   onRun?: (r: TenantRun) => void;
 }
 
@@ -108,6 +110,7 @@ export async function tenantRuns(o: TenantsRunOptions): Promise<TenantRun[]> {
             rate,
             flat: variant === 'fairness-off',
             ...(o.reserve !== undefined ? { reserve: o.reserve } : {}),
+            ...(o.lowerSlots !== undefined ? { lowerSlots: o.lowerSlots } : {}),
           }),
         ),
         shared: true,

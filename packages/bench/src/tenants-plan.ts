@@ -61,14 +61,24 @@ export interface TenantsFileOptions {
   slo?: Partial<Record<Band, number>>;
   /** Share of the replicas set apart for the interactive band (the file's `reserve`); 0: none; default SCENARIO_RESERVE. */
   reserve?: number;
+  /** The reserve's shared replica's lower-band slots (the file's `reserve.lowerSlots`); 0: none; default SCENARIO_LOWER_SLOTS. */
+  lowerSlots?: number;
 }
 
 /**
  * The share of the fleet set apart for the interactive band
- * (docs/TENANTS.md, "Interactive reserve"): the interactive tenants'
- * share of the fleet's work in this scenario, rounded to whole replicas.
+ * (docs/TENANTS.md, "Interactive reserve"): three of four replicas, the
+ * last of them shared with the lower bands (SCENARIO_LOWER_SLOTS) — the
+ * interactive tenants' share of the fleet's work lies between two and three.
  */
-export const SCENARIO_RESERVE = 0.5;
+export const SCENARIO_RESERVE = 0.75;
+
+/**
+ * The reserve's shared replica takes this many lower-band requests at once
+ * (docs/TENANTS.md, "Interactive reserve"): the third reserved replica is
+ * partly the lower bands', which one replica alone cannot carry.
+ */
+export const SCENARIO_LOWER_SLOTS = 4;
 
 /** The flood's limit is paced (docs/TENANTS.md, "Pacing"): a burst of this many seconds of its rate. */
 const FLOOD_BURST_S = 2;
@@ -85,7 +95,7 @@ export const SCENARIO_SLO: Readonly<Partial<Record<Band, number>>> = {};
 /** The scenario's tenants file (docs/TENANTS.md's format), as JSON. */
 export function tenantsFile(o: TenantsFileOptions): {
   tenants: Array<Record<string, unknown>>;
-  reserve?: { interactive: number };
+  reserve?: { interactive: number; lowerSlots?: number };
 } {
   const n = Math.max(1, o.perInstance ?? 1);
   const t = SCENARIO_TENANTS;
@@ -99,8 +109,9 @@ export function tenantsFile(o: TenantsFileOptions): {
   const flat = (x: Record<string, unknown>): Record<string, unknown> =>
     o.flat === true ? { ...x, weight: 1, priorities: ['standard'] } : withSlo(x);
   const reserve = o.reserve ?? SCENARIO_RESERVE;
+  const lowerSlots = o.lowerSlots ?? SCENARIO_LOWER_SLOTS;
   return {
-    ...(reserve > 0 ? { reserve: { interactive: reserve } } : {}),
+    ...(reserve > 0 ? { reserve: { interactive: reserve, ...(lowerSlots > 0 ? { lowerSlots } : {}) } } : {}),
     tenants: [
       { name: 'chat-a', keys: [t['chat-a'].key], weight: 1, priorities: ['interactive', 'standard'] },
       { name: 'chat-b', keys: [t['chat-b'].key], weight: 1, priorities: ['interactive', 'standard'] },

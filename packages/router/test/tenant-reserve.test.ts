@@ -78,6 +78,14 @@ describe('the file', () => {
   it('reads reserve, with lendAfterSeconds defaulting to 10, and names each problem', () => {
     const set = parseTenants(JSON.stringify({ reserve: { interactive: 0.25 }, tenants: TENANTS }), 't');
     expect(set.reserve).toEqual({ interactive: 0.25, lendAfterSeconds: 10 });
+    const shared = parseTenants(
+      JSON.stringify({ reserve: { interactive: 0.75, lowerSlots: 4 }, tenants: TENANTS }),
+      't',
+    );
+    expect(shared.reserve).toEqual({ interactive: 0.75, lendAfterSeconds: 10, lowerSlots: 4 });
+    expect(() =>
+      parseTenants(JSON.stringify({ reserve: { interactive: 0.5, lowerSlots: 1.5 }, tenants: TENANTS }), 't'),
+    ).toThrow(/reserve.lowerSlots: expected an integer/);
     expect(parseTenants(JSON.stringify({ tenants: TENANTS }), 't').reserve).toBeUndefined();
     const bad = () =>
       parseTenants(JSON.stringify({ reserve: { interactive: 1, lendAfterSeconds: 0, x: 1 }, tenants: TENANTS }), 't');
@@ -131,8 +139,8 @@ describe('the reserve in the router core', () => {
       metrics: { placed: () => {}, retried: () => {}, upstreamError: () => {}, reserveSide: (x) => sides.push(x) },
     });
     let seq = 1;
-    const refresh = (): void => {
-      for (const id of IDS) core.receive(makeState(id, { sentAt: clock.now(), seq }));
+    const refresh = (load: Record<string, Record<string, number>> = {}): void => {
+      for (const id of IDS) core.receive(makeState(id, { sentAt: clock.now(), seq, load: load[id] ?? {} }));
       seq++;
     };
     refresh();
@@ -201,6 +209,39 @@ describe('the reserve in the router core', () => {
     expect(tried.length).toBe(2); // the two replicas of the rest, then the queue
     expect(tried.every((id) => to.evals.has(id))).toBe(true);
     expect(s.core.waiting).toBe(1);
+  });
+
+  it('with lowerSlots, the lower band also uses the last reserved replica, up to its slots, with no prefill queued', () => {
+    const whole = spread(setup({ interactive: 0.75 }), 20);
+    expect(whole.evals.size).toBe(1); // three reserved: the lower band has one replica
+    const s = setup({ interactive: 0.75, lowerSlots: 2 });
+    const to = spread(s, 20);
+    expect(to.chat.size).toBe(3);
+    expect(to.evals.size).toBe(2);
+    const [shared] = [...to.evals].filter((id) => to.chat.has(id));
+    expect(shared).toBeDefined();
+    // Held open: this router's own lower-band request on it since the report is queued prefill there, so the
+    // next one waits for a report; the report's lowerInflight then counts both slots taken.
+    const onShared = (from: number) => s.sent.slice(from).filter((x) => x.d.replica.id === shared).length;
+    s.refresh();
+    let from = s.sent.length;
+    for (let i = 0; i < 6; i++) s.route(`open-${i}`, 'evals');
+    expect(onShared(from)).toBe(1);
+    s.clock.advance(10);
+    s.refresh({ [shared!]: { lowerInflight: 1 } });
+    from = s.sent.length;
+    for (let i = 0; i < 6; i++) s.route(`open2-${i}`, 'evals');
+    expect(onShared(from)).toBe(1);
+    s.clock.advance(10);
+    s.refresh({ [shared!]: { lowerInflight: 2 } });
+    from = s.sent.length;
+    for (let i = 0; i < 6; i++) s.route(`open3-${i}`, 'evals');
+    expect(onShared(from)).toBe(0); // its slots are full
+    s.clock.advance(10);
+    s.refresh({ [shared!]: { lowerInflight: 0, prefillTokens: 300 } });
+    from = s.sent.length;
+    for (let i = 0; i < 6; i++) s.route(`open4-${i}`, 'evals');
+    expect(onShared(from)).toBe(0); // prefill queued there: an interactive request's steps would be shared
   });
 
   it('without a reserve, both bands share every replica', () => {

@@ -78,6 +78,13 @@ export interface ReplicaLoad {
    * choosing a home for a new conversation. Absent from older agents (read as 0).
    */
   recentTokensPerS?: number;
+  /**
+   * Requests of the lower priority bands (standard, batch) the agent admitted
+   * and not yet finished: what holds a shared replica of the interactive
+   * reserve to its lower-band slots (docs/TENANTS.md, "Interactive
+   * reserve"). Absent when none, and from older agents (read as 0).
+   */
+  lowerInflight?: number;
 }
 
 export interface DigestDelta {
@@ -278,6 +285,7 @@ function validateState(raw: unknown): ReplicaState {
       prefillTokens: num(load, 'prefillTokens'),
       ...(load.arrivalTokensPerS !== undefined ? { arrivalTokensPerS: num(load, 'arrivalTokensPerS') } : {}),
       ...(load.recentTokensPerS !== undefined ? { recentTokensPerS: num(load, 'recentTokensPerS') } : {}),
+      ...(load.lowerInflight !== undefined ? { lowerInflight: num(load, 'lowerInflight', 0, 1e9, true) } : {}),
     },
     status: oneOf(raw, 'status', REPLICA_STATUSES),
     chunkChars: num(raw, 'chunkChars', 1, 1 << 20, true),

@@ -63,6 +63,16 @@ describe('state message codec', () => {
     }
   });
 
+  it("carries the lower bands' requests in flight when sent (the shared reserve); none is absent; a fraction is invalid", () => {
+    const s = sampleState({ load: { ...sampleState().load, lowerInflight: 3 } });
+    const d = decodeState(encodeState(s));
+    expect(d.ok && d.value.load.lowerInflight).toBe(3);
+    const old = decodeState(encodeState(sampleState()));
+    expect(old.ok && 'lowerInflight' in old.value.load).toBe(false);
+    const bad = decodeState(encodeState(sampleState({ load: { ...sampleState().load, lowerInflight: 1.5 } })));
+    expect(bad.ok).toBe(false);
+  });
+
   it("carries a disaggregated replica's role, zone and KV bootstrap; an aggregated one sends none; a bad role is invalid", () => {
     const pd = sampleState({ role: 'prefill', zone: 'rack-7', kvBootstrap: '10.0.0.5:8998' });
     const got = decodeState(encodeState(pd));

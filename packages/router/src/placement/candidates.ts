@@ -28,9 +28,9 @@
  * table.
  */
 import { endpointBit } from '../fleet/published.ts';
-import type { FleetView } from '../fleet/view.ts';
+import type { FleetView, Replica } from '../fleet/view.ts';
 import { eligibleHere } from './eligible.ts';
-import { reservedSlots } from './reserve.ts';
+import { reservedSlots, sharedSlot, sharedTakes } from './reserve.ts';
 import type { LocalState } from '../core/local.ts';
 import type { Candidate, CandidateTable, PlacementRequest, Warmth } from './types.ts';
 
@@ -116,14 +116,14 @@ export function buildCandidates(
   const receivedAt = c.receivedAt;
   const now = req.now;
   const ttl = view.stateTtlMs;
-  const reserved = req.reserve === undefined ? undefined : reservedSlots(g.ring, g.ringSlots, req.reserve.share);
-  const onReserved = req.reserve?.side === 'reserved';
+  const { reserved, onReserved, shared } = sidesOf(req, g.ring, g.ringSlots);
   for (let m = 0; m < slots.length; m++) {
     // `eligible`, in two halves: FleetView.placeable (its common case, a current state, read here from the columns), then the request's and this router's.
     const slot = slots[m]!;
     if ((endpoints[slot]! & bit) === 0 || (now - receivedAt[slot]! > ttl && !view.placeable(slot, bit, now))) continue;
-    if (reserved !== undefined && reserved.has(slot) !== onReserved) continue;
     const r = members[m]!;
+    if (reserved !== undefined && reserved.has(slot) !== onReserved && (slot !== shared || !lendable(req, c, local, r)))
+      continue;
     if (!anyone && !eligibleHere(r, req, local)) continue;
     const reportAt = c.reportAt[slot]!;
     // Refused since its last report (the refusal rule, core/refusals.ts): full until it says otherwise.
@@ -165,6 +165,29 @@ export function buildCandidates(
   if (rows.length === 0) return undefined;
   const routers = local.routersEstimate(published, own, req.now);
   return { rows, totalLoad, totalWeight, routers, ring: g.ring, members: g.byId, ringSlots: g.ringSlots, rowOfSlot };
+}
+
+/**
+ * With an interactive reserve in force, the reserved replicas' slots, whether the request's side is
+ * theirs, and the slot of the shared replica a lower-band request may also use (reserve.ts; -1: none).
+ */
+function sidesOf(
+  req: PlacementRequest,
+  ring: CandidateTable['ring'],
+  ringSlots: Int32Array,
+): { reserved: ReadonlySet<number> | undefined; onReserved: boolean; shared: number } {
+  const reserved = req.reserve === undefined ? undefined : reservedSlots(ring, ringSlots, req.reserve.share);
+  const onReserved = req.reserve?.side === 'reserved';
+  const lends = !onReserved && reserved !== undefined && req.reserve?.lowerSlots !== undefined;
+  return { reserved, onReserved, shared: lends ? sharedSlot(reserved) : -1 };
+}
+
+/** Whether the reserve's shared replica takes this lower-band request now (reserve.ts, sharedTakes). */
+function lendable(req: PlacementRequest, c: FleetView['columns'], local: LocalState, r: Replica): boolean {
+  const reportAt = c.reportAt[r.slot]!;
+  const f = local.figures(r, r.slot, reportAt);
+  const queued = Math.max(c.prefillTokens[r.slot]! + f.added, f.queued);
+  return sharedTakes(req.reserve!, r.state.load.lowerInflight ?? 0, reportAt, queued, r.id);
 }
 
 /** Warmth of every row: one scan of the digest index, one of the overlay. */

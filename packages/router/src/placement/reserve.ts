@@ -17,6 +17,9 @@
  * runs every running request's chunk in each step whatever its band
  * (docs/TENANTS.md, "Engines that schedule by priority"), so only a replica
  * without lower-band prefill keeps an interactive request's steps short.
+ * Between k and k + 1 replicas, the last reserved one may be shared: it
+ * takes up to `lowerSlots` lower-band requests at once (sharedSlot,
+ * sharedTakes), the one share of a replica its agent counts exactly.
  */
 import { hashString, type HashRing } from '@warmpath/shared/wire';
 
@@ -28,6 +31,10 @@ export interface Reserve {
   /** Share of the group's replicas set apart for the interactive band, in (0, 1). */
   readonly share: number;
   readonly side: ReserveSide;
+  /** Lower-band requests the shared replica (the last reserved one) takes at once; absent: none (sharedSlot). */
+  readonly lowerSlots?: number;
+  /** This router's lower-band requests open on a replica (by id) and sent after `since` (ms): beyond its last report. */
+  readonly ownLower?: (id: string, since: number) => number;
 }
 
 /** The fixed key whose ring order names the reserved replicas. */
@@ -55,4 +62,37 @@ export function reservedSlots(ring: HashRing, ringSlots: Int32Array, share: numb
     byShare.set(share, set);
   }
   return set.size === 0 ? undefined : set;
+}
+
+/**
+ * The shared replica of a reserve with lower-band slots: the last of the
+ * reserved ones in the ring order (the first the reserve gives back as it
+ * shrinks), or -1 when none. Whole replicas cannot size the reserve between
+ * k and k + 1; a share of one replica's concurrent requests can, and those
+ * are what its agent counts exactly and publishes (`lowerInflight`).
+ */
+export function sharedSlot(reserved: ReadonlySet<number>): number {
+  let last = -1;
+  for (const s of reserved) last = s;
+  return last;
+}
+
+/**
+ * Whether a lower-band request may be placed on the shared replica now:
+ * fewer than `lowerSlots` lower-band requests in flight there (its agent's
+ * last `lowerInflight` plus this router's own sent since that report, at
+ * `reportAt`), and no prefill queued there as this router knows it
+ * (`queued`: published, its own since, what a refusal said). Invariant: a
+ * lower-band prefill never starts there on top of a known queued prefill
+ * (in the reserve, an interactive one), whose steps it would share.
+ */
+export function sharedTakes(
+  reserve: Reserve,
+  lowerInflight: number,
+  reportAt: number,
+  queued: number,
+  id: string,
+): boolean {
+  if (queued > 0 || reserve.lowerSlots === undefined) return false;
+  return lowerInflight + (reserve.ownLower?.(id, reportAt) ?? 0) < reserve.lowerSlots;
 }

@@ -53,6 +53,7 @@ export function admitJob<T>(
 export function endJob<T>(tenancy: Tenancy, job: Job<T>, usage: EngineUsage | undefined, now: number): void {
   const ticket = job.ticket;
   if (job.who === undefined || ticket === undefined || ticket.released) return;
+  tenancy.split.release(job);
   tenancy.limiter.release(ticket);
   // Settled with the engine's count only when it reported the prompt (the estimate stands otherwise).
   if (usage?.promptTokens !== undefined)
@@ -120,7 +121,13 @@ export function placeOnSide<T, P extends { placement: Placement }>(
   if (side !== undefined) {
     const preq = { ...whole, reserve: side };
     const placed = place(preq);
-    if (placed.placement.replica !== undefined) metrics?.reserveSide?.(side.side);
+    const at = placed.placement.replica;
+    if (at !== undefined) metrics?.reserveSide?.(side.side);
+    // With a shared replica, this router counts its own lower-band requests per replica (reserve.ts, sharedSlot).
+    if (side.ownLower !== undefined) {
+      if (at !== undefined) tenancy!.split.placed(job, at.id, now);
+      else tenancy!.split.release(job);
+    }
     // No room on its side, staying there: it waits for room (the queue), whatever the reason there was none.
     if (!leavesSide(side, placed.placement))
       return { ...placed, preq, ...(placed.placement.replica === undefined ? { placement: SATURATED } : {}) };

@@ -93,7 +93,8 @@ function checkReserve(raw: unknown, problems: string[]): BandReserve | undefined
     return undefined;
   }
   for (const k of Object.keys(raw))
-    if (k !== 'interactive' && k !== 'lendAfterSeconds') problems.push(`reserve.${k}: unknown field`);
+    if (k !== 'interactive' && k !== 'lendAfterSeconds' && k !== 'lowerSlots')
+      problems.push(`reserve.${k}: unknown field`);
   const share = raw.interactive;
   const lend = raw.lendAfterSeconds ?? LEND_AFTER_S;
   const before = problems.length;
@@ -101,7 +102,15 @@ function checkReserve(raw: unknown, problems: string[]): BandReserve | undefined
     problems.push('reserve.interactive: expected a share of the replicas, > 0 and < 1');
   if (typeof lend !== 'number' || !(lend > 0 && lend <= 3600))
     problems.push('reserve.lendAfterSeconds: expected a number > 0 and ≤ 3600');
-  return problems.length > before ? undefined : { interactive: share as number, lendAfterSeconds: lend as number };
+  const slots = raw.lowerSlots;
+  if (slots !== undefined && !(Number.isInteger(slots) && (slots as number) >= 1 && (slots as number) <= 1e6))
+    problems.push('reserve.lowerSlots: expected an integer ≥ 1 and ≤ 1000000');
+  if (problems.length > before) return undefined;
+  return {
+    interactive: share as number,
+    lendAfterSeconds: lend as number,
+    ...(slots !== undefined ? { lowerSlots: slots as number } : {}),
+  };
 }
 
 function checkTenant(raw: unknown, at: string, problems: string[]): Tenant | undefined {

@@ -11,24 +11,44 @@
  * lent to the lower bands while no interactive request comes, and the rest
  * to the interactive band while no lower-band one comes — work-conserving.
  * A request with no band (no tenants file, an --api-keys key) is never split.
- * Invariant: while the split holds, no lower-band request is sent to a
- * reserved replica by this router (the core falls back to the whole group
- * only for an interactive request the reserved replicas cannot take; a
- * lower-band one with no room on the rest waits: `leavesSide`).
+ * Invariant: while the split holds, this router sends no lower-band request
+ * to a reserved replica but the shared one within its slots (the core falls
+ * back to the whole group only for an interactive request the reserved
+ * replicas cannot take; a lower-band one with no room on its side waits:
+ * `leavesSide`).
  * Each router judges idleness by its own admissions: under random L4 every
  * router sees each band's traffic within moments of the others, so they
  * split and lend together; behind sticky L4 with few clients one router may
  * lend while another splits.
- * Complexity: O(1) per request.
+ * With a shared replica (the reserve's `lowerSlots`, placement/reserve.ts),
+ * it also counts this router's lower-band requests open on each replica, so
+ * the candidate table adds those sent since the replica's last report to the
+ * count its agent published.
+ * Complexity: O(1) per request; the own count O(this router's lower-band
+ * requests open on that replica).
  */
 import type { Reserve } from '../placement/reserve.ts';
 import type { Placement } from '../placement/types.ts';
 import type { BandReserve, PriorityBand } from './types.ts';
 
+/** One of this router's lower-band requests on a replica, since `at` (ms), while a shared reserve is in force. */
+interface Lent {
+  readonly id: string;
+  readonly at: number;
+}
+
 export class BandSplit {
   /** When this router last admitted an interactive request, and a lower-band one, ms. */
   #interactiveAt = Number.NEGATIVE_INFINITY;
   #lowerAt = Number.NEGATIVE_INFINITY;
+  /** Open lower-band placements by replica id, and by job (a shared reserve's own count: ownLower). */
+  readonly #lent = new Map<string, Set<Lent>>();
+  readonly #byJob = new WeakMap<object, Lent>();
+  readonly #ownLower = (id: string, since: number): number => {
+    let n = 0;
+    for (const l of this.#lent.get(id) ?? []) if (l.at > since) n++;
+    return n;
+  };
 
   /** A request of `band` was admitted at `now`. */
   note(band: PriorityBand, now: number): void {
@@ -41,7 +61,29 @@ export class BandSplit {
     if (reserve === undefined || band === undefined) return undefined;
     const idleMs = reserve.lendAfterSeconds * 1000;
     if (now - this.#interactiveAt > idleMs || now - this.#lowerAt > idleMs) return undefined;
-    return { share: reserve.interactive, side: band === 'interactive' ? 'reserved' : 'rest' };
+    const side = band === 'interactive' ? 'reserved' : 'rest';
+    if (reserve.lowerSlots === undefined || side === 'reserved') return { share: reserve.interactive, side };
+    return { share: reserve.interactive, side, lowerSlots: reserve.lowerSlots, ownLower: this.#ownLower };
+  }
+
+  /** `job`, of a lower band, was placed on replica `id` at `now` (it replaces the job's previous placement). */
+  placed(job: object, id: string, now: number): void {
+    this.release(job);
+    const l: Lent = { id, at: now };
+    this.#byJob.set(job, l);
+    let set = this.#lent.get(id);
+    if (set === undefined) this.#lent.set(id, (set = new Set()));
+    set.add(l);
+  }
+
+  /** The job's placement ended (or it is placed again). */
+  release(job: object): void {
+    const l = this.#byJob.get(job);
+    if (l === undefined) return;
+    this.#byJob.delete(job);
+    const set = this.#lent.get(l.id)!;
+    set.delete(l);
+    if (set.size === 0) this.#lent.delete(l.id);
   }
 }
 

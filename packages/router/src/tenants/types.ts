@@ -38,6 +38,8 @@ export interface BandReserve {
   readonly interactive: number;
   /** The split is lifted after this long without requests of one side (interactive, or the lower bands), s. */
   readonly lendAfterSeconds: number;
+  /** The last reserved replica also takes this many lower-band requests at once (shared); absent: none. */
+  readonly lowerSlots?: number;
 }
 
 /** Requests and tokens, over a window or since start. */
