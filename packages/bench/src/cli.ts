@@ -17,6 +17,7 @@ import { computeReferences, type References } from './references.ts';
 import { pdRolesOf } from './des/pd.ts';
 import { markdownTable, writeHtml, writeJson, type BenchReport, type PolicyResult } from './report.ts';
 import { CPU_KV_RATIO_SETTING, DEFAULT_MODEL, SCENARIOS, type Scenario } from './scenarios.ts';
+import { benchTenants, TENANTS_SETTING } from './tenants-plan.ts';
 import { KV_SHARING_SETTING, type KvSharing } from './tiers.ts';
 
 /** The product's policies, the peers' emulations, warmpath over the engines' true state (DES only), and the oracle. */
@@ -140,6 +141,7 @@ export const benchSchema = {
     doc: "des: router i's --models, as the i-th entry's groups joined by '+' (e.g. g0+g1); * or absent = every group",
   },
   ...KV_SHARING_SETTING,
+  ...TENANTS_SETTING,
   gossipLoss: {
     type: 'number',
     default: 0,
@@ -187,6 +189,7 @@ export async function run(argv: string[]): Promise<void> {
   const trace = cfg.trace === '' ? undefined : resolve(cfg.trace);
   const l4 = cfg.l4 as L4Mode;
   const gossip = gossipOf(cfg);
+  const tenants = benchTenants(cfg.tenants, scenario, rate);
   const plan = assignRouters(
     scenario.build({ seed: cfg.seed, rate, duration, model: DEFAULT_MODEL, trace }),
     cfg.routers,
@@ -207,6 +210,7 @@ export async function run(argv: string[]): Promise<void> {
     profile: scenario.fleet.profile,
     cpuKvRatio: cfg.cpuKvRatio,
     ...(cfg.kvSharing !== 'off' ? { kvSharing: cfg.kvSharing } : {}),
+    ...(tenants !== undefined ? { tenants: cfg.tenants === '' ? `the ${scenario.name} scenario's` : cfg.tenants } : {}),
     requests: plan.length,
     ...(cfg.trace !== '' ? { trace: cfg.trace } : {}),
     ...(cfg.mode === 'des' ? { gossip } : {}),
@@ -227,26 +231,16 @@ export async function run(argv: string[]): Promise<void> {
   // Each policy's result is written as soon as it finishes (never before the references: they are computed on
   // this thread before it reads any result); a failed policy is reported, never fatal.
   const save = (): void => (cfg.json !== '' ? writeJson(cfg.json, done()) : undefined);
-  const settle = (policy: string, r: PolicyResult | Error, seconds: number): void => {
-    if (r instanceof Error) {
-      report.failures!.push({ policy, error: r.message });
-      console.error(`  ${policy}: FAILED after ${seconds.toFixed(0)} s: ${r.message.split('\n')[0]}`);
-    } else {
-      report.results.push(r);
-      console.error(
-        `  ${policy}: ${r.completed}/${r.requests} ok, TTFT p50 ${r.ttft_ms.p50} ms, hit rate ${(r.cache_hit_rate * 100).toFixed(1)}% (${seconds.toFixed(0)} s)`,
-      );
-    }
-    save();
-  };
+  const settle = settler(report, save);
   const fleet = { ...scenario, fleet: { ...scenario.fleet, cpuKvRatio: cfg.cpuKvRatio } }; // as the policies run it
+  const common = { replicas, routerOverrides, agentOverrides, plan, tenants };
   if (cfg.mode === 'des') {
-    const running = runDesPolicies(cfg, { replicas, trace, l4, routerOverrides, agentOverrides, gossip, plan }, settle);
+    const running = runDesPolicies(cfg, { ...common, trace, l4, gossip }, settle);
     report.references = computeReferences(fleet, plan, replicas);
     await running;
   } else {
     report.references = computeReferences(fleet, plan, replicas);
-    await runLivePolicies(cfg, { scenario, plan, replicas, duration, routerOverrides, agentOverrides }, settle);
+    await runLivePolicies(cfg, { ...common, scenario, duration }, settle);
   }
   // Table rows in the order the policies were asked for.
   report.results.sort((a, b) => cfg.policies.indexOf(a.policy) - cfg.policies.indexOf(b.policy));
@@ -287,19 +281,35 @@ function parseSet(flag: string, list: readonly string[]): Record<string, string>
 }
 
 type Settle = (policy: string, r: PolicyResult | Error, seconds: number) => void;
+/** What both modes run: the fleet's size, the settings given, the plan, the tenants file's text. */
+interface Common {
+  replicas: number;
+  routerOverrides: Record<string, string>;
+  agentOverrides: Record<string, string>;
+  plan: PlannedRequest[];
+  tenants: string | undefined;
+}
+
+/** Each policy's outcome into the report, on stderr, then saved. */
+function settler(report: Pick<BenchReport, 'results' | 'failures'>, save: () => void): Settle {
+  return (policy, r, seconds) => {
+    if (r instanceof Error) {
+      report.failures!.push({ policy, error: r.message });
+      console.error(`  ${policy}: FAILED after ${seconds.toFixed(0)} s: ${r.message.split('\n')[0]}`);
+    } else {
+      report.results.push(r);
+      console.error(
+        `  ${policy}: ${r.completed}/${r.requests} ok, TTFT p50 ${r.ttft_ms.p50} ms, hit rate ${(r.cache_hit_rate * 100).toFixed(1)}% (${seconds.toFixed(0)} s)`,
+      );
+    }
+    save();
+  };
+}
 
 /** DES: every policy on the worker pool (a policy that runs out of memory or throws is reported as failed). */
 async function runDesPolicies(
   cfg: BenchConfig,
-  o: {
-    replicas: number;
-    trace: string | undefined;
-    l4: L4Mode;
-    routerOverrides: Record<string, string>;
-    agentOverrides: Record<string, string>;
-    gossip: GossipModel;
-    plan: readonly PlannedRequest[];
-  },
+  o: Common & { trace: string | undefined; l4: L4Mode; gossip: GossipModel },
   settle: Settle,
 ): Promise<void> {
   const pool = new DesPool(cfg.workers);
@@ -322,6 +332,7 @@ async function runDesPolicies(
       ? { groups: { count: cfg.modelGroups, routers: cfg.routerModels.map((m) => m.split('+')) } }
       : {}),
     ...(cfg.kvSharing !== 'off' ? { kvSharing: cfg.kvSharing as KvSharing } : {}),
+    ...(o.tenants !== undefined ? { tenants: o.tenants } : {}),
   });
   // Submits every policy, then describes the plan once here while the workers start (the references below reuse the descriptions).
   const { outcomes } = pool.runShared(cfg.policies.map(job), o.plan);
@@ -336,14 +347,7 @@ async function runDesPolicies(
 /** Live: one fresh fleet per policy, one policy at a time (they would share the 2 cores otherwise). */
 async function runLivePolicies(
   cfg: BenchConfig,
-  o: {
-    scenario: Scenario;
-    plan: PlannedRequest[];
-    replicas: number;
-    duration: number;
-    routerOverrides: Record<string, string>;
-    agentOverrides: Record<string, string>;
-  },
+  o: Common & { scenario: Scenario; duration: number },
   settle: Settle,
 ): Promise<void> {
   const spanS = Math.max(o.duration, lastArrivalMs(o.plan) / 1000);
@@ -377,6 +381,7 @@ async function runLivePolicies(
         cpuKvRatio: cfg.cpuKvRatio,
         ...(cfg.kvSharing !== 'off' ? { kvSharing: cfg.kvSharing as KvSharing } : {}),
         ...(cfg.pd !== '' ? { roles: pdRolesOf(cfg.pd)! } : {}),
+        ...(o.tenants !== undefined ? { tenants: o.tenants } : {}),
       });
       bar?.update(o.plan.length);
       settle(policy, r, (Date.now() - started) / 1000);

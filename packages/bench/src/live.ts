@@ -13,8 +13,11 @@
  * true cache and queue (POST /sim/v1/probe) and sends the request straight to
  * the agent of the replica with the lowest predicted TTFT.
  */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { ProbeResult } from '@warmpath/sim';
-import type { ReceiptCounts } from '@warmpath/router';
+import { parseTenants, type ReceiptCounts } from '@warmpath/router';
 import { diffTotals, readSims } from './ground-truth.ts';
 import { launchFleet } from '@warmpath/launch';
 import { ROUTER_ENTRY_PATH } from './router-entry-path.ts';
@@ -44,6 +47,8 @@ export interface LiveOptions {
   kvSharing?: KvSharing;
   /** A disaggregated fleet: replica i's role (`warmpath sim --role`); absent = aggregated. */
   roles?: ReadonlyArray<'prefill' | 'decode'>;
+  /** Every router's tenants file, its text (absent: one default tenant). */
+  tenants?: string;
   log?: (line: string) => void;
 }
 
@@ -75,6 +80,19 @@ async function oracleTarget(simUrls: string[], agentUrls: string[], p: PlannedRe
 }
 
 export async function runLive(o: LiveOptions): Promise<PolicyResult> {
+  if (o.tenants === undefined) return runFleet(o, undefined);
+  const dir = mkdtempSync(join(tmpdir(), 'warmpath-tenants-'));
+  try {
+    const file = join(dir, 'tenants.json');
+    writeFileSync(file, o.tenants);
+    return await runFleet(o, file);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** One fresh fleet, its routers given the tenants file at `tenantsPath`, if any. */
+async function runFleet(o: LiveOptions, tenantsPath: string | undefined): Promise<PolicyResult> {
   const shape = o.scenario.fleet;
   const oracle = o.policy === 'oracle';
   const tiered = { ...shape, cpuKvRatio: o.cpuKvRatio ?? 0, ...(o.kvSharing ? { kvSharing: o.kvSharing } : {}) };
@@ -92,7 +110,11 @@ export async function runLive(o: LiveOptions): Promise<PolicyResult> {
     // `warmpath router` with the peers' emulations registered (router-entry.ts).
     routerScript: ROUTER_ENTRY_PATH,
     // The tier costs an operator sets from the hardware, as in the DES (tiers.ts); the overrides win.
-    routerArgs: flags({ ...stringValues(tierRouterSettings(tiered)), ...o.routerOverrides }),
+    routerArgs: flags({
+      ...stringValues(tierRouterSettings(tiered)),
+      ...(tenantsPath !== undefined ? { tenants: tenantsPath } : {}),
+      ...o.routerOverrides,
+    }),
     // Engines that schedule by priority, their agents passing the band on (docs/TENANTS.md, "Priority bands").
     agentArgs: [...flags(o.agentOverrides), ...(byPriority ? ['--engine-priority'] : [])],
     simArgs: [
@@ -102,7 +124,7 @@ export async function runLive(o: LiveOptions): Promise<PolicyResult> {
     ...(o.kvSharing === 'peer' ? { kvSharing: true } : {}),
   });
   try {
-    if (!oracle) await fleet.waitConverged(30_000);
+    if (!oracle) await fleet.waitConverged(30_000, o.tenants !== undefined ? anyKey(o.tenants) : undefined);
     const simUrls = fleet.sims.map((s) => s.info.url!);
     const agentUrls = fleet.agents.map((a) => a.info.proxy!);
     const before = await readSims(simUrls);
@@ -147,6 +169,11 @@ export async function runLive(o: LiveOptions): Promise<PolicyResult> {
   } finally {
     await fleet.stop();
   }
+}
+
+/** A tenant's key from a tenants file: a router with tenants shows its fleet only to a known key. */
+function anyKey(tenants: string): string | undefined {
+  return [...parseTenants(tenants, 'tenants file').tenants.values()].find((t) => t.keys.length > 0)?.keys[0];
 }
 
 /** Numeric settings as the overrides' strings. */

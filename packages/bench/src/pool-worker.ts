@@ -64,6 +64,7 @@ async function runJob(
       ...(job.gossip !== undefined ? { gossip: job.gossip } : {}),
       ...(job.pd !== undefined ? { pd: job.pd } : {}),
       ...(job.groups !== undefined ? { groups: job.groups } : {}),
+      ...(job.tenants !== undefined ? { tenants: { file: job.tenants, shared: true } } : {}),
       ...(slot.inbox !== undefined ? { prepared: slot.inbox } : {}),
     });
     parentPort!.postMessage({ result });

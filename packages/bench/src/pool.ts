@@ -48,6 +48,8 @@ export interface DesJob {
   groups?: DesGroups | undefined;
   /** KV sharing between replicas (absent = off). */
   kvSharing?: KvSharing | undefined;
+  /** Every router's tenants file, its text (absent: one default tenant). */
+  tenants?: string | undefined;
 }
 
 /** What identifies a job's plan, whatever its policy, routers and L4 (they share descriptions: prepared-feed.ts). */

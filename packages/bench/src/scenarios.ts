@@ -11,7 +11,7 @@ import { DEFAULT_MODEL, PROFILES } from '@warmpath/sim';
 import type { PlannedRequest } from './loadgen.ts';
 import { arrivals, chat, session, uniform, type Message } from './plan-kit.ts';
 import { longdocPlan, mixedPlan } from './pd-scenarios.ts';
-import { tenantsPlan } from './tenants-plan.ts';
+import { tenantsFile, tenantsPlan } from './tenants-plan.ts';
 import { rng, textOf, zipf } from './text.ts';
 import { DEFAULT_TRACE, readTrace, traceMessages, TRACE_BLOCK_TOKENS, TRACE_MAX_CONTEXT_TOKENS } from './trace-file.ts';
 
@@ -79,6 +79,8 @@ export interface Scenario {
   fleet: FleetShape;
   defaults: { rate: number; duration: number };
   build(p: ScenarioParams): PlannedRequest[];
+  /** The scenario's own tenants file at this rate (every router's --tenants in `warmpath bench`); absent: none. */
+  tenants?(rate: number): Record<string, unknown>;
 }
 
 /**
@@ -337,6 +339,7 @@ const tenantsScenario: Scenario = {
   // 16: the fleet carries every tenant at its share, and not the flood's excess.
   defaults: { rate: 16, duration: 180 },
   build: (p) => tenantsPlan(p),
+  tenants: (rate) => tenantsFile({ rate }),
 };
 
 /** longdoc: long prompts and long outputs, the case a prefill/decode split is built for (pd-scenarios.ts). */

@@ -15,6 +15,8 @@
  * without a shared limit (a peer) is given it divided by its router count.
  * Complexity: O(requests).
  */
+import { readFileSync } from 'node:fs';
+import type { Schema } from '@warmpath/shared/runtime';
 import { HEADERS } from '@warmpath/shared/wire';
 import type { PlannedRequest } from './loadgen.ts';
 import { arrivals, chat, session, uniform, type PlanParams } from './plan-kit.ts';
@@ -219,3 +221,24 @@ const TENANT_PLANS: Readonly<Record<TenantName, TenantPlan>> = {
     );
   },
 };
+
+/** `warmpath bench --tenants`: every router's tenants file. */
+export const TENANTS_SETTING = {
+  tenants: {
+    type: 'string',
+    default: '',
+    doc: 'tenants file (YAML/JSON) for every router; "" = the scenario\'s own (tenants has one), "none" = one default tenant',
+  },
+} as const satisfies Schema;
+
+/** The tenants file's text every router gets: the flag's file, else the scenario's own at this rate; undefined: none. */
+export function benchTenants(
+  flag: string,
+  scenario: { tenants?(rate: number): Record<string, unknown> },
+  rate: number,
+): string | undefined {
+  if (flag === 'none') return undefined;
+  if (flag !== '') return readFileSync(flag, 'utf8');
+  const own = scenario.tenants?.(rate);
+  return own === undefined ? undefined : JSON.stringify(own);
+}

@@ -66,8 +66,8 @@ export interface LocalFleet {
   readonly bootstrap: string[];
   /** Starts one more router (e.g. to replace a stopped one). */
   addRouter(policy?: string, extraArgs?: readonly string[]): Promise<Proc>;
-  /** Waits until every router sees `replicas` ready replicas. */
-  waitConverged(timeoutMs?: number): Promise<void>;
+  /** Waits until every router sees `replicas` ready replicas (`key`: a tenant's, where routers have a tenants file). */
+  waitConverged(timeoutMs?: number, key?: string): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -85,9 +85,10 @@ async function pollUntil(fn: () => Promise<boolean>, timeoutMs: number, what: st
   }
 }
 
-/** Replicas a router currently considers ready (from its fleet endpoint). */
-export async function readyReplicas(routerUrl: string): Promise<number> {
-  const res = await fetch(`${routerUrl}/warmpath/v1/fleet`);
+/** Replicas a router currently considers ready (from its fleet endpoint; `key`: a tenant's, where routers have tenants). */
+export async function readyReplicas(routerUrl: string, key?: string): Promise<number> {
+  const headers = key !== undefined ? { authorization: `Bearer ${key}` } : undefined;
+  const res = await fetch(`${routerUrl}/warmpath/v1/fleet`, headers !== undefined ? { headers } : {});
   if (!res.ok) return 0;
   const body = (await res.json()) as { replicas?: Array<{ status?: string; fresh?: boolean }> };
   return (body.replicas ?? []).filter((r) => r.status === 'ready' && r.fresh !== false).length;
@@ -227,10 +228,10 @@ export async function launchFleet(opts: LaunchOptions): Promise<LocalFleet> {
     swarmKeyFile,
     bootstrap: agents.map((a) => a.info.peer!),
     addRouter,
-    async waitConverged(timeoutMs = 20_000) {
+    async waitConverged(timeoutMs = 20_000, key?: string) {
       const want = agents.length;
       await pollUntil(
-        async () => (await Promise.all(fleet.routerUrls.map(readyReplicas))).every((n) => n >= want),
+        async () => (await Promise.all(fleet.routerUrls.map((u) => readyReplicas(u, key)))).every((n) => n >= want),
         timeoutMs,
         `every router to see ${want} ready replicas`,
       );
