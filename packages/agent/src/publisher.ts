@@ -21,7 +21,7 @@
  * `changeTokens` without a message within `minGapMs`. Evidence: docs/SCALE.md,
  * "The fix: publish on a change of about one request's work".
  */
-import { encodeState, LIMITS, PROTOCOL_VERSION } from '@warmpath/shared/wire';
+import { encodeState, LIMITS, PROTOCOL_VERSION, STATIC_FIELDS } from '@warmpath/shared/wire';
 import type { DigestSnapshot, EngineKind, ReplicaState } from '@warmpath/shared/wire';
 import type { Clock } from '@warmpath/shared/runtime';
 import type { AgentLedger } from './ledger.ts';
@@ -46,6 +46,8 @@ export interface PublisherOptions {
   minGapMs: number;
   /** A move of the prefill queue or the in-flight work by this many tokens is significant; 0 = off. */
   changeTokens: number;
+  /** This many digest hashes added or removed since the last message is significant; 0 = off. */
+  changeChunks: number;
   clock: Clock;
   /** Wall clock for `sentAt`, ms since the epoch (virtual time in the simulator). */
   wallClock: () => number;
@@ -61,10 +63,16 @@ export class Publisher {
   #cancelSoon: (() => void) | undefined;
   #lastAt = 0;
   #last: ReplicaState | undefined;
+  /** The static fields of the last message, and the seq since which they have been the same. */
+  #staticKey = '';
+  #staticSince = 0;
   #sending: Promise<unknown> | undefined;
   #running = false;
   bytes = 0;
   messages = 0;
+  /** Digest hashes sent (added + removed), and messages sent with the static fields. */
+  hashes = 0;
+  full = 0;
 
   constructor(ledger: AgentLedger, o: PublisherOptions) {
     this.#ledger = ledger;
@@ -99,18 +107,24 @@ export class Publisher {
     const wait = Math.max(0, this.#lastAt + this.#o.minGapMs - this.#o.clock.now());
     this.#cancelSoon = this.#o.clock.schedule(wait, () => {
       this.#cancelSoon = undefined;
-      this.publishNow();
+      this.publishNow(false);
     });
   }
 
-  /** Builds and sends one message now (send errors are counted, not thrown). */
-  publishNow(): ReplicaState {
-    const state = this.build();
+  /**
+   * Builds and sends one message now (send errors are counted, not thrown).
+   * `full` false (a change-triggered message): the static fields are left
+   * out when unchanged, since routers hold them from an earlier message.
+   */
+  publishNow(full = true): ReplicaState {
+    const state = this.build(full);
     const bytes = encodeState(state);
     this.#last = state;
     this.#lastAt = this.#o.clock.now();
     this.bytes += bytes.byteLength;
     this.messages++;
+    this.hashes += state.digest.added.length + state.digest.removed.length;
+    if (state.staticSeq === undefined) this.full++;
     const m = this.#ledger.metrics;
     m.gossipBytes.inc(bytes.byteLength);
     m.gossipMessages.inc();
@@ -150,14 +164,14 @@ export class Publisher {
     };
   }
 
-  /** Next message (advances seq and takes the delta). */
-  build(): ReplicaState {
+  /** Next message (advances seq and takes the delta); `full` false may leave the static fields out. */
+  build(full = true): ReplicaState {
     const l = this.#ledger;
     const id = this.#o.identity;
     const prev = this.#seq;
     const seq = ++this.#seq;
     const delta = l.cache.takeDelta(LIMITS.deltaHashes);
-    return {
+    const state: ReplicaState = {
       v: PROTOCOL_VERSION,
       fleet: id.fleet,
       replica: id.replica,
@@ -183,6 +197,10 @@ export class Publisher {
         size: l.cache.publishedSize,
       },
     };
+    const key = staticKey(state);
+    if (key !== this.#staticKey) [this.#staticKey, this.#staticSince] = [key, seq];
+    else if (!full) state.staticSeq = this.#staticSince;
+    return state;
   }
 
   /** Has the state changed enough since the last message that routers should hear it now? */
@@ -200,10 +218,25 @@ export class Publisher {
         Math.abs(l.inflightTokens - last.load.inflightTokens) >= moved)
     )
       return true;
+    const chunks = this.#o.changeChunks;
+    if (chunks > 0 && l.cache.pending >= chunks) return true;
+    const load = l.load();
+    // A router expects arrival × the report's age of other routers' work: publish before that guess is a request off.
+    const age = (this.#o.clock.now() - this.#lastAt) / 1_000;
+    const arrival = (load.arrivalTokensPerS ?? 0) - (last.load.arrivalTokensPerS ?? 0);
+    if (moved > 0 && Math.abs(arrival) * age >= moved) return true;
+    if (load.waiting > 0 !== last.load.waiting > 0) return true;
     const cap = l.kvCapacityTokens;
     if (cap > 0 && Math.abs(l.inflightTokens - last.load.inflightTokens) >= 0.1 * cap) return true;
+    if (cap > 0 && Math.abs(load.kvUsedTokens - last.load.kvUsedTokens) >= 0.1 * cap) return true;
     const n = l.inflight.size;
     if (Math.abs(n - last.load.inflight) >= Math.max(4, 0.5 * last.load.inflight)) return true;
     return false;
   }
+}
+
+/** The static fields of a state (shared STATIC_FIELDS), as one comparable string. */
+function staticKey(s: ReplicaState): string {
+  const r = s as unknown as Record<string, unknown>;
+  return JSON.stringify(STATIC_FIELDS.map((k) => r[k]));
 }

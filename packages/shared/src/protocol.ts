@@ -9,12 +9,25 @@
  *   is the set's size after applying, so a receiver detects drift. A gap or a
  *   new boot makes the receiver pull a full snapshot over HTTP
  *   (`encodeSnapshot`/`decodeSnapshot`).
+ * - On the wire in the compact form (compact.ts: positions, no key names;
+ *   the static fields left out when unchanged); the map form decodes too.
  * - Order: (bootAt, boot, seq) — a newer boot supersedes any older one, then
  *   higher seq wins (memberlist's incarnation numbers, in effect).
  */
 import { Packr } from 'msgpackr';
+import { fromCompact, isCompact, toCompact, type StaticBase } from './compact.ts';
+
+export { STATIC_FIELDS, type StaticBase } from './compact.ts';
 
 export const PROTOCOL_VERSION = 1;
+
+/**
+ * How often a quiet agent publishes by default (its `publishIntervalMs`), ms;
+ * a change that matters to placement publishes at once. A router's
+ * `stateTtlMs` spans three of these, so one lost or late message never
+ * makes a quiet healthy replica stale.
+ */
+export const PUBLISH_FLOOR_MS = 500;
 
 /** Time constant of the published arrival rate (ReplicaLoad.arrivalTokensPerS), ms. */
 export const ARRIVAL_TAU_MS = 100;
@@ -113,6 +126,14 @@ export interface ReplicaState {
   /** Prefix chunk size in characters; must match the router's. */
   chunkChars: number;
   digest: DigestDelta;
+  /**
+   * Sender only, never on a decoded state: the seq of the message whose
+   * static fields (url, admin, engine, models, adapters, endpoints, capacity,
+   * chunkChars) this one repeats. Set, the compact form leaves them out and a
+   * receiver that holds a state of this boot at least that recent fills them
+   * in (compact.ts).
+   */
+  staticSeq?: number;
 }
 
 const packr = new Packr({ useRecords: false, moreTypes: false, int64AsType: 'number' });
@@ -132,22 +153,33 @@ export function unpackHashes(bytes: Uint8Array): BigUint64Array {
   return out;
 }
 
-export function encodeState(s: ReplicaState): Uint8Array {
-  return packr.pack({
+/** The map form (every key named): what the compact form is laid out from; decodable. */
+function stateMap(s: ReplicaState): Record<string, unknown> {
+  return {
     ...s,
     digest: {
-      from: s.digest.from,
-      size: s.digest.size,
+      ...s.digest,
       added: packHashes(s.digest.added),
       removed: packHashes(s.digest.removed),
     },
-  });
+  };
+}
+
+/** A state message in the compact form (compact.ts); static fields left out when `s.staticSeq` is set. */
+export function encodeState(s: ReplicaState): Uint8Array {
+  return packr.pack(toCompact(stateMap(s), s.staticSeq !== undefined));
+}
+
+/** A state message in the map form, as agents before the compact form sent it (tests, the corpus). */
+export function encodeStateMap(s: ReplicaState): Uint8Array {
+  const { staticSeq: _omit, ...rest } = s;
+  return packr.pack(stateMap(rest));
 }
 
 export type DecodeResult<T> = { ok: true; value: T } | { ok: false; reason: DropReason; detail: string };
 
 /** Why a message was dropped; counted in metrics by these names. */
-export const DROP_REASONS = ['too_large', 'malformed', 'version', 'invalid'] as const;
+export const DROP_REASONS = ['too_large', 'malformed', 'version', 'invalid', 'no_base'] as const;
 export type DropReason = (typeof DROP_REASONS)[number];
 
 class Invalid extends Error {}
@@ -257,15 +289,19 @@ function decodeBounded<T>(
   bytes: Uint8Array,
   limit: number,
   validate: (raw: Record<string, unknown>) => T,
+  base?: (replica: string, boot: string) => StaticBase | undefined,
 ): DecodeResult<T> {
   if (bytes.byteLength > limit)
     return { ok: false, reason: 'too_large', detail: `${bytes.byteLength} bytes > ${limit}` };
   let raw: unknown;
   try {
     raw = packr.unpack(bytes);
+    if (base !== undefined && isCompact(raw)) raw = fromCompact(raw, base);
   } catch (err) {
     return { ok: false, reason: 'malformed', detail: (err as Error)?.message ?? 'msgpack decode failed' };
   }
+  // Not the sender's fault: this receiver lacks the state the message builds on.
+  if (typeof raw === 'string') return { ok: false, reason: 'no_base', detail: raw };
   if (!isObj(raw)) return { ok: false, reason: 'malformed', detail: 'not a msgpack map' };
   if (raw.v !== PROTOCOL_VERSION) return { ok: false, reason: 'version', detail: `unknown version ${String(raw.v)}` };
   try {
@@ -275,9 +311,17 @@ function decodeBounded<T>(
   }
 }
 
-/** Decodes and validates a gossip payload. Never throws. */
-export function decodeState(bytes: Uint8Array): DecodeResult<ReplicaState> {
-  return decodeBounded(bytes, LIMITS.messageBytes, validateState);
+/**
+ * Decodes and validates a gossip payload, in the compact or the map form.
+ * `base` hands the static fields of the replica's state the receiver holds
+ * (a compact message may leave them out); without it such a message is
+ * invalid. Never throws.
+ */
+export function decodeState(
+  bytes: Uint8Array,
+  base: (replica: string, boot: string) => StaticBase | undefined = () => undefined,
+): DecodeResult<ReplicaState> {
+  return decodeBounded(bytes, LIMITS.messageBytes, validateState, base);
 }
 
 /** Does `incoming` supersede `current`? Newer boot first, then higher seq. */

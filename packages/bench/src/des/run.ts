@@ -164,8 +164,16 @@ function runResult(
   // Per agent per simulated second of the whole run (warm-up and drain included): what gossip carried.
   const perS = (n: number): number => Math.round((10 * n) / fleet.replicas.length / Math.max(1e-9, endMs / 1000)) / 10;
   const published = fleet.replicas.reduce(
-    (a, r) => ({ messages: a.messages + r.core.publisher.messages, bytes: a.bytes + r.core.publisher.bytes }),
-    { messages: 0, bytes: 0 },
+    (a, r) => {
+      const p = r.core.publisher;
+      return {
+        messages: a.messages + p.messages,
+        bytes: a.bytes + p.bytes,
+        hashes: a.hashes + p.hashes,
+        full: a.full + p.full,
+      };
+    },
+    { messages: 0, bytes: 0, hashes: 0, full: 0 },
   );
   const view = fleet.routers[0]!.view;
   let viewHashes = 0;
@@ -176,6 +184,8 @@ function runResult(
       ? {
           messagesPerReplicaS: perS(published.messages),
           bytesPerReplicaS: perS(published.bytes),
+          hashesPerMessage: Math.round((10 * published.hashes) / published.messages) / 10,
+          fullShare: Math.round((100 * published.full) / published.messages) / 100,
           pulls,
           viewHashes,
           viewBytes: view.indexBytes,
