@@ -3,12 +3,18 @@
  * an injected clock and an injected send (gossip live, the event queue in
  * the discrete-event simulator).
  *
- * Steps: every `intervalMs` after the last message, or as soon as `minGapMs`
- * allows after a significant change (status, models, hot adapters; the
- * prefill queue or the in-flight work moved by ≥ `changeTokens`; a load jump
- * of ≥ 10% of KV capacity, or of max(4, 50%) in the in-flight count),
- * build a ReplicaState with seq + 1 and the cache model's delta since the
- * previous message (`digest.from` = previous seq). A reset or a delta over
+ * Steps: every `intervalMs` after the last message (the floor a quiet
+ * agent keeps), or as soon as `minGapMs` allows after a change placement
+ * reads (status, models, hot adapters; the prefill queue or the in-flight
+ * work moved by ≥ `changeTokens`; the arrival rate moved so far that a
+ * router's guess of other routers' work, rate × the report's age, is off by
+ * `changeTokens`; the engine's queue starting or emptying; KV use or in-flight
+ * work moved by ≥ 10% of KV capacity, or the in-flight count by max(4, 50%);
+ * `changeChunks` cached chunks added or removed), build a ReplicaState with
+ * seq + 1 and the cache model's delta since the previous message
+ * (`digest.from` = previous seq). A change-triggered message whose static
+ * fields are those of the previous one leaves them out on the wire
+ * (`staticSeq`, shared compact.ts); every floor message carries them. A reset or a delta over
  * LIMITS.deltaHashes goes out as from = -1 with no hashes: routers pull the
  * snapshot instead.
  * Complexity: O(delta) per message; the snapshot is O(digest) on demand.
@@ -19,7 +25,8 @@
  * itself, so with N routers it misses (N − 1)/N of a replica's new work until
  * the next message. Invariant: no replica's queued work moves by more than
  * `changeTokens` without a message within `minGapMs`. Evidence: docs/SCALE.md,
- * "The fix: publish on a change of about one request's work".
+ * "The rule: publish on a change of about one request's work" and "Fewer
+ * states: a floor, and what counts as a change".
  */
 import { encodeState, LIMITS, PROTOCOL_VERSION, STATIC_FIELDS } from '@warmpath/shared/wire';
 import type { DigestSnapshot, EngineKind, ReplicaState } from '@warmpath/shared/wire';

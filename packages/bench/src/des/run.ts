@@ -9,8 +9,8 @@
  * an agent's refusal, the bounded router queue) → agent (admission, in-flight
  * work) → engine (batching, prefix cache, preemption, LoRA) → tokens back.
  * How routers learn the engines' state is the policy's deployment
- * (feeds.ts): Warmpath's gossip (agents scrape and publish every 250 ms and
- * sooner on a significant change; each router receives each message after a
+ * (feeds.ts): Warmpath's gossip (agents scrape every 250 ms, publish on a
+ * change placement reads and at a floor when quiet; each router receives each message after a
  * gossip delay drawn from a distribution, or loses it: gossip.ts), or the
  * peer's own cadence (llm-d's 50 ms scrapes, KV events within milliseconds),
  * with or without the agents' admission control; a router that sees a gap
