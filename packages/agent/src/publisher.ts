@@ -14,7 +14,10 @@
  * seq + 1 and the cache model's delta since the previous message
  * (`digest.from` = previous seq). A change-triggered message whose static
  * fields are those of the previous one leaves them out on the wire
- * (`staticSeq`, shared compact.ts); every floor message carries them. A reset or a delta over
+ * (`staticSeq`, shared compact.ts); the first message a floor period or
+ * more after the last one that carried them carries them again, so a router
+ * that missed them (or joined late) waits at most two periods, however busy
+ * the agent. A reset or a delta over
  * LIMITS.deltaHashes goes out as from = -1 with no hashes: routers pull the
  * snapshot instead.
  * Complexity: O(delta) per message; the snapshot is O(digest) on demand.
@@ -73,6 +76,8 @@ export class Publisher {
   /** The static fields of the last message, and the seq since which they have been the same. */
   #staticKey = '';
   #staticSince = 0;
+  /** When the last message with the static fields went out (clock ms). */
+  #wholeAt = -Infinity;
   #sending: Promise<unknown> | undefined;
   #running = false;
   bytes = 0;
@@ -206,7 +211,8 @@ export class Publisher {
     };
     const key = staticKey(state);
     if (key !== this.#staticKey) [this.#staticKey, this.#staticSince] = [key, seq];
-    else if (!full) state.staticSeq = this.#staticSince;
+    else if (!full && this.#o.clock.now() - this.#wholeAt < this.#o.intervalMs) state.staticSeq = this.#staticSince;
+    if (state.staticSeq === undefined) this.#wholeAt = this.#o.clock.now();
     return state;
   }
 

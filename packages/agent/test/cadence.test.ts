@@ -71,6 +71,23 @@ describe('publish cadence', () => {
     expect(m.bytes.byteLength).toBeLessThan(encodeState(whole).byteLength - 20);
   });
 
+  it('a busy agent, publishing on change only, still sends the static fields within two floor periods', () => {
+    const { core, sent, clock } = setup({ admission: false });
+    const floor = core.config.publishIntervalMs;
+    const start = sent.length;
+    for (let t = 0; t < 6 * floor; t += 20) {
+      clock.advance(20);
+      const a = core.admit(request()); // in flight, never finished: the in-flight rules publish
+      if ('reason' in a) throw new Error(`refused: ${a.reason}`);
+    }
+    const busy = sent.slice(start);
+    const whole = busy.filter((m) => m.state.staticSeq === undefined);
+    expect(busy.length).toBeGreaterThan(3 * whole.length); // most leave them out
+    for (let i = 1; i < whole.length; i++)
+      expect(whole[i]!.at - whole[i - 1]!.at).toBeLessThanOrEqual(2 * floor + core.config.minPublishGapMs);
+    expect(whole.length).toBeGreaterThanOrEqual(3);
+  });
+
   it('KV use moving by a tenth of capacity on a scrape publishes before the floor', () => {
     const { core, sent, clock, engine } = setup({ publishIntervalMs: 5_000 });
     clock.advance(core.config.publishIntervalMs / 2);

@@ -29,14 +29,13 @@
  *
  * The mesh flags override the state topic's mesh degrees, IHAVE windows and
  * IDONTWANT threshold on every node (default: the production constants), to compare
- * settings (docs/SCALE.md, "Gossip mesh").
+ * settings (docs/GOSSIP.md).
  *
  * `--save` writes the rows as JSON, each with its delivery latencies'
  * quantiles in 1% steps (the figure in docs/SCALE.md is drawn from it by
  * packages/bench/bench/plot.ts).
  *
- * Smoke: --agents 8 --routers 3 --rate 5 --seconds 1
- *
+ * Smoke: --agents 8 --routers 3 --rate 5 --seconds 1 (with agents in child processes: --procs 2).
  * `--rate` is the fleet's state messages per second, the same for every
  * fleet size (each agent publishes every agents/rate seconds), so rows differ
  * only in how many agents there are. Every node shares one event loop, and
@@ -341,6 +340,7 @@ async function newReplicas(fleet: MeshFleet): Promise<number[]> {
   for (let i = 0; i < NEW_REPLICAS; i++) {
     const t0 = performance.now();
     const agent: MeshAgent = await fleet.addAgent(candidates);
+    agent.fullEvery = 2; // a whole message once a floor period (500 ms), as a real agent sends
     const timer = setInterval(() => void fleet.publish(agent), NEW_AGENT_PUBLISH_MS);
     void fleet.publish(agent);
     try {

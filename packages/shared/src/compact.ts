@@ -25,7 +25,12 @@
  * fleets, the committed corpus) and remains the reference shape.
  * Invariant: decode(encode(map)) is the same map, field for field.
  */
-import { ENDPOINTS, ENGINE_KINDS, REPLICA_STATUSES } from './protocol.ts';
+/** The protocol's name lists (protocol.ts) a name travels as its index in. */
+export interface NameLists {
+  readonly engines: readonly string[];
+  readonly statuses: readonly string[];
+  readonly endpoints: readonly string[];
+}
 
 type Obj = Record<string, unknown>;
 
@@ -66,11 +71,11 @@ function index(list: readonly string[], x: unknown, name: string, extra: Obj): n
   return null;
 }
 
-function endpointBits(x: unknown, extra: Obj): number | null {
+function endpointBits(ENDPOINTS: readonly string[], x: unknown, extra: Obj): number | null {
   if (!Array.isArray(x)) return ((extra.endpoints = x), null);
   let bits = 0;
   for (const e of x) {
-    const i = ENDPOINTS.indexOf(e as (typeof ENDPOINTS)[number]);
+    const i = ENDPOINTS.indexOf(e as string);
     if (i < 0 || (bits & (1 << i)) !== 0) return ((extra.endpoints = x), null);
     bits |= 1 << i;
   }
@@ -90,7 +95,7 @@ function lay(o: unknown, keys: readonly string[], extra: Obj, name: string): unk
 }
 
 /** The compact array for a map-form message; `omitStatic` leaves the static group out (see the header). */
-export function toCompact(m: Obj, omitStatic = false): unknown[] {
+export function toCompact(m: Obj, names: NameLists, omitStatic = false): unknown[] {
   const extra: Obj = {};
   for (const k of Object.keys(m)) if (!TOP.has(k) && m[k] !== undefined) extra[k] = m[k];
   const offset = isInt(m.sentAt) && isInt(m.bootAt) ? m.sentAt - m.bootAt : null;
@@ -101,15 +106,15 @@ export function toCompact(m: Obj, omitStatic = false): unknown[] {
     stat = [
       m.url,
       m.admin,
-      index(ENGINE_KINDS, m.engine, 'engine', extra),
+      index(names.engines, m.engine, 'engine', extra),
       m.models,
       m.adapters,
-      endpointBits(m.endpoints, extra),
+      endpointBits(names.endpoints, m.endpoints, extra),
       lay(m.capacity, CAPACITY, extra, 'capacity'),
       m.chunkChars,
     ];
   } else extra.staticSeq = m.staticSeq;
-  const dyn = [index(REPLICA_STATUSES, m.status, 'status', extra), m.hotAdapters, lay(m.load, LOAD, extra, 'load')];
+  const dyn = [index(names.statuses, m.status, 'status', extra), m.hotAdapters, lay(m.load, LOAD, extra, 'load')];
   const out: unknown[] = [m.v, ident, stat, dyn, lay(m.digest, DIGEST, extra, 'digest')];
   if (Object.keys(extra).length > 0) out.push(extra);
   return out;
@@ -133,6 +138,7 @@ export const isCompact = (raw: unknown): raw is unknown[] =>
  */
 export function fromCompact(
   a: unknown[],
+  names: NameLists,
   base?: (replica: string, boot: string) => StaticBase | undefined,
 ): Obj | string {
   const extra = isObj(a[5]) ? a[5] : {};
@@ -142,8 +148,8 @@ export function fromCompact(
   if (Array.isArray(a[2])) {
     const [url, admin, engine, models, adapters, bits, capacity, chunkChars] = a[2] as unknown[];
     Object.assign(m, { url, admin, models, adapters, chunkChars });
-    m.engine = isInt(engine) ? ENGINE_KINDS[engine] : undefined;
-    m.endpoints = isInt(bits) ? ENDPOINTS.filter((_, i) => (bits & (1 << i)) !== 0) : undefined;
+    m.engine = isInt(engine) ? names.engines[engine] : undefined;
+    m.endpoints = isInt(bits) ? names.endpoints.filter((_, i) => (bits & (1 << i)) !== 0) : undefined;
     m.capacity = unlay(capacity, CAPACITY, extra.capacity);
   } else {
     const held = typeof replica === 'string' && typeof boot === 'string' ? base?.(replica, boot) : undefined;
@@ -153,7 +159,7 @@ export function fromCompact(
     for (const k of STATIC) m[k] = (held as unknown as Obj)[k];
   }
   const [status, hotAdapters, load] = a[3] as unknown[];
-  m.status = isInt(status) ? REPLICA_STATUSES[status] : undefined;
+  m.status = isInt(status) ? names.statuses[status] : undefined;
   m.hotAdapters = hotAdapters;
   m.load = unlay(load, LOAD, extra.load);
   m.digest = unlay(a[4], DIGEST, extra.digest);

@@ -136,6 +136,9 @@ export interface ReplicaState {
   staticSeq?: number;
 }
 
+/** The name lists the compact form sends names as indexes of. */
+const NAMES = { engines: ENGINE_KINDS, statuses: REPLICA_STATUSES, endpoints: ENDPOINTS } as const;
+
 const packr = new Packr({ useRecords: false, moreTypes: false, int64AsType: 'number' });
 
 export function packHashes(hashes: ArrayLike<bigint>): Uint8Array {
@@ -167,7 +170,7 @@ function stateMap(s: ReplicaState): Record<string, unknown> {
 
 /** A state message in the compact form (compact.ts); static fields left out when `s.staticSeq` is set. */
 export function encodeState(s: ReplicaState): Uint8Array {
-  return packr.pack(toCompact(stateMap(s), s.staticSeq !== undefined));
+  return packr.pack(toCompact(stateMap(s), NAMES, s.staticSeq !== undefined));
 }
 
 /** A state message in the map form, as agents before the compact form sent it (tests, the corpus). */
@@ -296,7 +299,7 @@ function decodeBounded<T>(
   let raw: unknown;
   try {
     raw = packr.unpack(bytes);
-    if (base !== undefined && isCompact(raw)) raw = fromCompact(raw, base);
+    if (base !== undefined && isCompact(raw)) raw = fromCompact(raw, NAMES, base);
   } catch (err) {
     return { ok: false, reason: 'malformed', detail: (err as Error)?.message ?? 'msgpack decode failed' };
   }

@@ -57,4 +57,6 @@ process.on('message', (m: { type: string }) => {
     void fleet.stop().finally(() => process.exit(0));
   }
 });
+// The parent gone (it crashed or was killed): nothing left to publish for.
+process.on('disconnect', () => process.exit(0));
 send({ type: 'ready', agents: fleet.agents.length });

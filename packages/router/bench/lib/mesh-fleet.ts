@@ -87,6 +87,8 @@ export interface MeshAgent {
   readonly bootAt: number;
   readonly boot: string;
   seq: number;
+  /** This agent's messages carry the static fields every this many (default: the fleet's `fullEvery`). */
+  fullEvery?: number;
   /** performance.now() of each publish, by seq (the latest few). */
   readonly sentAt: Map<number, number>;
 }
@@ -268,9 +270,9 @@ export class MeshFleet {
     return this.#o.wrapStart !== undefined ? this.#o.wrapStart(name, () => node.start()) : node.start();
   }
 
-  #state(agent: Pick<MeshAgent, 'name' | 'bootAt' | 'boot' | 'seq'>): ReplicaState {
+  #state(agent: Pick<MeshAgent, 'name' | 'bootAt' | 'boot' | 'seq' | 'fullEvery'>): ReplicaState {
     const port = 20_000 + Number(agent.name.slice(agent.name.indexOf('-') + 1));
-    const fullEvery = this.#o.fullEvery ?? 1;
+    const fullEvery = agent.fullEvery ?? this.#o.fullEvery ?? 1;
     return makeState(agent.name, {
       fleet: MESH_FLEET,
       boot: agent.boot,
