@@ -4,7 +4,7 @@
  * `essential` fields are the ones `--help` lists. How to choose the values
  * that matter, with the evidence: docs/OPERATIONS.md.
  */
-import { ENGINE_KINDS, FLEET_DEFAULTS } from '@warmpath/shared/wire';
+import { ENGINE_KINDS, FLEET_DEFAULTS, PUBLISH_FLOOR_MS } from '@warmpath/shared/wire';
 import { LOG_SETTINGS, SWARM_KEY_SETTINGS, loadConfig } from '@warmpath/shared/runtime';
 import type { ConfigOf, Schema } from '@warmpath/shared/runtime';
 
@@ -119,10 +119,10 @@ export const AGENT_SCHEMA = {
   gossip: { type: 'boolean', default: true, doc: 'join gossip (off: admin API only; tests and benches)' },
   publishIntervalMs: {
     type: 'number',
-    default: 250,
+    default: PUBLISH_FLOOR_MS,
     min: 20,
     max: 60_000,
-    doc: 'state publish period, ms; lower = fresher routers, more gossip bytes',
+    doc: 'state publish floor, ms: a quiet agent publishes this often (a change that matters publishes at once); lower = more gossip bytes',
   },
   minPublishGapMs: {
     type: 'number',
@@ -139,6 +139,14 @@ export const AGENT_SCHEMA = {
     max: 1e9,
     integer: true,
     doc: 'publish early when the prefill queue or in-flight work moved by this many tokens since the last message (0 = off)',
+  },
+  publishChangeChunks: {
+    type: 'number',
+    default: 0,
+    min: 0,
+    max: 1e9,
+    integer: true,
+    doc: 'publish early when this many cached chunks were added or removed since the last message (0 = off)',
   },
   scrapeIntervalMs: {
     type: 'number',

@@ -3,12 +3,21 @@
  * an injected clock and an injected send (gossip live, the event queue in
  * the discrete-event simulator).
  *
- * Steps: every `intervalMs` after the last message, or as soon as `minGapMs`
- * allows after a significant change (status, models, hot adapters; the
- * prefill queue or the in-flight work moved by ≥ `changeTokens`; a load jump
- * of ≥ 10% of KV capacity, or of max(4, 50%) in the in-flight count),
- * build a ReplicaState with seq + 1 and the cache model's delta since the
- * previous message (`digest.from` = previous seq). A reset or a delta over
+ * Steps: every `intervalMs` after the last message (the floor a quiet
+ * agent keeps), or as soon as `minGapMs` allows after a change placement
+ * reads (status, models, hot adapters; the prefill queue or the in-flight
+ * work moved by ≥ `changeTokens`; the arrival rate moved so far that a
+ * router's guess of other routers' work, rate × the report's age, is off by
+ * `changeTokens`; the engine's queue starting or emptying; KV use or in-flight
+ * work moved by ≥ 10% of KV capacity, or the in-flight count by max(4, 50%);
+ * `changeChunks` cached chunks added or removed), build a ReplicaState with
+ * seq + 1 and the cache model's delta since the previous message
+ * (`digest.from` = previous seq). A change-triggered message whose static
+ * fields are those of the previous one leaves them out on the wire
+ * (`staticSeq`, shared compact.ts); the first message a floor period or
+ * more after the last one that carried them carries them again, so a router
+ * that missed them (or joined late) waits at most two periods, however busy
+ * the agent. A reset or a delta over
  * LIMITS.deltaHashes goes out as from = -1 with no hashes: routers pull the
  * snapshot instead.
  * Complexity: O(delta) per message; the snapshot is O(digest) on demand.
@@ -19,9 +28,10 @@
  * itself, so with N routers it misses (N − 1)/N of a replica's new work until
  * the next message. Invariant: no replica's queued work moves by more than
  * `changeTokens` without a message within `minGapMs`. Evidence: docs/SCALE.md,
- * "The fix: publish on a change of about one request's work".
+ * "The rule: publish on a change of about one request's work" and "Fewer
+ * states: a floor, and what counts as a change".
  */
-import { encodeState, LIMITS, PROTOCOL_VERSION } from '@warmpath/shared/wire';
+import { encodeState, LIMITS, PROTOCOL_VERSION, STATIC_FIELDS } from '@warmpath/shared/wire';
 import type { DigestSnapshot, EngineKind, ReplicaRole, ReplicaState } from '@warmpath/shared/wire';
 import type { Clock } from '@warmpath/shared/runtime';
 import type { AgentLedger } from './ledger.ts';
@@ -54,6 +64,8 @@ export interface PublisherOptions {
   minGapMs: number;
   /** A move of the prefill queue or the in-flight work by this many tokens is significant; 0 = off. */
   changeTokens: number;
+  /** This many digest hashes added or removed since the last message is significant; 0 = off. */
+  changeChunks: number;
   clock: Clock;
   /** Wall clock for `sentAt`, ms since the epoch (virtual time in the simulator). */
   wallClock: () => number;
@@ -69,10 +81,18 @@ export class Publisher {
   #cancelSoon: (() => void) | undefined;
   #lastAt = 0;
   #last: ReplicaState | undefined;
+  /** The static fields of the last message, and the seq since which they have been the same. */
+  #staticKey = '';
+  #staticSince = 0;
+  /** When the last message with the static fields went out (clock ms). */
+  #wholeAt = -Infinity;
   #sending: Promise<unknown> | undefined;
   #running = false;
   bytes = 0;
   messages = 0;
+  /** Digest hashes sent (added + removed), and messages sent with the static fields. */
+  hashes = 0;
+  full = 0;
 
   constructor(ledger: AgentLedger, o: PublisherOptions) {
     this.#ledger = ledger;
@@ -107,18 +127,24 @@ export class Publisher {
     const wait = Math.max(0, this.#lastAt + this.#o.minGapMs - this.#o.clock.now());
     this.#cancelSoon = this.#o.clock.schedule(wait, () => {
       this.#cancelSoon = undefined;
-      this.publishNow();
+      this.publishNow(false);
     });
   }
 
-  /** Builds and sends one message now (send errors are counted, not thrown). */
-  publishNow(): ReplicaState {
-    const state = this.build();
+  /**
+   * Builds and sends one message now (send errors are counted, not thrown).
+   * `full` false (a change-triggered message): the static fields are left
+   * out when unchanged, since routers hold them from an earlier message.
+   */
+  publishNow(full = true): ReplicaState {
+    const state = this.build(full);
     const bytes = encodeState(state);
     this.#last = state;
     this.#lastAt = this.#o.clock.now();
     this.bytes += bytes.byteLength;
     this.messages++;
+    this.hashes += state.digest.added.length + state.digest.removed.length;
+    if (state.staticSeq === undefined) this.full++;
     const m = this.#ledger.metrics;
     m.gossipBytes.inc(bytes.byteLength);
     m.gossipMessages.inc();
@@ -161,8 +187,8 @@ export class Publisher {
     };
   }
 
-  /** Next message (advances seq and takes the delta). */
-  build(): ReplicaState {
+  /** Next message (advances seq and takes the delta); `full` false may leave the static fields out. */
+  build(full = true): ReplicaState {
     const l = this.#ledger;
     const id = this.#o.identity;
     const prev = this.#seq;
@@ -173,7 +199,7 @@ export class Publisher {
     const n = delta.added.length + delta.removed.length;
     const moved =
       tiers !== undefined && !delta.full && n + tiers.promoted.length + tiers.host.length <= LIMITS.deltaHashes;
-    return {
+    const state: ReplicaState = {
       v: PROTOCOL_VERSION,
       fleet: id.fleet,
       replica: id.replica,
@@ -207,6 +233,11 @@ export class Publisher {
         ? { kvBootstrap: id.kvBootstrap }
         : {}),
     };
+    const key = staticKey(state);
+    if (key !== this.#staticKey) [this.#staticKey, this.#staticSince] = [key, seq];
+    else if (!full && this.#o.clock.now() - this.#wholeAt < this.#o.intervalMs) state.staticSeq = this.#staticSince;
+    if (state.staticSeq === undefined) this.#wholeAt = this.#o.clock.now();
+    return state;
   }
 
   /** Has the state changed enough since the last message that routers should hear it now? */
@@ -224,10 +255,25 @@ export class Publisher {
         Math.abs(l.inflightTokens - last.load.inflightTokens) >= moved)
     )
       return true;
+    const chunks = this.#o.changeChunks;
+    if (chunks > 0 && l.cache.pending >= chunks) return true;
+    const load = l.load();
+    // A router expects arrival × the report's age of other routers' work: publish before that guess is a request off.
+    const age = (this.#o.clock.now() - this.#lastAt) / 1_000;
+    const arrival = (load.arrivalTokensPerS ?? 0) - (last.load.arrivalTokensPerS ?? 0);
+    if (moved > 0 && Math.abs(arrival) * age >= moved) return true;
+    if (load.waiting > 0 !== last.load.waiting > 0) return true;
     const cap = l.kvCapacityTokens;
     if (cap > 0 && Math.abs(l.inflightTokens - last.load.inflightTokens) >= 0.1 * cap) return true;
+    if (cap > 0 && Math.abs(load.kvUsedTokens - last.load.kvUsedTokens) >= 0.1 * cap) return true;
     const n = l.inflight.size;
     if (Math.abs(n - last.load.inflight) >= Math.max(4, 0.5 * last.load.inflight)) return true;
     return false;
   }
+}
+
+/** The static fields of a state (shared STATIC_FIELDS), as one comparable string. */
+function staticKey(s: ReplicaState): string {
+  const r = s as unknown as Record<string, unknown>;
+  return JSON.stringify(STATIC_FIELDS.map((k) => r[k]));
 }

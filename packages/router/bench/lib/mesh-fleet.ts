@@ -13,9 +13,13 @@
  * measured here includes every other node's CPU work: an upper bound for a
  * fleet of real processes.
  *
- * State messages carry a self-contained digest of DIGEST_HASHES chain hashes
- * (≈ 0.8 KB encoded), about the size of an agent's average message on the
- * seed scenario, and never need a snapshot pull.
+ * With `routerAddrs`, a fleet of agents only publishes to routers elsewhere
+ * (another process: bench/lib/mesh-agents.ts), under the given swarm key.
+ *
+ * State messages carry a self-contained digest of `digestHashes` chain hashes
+ * (default DIGEST_HASHES) and never need a snapshot pull; every `fullEvery`th
+ * message carries the static fields, the others leave them out as an agent's
+ * change-triggered messages do (shared compact.ts).
  */
 import { createServer } from 'node:net';
 import { performance } from 'node:perf_hooks';
@@ -54,6 +58,16 @@ export interface MeshOptions {
   mesh?: GossipMeshTuning;
   /** Runs each node's start, e.g. inside an AsyncLocalStorage context naming the node. */
   wrapStart?: (name: string, start: () => Promise<void>) => Promise<void>;
+  /** Routers elsewhere that these agents publish to (default: this fleet's routers). */
+  routerAddrs?: string[];
+  /** The first agent's number (names are agent-<n>; unique across processes). Default 0. */
+  firstAgent?: number;
+  /** Swarm key to join (default: a new one). */
+  swarmKey?: string;
+  /** Chain hashes in each message's digest (default DIGEST_HASHES). */
+  digestHashes?: number;
+  /** Every this many messages of an agent carry the static fields (default 1: all). */
+  fullEvery?: number;
   /** Every state a router applied, decoded, with the time (performance.now()) it was delivered. */
   onDelivery?: (router: MeshRouter, state: ReplicaState, origin: GossipOrigin, at: number) => void;
 }
@@ -71,7 +85,10 @@ export interface MeshAgent {
   readonly node: GossipNode;
   readonly identity: Uint8Array;
   readonly bootAt: number;
+  readonly boot: string;
   seq: number;
+  /** This agent's messages carry the static fields every this many (default: the fleet's `fullEvery`). */
+  fullEvery?: number;
   /** performance.now() of each publish, by seq (the latest few). */
   readonly sentAt: Map<number, number>;
 }
@@ -80,12 +97,17 @@ export class MeshFleet {
   readonly routers: MeshRouter[] = [];
   readonly agents: MeshAgent[] = [];
   readonly #o: MeshOptions;
-  readonly #swarmKey = generateSwarmKey();
+  readonly swarmKey: string;
   #nextAgent = 0;
-  readonly #digest = new BigUint64Array(DIGEST_HASHES).map((_, i) => BigInt(i + 1) * 0x9e3779b97f4a7c15n);
+  readonly #digest: BigUint64Array;
 
   private constructor(o: MeshOptions) {
     this.#o = o;
+    this.swarmKey = o.swarmKey ?? generateSwarmKey();
+    this.#nextAgent = o.firstAgent ?? 0;
+    this.#digest = new BigUint64Array(o.digestHashes ?? DIGEST_HASHES).map(
+      (_, i) => BigInt(i + 1) * 0x9e3779b97f4a7c15n,
+    );
   }
 
   static async start(o: MeshOptions): Promise<MeshFleet> {
@@ -94,7 +116,7 @@ export class MeshFleet {
       const ports = await freePorts(o.routers);
       const addrs = ports.map((p) => `/ip4/127.0.0.1/tcp/${p}`);
       for (let i = 0; i < o.routers; i++) await fleet.#addRouter(i, addrs[i]!, addrs);
-      const all = fleet.routerAddrs();
+      const all = o.routerAddrs ?? fleet.routerAddrs();
       for (let i = 0; i < o.agents; i += START_BATCH) {
         await Promise.all(Array.from({ length: Math.min(START_BATCH, o.agents - i) }, () => fleet.addAgent(all)));
         await fleet.#linked(fleet.agents.slice(i));
@@ -138,7 +160,8 @@ export class MeshFleet {
 
   /** Encoded bytes of an agent's state message, whole and without its digest (the digest's share is the difference). */
   stateBytes(): { whole: number; withoutDigest: number } {
-    const state = this.#state(this.agents[0]!);
+    const agent = this.agents[0] ?? { name: 'agent-0', bootAt: Date.now(), boot: crypto.randomUUID(), seq: 1 };
+    const state = this.#state(agent);
     return {
       whole: encodeState(state).byteLength,
       withoutDigest: encodeState({ ...state, digest: { ...state.digest, size: 0, added: new BigUint64Array(0) } })
@@ -177,7 +200,7 @@ export class MeshFleet {
     });
     const node = await createGossipNode({
       fleet: MESH_FLEET,
-      swarmKey: this.#swarmKey,
+      swarmKey: this.swarmKey,
       onWarning: null,
       listen: [listen],
       bootstrap: candidates,
@@ -193,7 +216,8 @@ export class MeshFleet {
     node.onMessage((bytes, _from, origin) => {
       view.applyBytes(bytes, origin);
       if (onDelivery === undefined) return;
-      const res = decodeState(bytes);
+      // The view holds the state just applied: the static fields a message leaves out are there.
+      const res = decodeState(bytes, (id) => view.replicas.get(id)?.state);
       if (res.ok) onDelivery(router, res.value, origin, performance.now());
     });
     await this.#start(router.name, node);
@@ -209,6 +233,7 @@ export class MeshFleet {
       node: await this.#agentNode(identity, candidates),
       identity,
       bootAt: Date.now() - 60_000,
+      boot: crypto.randomUUID(),
       seq: 0,
       sentAt: new Map(),
     };
@@ -219,16 +244,18 @@ export class MeshFleet {
 
   /** Waits (at most BATCH_WAIT_MS) until these agents hold their router links, so the next batch does not pile onto pending handshakes. */
   async #linked(agents: MeshAgent[]): Promise<void> {
-    const want = Math.min(this.#o.agentPeers ?? 2, this.routers.length);
+    const remote = this.#o.routerAddrs !== undefined;
+    const want = Math.min(this.#o.agentPeers ?? 2, remote ? Infinity : this.routers.length);
+    const links = (a: MeshAgent): number => (remote ? a.node.peers().length : this.linksOf(a).length);
     const deadline = performance.now() + BATCH_WAIT_MS;
-    while (performance.now() < deadline && !agents.every((a) => this.linksOf(a).length >= want))
+    while (performance.now() < deadline && !agents.every((a) => links(a) >= want))
       await new Promise((r) => setTimeout(r, 50));
   }
 
   #agentNode(identity: Uint8Array, candidates: string[]): Promise<GossipNode> {
     return createGossipNode({
       fleet: MESH_FLEET,
-      swarmKey: this.#swarmKey,
+      swarmKey: this.swarmKey,
       onWarning: null,
       privateKey: identity,
       subscribe: false,
@@ -243,12 +270,15 @@ export class MeshFleet {
     return this.#o.wrapStart !== undefined ? this.#o.wrapStart(name, () => node.start()) : node.start();
   }
 
-  #state(agent: MeshAgent): ReplicaState {
+  #state(agent: Pick<MeshAgent, 'name' | 'bootAt' | 'boot' | 'seq' | 'fullEvery'>): ReplicaState {
     const port = 20_000 + Number(agent.name.slice(agent.name.indexOf('-') + 1));
+    const fullEvery = agent.fullEvery ?? this.#o.fullEvery ?? 1;
     return makeState(agent.name, {
       fleet: MESH_FLEET,
+      boot: agent.boot,
       bootAt: agent.bootAt,
       seq: agent.seq,
+      ...((agent.seq - 1) % fullEvery !== 0 ? { staticSeq: 1 } : {}),
       url: `http://127.0.0.1:${port}`,
       admin: '',
       load: {

@@ -1,0 +1,119 @@
+/**
+ * The publish cadence (publisher.ts): a quiet agent publishes at the floor
+ * (`publishIntervalMs`) and no more, a change that matters to placement
+ * publishes at once, and a change-triggered message leaves the static
+ * fields out while the periodic one carries them.
+ */
+import { manualClock } from '@warmpath/testkit';
+import { decodeState, describeRequest, encodeState, type ReplicaState } from '@warmpath/shared/wire';
+import { describe, expect, it } from 'vitest';
+import { agentConfig } from '../src/config.ts';
+import { AgentCore } from '../src/core.ts';
+import { emptySnapshot, type EngineSnapshot } from '../src/engines/types.ts';
+
+function setup(config: Record<string, unknown> = {}) {
+  const clock = manualClock(0);
+  const engine = { snap: { ...emptySnapshot(), kvCapacityTokens: 100_000, kvUsedFraction: 0 } as EngineSnapshot };
+  const sent: Array<{ bytes: Uint8Array; state: ReplicaState; at: number }> = [];
+  const core = new AgentCore({
+    config: agentConfig({ gossip: false, ...config }),
+    identity: { fleet: 'f', replica: 'r1', boot: 'b', bootAt: 1, url: 'http://r1', admin: 'http://a', engine: 'vllm' },
+    engine: {
+      endpoints: ['chat'],
+      scrape: (done) => done(undefined, engine.snap),
+      models: (done) => done(undefined, [{ id: 'm', parent: undefined }]),
+    },
+    clock,
+    wallClock: clock.now,
+    send: (bytes, state) => void sent.push({ bytes, state, at: clock.now() }),
+  });
+  core.startMonitor();
+  core.startPublishing();
+  return { clock, engine, sent, core };
+}
+
+const request = () =>
+  describeRequest(
+    { model: 'm', messages: [{ role: 'user', content: 'a long shared prompt '.repeat(400) }], max_tokens: 16 },
+    'chat',
+  );
+
+describe('publish cadence', () => {
+  it('a quiet agent publishes once per floor period, however often it scrapes', () => {
+    const { core, sent, clock } = setup();
+    const floor = core.config.publishIntervalMs;
+    expect(floor).toBeGreaterThanOrEqual(2 * core.config.scrapeIntervalMs);
+    clock.advance(floor / 2); // settle: the first scrape's figures
+    const start = sent.length;
+    clock.advance(5 * floor);
+    const quiet = sent.slice(start);
+    expect(quiet).toHaveLength(5);
+    for (let i = 1; i < quiet.length; i++) expect(quiet[i]!.at - quiet[i - 1]!.at).toBe(floor);
+    for (const m of quiet) expect(m.state.staticSeq).toBeUndefined(); // the periodic message is whole
+  });
+
+  it('an admission that moves the prefill queue publishes at once, leaving the static fields out', () => {
+    const { core, sent, clock } = setup();
+    clock.advance(core.config.publishIntervalMs / 2);
+    const before = sent.length;
+    const a = core.admit(request());
+    if ('reason' in a) throw new Error(`refused: ${a.reason}`);
+    clock.advance(core.config.minPublishGapMs);
+    expect(sent.length).toBe(before + 1);
+    const m = sent.at(-1)!;
+    expect(m.state.load.prefillTokens).toBe(core.ledger.pendingPrefillTokens);
+    expect(m.state.staticSeq).toBe(1);
+    expect(decodeState(m.bytes).ok).toBe(false); // without the state it builds on
+    const held = sent[0]!.state;
+    const d = decodeState(m.bytes, () => held);
+    expect(d.ok && d.value.url).toBe('http://r1');
+    const { staticSeq: _, ...whole } = m.state;
+    expect(m.bytes.byteLength).toBeLessThan(encodeState(whole).byteLength - 20);
+  });
+
+  it('a busy agent, publishing on change only, still sends the static fields within two floor periods', () => {
+    const { core, sent, clock } = setup({ admission: false });
+    const floor = core.config.publishIntervalMs;
+    const start = sent.length;
+    for (let t = 0; t < 6 * floor; t += 20) {
+      clock.advance(20);
+      const a = core.admit(request()); // in flight, never finished: the in-flight rules publish
+      if ('reason' in a) throw new Error(`refused: ${a.reason}`);
+    }
+    const busy = sent.slice(start);
+    const whole = busy.filter((m) => m.state.staticSeq === undefined);
+    expect(busy.length).toBeGreaterThan(3 * whole.length); // most leave them out
+    for (let i = 1; i < whole.length; i++)
+      expect(whole[i]!.at - whole[i - 1]!.at).toBeLessThanOrEqual(2 * floor + core.config.minPublishGapMs);
+    expect(whole.length).toBeGreaterThanOrEqual(3);
+  });
+
+  it('KV use moving by a tenth of capacity on a scrape publishes before the floor', () => {
+    const { core, sent, clock, engine } = setup({ publishIntervalMs: 5_000 });
+    clock.advance(core.config.publishIntervalMs / 2);
+    const before = sent.length;
+    engine.snap = { ...engine.snap, kvUsedFraction: 0.15 };
+    clock.advance(core.config.scrapeIntervalMs + core.config.minPublishGapMs);
+    expect(sent.length).toBe(before + 1);
+    expect(sent.at(-1)!.state.load.kvUsedTokens).toBe(15_000);
+  });
+
+  it('the arrival rate decaying after a burst publishes before the floor, so routers stop expecting that work', () => {
+    const { core, sent, clock } = setup();
+    clock.advance(core.config.publishIntervalMs / 2);
+    for (let k = 0; k < 20; k++) {
+      clock.advance(5);
+      const a = core.admit(request());
+      if ('reason' in a) throw new Error(`refused: ${a.reason}`);
+      core.firstByte(a);
+      core.finish(request(), a);
+    }
+    const burst = sent.at(-1)!;
+    const n = sent.length;
+    clock.advance(core.config.publishIntervalMs / 2);
+    expect(sent.length).toBeGreaterThan(n);
+    const next = sent[n]!;
+    expect(next.at - burst.at).toBeLessThan(core.config.publishIntervalMs);
+    expect(next.state.load.arrivalTokensPerS!).toBeLessThan(burst.state.load.arrivalTokensPerS!);
+  });
+});
