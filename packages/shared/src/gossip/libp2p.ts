@@ -38,6 +38,7 @@ import {
   PUBLISH_THRESHOLD,
 } from './constants.ts';
 import { groupOfTopic, groupTopicFor } from './groups.ts';
+import { mendSwarmCipher } from './pnet-mend.ts';
 import type { ValidatedOptions } from './options.ts';
 
 export type Services = { pubsub: GossipSub; identify: Identify };
@@ -111,7 +112,10 @@ export async function buildLibp2p(config: ValidatedOptions): Promise<GossipLibp2
       }),
     },
   };
-  if (config.swarmKey !== undefined) init.connectionProtector = preSharedKey({ psk: config.swarmKey.file });
+  if (config.swarmKey !== undefined) {
+    mendSwarmCipher();
+    init.connectionProtector = preSharedKey({ psk: config.swarmKey.file });
+  }
   if (config.privateKey !== undefined) init.privateKey = config.privateKey;
   const node = await createLibp2p<Services>(init);
   // Only the fleet's topics: its own, its channels and its groups' (a set no list can name in advance).
