@@ -28,8 +28,8 @@
  * itself, so with N routers it misses (N − 1)/N of a replica's new work until
  * the next message. Invariant: no replica's queued work moves by more than
  * `changeTokens` without a message within `minGapMs`. Evidence: docs/SCALE.md,
- * "The rule: publish on a change of about one request's work" and "Fewer
- * states: a floor, and what counts as a change".
+ * "The rule: publish on a change of about one request's work"; the floor:
+ * docs/GOSSIP.md, "The cadence: what counts as a change, and the floor".
  */
 import { encodeState, LIMITS, PROTOCOL_VERSION, STATIC_FIELDS } from '@warmpath/shared/wire';
 import type { DigestSnapshot, EngineKind, ReplicaRole, ReplicaState } from '@warmpath/shared/wire';
