@@ -132,24 +132,25 @@ export const DNS_INTERVAL_MS = 10_000;
 
 /**
  * Gossipsub mesh degree among routers (agents publish only and are in no
- * mesh): each router keeps D = 3 router peers in its mesh, between Dlo = 2 and
- * Dhi = 4, chosen by measurement (docs/SCALE.md, "Gossip mesh"). A router
- * receives each state about once per mesh peer (the rest of the copies are
- * dropped as duplicates before any signature check), so bytes grow linearly
- * with the mesh size; Dhi bounds it, since the links others graft count too.
- * A state reaches every router in about log_D(routers) relay hops, a few ms
- * each. A lower D risks a mesh that splits when routers leave; Dlo = 2 keeps
- * two links before a heartbeat grafts more. Dout = 1 of the mesh must be a
- * connection this router dialed (a peer that floods us with inbound links
- * cannot own the mesh; gossipsub needs Dout < Dlo). Dlazy = 3 routers outside
- * the mesh get IHAVE gossip each heartbeat, which repairs a message lost on a
- * mesh link.
+ * mesh): each router keeps D = 2 router peers in its mesh, between Dlo = 1
+ * and Dhi = 3, chosen by measurement (docs/GOSSIP.md, "Gossip mesh"). A
+ * router receives each state about once per mesh peer that relays it (the
+ * other copies are dropped as duplicates before any signature check), so
+ * bytes grow with the mesh degree; Dhi bounds it, since the links others
+ * graft count too. Dlo = 1 lets a router keep a single link, so the mesh may
+ * fall into parts: Dlazy = 2 routers outside the mesh get IHAVE gossip every
+ * heartbeat, which carries a state across parts within a heartbeat and
+ * repairs a copy lost on a mesh link, the lazy repair that replaces eager
+ * copies. Dout: gossipsub needs Dout < Dlo, so with Dlo = 1 none of the
+ * mesh must be a link this router dialed (the swarm key keeps strangers who
+ * could crowd a router's inbound links out). A larger D delivers in fewer
+ * hops and needs no repair, at a copy more per router per state.
  */
-export const MESH_D = 3;
-export const MESH_D_LO = 2;
-export const MESH_D_HI = 4;
+export const MESH_D = 2;
+export const MESH_D_LO = 1;
+export const MESH_D_HI = 3;
 export const MESH_D_OUT = 1;
-export const MESH_D_LAZY = 3;
+export const MESH_D_LAZY = 2;
 
 /**
  * A router keeps each message for 5 heartbeats (gossipsub's default, pinned
