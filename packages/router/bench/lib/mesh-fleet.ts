@@ -21,6 +21,7 @@
  * message carries the static fields, the others leave them out as an agent's
  * change-triggered messages do (shared compact.ts).
  */
+import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import {
@@ -160,7 +161,12 @@ export class MeshFleet {
 
   /** Encoded bytes of an agent's state message, whole and without its digest (the digest's share is the difference). */
   stateBytes(): { whole: number; withoutDigest: number } {
-    const agent = this.agents[0] ?? { name: 'agent-0', bootAt: Date.now(), boot: crypto.randomUUID(), seq: 1 };
+    const agent = this.agents[0] ?? {
+      name: 'agent-0',
+      bootAt: Date.now(),
+      boot: randomBytes(9).toString('base64url'),
+      seq: 1,
+    };
     const state = this.#state(agent);
     return {
       whole: encodeState(state).byteLength,
@@ -233,7 +239,7 @@ export class MeshFleet {
       node: await this.#agentNode(identity, candidates),
       identity,
       bootAt: Date.now() - 60_000,
-      boot: crypto.randomUUID(),
+      boot: randomBytes(9).toString('base64url'),
       seq: 0,
       sentAt: new Map(),
     };
