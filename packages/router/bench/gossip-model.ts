@@ -23,7 +23,7 @@
  * fleet; the per-copy bytes are a mean, so a row's bytes are off by the
  * spread printed beside it.
  *
- *   node packages/router/bench/gossip-model.ts --des rows.json --mesh a.json,b.json [--scenario seed] [--d 3]
+ *   node packages/router/bench/gossip-model.ts --des rows.json --mesh a.json,b.json [--scenario seed] [--d 2]
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -33,7 +33,7 @@ const { values: args } = parseArgs({
     des: { type: 'string' },
     mesh: { type: 'string', default: '' },
     scenario: { type: 'string', default: 'seed' },
-    d: { type: 'string', default: '3' },
+    d: { type: 'string', default: '2' },
   },
 });
 

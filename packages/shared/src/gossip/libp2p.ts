@@ -59,11 +59,13 @@ let unkeyed = 0;
  * The message id IHAVE, IWANT and IDONTWANT carry and the seen cache keys:
  * the last 8 bytes of the author's key and the 8-byte seqno, 16 bytes where
  * gossipsub's StrictSign id is the whole key in its protobuf and the seqno
- * (44 bytes; docs/GOSSIP.md, "Where a router's bytes go"). Distinct messages
- * share an id only if their authors' keys share 64 bits and they share a
- * seqno (a nanosecond counter), which no honest fleet meets and a member
- * cannot aim for without searching 2^64 keys. An author whose key is not in
- * its peer id (not Ed25519) keeps its full key in the id.
+ * (44 bytes; docs/GOSSIP.md, "Mesh degree, message id, IDONTWANT: measured").
+ * Distinct messages share an id only if their authors' keys share 64 bits
+ * and they share a seqno (a nanosecond counter), which no honest fleet meets
+ * and a member cannot aim for without searching 2^64 keys. An author whose
+ * key is not in its peer id (RSA) keeps its whole key in the id. Nodes of
+ * both ids in one fleet still relay each other's messages on the mesh; only
+ * their IHAVE repair misses, until the rolling upgrade ends.
  */
 export function shortMsgId(msg: Message): Uint8Array {
   if (msg.type !== 'signed') throw new Error('expected a signed message');
