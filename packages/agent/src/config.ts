@@ -122,7 +122,7 @@ export const AGENT_SCHEMA = {
     default: PUBLISH_FLOOR_MS,
     min: 20,
     max: 60_000,
-    doc: 'state publish floor, ms: a quiet agent publishes this often (a change that matters publishes at once); lower = more gossip bytes',
+    doc: 'state publish floor, ms: a quiet agent publishes this often (a change publishes at once); lower = more gossip bytes',
   },
   minPublishGapMs: {
     type: 'number',

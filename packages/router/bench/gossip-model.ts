@@ -24,6 +24,9 @@
  * spread printed beside it.
  *
  *   node packages/router/bench/gossip-model.ts --des rows.json --mesh a.json,b.json [--scenario seed] [--d 2]
+ *   node packages/router/bench/gossip-model.ts --messages 6.5 --mesh a.json   # the cadence given, not read from DES rows
+ *
+ * Smoke: --messages 6.5
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -31,6 +34,7 @@ import { parseArgs } from 'node:util';
 const { values: args } = parseArgs({
   options: {
     des: { type: 'string' },
+    messages: { type: 'string' },
     mesh: { type: 'string', default: '' },
     scenario: { type: 'string', default: 'seed' },
     d: { type: 'string', default: '2' },
@@ -69,9 +73,13 @@ const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / Math.max(
 const D = Number(args.d);
 
 // 1. Cadence.
-const des = (JSON.parse(readFileSync(args.des ?? '', 'utf8')) as DesRow[]).filter(
-  (r) => r.scenario === args.scenario && r.messagesPerReplicaS !== undefined,
-);
+const given: DesRow[] = [{ scenario: args.scenario, messagesPerReplicaS: Number(args.messages), hashesPerMessage: 12 }];
+const des =
+  args.messages !== undefined
+    ? given
+    : (JSON.parse(readFileSync(args.des ?? '', 'utf8')) as DesRow[]).filter(
+        (r) => r.scenario === args.scenario && r.messagesPerReplicaS !== undefined,
+      );
 if (des.length === 0) throw new Error(`no DES rows of ${args.scenario} with gossip figures in ${args.des}`);
 const perAgent = mean(des.map((r) => r.messagesPerReplicaS!));
 const hashes = mean(des.map((r) => r.hashesPerMessage ?? 0));

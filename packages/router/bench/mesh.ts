@@ -35,7 +35,7 @@
  * quantiles in 1% steps (the figure in docs/SCALE.md is drawn from it by
  * packages/bench/bench/plot.ts).
  *
- * Smoke: --agents 8 --routers 3 --rate 5 --seconds 1 (with agents in child processes: --procs 2).
+ * Smoke: --agents 8 --routers 3 --rate 5 --seconds 1
  * `--rate` is the fleet's state messages per second, the same for every
  * fleet size (each agent publishes every agents/rate seconds), so rows differ
  * only in how many agents there are. Every node shares one event loop, and
