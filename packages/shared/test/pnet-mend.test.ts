@@ -5,14 +5,13 @@
  * interleaved ciphers exhaust the 64 MiB limit), and the bytes are those of
  * the same key and nonce enciphered in one go.
  */
-import { createRequire } from 'node:module';
+// @ts-expect-error xsalsa20 ships no types
+import xsalsa20Module from 'xsalsa20';
 import { describe, expect, it } from 'vitest';
 import { mendSwarmCipher } from '../src/gossip/pnet-mend.ts';
 
 type Cipher = { update(input: Uint8Array): Uint8Array };
-const xsalsa20 = createRequire(import.meta.resolve('@libp2p/pnet', import.meta.resolve('../src/gossip/libp2p.ts')))(
-  'xsalsa20',
-) as (nonce: Uint8Array, key: Uint8Array) => Cipher;
+const xsalsa20 = xsalsa20Module as (nonce: Uint8Array, key: Uint8Array) => Cipher;
 const key = new Uint8Array(32).fill(7);
 const nonce = (i: number): Uint8Array => new Uint8Array(24).fill(i);
 

@@ -21,19 +21,19 @@
  * xsalsa20 with other internals would fail the check below, loudly at
  * start, rather than silently.
  */
-import { createRequire } from 'node:module';
+// @ts-expect-error xsalsa20 ships no types (the shape used is `XSalsa20` below)
+import xsalsa20Module from 'xsalsa20';
 
 type Cipher = { _memory: Uint8Array; realloc(size: number): void; update(i: Uint8Array, o: Uint8Array): void };
 type XSalsa20 = (nonce: Uint8Array, key: Uint8Array) => { _xor: Cipher };
 
 let mended = false;
 
-/** Mends xsalsa20 as @libp2p/pnet loads it; a second call does nothing. Throws if its internals differ. */
+/** Mends xsalsa20, the module @libp2p/pnet loads; a second call does nothing. Throws if its internals differ. */
 export function mendSwarmCipher(): void {
   if (mended) return;
-  // The same module instance pnet imports: resolved from pnet's own folder.
-  const load = createRequire(import.meta.resolve('@libp2p/pnet'));
-  const xsalsa20 = load('xsalsa20') as XSalsa20;
+  // The same module pnet imports (one version in the lockfile; one copy in the npm bundle).
+  const xsalsa20 = xsalsa20Module as XSalsa20;
   const proto = Object.getPrototypeOf(xsalsa20(new Uint8Array(24), new Uint8Array(32))._xor) as Cipher;
   if (typeof proto.update !== 'function' || typeof proto.realloc !== 'function')
     throw new Error('xsalsa20: not the cipher pnet-mend.ts knows (update, realloc)');
