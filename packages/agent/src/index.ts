@@ -12,6 +12,7 @@ export type { AgentCoreOptions, EngineEvent, Refusal } from './core.ts';
 export type { Admitted } from './ledger.ts';
 export type { ReplicaIdentity } from './publisher.ts';
 export { REJECT_REASONS } from './admission.ts';
+export { ENGINE_PRIORITY } from './priority.ts';
 export type { RejectReason } from './admission.ts';
 export { createAdapter, adapterSource } from './engines/index.ts';
 export { parseVllmMetrics, readVllm, vllmSnapshot } from './engines/vllm.ts';

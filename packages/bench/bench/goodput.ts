@@ -2,86 +2,123 @@
  * Goodput: the highest arrival rate at which TTFT p99 (over every request
  * sent, an unanswered one counting as the slowest) and inter-token latency
  * p99 both stay within a stated SLO, per fleet and policy (DES, random L4,
- * 2 routers unless told). Fleets of the same GPUs aggregated (`N`) and disaggregated
- * (`P:D`, des/pd.ts) side by side: where disaggregation pays and where not
- * (docs/DISAGGREGATION.md, "Goodput").
+ * 2 routers unless told; src/goodput.ts). Fleets of the same GPUs aggregated
+ * (`N`) and disaggregated (`P:D`, des/pd.ts) side by side: where
+ * disaggregation pays and where not (docs/DISAGGREGATION.md, "Goodput").
  *
- *   node packages/bench/bench/goodput.ts [--seed N] [--duration S] [--slo-ttft-ms MS] [--slo-itl-ms MS]
+ *   node packages/bench/bench/goodput.ts [--seed N] [--duration S] [--refine K] [--slo-ttft-ms MS] [--slo-itl-ms MS]
  *     [--fleets 10,5:5,3:7] [--policies warmpath,round-robin] [--routers N] [--router-set k=v,…]
  *     [longctx:6,10,14 …]
+ *   node packages/bench/bench/goodput.ts --goals [--seeds 101,102,103,104] [--duration S] [--refine K] [--json FILE]
  *
  * Prints one row per (scenario, fleet, policy): each rate's TTFT p99 / ITL p99
  * (✓ within the SLO), then the goodput: the highest rate within it such that
- * every lower rate swept was within it too (0 when the lowest is not).
+ * every lower rate swept was within it too (0 when the lowest is not),
+ * refined by K bisection steps toward the first rate past it (default 0).
+ * --goals runs the disaggregation goals (src/pd-goals.ts) on each seed and
+ * prints the goal table (met on 3 of 4 seeds); --json writes every sweep and
+ * row. Tune on seeds 1–3; report on the held-out seeds 101–104 (the default).
  * Smoke: --duration 2 --fleets 2,1:1 longctx:2
  */
-import { p99AllRequests } from '../src/goals.ts';
-import { DesPool, type DesJob, type JobOutcome } from '../src/pool.ts';
+import { execFileSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { goalsTable, type GoalRow } from '../src/goal-rows.ts';
+import { cellText, sweep, type GoodputCase } from '../src/goodput.ts';
+import { pdGoalRows, pdRuns, type PdRun } from '../src/pd-goals.ts';
+import { DesPool } from '../src/pool.ts';
 import { SCENARIOS } from '../src/scenarios.ts';
 
 const args = process.argv.slice(2);
+const command = `node packages/bench/bench/goodput.ts ${args.join(' ')}`.trim();
 const take = (name: string, fallback: string): string => {
   const i = args.indexOf(name);
   return i >= 0 ? args.splice(i, 2)[1]! : fallback;
 };
+const flag = (name: string): boolean => {
+  const i = args.indexOf(name);
+  if (i >= 0) args.splice(i, 1);
+  return i >= 0;
+};
+const goals = flag('--goals');
 const seed = Number(take('--seed', '101'));
-const duration = Number(take('--duration', '0'));
-const sloTtft = Number(take('--slo-ttft-ms', '5000'));
-const sloItl = Number(take('--slo-itl-ms', '60'));
+const seeds = take('--seeds', '101,102,103,104').split(',').map(Number);
+const duration = Number(take('--duration', goals ? '30' : '0'));
+const refine = Number(take('--refine', goals ? '3' : '0'));
+const slo = { ttftMs: Number(take('--slo-ttft-ms', '5000')), itlMs: Number(take('--slo-itl-ms', '60')) };
 const fleets = take('--fleets', '10,5:5,3:7').split(',');
 const policies = take('--policies', 'warmpath,round-robin').split(',');
 const routers = Number(take('--routers', '2'));
 const routerSet = take('--router-set', '');
+const json = take('--json', '');
 const routerOverrides = Object.fromEntries(
   routerSet === '' ? [] : routerSet.split(',').map((kv) => kv.split('=') as [string, string]),
 );
 const specs = args.length > 0 ? args : ['longctx:6,10,14,18', 'chat:10,15,20,25'];
 
 const pool = new DesPool();
-const f = (x: number): string => (Number.isFinite(x) ? x.toFixed(0) : '∞');
 
-/** One (scenario, fleet, policy) row over the rates. */
-async function row(name: string, rates: number[], fleet: string, policy: string): Promise<string> {
-  const job = (rate: number): DesJob => ({
-    scenario: name,
-    seed,
-    rate,
-    duration,
-    replicas: fleet.includes(':') ? 0 : Number(fleet),
-    ...(fleet.includes(':') ? { pd: fleet } : {}),
-    routers,
-    l4: 'random',
-    policy,
-    ...(routerSet !== '' ? { routerOverrides } : {}),
-  });
-  const runs: JobOutcome[] = await Promise.all(rates.map((rate) => pool.run(job(rate))));
-  let goodput = 0;
-  let broken = false;
-  const cells = runs.map((o, i) => {
-    if (!o.ok) {
-      broken = true;
-      return `failed: ${o.error.split('\n')[0]}`;
-    }
-    const ttft = p99AllRequests(o.result);
-    const itl = o.result.itl_ms.p99;
-    const within = ttft <= sloTtft && itl <= sloItl;
-    if (within && !broken) goodput = rates[i]!;
-    else broken = true;
-    return `${f(ttft)} / ${itl.toFixed(1)}${within ? ' ✓' : ''}`;
-  });
-  return `| ${name} | ${fleet} | ${policy} | ${cells.join(' | ')} | **${goodput}** |`;
+/** One (scenario, fleet, policy) row over the rates (and the refinement's). */
+async function row(c: GoodputCase, rates: number[]): Promise<string> {
+  try {
+    const s = await sweep(pool, c, { seed, duration, rates, refine, slo });
+    return `| ${c.scenario} | ${c.fleet} | ${c.policy} | ${s.cells.map((x) => `${x.rate}: ${cellText(x)}`).join(' | ')} | **${s.goodput}** |`;
+  } catch (e) {
+    return `| ${c.scenario} | ${c.fleet} | ${c.policy} | failed: ${(e as Error).message} |`;
+  }
 }
 
-for (const spec of specs) {
-  const [name, list] = spec.split(':') as [string, string];
-  if (SCENARIOS[name] === undefined) throw new Error(`unknown scenario "${name}"`);
-  const rates = list.split(',').map(Number);
-  console.log(
-    `\n${name}, seed ${seed}, ${routers} routers, SLO TTFT p99 ≤ ${sloTtft} ms and ITL p99 ≤ ${sloItl} ms (cells: TTFT p99 / ITL p99, ms)\n`,
-  );
-  console.log(`| scenario | fleet | policy | ${rates.map((r) => `${r} req/s`).join(' | ')} | goodput |`);
-  console.log(`|---|---|---|${rates.map(() => '--:|').join('')}--:|`);
-  const rows = fleets.flatMap((fleet) => policies.map((policy) => row(name, rates, fleet, policy)));
-  for (const r of await Promise.all(rows)) console.log(r);
+async function tables(): Promise<void> {
+  for (const spec of specs) {
+    const [name, list] = spec.split(':') as [string, string];
+    if (SCENARIOS[name] === undefined) throw new Error(`unknown scenario "${name}"`);
+    const rates = list.split(',').map(Number);
+    console.log(
+      `\n${name}, seed ${seed}, ${routers} routers, SLO TTFT p99 ≤ ${slo.ttftMs} ms and ITL p99 ≤ ${slo.itlMs} ms (cells: rate: TTFT p99 / ITL p99, ms)\n`,
+    );
+    console.log(`| scenario | fleet | policy | rates … | goodput |`);
+    console.log(`|---|---|---|---|--:|`);
+    const cases = fleets.flatMap((fleet) =>
+      policies.map((policy) => ({
+        scenario: name,
+        fleet,
+        policy,
+        routers,
+        ...(routerSet !== '' ? { routerOverrides } : {}),
+      })),
+    );
+    for (const r of await Promise.all(cases.map((c) => row(c, rates)))) console.log(r);
+  }
 }
-await pool.close();
+
+async function goalRuns(): Promise<void> {
+  const rows: GoalRow[] = [];
+  const all: Array<{ seed: number; runs: PdRun[] }> = [];
+  for (const s of seeds) {
+    const runs = await pdRuns(pool, {
+      seed: s,
+      duration,
+      refine,
+      onRun: (r) =>
+        console.log(
+          `seed ${s}, ${r.name} (${r.case.fleet}): ${r.sweep.goodput} req/s; ${r.sweep.cells.map((x) => `${x.rate}: ${cellText(x)}`).join(', ')}`,
+        ),
+    });
+    all.push({ seed: s, runs });
+    rows.push(...pdGoalRows(s, runs));
+  }
+  const { table, met, total } = goalsTable(rows, seeds);
+  console.log(`\n${table}\n\n${met} of ${total} goals met`);
+  if (json !== '') {
+    const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
+    writeFileSync(
+      json,
+      `${JSON.stringify({ meta: { command, commit, slo, duration, refine }, seeds: all, rows }, null, 1)}\n`,
+    );
+  }
+}
+
+try {
+  await (goals ? goalRuns() : tables());
+} finally {
+  await pool.close();
+}

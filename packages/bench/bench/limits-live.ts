@@ -58,14 +58,8 @@ try {
     JSON.stringify({ tenants: [{ name: 'flood', keys: ['sk-flood'], limits: { tokensPerMinute: limit } }] }),
   );
   const urls: string[] = [];
-  // Each router also bootstraps to the routers before it: the launcher's routers dial only the agents,
-  // which never relay, and the routers' topic needs a mesh of routers (as a deployment's router DNS name gives).
-  const peers: string[] = [];
-  for (let i = 0; i < routers; i++) {
-    const p = await fleet.addRouter(undefined, ['--tenants', file, ...peers.flatMap((x) => ['--bootstrap', x])]);
-    urls.push(p.info['url']!);
-    peers.push(p.info['peer']!);
-  }
+  // The launcher bootstraps each router to the routers before it: the routers' topic has its mesh.
+  for (let i = 0; i < routers; i++) urls.push((await fleet.addRouter(undefined, ['--tenants', file])).info['url']!);
   // Ready: each router sees a replica (its fleet endpoint wants a tenant's key, /readyz does not).
   const ready = async (u: string) => ((await (await fetch(`${u}/readyz`)).json()) as { ready: boolean }).ready;
   for (let i = 0; !(await Promise.all(urls.map(ready))).every(Boolean); i++) {

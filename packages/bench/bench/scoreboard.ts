@@ -4,9 +4,11 @@
  * (between `<!-- results:begin -->` and `<!-- results:end -->`), the README's
  * plot, docs/ABLATION.md's table (between `<!-- ablation:… -->`) when an
  * ablation JSON is given, docs/TENANTS.md's global-limits table from
- * docs/data/limits.json (bench/limits.ts) when it is there, and
+ * docs/data/limits.json (bench/limits.ts) when it is there, its tenants
+ * scenario's goal table from docs/data/tenants.json (bench/tenants.ts), and
  * docs/OPERATIONS.md's misroute table (between `<!-- misroutes:… -->`) from
- * docs/data/misroutes.json (bench/misroutes.ts). The docs test fails when a committed doc differs
+ * docs/data/misroutes.json (bench/misroutes.ts), and docs/TIERS.md's tiered goal table (between
+ * `<!-- tiered-goals:… -->`) from docs/data/tiers.json (`warmpath goals --tiers --json`). The docs test fails when a committed doc differs
  * from what the committed JSON gives.
  *
  *   node packages/bench/bench/scoreboard.ts --goals docs/data/goals.json [--ablation docs/data/ablation.json]
@@ -50,6 +52,9 @@ const inputs = {
   ...(committed.limits !== undefined ? { limits: committed.limits } : {}),
   ...(committed.misroutes !== undefined ? { misroutes: committed.misroutes } : {}),
   ...(committed.limitsLive !== undefined ? { limitsLive: committed.limitsLive } : {}),
+  ...(committed.tenants !== undefined ? { tenants: committed.tenants } : {}),
+  ...(committed.tiers !== undefined ? { tiers: committed.tiers } : {}),
+  ...(committed.pdGoals !== undefined ? { pdGoals: committed.pdGoals } : {}),
 };
 if (values.commit !== undefined || values.command !== undefined) {
   const path = join(ROOT, inputs.goals);
@@ -80,6 +85,6 @@ if (values.plot) {
   console.log(`wrote ${DOC_DATA.plot}`);
 }
 console.log(
-  `${docs.size} docs checked against ${[inputs.goals, inputs.ablation, inputs.ablationScale, inputs.misroutes].filter((x) => x !== undefined).join(', ')}: ${stale} differ`,
+  `${docs.size} docs checked against ${[inputs.goals, inputs.ablation, inputs.ablationScale, inputs.misroutes, inputs.tiers, inputs.pdGoals].filter((x) => x !== undefined).join(', ')}: ${stale} differ`,
 );
 if (stale > 0) process.exit(1);

@@ -4,7 +4,10 @@
  * of every run, then the goal rows (✓/✗ per seed, met on 3 of 4).
  *
  *   node packages/bench/bench/tenants.ts [--seeds 101,102,103,104] [--rate 16] [--duration 180]
- *     [--json docs/data/tenants.json]
+ *     [--scheduling-policy fcfs|priority] [--json docs/data/tenants.json]
+ *
+ * The engines schedule by the bands (the scenario's fleet) unless
+ * --scheduling-policy fcfs; the JSON records the fleet each run had.
  *
  * Tune on seeds 1–3; report on the held-out seeds 101–104 (the default).
  * Smoke: --seeds 1 --duration 70
@@ -13,7 +16,7 @@ import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { goalsTable, type GoalRow } from '../src/goal-rows.ts';
-import { tenantGoalRows, tenantRuns, type TenantRun } from '../src/tenant-goals.ts';
+import { tenantGoalRows, tenantRuns, tenantsScenario, type TenantRun } from '../src/tenant-goals.ts';
 
 const { values } = parseArgs({
   options: {
@@ -21,8 +24,12 @@ const { values } = parseArgs({
     rate: { type: 'string' },
     duration: { type: 'string' },
     json: { type: 'string' },
+    'scheduling-policy': { type: 'string' },
   },
 });
+const policy = values['scheduling-policy'];
+if (policy !== undefined && policy !== 'fcfs' && policy !== 'priority')
+  throw new Error(`--scheduling-policy: fcfs or priority, not ${policy}`);
 const seeds = values.seeds.split(',').map(Number);
 const rows: GoalRow[] = [];
 const all: Array<{ seed: number; runs: TenantRun[] }> = [];
@@ -31,6 +38,7 @@ for (const seed of seeds) {
     seed,
     ...(values.rate !== undefined ? { rate: Number(values.rate) } : {}),
     ...(values.duration !== undefined ? { duration: Number(values.duration) } : {}),
+    ...(policy !== undefined ? { schedulingPolicy: policy } : {}),
     onRun: (r) => {
       console.log(`seed ${seed}, ${r.variant}, ${r.routers} routers: fleet ${r.fleetTokensPerS} tokens/s`);
       console.table(r.rows);
@@ -44,5 +52,6 @@ console.log(`${table}\n\n${met} of ${total} goals met`);
 if (values.json !== undefined) {
   const command = `node packages/bench/bench/tenants.ts ${process.argv.slice(2).join(' ')}`.trim();
   const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
-  writeFileSync(values.json, `${JSON.stringify({ meta: { command, commit }, seeds: all, rows }, null, 1)}\n`);
+  const fleet = tenantsScenario(policy).fleet;
+  writeFileSync(values.json, `${JSON.stringify({ meta: { command, commit, fleet }, seeds: all, rows }, null, 1)}\n`);
 }

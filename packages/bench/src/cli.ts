@@ -265,10 +265,6 @@ function checkPolicies(cfg: BenchConfig): void {
     throw new ConfigError(
       `command line: DES-only policies ${desOnly.join(', ')} run only in --mode des (they need the engines' true state or the simulator's feeds); drop them from --policies in live mode`,
     );
-  if (cfg.mode === 'live' && cfg.kvSharing !== 'off')
-    throw new ConfigError(
-      'command line: --kv-sharing peer runs only in --mode des (the live simulator has no peer fetch)',
-    );
 }
 
 /** The DES gossip model from the flags; a bad spec is a ConfigError naming the flag. */
@@ -379,6 +375,7 @@ async function runLivePolicies(
         agentOverrides: o.agentOverrides,
         requestTimeoutMs: cfg.requestTimeoutS * 1000,
         cpuKvRatio: cfg.cpuKvRatio,
+        ...(cfg.kvSharing !== 'off' ? { kvSharing: cfg.kvSharing as KvSharing } : {}),
         ...(cfg.pd !== '' ? { roles: pdRolesOf(cfg.pd)! } : {}),
       });
       bar?.update(o.plan.length);

@@ -12,6 +12,9 @@
  *  - 4 and 16 routers: hit rate ≥ 0.95 × and TTFT p50/p99 ≤ 1.05 × 1 router's;
  *  - within 10% of `warmpath-instant` (true engine state, no delay) on p50/p99;
  *  - lora: adapter loads ≤ 0.95 × the fewest of any peer.
+ * Then the tenants scenario's goals (tenant-goals.ts: noisy neighbour,
+ * overload, the global token limit; six DES runs per seed in this process,
+ * after the pool's jobs) when --scenarios names `tenants` (it does by default).
  * With --tiers, the tiered goals instead (goal-rows.ts, TIERS).
  * A TTFT target under the plan's TTFT bound (references.ts: no policy's
  * p50 / p99 is below it) is marked beyond any router; a goal beyond reach on
@@ -28,6 +31,7 @@ import { DesPool, type DesJob, type JobOutcome } from './pool.ts';
 import { computeReferences, type References } from './references.ts';
 import type { PolicyResult } from './report.ts';
 import { SCENARIOS } from './scenarios.ts';
+import { tenantGoalRows, tenantRuns } from './tenant-goals.ts';
 import {
   checkRuns,
   GOAL_SCENARIOS,
@@ -60,8 +64,11 @@ export {
   type GoalRow,
 } from './goal-rows.ts';
 
+/** The scenario whose goals are the tenants' (tenant-goals.ts), not the peers' comparison. */
+const TENANTS = 'tenants';
+
 export const goalsSchema = {
-  scenarios: { type: 'list', default: [...GOAL_SCENARIOS], doc: 'scenarios to check' },
+  scenarios: { type: 'list', default: [...GOAL_SCENARIOS, TENANTS], doc: 'scenarios to check' },
   seeds: {
     type: 'list',
     default: HELD_OUT_SEEDS.map(String),
@@ -87,7 +94,7 @@ export const goalsSchema = {
 
 export const GOALS_HELP: CommandHelp = {
   description:
-    "Checks the benchmark's goals (TTFT and hit rate against the peers, round-robin, several routers, the gossip price) on every scenario in the discrete-event simulator, on the held-out seeds 101-104: a goal is met when it holds on at least 3 of 4. Prints the goal table; each seed is a long run (--workers runs more jobs at once).",
+    "Checks the benchmark's goals (TTFT and hit rate against the peers, round-robin, several routers, the gossip price) on every scenario in the discrete-event simulator (and the tenants scenario's fair-share, priority and limit goals), on the held-out seeds 101-104: a goal is met when it holds on at least 3 of 4. Prints the goal table; each seed is a long run (--workers runs more jobs at once).",
   examples: [
     'warmpath goals',
     '# one seed, two scenarios, every result saved as it arrives',
@@ -126,6 +133,7 @@ export async function run(argv: string[]): Promise<void> {
       const runs = new RunSet();
       // The plan is described once here for all its jobs (streamed to the workers already running some), then its references.
       const named = SCENARIOS[scenario]!;
+      if (scenario === TENANTS) continue; // its own runs, after the pool's (tenant-goals.ts)
       if (cfg.tiers && !(TIERS.scenarios as readonly string[]).includes(scenario)) continue;
       const sc = cfg.tiers
         ? { ...named, fleet: { ...named.fleet, cpuKvRatio: TIERS.cpuKvRatio, kvSharing: TIERS.kvSharing } }
@@ -146,6 +154,12 @@ export async function run(argv: string[]): Promise<void> {
   }
   await Promise.all(done.values());
   await pool.close();
+  if (cfg.scenarios.includes(TENANTS) && !cfg.tiers)
+    for (const seed of seeds) {
+      progress.rows.push(...tenantGoalRows(seed, await tenantRuns({ seed })));
+      save();
+      console.error(`goals: tenants, seed ${seed} done (${((Date.now() - started) / 60_000).toFixed(1)} min)`);
+    }
   const { table, met, total, beyond } = goalsTable(progress.rows, seeds);
   console.log(table);
   const failed = progress.results.filter((r) => r.error !== undefined);

@@ -1,4 +1,5 @@
 export * from './scenarios.ts';
+export { KV_SHARING_SETTING, tierRouterSettings } from './tiers.ts';
 export * from './loadgen.ts';
 export * from './ground-truth.ts';
 export * from './report.ts';

@@ -21,6 +21,7 @@ import { ROUTER_ENTRY_PATH } from './router-entry-path.ts';
 import { runLoad, type PlannedRequest, type RequestResult } from './loadgen.ts';
 import { summarize, type PolicyResult } from './report.ts';
 import { cpuKvTokensOf, type Scenario } from './scenarios.ts';
+import { type KvSharing, tierRouterSettings } from './tiers.ts';
 
 export interface LiveOptions {
   scenario: Scenario;
@@ -39,6 +40,8 @@ export interface LiveOptions {
   agentOverrides?: Record<string, string>;
   /** Host-memory KV tier of each replica, × its GPU KV (0 or absent = off). */
   cpuKvRatio?: number;
+  /** KV sharing between the simulators (absent = off). */
+  kvSharing?: KvSharing;
   /** A disaggregated fleet: replica i's role (`warmpath sim --role`); absent = aggregated. */
   roles?: ReadonlyArray<'prefill' | 'decode'>;
   log?: (line: string) => void;
@@ -74,7 +77,9 @@ async function oracleTarget(simUrls: string[], agentUrls: string[], p: PlannedRe
 export async function runLive(o: LiveOptions): Promise<PolicyResult> {
   const shape = o.scenario.fleet;
   const oracle = o.policy === 'oracle';
-  const cpuKvTokens = cpuKvTokensOf({ ...shape, cpuKvRatio: o.cpuKvRatio ?? 0 });
+  const tiered = { ...shape, cpuKvRatio: o.cpuKvRatio ?? 0, ...(o.kvSharing ? { kvSharing: o.kvSharing } : {}) };
+  const cpuKvTokens = cpuKvTokensOf(tiered);
+  const byPriority = shape.schedulingPolicy === 'priority';
   const fleet = await launchFleet({
     ...(o.roles !== undefined ? { roles: o.roles } : {}),
     replicas: o.replicas,
@@ -86,9 +91,15 @@ export async function runLive(o: LiveOptions): Promise<PolicyResult> {
     policy: oracle ? 'warmpath' : o.policy,
     // `warmpath router` with the peers' emulations registered (router-entry.ts).
     routerScript: ROUTER_ENTRY_PATH,
-    routerArgs: flags(o.routerOverrides),
-    agentArgs: flags(o.agentOverrides),
-    ...(cpuKvTokens > 0 ? { simArgs: ['--cpu-kv-tokens', String(cpuKvTokens)] } : {}),
+    // The tier costs an operator sets from the hardware, as in the DES (tiers.ts); the overrides win.
+    routerArgs: flags({ ...stringValues(tierRouterSettings(tiered)), ...o.routerOverrides }),
+    // Engines that schedule by priority, their agents passing the band on (docs/TENANTS.md, "Priority bands").
+    agentArgs: [...flags(o.agentOverrides), ...(byPriority ? ['--engine-priority'] : [])],
+    simArgs: [
+      ...(cpuKvTokens > 0 ? ['--cpu-kv-tokens', String(cpuKvTokens)] : []),
+      ...(byPriority ? ['--scheduling-policy', 'priority'] : []),
+    ],
+    ...(o.kvSharing === 'peer' ? { kvSharing: true } : {}),
   });
   try {
     if (!oracle) await fleet.waitConverged(30_000);
@@ -136,6 +147,11 @@ export async function runLive(o: LiveOptions): Promise<PolicyResult> {
   } finally {
     await fleet.stop();
   }
+}
+
+/** Numeric settings as the overrides' strings. */
+function stringValues(o: Record<string, number>): Record<string, string> {
+  return Object.fromEntries(Object.entries(o).map(([k, v]) => [k, String(v)]));
 }
 
 /** Config overrides as command-line flags (loadFactor=1.5 → --load-factor 1.5). */

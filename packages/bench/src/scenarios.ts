@@ -10,6 +10,7 @@ import type { Schema } from '@warmpath/shared/runtime';
 import { DEFAULT_MODEL, PROFILES } from '@warmpath/sim';
 import type { PlannedRequest } from './loadgen.ts';
 import { arrivals, chat, session, uniform, type Message } from './plan-kit.ts';
+import { longdocPlan, mixedPlan } from './pd-scenarios.ts';
 import { tenantsPlan } from './tenants-plan.ts';
 import { rng, textOf, zipf } from './text.ts';
 import { DEFAULT_TRACE, readTrace, traceMessages, TRACE_BLOCK_TOKENS, TRACE_MAX_CONTEXT_TOKENS } from './trace-file.ts';
@@ -46,6 +47,13 @@ export interface FleetShape {
   cpuKvRatio?: number;
   /** KV sharing: 'peer', an engine fetches a prefix another replica holds over the network; absent = off. */
   kvSharing?: 'off' | 'peer';
+  /**
+   * The engines' scheduling policy (vLLM's --scheduling-policy); 'priority':
+   * the agents pass each request's band as the engine's `priority` (their
+   * --engine-priority), as docs/TENANTS.md tells operators to deploy bands;
+   * absent = fcfs.
+   */
+  schedulingPolicy?: 'fcfs' | 'priority';
 }
 
 /** The `cpuKvRatio` setting, as `warmpath bench` and `warmpath demo` both take it. */
@@ -324,10 +332,29 @@ const tenantsScenario: Scenario = {
   name: 'tenants',
   summary:
     'two steady interactive chat tenants, one flooding at 5x its share (standard band, token limit), one batch tenant',
-  fleet: { replicas: 4, profile: 'h100-llama3-8b' },
+  // Engines schedule by the bands (docs/TENANTS.md, "Priority bands").
+  fleet: { replicas: 4, profile: 'h100-llama3-8b', schedulingPolicy: 'priority' },
   // 16: the fleet carries every tenant at its share, and not the flood's excess.
   defaults: { rate: 16, duration: 180 },
   build: (p) => tenantsPlan(p),
+};
+
+/** longdoc: long prompts and long outputs, the case a prefill/decode split is built for (pd-scenarios.ts). */
+const longdocScenario: Scenario = {
+  name: 'longdoc',
+  summary: 'long prompts (6-16k tokens) and long outputs (300-1200 tokens): shared documents (30%) or unique contexts',
+  fleet: { replicas: 10, profile: 'h100-llama3-8b' },
+  defaults: { rate: 8, duration: 60 },
+  build: longdocPlan,
+};
+
+/** mixed: short chats among long documents, the case for deciding the split per request (pd-scenarios.ts). */
+const mixedScenario: Scenario = {
+  name: 'mixed',
+  summary: 'short chats (85%: 0.4-0.7k-token prompts) among long documents (15%: 8-24k tokens)',
+  fleet: { replicas: 10, profile: 'h100-llama3-8b' },
+  defaults: { rate: 30, duration: 60 },
+  build: mixedPlan,
 };
 
 export const SCENARIOS: Readonly<Record<string, Scenario>> = {
@@ -339,4 +366,6 @@ export const SCENARIOS: Readonly<Record<string, Scenario>> = {
   trace: traceScenario,
   longctx: longctxScenario,
   tenants: tenantsScenario,
+  longdoc: longdocScenario,
+  mixed: mixedScenario,
 };

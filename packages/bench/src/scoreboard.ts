@@ -63,7 +63,8 @@ export function scenariosOf(json: GoalsJson): string[] {
   return [...new Set(json.rows.map((r) => r.scenario))];
 }
 
-export function seedsOf(json: GoalsJson): number[] {
+/** The seeds among a run's goal rows, ascending. */
+export function seedsOf(json: { rows: readonly { seed: number }[] }): number[] {
   return [...new Set(json.rows.map((r) => r.seed))].sort((a, b) => a - b);
 }
 

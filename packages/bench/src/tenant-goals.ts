@@ -2,7 +2,8 @@
  * The `tenants` scenario's goals in the DES (the issue's goals, held-out
  * seeds): one seed's runs and a goal row per goal.
  *
- * Runs (warmpath, random L4, the scenario's fleet): the whole plan with its
+ * Runs (warmpath, random L4, the scenario's fleet, its engines scheduling
+ * by the bands unless `schedulingPolicy` says fcfs): the whole plan with its
  * tenants file at 1, 4 and 16 routers (the limit held at each count); at
  * BASE_ROUTERS routers, the flood at its share instead of five times it (the
  * noisy neighbour's baseline), fairness off (every tenant one band, weight
@@ -23,7 +24,7 @@ import { runDes } from './des/run.ts';
 import type { GoalRow } from './goal-rows.ts';
 import { assignRouters } from './l4.ts';
 import type { RequestResult } from './loadgen.ts';
-import { DEFAULT_MODEL, SCENARIOS } from './scenarios.ts';
+import { DEFAULT_MODEL, SCENARIOS, type Scenario } from './scenarios.ts';
 import {
   admissionsOf,
   LIMIT_REFUSED,
@@ -57,12 +58,20 @@ export interface TenantsRunOptions {
   seed: number;
   rate?: number;
   duration?: number;
+  /** The engines' scheduling policy; default the scenario fleet's (priority: the agents pass the band on). */
+  schedulingPolicy?: 'fcfs' | 'priority';
   onRun?: (r: TenantRun) => void;
+}
+
+/** The scenario with the engines' scheduling policy of a run. */
+export function tenantsScenario(schedulingPolicy?: 'fcfs' | 'priority'): Scenario {
+  const scenario = SCENARIOS.tenants!;
+  return schedulingPolicy === undefined ? scenario : { ...scenario, fleet: { ...scenario.fleet, schedulingPolicy } };
 }
 
 /** One seed's runs. */
 export async function tenantRuns(o: TenantsRunOptions): Promise<TenantRun[]> {
-  const scenario = SCENARIOS.tenants!;
+  const scenario = tenantsScenario(o.schedulingPolicy);
   const rate = o.rate ?? scenario.defaults.rate;
   const duration = o.duration ?? scenario.defaults.duration;
   const one = async (variant: Variant, routers: number): Promise<TenantRun> => {

@@ -55,16 +55,37 @@ export interface TenantsFileOptions {
   rate: number;
   /** Divide each limit by this many router instances (a deployment without a shared limit); default 1. */
   perInstance?: number;
-  /** Every tenant in the standard band with weight 1, limits kept: fairness off. */
+  /** Every tenant in the standard band with weight 1, no objectives, limits kept: fairness off. */
   flat?: boolean;
+  /** Each band's TTFT objective, ms, given to every tenant using the band (SLO admission); default SCENARIO_SLO. */
+  slo?: Partial<Record<Band, number>>;
 }
+
+/** The flood's limit is paced (docs/TENANTS.md, "Pacing"): a burst of this many seconds of its rate. */
+const FLOOD_BURST_S = 2;
+
+/**
+ * The scenario's objectives (docs/TENANTS.md, "SLO admission"): none. On
+ * the tuning seeds an interactive objective only made interactive requests
+ * wait longer, and tight ones for the standard and batch bands made the
+ * flood's held requests time out in the queue, below its limit
+ * (docs/TENANTS.md, "The tenants scenario").
+ */
+export const SCENARIO_SLO: Readonly<Partial<Record<Band, number>>> = {};
 
 /** The scenario's tenants file (docs/TENANTS.md's format), as JSON. */
 export function tenantsFile(o: TenantsFileOptions): { tenants: Array<Record<string, unknown>> } {
   const n = Math.max(1, o.perInstance ?? 1);
   const t = SCENARIO_TENANTS;
+  const objectives = o.slo ?? SCENARIO_SLO;
+  const withSlo = (x: Record<string, unknown>): Record<string, unknown> => {
+    const slo = Object.fromEntries(
+      (x.priorities as Band[]).flatMap((b) => (objectives[b] !== undefined ? [[b, { ttftMs: objectives[b] }]] : [])),
+    );
+    return Object.keys(slo).length > 0 ? { ...x, slo } : x;
+  };
   const flat = (x: Record<string, unknown>): Record<string, unknown> =>
-    o.flat === true ? { ...x, weight: 1, priorities: ['standard'] } : x;
+    o.flat === true ? { ...x, weight: 1, priorities: ['standard'] } : withSlo(x);
   return {
     tenants: [
       { name: 'chat-a', keys: [t['chat-a'].key], weight: 1, priorities: ['interactive', 'standard'] },
@@ -74,7 +95,7 @@ export function tenantsFile(o: TenantsFileOptions): { tenants: Array<Record<stri
         keys: [t.flood.key],
         weight: 1,
         priorities: ['standard', 'batch'],
-        limits: { tokensPerMinute: Math.round(floodTokensPerMinute(o.rate) / n) },
+        limits: { tokensPerMinute: Math.round(floodTokensPerMinute(o.rate) / n), burstSeconds: FLOOD_BURST_S },
       },
       { name: 'batch', keys: [t.batch.key], weight: 1, priorities: ['batch'] },
     ].map(flat),

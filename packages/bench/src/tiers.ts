@@ -1,7 +1,7 @@
 /**
  * The fleet's KV beyond one GPU, as the benchmark deploys it: KV sharing
- * between replicas (`kvSharing`, DES only: the live simulator has no peer
- * fetch) and the tier costs every Warmpath router is then configured with
+ * between replicas (`kvSharing`: in the DES each engine reads the others'
+ * models, live each simulator asks the others over HTTP) and the tier costs every Warmpath router is then configured with
  * (docs/PLACEMENT.md, "Tiers and peers"). The host-memory tier's own
  * setting is scenarios.ts's `cpuKvRatio`.
  */
@@ -12,13 +12,13 @@ import type { FleetShape } from './scenarios.ts';
 export const KV_SHARING = ['off', 'peer'] as const;
 export type KvSharing = (typeof KV_SHARING)[number];
 
-/** The `kvSharing` setting (the DES's; the live simulator has no peer fetch). */
+/** The `kvSharing` setting, live and DES alike. */
 export const KV_SHARING_SETTING = {
   kvSharing: {
     type: 'string',
     default: 'off',
     choices: KV_SHARING,
-    doc: "peer: an engine lacking a prefix another replica holds fetches it over the network (LMCache's P2P sharing; DES only)",
+    doc: "peer: an engine lacking a prefix another replica holds fetches it over the network (LMCache's P2P sharing)",
   },
 } as const satisfies Schema;
 

@@ -212,5 +212,10 @@ describe('TTFT over every request sent', () => {
       'tiered: hit rate ≥ 90% of the tiered ceiling',
       'tiered: TTFT p50 ≤ 1.3 × tiered reference',
     ]);
+    // A peer at the plan's TTFT bound: 0.95 × its p99 is under the bound, beyond any router; its p50 is not.
+    const tie = tierRows('trace', 101, set({ p50: 70, p99: 500, hit: 0.55 }, { p50: 70, p99: 500 }), refs);
+    const beyond = (goal: string) => tie.find((g) => g.goal === goal)?.beyond;
+    expect(beyond('tiered: TTFT p99 ≤ 0.95 × best tier-aware peer')).toMatch(/under the TTFT p99 bound 500 ms/);
+    expect(beyond('tiered: TTFT p50 ≤ 0.95 × best tier-aware peer')).toBeUndefined();
   });
 });

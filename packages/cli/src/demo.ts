@@ -10,8 +10,15 @@
  * spills side by side, and exits: 0 when every request was answered.
  */
 import { configFromProcess, type CommandHelp, type Schema } from '@warmpath/shared/runtime';
-import { CPU_KV_RATIO_SETTING, cpuKvTokensOf, SCENARIOS, DEFAULT_MODEL } from '@warmpath/bench';
-import { launchFleet, type LocalFleet } from '@warmpath/launch';
+import {
+  CPU_KV_RATIO_SETTING,
+  cpuKvTokensOf,
+  DEFAULT_MODEL,
+  KV_SHARING_SETTING,
+  SCENARIOS,
+  tierRouterSettings,
+} from '@warmpath/bench';
+import { launchFleet, type LaunchOptions, type LocalFleet } from '@warmpath/launch';
 import { runLoad, percentile, type RequestResult } from '@warmpath/bench';
 import { readSims, diffTotals, resetSims } from '@warmpath/bench';
 
@@ -50,6 +57,7 @@ export const demoSchema = {
     doc: 'a disaggregated fleet P:D of P prefill and D decode simulators, instead of --replicas',
   },
   ...CPU_KV_RATIO_SETTING,
+  ...KV_SHARING_SETTING,
 } as const satisfies Schema;
 
 /** `--pd P:D` → the replicas' roles; undefined for an aggregated fleet. */
@@ -136,6 +144,31 @@ function printTable(rows: Row[]): void {
   }
 }
 
+/** The demo fleet: with host memory and KV sharing as asked, and the routers' tier costs set from the profile (as the benchmark sets them). */
+function launchOptions(
+  cfg: { replicas: number; routers: number; profile: string; speed: number; cpuKvRatio: number; kvSharing: string },
+  roles: ('prefill' | 'decode')[] | undefined,
+): LaunchOptions {
+  const shape = {
+    replicas: cfg.replicas,
+    profile: cfg.profile,
+    cpuKvRatio: cfg.cpuKvRatio,
+    ...(cfg.kvSharing === 'peer' ? { kvSharing: 'peer' as const } : {}),
+  };
+  const costs = Object.entries(tierRouterSettings(shape));
+  return {
+    ...(roles !== undefined ? { roles } : {}),
+    replicas: cfg.replicas,
+    routers: cfg.routers,
+    profile: cfg.profile,
+    speed: cfg.speed,
+    policy: 'warmpath',
+    simArgs: ['--cpu-kv-tokens', String(cpuKvTokensOf(shape))],
+    ...(cfg.kvSharing === 'peer' ? { kvSharing: true } : {}),
+    routerArgs: costs.flatMap(([k, v]) => [`--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`, String(v)]),
+  };
+}
+
 export async function run(argv: string[]): Promise<void> {
   const parsed = configFromProcess('demo', demoSchema, argv, DEMO_HELP);
   const roles = pdRoles(parsed.pd);
@@ -144,18 +177,7 @@ export async function run(argv: string[]): Promise<void> {
   console.log(
     `warmpath demo: starting ${cfg.replicas} simulator replicas${kinds} (${cfg.profile}, speed ${cfg.speed}×), ${cfg.replicas} agents and ${cfg.routers} routers…`,
   );
-  const fleet = await launchFleet({
-    ...(roles !== undefined ? { roles } : {}),
-    replicas: cfg.replicas,
-    routers: cfg.routers,
-    profile: cfg.profile,
-    speed: cfg.speed,
-    policy: 'warmpath',
-    simArgs: [
-      '--cpu-kv-tokens',
-      String(cpuKvTokensOf({ replicas: 0, profile: cfg.profile, cpuKvRatio: cfg.cpuKvRatio })),
-    ],
-  });
+  const fleet = await launchFleet(launchOptions(cfg, roles));
   let stopping = false;
   const stop = async (code: number) => {
     if (stopping) return;

@@ -4,16 +4,19 @@
  * The demo, the live benchmark and the end-to-end tests all launch fleets here.
  *
  * Steps: write a swarm key to a temporary directory → start the simulators
- * (in parallel) → one agent per simulator (in parallel) → the routers, one
- * after another, each bootstrapping to every agent. A failure at any step
- * stops what already started.
+ * (in parallel; with KV sharing, each told the others' URLs) → one agent per
+ * simulator (in parallel) → the routers, one after another, each
+ * bootstrapping to every agent and to the routers started before it (still
+ * running). A failure at any step stops what already started.
  *
  * Topology: agents are publish-only gossip nodes and dial nobody; every
  * router bootstraps to every agent, so each agent's flood publish reaches
  * each router in one hop and no agent receives the fleet's state (a fleet of
- * N agents costs each agent O(1) messages). In production the same holds with
+ * N agents costs each agent O(1) messages). The routers also form a mesh of
+ * their own (agents never relay), which the routers' topic needs: the
+ * tenants' global limits (docs/TENANTS.md). In production the same holds with
  * either side's --bootstrap list: agents listing the routers, or routers
- * listing the agents.
+ * listing the agents, and the routers' DNS name for each other.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -38,6 +41,8 @@ export interface LaunchOptions {
   roles?: readonly ('both' | 'prefill' | 'decode')[];
   /** Topology label of replica i (`warmpath agent --zone`); default none. */
   zones?: readonly string[];
+  /** KV sharing: each simulator fetches prefixes the others hold (`warmpath sim --kv-peers`), told once they listen. */
+  kvSharing?: boolean;
   /** Extra flags per component. */
   simArgs?: readonly string[];
   agentArgs?: readonly string[];
@@ -137,11 +142,12 @@ function agentArgs(opts: LaunchOptions, common: readonly string[], sim: Proc, i:
   ];
 }
 
-/** A router bootstrapping to every agent; no load balancer in front to deregister from, so it stops at once on SIGTERM. */
+/** A router bootstrapping to every agent and to `peers` (routers); no load balancer in front to deregister from, so it stops at once on SIGTERM. */
 function routerArgs(
   opts: LaunchOptions,
   common: readonly string[],
   agents: readonly Proc[],
+  peers: readonly Proc[],
   policy: string,
   extra: readonly string[],
 ): string[] {
@@ -155,9 +161,26 @@ function routerArgs(
     '0',
     ...common,
     ...agents.flatMap((a) => ['--bootstrap', a.info.peer!]),
+    ...peers.flatMap((r) => (r.info.peer !== undefined ? ['--bootstrap', r.info.peer] : [])),
     ...(opts.routerArgs ?? []),
     ...extra,
   ];
+}
+
+const running = (p: Proc): boolean => p.child.exitCode === null && p.child.signalCode === null;
+/** KV sharing: tells each simulator the others' URLs (its ports are known only once it listens). */
+async function sharePeers(urls: readonly string[]): Promise<void> {
+  await Promise.all(
+    urls.map(async (u) => {
+      const res = await fetch(`${u}/sim/v1/kv-peers`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ peers: urls.filter((o) => o !== u) }),
+      });
+      await res.body?.cancel();
+      if (res.status !== 200) throw new Error(`${u}: setting its KV peers answered ${res.status}`);
+    }),
+  );
 }
 
 /** Starts the fleet's simulators, agents and routers; on a failure, stops what started and rethrows. */
@@ -176,7 +199,7 @@ export async function launchFleet(opts: LaunchOptions): Promise<LocalFleet> {
   const addRouter = async (policy = opts.policy ?? 'warmpath', extra: readonly string[] = []): Promise<Proc> => {
     const p = await startProcess(
       `router-${routers.length}`,
-      routerArgs(opts, common, agents, policy, extra),
+      routerArgs(opts, common, agents, routers.filter(running), policy, extra),
       opts.routerScript !== undefined ? { ...how, script: opts.routerScript } : how,
     );
     routers.push(p);
@@ -185,6 +208,7 @@ export async function launchFleet(opts: LaunchOptions): Promise<LocalFleet> {
   try {
     const n = Array.from({ length: opts.replicas }, (_, i) => i);
     sims.push(...(await Promise.all(n.map((i) => startProcess(`sim-${i}`, simArgs(opts, i), how)))));
+    if (opts.kvSharing === true) await sharePeers(sims.map((p) => p.info.url!));
     agents.push(
       ...(await Promise.all(n.map((i) => startProcess(`agent-${i}`, agentArgs(opts, common, sims[i]!, i), how)))),
     );
@@ -198,7 +222,7 @@ export async function launchFleet(opts: LaunchOptions): Promise<LocalFleet> {
     agents,
     routers,
     get routerUrls() {
-      return routers.filter((r) => r.child.exitCode === null && r.child.signalCode === null).map((r) => r.info.url!);
+      return routers.filter(running).map((r) => r.info.url!);
     },
     swarmKeyFile,
     bootstrap: agents.map((a) => a.info.peer!),

@@ -101,6 +101,7 @@ export const ROUTER_SCHEMA = {
     min: 100,
     doc: 'also check the tenants file for changes this often, ms (for filesystems whose change events do not arrive)',
   },
+  prefillTokensPerS: { type: 'number', default: 30_000, min: 1, doc: 'prefill tokens/s of weight 1 (SLO admission)' },
   maxBodyBytes: {
     type: 'number',
     default: DEFAULT_MAX_BODY_BYTES,

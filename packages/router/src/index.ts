@@ -35,6 +35,7 @@ export {
   type Branch,
   type KnownBranch,
   type Outcome,
+  type PdRule,
   type Placement,
   type PlacementRequest,
   type Policy,

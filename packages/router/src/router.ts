@@ -206,6 +206,7 @@ function createCore(p: Parts & { fetchSnapshot: (r: Replica) => Promise<Uint8Arr
       ),
       limited: (tenant, limit) => tenantCounters?.limited(tenant, limit),
       shed: (band) => tenantCounters?.shed(band),
+      sloHeld: (band) => tenantCounters?.sloHeld(band),
     },
     onViewEvent: viewLogger(p.logger),
     onSweep: () => p.upstreams.retain(originsOf(core.view)),

@@ -8,11 +8,15 @@ import { routerConfig } from '../src/config.ts';
 import { placementChannel, RouterCore } from '../src/core/router-core.ts';
 import type { Dispatch, RouteError, SendResult } from '../src/core/types.ts';
 import { formatRoute } from '../src/placement/route.ts';
-import { chat, makeState } from './helpers.ts';
+import { SYSTEM, chat, makeState, type StateOverrides } from './helpers.ts';
 
 type Ctx = { n: number };
 
-function setup(replicas: string[], overrides: Record<string, unknown> = {}) {
+function setup(
+  replicas: string[],
+  overrides: Record<string, unknown> = {},
+  states: Record<string, StateOverrides> = {},
+) {
   const clock = manualClock(1_000);
   const sent: Array<{ d: Dispatch<Ctx>; report: (r: SendResult) => void }> = [];
   const answers: Array<{ ctx: Ctx; e: RouteError }> = [];
@@ -31,9 +35,9 @@ function setup(replicas: string[], overrides: Record<string, unknown> = {}) {
       missed: (t) => counts.missed.push(t),
     },
   });
-  for (const id of replicas) core.receive(makeState(id, { sentAt: clock.now() }));
-  const route = (n: number, user = 'q') => {
-    const body = chat(user);
+  for (const id of replicas) core.receive(makeState(id, { sentAt: clock.now(), ...states[id] }));
+  const route = (n: number, user = 'q', system?: string) => {
+    const body = chat(user, {}, system);
     return core.route({ n }, core.describe(body, 'chat', {}), body);
   };
   return { clock, core, sent, answers, counts, route };
@@ -57,6 +61,31 @@ describe('router core', () => {
     expect(answers).toHaveLength(0);
     expect(counts.retried).toBe(1);
     expect(counts.upstream).toEqual(['rejected']);
+  });
+
+  it('a decode leg refused after its prefill is sent alone to another decode replica, with the same transfer, within the budget', () => {
+    const roles = { p1: { role: 'prefill' }, d1: { role: 'decode' }, d2: { role: 'decode' } } as const;
+    const { clock, sent, answers, route } = setup(['p1', 'd1', 'd2'], { maxAttempts: 2 }, roles);
+    route(1, 'a long document', SYSTEM.repeat(3));
+    const first = sent[0]!.d;
+    expect(first.prefill?.id).toBe('p1');
+    first.prefillDone?.(true);
+    const transfer = { prefill: first.prefill!, params: { remote_engine_id: 'e' } };
+    sent[0]!.report({ kind: 'rejected', status: 429, reason: 'kv', transfer });
+    // It waits for a change here (as an engine queues), then goes to the other decode replica with no prefill leg.
+    clock.advance(100);
+    expect(sent).toHaveLength(2);
+    const again = sent[1]!.d;
+    expect(again.replica.id).not.toBe(first.replica.id);
+    expect(again.prefill).toBeUndefined();
+    expect(again.transfer).toBe(transfer);
+    expect(again.route.pd).toMatchObject({ mode: 'transfer', by: 'redecode', prefill: 'p1' });
+    expect(again.attempt).toBe(1);
+    // The budget holds: a second refusal is the last attempt's.
+    sent[1]!.report({ kind: 'rejected', status: 429, reason: 'kv', transfer });
+    clock.advance(100);
+    expect(sent).toHaveLength(2);
+    expect(answers[0]?.e.code).toBe('fleet_saturated');
   });
 
   it("sends warmpath's queue limit on every attempt but the last, so an agent's stale refusal never loses a request", () => {

@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { createPolicy } from '../src/placement/registry.ts';
 import { placeRequest } from '../src/placement/place.ts';
-import { placePair, type PairSettings } from '../src/placement/pair.ts';
+import { dispatchPlaced, placePair, type PairSettings } from '../src/placement/pair.ts';
 import { formatRoute, parseRoute, routeOf } from '../src/placement/route.ts';
 import { LocalState } from '../src/core/local.ts';
 import { parseBootstrap, sglangBody, vllmPrefillBody } from '../src/http/pd.ts';
@@ -73,6 +73,24 @@ describe('placePair', () => {
     expect(placePair(f.policy, preq(long('hi')), f.view, f.local, S).pd?.decode.id).toBe('d2');
   });
 
+  it("a decode leg sent since the replica's report counts its transferred prompt in that replica's free KV", () => {
+    const f = fleet([
+      ['p1', { role: 'prefill' }],
+      ['d1', { role: 'decode', capacity: { kvTokens: 4_000 } }],
+      ['d2', { role: 'decode', capacity: { kvTokens: 4_000 }, load: { inflightTokens: 100 } }],
+    ]);
+    const t = Date.now() + 10; // after the states' reports: what is sent now is beyond them
+    const first = placePair(f.policy, preq(long('first'), { now: t }), f.view, f.local, S);
+    expect(first.pd).toMatchObject({ mode: 'transfer', decode: { id: 'd1' } });
+    const { placement, pd } = first;
+    if (placement.replica === undefined || pd === undefined) throw new Error('placed');
+    expect(placement.kv).toBe(placement.work! + pd.transferTokens);
+    dispatchPlaced(f.local, placement, preq(long('first')).info, t);
+    // d1 is still the less loaded (its leg's work is the output), but the prompt it receives leaves no room for another.
+    const second = placePair(f.policy, preq(long('second'), { now: t + 1 }), f.view, f.local, S);
+    expect(second.pd?.decode.id).toBe('d2');
+  });
+
   it('conditional: a short prompt, or one the decode replica holds, is prefilled there with no transfer', () => {
     const body = long('the same document');
     const f = fleet([
@@ -107,6 +125,31 @@ describe('placePair', () => {
     const r = placePair(f.policy, preq(long('hi'), { exclude: new Set(['p1']) }), f.view, f.local, S);
     expect(r.pd).toMatchObject({ mode: 'local', by: 'one-pool' });
     expect(r.placement.replica?.id).toBe('d1');
+  });
+
+  it('several routers: a first attempt is placed as a first attempt, the other pool not counted as replicas tried', () => {
+    const body = long('a shared document');
+    const chain = chainOf(body);
+    const f = fleet([
+      [
+        'p1',
+        {
+          role: 'prefill',
+          load: { inflight: 4, inflightTokens: 400 },
+          digest: { from: -1, added: chain, size: chain.length },
+        },
+      ],
+      ['p2', { role: 'prefill', load: { inflight: 4, inflightTokens: 400 } }],
+      ['d1', { role: 'decode', load: { inflight: 4, inflightTokens: 400 } }],
+      ['d2', { role: 'decode', load: { inflight: 4, inflightTokens: 400 } }],
+    ]);
+    // This router sent one of each replica's four requests: four routers share the clients (warmpath's retry step is on).
+    for (const id of ['p1', 'p2', 'd1', 'd2']) f.local.dispatch(id, 100, Date.now() - 60_000);
+    for (let i = 0; i < 8; i++) {
+      const { placement, pd } = placePair(f.policy, preq(long(`q ${i}`)), f.view, f.local, S);
+      expect(placement.replica !== undefined && placement.step).toBe('warm');
+      expect(pd?.prefill?.id).toBe('p1');
+    }
   });
 
   it('x-warmpath-route names the pair and reads back; a reader of the old format still gets the branch', () => {

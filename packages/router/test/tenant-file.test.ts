@@ -73,7 +73,7 @@ tenants:
       'tenants[0].keys: expected a non-empty list of API keys (strings, no surrounding spaces)',
       'tenants[0].weight: expected a number > 0 and ≤ 1e6',
       'tenants[0].priorities: expected a non-empty list of distinct bands (interactive, standard, batch)',
-      'tenants[0].limits.perDay: unknown limit (requestsPerMinute, tokensPerMinute, concurrent)',
+      'tenants[0].limits.perDay: unknown limit (requestsPerMinute, tokensPerMinute, concurrent, burstSeconds)',
       'tenants[0].limits.requestsPerMinute: expected an integer ≥ 1',
       'tenants[2].name: "a" is declared twice',
       'tenants[3].keys: a key of "b" is also a key of "a"',

@@ -8,4 +8,5 @@ export { policyConformance, type ConformanceOptions } from './conformance.ts';
 export { CONFIG, chainOf, chat, makeState, makeView, preq, type StateOverrides } from './helpers.ts';
 export { LocalState } from '../src/core/local.ts';
 export { notifyComplete, notifyDispatch, placeRequest } from '../src/placement/place.ts';
+export { placePair } from '../src/placement/pair.ts';
 export type { FleetView } from '../src/fleet/view.ts';

@@ -105,4 +105,18 @@ describe('placement by tier', () => {
     expect(on.branch).not.toBe(off.branch);
     expect(on.branch).toMatch(/^warm/);
   });
+
+  it('with KV sharing, a busy holder within the bound loses a long prompt to an idle replica by the shared cost', () => {
+    // Both within the bound (no in-flight work counted); r0 holds the prompt, reports a prefill queue and 30 running.
+    const at = (running: number, prefillTokens: number) =>
+      makeView([
+        makeState('r0', { load: { running, prefillTokens }, digest: { from: -1, added: chain, size: n } }),
+        makeState('r2', {}),
+      ]);
+    const moved = place(at(30, 3_000), { peerFetchCost: 0.2 });
+    expect(moved).toMatchObject({ branch: 'warm', by: 'cost', replica: { id: 'r2' } });
+    // The same busy holder keeps it without sharing, and an idle holder keeps it with sharing.
+    expect(place(at(30, 3_000)).replica?.id).toBe('r0');
+    expect(place(at(0, 0), { peerFetchCost: 0.2 }).replica?.id).toBe('r0');
+  });
 });

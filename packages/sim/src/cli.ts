@@ -51,6 +51,7 @@ export async function run(argv: string[]): Promise<void> {
     bodyLimitBytes: c.bodyLimitBytes,
     enablePrefixCaching: c.enablePrefixCaching,
     cpuKvTokens: c.cpuKvTokens,
+    kvPeers: c.kvPeers,
     schedulingPolicy: c.schedulingPolicy as 'fcfs' | 'priority',
     allowRuntimeLora: c.allowRuntimeLora,
     seed: c.seed,

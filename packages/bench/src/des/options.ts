@@ -2,6 +2,7 @@
  * What one discrete-event run takes (run.ts): the scenario and plan, the
  * policy, the fleet's shape and its options, and the hooks tests observe.
  */
+import type { Sequence, StepResult } from '@warmpath/sim';
 import type { PlannedRequest, RequestResult } from '../loadgen.ts';
 import type { Scenario } from '../scenarios.ts';
 import type { GossipModel } from './gossip.ts';
@@ -20,6 +21,10 @@ export interface DesOptions {
   onResult?: (r: RequestResult) => void;
   /** Model groups (docs/DEPLOY.md, "Splitting routers by model group"); default one group, every router serving it. */
   groups?: DesGroups;
+  /** Every request an engine accepted, as the engine's sequence, with the request's tag (analysis: admission and first-token times). */
+  onSubmitted?: (seq: Sequence, tag: string | undefined) => void;
+  /** Every engine step (analysis: its tokens against the budget). */
+  onStep?: (replica: string, res: StepResult) => void;
   /** Every refusal an agent answered (tests): which router sent it, to whom, and the report time of the state it placed on. */
   onRefused?: (r: DesRefusal) => void;
   /** One-way network hop (client↔router, router↔agent), ms. */

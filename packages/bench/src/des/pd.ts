@@ -11,6 +11,9 @@
  * kvTransferMs) → the decode replica's agent admits it as a decode leg (no
  * prefill queue) and its engine takes the KV as received after that delay,
  * then streams to the client. The link is the simulator's default one.
+ * A decode leg refused there comes back with the transfer (SendResult's
+ * `transfer`), and a redecode (Dispatch's `transfer`, placement/pair.ts)
+ * sends the decode leg alone: one hop, the probe, the transfer, the agent.
  * Complexity: O(1) events per leg beyond the engine's own steps.
  */
 import type { Dispatch, SendResult } from '@warmpath/router';
@@ -33,7 +36,7 @@ export function pdRolesOf(spec: string | undefined): Array<'prefill' | 'decode'>
   return [...Array<'prefill'>(p).fill('prefill'), ...Array<'decode'>(d).fill('decode')];
 }
 
-/** Carries out `d` if it is a transfer (d.prefill set) and returns true; false for a one-leg attempt. */
+/** Carries out `d` if it is a transfer (d.prefill or d.transfer set) and returns true; false for a one-leg attempt. */
 export function sendPair(
   q: EventQueue,
   hop: number,
@@ -42,9 +45,9 @@ export function sendPair(
   d: Dispatch<Rec>,
   report: (r: SendResult) => void,
 ): boolean {
-  if (d.prefill === undefined) return false;
+  const from = d.prefill ?? d.transfer?.prefill;
+  if (from === undefined) return false;
   const rec = d.ctx;
-  const prefill = byId.get(d.prefill.id)!;
   const decode = byId.get(d.replica.id)!;
   const toDecode = (): void => {
     d.prefillDone?.(true);
@@ -56,9 +59,16 @@ export function sendPair(
         kind: 'decode',
         readyDelayMs,
       });
-      if (refused !== undefined) q.after(hop, () => report({ kind: 'rejected', status: 429, ...refused }));
+      const transfer = { prefill: from };
+      if (refused !== undefined) q.after(hop, () => report({ kind: 'rejected', status: 429, ...refused, transfer }));
     });
   };
+  // A redecode: the prefill is done, its KV goes to this decode replica.
+  if (d.prefill === undefined) {
+    toDecode();
+    return true;
+  }
+  const prefill = byId.get(d.prefill.id)!;
   q.after(hop, () => {
     const refused = prefill.offer(rec, d.attempt, report, undefined, bandRank(d.band), {
       kind: 'prefill',

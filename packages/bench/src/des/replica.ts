@@ -6,10 +6,10 @@
  * feed's cadence; requests are admitted (or refused), submitted to the
  * engine, and stepped one engine step per event.
  */
-import { AGENT_SCHEMA, AgentCore, agentConfig, type Admitted } from '@warmpath/agent';
+import { AGENT_SCHEMA, AgentCore, agentConfig, ENGINE_PRIORITY, type Admitted } from '@warmpath/agent';
 import type { SendResult } from '@warmpath/router';
 import type { ReplicaState } from '@warmpath/shared/wire';
-import { EngineModel, type EngineProfile, type PeerKv, type StepResult } from '@warmpath/sim';
+import { EngineModel, type EngineProfile, type PeerKv, type Sequence, type StepResult } from '@warmpath/sim';
 import { cpuKvTokensOf, DEFAULT_MODEL, type FleetShape } from '../scenarios.ts';
 import { simEngineSource } from './engine-source.ts';
 import { sharedKv } from '../tiers.ts';
@@ -31,6 +31,10 @@ export interface ReplicaHooks {
   ): void;
   /** The engine changed (an admission, a step's start or end): the events feed reports it. */
   changed?(replica: DesReplica): void;
+  /** The engine accepted the request as `seq` (analysis: its admission and first-token times). */
+  submitted?(rec: Rec, seq: Sequence): void;
+  /** The engine scheduled one step (analysis). */
+  stepped?(replica: DesReplica, res: StepResult): void;
 }
 
 /**
@@ -77,7 +81,9 @@ export class DesReplica {
     this.#hop = hop;
     this.#hooks = hooks;
     const cpuKvTokens = cpuKvTokensOf(shape);
+    const byPriority = shape.schedulingPolicy === 'priority';
     this.model = new EngineModel(profile, {
+      priorityScheduling: byPriority,
       maxLoras: shape.maxLoras ?? 0,
       adapters: shape.adapters ?? [],
       ...(cpuKvTokens > 0 ? { cpuKvTokens } : {}),
@@ -86,6 +92,8 @@ export class DesReplica {
     this.core = new AgentCore({
       config: agentConfig({
         ...tierSettings(profile, cpuKvTokens),
+        // The deployment of a priority-scheduling engine: its agent passes the band on (--engine-priority).
+        ...(byPriority ? { enginePriority: true } : {}),
         ...agent,
         fleet: 'des',
         replicaId: id,
@@ -142,18 +150,22 @@ export class DesReplica {
     if ('reason' in a) return a;
     const id = `req-${rec.i}-${attempt}${leg?.kind === 'prefill' ? '-p' : ''}`;
     this.#live.set(id, { rec, admitted: a, report, leg });
+    // As the agent's proxy: the band becomes vLLM's `priority` (lower first) when it passes bands on.
+    const priority = band !== undefined && this.core.config.enginePriority ? ENGINE_PRIORITY.vllm![band] : undefined;
     try {
-      this.model.submit(
+      const seq = this.model.submit(
         {
           id,
           promptTokens: rec.prep.promptTokens,
           maxTokens: info.maxTokens,
           blockHashes: rec.prep.blockHashes,
           adapter: info.adapter,
+          ...(priority !== undefined ? { priority } : {}),
           ...(leg?.kind === 'decode' ? { readyDelayMs: leg.readyDelayMs, kvReceived: true } : {}),
         },
         this.#q.now,
       );
+      this.#hooks.submitted?.(rec, seq);
     } catch (err) {
       // The engine refuses the request itself (context length, unknown adapter): a 400, as over HTTP.
       this.#live.delete(id);
@@ -190,6 +202,7 @@ export class DesReplica {
       }
       return;
     }
+    this.#hooks.stepped?.(this, res);
     this.#hooks.changed?.(this);
     q.at(res.endMs, () => {
       this.#deliver(res);

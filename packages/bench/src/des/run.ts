@@ -244,7 +244,7 @@ function buildFleet(
   const routers: Array<RouterCore<Rec>> = [];
   const gossip = o.gossip ?? DEFAULT_GOSSIP;
   const feed = feedHooks(deployment.feed, q, routers, random, gossip);
-  const hooks: ReplicaHooks = { ...feed.hooks, ...resultHooks(out) };
+  const hooks: ReplicaHooks = { ...feed.hooks, ...resultHooks(out), ...analysisHooks(o) };
   const replicas = buildReplicas(o, q, profile, hop, hooks, deployment);
   const byId = new Map(replicas.map((r) => [r.id, r]));
   // When each router last heard an attempt end on each replica (`router/replica`), for onRefused.
@@ -310,6 +310,15 @@ function buildFleet(
 }
 
 /** A request's result as its replica streams it: first token, inter-token gaps, the end. */
+/** The run's analysis hooks (DesOptions.onSubmitted, onStep), when it has them. */
+function analysisHooks(o: DesOptions): Pick<ReplicaHooks, 'submitted' | 'stepped'> {
+  const { onSubmitted, onStep } = o;
+  return {
+    ...(onSubmitted !== undefined ? { submitted: (rec: Rec, seq) => onSubmitted(seq, rec.plan.tag) } : {}),
+    ...(onStep !== undefined ? { stepped: (r: DesReplica, res) => onStep(r.id, res) } : {}),
+  };
+}
+
 function resultHooks(out: Outcomes): Pick<ReplicaHooks, 'token' | 'finished'> {
   return {
     token: (rec, generated, at) => {

@@ -6,8 +6,13 @@
  * offer them.
  *
  * Each emulation takes its own parameters, read from the router's config:
- * Dynamo the fleet's chunk size, llm-d the random source of its ties, the
- * others none.
+ * Dynamo the fleet's chunk size, llm-d the random source of its ties and the
+ * chunk size, the others none.
+ *
+ * In a disaggregated fleet (`--pd P:D`) llm-d, Dynamo and SGLang's gateway
+ * pair by their own P/D rules (Policy.pd: llmd.ts, dynamo.ts, sglang.ts);
+ * KubeAI routes no P/D, so under `--pd` its prefill placement gets
+ * warmpath's decode rule (docs/DISAGGREGATION.md).
  */
 import { registerPolicy, type RouterConfig } from '@warmpath/router';
 import { createDynamoKvPolicy } from './dynamo.ts';
@@ -37,7 +42,10 @@ export const PEER_BRANCHES = {
   ],
   'llm-d-approx': ['llm-d-score'], // max weighted score (every pod saturated: the router's 'saturated')
   'llm-d-precise': ['llm-d-score'],
-  'dynamo-kv': ['dynamo-cost'], // minimum cost
+  'dynamo-kv': [
+    'dynamo-cost', // minimum cost
+    'dynamo-prefill-queue', // P/D: the prefill worker pulling from the prefill queue
+  ],
   'kubeai-prefix-hash': [
     'kubeai-home', // the key's ring home within the bound
     'kubeai-walk', // a later endpoint clockwise (bounded load)
@@ -46,13 +54,17 @@ export const PEER_BRANCHES = {
 } as const satisfies Record<PeerPolicy, readonly string[]>;
 
 const none = (): undefined => undefined;
-const random = (_c: RouterConfig, r: () => number) => ({ random: r });
+const llmd = (c: RouterConfig, r: () => number) => ({
+  random: r,
+  chunkChars: c.chunkChars,
+  charsPerToken: c.charsPerToken,
+});
 
 /** Registers every emulation (idempotent); call before loading a router config that names one. */
 export function registerPeers(): void {
   registerPolicy('sglang-cache-aware', { params: none, create: createSglangCacheAwarePolicy });
-  registerPolicy('llm-d-approx', { params: random, create: (o) => createLlmdPolicy('approx', o) });
-  registerPolicy('llm-d-precise', { params: random, create: (o) => createLlmdPolicy('precise', o) });
+  registerPolicy('llm-d-approx', { params: llmd, create: (o) => createLlmdPolicy('approx', o) });
+  registerPolicy('llm-d-precise', { params: llmd, create: (o) => createLlmdPolicy('precise', o) });
   registerPolicy('dynamo-kv', {
     params: (c) => ({ chunkChars: c.chunkChars, charsPerToken: c.charsPerToken }),
     create: createDynamoKvPolicy,

@@ -20,6 +20,14 @@
  *       manager's tier weights (GPU 1.0, CPU 0.8).
  *     - KV: 1 − KV usage. Queue: min-max normalized waiting (shortest → 1).
  *  3. Max total score; ties broken at random.
+ * P/D (a disaggregated fleet, Policy.pd): the decode profile (the same
+ * scorers over the decode pods) picks the decode pod; the prefix-based P/D
+ * decider then splits the request when its uncached tokens on that pod —
+ * the prompt (its characters / 4) less the prefix score's matched tokens —
+ * reach nonCachedTokens (16, as llm-d's P/D guides configure it); the
+ * prefill profile (the same scorers over the prefill pods) picks the prefill
+ * pod. The approximate scorer matches at most 256 blocks (4,096 tokens), so
+ * a longer prompt is always split.
  * Deviation: GIE scrapes every 50 ms and treats metrics older than 200 ms as
  * stale; Warmpath states arrive every 250 ms, so the bound here is 1 s.
  * Complexity: O(candidates + blocks).
@@ -28,6 +36,7 @@ import { chainHashes, prefixSeed, stableJson } from '@warmpath/shared/wire';
 import {
   SATURATED,
   type CandidateTable,
+  type PdRule,
   type Placement,
   type PlacementRequest,
   type Policy,
@@ -49,7 +58,17 @@ export const LLMD_DEFAULTS = {
   saturationQueue: 5,
   saturationKv: 0.8,
   staleMs: 1_000,
+  /** The P/D decider's threshold: a request with at least this many uncached tokens on its decode pod is split. */
+  pdNonCachedTokens: 16,
+  /** The decider's characters per token (GIE's AverageCharactersPerToken). */
+  charsPerToken: 4,
 } as const;
+
+/** The emulation's parameters: its ties' random source, and the fleet's prefix chunk (the precise decider's matched tokens). */
+export interface LlmdOptions extends RandomOptions {
+  readonly chunkChars?: number;
+  readonly charsPerToken?: number;
+}
 
 class Lru {
   readonly #m = new Map<bigint, true>();
@@ -75,7 +94,36 @@ function promptBytes(req: PlacementRequest): string {
   return stableJson(b.input ?? b.prompt ?? '');
 }
 
-export function createLlmdPolicy(variant: 'approx' | 'precise', opts: RandomOptions = {}): Policy {
+/**
+ * The P/D decider's uncached tokens on a decode pod: the prompt's tokens
+ * less the prefix scorer's matched ones — `approxBlocks` blocks matched in
+ * the approximate index, or (precise, undefined) `depth` chunks of the pod's
+ * published digest.
+ */
+function uncachedTokens(
+  req: PlacementRequest,
+  opts: LlmdOptions,
+  approxBlocks: number | undefined,
+  depth: number,
+): number {
+  const d = LLMD_DEFAULTS;
+  const input = promptBytes(req).length / d.charsPerToken;
+  if (approxBlocks !== undefined) return Math.max(0, input - (approxBlocks * d.blockChars) / d.charsPerToken);
+  // The precise index knows the cache to its chunk: a whole chain matched leaves less than a chunk, taken as none.
+  if (depth > 0 && depth >= req.info.hashes.length) return 0;
+  return Math.max(0, input - (depth * (opts.chunkChars ?? 0)) / (opts.charsPerToken ?? 1));
+}
+
+/** The P/D rule (module header): split at nonCachedTokens uncached tokens; `approx` reads the approximate index (undefined: precise). */
+function pdDecider(opts: LlmdOptions, approx: ((req: PlacementRequest, id: string) => number) | undefined): PdRule {
+  return {
+    uncached: (req, t, i, warmth) =>
+      uncachedTokens(req, opts, approx?.(req, t.rows[i]!.replica.id), warmth.digest[i] ?? 0),
+    remote: (_req, tokens) => tokens >= LLMD_DEFAULTS.pdNonCachedTokens,
+  };
+}
+
+export function createLlmdPolicy(variant: 'approx' | 'precise', opts: LlmdOptions = {}): Policy {
   const d = LLMD_DEFAULTS;
   const random = opts.random ?? Math.random;
   const index = new Map<string, Lru>(); // pod id → blocks it was sent
@@ -88,6 +136,14 @@ export function createLlmdPolicy(variant: 'approx' | 'precise', opts: RandomOpti
       blocksOf.set(key, (h = chainHashes(promptBytes(req), d.blockChars, prefixSeed(req.info.requested), d.maxBlocks)));
     return h;
   };
+  /** Leading blocks of the request this router sent to the pod `id` (the approximate index). */
+  const approxMatched = (req: PlacementRequest, id: string): number => {
+    const lru = index.get(id);
+    const h = blocks(req);
+    let i = 0;
+    while (lru !== undefined && i < h.length && lru.has(h[i]!)) i++;
+    return i;
+  };
   const kvUsage = (r: Readonly<Replica>): number =>
     r.state.capacity.kvTokens > 0 ? r.state.load.kvUsedTokens / r.state.capacity.kvTokens : 0;
 
@@ -99,14 +155,8 @@ export function createLlmdPolicy(variant: 'approx' | 'precise', opts: RandomOpti
       const gpu = warmth.gpu ?? warmth.digest;
       return warmth.digest.map((depth, i) => (total === 0 ? 0 : (gpu[i]! + d.cpuWeight * (depth - gpu[i]!)) / total));
     }
-    const h = blocks(req);
-    return t.rows.map((c) => {
-      const lru = index.get(c.replica.id);
-      if (lru === undefined || h.length === 0) return 0;
-      let i = 0;
-      while (i < h.length && lru.has(h[i]!)) i++;
-      return i / h.length;
-    });
+    const total = blocks(req).length;
+    return t.rows.map((c) => (total === 0 ? 0 : approxMatched(req, c.replica.id) / total));
   }
 
   return {
@@ -140,6 +190,7 @@ export function createLlmdPolicy(variant: 'approx' | 'precise', opts: RandomOpti
       });
       return { replica: picks[Math.floor(random() * picks.length)]!, branch: 'llm-d-score' };
     },
+    pd: pdDecider(opts, variant === 'approx' ? approxMatched : undefined),
     onDispatch(req, replica) {
       if (variant !== 'approx') return;
       let lru = index.get(replica.id);

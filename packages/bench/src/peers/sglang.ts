@@ -19,6 +19,9 @@
  * characters), which keeps the emulation O(text / 16) per request; the
  * chunks are held compactly (sglang-tree.ts) so the emulation's memory stays
  * bounded, as the gateway bounds its own.
+ * P/D (a disaggregated fleet, Policy.pd): the gateway's PD mode pairs every
+ * request, a prefill worker and a decode worker each by cache_aware (its
+ * default for both pools), and never prefills on the decode worker.
  * Trade-off (of the peer): no knowledge of KV headroom or token-weighted load;
  * it learns only from its own decisions.
  */
@@ -108,6 +111,7 @@ export function createSglangCacheAwarePolicy(): Policy {
 
   return {
     name: 'sglang-cache-aware',
+    pd: { uncached: (req) => req.info.promptTokens, remote: () => true },
     select(req, t): Placement {
       const { least, min, max } = leastInflight(t);
       if (max - min > d.balanceAbsThreshold && max > d.balanceRelThreshold * min)

@@ -42,6 +42,8 @@ export interface Ticket {
   readonly replica: string;
   readonly at: number;
   readonly work: number;
+  /** KV tokens it takes on the replica (a decode leg's: the transferred prompt and the output, beyond its work). */
+  readonly kv: number;
   open: boolean;
   /** When complete() closed it (local clock, ms); NaN while open. */
   doneAt: number;
@@ -65,16 +67,17 @@ interface Track {
 }
 
 /**
- * Every track's numbers, by track number: dense arrays, so that the
- * candidate table reads a replica's figures without touching its Track
- * object (at 1,000 replicas, reading a track object per replica per request
- * was a large share of a table's cost: docs/SCALE.md).
+ * Every track's numbers, by track number: dense arrays, so that the candidate table reads a replica's
+ * figures without touching its Track object (at 1,000 replicas, reading a track object per replica per
+ * request was a large share of a table's cost: docs/SCALE.md).
  */
 class TrackColumns {
   /** This router's requests in flight on the replica. */
   inflight: Float64Array = new Float64Array(64);
   /** Σ work of counted tickets (open and sent after the replica's last report). */
   sum: Float64Array = new Float64Array(64);
+  /** Σ kv of counted tickets: the KV they take beyond r's report. */
+  kvSum: Float64Array = new Float64Array(64);
   /** How many tickets are counted. */
   counted: Float64Array = new Float64Array(64);
   /** The report time #advance last ran for: tickets up to it are already uncounted (NaN: never). */
@@ -92,6 +95,7 @@ class TrackColumns {
     if (n >= this.sum.length) {
       this.inflight = holding(this.inflight, n);
       this.sum = holding(this.sum, n);
+      this.kvSum = holding(this.kvSum, n);
       this.counted = holding(this.counted, n);
       this.advancedTo = holding(this.advancedTo, n);
       this.ejectedUntil = holding(this.ejectedUntil, n);
@@ -99,7 +103,8 @@ class TrackColumns {
       this.queuedReportAt = holding(this.queuedReportAt, n);
       this.lateDone = holding(this.lateDone, n);
     }
-    this.inflight[n] = this.sum[n] = this.counted[n] = this.ejectedUntil[n] = this.queued[n] = this.lateDone[n] = 0;
+    this.inflight[n] = this.sum[n] = this.kvSum[n] = this.counted[n] = 0;
+    this.ejectedUntil[n] = this.queued[n] = this.lateDone[n] = 0;
     this.advancedTo[n] = this.queuedReportAt[n] = Number.NaN;
   }
 }
@@ -119,10 +124,9 @@ export class LocalState {
   readonly #byNumber: Track[] = [];
   readonly #freeNumbers: number[] = [];
   /**
-   * figures' fast path, by replica slot: the track number of the replica
-   * last read there (-1: it has none), valid while #slotOwner holds that very
-   * record (slots are reused by other replicas; a rejoin is a new record).
-   * A track created or pruned unbinds its replica's slot (#slotOfId).
+   * figures' fast path, by replica slot: the track number of the replica last read there (-1: it has none),
+   * valid while #slotOwner holds that very record (slots are reused by other replicas; a rejoin is a new
+   * record). A track created or pruned unbinds its replica's slot (#slotOfId).
    */
   #slotTrack: Int32Array = new Int32Array(64);
   readonly #slotOwner: Array<ReplicaView | undefined> = [];
@@ -180,33 +184,30 @@ export class LocalState {
     this.#cols.queuedReportAt[n] = r.reportAt;
   }
 
-  readonly #figures = { added: 0, queued: 0, inflight: 0, reported: 0 };
+  readonly #figures = { added: 0, addedKv: 0, queued: 0, inflight: 0, reported: 0 };
   /**
-   * What this router knows of r beyond its last report, with one lookup
-   * (the candidate table reads it for every replica of a group per request):
-   * `added`, the work (tokens) it sent r since the report and still open,
-   * O(1) amortized; `queued`, the prefill r's agent last said it had queued
-   * (a stale refusal), if said since the report, else 0; `inflight`, its
-   * requests in flight on r; `reported`, its requests r's published
-   * `inflight` counts: sent before the report and open, or closed after it.
-   * The object is reused by
-   * the next call: read it before. The candidate table passes r's slot and
-   * report time from the view's columns, so that the common case reads
-   * neither r nor its track, only arrays.
+   * What this router knows of r beyond its last report, in one lookup (the candidate table reads it per
+   * replica per request): `added`, the work (tokens) it sent r since the report, still open (O(1)
+   * amortized); `addedKv`, the KV those take there (beyond their work for a decode leg: its prompt arrives
+   * by transfer); `queued`, the prefill r's agent last said it had queued (a stale refusal) if said since
+   * the report, else 0; `inflight`, its requests in flight on r; `reported`, those r's published
+   * `inflight` counts (sent before the report and open, or closed after it). The object is reused by the
+   * next call. The candidate table passes r's slot and report time so that the common case reads arrays.
    */
   figures(
     r: ReplicaView,
     slot = r.slot,
     reportAt = r.reportAt,
-  ): Readonly<{ added: number; queued: number; inflight: number; reported: number }> {
+  ): Readonly<{ added: number; addedKv: number; queued: number; inflight: number; reported: number }> {
     const f = this.#figures;
     const n = this.#tracks.size === 0 ? -1 : this.#trackAt(r, slot);
     if (n < 0) {
-      f.added = f.queued = f.inflight = f.reported = 0;
+      f.added = f.addedKv = f.queued = f.inflight = f.reported = 0;
       return f;
     }
     const c = this.#cols;
     f.added = this.#advance(n, reportAt);
+    f.addedKv = c.kvSum[n]!;
     f.queued = c.queuedReportAt[n] === reportAt ? c.queued[n]! : 0;
     f.inflight = c.inflight[n]!;
     f.reported = c.inflight[n]! - c.counted[n]! + c.lateDone[n]!;
@@ -241,6 +242,7 @@ export class LocalState {
       if (k.counted) {
         k.counted = false;
         c.sum[n] = c.sum[n]! - k.work;
+        c.kvSum[n] = c.kvSum[n]! - k.kv;
         c.counted[n] = c.counted[n]! - 1;
       }
       head++;
@@ -278,13 +280,14 @@ export class LocalState {
     return this.#routers;
   }
 
-  dispatch(replica: string, work: number, now: number): Ticket {
+  dispatch(replica: string, work: number, now: number, kv = work): Ticket {
     const t = this.#track(replica);
     const c = this.#cols;
     c.inflight[t.n] = c.inflight[t.n]! + 1;
-    const ticket: Ticket = { replica, at: now, work, open: true, counted: true, doneAt: Number.NaN };
+    const ticket: Ticket = { replica, at: now, work, kv, open: true, counted: true, doneAt: Number.NaN };
     t.recent.push(ticket);
     c.sum[t.n] = c.sum[t.n]! + work;
+    c.kvSum[t.n] = c.kvSum[t.n]! + kv;
     c.counted[t.n] = c.counted[t.n]! + 1;
     return ticket;
   }
@@ -303,6 +306,7 @@ export class LocalState {
     if (ticket.counted) {
       ticket.counted = false;
       c.sum[t.n] = c.sum[t.n]! - ticket.work;
+      c.kvSum[t.n] = c.kvSum[t.n]! - ticket.kv;
       c.counted[t.n] = c.counted[t.n]! - 1;
     }
   }

@@ -37,7 +37,7 @@ import { FleetView, type Replica } from '../fleet/view.ts';
 import { affinityKey } from '../placement/eligible.ts';
 import { LocalState, type Ticket } from './local.ts';
 import { notifyComplete, notifyDispatch } from '../placement/place.ts';
-import { openPrefillLeg, placePairTimed } from '../placement/pair.ts';
+import { dispatchPlaced, openPrefillLeg, placePairTimed } from '../placement/pair.ts';
 import { createPolicy } from '../placement/registry.ts';
 import { attemptKind, routeOf } from '../placement/route.ts';
 import { NO_REPLICA, SATURATED, type PlacementRequest, type Policy } from '../placement/types.ts';
@@ -50,7 +50,7 @@ import { describeFor, type RequestHeaders } from './describe.ts';
 import { newJob, type Job, type RouteJob } from './job.ts';
 export type { RouteJob } from './job.ts';
 import { FairQueue } from '../tenants/fair.ts';
-import { admitJob, classOf, endJob } from '../tenants/admit.ts';
+import { admitJob, classOf, endJob, overSlo } from '../tenants/admit.ts';
 import type { Tenancy, Who } from '../tenants/tenancy.ts';
 import type { EngineUsage } from '@warmpath/shared/wire';
 
@@ -187,6 +187,7 @@ export class RouterCore<T> {
       body: job.body,
       exclude: job.exclude,
       ...(job.missed !== undefined ? { missed: job.missed } : {}),
+      ...(job.last?.kind === 'rejected' && job.last.transfer !== undefined ? { transfer: job.last.transfer } : {}),
       now,
     };
     const seconds = (t: number): void => o.metrics?.placementSeconds?.(t);
@@ -194,18 +195,13 @@ export class RouterCore<T> {
     if (placementChannel.hasSubscribers) placementChannel.publish({ router: this.id, request: preq, placement });
     const replica = placement.replica;
     if (replica === undefined) return this.#noRoom(job, placement.branch, now);
+    if (this.#tenancy && overSlo(this.#tenancy, job, placement, pd?.prefill, this.local, this.config, o.metrics, now))
+      return this.#noRoom(job, 'saturated', now);
     const route = routeOf(placement, attemptKind(job), pd);
     o.metrics?.placed(route);
     const expected = predicted(this.local, replica, this.config, job.info.promptTokens);
-    const ticket = this.local.dispatch(replica.id, placement.work ?? job.info.promptTokens + job.info.maxTokens, now);
-    const leg =
-      pd?.prefill !== undefined
-        ? openPrefillLeg(this.policy, this.local, o.clock, preq, {
-            prefill: pd.prefill,
-            work: pd.prefillWork,
-            decode: replica,
-          })
-        : undefined;
+    const ticket = dispatchPlaced(this.local, placement, job.info, now);
+    const leg = openPrefillLeg(this.policy, this.local, o.clock, preq, pd, replica);
     if (leg === undefined) notifyDispatch(this.policy, preq, replica, this.local);
     // The last attempt carries no queue limit: an agent refusing it would lose the request.
     const limit = job.attempt < this.config.maxAttempts - 1 ? placement.queueLimit : undefined;
@@ -222,6 +218,7 @@ export class RouterCore<T> {
         ...(job.who !== undefined ? { band: job.who.band } : {}),
         ...(job.rateHeaders !== undefined ? { headers: job.rateHeaders } : {}),
         ...(leg !== undefined ? { prefill: leg.replica, prefillDone: leg.done } : {}),
+        ...(pd?.transfer !== undefined ? { transfer: pd.transfer } : {}),
       },
       (r) => {
         leg?.done(false);
@@ -306,6 +303,8 @@ export class RouterCore<T> {
     }
     if (r.kind === 'rejected') {
       metrics?.retried();
+      // A decode leg refused after its prefill waits for a change (a report, a completion), as an engine queues it; then a redecode (pair.ts).
+      if (r.transfer !== undefined && this.#queue.add(job, this.config.queueTimeoutMs)) return;
       return this.#place(job);
     }
     if (job.crashes >= CRASH_LIMIT) return this.#deny(job, 'crashes');

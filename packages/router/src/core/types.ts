@@ -7,7 +7,7 @@ import type { EngineUsage, RequestInfo } from '@warmpath/shared/wire';
 import type { RouterConfig } from '../config.ts';
 import type { Replica, ViewEvent } from '../fleet/view.ts';
 import type { Route } from '../placement/route.ts';
-import type { Branch, Policy } from '../placement/types.ts';
+import type { Branch, Policy, Transferred } from '../placement/types.ts';
 import type { Tenancy } from '../tenants/tenancy.ts';
 import type { PriorityBand } from '../tenants/types.ts';
 
@@ -41,6 +41,8 @@ export interface Dispatch<T> {
    */
   readonly prefill?: Replica;
   readonly prefillDone?: (ok: boolean) => void;
+  /** A decode leg alone, after another decode replica refused it: its prefill is done (placement/pair.ts, 'redecode'). */
+  readonly transfer?: Transferred;
   /** Cached tokens the placement predicted there (x-warmpath-expected-cached-tokens; receipts.ts). */
   readonly expectedCached: number;
 }
@@ -66,6 +68,8 @@ export type SendResult =
       readonly reason?: string;
       readonly queued?: number;
       readonly leg?: Leg;
+      /** The decode leg was refused after its prefill finished: the transfer another decode replica can take. */
+      readonly transfer?: Transferred;
     }
   | { readonly kind: 'connect'; readonly leg?: Leg }
   | { readonly kind: 'reset'; readonly leg?: Leg }
@@ -123,6 +127,8 @@ export interface CoreMetrics {
   limited?(tenant: string, limit: 'requests' | 'tokens' | 'concurrent'): void;
   /** A queued request shed for a higher band's (its band). */
   shed?(band: PriorityBand): void;
+  /** A request held in the queue by SLO admission (its band). */
+  sloHeld?(band: PriorityBand): void;
 }
 
 /** What a transport gives the router core. */

@@ -3,7 +3,8 @@
  * candidates, built once per request before any policy looks at it.
  *
  * Steps: take the request's (model, adapter) group; keep the members
- * `eligible` admits, in group order, less those this router holds full
+ * `eligible` admits (and, for one leg of a disaggregated request, those
+ * whose role serves it: PlacementRequest.without), in group order, less those this router holds full
  * since an agent's refusal (the refusal rule, core/refusals.ts); per row, the published load (read from
  * the view's columns by slot, not from each replica's state object) plus the
  * work this router sent since that report (and what a stale refusal since
@@ -107,7 +108,8 @@ export function buildCandidates(
   const slots = g.memberSlots;
   const members = g.members;
   // Nothing of this request's or this router's excludes a replica (the common case): skip eligibleHere.
-  const anyone = (req.exclude === undefined || req.exclude.size === 0) && local.ejected === 0;
+  const anyone =
+    (req.exclude === undefined || req.exclude.size === 0) && local.ejected === 0 && req.without === undefined;
   const endpoints = c.endpoints;
   const receivedAt = c.receivedAt;
   const now = req.now;
@@ -144,7 +146,7 @@ export function buildCandidates(
     row.load = load;
     row.added = added;
     row.weight = weight;
-    row.kvFree = kv <= 0 ? Infinity : kv - c.kvUsedTokens[slot]! - added;
+    row.kvFree = kv <= 0 ? Infinity : kv - c.kvUsedTokens[slot]! - f.addedKv;
     row.queue = prefill + added + unseen + expected;
     row.inflight = f.inflight;
     row.expected = expected;

@@ -21,11 +21,13 @@ export function eligible(r: Replica, req: PlacementRequest, view: FleetView, loc
   return view.placeable(r.slot, endpointBit(req.endpoint), req.now) && eligibleHere(r, req, local);
 }
 
-/** The part of `eligible` that is this request's and this router's: not tried already for it, not ejected here. */
+/** The part of `eligible` that is this request's and this router's: its role serves the leg placed, not tried already for it, not ejected here. */
 export function eligibleHere(r: Replica, req: PlacementRequest, local: LocalState): boolean {
   // r.id is read only when something could exclude it: the table calls this for every member on every request.
   return (
-    (req.exclude === undefined || !req.exclude.has(r.id)) && (local.ejected === 0 || !local.isEjected(r.id, req.now))
+    (req.without === undefined || r.state.role !== req.without) &&
+    (req.exclude === undefined || !req.exclude.has(r.id)) &&
+    (local.ejected === 0 || !local.isEjected(r.id, req.now))
   );
 }
 

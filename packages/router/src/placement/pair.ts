@@ -20,18 +20,35 @@
  *     most pdThresholdTokens of the prompt (a short prompt, or its prefix is
  *     already there), it prefills itself: one leg, no transfer. So does a
  *     `both` replica chosen for both legs, or a fleet left with one pool.
+ *  5. A decode leg refused after its prefill finished (req.transfer): step 3
+ *     alone, given that prefill replica, and the same transfer to the chosen
+ *     replica (the prefill is not run again); a retry within the budget, as
+ *     any refusal. When no decode replica has KV room, the request waits in
+ *     the router's queue (saturated) as an engine would queue it, rather
+ *     than spend its attempts on refusals; with no decode candidate left,
+ *     the pair is placed afresh.
  * Complexity: two candidate tables and warmth scans per disaggregated
  * request, O(group members + matched depth); aggregated ones pay one scan of
  * the group's roles.
  * Trade-off: the prefill replica is chosen first (warmth is worth most
  * there) and the decode replica given it; the pair is not optimised jointly.
+ * A policy with its own P/D rule (Policy.pd: the benchmark's emulations of
+ * the peers' P/D) is paired by that rule instead (placeByRule).
  */
 import type { FleetView, Replica } from '../fleet/view.ts';
-import type { LocalState } from '../core/local.ts';
+import type { LocalState, Ticket } from '../core/local.ts';
+import type { RequestInfo } from '@warmpath/shared/wire';
 import type { Clock } from '@warmpath/shared/runtime';
-import { buildCandidates, scanWarmth } from './candidates.ts';
+import { buildCandidates, rowOf, scanWarmth } from './candidates.ts';
 import { notifyDispatch, placeRequest } from './place.ts';
-import type { Placement, PlacementRequest, Policy } from './types.ts';
+import {
+  SATURATED,
+  type PdRule,
+  type Placement,
+  type PlacementRequest,
+  type Policy,
+  type Transferred,
+} from './types.ts';
 
 export interface PairSettings {
   readonly pdThresholdTokens: number;
@@ -44,8 +61,8 @@ export interface PairSettings {
 export const PD_MODES = ['transfer', 'local'] as const;
 export type PdMode = (typeof PD_MODES)[number];
 
-/** Why: `split` (the prompt is worth a transfer), `short` (the whole prompt is under the threshold), `cached` (the decode replica lacks little of it), `same` (one `both` replica took both legs), `one-pool` (only one pool has a candidate). */
-export type PdReason = 'split' | 'short' | 'cached' | 'same' | 'one-pool';
+/** Why: `redecode` (the prefill is done, another decode replica refused its decode leg: step 5), `split` (the prompt is worth a transfer), `short` (the whole prompt is under the threshold), `cached` (the decode replica lacks little of it), `same` (one `both` replica took both legs), `one-pool` (only one pool has a candidate). */
+export type PdReason = 'split' | 'short' | 'cached' | 'same' | 'one-pool' | 'redecode';
 
 export interface PdDecision {
   readonly mode: PdMode;
@@ -58,6 +75,8 @@ export interface PdDecision {
   readonly transferTokens: number;
   /** The prefill leg's work on the prefill replica, tokens. */
   readonly prefillWork: number;
+  /** `redecode`: the finished prefill's transfer; no prefill leg is sent. */
+  readonly transfer?: Transferred;
 }
 
 /** A placement and, in a disaggregated fleet, the pair behind it (placement.replica is the decode replica). */
@@ -74,12 +93,14 @@ export function disaggregated(view: FleetView, req: PlacementRequest): boolean {
   return false;
 }
 
-/** The request's exclusions plus every member whose role lacks this leg. */
-function withoutRole(view: FleetView, req: PlacementRequest, role: 'prefill' | 'decode'): PlacementRequest {
-  const exclude = new Set(req.exclude);
-  for (const r of view.group(req.info.model, req.info.adapter)?.members ?? [])
-    if (r.state.role === role) exclude.add(r.id);
-  return { ...req, exclude };
+/**
+ * The request as one leg: members of `role` are no candidates. Not as
+ * exclusions: those are replicas already tried, which a policy may read as
+ * a refusal (warmpath's retry step) — with the leg's other pool among them
+ * every first attempt would look like a retry.
+ */
+function withoutRole(req: PlacementRequest, role: 'prefill' | 'decode'): PlacementRequest {
+  return { ...req, without: role };
 }
 
 const zoneOf = (r: Replica): string => r.state.zone ?? '';
@@ -96,6 +117,8 @@ interface DecodePick {
   readonly replica: Replica;
   /** Prompt tokens it lacks. */
   readonly lacks: number;
+  /** Has it KV room for the request (in this router's view)? */
+  readonly room: boolean;
 }
 
 /** Step 3: the decode replica, given the prefill replica (undefined: none). */
@@ -107,7 +130,7 @@ function pickDecode(
   s: PairSettings,
   expectOthers: boolean,
 ): DecodePick | undefined {
-  const dreq = withoutRole(view, req, 'prefill');
+  const dreq = withoutRole(req, 'prefill');
   const table = buildCandidates(dreq, view, local, expectOthers);
   if (table === undefined) return undefined;
   const warmth = scanWarmth(dreq, table, view, local);
@@ -125,7 +148,7 @@ function pickDecode(
     const room = row.kvFree >= need;
     // Room first: a replica without KV room for the request only when none has it.
     if ((room && !bestRoom) || (room === bestRoom && cost < bestCost)) {
-      best = { replica: row.replica, lacks };
+      best = { replica: row.replica, lacks, room };
       bestCost = cost;
       bestRoom = room;
     }
@@ -170,7 +193,12 @@ export function placePair(
   s: PairSettings,
 ): PairPlacement {
   if (!disaggregated(view, req)) return { placement: placeRequest(policy, req, view, local), pd: undefined };
-  const p = placeRequest(policy, withoutRole(view, req, 'decode'), view, local);
+  if (policy.pd !== undefined) return placeByRule(policy, policy.pd, req, view, local);
+  if (req.transfer !== undefined) {
+    const again = redecode(req, req.transfer, view, local, s, policy.expectsOthers === true);
+    if (again !== undefined) return again;
+  }
+  const p = placeRequest(policy, withoutRole(req, 'decode'), view, local);
   const prefill = p.replica;
   const d = pickDecode(req, view, local, prefill, s, policy.expectsOthers === true);
   if (d === undefined) {
@@ -195,6 +223,7 @@ export function placePair(
       replica: d.replica,
       branch: p.branch,
       work: info.maxTokens,
+      kv: info.maxTokens + Math.round(d.lacks),
       ...(p.step !== undefined ? { step: p.step } : {}),
       ...(p.by !== undefined ? { by: p.by } : {}),
     },
@@ -209,19 +238,123 @@ export function placePair(
   };
 }
 
+/** Step 5: the decode leg alone on another decode replica, with the finished prefill's transfer. */
+function redecode(
+  req: PlacementRequest,
+  t: Transferred,
+  view: FleetView,
+  local: LocalState,
+  s: PairSettings,
+  expectOthers: boolean,
+): PairPlacement | undefined {
+  const d = pickDecode(req, view, local, t.prefill, s, expectOthers);
+  if (d === undefined) return undefined;
+  if (!d.room) return { placement: SATURATED, pd: undefined };
+  const out = req.info.maxTokens;
+  return {
+    placement: {
+      replica: d.replica,
+      branch: 'least-loaded',
+      step: 'redecode',
+      work: out,
+      kv: out + Math.round(d.lacks),
+    },
+    pd: {
+      mode: 'transfer',
+      by: 'redecode',
+      prefill: t.prefill,
+      decode: d.replica,
+      transferTokens: Math.round(d.lacks),
+      prefillWork: 0,
+      transfer: t,
+    },
+  };
+}
+
+/**
+ * A peer's P/D rule (Policy.pd), decode first: the decode replica by the
+ * policy's select over the decode-capable replicas, the rule's decider on
+ * what that replica lacks, then the prefill replica by the rule (or the
+ * policy's select) over the prefill-capable ones. No zone weighs in: the
+ * peers' defaults have none.
+ */
+function placeByRule(
+  policy: Policy,
+  rule: PdRule,
+  req: PlacementRequest,
+  view: FleetView,
+  local: LocalState,
+): PairPlacement {
+  const info = req.info;
+  const dreq = withoutRole(req, 'prefill');
+  const preq = withoutRole(req, 'decode');
+  const dt = buildCandidates(dreq, view, local);
+  if (dt === undefined) {
+    const p = placeRequest(policy, preq, view, local);
+    return p.replica === undefined ? { placement: p, pd: undefined } : localOn(p, p.replica, 'one-pool');
+  }
+  const dw = scanWarmth(dreq, dt, view, local);
+  const d = policy.select(dreq, dt, dw);
+  if (d.replica === undefined) return { placement: d, pd: undefined };
+  const uncached = rule.uncached(dreq, dt, rowOf(dt, d.replica.id), dw);
+  // The tables share one store: the decode table is read no more past this line.
+  const pt = buildCandidates(preq, view, local);
+  if (pt === undefined) return localOn(d, d.replica, 'one-pool');
+  if (!rule.remote(preq, uncached, pt))
+    return localOn(d, d.replica, uncached >= info.promptTokens ? 'short' : 'cached');
+  const pw = scanWarmth(preq, pt, view, local);
+  const p = rule.prefill !== undefined ? rule.prefill(preq, pt, pw) : policy.select(preq, pt, pw);
+  if (p.replica === undefined) return localOn(d, d.replica, 'one-pool');
+  if (p.replica.id === d.replica.id)
+    return {
+      placement: d,
+      pd: { mode: 'local', by: 'same', prefill: undefined, decode: d.replica, transferTokens: 0, prefillWork: 0 },
+    };
+  return {
+    placement: { replica: d.replica, branch: d.branch, work: info.maxTokens },
+    pd: {
+      mode: 'transfer',
+      by: 'split',
+      prefill: p.replica,
+      decode: d.replica,
+      transferTokens: Math.round(uncached),
+      prefillWork: info.promptTokens + 1,
+    },
+  };
+}
+
+/**
+ * Records a placed request on its replica: its work (default promptTokens + maxTokens) in the load, and
+ * the KV it takes there in the free KV (default its work; a decode leg's work is its output, its KV the
+ * transferred prompt too), until the replica's report counts it.
+ */
+export function dispatchPlaced(
+  local: LocalState,
+  placement: Placement & { replica: Replica },
+  info: RequestInfo,
+  now: number,
+): Ticket {
+  return local.dispatch(placement.replica.id, placement.work ?? info.promptTokens + info.maxTokens, now, placement.kv);
+}
+
 /**
  * A transfer's prefill leg: its work counted on the prefill replica (and
  * the prefix in the overlay there) until the leg ends, once; the decode
  * replica is told of the prefix only when the leg succeeded (a failed leg
- * brought it no KV, and the retry must not find it warm).
+ * brought it no KV, and the retry must not find it warm). Undefined when
+ * the attempt sends no prefill leg (one leg, or a redecode: step 5).
  */
 export function openPrefillLeg(
   policy: Policy,
   local: LocalState,
   clock: Clock,
   preq: PlacementRequest,
-  leg: { prefill: Replica; work: number; decode: Replica },
-): { replica: Replica; done: (ok: boolean) => void } {
+  pd: PdDecision | undefined,
+  decode: Replica,
+): { replica: Replica; done: (ok: boolean) => void } | undefined {
+  // No prefill leg: one leg, or a redecode (its prefill is done).
+  if (pd?.prefill === undefined || pd.transfer !== undefined) return undefined;
+  const leg = { prefill: pd.prefill, work: pd.prefillWork, decode };
   const ticket = local.dispatch(leg.prefill.id, leg.work, preq.now);
   notifyDispatch(policy, preq, leg.prefill, local);
   let open = true;

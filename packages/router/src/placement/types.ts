@@ -53,6 +53,16 @@ export type KnownBranch = (typeof BRANCHES)[number];
 /** A policy registered from outside the product (the benchmark's emulations of peer routers) names its own branches. */
 export type Branch = KnownBranch | (string & {});
 
+/**
+ * A finished prefill whose decode leg was refused: the prefill replica and
+ * what the transport needs to send the decode leg elsewhere (vLLM: the
+ * prefill answer's kv_transfer_params; the DES: nothing).
+ */
+export interface Transferred {
+  readonly prefill: Replica;
+  readonly params?: unknown;
+}
+
 export interface PlacementRequest {
   readonly info: RequestInfo;
   /** The endpoint asked for (same names as RequestInfo.kind). */
@@ -63,6 +73,10 @@ export interface PlacementRequest {
   readonly body: Readonly<Record<string, unknown>> | undefined;
   /** Replica ids already tried for this request. */
   readonly exclude: ReadonlySet<string> | undefined;
+  /** One leg of a disaggregated request (placement/pair.ts): members of this role are no candidates (not counted as tried). */
+  readonly without?: 'prefill' | 'decode';
+  /** Its prefill is done and the decode leg was refused (placement/pair.ts, 'redecode'): only a decode replica is placed. */
+  readonly transfer?: Transferred;
   /** Prefill tokens this request's last refusal found queued beyond its pick's queue limit (what the view missed there); undefined before one. */
   readonly missed?: number;
   /** Local clock, ms: freshness and overlay expiry are judged at this instant. */
@@ -75,6 +89,8 @@ export type Placement =
       branch: Branch;
       /** Tokens this request adds to the replica (uncached prompt + output); default promptTokens + maxTokens. */
       work?: number;
+      /** KV tokens it takes there until a report counts it; default `work` (a decode leg's is more: its prompt arrives by transfer). */
+      kv?: number;
       /** The most prefill (tokens) the policy expects queued there before another replica would serve the request sooner (x-warmpath-queue-limit). */
       queueLimit?: number;
       /** The policy's step that placed the request (warmpath: placement/warmpath/index.ts, STEPS); default the branch. */
@@ -105,6 +121,26 @@ export interface Policy {
    * estimate.
    */
   readonly expectsOthers?: boolean;
+  /**
+   * A peer's own prefill/decode rule (the benchmark's P/D emulations),
+   * used instead of warmpath's pair (placement/pair.ts, placeByRule) in a
+   * disaggregated fleet; absent: warmpath's.
+   */
+  readonly pd?: PdRule;
+}
+
+/**
+ * How a peer pairs, decode first as llm-d's and Dynamo's routers do: the
+ * decode replica by the policy's `select` over the decode-capable replicas,
+ * then whether the prompt prefills elsewhere, then the prefill replica.
+ */
+export interface PdRule {
+  /** Prompt tokens the chosen decode replica (row `row` of `t`) would have to prefill, as the peer sees its cache. */
+  uncached(req: PlacementRequest, t: CandidateTable, row: number, warmth: Warmth): number;
+  /** Prefill elsewhere? Given those tokens and the prefill-capable replicas' table. */
+  remote(req: PlacementRequest, uncached: number, prefill: CandidateTable): boolean;
+  /** The prefill replica among the prefill-capable ones; absent: the policy's `select`. */
+  prefill?(req: PlacementRequest, t: CandidateTable, warmth: Warmth): Placement;
 }
 
 /** Warmpath's parameters, read from the router's validated config (warmpathOptions in registry.ts). */
@@ -152,7 +188,7 @@ export interface Candidate {
   readonly added: number;
   /** Relative capacity (> 0). */
   readonly weight: number;
-  /** KV tokens free after `added` (Infinity when the replica publishes no KV size). */
+  /** KV tokens free after what this router sent since the report (LocalState.figures' addedKv; Infinity when the replica publishes no KV size). */
   readonly kvFree: number;
   /** Published prefillTokens + `added` (+ `expected`): the prefill queue this request would wait behind, tokens. */
   readonly queue: number;

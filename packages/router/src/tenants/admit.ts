@@ -3,15 +3,20 @@
  * same with or without tenants: `admitJob` at a request's arrival (its
  * tenant's limits; refused → the OpenAI rate-limit answer) and `endJob` once
  * it ends, however (the concurrent slot back, the reservation corrected by
- * the engine's usage, the usage booked). And the fair queue's view of a job.
+ * the engine's usage, the usage booked); `overSlo` once placement picked a
+ * replica (SLO admission, slo.ts). And the fair queue's view of a job.
  */
 import { bandRank } from '@warmpath/shared/wire';
 import type { Job } from '../core/job.ts';
+import type { LocalState } from '../core/local.ts';
 import type { RouteError } from '../core/types.ts';
+import type { Replica } from '../fleet/view.ts';
+import type { Placement } from '../placement/types.ts';
 import type { LimitKind } from './limits.ts';
-import type { Tenancy } from './tenancy.ts';
+import type { Tenancy, Who } from './tenancy.ts';
 import type { EngineUsage } from './usage.ts';
 import type { WaiterClass } from './fair.ts';
+import { pickLoad, predictedTtftMs } from './slo.ts';
 
 /** A request without a tenant (an --api-keys key) waits in the middle band with weight 1. */
 const DEFAULT_BAND = bandRank('standard')!;
@@ -61,4 +66,33 @@ export function classOf<T>(job: Job<T>): WaiterClass {
     weight: who?.tenant.weight ?? 1,
     cost: job.info.promptTokens + job.info.maxTokens,
   };
+}
+
+/**
+ * Would sending the job to the pick (for a pair, its prefill replica)
+ * predict a TTFT over its SLO bound with something queued ahead there
+ * (slo.ts)? Then it waits in the queue instead; `sloHeld` counts it, by band.
+ */
+export function overSlo<T>(
+  tenancy: Tenancy,
+  job: Job<T>,
+  placement: Placement,
+  prefill: Replica | undefined,
+  local: LocalState,
+  config: { readonly prefillTokensPerS: number },
+  metrics: { sloHeld?: (band: Who['band']) => void } | undefined,
+  now: number,
+): boolean {
+  const who = job.who;
+  if (who === undefined || placement.replica === undefined) return false;
+  const bound = tenancy.sloBoundMs(who);
+  if (bound === Number.POSITIVE_INFINITY) return false;
+  const r = prefill ?? placement.replica;
+  const info = job.info;
+  const own =
+    prefill === undefined && placement.work !== undefined ? placement.work - info.maxTokens : info.promptTokens;
+  const load = pickLoad(r, { prefill: Math.max(0, own), added: local.figures(r).added }, config.prefillTokensPerS, now);
+  if (load.queue <= 0 || predictedTtftMs(load) <= bound) return false;
+  metrics?.sloHeld?.(who.band);
+  return true;
 }

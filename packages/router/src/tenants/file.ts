@@ -44,7 +44,7 @@ export class TenantFileError extends Error {
 
 /** A tenant's name is a metrics label and a log field: short, plain. */
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
-const LIMIT_KEYS = ['requestsPerMinute', 'tokensPerMinute', 'concurrent'] as const;
+const LIMIT_KEYS = ['requestsPerMinute', 'tokensPerMinute', 'concurrent', 'burstSeconds'] as const;
 const TENANT_KEYS = new Set(['name', 'keys', 'weight', 'priorities', 'limits', 'slo']);
 
 const isRecord = (x: unknown): x is Record<string, unknown> => x !== null && typeof x === 'object' && !Array.isArray(x);

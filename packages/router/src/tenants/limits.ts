@@ -18,6 +18,7 @@
  * tenant near its token limit is held back by output it may not use; the
  * correction gives it back at completion.
  */
+import { paceRate, paceTake, paceWait, type Pace } from './pace.ts';
 import { SlidingWindow } from './window.ts';
 import { LONE_ROUTER, type Counts, type FleetShare, type Tenant } from './types.ts';
 
@@ -45,6 +46,8 @@ export type Verdict =
 interface TenantState {
   window: SlidingWindow | undefined;
   inFlight: number;
+  /** Pacing (pace.ts) of its requests and its tokens, with burstSeconds and a per-minute limit. */
+  pace: { requests: Pace; tokens: Pace } | undefined;
 }
 
 export class TenantLimiter {
@@ -93,6 +96,8 @@ export class TenantLimiter {
         : `Rate limit reached for ${t.name} on tokens per minute: limit ${tpm}, requested ${cost}.`;
       return this.#refuse(t, now, 'tokens', message, wait);
     }
+    const paced = this.#pace(t, s, { requests: 1, tokens: cost }, { local, others, f }, now);
+    if (paced !== undefined) return paced;
     s.window ??= new SlidingWindow();
     const slot = s.window.add(now, 1, cost);
     s.inFlight++;
@@ -151,8 +156,32 @@ export class TenantLimiter {
 
   #state(name: string): TenantState {
     let s = this.#states.get(name);
-    if (s === undefined) this.#states.set(name, (s = { window: undefined, inFlight: 0 }));
+    if (s === undefined) this.#states.set(name, (s = { window: undefined, inFlight: 0, pace: undefined }));
     return s;
+  }
+
+  /**
+   * Paces the tenant within its per-minute limits (pace.ts): the refusal
+   * when a limit's pace is ahead of now by more than its burst; otherwise
+   * the admission is taken on every pace.
+   */
+  #pace(t: Tenant, s: TenantState, cost: Counts, u: { local: Counts; others: Counts; f: number }, now: number) {
+    const limits = { requests: t.limits.requestsPerMinute, tokens: t.limits.tokensPerMinute };
+    const burst = t.limits.burstSeconds;
+    if (burst === undefined || (limits.requests === undefined && limits.tokens === undefined)) return undefined;
+    const p = (s.pace ??= { requests: { tat: 0 }, tokens: { tat: 0 } });
+    const routers = 1 + (this.#share.routers?.(now).known ?? 0);
+    const rates = { requests: 0, tokens: 0 };
+    for (const k of ['requests', 'tokens'] as const) {
+      const limit = limits[k];
+      if (limit === undefined) continue;
+      rates[k] = paceRate(limit, u.f, u.local[k], u.others[k], routers);
+      const wait = paceWait(p[k], cost[k], rates[k], burst * 1_000, now);
+      if (wait > 0)
+        return this.#refuse(t, now, k, `Rate limit reached for ${t.name} on ${k} per minute: paced to ${limit}.`, wait);
+    }
+    for (const k of ['requests', 'tokens'] as const) if (rates[k] > 0) paceTake(p[k], cost[k], rates[k], now);
+    return undefined;
   }
 
   /** How long until this router's window falls to `target`; what others admitted is taken as it stands. */

@@ -13,6 +13,7 @@ import type { PriorityBand } from './types.ts';
 export interface TenantMetrics {
   limited(tenant: string, limit: LimitKind): void;
   shed(band: PriorityBand): void;
+  sloHeld(band: PriorityBand): void;
   /** A tenants file read: in force (`ok`) or kept out (`invalid`). */
   reloaded(result: 'ok' | 'invalid'): void;
 }
@@ -27,6 +28,12 @@ export function tenantMetrics(registry: Registry, tenancy: Tenancy): TenantMetri
   const shed = new Counter({
     name: 'warmpath_router_queue_shed_total',
     help: 'Queued requests shed for a higher priority band while the queue was full, by the shed request band',
+    labelNames: ['band'] as const,
+    registers: [registry],
+  });
+  const held = new Counter({
+    name: 'warmpath_router_slo_held_total',
+    help: "Placements held in the queue by SLO admission (predicted TTFT over the band's bound), by band",
     labelNames: ['band'] as const,
     registers: [registry],
   });
@@ -84,6 +91,7 @@ export function tenantMetrics(registry: Registry, tenancy: Tenancy): TenantMetri
   return {
     limited: (tenant, limit) => limited.inc({ tenant, limit }),
     shed: (band) => shed.inc({ band }),
+    sloHeld: (band) => held.inc({ band }),
     reloaded: (result) => reloads.inc({ result }),
   };
 }

@@ -12,6 +12,7 @@
 import { bandRank, PRIORITY_BANDS } from '@warmpath/shared/wire';
 import { keyDigest, type TenantSet } from './file.ts';
 import { TenantLimiter } from './limits.ts';
+import { guardsOf, sloBoundMs } from './slo.ts';
 import type { FleetShare, PriorityBand, Tenant } from './types.ts';
 import { UsageBook } from './usage.ts';
 
@@ -39,9 +40,12 @@ export class Tenancy {
   readonly limiter: TenantLimiter;
   readonly usage = new UsageBook();
   #set: TenantSet;
+  /** Per band: the tightest objective of a band above it (slo.ts). */
+  #guards: number[];
 
   constructor(set: TenantSet, share?: FleetShare) {
     this.#set = set;
+    this.#guards = guardsOf(set.tenants.values());
     this.limiter = new TenantLimiter(share);
   }
 
@@ -52,6 +56,7 @@ export class Tenancy {
   /** A new file is in force: requests in flight keep the tenant they were admitted as. */
   replace(set: TenantSet): void {
     this.#set = set;
+    this.#guards = guardsOf(set.tenants.values());
     const names = new Set(set.tenants.keys());
     this.limiter.retain(names);
     this.usage.retain(names);
@@ -64,5 +69,10 @@ export class Tenancy {
 
   who(t: Tenant, asked: string | undefined): Who {
     return { tenant: t, band: bandFor(t, asked) };
+  }
+
+  /** The most predicted TTFT (ms) the request may be sent with: SLO admission's bound (slo.ts); Infinity without objectives. */
+  sloBoundMs(who: Who): number {
+    return sloBoundMs(who.tenant, who.band, this.#guards);
   }
 }

@@ -15,6 +15,8 @@ export interface TenantLimits {
   readonly tokensPerMinute?: number;
   /** Requests in flight at once (queued ones included). */
   readonly concurrent?: number;
+  /** Pace the per-minute limits (pace.ts): admitted at their rate, with a burst of this many seconds of it; absent: the window alone. */
+  readonly burstSeconds?: number;
 }
 
 /** One tenant, as the file declares it (file.ts validated it). */
@@ -41,6 +43,8 @@ export interface FleetShare {
   others(tenant: string, now: number): { requests: number; tokens: number };
   /** 1 while this router hears the other routers; 1/N (N = routers last known) when cut off from them. */
   limitFactor(now: number): number;
+  /** Other routers known (pace.ts floors this router's share at 1 ÷ (1 + known)); absent: none. */
+  routers?(now: number): { known: number };
 }
 
 /** A router alone: nobody else admits anything, and the whole limit is its own. */

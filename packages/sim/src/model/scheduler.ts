@@ -6,9 +6,15 @@
  *     (under the priority policy: after every waiting sequence of the same or
  *     a lower priority value, so by priority, then arrival).
  *  2. Running sequences, in admission order, each get min(remaining, budget)
- *     tokens (a prefill chunk, or 1 decode token). When blocks run out the
- *     newest running sequence is preempted (recompute: its blocks are freed,
- *     it returns to the head of the queue), until the allocation fits.
+ *     tokens (a prefill chunk, or 1 decode token). When blocks run out a
+ *     running sequence is preempted (recompute: its blocks are freed, it
+ *     returns to the waiting queue), until the allocation fits: the newest,
+ *     at the head of the queue; under the priority policy, as vLLM V1, the
+ *     one of the highest priority value, then latest arrival (if it was
+ *     already scheduled this step, its tokens go back to the budget), back
+ *     in the queue by priority, then arrival. Running sequences are never
+ *     preempted for waiting ones, under either policy (vLLM V1 has no such
+ *     preemption).
  *  3. If nothing was preempted, waiting sequences are admitted FCFS while the
  *     token budget, max_num_seqs and free blocks allow. Each reuses its longest
  *     cached prefix (full blocks, at most prompt-1 tokens, as vLLM): first the
@@ -87,7 +93,7 @@ export function runStep(st: EngineState, now: number): StepResult {
   };
   scheduleRunning(st, batch);
   // vLLM skips admission in a step that preempted.
-  if (batch.preempted.length === 0) admitWaiting(st, batch);
+  if (batch.preempted.length === 0) admitWaiting(st, batch, now);
   if (batch.scheduled.length === 0) {
     return {
       durationMs: 0,
@@ -125,7 +131,7 @@ function admitArrivals(st: EngineState, now: number): void {
   if (k > 0) st.arriving.splice(0, k);
 }
 
-/** Step 2: running sequences get their next chunk, preempting the newest while blocks run out. */
+/** Step 2: running sequences get their next chunk, preempting (victimOf) while blocks run out. */
 function scheduleRunning(st: EngineState, batch: Batch): void {
   const bs = st.blockSize;
   for (let i = 0; i < st.running.length && batch.budget > 0; i++) {
@@ -134,9 +140,12 @@ function scheduleRunning(st: EngineState, batch: Batch): void {
     const need = Math.ceil((s.computed + want) / bs) - s.blocks.length;
     let ok = need <= 0 || st.pool.allocate(need, s.blocks);
     while (!ok) {
-      const victim = st.running[st.running.length - 1]!;
-      preempt(st, victim);
+      const v = victimOf(st);
+      const victim = st.running[v]!;
+      unschedule(batch, victim);
+      preempt(st, v);
       batch.preempted.push(victim);
+      if (v < i) i--; // the loop's place stays on `s`
       if (victim === s) break;
       ok = st.pool.allocate(need, s.blocks);
     }
@@ -150,8 +159,33 @@ function scheduleRunning(st: EngineState, batch: Batch): void {
   }
 }
 
+/** The running sequence to preempt: the newest; under the priority policy, the first of the highest (priority, arrival), as vLLM V1's max(). */
+function victimOf(st: EngineState): number {
+  const run = st.running;
+  if (!st.priorityScheduling) return run.length - 1;
+  let v = 0;
+  for (let k = 1; k < run.length; k++) {
+    const a = run[k]!;
+    const b = run[v]!;
+    if (a.priority > b.priority || (a.priority === b.priority && a.arrivalMs > b.arrivalMs)) v = k;
+  }
+  return v;
+}
+
+/** A victim scheduled earlier in this step gives its tokens back (read before preempt() resets `computed`). */
+function unschedule(batch: Batch, s: Sequence): void {
+  const k = batch.scheduled.indexOf(s);
+  if (k < 0) return;
+  const n = batch.counts[k]!;
+  batch.budget += n;
+  batch.contextTokens -= s.computed + n;
+  if (s.numTokens - s.computed > 1) batch.prefillTokens -= n;
+  batch.scheduled.splice(k, 1);
+  batch.counts.splice(k, 1);
+}
+
 /** Step 3: FCFS admission, reusing each sequence's longest cached prefix. */
-function admitWaiting(st: EngineState, batch: Batch): void {
+function admitWaiting(st: EngineState, batch: Batch, now: number): void {
   const bs = st.blockSize;
   let j = 0;
   while (j < st.waiting.length && batch.budget > 0 && st.running.length < st.profile.maxNumSeqs) {
@@ -176,7 +210,10 @@ function admitWaiting(st: EngineState, batch: Batch): void {
     s.hashedBlocks = hit;
     if (hostHit > 0) reload(st, s, hit, hostHit, batch);
     if (peerHit > 0) batch.fetchMs += peerFetchMs(st.profile, peerHit * bs, st.peers!.bytesPerS);
-    if (!s.admitted) countAdmission(st, s, hit, hostHit, peerHit);
+    if (!s.admitted) {
+      s.admittedMs = now;
+      countAdmission(st, s, hit, hostHit, peerHit);
+    }
     s.status = SeqStatus.running;
     st.waiting.splice(j, 1);
     st.running.push(s);
@@ -278,9 +315,10 @@ function finish(st: EngineState, s: Sequence, end: number): void {
   st.counters.finished++;
 }
 
-/** Recompute preemption of the newest running sequence: blocks freed, back to the head of the queue. */
-function preempt(st: EngineState, s: Sequence): void {
-  st.running.pop();
+/** Recompute preemption of running[v]: blocks freed, back to the head of the queue (priority policy: to its place by priority, then arrival). */
+function preempt(st: EngineState, v: number): void {
+  const s = st.running[v]!;
+  st.running.splice(v, 1);
   freeBlocks(st, s);
   s.computed = 0;
   s.hashedBlocks = 0;
@@ -288,8 +326,18 @@ function preempt(st: EngineState, s: Sequence): void {
   s.kvReceived = false;
   s.status = SeqStatus.waiting;
   st.lora.release(s.adapter);
-  st.waiting.unshift(s);
+  if (!st.priorityScheduling) st.waiting.unshift(s);
+  else {
+    let j = 0;
+    while (j < st.waiting.length && !after(st.waiting[j]!, s)) j++;
+    st.waiting.splice(j, 0, s);
+  }
   st.counters.preemptions++;
+}
+
+/** Whether `a` comes after `s` in a priority queue: a higher priority value, or the same and a later arrival. */
+function after(a: Sequence, s: Sequence): boolean {
+  return a.priority > s.priority || (a.priority === s.priority && a.arrivalMs > s.arrivalMs);
 }
 
 /** Registers the sequence's newly completed full blocks in the prefix cache. */

@@ -43,6 +43,8 @@ export class Sequence {
   generated = 0;
   /** Prompt tokens served from the prefix cache at first admission. */
   cachedTokens = 0;
+  /** When the scheduler first took it from the waiting queue (NaN until then). */
+  admittedMs = Number.NaN;
   firstTokenMs = Number.NaN;
   lastTokenMs = Number.NaN;
   finishedMs = Number.NaN;

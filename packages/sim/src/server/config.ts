@@ -89,6 +89,11 @@ export const simSchema = {
     integer: true,
     doc: "host-memory KV tier for GPU-evicted blocks, tokens (vLLM's CPU offloading; 0 = the profile's, off)",
   },
+  kvPeers: {
+    type: 'list',
+    default: [],
+    doc: "KV sharing: the other simulators' base URLs (comma-separated), whose prefixes this one fetches over the network",
+  },
   schedulingPolicy: {
     type: 'string',
     default: 'fcfs',

@@ -6,6 +6,7 @@ import type { KvFailurePolicy, Role } from './disagg.ts';
 import type { RealTimeDriver } from './driver.ts';
 import type { FaultControl } from './fault-control.ts';
 import type { KvStore } from './kv-store.ts';
+import type { RemotePeerKv } from './peer-kv.ts';
 import type { InflightStreams } from './streams.ts';
 
 /** Disaggregation settings and state of one worker (disagg.ts). */
@@ -53,4 +54,6 @@ export interface SimContext {
   readonly streams: InflightStreams;
   readonly faults: FaultControl;
   readonly disagg: DisaggContext;
+  /** KV sharing: the other simulators this engine fetches prefixes from (none: off). */
+  readonly peerKv: RemotePeerKv;
 }

@@ -1,8 +1,9 @@
 /**
  * The inference routes: validate → prompt identity (canonical text, chain
- * hashes) → model.submit → the response streams as the driver's steps emit
- * tokens (streams.ts). The probe route runs the same first two steps and
- * answers the model's probe instead of submitting.
+ * hashes) → with KV sharing, the peers' lookup (peer-kv.ts) → model.submit
+ * → the response streams as the driver's steps emit tokens (streams.ts).
+ * The probe route runs the same first two steps and answers the model's
+ * probe instead of submitting.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { readBody, sendJson } from '@warmpath/shared/runtime';
@@ -74,6 +75,7 @@ export async function inference(
   const ir = plan.kind === 'produce' && plan.protocol === 'sglang' ? { ...parsed, maxTokens: 1 } : parsed;
   const identity = identityOf(ctx, ir, kind);
   const arrival = plan.kind === 'consume' ? await receiveKv(ctx, plan.source, identity, ir.adapter) : LOCAL_ARRIVAL;
+  if (plan.kind !== 'consume') await askPeers(ctx, identity);
   const seqId = ctx.nextSeqId();
   const seq = submit(ctx, seqId, ir, identity, kind, arrival, plan.kind === 'produce');
   const id = `${kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${seqId}`;
@@ -95,6 +97,13 @@ export async function inference(
     return;
   }
   ctx.driver.kick();
+}
+
+/** KV sharing on: what the other simulators hold of a prompt this engine does not hold whole (peer-kv.ts). */
+async function askPeers(ctx: SimContext, identity: PromptIdentity): Promise<void> {
+  const n = identity.blockHashes.length;
+  if (ctx.peerKv.peers.length === 0 || ctx.model.heldBlocks(identity.blockHashes, n) >= n) return;
+  await ctx.peerKv.lookup(identity.blockHashes, n);
 }
 
 /** model.submit, with the engine's refusals as OpenAI errors. */

@@ -1,7 +1,8 @@
 /**
  * The simulator's route table: vLLM's own routes (inference, models, health,
  * version, metrics, LoRA loading, prefix-cache reset) and the simulator's
- * control routes under /sim/v1/ (probe, state, faults). While a hang fault
+ * control routes under /sim/v1/ (probe, state, faults, KV sharing's lookup
+ * and peers). While a hang fault
  * holds, every route outside /sim/ is held until it clears. Errors become
  * OpenAI-shaped bodies with the registry's codes.
  */
@@ -13,6 +14,7 @@ import type { SimContext } from './context.ts';
 import { FaultSyntaxError } from './faults.ts';
 import { inference, probe } from './inference.ts';
 import { renderMetrics } from './metrics.ts';
+import { decodeHashes } from './peer-kv.ts';
 
 export const VLLM_VERSION = '0.11.0';
 
@@ -127,6 +129,13 @@ async function controlRoute(
     case '/sim/v1/reset_prefix_cache':
       if (want('POST')) sendJson(res, 200, { dropped: ctx.model.resetPrefixCache() });
       return true;
+    case '/sim/v1/held':
+      if (want('POST')) await held(ctx, req, res);
+      return true;
+    case '/sim/v1/kv-peers':
+      if (method === 'GET') sendJson(res, 200, { peers: ctx.peerKv.peers });
+      else if (want('POST')) await setPeers(ctx, req, res);
+      return true;
   }
   if (path.startsWith(KV_ROUTE)) {
     if (want('GET')) await sendKv(ctx, res, decodeURIComponent(path.slice(KV_ROUTE.length)), req.url ?? '');
@@ -149,6 +158,23 @@ async function sendKv(ctx: SimContext, res: ServerResponse, key: string, url: st
   if (res.destroyed) return;
   if (record === undefined) throw new WarmpathError('not_found', `No KV filed under ${key}.`);
   sendJson(res, 200, record);
+}
+
+/** KV sharing's lookup (peer-kv.ts): the leading blocks of the posted chain hashes this engine holds in either tier. */
+async function held(ctx: SimContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const hashes = decodeHashes(parseJsonBody(await readBody(req, ctx.bodyLimit)).hashes);
+  if (hashes === undefined)
+    throw new WarmpathError('invalid_request', 'hashes must be a list of hex chain hashes', 'hashes');
+  sendJson(res, 200, { blocks: ctx.model.heldBlocks(hashes, hashes.length) });
+}
+
+/** KV sharing on (the other simulators' URLs) or off (none). */
+async function setPeers(ctx: SimContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const peers = parseJsonBody(await readBody(req, ctx.bodyLimit)).peers;
+  if (!Array.isArray(peers) || !peers.every((u) => typeof u === 'string' && /^https?:\/\/[^/]+/.test(u)))
+    throw new WarmpathError('invalid_request', 'peers must be a list of http:// base URLs', 'peers');
+  ctx.peerKv.peers = peers as string[];
+  sendJson(res, 200, { peers: ctx.peerKv.peers });
 }
 
 function sendText(res: ServerResponse, status: number, text: string): void {
@@ -258,6 +284,7 @@ function state(ctx: SimContext): Record<string, unknown> {
       heldRequests: ctx.model.heldCount,
       ...ctx.disagg.stats,
     },
+    peerKv: { peers: ctx.peerKv.peers.length, ...ctx.peerKv.stats },
     engine: ctx.model.snapshot(),
   };
 }

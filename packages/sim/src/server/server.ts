@@ -17,7 +17,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mulberry32 } from '@warmpath/shared/runtime';
 import { EngineModel } from '../model/engine.ts';
-import { PROFILES, isProfileName } from '../model/profiles.ts';
+import { NET_KV_BYTES_PER_S, PROFILES, isProfileName } from '../model/profiles.ts';
 import type { EngineProfile, ProfileName } from '../model/profiles.ts';
 import { simSchema } from './config.ts';
 import type { SimContext } from './context.ts';
@@ -28,6 +28,7 @@ import type { KvFailurePolicy, Role } from './disagg.ts';
 import { applyFaultSpec, noFaults } from './faults.ts';
 import { KvStore } from './kv-store.ts';
 import type { FaultState } from './faults.ts';
+import { RemotePeerKv } from './peer-kv.ts';
 import { handle } from './routes.ts';
 import { InflightStreams } from './streams.ts';
 
@@ -63,6 +64,8 @@ export interface SimServerOptions {
   readonly enablePrefixCaching?: boolean;
   /** Host-memory KV tier in tokens; default the profile's (off). */
   readonly cpuKvTokens?: number;
+  /** KV sharing: the other simulators' base URLs (also set on POST /sim/v1/kv-peers); default none, off. */
+  readonly kvPeers?: readonly string[];
   /** vLLM's --scheduling-policy (default fcfs). */
   readonly schedulingPolicy?: 'fcfs' | 'priority';
   /** Serve /v1/load_lora_adapter and /v1/unload_lora_adapter. */
@@ -151,7 +154,10 @@ function createContext(options: SimServerOptions, crash: () => void): SimContext
   const loraEnabled = options.enableLora === true || adapters.length > 0;
   const speed = options.speed ?? simSchema.speed.default;
   if (!(speed > 0)) throw new RangeError('speed must be > 0');
+  const peerKv = new RemotePeerKv(NET_KV_BYTES_PER_S);
+  peerKv.peers = options.kvPeers ?? [];
   const model = new EngineModel(profile, {
+    peers: peerKv,
     maxLoras: loraEnabled ? (options.maxLoras ?? simSchema.maxLoras.default) : 0,
     maxCpuLoras: options.maxCpuLoras ?? simSchema.maxCpuLoras.default,
     adapters,
@@ -187,6 +193,7 @@ function createContext(options: SimServerOptions, crash: () => void): SimContext
     streams,
     faults,
     disagg: disaggContext(options, boot, speed),
+    peerKv,
   };
 }
 

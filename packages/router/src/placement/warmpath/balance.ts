@@ -1,6 +1,6 @@
 /**
- * The two rules that may move a warm request off the warmest row within the
- * bound (docs/PLACEMENT.md, "Warm"):
+ * The rules that may move a warm request off the warmest row within the
+ * bound (docs/PLACEMENT.md, "Warm"; sharedTarget: "Tiers and peers"):
  *
  * - overBound (warm-over-bound): a deeper warm row over the bound, within
  *   mode.hardC × its share, wins when its token cost (cost.ts) is no dearer
@@ -15,7 +15,7 @@
  * Complexity: O(rows) + one ring walk each.
  */
 import { firstInRing } from '../candidates.ts';
-import { tokenCost } from './cost.ts';
+import { sharedCost, tokenCost } from './cost.ts';
 import { admissible, headroom, type Input, loadPerWeight, tier, underFloor } from './input.ts';
 
 /**
@@ -30,6 +30,28 @@ export function overBound(x: Input, warm: number, deeper: number): number {
     x.req.info.adapter === '' ? (firstInRing(x.t, x.req.key, (i) => admissible(x, i))?.i ?? -1) : -1;
   const alt = warm >= 0 ? warm : home();
   return alt < 0 || tokenCost(x, deeper) <= tokenCost(x, alt) ? deeper : -1;
+}
+
+/**
+ * With KV sharing priced (mode.peerCredit > 0), the admissible row cheapest
+ * by `sharedCost` when it is cheaper than the warm pick `w`, else -1: a
+ * long prompt whose holder is busy is fetched onto a quieter replica, while
+ * a busy replica's many running sequences keep a short one home.
+ * Complexity: O(warm rows), every row warm under the peer credit.
+ */
+export function sharedTarget(x: Input, w: number): number {
+  if (x.mode.peerCredit <= 0) return -1;
+  let best = w;
+  let cost = sharedCost(x, w);
+  for (const i of x.warm) {
+    if (i === w || !admissible(x, i)) continue;
+    const c = sharedCost(x, i);
+    if (c < cost) {
+      cost = c;
+      best = i;
+    }
+  }
+  return best === w ? -1 : best;
 }
 
 /** balance warms a prefix on a row only while it carries under 1/this of its share (docs/ABLATION.md). */

@@ -14,7 +14,10 @@
  * deeper one over the bound, or a retry compares sampled rows, the terms
  * are summed in tokens (`tokenCost`): the queue plus twice the prefill the
  * row lacks (the request's own wait, and the GPU time every later request
- * there waits behind).
+ * there waits behind). With KV sharing priced, any row can fetch the
+ * deepest match, and admissible rows compare by `sharedCost` instead: the
+ * same sum, the lacking prefill also held against every sequence running
+ * there (docs/PLACEMENT.md, "Tiers and peers").
  */
 import type { Candidate } from '../candidates.ts';
 import { type By, type Input, lacking, tier } from './input.ts';
@@ -89,4 +92,24 @@ export function coldQueue(x: Input, i: number): number {
 /** The cost in tokens: the queue plus twice the prefill the row lacks (+ `missed` on a warm row, for a retry). */
 export function tokenCost(x: Input, i: number, missed = 0): number {
   return x.t.rows[i]!.queue + 2 * lacking(x, i) + (x.depth[i]! > 0 ? missed : 0);
+}
+
+/**
+ * Who waits for the prefill (or KV load) a row lacks, besides the sequences
+ * running there: the request itself and the requests queued behind it, and
+ * a margin for a fetched chunk being no hit of the engine's own tiers —
+ * chosen on the tuning seeds, as the least that keeps the hit rate's goal
+ * (docs/TIERS.md, "Where the edge goes").
+ */
+export const SHARED_WAITERS = 4;
+
+/**
+ * With KV sharing, the cost in tokens of row i: its queue plus the prefill
+ * it lacks (a peer's chunk at its transfer, a host chunk at its reload)
+ * times the sequences that wait for it — SHARED_WAITERS and every sequence
+ * the replica last reported running, whose steps that prefill stretches.
+ */
+export function sharedCost(x: Input, i: number): number {
+  const r = x.t.rows[i]!;
+  return r.queue + (SHARED_WAITERS + r.replica.state.load.running) * lacking(x, i);
 }

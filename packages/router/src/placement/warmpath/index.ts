@@ -26,7 +26,7 @@ import type { CandidateTable, Warmth } from '../candidates.ts';
 import type { Placement, PlacementRequest, Policy, WarmpathOptions } from '../types.ts';
 import { adapterCold } from './adapter.ts';
 import { decidedBy } from './cost.ts';
-import { balanceTarget, overBound } from './balance.ts';
+import { balanceTarget, overBound, sharedTarget } from './balance.ts';
 import { admissible, hardAdmissible, type Input, inputOf, pick, type Scratch } from './input.ts';
 import { leastLoaded } from './least-loaded.ts';
 import { modeOf, switchesOf } from './mode.ts';
@@ -47,8 +47,9 @@ export interface Step {
 
 /**
  * Warm: the cheapest admissible warm row (warmest.ts), unless a deeper one
- * just over the bound is cheaper in tokens (warm-over-bound) or the prefix
- * should warm one more replica (balance).
+ * just over the bound is cheaper in tokens (warm-over-bound), another is
+ * cheaper once a peer's prefix is priced (sharedTarget, KV sharing only),
+ * or the prefix should warm one more replica (balance).
  */
 function warmStep(x: Input): Placement | undefined {
   const choices = warmest(x);
@@ -58,6 +59,8 @@ function warmStep(x: Input): Placement | undefined {
     if (over >= 0) return pick(x, over, 'warm-over-bound', 'cost');
   }
   if (warm === undefined) return undefined;
+  const shared = sharedTarget(x, warm.i);
+  if (shared >= 0) return pick(x, shared, 'warm', 'cost');
   const target = x.mode.balance ? balanceTarget(x, warm.i) : -1;
   if (target >= 0) return pick(x, target, 'balance', 'share');
   return pick(x, warm.i, 'warm', warm.by ?? decidedBy(x, warm.i, x.warm, (j) => admissible(x, j)));

@@ -1,0 +1,180 @@
+/**
+ * The goals of prefill/decode disaggregation (docs/DISAGGREGATION.md,
+ * "Goals"), judged per seed from goodput sweeps (goodput.ts) in the DES:
+ *  - longdoc (long prompts, long outputs) on a P:D fleet: warmpath's goodput
+ *    ≥ 1.2 × the best peer's P/D emulation on the same fleet, and ≥ the same
+ *    GPUs aggregated under warmpath;
+ *  - mixed (short chats among long documents): conditional disaggregation
+ *    (warmpath's default threshold) ≥ 1.1 × always splitting
+ *    (pdThresholdTokens 0) on the same fleet, and ≥ 1.1 × never splitting
+ *    (the same GPUs aggregated);
+ *  - longdoc: 4 and 16 routers ≥ 0.95 × 1 router's goodput.
+ * The fleets' splits were chosen on tuning seeds 1–3 (each scenario's best
+ * for warmpath among 6:4, 5:5, 4:6 and 3:7) and are every policy's.
+ */
+import { goalsTable, type GoalRow } from './goal-rows.ts';
+import { sweep, type GoodputCase, type Sweep } from './goodput.ts';
+import type { DesPool } from './pool.ts';
+
+export const PD_TARGETS = { vsPeer: 1.2, vsAggregated: 1, conditional: 1.1, routers: 0.95 } as const;
+
+/** The peers with a P/D emulation (KubeAI routes none). */
+export const PD_PEERS = ['sglang-cache-aware', 'llm-d-approx', 'llm-d-precise', 'dynamo-kv'] as const;
+
+/** Each goal scenario's fleet (disaggregated, and its GPUs aggregated) and the rates swept. */
+export const PD_PLANS = {
+  longdoc: { pd: '4:6', aggregated: '10', rates: [4, 6, 8, 10, 12, 14, 16, 18] },
+  mixed: { pd: '5:5', aggregated: '10', rates: [20, 30, 40, 60, 70, 80, 90, 100, 110] },
+} as const;
+
+const BASE_ROUTERS = 2;
+const ROUTER_COUNTS = [1, 4, 16] as const;
+
+/** One case's sweep, named by what the goals call it. */
+export interface PdRun {
+  readonly name: string;
+  readonly case: GoodputCase;
+  readonly sweep: Sweep;
+}
+
+/** Every case the goals need, by name. */
+export function pdCases(): Array<{ name: string; case: GoodputCase }> {
+  const ld = PD_PLANS.longdoc;
+  const mx = PD_PLANS.mixed;
+  const c = (
+    scenario: string,
+    fleet: string,
+    policy: string,
+    routers = BASE_ROUTERS,
+    over?: Record<string, string>,
+  ) => ({
+    scenario,
+    fleet,
+    policy,
+    routers,
+    ...(over !== undefined ? { routerOverrides: over } : {}),
+  });
+  return [
+    { name: 'longdoc warmpath', case: c('longdoc', ld.pd, 'warmpath') },
+    ...PD_PEERS.map((p) => ({ name: `longdoc ${p}`, case: c('longdoc', ld.pd, p) })),
+    { name: 'longdoc aggregated', case: c('longdoc', ld.aggregated, 'warmpath') },
+    ...ROUTER_COUNTS.map((n) => ({ name: `longdoc ${n} routers`, case: c('longdoc', ld.pd, 'warmpath', n) })),
+    { name: 'mixed conditional', case: c('mixed', mx.pd, 'warmpath') },
+    { name: 'mixed always', case: c('mixed', mx.pd, 'warmpath', BASE_ROUTERS, { pdThresholdTokens: '0' }) },
+    { name: 'mixed never', case: c('mixed', mx.aggregated, 'warmpath') },
+  ];
+}
+
+/** The sweeps of one seed, one case after another (each case's grid runs in parallel on the pool). */
+export async function pdRuns(
+  pool: DesPool,
+  o: { seed: number; duration: number; refine: number; onRun?: (r: PdRun) => void },
+): Promise<PdRun[]> {
+  const out: PdRun[] = [];
+  for (const { name, case: c } of pdCases()) {
+    const rates = PD_PLANS[c.scenario as keyof typeof PD_PLANS].rates;
+    const run = {
+      name,
+      case: c,
+      sweep: await sweep(pool, c, { seed: o.seed, duration: o.duration, rates, refine: o.refine }),
+    };
+    o.onRun?.(run);
+    out.push(run);
+  }
+  return out;
+}
+
+const g = (x: number): string => `${Number(x.toFixed(2))}`;
+
+/** A row: `a` against `b` × target (met when a ≥ target × b; a zero goodput meets nothing). */
+function ratioRow(seed: number, scenario: string, goal: string, a: PdRun, b: PdRun, target: number): GoalRow {
+  const ratio = b.sweep.goodput > 0 ? a.sweep.goodput / b.sweep.goodput : a.sweep.goodput > 0 ? Infinity : 0;
+  return {
+    scenario,
+    seed,
+    goal,
+    measured: `${g(a.sweep.goodput)} vs ${g(b.sweep.goodput)} req/s (${Number.isFinite(ratio) ? `${ratio.toFixed(2)}×` : '∞'})`,
+    target: `≥ ${target}×`,
+    pass: a.sweep.goodput > 0 && ratio >= target,
+  };
+}
+
+/** The row with the rival's policy named in its measure (the best peer differs by seed). */
+const named = (row: GoalRow, rival: PdRun): GoalRow => ({ ...row, measured: `${row.measured}, ${rival.case.policy}` });
+
+/** The goal rows of one seed's runs (module header). */
+export function pdGoalRows(seed: number, runs: readonly PdRun[]): GoalRow[] {
+  const by = (name: string): PdRun => {
+    const r = runs.find((x) => x.name === name);
+    if (r === undefined) throw new Error(`no run "${name}"`);
+    return r;
+  };
+  const w = by('longdoc warmpath');
+  const peers = PD_PEERS.map((p) => by(`longdoc ${p}`));
+  const best = peers.reduce((a, b) => (b.sweep.goodput > a.sweep.goodput ? b : a));
+  const ld = PD_PLANS.longdoc.pd;
+  const one = by('longdoc 1 routers');
+  return [
+    named(ratioRow(seed, 'longdoc', `${ld} goodput ≥ 1.2× the best peer P/D`, w, best, PD_TARGETS.vsPeer), best),
+    ratioRow(
+      seed,
+      'longdoc',
+      `${ld} goodput ≥ the same GPUs aggregated`,
+      w,
+      by('longdoc aggregated'),
+      PD_TARGETS.vsAggregated,
+    ),
+    ...ROUTER_COUNTS.filter((n) => n !== 1).map((n) =>
+      ratioRow(
+        seed,
+        'longdoc',
+        `${ld}: ${n} routers' goodput ≥ 0.95× 1 router's`,
+        by(`longdoc ${n} routers`),
+        one,
+        PD_TARGETS.routers,
+      ),
+    ),
+    ratioRow(
+      seed,
+      'mixed',
+      `${PD_PLANS.mixed.pd} conditional ≥ 1.1× always split`,
+      by('mixed conditional'),
+      by('mixed always'),
+      PD_TARGETS.conditional,
+    ),
+    ratioRow(
+      seed,
+      'mixed',
+      'conditional ≥ 1.1× never split (the GPUs aggregated)',
+      by('mixed conditional'),
+      by('mixed never'),
+      PD_TARGETS.conditional,
+    ),
+  ];
+}
+
+/** What `goodput.ts --goals --json` writes. */
+export interface PdGoalsJson {
+  meta: { command: string; commit: string; slo: { ttftMs: number; itlMs: number }; duration: number; refine: number };
+  seeds: Array<{ seed: number; runs: PdRun[] }>;
+  rows: GoalRow[];
+}
+
+/** docs/DISAGGREGATION.md's figures from the saved runs: each case's goodput per seed, then the goal rows. */
+export function pdGoalsTable(json: PdGoalsJson, source: string): string {
+  const seeds = json.seeds.map((s) => s.seed);
+  const m = json.meta;
+  const lines = [
+    `From \`${source}\` (\`${m.command}\`, commit ${m.commit}): DES, ${m.duration} simulated seconds per rate, ${BASE_ROUTERS} routers unless named, random L4; goodput at TTFT p99 ≤ ${m.slo.ttftMs} ms and ITL p99 ≤ ${m.slo.itlMs} ms, req/s (the grid, then ${m.refine} bisection steps).`,
+    '',
+    `| case | fleet | ${seeds.map((s) => `seed ${s}`).join(' | ')} |`,
+    `|---|---|${seeds.map(() => '--:|').join('')}`,
+  ];
+  for (const { name, case: c } of json.seeds[0]?.runs ?? []) {
+    const cells = json.seeds.map((s) => g(s.runs.find((r) => r.name === name)?.sweep.goodput ?? NaN));
+    lines.push(`| ${name} | ${c.fleet} | ${cells.join(' | ')} |`);
+  }
+  const { table, met, total } = goalsTable(json.rows, seeds);
+  lines.push('', table, '', `${met} of ${total} goals met (a goal holds on 3 of 4 seeds).`);
+  return lines.join('\n');
+}

@@ -1,0 +1,84 @@
+/**
+ * Goodput (src/goodput.ts): the grid's highest rate within the SLO with every
+ * lower rate within it, refined by bisection; and the disaggregation goals'
+ * rows (src/pd-goals.ts): a ratio against its rival, none met at zero.
+ */
+import { describe, expect, it } from 'vitest';
+import { sweep, type GoodputCase } from '../src/goodput.ts';
+import { pdCases, pdGoalRows, type PdRun } from '../src/pd-goals.ts';
+import type { DesJob, DesPool, JobOutcome } from '../src/pool.ts';
+import type { PolicyResult } from '../src/report.ts';
+
+/** A pool whose runs meet the SLO exactly when `within(rate)`; it counts its runs. */
+function fakePool(within: (rate: number) => boolean) {
+  const rates: number[] = [];
+  const pool = {
+    run(job: DesJob): Promise<JobOutcome> {
+      rates.push(job.rate);
+      const ok = within(job.rate);
+      const result = { ttft_ms: { p99: ok ? 1_000 : 9_000 }, itl_ms: { p99: 20 } } as unknown as PolicyResult;
+      return Promise.resolve({ ok: true, job, result, seconds: 0 });
+    },
+  } as unknown as DesPool;
+  return { pool, rates };
+}
+
+const C: GoodputCase = { scenario: 'longdoc', fleet: '4:6', policy: 'warmpath', routers: 2 };
+
+describe('goodput', () => {
+  it('the grid, then bisection toward the first rate past the SLO', async () => {
+    const { pool, rates } = fakePool((r) => r <= 13.3);
+    const s = await sweep(pool, C, { seed: 1, duration: 30, rates: [10, 12, 14, 16], refine: 3 });
+    expect(s.goodput).toBe(13.25);
+    expect(rates).toEqual([10, 12, 14, 16, 13, 13.5, 13.25]);
+    expect(s.cells.map((x) => x.rate)).toEqual([10, 12, 13, 13.25, 13.5, 14, 16]);
+  });
+
+  it('a rate within the SLO after one past it does not count; none within is 0', async () => {
+    const gap = await sweep(fakePool((r) => r !== 12).pool, C, {
+      seed: 1,
+      duration: 30,
+      rates: [10, 12, 14],
+      refine: 0,
+    });
+    expect(gap.goodput).toBe(10);
+    const none = await sweep(fakePool(() => false).pool, C, { seed: 1, duration: 30, rates: [10, 12], refine: 2 });
+    expect(none.goodput).toBe(0);
+  });
+});
+
+describe('the disaggregation goals', () => {
+  const runs = (goodput: (name: string) => number): PdRun[] =>
+    pdCases().map(({ name, case: c }) => ({ name, case: c, sweep: { cells: [], goodput: goodput(name) } }));
+
+  it('judges each goal by its ratio; the best peer is named', () => {
+    const rows = pdGoalRows(
+      101,
+      runs((n) =>
+        n === 'longdoc warmpath'
+          ? 12
+          : n === 'longdoc llm-d-precise'
+            ? 10
+            : n.startsWith('mixed')
+              ? n === 'mixed conditional'
+                ? 90
+                : 80
+              : 9,
+      ),
+    );
+    const row = (goal: RegExp) => rows.find((r) => goal.test(r.goal))!;
+    expect(row(/best peer/)).toMatchObject({ pass: true, measured: '12 vs 10 req/s (1.20×), llm-d-precise' });
+    expect(row(/aggregated/).pass).toBe(true);
+    expect(row(/16 routers/).pass).toBe(true);
+    expect(row(/always split/)).toMatchObject({ pass: true, measured: '90 vs 80 req/s (1.13×)' });
+  });
+
+  it('a zero goodput meets nothing, even against a zero rival', () => {
+    expect(
+      pdGoalRows(
+        101,
+        runs(() => 0),
+      ).every((r) => !r.pass),
+    ).toBe(true);
+  });
+});
