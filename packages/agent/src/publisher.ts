@@ -31,7 +31,7 @@
  * "The rule: publish on a change of about one request's work"; the floor:
  * docs/GOSSIP.md, "The cadence: what counts as a change, and the floor".
  */
-import { encodeState, LIMITS, PROTOCOL_VERSION, STATIC_FIELDS } from '@warmpath/shared/wire';
+import { encodeState, expectedSince, LIMITS, PROTOCOL_VERSION, STATIC_FIELDS } from '@warmpath/shared/wire';
 import type { DigestSnapshot, EngineKind, ReplicaRole, ReplicaState } from '@warmpath/shared/wire';
 import type { Clock } from '@warmpath/shared/runtime';
 import type { AgentLedger } from './ledger.ts';
@@ -249,19 +249,10 @@ export class Publisher {
     if (last.models.length !== l.models.length || last.adapters.length !== l.adapters.length) return true;
     if (last.hotAdapters.join(',') !== l.hotAdapters().join(',')) return true;
     const moved = this.#o.changeTokens;
-    if (
-      moved > 0 &&
-      (Math.abs(l.pendingPrefillTokens - last.load.prefillTokens) >= moved ||
-        Math.abs(l.inflightTokens - last.load.inflightTokens) >= moved)
-    )
-      return true;
+    if (moved > 0 && this.drift() >= moved) return true;
     const chunks = this.#o.changeChunks;
     if (chunks > 0 && l.cache.pending >= chunks) return true;
     const load = l.load();
-    // A router expects arrival × the report's age of other routers' work: publish before that guess is a request off.
-    const age = (this.#o.clock.now() - this.#lastAt) / 1_000;
-    const arrival = (load.arrivalTokensPerS ?? 0) - (last.load.arrivalTokensPerS ?? 0);
-    if (moved > 0 && Math.abs(arrival) * age >= moved) return true;
     if (load.waiting > 0 !== last.load.waiting > 0) return true;
     const cap = l.kvCapacityTokens;
     if (cap > 0 && Math.abs(l.inflightTokens - last.load.inflightTokens) >= 0.1 * cap) return true;
@@ -269,6 +260,40 @@ export class Publisher {
     const n = l.inflight.size;
     if (Math.abs(n - last.load.inflight) >= Math.max(4, 0.5 * last.load.inflight)) return true;
     return false;
+  }
+
+  /**
+   * How far (tokens) the routers' guess of this replica's queue and work has
+   * drifted from the truth since the last message: dead reckoning, the
+   * router's own prediction (placement/candidates.ts) run here. A router
+   * reads the report plus the work it sent since (still open), plus, with
+   * others, the work the arrival rate says they sent (expectedSince). Two
+   * extremes bound every router: one router, which sent all work admitted
+   * since (its guess misses only the drain: prefill done, requests ended),
+   * and a router among very many, which sent none of it (its guess is the
+   * report plus the arrival rate × the age). A router among N guesses the
+   * mean of the two weighted 1/N and 1 − 1/N (in expectation over which
+   * router sent what), so its error is at most the larger of theirs.
+   */
+  drift(): number {
+    const l = this.#ledger;
+    const last = this.#last!.load;
+    let sentWork = 0;
+    let sentPrefill = 0;
+    for (const r of l.inflight) {
+      if (r.admittedAt <= this.#lastAt) continue;
+      // A router counts what it sent until the request ends, its first token or not.
+      sentWork += r.work;
+      sentPrefill += r.prefill;
+    }
+    // The many-router guess, in work: the queue's share of its error is the drain (as for one router) plus the
+    // same arrival surprise the work shows, so work alone measures it.
+    const others = expectedSince(last.arrivalTokensPerS ?? 0, this.#o.clock.now() - this.#lastAt);
+    return Math.max(
+      Math.abs(l.pendingPrefillTokens - last.prefillTokens - sentPrefill),
+      Math.abs(l.inflightTokens - last.inflightTokens - sentWork),
+      Math.abs(l.inflightTokens - last.inflightTokens - others),
+    );
   }
 }
 

@@ -5,7 +5,7 @@
  * fields out while the periodic one carries them.
  */
 import { manualClock } from '@warmpath/testkit';
-import { decodeState, describeRequest, encodeState, type ReplicaState } from '@warmpath/shared/wire';
+import { decodeState, describeRequest, encodeState, expectedSince, type ReplicaState } from '@warmpath/shared/wire';
 import { describe, expect, it } from 'vitest';
 import { agentConfig } from '../src/config.ts';
 import { AgentCore } from '../src/core.ts';
@@ -35,6 +35,12 @@ function setup(config: Record<string, unknown> = {}) {
 const request = () =>
   describeRequest(
     { model: 'm', messages: [{ role: 'user', content: 'a long shared prompt '.repeat(400) }], max_tokens: 16 },
+    'chat',
+  );
+/** A request no cache holds (`k` differs per request): its whole prompt is work. */
+const fresh = (k: number) =>
+  describeRequest(
+    { model: 'm', messages: [{ role: 'user', content: `${k} a prompt of its own `.repeat(40) }], max_tokens: 16 },
     'chat',
   );
 
@@ -75,10 +81,14 @@ describe('publish cadence', () => {
     const { core, sent, clock } = setup({ admission: false });
     const floor = core.config.publishIntervalMs;
     const start = sent.length;
+    const open: Array<{ a: Parameters<typeof core.finish>[1]; at: number }> = [];
     for (let t = 0; t < 6 * floor; t += 20) {
       clock.advance(20);
-      const a = core.admit(request()); // in flight, never finished: the in-flight rules publish
+      const a = core.admit(fresh(t));
       if ('reason' in a) throw new Error(`refused: ${a.reason}`);
+      open.push({ a, at: t });
+      // Each ends 60 ms later: the drain no router predicts publishes.
+      while (open.length > 0 && open[0]!.at <= t - 60) core.finish(fresh(open[0]!.at), open.shift()!.a);
     }
     const busy = sent.slice(start);
     const whole = busy.filter((m) => m.state.staticSeq === undefined);
@@ -86,6 +96,30 @@ describe('publish cadence', () => {
     for (let i = 1; i < whole.length; i++)
       expect(whole[i]!.at - whole[i - 1]!.at).toBeLessThanOrEqual(2 * floor + core.config.minPublishGapMs);
     expect(whole.length).toBeGreaterThanOrEqual(3);
+  });
+
+  it('dead reckoning: a steady stream the arrival rate predicts publishes far less than once per request, the guess within changeTokens', () => {
+    const { core, sent, clock } = setup({ admission: false });
+    const floor = core.config.publishIntervalMs;
+    clock.advance(floor / 2);
+    const start = sent.length;
+    let worst = 0;
+    let admitted = 0;
+    for (let t = 0; t < 6 * floor; t += 20) {
+      clock.advance(20);
+      const a = core.admit(fresh(admitted++)); // in flight, never finished
+      if ('reason' in a) throw new Error(`refused: ${a.reason}`);
+      // A router among many: the last report plus the arrival rate × its age (shared expectedSince).
+      const last = sent.at(-1)!;
+      const guess =
+        last.state.load.inflightTokens + expectedSince(last.state.load.arrivalTokensPerS!, clock.now() - last.at);
+      worst = Math.max(worst, Math.abs(core.ledger.inflightTokens - guess));
+    }
+    const work = core.ledger.inflightTokens / admitted;
+    expect(work).toBeGreaterThan(100);
+    expect(sent.length - start).toBeLessThan(admitted / 5);
+    // Off by at most the margin and the one request that crossed it (published after minPublishGapMs).
+    expect(worst).toBeLessThan(core.config.publishChangeTokens + 2 * work);
   });
 
   it('KV use moving by a tenth of capacity on a scrape publishes before the floor', () => {

@@ -52,9 +52,9 @@ import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import type { GossipMeshTuning } from '@warmpath/shared/gossip';
-import { MeshFleet, type MeshAgent } from './lib/mesh-fleet.ts';
+import { MeshFleet, type MeshAgent, type MeshSample } from './lib/mesh-fleet.ts';
 import { AgentProcs } from './lib/mesh-procs.ts';
-import { CONTROL_KINDS, cloneRpcBytes, diffRpcBytes, emptyRpcBytes, type RpcBytes } from './lib/rpc-bytes.ts';
+import { CONTROL_KINDS, cloneRpcBytes, diffRpcBytes, meanRpcBytes, type RpcBytes } from './lib/rpc-bytes.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -161,6 +161,8 @@ interface Row {
   /** Delivery latency at quantiles 0, 0.01, …, 1, ms. */
   latencyQuantiles: number[];
   elu: number;
+  /** The routers' mesh, sampled every heartbeat in the window (MeshFleet.sampleMesh). */
+  meshParts: MeshSample;
   routerKBs: { in: number; out: number; maxIn: number };
   agentKBs: { in: number; out: number };
   conns: { routerRouter: number[]; routerAgent: number[]; agent: number[] };
@@ -217,7 +219,7 @@ async function run(agents: number): Promise<Row> {
     const elu0 = performance.eventLoopUtilization();
     const published0 = await publishedSoFar();
     measuring = true;
-    await sleep(WINDOW_S * 1_000);
+    const meshParts = await fleet.sampleMesh(WINDOW_S * 1_000, TIMING.heartbeatIntervalMs);
     measuring = false;
     const elu = performance.eventLoopUtilization(elu0).utilization;
     const cpu = process.cpuUsage(cpu0);
@@ -244,6 +246,7 @@ async function run(agents: number): Promise<Row> {
       newReplicaMs,
       ...latencyOf(latencies, published * ROUTERS),
       elu,
+      meshParts,
       routerKBs: {
         in: mean(routerRates.map((r) => r.in)),
         out: mean(routerRates.map((r) => r.out)),
@@ -323,16 +326,6 @@ function breakdown(
   };
 }
 
-/** The routers' mean of each count, per message published. */
-function meanRpcBytes(xs: RpcBytes[], published: number): RpcBytes {
-  const out = emptyRpcBytes();
-  const per = (f: (x: RpcBytes) => number): number => mean(xs.map(f)) / Math.max(1, published);
-  for (const k of ['rpcs', 'copies', 'unique', 'state', 'authorSignature', 'framing', 'duplicates', 'total'] as const)
-    out[k] = per((x) => x[k]);
-  for (const k of CONTROL_KINDS) out.control[k] = per((x) => x.control[k]);
-  return out;
-}
-
 /** Starts NEW_REPLICAS more agents one at a time; for each, ms from its start until every router holds it. */
 async function newReplicas(fleet: MeshFleet): Promise<number[]> {
   const out: number[] = [];
@@ -370,15 +363,16 @@ console.log(
   `\ngossip mesh: ${ROUTERS} routers (each keeping ${ROUTER_PEERS === 0 ? 'every other' : ROUTER_PEERS} router peer(s)), each agent publishing to 2 of them; ${RATE} state messages/s fleet-wide; ${WINDOW_S} s window; one process (event-loop utilization shown: latency is CPU-bound when it nears 1)\n`,
 );
 console.log(
-  '| agents × routers | each agent publishes every | new replica on every router, ms (median / max of 5) | delivery p50 / p99 / max, ms | delivered / expected | router KB/s in / out (max in) | router bytes in per message | agent KB/s in / out | connections: router↔router, router↔agent, agent | event loop |',
+  '| agents × routers | each agent publishes every | new replica on every router, ms (median / max of 5) | delivery p50 / p99 / max, ms | delivered / expected | router KB/s in / out (max in) | router bytes in per message | agent KB/s in / out | connections: router↔router, router↔agent, agent | mesh parts (most; share split), links | event loop |',
 );
-console.log('|---|---|---|---|---|---|---|---|---|---|');
+console.log('|---|---|---|---|---|---|---|---|---|---|---|');
 for (const r of rows) {
   const nr = [...r.newReplicaMs].sort((a, b) => a - b);
   console.log(
     `| ${r.agents} × ${r.routers} | ${fmt(r.intervalMs / 1_000, 1)} s | ${fmt(quantile(nr, 0.5))} / ${fmt(nr.at(-1)!)} | ${fmt(r.latency.p50, 1)} / ${fmt(r.latency.p99, 1)} / ${fmt(r.latency.max, 1)} | ${r.latency.n} / ${r.latency.expected} | ` +
       `${fmt(r.routerKBs.in, 1)} / ${fmt(r.routerKBs.out, 1)} (${fmt(r.routerKBs.maxIn, 1)}) | ${fmt((r.routerKBs.in * 1024) / r.rate)} | ${fmt(r.agentKBs.in, 2)} / ${fmt(r.agentKBs.out, 2)} | ` +
-      `${span(r.conns.routerRouter)}, ${span(r.conns.routerAgent)}, ${span(r.conns.agent)} | ${fmt(r.elu, 2)} |`,
+      `${span(r.conns.routerRouter)}, ${span(r.conns.routerAgent)}, ${span(r.conns.agent)} | ` +
+      `${r.meshParts.most}; ${fmt(100 * r.meshParts.splitShare)}%, ${r.meshParts.minDegree}–${r.meshParts.maxDegree} | ${fmt(r.elu, 2)} |`,
   );
 }
 

@@ -36,6 +36,20 @@ export const ARRIVAL_TAU_MS = 100;
 /** Time constant of the published recent work rate (ReplicaLoad.recentTokensPerS), ms. */
 export const RECENT_TAU_MS = 10_000;
 
+/** The longest report age a router extrapolates the other routers' work over (expectedSince), ms. */
+export const MAX_EXPECT_AGE_MS = 1_000;
+
+/**
+ * The work (tokens) a router expects others sent a replica since a report
+ * `ageMs` old: the published arrival rate (times the others' share of it,
+ * folded into `rate` by the caller) over at most MAX_EXPECT_AGE_MS. Routers
+ * add it to the queue they read; the agent's publisher runs the same
+ * prediction to tell when the routers' guess has drifted (publisher.ts).
+ */
+export function expectedSince(rate: number, ageMs: number): number {
+  return (rate * Math.min(MAX_EXPECT_AGE_MS, Math.max(0, ageMs))) / 1000;
+}
+
 export const ENGINE_KINDS = ['vllm', 'sglang', 'llamacpp', 'tgi'] as const;
 export type EngineKind = (typeof ENGINE_KINDS)[number];
 export const REPLICA_STATUSES = ['ready', 'draining', 'down'] as const;

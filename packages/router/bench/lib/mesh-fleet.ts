@@ -94,6 +94,14 @@ export interface MeshAgent {
   readonly sentAt: Map<number, number>;
 }
 
+/** The routers' mesh over a window: most parts seen, share of samples in more than one part, fewest and most links a router held. */
+export interface MeshSample {
+  most: number;
+  splitShare: number;
+  minDegree: number;
+  maxDegree: number;
+}
+
 export class MeshFleet {
   readonly routers: MeshRouter[] = [];
   readonly agents: MeshAgent[] = [];
@@ -189,6 +197,55 @@ export class MeshFleet {
       routerToRouter: split,
       routerToAgent: this.routers.map((r, i) => r.node.peers().length - split[i]!),
       agent: this.agents.map((a) => a.node.peers().length),
+    };
+  }
+
+  /**
+   * The routers' mesh as a graph (an edge where either holds the other in
+   * its mesh): its connected parts and the least and most links a router
+   * holds. One part is a mesh every state floods across without repair.
+   */
+  meshParts(): { parts: number; minDegree: number; maxDegree: number } {
+    const index = new Map(this.routers.map((r, i) => [r.node.peerId, i]));
+    const links = this.routers.map(() => new Set<number>());
+    this.routers.forEach((r, i) => {
+      for (const p of r.node.meshPeers()) {
+        const j = index.get(p);
+        if (j === undefined) continue;
+        links[i]!.add(j);
+        links[j]!.add(i);
+      }
+    });
+    const part = new Array<number>(this.routers.length).fill(-1);
+    let parts = 0;
+    for (let i = 0; i < part.length; i++) {
+      if (part[i] !== -1) continue;
+      const stack = [i];
+      part[i] = parts;
+      for (let k = stack.pop(); k !== undefined; k = stack.pop())
+        for (const j of links[k]!) {
+          if (part[j] !== -1) continue;
+          part[j] = parts;
+          stack.push(j);
+        }
+      parts++;
+    }
+    const degrees = links.map((l) => l.size);
+    return { parts, minDegree: Math.min(...degrees), maxDegree: Math.max(...degrees) };
+  }
+
+  /** The mesh sampled every `everyMs` for `windowMs` (meshParts): the most parts seen, the share of samples split, the fewest and most links. */
+  async sampleMesh(windowMs: number, everyMs: number): Promise<MeshSample> {
+    const samples: Array<ReturnType<MeshFleet['meshParts']>> = [];
+    for (const end = performance.now() + windowMs; performance.now() < end;) {
+      samples.push(this.meshParts());
+      await new Promise((r) => setTimeout(r, everyMs));
+    }
+    return {
+      most: Math.max(...samples.map((s) => s.parts)),
+      splitShare: samples.filter((s) => s.parts > 1).length / Math.max(1, samples.length),
+      minDegree: Math.min(...samples.map((s) => s.minDegree)),
+      maxDegree: Math.max(...samples.map((s) => s.maxDegree)),
     };
   }
 

@@ -132,22 +132,23 @@ export const DNS_INTERVAL_MS = 10_000;
 
 /**
  * Gossipsub mesh degree among routers (agents publish only and are in no
- * mesh): each router keeps D = 2 router peers in its mesh, between Dlo = 1
- * and Dhi = 3, chosen by measurement (docs/GOSSIP.md, "Gossip mesh"). A
- * router receives each state about once per mesh peer that relays it (the
- * other copies are dropped as duplicates before any signature check), so
- * bytes grow with the mesh degree; Dhi bounds it, since the links others
- * graft count too. Dlo = 1 lets a router keep a single link, so the mesh may
- * fall into parts: Dlazy = 2 routers outside the mesh get IHAVE gossip every
- * heartbeat, which carries a state across parts within a heartbeat and
- * repairs a copy lost on a mesh link, the lazy repair that replaces eager
- * copies. Dout: gossipsub needs Dout < Dlo, so with Dlo = 1 none of the
- * mesh must be a link this router dialed (the swarm key keeps strangers who
- * could crowd a router's inbound links out). A larger D delivers in fewer
- * hops and needs no repair, at a copy more per router per state.
+ * mesh): each router keeps D = 2 router peers in its mesh, between Dlo = 2
+ * and Dhi = 3 (docs/GOSSIP.md, "Gossip mesh"). A router receives each state
+ * about once per mesh peer that relays it (the other copies are dropped as
+ * duplicates before any signature check), so bytes grow with the mesh
+ * degree; Dhi bounds it, since the links others graft count too.
+ * Invariant: no router with two router peers holds fewer than Dlo = 2
+ * mesh links after a heartbeat, so no router hangs off the mesh by one link, and each picks its
+ * own two at random (2-out: connected but for rare draws); with Dlo = 1 the
+ * mesh fell into parts joined only by IHAVE repair (measured there). Dout =
+ * 1 (< Dlo, ≤ D / 2, as gossipsub requires): one of a router's links is one
+ * it dialed, so peers that dialed it cannot fill its whole mesh. Dlazy = 2
+ * routers outside the mesh get IHAVE gossip every heartbeat: the repair of a
+ * copy lost on a mesh link, and of a mesh in parts. A larger D delivers in
+ * fewer hops, at a copy more per router per state.
  */
 export const MESH_D = 2;
-export const MESH_D_LO = 1;
+export const MESH_D_LO = 2;
 export const MESH_D_HI = 3;
 export const MESH_D_OUT = 1;
 export const MESH_D_LAZY = 2;
