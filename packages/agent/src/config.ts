@@ -138,7 +138,7 @@ export const AGENT_SCHEMA = {
     min: 0,
     max: 1e9,
     integer: true,
-    doc: 'publish early when the prefill queue or in-flight work moved by this many tokens since the last message (0 = off)',
+    doc: "publish early when routers' guess of the prefill queue or in-flight work is off by this many tokens (0 = off)",
   },
   publishChangeChunks: {
     type: 'number',

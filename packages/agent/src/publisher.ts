@@ -5,10 +5,9 @@
  *
  * Steps: every `intervalMs` after the last message (the floor a quiet
  * agent keeps), or as soon as `minGapMs` allows after a change placement
- * reads (status, models, hot adapters; the prefill queue or the in-flight
- * work moved by ≥ `changeTokens`; the arrival rate moved so far that a
- * router's guess of other routers' work, rate × the report's age, is off by
- * `changeTokens`; the engine's queue starting or emptying; KV use or in-flight
+ * reads (status, models, hot adapters; the routers' guess of the prefill
+ * queue or the in-flight work off by ≥ `changeTokens`: `drift`, dead
+ * reckoning; the engine's queue starting or emptying; KV use or in-flight
  * work moved by ≥ 10% of KV capacity, or the in-flight count by max(4, 50%);
  * `changeChunks` cached chunks added or removed), build a ReplicaState with
  * seq + 1 and the cache model's delta since the previous message
@@ -23,13 +22,15 @@
  * Complexity: O(delta) per message; the snapshot is O(digest) on demand.
  * Trade-off: a fixed period keeps state fresh with no acknowledgements; a lost
  * message costs a receiver one snapshot pull (it sees the gap in `from`).
- * Publishing on a change of about one request's work is what lets many
- * routers decide alike: between messages a router knows only the work it sent
- * itself, so with N routers it misses (N − 1)/N of a replica's new work until
- * the next message. Invariant: no replica's queued work moves by more than
- * `changeTokens` without a message within `minGapMs`. Evidence: docs/SCALE.md,
- * "The rule: publish on a change of about one request's work"; the floor:
- * docs/GOSSIP.md, "The cadence: what counts as a change, and the floor".
+ * Publishing when the routers' guess is about one request's work off is
+ * what lets many routers decide alike: between messages a router knows only
+ * the work it sent itself and what the arrival rate foretells of the others'.
+ * What it can already tell (its own dispatches, a steady stream) needs no
+ * message. Invariant: no router's guess of a replica's queued work is off by
+ * more than `changeTokens` (in expectation over which router sent what)
+ * without a message within `minGapMs`. Evidence: docs/SCALE.md, "The rule:
+ * publish on a change of about one request's work"; the rule and the floor:
+ * docs/GOSSIP.md, "The cadence: dead reckoning, and the floor".
  */
 import { encodeState, expectedSince, LIMITS, PROTOCOL_VERSION, STATIC_FIELDS } from '@warmpath/shared/wire';
 import type { DigestSnapshot, EngineKind, ReplicaRole, ReplicaState } from '@warmpath/shared/wire';
