@@ -266,15 +266,16 @@ export class Publisher {
   /**
    * How far (tokens) the routers' guess of this replica's queue and work has
    * drifted from the truth since the last message: dead reckoning, the
-   * router's own prediction (placement/candidates.ts) run here. A router
-   * reads the report plus the work it sent since (still open), plus, with
-   * others, the work the arrival rate says they sent (expectedSince). Two
-   * extremes bound every router: one router, which sent all work admitted
+   * router's prediction (placement/candidates.ts) run here. A router reads
+   * the report plus the work it sent since (still open) and adds to the
+   * queue the work the arrival rate says the others sent (expectedSince).
+   * Two guesses bound every router: one router, which sent all work admitted
    * since (its guess misses only the drain: prefill done, requests ended),
-   * and a router among very many, which sent none of it (its guess is the
-   * report plus the arrival rate × the age). A router among N guesses the
-   * mean of the two weighted 1/N and 1 − 1/N (in expectation over which
-   * router sent what), so its error is at most the larger of theirs.
+   * and a router among very many, which sent none of it (the report plus the
+   * arrival rate × the age, checked against the in-flight work, which is in
+   * the arrival rate's units). A router among N guesses the mean of the two
+   * weighted 1/N and 1 − 1/N (in expectation over which router sent what),
+   * so its error is at most the larger of theirs.
    */
   drift(): number {
     const l = this.#ledger;

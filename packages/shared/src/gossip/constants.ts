@@ -138,9 +138,10 @@ export const DNS_INTERVAL_MS = 10_000;
  * duplicates before any signature check), so bytes grow with the mesh
  * degree; Dhi bounds it, since the links others graft count too.
  * Invariant: no router with two router peers holds fewer than Dlo = 2
- * mesh links after a heartbeat, so no router hangs off the mesh by one link, and each picks its
- * own two at random (2-out: connected but for rare draws); with Dlo = 1 the
- * mesh fell into parts joined only by IHAVE repair (measured there). Dout =
+ * mesh links after a heartbeat, so none hangs off the mesh by one link; the
+ * mesh bench samples it as one part, where with Dlo = 1 it fell into parts
+ * joined only by IHAVE repair, a heartbeat's delay per crossing
+ * (docs/GOSSIP.md, "Mesh degree, message id, IDONTWANT: measured"). Dout =
  * 1 (< Dlo, ≤ D / 2, as gossipsub requires): one of a router's links is one
  * it dialed, so peers that dialed it cannot fill its whole mesh. Dlazy = 2
  * routers outside the mesh get IHAVE gossip every heartbeat: the repair of a
