@@ -19,7 +19,8 @@
  * the agent. A reset or a delta over
  * LIMITS.deltaHashes goes out as from = -1 with no hashes: routers pull the
  * snapshot instead.
- * Complexity: O(delta) per message; the snapshot is O(digest) on demand.
+ * Complexity: O(delta) per message; `drift` O(requests in flight) per check;
+ * the snapshot is O(digest) on demand.
  * Trade-off: a fixed period keeps state fresh with no acknowledgements; a lost
  * message costs a receiver one snapshot pull (it sees the gap in `from`).
  * Publishing when the routers' guess is about one request's work off is
