@@ -10,8 +10,12 @@
  * other prefill replica. Then both dialects straight against simulators
  * (a router fed their states, no agents): SGLang's bootstrap room, a failed
  * SGLang prefill retried, and a failed vLLM transfer recomputed by the decode
- * worker. Every wait polls an observable condition.
+ * worker; and a vLLM decode leg its agent refused after the prefill sent
+ * alone to the other decode replica with the same transfer (a redecode).
+ * Every wait polls an observable condition.
  */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '@warmpath/testkit';
@@ -230,5 +234,76 @@ describe.each(['sglang', 'vllm'] as const)('the %s dialect against simulators', 
     await fault(p, { clear: true });
     expect(a.status, a.text).toBe(200);
     expect(a.route).toMatchObject({ attempt: 'retry', pd: { mode: 'local', by: 'one-pool', decode: 'd' } });
+  });
+});
+
+describe("vLLM's decode leg refused after its prefill", () => {
+  let p: SimServer;
+  let d: SimServer;
+  let r: Router;
+  let full: Server;
+  let timer: NodeJS.Timeout;
+  let refused = 0;
+
+  beforeAll(async () => {
+    [p, d] = await Promise.all([
+      startSimServer({ port: 0, role: 'prefill', model: 'm', seed: 3 }),
+      startSimServer({ port: 0, role: 'decode', model: 'm', seed: 4 }),
+    ]);
+    // A decode replica whose agent refuses every leg for want of KV room.
+    full = createServer((req, res) => {
+      req.resume();
+      refused++;
+      res.writeHead(429, { 'content-type': 'application/json', 'x-warmpath-reject-reason': 'kv' });
+      res.end('{"error":{"message":"no KV room","type":"fleet_saturated","code":"fleet_saturated"}}');
+    });
+    await new Promise<void>((ok) => full.listen(0, '127.0.0.1', ok));
+    const fullUrl = `http://127.0.0.1:${(full.address() as AddressInfo).port}`;
+    r = await startRouter({ port: 0, gossip: false, id: 'r-redecode', log: () => {} });
+    let seq = 1;
+    const announce = (): void => {
+      seq++;
+      // Until it refused, the full replica looks the less loaded of the two decode replicas.
+      const busy = { inflightTokens: 1_000_000 };
+      const base = { fleet: 'default', seq, engine: 'vllm', role: 'decode' } as const;
+      r.view.apply(makeState('p', { fleet: 'default', seq, url: p.url, engine: 'vllm', role: 'prefill' }));
+      r.view.apply(makeState('full', { ...base, url: fullUrl, ...(refused > 0 ? { load: busy } : {}) }));
+      r.view.apply(makeState('d', { ...base, url: d.url, ...(refused > 0 ? {} : { load: busy }) }));
+    };
+    announce();
+    timer = setInterval(announce, 100);
+  });
+  afterAll(async () => {
+    clearInterval(timer);
+    await r.close();
+    await new Promise((ok) => full.close(ok));
+    await Promise.all([p.close(), d.close()]);
+  });
+
+  it('goes alone to the other decode replica with the prefill answer’s kv_transfer_params: no second prefill', async () => {
+    const kv = async (s: SimServer) =>
+      ((await (await request(`${s.url}/sim/v1/state`)).body.json()) as { kv: Record<string, number> }).kv;
+    const [p0, d0] = await Promise.all([kv(p), kv(d)]);
+    const res = await request(`${r.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        model: 'm',
+        max_tokens: 6,
+        messages: [{ role: 'user', content: longPrompt('redecode') }],
+      }),
+    });
+    const text = await res.body.text();
+    expect(res.statusCode, text).toBe(200);
+    expect(refused).toBe(1);
+    expect(parseRoute(String(res.headers['x-warmpath-route']))?.pd).toMatchObject({
+      mode: 'transfer',
+      by: 'redecode',
+      prefill: 'p',
+      decode: 'd',
+    });
+    const [p1, d1] = await Promise.all([kv(p), kv(d)]);
+    expect(p1.produced! - p0.produced!).toBe(1);
+    expect(d1.received! - d0.received!).toBe(1);
   });
 });

@@ -5,11 +5,12 @@
  * routers at random; the admitted tokens (the engines' usage) per 60 s window
  * ÷ the limit, as tenant-figures.ts reads the DES runs.
  *
- *   node packages/bench/bench/limits-live.ts [--routers 4] [--seconds 180] [--rate 2] [--seed 101]
+ *   node packages/bench/bench/limits-live.ts [--routers 4] [--seconds 180] [--rate 2] [--burst 2] [--seed 101]
  *     [--json docs/data/limits-live.json]
  *
  * `rate`: the tenant's share in requests per second (its limit is that many
- * requests' tokens a minute); it sends five times as many.
+ * requests' tokens a minute); it sends five times as many. `burst`: its
+ * limit's `burstSeconds` (paced, as in the DES table), 0 for the window alone.
  * Smoke: --routers 2 --seconds 70
  */
 import { execFileSync } from 'node:child_process';
@@ -30,6 +31,7 @@ const { values } = parseArgs({
     routers: { type: 'string', default: '4' },
     seconds: { type: 'string', default: '180' },
     rate: { type: 'string', default: '2' },
+    burst: { type: 'string', default: '2' },
     seed: { type: 'string', default: '101' },
     json: { type: 'string' },
   },
@@ -38,6 +40,7 @@ const routers = Number(values.routers);
 const seconds = Number(values.seconds);
 const rate = Number(values.rate);
 const seed = Number(values.seed);
+const burstSeconds = Number(values.burst);
 const PROMPT = 100;
 const OUTPUT = 20;
 
@@ -55,7 +58,15 @@ try {
   const file = join(dir, 'tenants.json');
   writeFileSync(
     file,
-    JSON.stringify({ tenants: [{ name: 'flood', keys: ['sk-flood'], limits: { tokensPerMinute: limit } }] }),
+    JSON.stringify({
+      tenants: [
+        {
+          name: 'flood',
+          keys: ['sk-flood'],
+          limits: { tokensPerMinute: limit, ...(burstSeconds > 0 ? { burstSeconds } : {}) },
+        },
+      ],
+    }),
   );
   const urls: string[] = [];
   // The launcher bootstraps each router to the routers before it: the routers' topic has its mesh.

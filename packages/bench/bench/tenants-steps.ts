@@ -8,7 +8,10 @@
  * engine step, its tokens against the budget (max_num_batched_tokens) and
  * whether it preempted — what priority scheduling can reorder.
  *
- *   node packages/bench/bench/tenants-steps.ts [--seed 1] [--scheduling-policy fcfs|priority]
+ *   node packages/bench/bench/tenants-steps.ts [--seed 1] [--scheduling-policy fcfs|priority] [--reserve 0.5]
+ *
+ * --reserve: the share of the replicas set apart for the interactive band
+ * (docs/TENANTS.md, "Interactive reserve"); default the scenario's, 0: none.
  *
  * Smoke: --seed 1
  */
@@ -18,15 +21,21 @@ import { runDes } from '../src/des/run.ts';
 import { assignRouters } from '../src/l4.ts';
 import { DEFAULT_MODEL } from '../src/scenarios.ts';
 import { tenantsScenario } from '../src/tenant-goals.ts';
-import { TENANT_NAMES, tenantsFile, tenantsPlan, type TenantName } from '../src/tenants-plan.ts';
+import { SCENARIO_RESERVE, TENANT_NAMES, tenantsFile, tenantsPlan, type TenantName } from '../src/tenants-plan.ts';
 
 const { values } = parseArgs({
-  options: { seed: { type: 'string', default: '1' }, 'scheduling-policy': { type: 'string' } },
+  options: {
+    seed: { type: 'string', default: '1' },
+    'scheduling-policy': { type: 'string' },
+    reserve: { type: 'string' },
+  },
 });
 const seed = Number(values.seed);
 const policy = values['scheduling-policy'];
 if (policy !== undefined && policy !== 'fcfs' && policy !== 'priority')
   throw new Error(`--scheduling-policy: fcfs or priority, not ${policy}`);
+const reserve = values.reserve === undefined ? SCENARIO_RESERVE : Number(values.reserve);
+if (!(reserve >= 0 && reserve < 1)) throw new Error(`--reserve: a share ≥ 0 and < 1, not ${values.reserve}`);
 const scenario = tenantsScenario(policy);
 const { rate, duration } = scenario.defaults;
 const budget = PROFILES[scenario.fleet.profile as keyof typeof PROFILES].maxNumBatchedTokens;
@@ -56,7 +65,7 @@ async function run(only: readonly TenantName[]): Promise<void> {
     routers: 4,
     durationS: duration,
     seed,
-    tenants: { file: JSON.stringify(tenantsFile({ rate })), shared: true },
+    tenants: { file: JSON.stringify(tenantsFile({ rate, reserve })), shared: true },
     onSubmitted: (seq, tag) => {
       if (INTERACTIVE.includes(tag ?? '')) seqs.push(seq);
     },
@@ -73,7 +82,7 @@ async function run(only: readonly TenantName[]): Promise<void> {
     toFirst.push(s.firstTokenMs - s.admittedMs);
   }
   console.log(
-    `${only.length === TENANT_NAMES.length ? 'every tenant' : 'interactive alone'} (seed ${seed}, ${scenario.fleet.schedulingPolicy ?? 'fcfs'} engines):`,
+    `${only.length === TENANT_NAMES.length ? 'every tenant' : 'interactive alone'} (seed ${seed}, ${scenario.fleet.schedulingPolicy ?? 'fcfs'} engines, reserve ${reserve}):`,
   );
   console.log(`  interactive requests: ${front.length}`);
   console.log(`  front end, ms: ${spread(front)}`);

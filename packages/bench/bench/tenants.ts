@@ -4,10 +4,11 @@
  * of every run, then the goal rows (✓/✗ per seed, met on 3 of 4).
  *
  *   node packages/bench/bench/tenants.ts [--seeds 101,102,103,104] [--rate 16] [--duration 180]
- *     [--scheduling-policy fcfs|priority] [--json docs/data/tenants.json]
+ *     [--scheduling-policy fcfs|priority] [--reserve 0.5] [--json docs/data/tenants.json]
  *
  * The engines schedule by the bands (the scenario's fleet) unless
- * --scheduling-policy fcfs; the JSON records the fleet each run had.
+ * --scheduling-policy fcfs; the interactive reserve is the scenario's
+ * (SCENARIO_RESERVE) unless --reserve (0: none). The JSON records both.
  *
  * Tune on seeds 1–3; report on the held-out seeds 101–104 (the default).
  * Smoke: --seeds 1 --duration 70
@@ -17,6 +18,7 @@ import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { goalsTable, type GoalRow } from '../src/goal-rows.ts';
 import { tenantGoalRows, tenantRuns, tenantsScenario, type TenantRun } from '../src/tenant-goals.ts';
+import { SCENARIO_RESERVE } from '../src/tenants-plan.ts';
 
 const { values } = parseArgs({
   options: {
@@ -25,11 +27,14 @@ const { values } = parseArgs({
     duration: { type: 'string' },
     json: { type: 'string' },
     'scheduling-policy': { type: 'string' },
+    reserve: { type: 'string' },
   },
 });
 const policy = values['scheduling-policy'];
 if (policy !== undefined && policy !== 'fcfs' && policy !== 'priority')
   throw new Error(`--scheduling-policy: fcfs or priority, not ${policy}`);
+const reserve = values.reserve === undefined ? SCENARIO_RESERVE : Number(values.reserve);
+if (!(reserve >= 0 && reserve < 1)) throw new Error(`--reserve: a share ≥ 0 and < 1, not ${values.reserve}`);
 const seeds = values.seeds.split(',').map(Number);
 const rows: GoalRow[] = [];
 const all: Array<{ seed: number; runs: TenantRun[] }> = [];
@@ -39,6 +44,7 @@ for (const seed of seeds) {
     ...(values.rate !== undefined ? { rate: Number(values.rate) } : {}),
     ...(values.duration !== undefined ? { duration: Number(values.duration) } : {}),
     ...(policy !== undefined ? { schedulingPolicy: policy } : {}),
+    reserve,
     onRun: (r) => {
       console.log(`seed ${seed}, ${r.variant}, ${r.routers} routers: fleet ${r.fleetTokensPerS} tokens/s`);
       console.table(r.rows);
@@ -53,5 +59,8 @@ if (values.json !== undefined) {
   const command = `node packages/bench/bench/tenants.ts ${process.argv.slice(2).join(' ')}`.trim();
   const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
   const fleet = tenantsScenario(policy).fleet;
-  writeFileSync(values.json, `${JSON.stringify({ meta: { command, commit, fleet }, seeds: all, rows }, null, 1)}\n`);
+  writeFileSync(
+    values.json,
+    `${JSON.stringify({ meta: { command, commit, fleet, reserve }, seeds: all, rows }, null, 1)}\n`,
+  );
 }

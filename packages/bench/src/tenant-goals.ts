@@ -60,6 +60,8 @@ export interface TenantsRunOptions {
   duration?: number;
   /** The engines' scheduling policy; default the scenario fleet's (priority: the agents pass the band on). */
   schedulingPolicy?: 'fcfs' | 'priority';
+  /** Share of the replicas set apart for the interactive band; default the scenario's (SCENARIO_RESERVE); 0: none. */
+  reserve?: number;
   onRun?: (r: TenantRun) => void;
 }
 
@@ -100,7 +102,16 @@ export async function tenantRuns(o: TenantsRunOptions): Promise<TenantRun[]> {
       durationS: duration,
       seed: o.seed,
       onResult: (r) => results.push(r),
-      tenants: { file: JSON.stringify(tenantsFile({ rate, flat: variant === 'fairness-off' })), shared: true },
+      tenants: {
+        file: JSON.stringify(
+          tenantsFile({
+            rate,
+            flat: variant === 'fairness-off',
+            ...(o.reserve !== undefined ? { reserve: o.reserve } : {}),
+          }),
+        ),
+        shared: true,
+      },
     });
     const rows = tenantRows(results, duration, TENANT_NAMES);
     const run: TenantRun = {

@@ -59,7 +59,16 @@ export interface TenantsFileOptions {
   flat?: boolean;
   /** Each band's TTFT objective, ms, given to every tenant using the band (SLO admission); default SCENARIO_SLO. */
   slo?: Partial<Record<Band, number>>;
+  /** Share of the replicas set apart for the interactive band (the file's `reserve`); 0: none; default SCENARIO_RESERVE. */
+  reserve?: number;
 }
+
+/**
+ * The share of the fleet set apart for the interactive band
+ * (docs/TENANTS.md, "Interactive reserve"): the interactive tenants'
+ * share of the fleet's work in this scenario, rounded to whole replicas.
+ */
+export const SCENARIO_RESERVE = 0.5;
 
 /** The flood's limit is paced (docs/TENANTS.md, "Pacing"): a burst of this many seconds of its rate. */
 const FLOOD_BURST_S = 2;
@@ -74,7 +83,10 @@ const FLOOD_BURST_S = 2;
 export const SCENARIO_SLO: Readonly<Partial<Record<Band, number>>> = {};
 
 /** The scenario's tenants file (docs/TENANTS.md's format), as JSON. */
-export function tenantsFile(o: TenantsFileOptions): { tenants: Array<Record<string, unknown>> } {
+export function tenantsFile(o: TenantsFileOptions): {
+  tenants: Array<Record<string, unknown>>;
+  reserve?: { interactive: number };
+} {
   const n = Math.max(1, o.perInstance ?? 1);
   const t = SCENARIO_TENANTS;
   const objectives = o.slo ?? SCENARIO_SLO;
@@ -86,7 +98,9 @@ export function tenantsFile(o: TenantsFileOptions): { tenants: Array<Record<stri
   };
   const flat = (x: Record<string, unknown>): Record<string, unknown> =>
     o.flat === true ? { ...x, weight: 1, priorities: ['standard'] } : withSlo(x);
+  const reserve = o.reserve ?? SCENARIO_RESERVE;
   return {
+    ...(reserve > 0 ? { reserve: { interactive: reserve } } : {}),
     tenants: [
       { name: 'chat-a', keys: [t['chat-a'].key], weight: 1, priorities: ['interactive', 'standard'] },
       { name: 'chat-b', keys: [t['chat-b'].key], weight: 1, priorities: ['interactive', 'standard'] },

@@ -41,7 +41,7 @@ import { StatusRecorder } from './status/recorder.ts';
 import { GossipShare, SHARE_CHANNEL } from './tenants/share-link.ts';
 import { statusJson, statusPage } from './status/status.ts';
 import { startTenancy, type LiveTenancy } from './tenants/live.ts';
-import type { TenantMetrics } from './tenants/metrics.ts';
+import { tenantCoreMetrics, type TenantMetrics } from './tenants/metrics.ts';
 import type { Tenancy } from './tenants/tenancy.ts';
 import type { FleetShare } from './tenants/types.ts';
 
@@ -204,9 +204,7 @@ function createCore(p: Parts & { fetchSnapshot: (r: Replica) => Promise<Uint8Arr
         () => core.policy.name,
         recorder,
       ),
-      limited: (tenant, limit) => tenantCounters?.limited(tenant, limit),
-      shed: (band) => tenantCounters?.shed(band),
-      sloHeld: (band) => tenantCounters?.sloHeld(band),
+      ...tenantCoreMetrics(() => tenantCounters),
     },
     onViewEvent: viewLogger(p.logger),
     onSweep: () => p.upstreams.retain(originsOf(core.view)),

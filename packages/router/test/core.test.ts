@@ -63,9 +63,9 @@ describe('router core', () => {
     expect(counts.upstream).toEqual(['rejected']);
   });
 
-  it('a decode leg refused after its prefill is sent alone to another decode replica, with the same transfer, within the budget', () => {
+  it('a decode leg refused after its prefill is sent alone to another decode replica, with the same transfer, spending no attempt', () => {
     const roles = { p1: { role: 'prefill' }, d1: { role: 'decode' }, d2: { role: 'decode' } } as const;
-    const { clock, sent, answers, route } = setup(['p1', 'd1', 'd2'], { maxAttempts: 2 }, roles);
+    const { clock, core, sent, answers, route } = setup(['p1', 'd1', 'd2'], { maxAttempts: 2 }, roles);
     route(1, 'a long document', SYSTEM.repeat(3));
     const first = sent[0]!.d;
     expect(first.prefill?.id).toBe('p1');
@@ -80,11 +80,38 @@ describe('router core', () => {
     expect(again.prefill).toBeUndefined();
     expect(again.transfer).toBe(transfer);
     expect(again.route.pd).toMatchObject({ mode: 'transfer', by: 'redecode', prefill: 'p1' });
-    expect(again.attempt).toBe(1);
-    // The budget holds: a second refusal is the last attempt's.
+    // The decode pool is full, not the request failing: the attempt is not spent.
+    expect(again.attempt).toBe(0);
+    // A second refusal with maxAttempts 2 sheds nothing: the request waits for the first replica's next report.
     sent[1]!.report({ kind: 'rejected', status: 429, reason: 'kv', transfer });
-    clock.advance(100);
-    expect(sent).toHaveLength(2);
+    expect(answers).toHaveLength(0);
+    clock.advance(10);
+    core.receive(makeState(first.replica.id, { sentAt: clock.now(), seq: 2, ...roles.d1 }));
+    clock.advance(1);
+    expect(sent).toHaveLength(3);
+    expect(sent[2]!.d).toMatchObject({ replica: { id: first.replica.id }, transfer, attempt: 0 });
+    expect(sent[2]!.d.prefill).toBeUndefined();
+    sent[2]!.report({ kind: 'done', outcome: 'ok' });
+    expect(answers).toHaveLength(0);
+  });
+
+  it('a decode leg refused after its prefill waits for KV room until queueTimeoutMs, then fleet_saturated', () => {
+    const full = { role: 'decode', load: { kvUsedTokens: 100_000 } } as const;
+    const roles = { p1: { role: 'prefill' }, d1: { role: 'decode' }, d2: full } as const;
+    const { clock, core, sent, answers, route } = setup(['p1', 'd1', 'd2'], { queueTimeoutMs: 1_000 }, roles);
+    route(1, 'a long document', SYSTEM.repeat(3));
+    const first = sent[0]!.d;
+    expect(first.replica.id).toBe('d1');
+    first.prefillDone?.(true);
+    const transfer = { prefill: first.prefill!, params: { remote_engine_id: 'e' } };
+    sent[0]!.report({ kind: 'rejected', status: 429, reason: 'kv', transfer });
+    // d1's next report says it is full too: no decode replica has room, so nothing is sent and nothing prefilled again.
+    core.receive(makeState('d1', { sentAt: clock.now(), seq: 2, ...full }));
+    clock.advance(900);
+    expect(sent).toHaveLength(1);
+    expect(answers).toHaveLength(0);
+    clock.advance(200);
+    expect(sent).toHaveLength(1);
     expect(answers[0]?.e.code).toBe('fleet_saturated');
   });
 

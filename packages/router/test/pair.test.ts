@@ -1,7 +1,7 @@
 /**
  * Prefill/decode pairs (placement/pair.ts): an aggregated fleet is placed as
  * before; a disaggregated one gets a prefill replica by the policy and a
- * decode replica by load, KV room and the transfer's cost, or one leg when
+ * decode replica by load, the KV it would take, KV room and the transfer's cost, or one leg when
  * the decode replica lacks little of the prompt.
  */
 import { describe, expect, it } from 'vitest';
@@ -71,6 +71,22 @@ describe('placePair', () => {
       ['d2', { role: 'decode', load: { inflightTokens: 20_000 } }],
     ]);
     expect(placePair(f.policy, preq(long('hi')), f.view, f.local, S).pd?.decode.id).toBe('d2');
+  });
+
+  it('a decode replica holding the shared document takes the leg over a cold one with less load: the cold one would hold a second copy', () => {
+    // The question is long too (over the threshold): a transfer either way, of the question alone to d1.
+    const body = chat(SYSTEM.repeat(2), {}, LONG);
+    const held = chainOf(long('another question'));
+    const f = fleet([
+      ['p1', { role: 'prefill' }],
+      ['d1', { role: 'decode', load: { inflightTokens: 1_500 }, digest: { added: held.slice(0, -2) } }],
+      ['d2', { role: 'decode' }],
+    ]);
+    const { pd } = placePair(f.policy, preq(body), f.view, f.local, S);
+    expect(pd).toMatchObject({ mode: 'transfer', by: 'split', decode: { id: 'd1' } });
+    // It carries what d1 lacks, not the document: less than half the prompt.
+    expect(pd!.transferTokens).toBeGreaterThan(S.pdThresholdTokens);
+    expect(pd!.transferTokens).toBeLessThan(preq(body).info.promptTokens / 2);
   });
 
   it("a decode leg sent since the replica's report counts its transferred prompt in that replica's free KV", () => {

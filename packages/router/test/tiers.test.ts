@@ -119,4 +119,34 @@ describe('placement by tier', () => {
     expect(place(at(30, 3_000)).replica?.id).toBe('r0');
     expect(place(at(0, 0), { peerFetchCost: 0.2 }).replica?.id).toBe('r0');
   });
+
+  it('with KV sharing, a holder whose prefix is in host memory keeps it: the reload costs the request alone, not the running sequences', () => {
+    const long = chat('a long user turn '.repeat(600));
+    const all = chainOf(long);
+    const m = all.length;
+    // r0 holds the whole prefix in host memory only, runs 10 sequences; r2 holds nothing and could fetch it from r0.
+    const view = makeView([
+      makeState('r0', {
+        load: { running: 10, prefillTokens: 500 },
+        digest: { from: -1, added: all, host: all, size: m },
+      }),
+      makeState('r2', {}),
+    ]);
+    const placeLong = (set: Record<string, unknown>) =>
+      placeRequest(createWarmpathPolicy(warmpathOptions(routerConfig(set))), preq(long), view, new LocalState(CONFIG));
+    expect(placeLong({ peerFetchCost: 0.2 }).replica?.id).toBe('r0');
+    // A fetch is charged to the receiver's steps: the same prefix on a peer only moves it to r2 (r0 holds nothing then).
+    const fetched = makeView([
+      makeState('r0', { load: { running: 10, prefillTokens: 500 } }),
+      makeState('r1', { load: { running: 10, prefillTokens: 500 }, digest: { from: -1, added: all, size: m } }),
+      makeState('r2', {}),
+    ]);
+    const p = placeRequest(
+      createWarmpathPolicy(warmpathOptions(routerConfig({ peerFetchCost: 0.2 }))),
+      preq(long),
+      fetched,
+      new LocalState(CONFIG),
+    );
+    expect(p.replica?.id).not.toBe('r0');
+  });
 });

@@ -62,6 +62,10 @@ export class DesReplica {
   readonly #hop: number;
   readonly #hooks: ReplicaHooks;
   #stepping = false;
+  /** Asleep with nothing schedulable: until when (NaN otherwise); a submit that can run sooner re-arms (#kick). */
+  #sleepUntil = Number.NaN;
+  /** The armed step event's generation: a re-armed sleep's old event does nothing. */
+  #armed = 0;
   /** seq id → what the agent and router need when it finishes. */
   readonly #live = new Map<string, Live>();
 
@@ -181,25 +185,34 @@ export class DesReplica {
 
   // ---- the engine: one step event at a time ------------------------------
   #kick(): void {
-    if (this.#stepping) return;
+    // Mid-step: the step's end kicks again.
+    if (this.#stepping && Number.isNaN(this.#sleepUntil)) return;
     const wake = this.model.nextWakeMs(this.#q.now);
+    // Asleep until no later than the work just submitted needs (a host reload's end).
+    if (this.#stepping && !(wake < this.#sleepUntil)) return;
     if (wake === Number.POSITIVE_INFINITY) return;
+    this.#arm(wake, false);
+  }
+
+  #arm(at: number, asleep: boolean): void {
     this.#stepping = true;
-    this.#q.at(wake, () => this.#step());
+    this.#sleepUntil = asleep ? at : Number.NaN;
+    const armed = ++this.#armed;
+    this.#q.at(at, () => {
+      if (armed === this.#armed) this.#step();
+    });
   }
 
   #step(): void {
     const q = this.#q;
+    this.#sleepUntil = Number.NaN;
     const res = this.model.step(q.now);
     if (res.durationMs === 0) {
-      // Nothing schedulable now. Sleep until the next front-end arrival if there is one; else
-      // until something changes (a submit or an abort kicks the engine again) — never spin.
+      // Nothing schedulable now. Sleep until the next front-end arrival or reload's end if there
+      // is one; else until something changes (a submit or an abort kicks the engine again) — never spin.
       this.#stepping = false;
       const next = this.model.nextWakeMs(q.now);
-      if (next !== Number.POSITIVE_INFINITY && next > q.now) {
-        this.#stepping = true;
-        q.at(next, () => this.#step());
-      }
+      if (next !== Number.POSITIVE_INFINITY && next > q.now) this.#arm(next, true);
       return;
     }
     this.#hooks.stepped?.(this, res);

@@ -50,7 +50,7 @@ import { describeFor, type RequestHeaders } from './describe.ts';
 import { newJob, type Job, type RouteJob } from './job.ts';
 export type { RouteJob } from './job.ts';
 import { FairQueue } from '../tenants/fair.ts';
-import { admitJob, classOf, endJob, overSlo } from '../tenants/admit.ts';
+import { admitJob, classOf, endJob, overSlo, placeOnSide } from '../tenants/admit.ts';
 import type { Tenancy, Who } from '../tenants/tenancy.ts';
 import type { EngineUsage } from '@warmpath/shared/wire';
 
@@ -180,7 +180,7 @@ export class RouterCore<T> {
     if (job.cancelled) return this.#close(job);
     const o = this.#o;
     const now = o.clock.now();
-    const preq: PlacementRequest = {
+    const whole: PlacementRequest = {
       info: job.info,
       endpoint: job.info.kind,
       key: job.key,
@@ -191,7 +191,8 @@ export class RouterCore<T> {
       now,
     };
     const seconds = (t: number): void => o.metrics?.placementSeconds?.(t);
-    const { placement, pd } = placePairTimed(this.policy, preq, this.view, this.local, this.config, seconds);
+    const place = (r: PlacementRequest) => placePairTimed(this.policy, r, this.view, this.local, this.config, seconds);
+    const { preq, placement, pd } = placeOnSide(this.#tenancy, job, whole, now, place, o.metrics);
     if (placementChannel.hasSubscribers) placementChannel.publish({ router: this.id, request: preq, placement });
     const replica = placement.replica;
     if (replica === undefined) return this.#noRoom(job, placement.branch, now);
@@ -278,6 +279,9 @@ export class RouterCore<T> {
     metrics?.upstreamError(r.kind);
     if (r.kind === 'timeout') return this.#answer(job, { code: 'upstream_timeout', retryAfter: false });
     job.last = r;
+    // A decode leg refused after its prefill: the decode pool is full, the request is not failing. It spends no
+    // attempt and waits for room as a saturated one, until queueTimeoutMs from its first wait (pair.ts step 5).
+    if (r.kind === 'rejected' && r.transfer !== undefined) return this.#noRoom(job, 'saturated', now);
     job.attempt++;
     if (r.kind === 'reset' || r.kind === 'failed') job.crashes++;
     if (job.attempt >= this.config.maxAttempts) {
@@ -303,8 +307,6 @@ export class RouterCore<T> {
     }
     if (r.kind === 'rejected') {
       metrics?.retried();
-      // A decode leg refused after its prefill waits for a change (a report, a completion), as an engine queues it; then a redecode (pair.ts).
-      if (r.transfer !== undefined && this.#queue.add(job, this.config.queueTimeoutMs)) return;
       return this.#place(job);
     }
     if (job.crashes >= CRASH_LIMIT) return this.#deny(job, 'crashes');

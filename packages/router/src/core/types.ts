@@ -129,6 +129,8 @@ export interface CoreMetrics {
   shed?(band: PriorityBand): void;
   /** A request held in the queue by SLO admission (its band). */
   sloHeld?(band: PriorityBand): void;
+  /** A placement made on one side of the interactive reserve (tenants/split.ts). */
+  reserveSide?(side: 'reserved' | 'rest'): void;
 }
 
 /** What a transport gives the router core. */

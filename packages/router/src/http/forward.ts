@@ -37,7 +37,7 @@ import { callUpstream, drained, forwardHeaders, type UpstreamResponse } from '@w
 import type { Dispatch, Send, SendResult } from '../core/types.ts';
 import { formatRoute } from '../placement/route.ts';
 import { Downstream } from './downstream.ts';
-import { forwardPair } from './pd.ts';
+import { forwardDecode, forwardPair } from './pd.ts';
 import { noteFirstByte, upstreamHeaders } from './observe.ts';
 import { classify, type Upstreams } from './upstream.ts';
 import type { Exchange } from './exchange.ts';
@@ -55,7 +55,9 @@ export function createSend(
   const leg = (d: Dispatch<Exchange>): Promise<SendResult> => forward(id, upstreams, heartbeatMs, d, authorization);
   const pair = { id, upstreams, authorization };
   return (d, report) => {
-    (d.prefill !== undefined ? forwardPair(pair, d, leg) : leg(d)).then(report, (err: unknown) => {
+    const sent =
+      d.prefill !== undefined ? forwardPair(pair, d, leg) : d.transfer !== undefined ? forwardDecode(d, leg) : leg(d);
+    sent.then(report, (err: unknown) => {
       // A bug, not an upstream failure: end the exchange rather than leave the client hanging.
       const res = d.ctx.res;
       if (!res.headersSent) sendError(res, 'internal_error');

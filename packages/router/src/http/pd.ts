@@ -20,6 +20,13 @@
  * it itself and answers the client as any replica would. A failed transfer
  * is the decode engine's to handle (recompute or fail, its
  * kv_load_failure_policy).
+ * vLLM's decode leg refused by its agent after the prefill answered: the
+ * refusal carries the transfer (the prefill replica and its
+ * kv_transfer_params; the prefill engine holds those blocks until a decode
+ * engine reads them), and a redecode (Dispatch.transfer, placement/pair.ts
+ * step 5) sends the original request with them to another decode replica,
+ * no prefill leg. SGLang's legs start together on one bootstrap room, so
+ * its refused decode leg is placed again as a pair.
  * Complexity: one more upstream request per attempt and a re-encoded body.
  */
 import { randomInt } from 'node:crypto';
@@ -27,6 +34,7 @@ import { HEADERS } from '@warmpath/shared/wire';
 import { callUpstream, type UpstreamResponse } from '@warmpath/shared/runtime';
 import type { Dispatch, SendResult } from '../core/types.ts';
 import type { Replica } from '../fleet/view.ts';
+import type { Transferred } from '../placement/types.ts';
 import type { Exchange } from './exchange.ts';
 import { classify, type Upstreams } from './upstream.ts';
 
@@ -146,7 +154,31 @@ async function vllmPair(deps: PairDeps, d: Dispatch<Exchange>, body: Record<stri
   }
   const usable = params !== null && typeof params === 'object';
   d.prefillDone?.(usable);
-  return forward(withBody(d, usable ? { ...body, kv_transfer_params: params } : body));
+  if (!usable) return forward(withBody(d, body));
+  return decodeLeg(d, body, { prefill: d.prefill!, params }, forward);
+}
+
+/** vLLM's decode leg with a finished prefill's kv_transfer_params; its agent's refusal carries them on. */
+async function decodeLeg(
+  d: Dispatch<Exchange>,
+  body: Record<string, unknown>,
+  transfer: Transferred,
+  forward: ForwardLeg,
+): Promise<SendResult> {
+  const r = await forward(withBody(d, { ...body, kv_transfer_params: transfer.params }));
+  return r.kind === 'rejected' ? { ...r, transfer } : r;
+}
+
+/** A redecode (d.transfer set, no prefill leg): the decode leg alone, with the transfer's kv_transfer_params. */
+export async function forwardDecode(d: Dispatch<Exchange>, forward: ForwardLeg): Promise<SendResult> {
+  const t = d.transfer!;
+  let body: Record<string, unknown>;
+  try {
+    body = JSON.parse(d.ctx.raw.toString()) as Record<string, unknown>;
+  } catch {
+    return forward(d);
+  }
+  return t.params === undefined ? forward(d) : decodeLeg(d, body, t, forward);
 }
 
 /** SGLang: both legs at once; a prefill failure before the decode leg answered aborts it and is reported. */

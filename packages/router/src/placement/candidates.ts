@@ -4,7 +4,8 @@
  *
  * Steps: take the request's (model, adapter) group; keep the members
  * `eligible` admits (and, for one leg of a disaggregated request, those
- * whose role serves it: PlacementRequest.without), in group order, less those this router holds full
+ * whose role serves it: PlacementRequest.without; with an interactive
+ * reserve in force, those of the request's side: reserve.ts), in group order, less those this router holds full
  * since an agent's refusal (the refusal rule, core/refusals.ts); per row, the published load (read from
  * the view's columns by slot, not from each replica's state object) plus the
  * work this router sent since that report (and what a stale refusal since
@@ -30,6 +31,7 @@ import { expectedSince } from '@warmpath/shared/wire';
 import { endpointBit } from '../fleet/published.ts';
 import type { FleetView } from '../fleet/view.ts';
 import { eligibleHere } from './eligible.ts';
+import { reservedSlots } from './reserve.ts';
 import type { LocalState } from '../core/local.ts';
 import type { Candidate, CandidateTable, PlacementRequest, Warmth } from './types.ts';
 
@@ -115,10 +117,13 @@ export function buildCandidates(
   const receivedAt = c.receivedAt;
   const now = req.now;
   const ttl = view.stateTtlMs;
+  const reserved = req.reserve === undefined ? undefined : reservedSlots(g.ring, g.ringSlots, req.reserve.share);
+  const onReserved = req.reserve?.side === 'reserved';
   for (let m = 0; m < slots.length; m++) {
     // `eligible`, in two halves: FleetView.placeable (its common case, a current state, read here from the columns), then the request's and this router's.
     const slot = slots[m]!;
     if ((endpoints[slot]! & bit) === 0 || (now - receivedAt[slot]! > ttl && !view.placeable(slot, bit, now))) continue;
+    if (reserved !== undefined && reserved.has(slot) !== onReserved) continue;
     const r = members[m]!;
     if (!anyone && !eligibleHere(r, req, local)) continue;
     const reportAt = c.reportAt[slot]!;

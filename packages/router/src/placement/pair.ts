@@ -9,24 +9,34 @@
  *  2. Prefill: the policy's own placement (warmpath: warmth, prefill queue,
  *     its load bound) over the prefill-capable replicas (`prefill`, `both`).
  *  3. Decode: over the decode-capable replicas (`decode`, `both`) with KV
- *     room for the prompt and the output, the least cost of
- *       (load + expected) / weight + transferTokens × pdTransferCost × zone,
+ *     room for what they lack of the prompt and the output, the least cost of
+ *       (load + expected + lacks) / weight + lacks × pdTransferCost × zone,
  *     (expected: the work other routers likely sent since the replica's
  *     report, for a policy that estimates it: Candidate.expected),
- *     where transferTokens is what the replica lacks of the prompt (its
- *     warmth) and zone is 0 on the prefill replica itself, 0.1 within the
- *     prefill replica's zone (or when either zone is unknown), 1 across.
+ *     where lacks is the prompt tokens the replica does not hold (its
+ *     warmth), the tokens the transfer carries, and zone is 0 on the prefill
+ *     replica itself, 0.1 within the prefill replica's zone (or when either
+ *     zone is unknown), 1 across. What a replica lacks lands in its KV and
+ *     stays there for the leg's life, while a decode leg's load counts its
+ *     output alone: without it a replica holding the prompt's document and
+ *     one that would hold a second copy of it look alike, and the decode
+ *     pool's KV, which bounds it, fills with copies.
  *  4. Conditional disaggregation: when the chosen decode replica lacks at
  *     most pdThresholdTokens of the prompt (a short prompt, or its prefix is
  *     already there), it prefills itself: one leg, no transfer. So does a
  *     `both` replica chosen for both legs, or a fleet left with one pool.
  *  5. A decode leg refused after its prefill finished (req.transfer): step 3
  *     alone, given that prefill replica, and the same transfer to the chosen
- *     replica (the prefill is not run again); a retry within the budget, as
- *     any refusal. When no decode replica has KV room, the request waits in
- *     the router's queue (saturated) as an engine would queue it, rather
- *     than spend its attempts on refusals; with no decode candidate left,
- *     the pair is placed afresh.
+ *     replica (the prefill is not run again). Such a refusal spends no
+ *     attempt and excludes no replica (the refusal rule holds that one full
+ *     until its next report): its prompt's KV is computed, only a decode
+ *     replica with room is missing, so the request waits in the router's
+ *     queue for a change (a report, a completion), as an engine queues a
+ *     leg it has no KV for, until queueTimeoutMs from its first wait.
+ *     Spending attempts instead shed such a request after a few refusals
+ *     within moments, while the pool frees KV within seconds. When no
+ *     decode replica has KV room, it waits there too (saturated); with no
+ *     decode candidate left, the pair is placed afresh.
  * Complexity: two candidate tables and warmth scans per disaggregated
  * request, O(group members + matched depth); aggregated ones pay one scan of
  * the group's roles.
@@ -135,7 +145,6 @@ function pickDecode(
   if (table === undefined) return undefined;
   const warmth = scanWarmth(dreq, table, view, local);
   const info = req.info;
-  const need = info.promptTokens + info.maxTokens;
   let best: DecodePick | undefined;
   let bestCost = Infinity;
   let bestRoom = false;
@@ -144,8 +153,9 @@ function pickDecode(
     const depth = Math.max(warmth.digest[i]!, warmth.overlay[i]!);
     const lacks = Math.max(0, info.promptTokens - (depth * s.chunkChars) / s.charsPerToken);
     const zone = prefill === undefined ? 0 : zoneFactor(prefill, row.replica);
-    const cost = (row.load + row.expected) / row.weight + lacks * s.pdTransferCost * zone;
-    const room = row.kvFree >= need;
+    const cost = (row.load + row.expected + lacks) / row.weight + lacks * s.pdTransferCost * zone;
+    // The agent's admission needs room for what is not cached there (admission.ts): the prompt it lacks and the output.
+    const room = row.kvFree >= lacks + info.maxTokens;
     // Room first: a replica without KV room for the request only when none has it.
     if ((room && !bestRoom) || (room === bestRoom && cost < bestCost)) {
       best = { replica: row.replica, lacks, room };

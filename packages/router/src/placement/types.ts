@@ -16,6 +16,7 @@
 import type { Endpoint, HashRing, RequestInfo } from '@warmpath/shared/wire';
 import type { Replica } from '../fleet/view.ts';
 import type { LocalState } from '../core/local.ts';
+import type { Reserve } from './reserve.ts';
 
 /**
  * Why a replica was chosen (or none): one name per reason, counted per policy
@@ -81,6 +82,8 @@ export interface PlacementRequest {
   readonly missed?: number;
   /** Local clock, ms: freshness and overlay expiry are judged at this instant. */
   readonly now: number;
+  /** With an interactive reserve in force (tenants/split.ts): only the replicas of this side are candidates. */
+  readonly reserve?: Reserve;
 }
 
 export type Placement =

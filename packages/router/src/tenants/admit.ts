@@ -11,7 +11,9 @@ import type { Job } from '../core/job.ts';
 import type { LocalState } from '../core/local.ts';
 import type { RouteError } from '../core/types.ts';
 import type { Replica } from '../fleet/view.ts';
-import type { Placement } from '../placement/types.ts';
+import { SATURATED, type Placement, type PlacementRequest } from '../placement/types.ts';
+import type { ReserveSide } from '../placement/reserve.ts';
+import { leavesSide } from './split.ts';
 import type { LimitKind } from './limits.ts';
 import type { Tenancy, Who } from './tenancy.ts';
 import type { EngineUsage } from './usage.ts';
@@ -32,6 +34,7 @@ export function admitJob<T>(
   const t = job.who.tenant;
   const v = tenancy.limiter.admit(t, job.info.promptTokens + job.info.maxTokens, now);
   if (v.ok) {
+    tenancy.split.note(job.who.band, now);
     job.ticket = v.ticket;
     job.rateHeaders = v.headers;
     return undefined;
@@ -95,4 +98,32 @@ export function overSlo<T>(
   if (load.queue <= 0 || predictedTtftMs(load) <= bound) return false;
   metrics?.sloHeld?.(who.band);
   return true;
+}
+
+/**
+ * Places the job on its side of the interactive reserve when one is in
+ * force (split.ts), and again on the whole group when it leaves that side
+ * (`leavesSide`); a job with no room on its side that stays there is
+ * `saturated` (it waits in the queue); without tenants or a reserve,
+ * `place(whole)` alone.
+ * Returns the request placed (the one the policy is told about) with its placement.
+ */
+export function placeOnSide<T, P extends { placement: Placement }>(
+  tenancy: Tenancy | undefined,
+  job: Job<T>,
+  whole: PlacementRequest,
+  now: number,
+  place: (req: PlacementRequest) => P,
+  metrics?: { reserveSide?: (side: ReserveSide) => void },
+): P & { preq: PlacementRequest } {
+  const side = tenancy?.sideOf(job.who, now);
+  if (side !== undefined) {
+    const preq = { ...whole, reserve: side };
+    const placed = place(preq);
+    if (placed.placement.replica !== undefined) metrics?.reserveSide?.(side.side);
+    // No room on its side, staying there: it waits for room (the queue), whatever the reason there was none.
+    if (!leavesSide(side, placed.placement))
+      return { ...placed, preq, ...(placed.placement.replica === undefined ? { placement: SATURATED } : {}) };
+  }
+  return { ...place(whole), preq: whole };
 }

@@ -18,12 +18,14 @@ import { readFileSync, statSync, watch, type FSWatcher } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { parse } from 'yaml';
 import { PRIORITY_BANDS, type PriorityBand } from '@warmpath/shared/wire';
-import type { Tenant, TenantLimits } from './types.ts';
+import type { BandReserve, Tenant, TenantLimits } from './types.ts';
 
 /** The tenants in force: by name and by API key's digest (keyDigest). */
 export interface TenantSet {
   readonly tenants: ReadonlyMap<string, Tenant>;
   readonly byKey: ReadonlyMap<string, Tenant>;
+  /** The interactive reserve (`reserve:` in the file; tenants/split.ts); absent: none. */
+  readonly reserve?: BandReserve;
 }
 
 /** Keys are looked up by their SHA-256: a lookup's timing then tells nothing about a key. */
@@ -76,8 +78,30 @@ export function parseTenants(text: string, path: string): TenantSet {
       else byKey.set(d, t);
     }
   });
+  const reserve = checkReserve(doc.reserve, problems);
   if (problems.length > 0) throw new TenantFileError(path, problems);
-  return { tenants, byKey };
+  return { tenants, byKey, ...(reserve !== undefined ? { reserve } : {}) };
+}
+
+/** Lent after this long without one side's requests, when the file does not say (docs/TENANTS.md, "Interactive reserve"). */
+export const LEND_AFTER_S = 10;
+
+function checkReserve(raw: unknown, problems: string[]): BandReserve | undefined {
+  if (raw === undefined) return undefined;
+  if (!isRecord(raw)) {
+    problems.push('reserve: expected an object');
+    return undefined;
+  }
+  for (const k of Object.keys(raw))
+    if (k !== 'interactive' && k !== 'lendAfterSeconds') problems.push(`reserve.${k}: unknown field`);
+  const share = raw.interactive;
+  const lend = raw.lendAfterSeconds ?? LEND_AFTER_S;
+  const before = problems.length;
+  if (typeof share !== 'number' || !(share > 0 && share < 1))
+    problems.push('reserve.interactive: expected a share of the replicas, > 0 and < 1');
+  if (typeof lend !== 'number' || !(lend > 0 && lend <= 3600))
+    problems.push('reserve.lendAfterSeconds: expected a number > 0 and ≤ 3600');
+  return problems.length > before ? undefined : { interactive: share as number, lendAfterSeconds: lend as number };
 }
 
 function checkTenant(raw: unknown, at: string, problems: string[]): Tenant | undefined {

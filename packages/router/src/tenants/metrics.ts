@@ -8,17 +8,37 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { LimitKind } from './limits.ts';
 import type { Tenancy } from './tenancy.ts';
+import type { CoreMetrics } from '../core/types.ts';
 import type { PriorityBand } from './types.ts';
 
 export interface TenantMetrics {
   limited(tenant: string, limit: LimitKind): void;
   shed(band: PriorityBand): void;
   sloHeld(band: PriorityBand): void;
+  reserveSide(side: 'reserved' | 'rest'): void;
   /** A tenants file read: in force (`ok`) or kept out (`invalid`). */
   reloaded(result: 'ok' | 'invalid'): void;
 }
 
+/** The router core's tenant callbacks, counted once the registry's TenantMetrics exist (`counters()` is undefined before). */
+export function tenantCoreMetrics(
+  counters: () => TenantMetrics | undefined,
+): Required<Pick<CoreMetrics, 'limited' | 'shed' | 'sloHeld' | 'reserveSide'>> {
+  return {
+    limited: (tenant, limit) => counters()?.limited(tenant, limit),
+    shed: (band) => counters()?.shed(band),
+    sloHeld: (band) => counters()?.sloHeld(band),
+    reserveSide: (side) => counters()?.reserveSide(side),
+  };
+}
+
 export function tenantMetrics(registry: Registry, tenancy: Tenancy): TenantMetrics {
+  gauges(registry, tenancy);
+  return eventCounters(registry);
+}
+
+/** The counters of events (refusals, sheds, holds, reserve sides, reloads), as the callbacks that count them. */
+function eventCounters(registry: Registry): TenantMetrics {
   const limited = new Counter({
     name: 'warmpath_router_tenant_limited_total',
     help: "Requests refused by a tenant's limit (rate_limit_exceeded), by tenant and limit (requests, tokens, concurrent)",
@@ -37,12 +57,29 @@ export function tenantMetrics(registry: Registry, tenancy: Tenancy): TenantMetri
     labelNames: ['band'] as const,
     registers: [registry],
   });
+  const sides = new Counter({
+    name: 'warmpath_router_reserve_placements_total',
+    help: 'Placements made on one side of the interactive reserve while it was in force (reserved = interactive, rest = lower bands)',
+    labelNames: ['side'] as const,
+    registers: [registry],
+  });
   const reloads = new Counter({
     name: 'warmpath_router_tenants_reloads_total',
     help: 'Tenants file reads after start, by result (ok = in force, invalid = the last good file kept)',
     labelNames: ['result'] as const,
     registers: [registry],
   });
+  return {
+    limited: (tenant, limit) => limited.inc({ tenant, limit }),
+    shed: (band) => shed.inc({ band }),
+    sloHeld: (band) => held.inc({ band }),
+    reserveSide: (side) => sides.inc({ side }),
+    reloaded: (result) => reloads.inc({ result }),
+  };
+}
+
+/** The series read from the tenancy at each scrape: tenants in force, usage, in flight. */
+function gauges(registry: Registry, tenancy: Tenancy): void {
   new Gauge({
     name: 'warmpath_router_tenants',
     help: 'Tenants in the tenants file in force',
@@ -88,10 +125,4 @@ export function tenantMetrics(registry: Registry, tenancy: Tenancy): TenantMetri
       }
     },
   });
-  return {
-    limited: (tenant, limit) => limited.inc({ tenant, limit }),
-    shed: (band) => shed.inc({ band }),
-    sloHeld: (band) => held.inc({ band }),
-    reloaded: (result) => reloads.inc({ result }),
-  };
 }

@@ -13,6 +13,8 @@ import { bandRank, PRIORITY_BANDS } from '@warmpath/shared/wire';
 import { keyDigest, type TenantSet } from './file.ts';
 import { TenantLimiter } from './limits.ts';
 import { guardsOf, sloBoundMs } from './slo.ts';
+import type { Reserve } from '../placement/reserve.ts';
+import { BandSplit } from './split.ts';
 import type { FleetShare, PriorityBand, Tenant } from './types.ts';
 import { UsageBook } from './usage.ts';
 
@@ -39,6 +41,8 @@ export function bandFor(t: Tenant, asked: string | undefined): PriorityBand {
 export class Tenancy {
   readonly limiter: TenantLimiter;
   readonly usage = new UsageBook();
+  /** When the interactive reserve is in force (split.ts). */
+  readonly split = new BandSplit();
   #set: TenantSet;
   /** Per band: the tightest objective of a band above it (slo.ts). */
   #guards: number[];
@@ -69,6 +73,11 @@ export class Tenancy {
 
   who(t: Tenant, asked: string | undefined): Who {
     return { tenant: t, band: bandFor(t, asked) };
+  }
+
+  /** The side of the interactive reserve a request is placed on now; undefined: the whole group (split.ts). */
+  sideOf(who: Who | undefined, now: number): Reserve | undefined {
+    return this.split.sideOf(this.#set.reserve, who?.band, now);
   }
 
   /** The most predicted TTFT (ms) the request may be sent with: SLO admission's bound (slo.ts); Infinity without objectives. */

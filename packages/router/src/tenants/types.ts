@@ -32,6 +32,14 @@ export interface Tenant {
   readonly slo?: Readonly<Partial<Record<PriorityBand, { readonly ttftMs: number }>>>;
 }
 
+/** The interactive reserve (docs/TENANTS.md, "Interactive reserve"; placement/reserve.ts, split.ts). */
+export interface BandReserve {
+  /** Share of each model group's replicas set apart for the interactive band, in (0, 1). */
+  readonly interactive: number;
+  /** The split is lifted after this long without requests of one side (interactive, or the lower bands), s. */
+  readonly lendAfterSeconds: number;
+}
+
 /** Requests and tokens, over a window or since start. */
 export interface Counts {
   requests: number;

@@ -20,7 +20,7 @@ import { runStep } from './scheduler.ts';
 import type { StepResult } from './scheduler.ts';
 import { Sequence, SeqStatus } from './sequence.ts';
 import type { SimRequest } from './sequence.ts';
-import { freeBlocks, frontendDelayMs, removeFrom } from './state.ts';
+import { dropLoad, freeBlocks, frontendDelayMs, removeFrom } from './state.ts';
 import type { EngineState, PeerKv } from './state.ts';
 import { checkInvariants, probe, snapshot } from './views.ts';
 import type { EngineSnapshot, ProbeResult } from './views.ts';
@@ -105,6 +105,10 @@ export class EngineModel {
       enablePrefixCaching: options.enablePrefixCaching ?? true,
       priorityScheduling: options.priorityScheduling === true,
       slowFactor: options.slowFactor ?? 1,
+      loads: [],
+      loading: new Set(),
+      linkFreeMs: 0,
+      quietAtMs: Number.NaN,
     };
     for (const a of options.adapters ?? []) this.registerAdapter(a);
   }
@@ -179,6 +183,7 @@ export class EngineModel {
     }
     const s = new Sequence(r, now, now + this.frontendDelayMs(r.promptTokens) + (r.readyDelayMs ?? 0));
     st.byId.set(s.id, s);
+    st.quietAtMs = Number.NaN;
     // Keep `arriving` sorted by readyAtMs; arrivals are nearly ordered, so scan from the back.
     let i = st.arriving.length;
     while (i > 0 && st.arriving[i - 1]!.readyAtMs > s.readyAtMs) i--;
@@ -202,12 +207,14 @@ export class EngineModel {
       st.lora.release(s.adapter);
     } else if (s.status === SeqStatus.waiting) {
       removeFrom(st.waiting, s);
+      dropLoad(st, s);
       freeBlocks(st, s);
     } else if (s.status === SeqStatus.arriving) {
       removeFrom(st.arriving, s);
     }
     s.status = SeqStatus.aborted;
     st.counters.aborted++;
+    st.quietAtMs = Number.NaN;
     return true;
   }
 
@@ -226,12 +233,22 @@ export class EngineModel {
     return this.#st.held.size;
   }
 
-  /** Earliest time (ms) at which `step` could do work: `now` if busy, Infinity if idle. */
+  /**
+   * Earliest time (ms) at which `step` could do work: `now` if busy, Infinity
+   * if idle. After a step at `now` that scheduled nothing while host reloads
+   * are in flight, the first reload's end (or arrival): only that can free a
+   * waiting sequence.
+   */
   nextWakeMs(now: number): number {
     const st = this.#st;
-    if (st.running.length > 0 || st.waiting.length > 0) return now;
+    if (st.running.length > 0) return now;
     const first = st.arriving[0];
-    return first === undefined ? Number.POSITIVE_INFINITY : Math.max(now, first.readyAtMs);
+    let wake = first === undefined ? Number.POSITIVE_INFINITY : Math.max(now, first.readyAtMs);
+    if (st.waiting.length > 0) {
+      if (st.loads.length === 0 || st.quietAtMs !== now) return now;
+      for (const s of st.loads) wake = Math.min(wake, Math.max(now, s.loadEndMs));
+    }
+    return wake;
   }
 
   get idle(): boolean {

@@ -18,11 +18,16 @@
  *  3. If nothing was preempted, waiting sequences are admitted FCFS while the
  *     token budget, max_num_seqs and free blocks allow. Each reuses its longest
  *     cached prefix (full blocks, at most prompt-1 tokens, as vLLM): first the
- *     GPU's, then its continuation in the host tier, loaded into fresh blocks
- *     at the PCIe bandwidth (the load is charged to this step, so the rest of
- *     the prompt is prefilled after it); with KV sharing, then what another
- *     replica holds beyond that, fetched at the network's bandwidth (charged
- *     the same way). A sequence whose adapter would
+ *     GPU's; a continuation in the host tier is reloaded as vLLM's offloading
+ *     connector does (load_kv_async): the sequence takes its blocks and waits
+ *     while they are copied in at the PCIe bandwidth, one reload after another,
+ *     beside the steps (others are admitted meanwhile; one whose host blocks
+ *     are being loaded for another waits for that load); once loaded it is
+ *     admitted holding them, with no second lookup (vLLM's MultiConnector
+ *     takes one connector's hit). Without a host hit, with KV sharing, what
+ *     another replica holds beyond the GPU's hit is fetched at the network's
+ *     bandwidth, charged to the step (LMCache's connector loads in the forward
+ *     pass unless its async_loading is on). A sequence whose adapter would
  *     exceed max_loras distinct adapters is skipped (deferred); a sequence
  *     that does not fit in free blocks stops admission.
  *  4. Adapters in the batch that are not on the GPU take a slot (evicting an
@@ -33,9 +38,11 @@
  * Trade-off: applying a step's effects at its start keeps the model a single
  * call per step (no in-flight state); drivers deliver the returned events when
  * the step's time has elapsed and drop events of sequences aborted meanwhile.
- * Charging a host reload to the step (as an adapter load) stalls the batch
- * with it where vLLM loads asynchronously: exact for the reloading request's
- * TTFT, an upper bound on its batch-mates' delay.
+ * A peer fetch charged to the step stalls the batch with it (exact for a
+ * synchronous load); a host reload delays only its own sequence and those
+ * waiting on its blocks, and is seen at step granularity (the first step
+ * starting after it ends admits the sequence, as vLLM reports a finished
+ * load with a step's output).
  */
 import { hostReloadMs, peerFetchMs, stepTimeMs } from './profiles.ts';
 import { SeqStatus } from './sequence.ts';
@@ -57,7 +64,7 @@ export interface StepResult {
   readonly scheduledTokens: number;
   /** Adapter load time charged to this step (ms). */
   readonly loraLoadMs: number;
-  /** Host-tier KV reload and peer KV fetch time charged to this step (ms). */
+  /** Peer KV fetch time charged to this step (ms); host reloads run beside the steps. */
   readonly kvLoadMs: number;
 }
 
@@ -72,14 +79,13 @@ interface Batch {
   /** Tokens of KV the forward pass reads (context of every scheduled sequence). */
   contextTokens: number;
   prefillTokens: number;
-  /** Tokens of KV loaded from the host tier for sequences admitted this step. */
-  reloadTokens: number;
   /** Time to fetch the KV sequences admitted this step found on other replicas (KV sharing), ms. */
   fetchMs: number;
 }
 
 export function runStep(st: EngineState, now: number): StepResult {
   st.pool.now = now;
+  finishLoads(st, now);
   admitArrivals(st, now);
   const batch: Batch = {
     budget: st.profile.maxNumBatchedTokens,
@@ -88,13 +94,13 @@ export function runStep(st: EngineState, now: number): StepResult {
     preempted: [],
     contextTokens: 0,
     prefillTokens: 0,
-    reloadTokens: 0,
     fetchMs: 0,
   };
   scheduleRunning(st, batch);
   // vLLM skips admission in a step that preempted.
   if (batch.preempted.length === 0) admitWaiting(st, batch, now);
   if (batch.scheduled.length === 0) {
+    st.quietAtMs = now;
     return {
       durationMs: 0,
       endMs: now,
@@ -108,7 +114,7 @@ export function runStep(st: EngineState, now: number): StepResult {
     };
   }
   const loadMs = st.lora.loadActive();
-  const kvLoadMs = (batch.reloadTokens > 0 ? hostReloadMs(st.profile, batch.reloadTokens) : 0) + batch.fetchMs;
+  const kvLoadMs = batch.fetchMs;
   const durationMs =
     stepTimeMs(st.profile, batch.contextTokens, batch.prefillTokens, loadMs + kvLoadMs) * st.slowFactor;
   return applyStep(st, batch, now, durationMs, loadMs, kvLoadMs);
@@ -190,29 +196,41 @@ function admitWaiting(st: EngineState, batch: Batch, now: number): void {
   let j = 0;
   while (j < st.waiting.length && batch.budget > 0 && st.running.length < st.profile.maxNumSeqs) {
     const s = st.waiting[j]!;
-    if (st.lora.deferred(s.adapter)) {
-      j++; // deferred: its adapter has no slot
+    // Deferred (its adapter has no slot), or its reload is in flight: later ones may go first.
+    if (st.lora.deferred(s.adapter) || s.loadEndMs > now) {
+      j++;
       continue;
     }
+    const loaded = s.blocks.length;
     const maxHit = Math.floor((s.numTokens - 1) / bs);
-    const hit = st.enablePrefixCaching ? st.pool.match(s.blockHashes, maxHit) : 0;
+    const hit = loaded === 0 && st.enablePrefixCaching ? st.pool.match(s.blockHashes, maxHit) : 0;
     // Received KV: every prompt token but the last is already computed (the last is recomputed to sample, as vLLM's consumer does).
-    const hostHit = st.enablePrefixCaching && !s.kvReceived ? st.host.match(s.blockHashes, hit, maxHit, false) : 0;
-    const peerHit = st.peers !== undefined && !s.kvReceived ? peerHitOf(st, s.blockHashes, hit + hostHit, maxHit) : 0;
-    const computed = s.kvReceived ? s.numTokens - 1 : (hit + hostHit + peerHit) * bs;
+    const fresh = loaded === 0 && !s.kvReceived;
+    const hostHit = fresh && st.enablePrefixCaching ? st.host.match(s.blockHashes, hit, maxHit, false) : 0;
+    if (hostHit > 0) {
+      // Blocks being loaded for another: it waits for that load. `loaded`: reloaded, its blocks held, no second lookup.
+      if (st.loading.has(s.blockHashes[hit]!)) j++;
+      else if (startReload(st, s, hit, hostHit, now)) j++;
+      else break; // FCFS: the head waits for blocks
+      continue;
+    }
+    const peerHit = st.peers !== undefined && fresh ? peerHitOf(st, s.blockHashes, hit, maxHit) : 0;
+    const computed = s.kvReceived ? s.numTokens - 1 : loaded > 0 ? s.computed : (hit + peerHit) * bs;
     const want = Math.min(s.numTokens - computed, batch.budget);
-    const need = Math.ceil((computed + want) / bs) - hit;
+    const need = Math.ceil((computed + want) / bs) - hit - loaded;
     const available = st.pool.numFree - (hit > 0 ? st.pool.freeAmongMatched(s.blockHashes, hit) : 0);
     if (need > available) break; // FCFS: the head waits for blocks
     st.pool.acquireCached(s.blockHashes, hit, s.blocks);
     st.pool.allocate(need, s.blocks);
-    s.computed = computed;
-    s.hashedBlocks = hit;
-    if (hostHit > 0) reload(st, s, hit, hostHit, batch);
+    if (loaded === 0) {
+      s.computed = computed;
+      s.hashedBlocks = hit;
+    }
+    s.loadEndMs = Number.NaN;
     if (peerHit > 0) batch.fetchMs += peerFetchMs(st.profile, peerHit * bs, st.peers!.bytesPerS);
     if (!s.admitted) {
       s.admittedMs = now;
-      countAdmission(st, s, hit, hostHit, peerHit);
+      countAdmission(st, s, hit, 0, peerHit);
     }
     s.status = SeqStatus.running;
     st.waiting.splice(j, 1);
@@ -227,11 +245,44 @@ function admitWaiting(st: EngineState, batch: Batch, now: number): void {
   }
 }
 
-/** A host hit: its blocks are loaded into the sequence's fresh GPU blocks (registered by commitHashes) and stay in host memory too. */
-function reload(st: EngineState, s: Sequence, hit: number, hostHit: number, batch: Batch): void {
+/**
+ * A host hit, as vLLM's offloading connector loads it (load_kv_async): the
+ * sequence takes its GPU hit and fresh blocks for the host blocks, which are
+ * copied in at the PCIe bandwidth after the reloads queued before it, while
+ * it stays in the waiting queue and every other sequence keeps stepping.
+ * The blocks stay in host memory too. False, with nothing taken, if the
+ * blocks do not fit.
+ */
+function startReload(st: EngineState, s: Sequence, hit: number, hostHit: number, now: number): boolean {
+  const available = st.pool.numFree - (hit > 0 ? st.pool.freeAmongMatched(s.blockHashes, hit) : 0);
+  if (hostHit > available) return false;
+  st.pool.acquireCached(s.blockHashes, hit, s.blocks);
+  st.pool.allocate(hostHit, s.blocks);
   st.host.match(s.blockHashes, hit, hit + hostHit, true);
-  batch.reloadTokens += hostHit * st.blockSize;
-  st.counters.hostLoadedTokens += hostHit * st.blockSize;
+  const tokens = hostHit * st.blockSize;
+  st.counters.hostLoadedTokens += tokens;
+  s.hashedBlocks = hit;
+  s.loadEndMs = Math.max(now, st.linkFreeMs) + hostReloadMs(st.profile, tokens);
+  st.linkFreeMs = s.loadEndMs;
+  for (let b = hit; b < hit + hostHit; b++) st.loading.add(s.blockHashes[b]!);
+  st.loads.push(s);
+  if (!s.admitted) {
+    s.admittedMs = now;
+    countAdmission(st, s, hit, hostHit, 0);
+  }
+  return true;
+}
+
+/** Reloads that ended by `now`: their blocks are computed and join the prefix cache (vLLM caches them when the load is reported done). */
+function finishLoads(st: EngineState, now: number): void {
+  if (st.loads.length === 0) return;
+  st.loads = st.loads.filter((s) => {
+    if (s.loadEndMs > now) return true;
+    for (let b = s.hashedBlocks; b < s.blocks.length; b++) st.loading.delete(s.blockHashes[b]!);
+    s.computed = s.blocks.length * st.blockSize;
+    commitHashes(st, s, s.computed);
+    return false;
+  });
 }
 
 /** Blocks past `local` that the deepest other replica holds (KV sharing), up to maxHit. */

@@ -58,6 +58,12 @@ export class Sequence {
   readonly blocks: number[] = [];
   /** Leading blocks already registered in the prefix cache. */
   hashedBlocks = 0;
+  /**
+   * When its host-memory reload ends (scheduler.ts, step 3): set while it
+   * waits with blocks held for the reload, or loaded and not yet running;
+   * NaN otherwise.
+   */
+  loadEndMs = Number.NaN;
 
   constructor(r: SimRequest, arrivalMs: number, readyAtMs: number) {
     this.id = r.id;

@@ -74,6 +74,14 @@ export interface EngineState {
   readonly priorityScheduling: boolean;
   /** Fault injection: step durations are multiplied by this. */
   slowFactor: number;
+  /** Waiting sequences whose host-memory reload is in flight (vLLM's WAITING_FOR_REMOTE_KVS). */
+  loads: Sequence[];
+  /** Chain hashes of the blocks those reloads are loading: a prompt continuing into one waits for it. */
+  readonly loading: Set<bigint>;
+  /** When the host-to-GPU link finishes the reloads queued on it, ms (one copy stream: reloads run one after another). */
+  linkFreeMs: number;
+  /** Start of the last step that scheduled nothing, ms (NaN after a submit or an abort): nextWakeMs then waits for a reload's end. */
+  quietAtMs: number;
 }
 
 /** Front-end delay of a prompt (tokenize, schedule) in ms. */
@@ -85,6 +93,13 @@ export function frontendDelayMs(profile: EngineProfile, promptTokens: number): n
 export function freeBlocks(st: EngineState, s: Sequence): void {
   st.pool.release(s.blocks);
   s.blocks.length = 0;
+}
+
+/** Ends a sequence's host reload early (aborted): its blocks stop being loaded. */
+export function dropLoad(st: EngineState, s: Sequence): void {
+  if (!st.loads.includes(s)) return;
+  for (let b = s.hashedBlocks; b < s.blocks.length; b++) st.loading.delete(s.blockHashes[b]!);
+  removeFrom(st.loads, s);
 }
 
 export function removeFrom(list: Sequence[], s: Sequence): void {

@@ -173,7 +173,15 @@ export function checkInvariants(st: EngineState): void {
   const held = new Set<number>();
   for (const s of st.running) for (const b of s.blocks) held.add(b);
   for (const s of st.held.values()) for (const b of s.blocks) held.add(b);
+  for (const s of st.waiting) for (const b of s.blocks) held.add(b);
   if (held.size !== st.pool.numUsed)
-    throw new Error(`running and held sequences hold ${held.size} blocks, pool says ${st.pool.numUsed} used`);
-  for (const s of st.waiting) if (s.blocks.length !== 0) throw new Error(`waiting sequence ${s.id} holds blocks`);
+    throw new Error(
+      `running, held and reloading sequences hold ${held.size} blocks, pool says ${st.pool.numUsed} used`,
+    );
+  // A waiting sequence holds blocks only for its host reload (in flight, or done and not yet running).
+  for (const s of st.waiting)
+    if (s.blocks.length !== 0 && Number.isNaN(s.loadEndMs)) throw new Error(`waiting sequence ${s.id} holds blocks`);
+  for (const s of st.loads)
+    if (s.status !== 'waiting' || s.blocks.length === 0)
+      throw new Error(`reloading sequence ${s.id} is not waiting with blocks`);
 }

@@ -41,9 +41,18 @@ export class RealTimeDriver {
     return (performance.now() - this.t0) * this.speed;
   }
 
-  /** Call after submitting work: wakes the loop if it sleeps with nothing to do. */
+  /**
+   * Call after submitting work: wakes the loop if it sleeps with nothing to
+   * do, or sleeps until a later wake-up (a host reload's end) than the work
+   * just submitted needs. A step in progress is never cut short.
+   */
   kick(): void {
-    if (this.timer !== undefined || this.paused || this.stopped) return;
+    if (this.paused || this.stopped) return;
+    if (this.timer !== undefined) {
+      if (this.pending !== undefined || !(this.model.nextWakeMs(this.now()) < this.cursor)) return;
+      clearTimeout(this.timer);
+      this.timer = undefined;
+    }
     this.arm(this.now());
   }
 

@@ -20,7 +20,7 @@
  * there (docs/PLACEMENT.md, "Tiers and peers").
  */
 import type { Candidate } from '../candidates.ts';
-import { type By, type Input, lacking, tier } from './input.ts';
+import { type By, type Input, lacking, reloading, tier } from './input.ts';
 
 /** Row r's prefill queue plus the work its recent clients will likely send over the horizon, tokens. */
 export function ahead(x: Input, r: Candidate): number {
@@ -89,9 +89,14 @@ export function coldQueue(x: Input, i: number): number {
   return (x.mode.coldQueue === 'known' ? r.queue - r.expected : r.replica.state.load.prefillTokens) / r.weight;
 }
 
-/** The cost in tokens: the queue plus twice the prefill the row lacks (+ `missed` on a warm row, for a retry). */
+/**
+ * The cost in tokens: the queue plus twice the prefill the row lacks, a
+ * host reload's part once (the engine reloads beside its steps, so no later
+ * request waits behind it), + `missed` on a warm row, for a retry.
+ */
 export function tokenCost(x: Input, i: number, missed = 0): number {
-  return x.t.rows[i]!.queue + 2 * lacking(x, i) + (x.depth[i]! > 0 ? missed : 0);
+  const reload = reloading(x, i);
+  return x.t.rows[i]!.queue + 2 * (lacking(x, i) - reload) + reload + (x.depth[i]! > 0 ? missed : 0);
 }
 
 /**
@@ -105,11 +110,14 @@ export const SHARED_WAITERS = 4;
 
 /**
  * With KV sharing, the cost in tokens of row i: its queue plus the prefill
- * it lacks (a peer's chunk at its transfer, a host chunk at its reload)
- * times the sequences that wait for it — SHARED_WAITERS and every sequence
- * the replica last reported running, whose steps that prefill stretches.
+ * it lacks (a peer's chunk at its transfer) times the sequences that wait
+ * for it — SHARED_WAITERS and every sequence the replica last reported
+ * running, whose steps that prefill or fetch stretches — plus its host
+ * chunks' reload once: the engine reloads beside its steps, so the request
+ * alone waits for it (docs/PLACEMENT.md, "Tiers and peers").
  */
 export function sharedCost(x: Input, i: number): number {
   const r = x.t.rows[i]!;
-  return r.queue + (SHARED_WAITERS + r.replica.state.load.running) * lacking(x, i);
+  const reload = reloading(x, i);
+  return r.queue + (SHARED_WAITERS + r.replica.state.load.running) * (lacking(x, i) - reload) + reload;
 }

@@ -78,7 +78,7 @@ export const STEPS: readonly Step[] = [
 export function createWarmpathPolicy(opts: WarmpathOptions): Policy {
   const on = switchesOf(opts);
   const steps = STEPS.filter((s) => s.switch === undefined || on[s.switch]);
-  const scratch: Scratch = { depth: [] };
+  const scratch: Scratch = { depth: [], reload: [] };
   return {
     name: 'warmpath',
     expectsOthers: on.expect,

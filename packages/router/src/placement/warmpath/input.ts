@@ -27,6 +27,14 @@ export interface Input {
    * embedding.
    */
   readonly depth: readonly number[];
+  /**
+   * Per row, what its host-memory chunks cost, in chunks of prefill: (chunks
+   * only in its host memory) × (1 − hostCredit), the part of the row's
+   * lacking prefill (`lacking`) that is a reload; 0 where the peer credit
+   * sets the depth. The engine reloads beside its steps (asynchronously), so
+   * that part falls on the request alone (cost.ts).
+   */
+  readonly reload: readonly number[];
   /** The rows with depth > 0, in no particular order (every choice among them is a total order). */
   readonly warm: readonly number[];
 }
@@ -34,12 +42,16 @@ export interface Input {
 /** A policy's reused storage for its inputs' arrays. */
 export interface Scratch {
   readonly depth: number[];
+  readonly reload: number[];
 }
 
 export function inputOf(req: PlacementRequest, mode: Mode, t: CandidateTable, warmth: Warmth, s: Scratch): Input {
   const depth = s.depth;
   depth.length = t.rows.length;
   depth.fill(0);
+  const reload = s.reload;
+  reload.length = t.rows.length;
+  reload.fill(0);
   const warm: number[] = [];
   if (!mode.embedding) {
     let deepest = 0;
@@ -49,20 +61,22 @@ export function inputOf(req: PlacementRequest, mode: Mode, t: CandidateTable, wa
       // What this router just sent is on the GPU; the rest of the digest's match, in host memory, costs its reload.
       const gpu = Math.max(warmth.gpu?.[i] ?? all, o);
       depth[i] = gpu + (all - gpu) * mode.hostCredit;
+      reload[i] = (all - gpu) * (1 - mode.hostCredit);
       if (depth[i]! > 0) warm.push(i);
       deepest = Math.max(deepest, all);
     }
-    if (mode.peerCredit > 0 && deepest > 0) peerCredit(depth, warm, deepest * mode.peerCredit);
+    if (mode.peerCredit > 0 && deepest > 0) peerCredit(depth, reload, warm, deepest * mode.peerCredit);
   }
-  return { req, mode, t, depth, warm };
+  return { req, mode, t, depth, reload, warm };
 }
 
 /** With KV sharing, every row can fetch the deepest match from its holder: worth at least `floor` chunks. */
-function peerCredit(depth: number[], warm: number[], floor: number): void {
+function peerCredit(depth: number[], reload: number[], warm: number[], floor: number): void {
   for (let i = 0; i < depth.length; i++) {
     if (depth[i]! >= floor) continue;
     if (depth[i] === 0) warm.push(i);
     depth[i] = floor;
+    reload[i] = 0;
   }
 }
 
@@ -80,6 +94,11 @@ export function headroom(x: Input, i: number): boolean {
 /** Prefill row i lacks of the prompt, tokens (unfloored chunks: the cost's term). */
 export function lacking(x: Input, i: number): number {
   return Math.max(0, x.req.info.promptTokens - x.depth[i]! * x.mode.tokensPerChunk);
+}
+
+/** Of `lacking(x, i)`, the tokens' worth of prefill time row i spends reloading from host memory. */
+export function reloading(x: Input, i: number): number {
+  return Math.min(lacking(x, i), x.reload[i]! * x.mode.tokensPerChunk);
 }
 
 /** Row i is under the bound's floor, counting the other routers' work since its report: not busy at all. */

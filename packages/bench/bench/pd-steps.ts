@@ -1,0 +1,141 @@
+/**
+ * What bounds a disaggregated fleet's goodput, per policy, in one DES run
+ * (docs/DISAGGREGATION.md, "What bounds longdoc"): per pool, how busy its
+ * engines are and how many prompt tokens they compute per second, the KV
+ * in use (distinct blocks held by running sequences, so a prefix two
+ * requests share counts once), and how long each kind of leg waits in its
+ * engine's queue before the scheduler takes it — the prefill leg, the
+ * decode leg (its KV by transfer), a request prefilled on its decode
+ * replica (local). The window is the arrivals' span less its first
+ * sixth (the fleet filling up).
+ *
+ *   node packages/bench/bench/pd-steps.ts [--scenario longdoc] [--pd 4:6] [--rate 15] [--seed 2]
+ *     [--duration 30] [--routers 2] [--policies warmpath,llm-d-precise,sglang-cache-aware]
+ *
+ * Smoke: --rate 4 --duration 6 --policies warmpath
+ */
+import { parseArgs } from 'node:util';
+import { PROFILES, type Sequence, type StepResult } from '@warmpath/sim';
+import { runDes } from '../src/des/run.ts';
+import { pdRolesOf } from '../src/des/pd.ts';
+import { assignRouters } from '../src/l4.ts';
+import { planFor } from '../src/pool.ts';
+import { SCENARIOS } from '../src/scenarios.ts';
+
+const { values } = parseArgs({
+  options: {
+    scenario: { type: 'string', default: 'longdoc' },
+    pd: { type: 'string', default: '4:6' },
+    rate: { type: 'string', default: '15' },
+    seed: { type: 'string', default: '2' },
+    duration: { type: 'string', default: '30' },
+    routers: { type: 'string', default: '2' },
+    policies: { type: 'string', default: 'warmpath,llm-d-precise,sglang-cache-aware' },
+  },
+});
+const scenario = SCENARIOS[values.scenario];
+if (scenario === undefined) throw new Error(`unknown scenario ${values.scenario}`);
+const seed = Number(values.seed);
+const routers = Number(values.routers);
+const roles = pdRolesOf(values.pd)!;
+const blocks = PROFILES[scenario.fleet.profile as keyof typeof PROFILES].numGpuBlocks;
+/** The DES's warm-up before the first arrival (des/run.ts). */
+const WARMUP_MS = 2_000;
+/** How often each replica's KV in use is sampled, simulated ms. */
+const SAMPLE_MS = 250;
+
+const quantile = (xs: number[], p: number): number => {
+  const a = [...xs].sort((x, y) => x - y);
+  return a[Math.min(a.length - 1, Math.floor(p * a.length))] ?? Number.NaN;
+};
+const spread = (xs: number[]): string =>
+  `p50 ${quantile(xs, 0.5).toFixed(0)}, p90 ${quantile(xs, 0.9).toFixed(0)}, p99 ${quantile(xs, 0.99).toFixed(0)}`;
+
+/** One replica's steps within the window [from, to). */
+class Meter {
+  busyMs = 0;
+  prefill = 0;
+  readonly kv: number[] = [];
+  readonly #live = new Set<Sequence>();
+  readonly from: number;
+  readonly to: number;
+  #next: number;
+  constructor(from: number, to: number) {
+    this.from = from;
+    this.to = to;
+    this.#next = from;
+  }
+  step(res: StepResult): void {
+    const start = res.endMs - res.durationMs;
+    for (const s of res.emitted) this.#live.add(s);
+    for (const s of [...res.finished, ...res.preempted]) this.#live.delete(s);
+    if (start < this.from || start >= this.to) return;
+    this.busyMs += res.durationMs;
+    // A step's tokens are one per decoding sequence, the rest prompt (a chunk's last token is its first output).
+    let decoding = 0;
+    for (const s of res.emitted) if (s.generated > 1) decoding++;
+    this.prefill += res.scheduledTokens - decoding;
+    if (start < this.#next) return;
+    this.#next = start + SAMPLE_MS;
+    const held = new Set<number>();
+    for (const s of this.#live) for (const b of s.blocks) held.add(b);
+    this.kv.push((100 * held.size) / blocks);
+  }
+}
+
+function poolLine(role: 'prefill' | 'decode', meters: Map<string, Meter>, spanMs: number): string {
+  const ms = roles.flatMap((x, i) => (x === role ? [meters.get(`replica-${i}`)] : [])).filter((m) => m !== undefined);
+  const busy = ms.reduce((a, m) => a + m.busyMs, 0) / Math.max(1, ms.length) / spanMs;
+  const tokS = ms.reduce((a, m) => a + m.prefill, 0) / (spanMs / 1000);
+  const kv = ms.flatMap((m) => m.kv);
+  return `${role}: busy ${(100 * busy).toFixed(0)}%, prompt tokens computed ${(tokS / 1000).toFixed(1)}k/s, KV in use ${spread(kv)} %`;
+}
+
+async function run(policy: string): Promise<void> {
+  const rate = Number(values.rate);
+  const { plan: built, duration } = planFor({
+    scenario: values.scenario,
+    seed,
+    rate,
+    duration: Number(values.duration),
+  });
+  const plan = assignRouters(built, routers, 'random', seed);
+  const from = WARMUP_MS + (duration * 1000) / 6;
+  const to = WARMUP_MS + duration * 1000;
+  const meters = new Map<string, Meter>();
+  const seqs: Sequence[] = [];
+  const result = await runDes({
+    scenario: scenario!,
+    plan,
+    policy,
+    replicas: roles.length,
+    routers,
+    durationS: duration,
+    seed,
+    pd: values.pd,
+    onSubmitted: (seq) => void seqs.push(seq),
+    onStep: (id, res) => {
+      let m = meters.get(id);
+      if (m === undefined) meters.set(id, (m = new Meter(from, to)));
+      m.step(res);
+    },
+  });
+  const legs = { prefill: [] as number[], decode: [] as number[], local: [] as number[] };
+  for (const s of seqs) {
+    if (s.arrivalMs < from || s.arrivalMs >= to || !Number.isFinite(s.admittedMs)) continue;
+    const kind = s.maxTokens === 1 ? 'prefill' : s.kvReceived ? 'decode' : 'local';
+    legs[kind].push(s.admittedMs - s.readyAtMs);
+  }
+  const d = result.detail as { errorsByCode?: object; pd?: object; ttftP99AllRequests?: number | null };
+  console.log(
+    `${policy} at ${rate} req/s, seed ${seed}: ${result.completed}/${result.requests} answered ${JSON.stringify(d.errorsByCode ?? {})}, ` +
+      `TTFT p99 ${d.ttftP99AllRequests ?? '∞'} ms (answered ${result.ttft_ms.p99}), ITL p99 ${result.itl_ms.p99} ms, ` +
+      `preemptions ${result.preemptions}, ${JSON.stringify(d.pd ?? {})}`,
+  );
+  console.log(`  ${poolLine('prefill', meters, to - from)}`);
+  console.log(`  ${poolLine('decode', meters, to - from)}`);
+  for (const [k, xs] of Object.entries(legs))
+    if (xs.length > 0) console.log(`  ${k} legs: ${xs.length}, wait in the engine's queue ms ${spread(xs)}`);
+}
+
+for (const policy of values.policies.split(',')) await run(policy);

@@ -1,0 +1,216 @@
+/**
+ * Where a request's time to first token goes on a tiered fleet (host memory
+ * 4× and KV sharing on, as `warmpath goals --tiers` runs it), per policy, in
+ * the DES (docs/TIERS.md, "What the TTFT reference leaves out"):
+ *
+ *   alone(ref)  the request alone on an idle replica holding its pooled
+ *               ceiling hit on its GPU (the tiered reference's own figure,
+ *               before the reload it adds)
+ *   miss        alone(what it got) − alone(ref): prefill the placement left
+ *   load        engine TTFT − alone(what it got): the engine queue, the other
+ *               sequences' context in every step, peers' fetches charged to
+ *               the steps, its own host reload's wait for the link
+ *
+ * each averaged over every request and over the slowest 1%; and per engine
+ * step, its mean duration, running sequences and the share of peer fetches
+ * charged to it (host reloads run beside the steps).
+ *
+ *   node packages/bench/bench/tiers-ttft.ts [--scenario chat] [--seed 1] [--routers 2]
+ *     [--policies warmpath,llm-d-precise] [--router-set k=v,…] [--duration S]
+ *
+ * Smoke: --scenario chat --seed 1 --policies warmpath --duration 5
+ */
+import { parseArgs } from 'node:util';
+import { PROFILES, type Sequence } from '@warmpath/sim';
+import { runDes } from '../src/des/run.ts';
+import { assignRouters } from '../src/l4.ts';
+import { TIERS } from '../src/goal-rows.ts';
+import { lastArrivalMs } from '../src/loadgen.ts';
+import { planFor } from '../src/pool.ts';
+import { aloneTtfts, hitCeiling, planRequests, type PlanRequest } from '../src/references.ts';
+import { SCENARIOS } from '../src/scenarios.ts';
+
+const { values } = parseArgs({
+  options: {
+    scenario: { type: 'string', default: 'chat' },
+    seed: { type: 'string', default: '1' },
+    routers: { type: 'string', default: '2' },
+    duration: { type: 'string', default: '0' },
+    policies: { type: 'string', default: 'warmpath,llm-d-precise' },
+    'router-set': { type: 'string', default: '' },
+  },
+});
+const seed = Number(values.seed);
+const routers = Number(values.routers);
+const named = SCENARIOS[values.scenario];
+if (named === undefined) throw new Error(`unknown scenario ${values.scenario}`);
+const scenario = { ...named, fleet: { ...named.fleet, cpuKvRatio: TIERS.cpuKvRatio, kvSharing: TIERS.kvSharing } };
+const profile = PROFILES[scenario.fleet.profile as keyof typeof PROFILES];
+const adapters = scenario.fleet.adapters ?? [];
+const maxLoras = scenario.fleet.maxLoras ?? 0;
+const overrides = Object.fromEntries(
+  values['router-set']
+    .split(',')
+    .filter((kv) => kv !== '')
+    .map((kv) => kv.split('=') as [string, string]),
+);
+
+// --duration shortens the plan (0: the scenario's); the goals run the scenario's.
+const job = { scenario: values.scenario, seed, rate: 0, duration: Number(values.duration), trace: undefined };
+const { plan: built, duration } = planFor(job);
+const plan = assignRouters(built, routers, 'random', seed);
+const reqs = planRequests(plan, new Set(adapters));
+const pooled = hitCeiling(reqs, profile.blockSize, poolBlocks());
+const refAlone = aloneTtfts(reqs, pooled.cachedTokens, profile, adapters, maxLoras);
+
+function poolBlocks(): number {
+  return Math.round(scenario.fleet.replicas * profile.numGpuBlocks * (1 + TIERS.cpuKvRatio));
+}
+
+/** The DES names an engine request `req-<plan index>-<attempt>` (des/replica.ts). */
+const planIndex = (s: Sequence): number => Number(/^req-(\d+)-/.exec(s.id)![1]);
+
+const mean = (xs: readonly number[]): number => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
+const quantile = (xs: readonly number[], p: number): number => {
+  const a = [...xs].sort((x, y) => x - y);
+  return a[Math.min(a.length - 1, Math.floor(p * a.length))] ?? Number.NaN;
+};
+
+interface Parts {
+  ttft: number;
+  front: number;
+  queue: number;
+  ref: number;
+  miss: number;
+  load: number;
+  cachedShare: number;
+}
+
+interface Observed {
+  seqs: Sequence[];
+  steps: { n: number; ms: number; kvMs: number; seqs: number };
+  log: Map<string, StepLog[]>;
+  where: Map<Sequence, string>;
+}
+
+/** One DES run of `policy`, every engine sequence and step observed. */
+async function observe(policy: string): Promise<Observed> {
+  const seqs: Sequence[] = [];
+  const steps = { n: 0, ms: 0, kvMs: 0, seqs: 0 };
+  const log = new Map<string, StepLog[]>();
+  const where = new Map<Sequence, string>();
+  await runDes({
+    scenario,
+    plan,
+    policy,
+    replicas: scenario.fleet.replicas,
+    routers,
+    durationS: Math.max(duration, lastArrivalMs(plan) / 1000),
+    seed,
+    routerOverrides: overrides,
+    onSubmitted: (seq) => seqs.push(seq),
+    onStep: (r, res) => {
+      if (res.durationMs === 0) return;
+      const at = res.endMs - res.durationMs;
+      let l = log.get(r);
+      if (l === undefined) log.set(r, (l = []));
+      l.push({ at, ms: res.durationMs, tokens: res.scheduledTokens, kvMs: res.kvLoadMs, seqs: res.scheduledSeqs });
+      for (const e of res.emitted) if (e.generated === 1) where.set(e, r);
+      steps.n++;
+      steps.ms += res.durationMs;
+      steps.kvMs += res.kvLoadMs;
+      steps.seqs += res.scheduledSeqs;
+    },
+  });
+  return { seqs, steps, log, where };
+}
+
+async function run(policy: string): Promise<void> {
+  const { seqs, steps, log, where } = await observe(policy);
+  const done = seqs.filter((s) => Number.isFinite(s.firstTokenMs));
+  const got = new Int32Array(reqs.length);
+  const mine: PlanRequest[] = [];
+  for (const s of done) {
+    got[mine.length] = s.cachedTokens;
+    mine.push(reqs[planIndex(s)]!);
+  }
+  const alone = aloneTtfts(mine, got.subarray(0, mine.length), profile, adapters, maxLoras);
+  const parts: Parts[] = done.map((s, k) => {
+    const ttft = s.firstTokenMs - s.arrivalMs;
+    const ref = refAlone[planIndex(s)]!;
+    return {
+      ttft,
+      front: s.readyAtMs - s.arrivalMs,
+      queue: s.admittedMs - s.readyAtMs,
+      ref,
+      miss: alone[k]! - ref,
+      load: ttft - alone[k]!,
+      cachedShare: s.cachedTokens / s.promptTokens,
+    };
+  });
+  const ttfts = parts.map((p) => p.ttft);
+  const cut = quantile(ttfts, 0.99);
+  const slow = parts.filter((p) => p.ttft >= cut);
+  const slowSeqs = done.filter((s) => s.firstTokenMs - s.arrivalMs >= cut);
+  const line = (label: string, ps: readonly Parts[]): string =>
+    `  ${label} (${ps.length}): TTFT ${mean(ps.map((p) => p.ttft)).toFixed(1)} = alone(ref) ${mean(ps.map((p) => p.ref)).toFixed(1)} + miss ${mean(ps.map((p) => p.miss)).toFixed(1)} + load ${mean(ps.map((p) => p.load)).toFixed(1)} (of which engine queue ${mean(ps.map((p) => p.queue)).toFixed(1)}); front end ${mean(ps.map((p) => p.front)).toFixed(1)}; cached ${(mean(ps.map((p) => p.cachedShare)) * 100).toFixed(1)}% of the prompt`;
+  console.log(`${policy} (${values.scenario}, seed ${seed}, ${routers} routers, engine TTFT ms):`);
+  console.log(`  p50 ${quantile(ttfts, 0.5).toFixed(1)}, p99 ${quantile(ttfts, 0.99).toFixed(1)}`);
+  console.log(line('every request', parts));
+  const less = done.filter((s) => s.cachedTokens < pooled.cachedTokens[planIndex(s)]!).length;
+  const more = done.filter((s) => s.cachedTokens > pooled.cachedTokens[planIndex(s)]!).length;
+  console.log(`  cached less than the reference's hit: ${less} requests; more: ${more}`);
+  console.log(line('slowest 1%', slow));
+  console.log(
+    `  slowest 1%, the steps of its replica from its arrival to its first token: ${stepsDuring(slowSeqs, where, log)}`,
+  );
+  console.log(`  ${balance(log)}`);
+  console.log(
+    `  steps: ${steps.n}, mean ${(steps.ms / steps.n).toFixed(2)} ms (idle step ${(profile.stepOverheadMs + (profile.weightsBytes / (profile.hbmBytesPerS * profile.hbmEfficiency)) * 1e3).toFixed(2)} ms), ${(steps.seqs / steps.n).toFixed(1)} sequences; peer fetches ${((steps.kvMs / steps.ms) * 100).toFixed(2)}% of step time`,
+  );
+}
+
+interface StepLog {
+  at: number;
+  ms: number;
+  tokens: number;
+  kvMs: number;
+  seqs: number;
+}
+
+/** Means over `seqs` of the steps their replica ran from their arrival to their first token: count, longest, tokens, peer fetches charged to them. */
+function stepsDuring(seqs: readonly Sequence[], where: Map<Sequence, string>, log: Map<string, StepLog[]>): string {
+  const n: number[] = [];
+  const longest: number[] = [];
+  const tokens: number[] = [];
+  const kv: number[] = [];
+  const running: number[] = [];
+  for (const s of seqs) {
+    const during = (log.get(where.get(s) ?? '') ?? []).filter(
+      (x) => x.at + x.ms > s.arrivalMs && x.at < s.firstTokenMs,
+    );
+    n.push(during.length);
+    longest.push(Math.max(0, ...during.map((x) => x.ms)));
+    tokens.push(during.reduce((a, x) => a + x.tokens, 0));
+    kv.push(during.reduce((a, x) => a + x.kvMs, 0));
+    running.push(mean(during.map((x) => x.seqs)));
+  }
+  return `${mean(n).toFixed(1)} steps, longest ${mean(longest).toFixed(1)} ms, ${mean(tokens).toFixed(0)} tokens, peer fetches ${mean(kv).toFixed(1)} ms, ${mean(running).toFixed(1)} sequences a step`;
+}
+
+/** Per replica, its sequences a step weighted by the step's duration: the spread of the decode load. */
+function balance(log: Map<string, StepLog[]>): string {
+  const per = [...log.values()].map((l) => {
+    const ms = l.reduce((a, x) => a + x.ms, 0);
+    return l.reduce((a, x) => a + x.seqs * x.ms, 0) / ms;
+  });
+  return `sequences a step, time-weighted, per replica: ${per
+    .sort((a, b) => a - b)
+    .map((x) => x.toFixed(0))
+    .join(', ')}`;
+}
+
+console.log(
+  `reference alone(ref): p50 ${quantile(refAlone, 0.5).toFixed(1)}, p99 ${quantile(refAlone, 0.99).toFixed(1)}`,
+);
+for (const p of values.policies.split(',')) await run(p);
