@@ -6,12 +6,9 @@
  * Steps: every `intervalMs` after the last message (the floor a quiet
  * agent keeps), or as soon as `minGapMs` allows after a change placement
  * reads (status, models, hot adapters; the routers' guess of the prefill
- * queue or the in-flight work off by ≥ `changeTokens`, or, for the guess of
- * a router among many, by one request's work when that is more: `drift`,
- * dead reckoning, checked on every admission and scrape and, between them,
- * when the guess alone would cross it; the engine's queue starting or
- * emptying; KV use or in-flight work moved by ≥ 10% of KV capacity, or the
- * in-flight count by max(4, 50%);
+ * queue or the in-flight work off by ≥ `changeTokens`: `drift`, dead
+ * reckoning; the engine's queue starting or emptying; KV use or in-flight
+ * work moved by ≥ 10% of KV capacity, or the in-flight count by max(4, 50%);
  * `changeChunks` cached chunks added or removed), build a ReplicaState with
  * seq + 1 and the cache model's delta since the previous message
  * (`digest.from` = previous seq). A change-triggered message whose static
@@ -30,21 +27,16 @@
  * what lets many routers decide alike: between messages a router knows only
  * the work it sent itself and what the arrival rate foretells of the others'.
  * What it can already tell (its own dispatches, a steady stream) needs no
- * message. Invariant: no router's guess of a replica's queued work is off by
- * more than its margin (in expectation over which router sent what) without
- * a message within `minGapMs`; the drain (prefills done, requests ended)
- * waits for the next admission or scrape. Evidence: docs/SCALE.md, "The rule:
+ * message. Invariant: the guess is checked at every admission and every
+ * scrape, so no router's guess of a replica's queued work stays off by more
+ * than `changeTokens` (in expectation over which router sent what) for
+ * longer than a scrape period and `minGapMs`: a check between them (when the
+ * guess alone would cross the margin) published more without placing
+ * better (docs/GOSSIP.md, 'Checking the guess between events'). Evidence: docs/SCALE.md, "The rule:
  * publish on a change of about one request's work"; the rule and the floor:
  * docs/GOSSIP.md, "The cadence: dead reckoning, and the floor".
  */
-import {
-  encodeState,
-  expectedSince,
-  LIMITS,
-  MAX_EXPECT_AGE_MS,
-  PROTOCOL_VERSION,
-  STATIC_FIELDS,
-} from '@warmpath/shared/wire';
+import { encodeState, expectedSince, LIMITS, PROTOCOL_VERSION, STATIC_FIELDS } from '@warmpath/shared/wire';
 import type { DigestSnapshot, EngineKind, ReplicaRole, ReplicaState } from '@warmpath/shared/wire';
 import type { Clock } from '@warmpath/shared/runtime';
 import type { AgentLedger } from './ledger.ts';
@@ -92,7 +84,6 @@ export class Publisher {
   #seq = 0;
   #cancelPeriodic: (() => void) | undefined;
   #cancelSoon: (() => void) | undefined;
-  #cancelCheck: (() => void) | undefined;
   #lastAt = 0;
   #last: ReplicaState | undefined;
   /** The static fields of the last message, and the seq since which they have been the same. */
@@ -132,17 +123,12 @@ export class Publisher {
     this.#cancelPeriodic?.();
     this.#cancelSoon?.();
     this.#cancelSoon = undefined;
-    this.#cancelCheck?.();
-    this.#cancelCheck = undefined;
   }
 
   /** Publish soon if the state changed significantly since the last message (or `force`). */
   poke(force = false): void {
     if (!this.#running || this.#cancelSoon !== undefined) return;
-    if (!force && !this.significant()) {
-      this.#armCheck();
-      return;
-    }
+    if (!force && !this.significant()) return;
     const wait = Math.max(0, this.#lastAt + this.#o.minGapMs - this.#o.clock.now());
     this.#cancelSoon = this.#o.clock.schedule(wait, () => {
       this.#cancelSoon = undefined;
@@ -178,37 +164,10 @@ export class Publisher {
     if (this.#running) {
       this.#cancelPeriodic?.();
       this.#cancelPeriodic = this.#o.clock.schedule(this.#o.intervalMs, () => this.publishNow());
-      this.#armCheck();
     }
     const sending = this.#o.send?.(bytes, state);
     if (sending !== undefined) this.#sending = sending.catch(() => m.gossipErrors.inc());
     return state;
-  }
-
-  /**
-   * Schedules a check for when the many-router guess (the report plus the
-   * arrival rate × its age), growing with no event here, would alone be
-   * `changeTokens` off the in-flight work, if that comes before the floor:
-   * without it a quiet spell after a burst leaves the guess climbing
-   * unchecked until the next admission or scrape. Any poke re-arms it.
-   */
-  #armCheck(): void {
-    this.#cancelCheck?.();
-    this.#cancelCheck = undefined;
-    const last = this.#last?.load;
-    const rate = last?.arrivalTokensPerS ?? 0;
-    if (!this.#running || last === undefined || this.#o.changeTokens <= 0 || rate <= 0) return;
-    const margin = this.#guessMargin();
-    const age = this.#o.clock.now() - this.#lastAt;
-    // The truth's lead over the guess now; the guess gains `rate` tokens a second on it until MAX_EXPECT_AGE_MS.
-    const ahead = this.#ledger.inflightTokens - last.inflightTokens - expectedSince(rate, age);
-    const wait = Math.max(1, (1000 * (ahead + margin)) / rate);
-    if (age + wait >= Math.min(this.#o.intervalMs, MAX_EXPECT_AGE_MS)) return;
-    this.#cancelCheck = this.#o.clock.schedule(wait, () => {
-      this.#cancelCheck = undefined;
-      if (this.#guessDrift() >= this.#guessMargin()) this.poke(true);
-      else this.#armCheck();
-    });
   }
 
   /** Publishes now and resolves once the message is sent (drain and close announce this way). */
@@ -295,7 +254,7 @@ export class Publisher {
     if (last.models.length !== l.models.length || last.adapters.length !== l.adapters.length) return true;
     if (last.hotAdapters.join(',') !== l.hotAdapters().join(',')) return true;
     const moved = this.#o.changeTokens;
-    if (moved > 0 && (this.drift() >= moved || this.#guessDrift() >= this.#guessMargin())) return true;
+    if (moved > 0 && this.drift() >= moved) return true;
     const chunks = this.#o.changeChunks;
     if (chunks > 0 && l.cache.pending >= chunks) return true;
     const load = l.load();
@@ -335,30 +294,12 @@ export class Publisher {
     }
     // The many-router guess, in work: the queue's share of its error is the drain (as for one router) plus the
     // same arrival surprise the work shows, so work alone measures it.
+    const others = expectedSince(last.arrivalTokensPerS ?? 0, this.#o.clock.now() - this.#lastAt);
     return Math.max(
       Math.abs(l.pendingPrefillTokens - last.prefillTokens - sentPrefill),
       Math.abs(l.inflightTokens - last.inflightTokens - sentWork),
+      Math.abs(l.inflightTokens - last.inflightTokens - others),
     );
-  }
-
-  /**
-   * The many-router guess's margin: `changeTokens`, or the mean work of a
-   * request in flight when larger. Work arrives a request at a time, so a
-   * guess that spreads it over time (the arrival rate × the age) is off by up
-   * to one request's work between arrivals, whatever it does; a smaller margin
-   * would publish for every arrival of a long prompt without making the
-   * guess any better between them.
-   */
-  #guessMargin(): number {
-    const n = this.#ledger.inflight.size;
-    return Math.max(this.#o.changeTokens, n > 0 ? this.#ledger.inflightTokens / n : 0);
-  }
-
-  /** The many-router guess's error alone (drift's third term): the report plus the arrival rate × its age. */
-  #guessDrift(): number {
-    const last = this.#last!.load;
-    const others = expectedSince(last.arrivalTokensPerS ?? 0, this.#o.clock.now() - this.#lastAt);
-    return Math.abs(this.#ledger.inflightTokens - last.inflightTokens - others);
   }
 }
 
