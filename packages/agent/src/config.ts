@@ -140,6 +140,14 @@ export const AGENT_SCHEMA = {
     integer: true,
     doc: "publish early when routers' guess of the prefill queue or in-flight work is off by this many tokens (0 = off)",
   },
+  publishOverTokens: {
+    type: 'number',
+    default: 0,
+    min: 0,
+    max: 1e9,
+    integer: true,
+    doc: "publish early when routers' guess of the prefill queue or in-flight work is above the truth by this many tokens (0 = publishChangeTokens); higher = fewer messages, staler drain",
+  },
   publishChangeChunks: {
     type: 'number',
     default: 0,

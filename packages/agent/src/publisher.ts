@@ -6,9 +6,9 @@
  * Steps: every `intervalMs` after the last message (the floor a quiet
  * agent keeps), or as soon as `minGapMs` allows after a change placement
  * reads (status, models, hot adapters; the routers' guess of the prefill
- * queue or the in-flight work off by ≥ `changeTokens`: `drift`, dead
- * reckoning; the engine's queue starting or emptying; KV use or in-flight
- * work moved by ≥ 10% of KV capacity, or the in-flight count by max(4, 50%);
+ * queue or the in-flight work below the truth by ≥ `changeTokens`, or above
+ * it by ≥ `overTokens`: `drift`, dead reckoning; KV use or in-flight work
+ * moved by ≥ 10% of KV capacity, or the in-flight count by max(4, 50%);
  * `changeChunks` cached chunks added or removed), build a ReplicaState with
  * seq + 1 and the cache model's delta since the previous message
  * (`digest.from` = previous seq). A change-triggered message whose static
@@ -27,7 +27,10 @@
  * what lets many routers decide alike: between messages a router knows only
  * the work it sent itself and what the arrival rate foretells of the others'.
  * What it can already tell (its own dispatches, a steady stream) needs no
- * message. Invariant: the guess is checked at every admission and every
+ * message, nor does what no placement reads (the engine's own queue). A
+ * guess above the truth (work done or not sent) can only send a request
+ * elsewhere; one below it can send work to a replica that is full, so an
+ * operator may let the first drift further (`overTokens`). Invariant: the guess is checked at every admission and every
  * scrape, so no router's guess of a replica's queued work stays off by more
  * than `changeTokens` (in expectation over which router sent what) for
  * longer than a scrape period and `minGapMs`: a check between them (when the
@@ -69,6 +72,8 @@ export interface PublisherOptions {
   minGapMs: number;
   /** A move of the prefill queue or the in-flight work by this many tokens is significant; 0 = off. */
   changeTokens: number;
+  /** The same for a guess above the truth (work routers believe is there and is not); 0 = `changeTokens`. */
+  overTokens: number;
   /** This many digest hashes added or removed since the last message is significant; 0 = off. */
   changeChunks: number;
   clock: Clock;
@@ -254,14 +259,15 @@ export class Publisher {
     if (last.models.length !== l.models.length || last.adapters.length !== l.adapters.length) return true;
     if (last.hotAdapters.join(',') !== l.hotAdapters().join(',')) return true;
     const moved = this.#o.changeTokens;
-    if (moved > 0 && this.drift() >= moved) return true;
+    if (moved > 0) {
+      const [under, over] = this.drift();
+      if (under >= moved || over >= (this.#o.overTokens || moved)) return true;
+    }
     const chunks = this.#o.changeChunks;
     if (chunks > 0 && l.cache.pending >= chunks) return true;
-    const load = l.load();
-    if (load.waiting > 0 !== last.load.waiting > 0) return true;
     const cap = l.kvCapacityTokens;
     if (cap > 0 && Math.abs(l.inflightTokens - last.load.inflightTokens) >= 0.1 * cap) return true;
-    if (cap > 0 && Math.abs(load.kvUsedTokens - last.load.kvUsedTokens) >= 0.1 * cap) return true;
+    if (cap > 0 && Math.abs(l.load().kvUsedTokens - last.load.kvUsedTokens) >= 0.1 * cap) return true;
     const n = l.inflight.size;
     if (Math.abs(n - last.load.inflight) >= Math.max(4, 0.5 * last.load.inflight)) return true;
     return false;
@@ -279,9 +285,10 @@ export class Publisher {
    * arrival rate × the age, checked against the in-flight work, which is in
    * the arrival rate's units). A router among N guesses the mean of the two
    * weighted 1/N and 1 − 1/N (in expectation over which router sent what),
-   * so its error is at most the larger of theirs.
+   * so its error is at most the larger of theirs. Returned as the most
+   * any guess is below the truth and the most any is above it.
    */
-  drift(): number {
+  drift(): [under: number, over: number] {
     const l = this.#ledger;
     const last = this.#last!.load;
     let sentWork = 0;
@@ -295,11 +302,13 @@ export class Publisher {
     // The many-router guess, in work: the queue's share of its error is the drain (as for one router) plus the
     // same arrival surprise the work shows, so work alone measures it.
     const others = expectedSince(last.arrivalTokensPerS ?? 0, this.#o.clock.now() - this.#lastAt);
-    return Math.max(
-      Math.abs(l.pendingPrefillTokens - last.prefillTokens - sentPrefill),
-      Math.abs(l.inflightTokens - last.inflightTokens - sentWork),
-      Math.abs(l.inflightTokens - last.inflightTokens - others),
-    );
+    // Each guess's error, truth − guess: positive, the routers believe less is there than is.
+    const errors = [
+      l.pendingPrefillTokens - last.prefillTokens - sentPrefill,
+      l.inflightTokens - last.inflightTokens - sentWork,
+      l.inflightTokens - last.inflightTokens - others,
+    ];
+    return [Math.max(0, ...errors), Math.max(0, ...errors.map((e) => -e))];
   }
 }
 

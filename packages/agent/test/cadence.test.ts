@@ -173,4 +173,49 @@ describe('publish cadence', () => {
     expect(next.at).toBeLessThanOrEqual(due + core.config.scrapeIntervalMs + core.config.minPublishGapMs);
     expect(next.state.load.arrivalTokensPerS!).toBeLessThan(rate);
   });
+
+  it("the engine's own queue starting, with nothing a placement reads moved, waits for the floor", () => {
+    const { core, sent, clock, engine } = setup({ publishIntervalMs: 5_000 });
+    clock.advance(core.config.publishIntervalMs / 2);
+    const before = sent.length;
+    engine.snap = { ...engine.snap, running: 4, waiting: 3 };
+    clock.advance(4 * core.config.scrapeIntervalMs);
+    expect(core.ledger.load().waiting).toBe(3);
+    expect(sent.length).toBe(before);
+  });
+
+  it('publishOverTokens: a request ending (the guess above the truth by its work) waits until the guess is that far off', () => {
+    const run = (over: number) => {
+      const { core, sent, clock } = setup({ admission: false, publishOverTokens: over });
+      const long = (k: number) =>
+        describeRequest(
+          {
+            model: 'm',
+            messages: [{ role: 'user', content: `${k} a prompt of its own `.repeat(300) }],
+            max_tokens: 16,
+          },
+          'chat',
+        );
+      const open = [0, 1, 2].map((k) => {
+        const a = core.admit(long(k));
+        if ('reason' in a) throw new Error(`refused: ${a.reason}`);
+        return a;
+      });
+      // Past a floor message: the arrival rate it carries has decayed, so the routers' guess stands still.
+      clock.advance(2 * core.config.publishIntervalMs);
+      // Just after a floor message: the next is a period away, past the window below.
+      const seen = sent.length;
+      while (sent.length === seen) clock.advance(1);
+      const work = core.ledger.inflightTokens / 3;
+      const before = sent.length;
+      core.finish(long(0), open[0]!);
+      clock.advance(core.config.scrapeIntervalMs + core.config.minPublishGapMs);
+      return { work, change: core.config.publishChangeTokens, published: sent.length - before };
+    };
+    const tight = run(0);
+    expect(tight.work).toBeGreaterThan(tight.change);
+    expect(tight.work).toBeLessThan(10_000); // under the 10%-of-KV rule
+    expect(tight.published).toBe(1);
+    expect(run(4 * tight.work).published).toBe(0);
+  });
 });
