@@ -146,7 +146,7 @@ export const AGENT_SCHEMA = {
     min: 0,
     max: 1e9,
     integer: true,
-    doc: "publish early when routers' guess of the prefill queue or in-flight work is above the truth by this many tokens (0 = publishChangeTokens); higher = fewer messages, staler drain",
+    doc: 'as publishChangeTokens, for a guess above the truth (0 = publishChangeTokens); higher = fewer messages',
   },
   publishChangeChunks: {
     type: 'number',
