@@ -4,7 +4,7 @@
  * `essential` fields are the ones `--help` lists. How to choose the values
  * that matter, with the evidence: docs/OPERATIONS.md.
  */
-import { ENGINE_KINDS, FLEET_DEFAULTS } from '@warmpath/shared/wire';
+import { ENGINE_KINDS, FLEET_DEFAULTS, PUBLISH_FLOOR_MS } from '@warmpath/shared/wire';
 import { LOG_SETTINGS, SWARM_KEY_SETTINGS, loadConfig } from '@warmpath/shared/runtime';
 import type { ConfigOf, Schema } from '@warmpath/shared/runtime';
 
@@ -119,10 +119,10 @@ export const AGENT_SCHEMA = {
   gossip: { type: 'boolean', default: true, doc: 'join gossip (off: admin API only; tests and benches)' },
   publishIntervalMs: {
     type: 'number',
-    default: 250,
+    default: PUBLISH_FLOOR_MS,
     min: 20,
     max: 60_000,
-    doc: 'state publish period, ms; lower = fresher routers, more gossip bytes',
+    doc: 'state publish floor, ms: a quiet agent publishes this often (a change publishes at once); lower = more gossip bytes',
   },
   minPublishGapMs: {
     type: 'number',
@@ -138,7 +138,23 @@ export const AGENT_SCHEMA = {
     min: 0,
     max: 1e9,
     integer: true,
-    doc: 'publish early when the prefill queue or in-flight work moved by this many tokens since the last message (0 = off)',
+    doc: "publish early when routers' guess of the prefill queue or in-flight work is off by this many tokens (0 = off)",
+  },
+  publishOverTokens: {
+    type: 'number',
+    default: 0,
+    min: 0,
+    max: 1e9,
+    integer: true,
+    doc: 'as publishChangeTokens, for a guess above the truth (0 = publishChangeTokens); higher = fewer messages',
+  },
+  publishChangeChunks: {
+    type: 'number',
+    default: 0,
+    min: 0,
+    max: 1e9,
+    integer: true,
+    doc: 'publish early when this many cached chunks were added or removed since the last message (0 = off)',
   },
   scrapeIntervalMs: {
     type: 'number',

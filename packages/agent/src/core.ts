@@ -71,6 +71,8 @@ export class AgentCore {
       intervalMs: o.config.publishIntervalMs,
       minGapMs: o.config.minPublishGapMs,
       changeTokens: o.config.publishChangeTokens,
+      overTokens: o.config.publishOverTokens,
+      changeChunks: o.config.publishChangeChunks,
       clock,
       wallClock: o.wallClock ?? Date.now,
       send: o.send,

@@ -80,7 +80,8 @@ export async function subscribe(fleet: string, bootstrap: string[]): Promise<Sub
     })().finally(() => (pulling = undefined));
   };
   node.onMessage((data) => {
-    const r = decodeState(data);
+    // A change-triggered message leaves out the static fields of the last one received.
+    const r = decodeState(data, (id) => sub.states.findLast((s) => s.replica === id));
     if (!r.ok) return;
     const s = { ...r.value, receivedAt: Date.now() };
     sub.states.push(s);

@@ -55,7 +55,8 @@ const key = (r: Pick<QualityRow, 'scenario' | 'seed' | 'routers' | 'l4' | 'delay
   `${r.scenario}/${r.seed}/${r.routers}/${r.l4 ?? 'random'}/${r.delay}/${r.loss}`;
 const cell = (r: QualityRow | undefined): string =>
   r === undefined ? '—' : `${r.p50.toFixed(0)} / ${r.p99.toFixed(0)} / ${(r.hit * 100).toFixed(1)}%`;
-const cost = (r: QualityRow): string => `${r.completed}/${r.requests} | ${r.pulls} | ${r.viewMiB.toFixed(1)}`;
+const cost = (r: QualityRow): string =>
+  `${r.completed}/${r.requests} | ${r.pulls} | ${r.viewMiB.toFixed(1)} | ${r.messagesPerReplicaS ?? '—'} / ${r.bytesPerReplicaS ?? '—'}`;
 
 const l4Modes = list(values.l4).map((m): L4Mode => {
   if (!(L4_MODES as readonly string[]).includes(m))
@@ -115,6 +116,10 @@ const rows = await Promise.all(
       requests: r.requests,
       pulls: r.detail?.gossip?.pulls ?? 0,
       viewMiB: (r.detail?.gossip?.viewBytes ?? 0) / 2 ** 20,
+      messagesPerReplicaS: r.detail?.gossip?.messagesPerReplicaS ?? 0,
+      bytesPerReplicaS: r.detail?.gossip?.bytesPerReplicaS ?? 0,
+      hashesPerMessage: r.detail?.gossip?.hashesPerMessage ?? 0,
+      fullShare: r.detail?.gossip?.fullShare ?? 0,
     };
     console.error(`  ${key(id)}: ${cell(row)} | ${cost(row)} (${out.seconds.toFixed(0)} s)`);
     return row;
@@ -138,7 +143,7 @@ console.log(
 );
 console.log(
   before === undefined
-    ? '| scenario | seed | routers | L4 | gossip delay | loss | result | answered | pulls | one view, MiB |\n|---|--:|--:|---|---|--:|---|--:|--:|--:|'
+    ? '| scenario | seed | routers | L4 | gossip delay | loss | result | answered | pulls | one view, MiB | messages / bytes per agent-s |\n|---|--:|--:|---|---|--:|---|--:|--:|--:|--:|'
     : '| scenario | seed | routers | L4 | gossip delay | loss | before | after | same |\n|---|--:|--:|---|---|--:|---|---|---|',
 );
 for (const r of ok) {

@@ -22,4 +22,9 @@ export interface QualityRow {
   /** Digest snapshots all routers pulled; one router's digest tables at the end, MiB. */
   pulls: number;
   viewMiB: number;
+  /** State messages and their bytes per agent per simulated second (absent in older rows). */
+  messagesPerReplicaS?: number;
+  bytesPerReplicaS?: number;
+  hashesPerMessage?: number;
+  fullShare?: number;
 }

@@ -15,6 +15,9 @@ export interface DesGossipDetail {
   /** State messages and bytes each agent published per simulated second (the price of fresh state). */
   messagesPerReplicaS: number;
   bytesPerReplicaS: number;
+  /** Digest hashes (added + removed) per message, and the share of messages carrying the static fields. */
+  hashesPerMessage?: number;
+  fullShare?: number;
   /** Digest snapshots the routers pulled (a gap in the deltas: a lost or reordered message, a boot), all routers. */
   pulls: number;
   /** One router's fleet view at the end: digest hashes held over all replicas, and the bytes of its digest tables and holder index. */

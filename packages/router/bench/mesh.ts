@@ -21,17 +21,21 @@
  *
  *   node_modules/.bin/node packages/router/bench/mesh.ts [--agents 60,120] [--routers 8] [--router-peers 0] [--rate 30] [--seconds 10] [--save rows.json]
  *     [--d 6 --dlo 4 --dhi 12 --dlazy 6] [--gossip-windows 3] [--idontwant-min 512]
+ *     [--procs 0] [--digest-hashes 48] [--full-every 1]
+ *
+ * `--procs N`: the agents in N child processes (lib/mesh-procs.ts), the routers alone here (delay from each
+ * state's `sentAt`, 1 ms resolution; CPU per router without the agents'). `--digest-hashes`: hashes per message;
+ * `--full-every`: every how many messages carry the static fields (bench/gossip-model.ts sets these and `--rate`).
  *
  * The mesh flags override the state topic's mesh degrees, IHAVE windows and
  * IDONTWANT threshold on every node (default: the production constants), to compare
- * settings (docs/SCALE.md, "Gossip mesh").
+ * settings (docs/GOSSIP.md).
  *
  * `--save` writes the rows as JSON, each with its delivery latencies'
  * quantiles in 1% steps (the figure in docs/SCALE.md is drawn from it by
  * packages/bench/bench/plot.ts).
  *
  * Smoke: --agents 8 --routers 3 --rate 5 --seconds 1
- *
  * `--rate` is the fleet's state messages per second, the same for every
  * fleet size (each agent publishes every agents/rate seconds), so rows differ
  * only in how many agents there are. Every node shares one event loop, and
@@ -48,8 +52,9 @@ import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import type { GossipMeshTuning } from '@warmpath/shared/gossip';
-import { MeshFleet, type MeshAgent } from './lib/mesh-fleet.ts';
-import { CONTROL_KINDS, cloneRpcBytes, diffRpcBytes, emptyRpcBytes, type RpcBytes } from './lib/rpc-bytes.ts';
+import { MeshFleet, type MeshAgent, type MeshSample } from './lib/mesh-fleet.ts';
+import { AgentProcs } from './lib/mesh-procs.ts';
+import { CONTROL_KINDS, cloneRpcBytes, diffRpcBytes, meanRpcBytes, type RpcBytes } from './lib/rpc-bytes.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -65,8 +70,14 @@ const { values: args } = parseArgs({
     dlazy: { type: 'string' },
     'gossip-windows': { type: 'string' },
     'idontwant-min': { type: 'string' },
+    procs: { type: 'string', default: '0' },
+    'digest-hashes': { type: 'string', default: '48' },
+    'full-every': { type: 'string', default: '1' },
   },
 });
+const PROCS = Number(args.procs);
+const DIGEST_HASHES = Number(args['digest-hashes']);
+const FULL_EVERY = Number(args['full-every']);
 const MESH: GossipMeshTuning = Object.fromEntries(
   (
     [
@@ -89,13 +100,12 @@ const RATE = Number(args.rate);
 const WINDOW_S = Number(args.seconds);
 /** New agents started one after another for the new-replica figure. */
 const NEW_REPLICAS = 5;
-/** A new agent publishes this often until every router holds it, ms: an agent's default period. */
-const NEW_AGENT_PUBLISH_MS = 250;
+const NEW_AGENT_PUBLISH_MS = 250; // a new agent publishes this often until every router holds it, ms
 /** A new replica not on every router after this long counts as ∞, ms. */
 const NEW_REPLICA_TIMEOUT_MS = 30_000;
 /** Production gossip timing: a 700 ms heartbeat; dials and stream set-up get room on a loaded host. */
 const TIMING = { heartbeatIntervalMs: 700, redialIntervalMs: 1_000, dialTimeoutMs: 10_000, silentPeerGraceMs: 15_000 };
-const CONVERGE_TIMEOUT_MS = 120_000;
+const CONVERGE_TIMEOUT_MS = 600_000;
 
 // --- bytes per node: sockets attributed through the async context of each node's start ---
 const owner = new AsyncLocalStorage<string>();
@@ -151,6 +161,8 @@ interface Row {
   /** Delivery latency at quantiles 0, 0.01, …, 1, ms. */
   latencyQuantiles: number[];
   elu: number;
+  /** The routers' mesh, sampled every heartbeat in the window (MeshFleet.sampleMesh). */
+  meshParts: MeshSample;
   routerKBs: { in: number; out: number; maxIn: number };
   agentKBs: { in: number; out: number };
   conns: { routerRouter: number[]; routerAgent: number[]; agent: number[] };
@@ -162,8 +174,12 @@ interface Row {
   perMessage: RpcBytes & { wire: number };
   /** Mean over routers, per second: RPCs and message copies received. */
   perRouterPerS: { rpcs: number; copies: number; unique: number };
-  /** Process CPU over the window, cores, divided by the routers (agents' work included). */
+  /** Process CPU over the window, cores, divided by the routers (agents' work included unless in child processes). */
   cpuPerRouter: number;
+  /** Agent processes (0: in this one), digest hashes per message, every how many messages a full one. */
+  procs: number;
+  digestHashes: number;
+  fullEvery: number;
 }
 
 async function run(agents: number): Promise<Row> {
@@ -172,40 +188,44 @@ async function run(agents: number): Promise<Row> {
   let measuring = false;
   const fleet = await MeshFleet.start({
     routers: ROUTERS,
-    agents,
+    agents: PROCS > 0 ? 0 : agents,
+    firstAgent: PROCS > 0 ? agents : 0,
     agentPeers: 2,
     routerPeers: ROUTER_PEERS,
     timing: TIMING,
     mesh: MESH,
+    digestHashes: DIGEST_HASHES,
+    fullEvery: FULL_EVERY,
     wrapStart: (name, start) => owner.run(name, start),
     onDelivery: (_router, state, _origin, at) => {
       if (!measuring) return;
+      if (PROCS > 0) return void latencies.push(Date.now() - state.sentAt);
       const sent = fleet.agents.find((a) => a.name === state.replica)?.sentAt.get(state.seq);
       if (sent !== undefined) latencies.push(at - sent);
     },
   });
-  const stopPublishing = fleet.startPublishing(intervalMs);
+  const procs = PROCS > 0 ? await startProcs(fleet, agents, intervalMs) : undefined;
+  const publishedSoFar = async (): Promise<number> =>
+    procs !== undefined ? (await procs.count()).published : fleet.agents.reduce((n, a) => n + a.seq, 0);
+  const stopPublishing =
+    procs !== undefined ? (procs.publish(), () => procs.stop()) : fleet.startPublishing(intervalMs);
   try {
-    await waitUntil(
-      () => fleet.routers.every((r) => r.view.replicas.size === agents),
-      CONVERGE_TIMEOUT_MS,
-      'every router to see every replica',
-    );
+    await converged(fleet, agents);
     await sleep(2 * intervalMs);
     // Window: delivery latency, bytes, event-loop utilization.
     const before = bytesByNode();
     const rpc0 = fleet.routers.map((r) => cloneRpcBytes(r.rpcBytes));
     const cpu0 = process.cpuUsage();
     const elu0 = performance.eventLoopUtilization();
-    const published0 = fleet.agents.reduce((n, a) => n + a.seq, 0);
+    const published0 = await publishedSoFar();
     measuring = true;
-    await sleep(WINDOW_S * 1_000);
+    const meshParts = await fleet.sampleMesh(WINDOW_S * 1_000, TIMING.heartbeatIntervalMs);
     measuring = false;
     const elu = performance.eventLoopUtilization(elu0).utilization;
     const cpu = process.cpuUsage(cpu0);
     const rpc = fleet.routers.map((r, i) => diffRpcBytes(r.rpcBytes, rpc0[i]!));
     const after = bytesByNode();
-    const published = fleet.agents.reduce((n, a) => n + a.seq, 0) - published0;
+    const published = (await publishedSoFar()) - published0;
     const rate = (name: string): { in: number; out: number } => {
       const a = after.get(name) ?? { read: 0, written: 0 };
       const b = before.get(name) ?? { read: 0, written: 0 };
@@ -214,6 +234,7 @@ async function run(agents: number): Promise<Row> {
     const routerRates = fleet.routers.map((r) => rate(r.name));
     const agentRates = fleet.agents.map((a) => rate(a.name));
     const c = fleet.connections();
+    if (procs !== undefined) c.agent = (await procs.count()).peers;
     latencies.sort((x, y) => x - y);
     const wireIn = routerRates.map((r) => (r.in * 1024 * WINDOW_S) / published);
     const newReplicaMs = await newReplicas(fleet);
@@ -223,15 +244,9 @@ async function run(agents: number): Promise<Row> {
       rate: published / WINDOW_S,
       routers: ROUTERS,
       newReplicaMs,
-      latency: {
-        p50: quantile(latencies, 0.5),
-        p99: quantile(latencies, 0.99),
-        max: latencies.at(-1) ?? Number.NaN,
-        n: latencies.length,
-        expected: published * ROUTERS,
-      },
-      latencyQuantiles: Array.from({ length: 101 }, (_, k) => quantile(latencies, k / 100)),
+      ...latencyOf(latencies, published * ROUTERS),
       elu,
+      meshParts,
       routerKBs: {
         in: mean(routerRates.map((r) => r.in)),
         out: mean(routerRates.map((r) => r.out)),
@@ -247,6 +262,42 @@ async function run(agents: number): Promise<Row> {
   }
 }
 
+/** Waits until every router's view holds every agent; says what each holds and dropped if it times out. */
+async function converged(fleet: MeshFleet, agents: number): Promise<void> {
+  await waitUntil(
+    () => fleet.routers.every((r) => r.view.replicas.size === agents),
+    CONVERGE_TIMEOUT_MS,
+    'every router to see every replica',
+  ).catch((err: unknown) => {
+    const held = fleet.routers.map((r) => `${r.view.replicas.size} ${JSON.stringify(r.view.drops)}`);
+    throw new Error(`${(err as Error).message}: routers hold ${held.join('; ')}`);
+  });
+}
+
+/** A row's delivery figures from its sorted latencies, ms. */
+function latencyOf(sorted: number[], expected: number): Pick<Row, 'latency' | 'latencyQuantiles'> {
+  return {
+    latency: {
+      p50: quantile(sorted, 0.5),
+      p99: quantile(sorted, 0.99),
+      max: sorted.at(-1) ?? Number.NaN,
+      n: sorted.length,
+      expected,
+    },
+    latencyQuantiles: Array.from({ length: 101 }, (_, k) => quantile(sorted, k / 100)),
+  };
+}
+
+/** The agents in PROCS child processes, publishing to this fleet's routers (stops the fleet if they fail). */
+async function startProcs(fleet: MeshFleet, agents: number, intervalMs: number): Promise<AgentProcs> {
+  const spec = { agents, swarmKey: fleet.swarmKey, routerAddrs: fleet.routerAddrs(), intervalMs };
+  const more = { digestHashes: DIGEST_HASHES, fullEvery: FULL_EVERY, timing: TIMING, mesh: MESH };
+  return AgentProcs.start(PROCS, { ...spec, ...more, firstAgent: 0 }).catch(async (err: unknown) => {
+    await fleet.stop();
+    throw err;
+  });
+}
+
 /** The byte breakdown's fields of a row, from the window's per-router counts. */
 function breakdown(
   fleet: MeshFleet,
@@ -254,7 +305,10 @@ function breakdown(
   published: number,
   wireIn: number[],
   cpu: NodeJS.CpuUsage,
-): Pick<Row, 'mesh' | 'stateBytes' | 'perMessage' | 'perRouterPerS' | 'cpuPerRouter'> {
+): Pick<
+  Row,
+  'mesh' | 'stateBytes' | 'perMessage' | 'perRouterPerS' | 'cpuPerRouter' | 'procs' | 'digestHashes' | 'fullEvery'
+> {
   const sizes = fleet.stateBytes();
   return {
     mesh: MESH,
@@ -266,17 +320,10 @@ function breakdown(
       unique: mean(rpc.map((x) => x.unique)) / WINDOW_S,
     },
     cpuPerRouter: (cpu.user + cpu.system) / 1e6 / WINDOW_S / ROUTERS,
+    procs: PROCS,
+    digestHashes: DIGEST_HASHES,
+    fullEvery: FULL_EVERY,
   };
-}
-
-/** The routers' mean of each count, per message published. */
-function meanRpcBytes(xs: RpcBytes[], published: number): RpcBytes {
-  const out = emptyRpcBytes();
-  const per = (f: (x: RpcBytes) => number): number => mean(xs.map(f)) / Math.max(1, published);
-  for (const k of ['rpcs', 'copies', 'unique', 'state', 'authorSignature', 'framing', 'duplicates', 'total'] as const)
-    out[k] = per((x) => x[k]);
-  for (const k of CONTROL_KINDS) out.control[k] = per((x) => x.control[k]);
-  return out;
 }
 
 /** Starts NEW_REPLICAS more agents one at a time; for each, ms from its start until every router holds it. */
@@ -286,6 +333,7 @@ async function newReplicas(fleet: MeshFleet): Promise<number[]> {
   for (let i = 0; i < NEW_REPLICAS; i++) {
     const t0 = performance.now();
     const agent: MeshAgent = await fleet.addAgent(candidates);
+    agent.fullEvery = 2; // a whole message once a floor period (500 ms), as a real agent sends
     const timer = setInterval(() => void fleet.publish(agent), NEW_AGENT_PUBLISH_MS);
     void fleet.publish(agent);
     try {
@@ -315,15 +363,16 @@ console.log(
   `\ngossip mesh: ${ROUTERS} routers (each keeping ${ROUTER_PEERS === 0 ? 'every other' : ROUTER_PEERS} router peer(s)), each agent publishing to 2 of them; ${RATE} state messages/s fleet-wide; ${WINDOW_S} s window; one process (event-loop utilization shown: latency is CPU-bound when it nears 1)\n`,
 );
 console.log(
-  '| agents × routers | each agent publishes every | new replica on every router, ms (median / max of 5) | delivery p50 / p99 / max, ms | delivered / expected | router KB/s in / out (max in) | router bytes in per message | agent KB/s in / out | connections: router↔router, router↔agent, agent | event loop |',
+  '| agents × routers | each agent publishes every | new replica on every router, ms (median / max of 5) | delivery p50 / p99 / max, ms | delivered / expected | router KB/s in / out (max in) | router bytes in per message | agent KB/s in / out | connections: router↔router, router↔agent, agent | mesh parts (most; share split), links | event loop |',
 );
-console.log('|---|---|---|---|---|---|---|---|---|---|');
+console.log('|---|---|---|---|---|---|---|---|---|---|---|');
 for (const r of rows) {
   const nr = [...r.newReplicaMs].sort((a, b) => a - b);
   console.log(
     `| ${r.agents} × ${r.routers} | ${fmt(r.intervalMs / 1_000, 1)} s | ${fmt(quantile(nr, 0.5))} / ${fmt(nr.at(-1)!)} | ${fmt(r.latency.p50, 1)} / ${fmt(r.latency.p99, 1)} / ${fmt(r.latency.max, 1)} | ${r.latency.n} / ${r.latency.expected} | ` +
       `${fmt(r.routerKBs.in, 1)} / ${fmt(r.routerKBs.out, 1)} (${fmt(r.routerKBs.maxIn, 1)}) | ${fmt((r.routerKBs.in * 1024) / r.rate)} | ${fmt(r.agentKBs.in, 2)} / ${fmt(r.agentKBs.out, 2)} | ` +
-      `${span(r.conns.routerRouter)}, ${span(r.conns.routerAgent)}, ${span(r.conns.agent)} | ${fmt(r.elu, 2)} |`,
+      `${span(r.conns.routerRouter)}, ${span(r.conns.routerAgent)}, ${span(r.conns.agent)} | ` +
+      `${r.meshParts.most}; ${fmt(100 * r.meshParts.splitShare)}%, ${r.meshParts.minDegree}–${r.meshParts.maxDegree} | ${fmt(r.elu, 2)} |`,
   );
 }
 

@@ -243,7 +243,7 @@ export const ROUTER_SCHEMA = {
     type: 'number',
     default: 3_000,
     min: 10,
-    doc: 'a replica whose last state is older is ineligible, ms (agents publish every 250 ms)',
+    doc: 'a replica whose last state is older is ineligible, ms (a quiet agent publishes every 500 ms; keep it over 3 periods)',
   },
   forgetAfterMs: {
     type: 'number',

@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { encodeSnapshot, encodeState, SNAPSHOT_CONTENT_TYPE } from '@warmpath/shared/wire';
+import { encodeSnapshot, encodeState, PUBLISH_FLOOR_MS, SNAPSHOT_CONTENT_TYPE } from '@warmpath/shared/wire';
 import { waitFor } from '@warmpath/testkit';
 import { afterEach, describe, expect, it } from 'vitest';
 import { endpointBit } from '../src/fleet/published.ts';
@@ -45,6 +45,48 @@ describe('FleetView', () => {
     view.sweep();
     expect(view.replicas.has('b')).toBe(false);
     expect(view.indexSize).toBe(0);
+  });
+
+  it('keeps a quiet replica that publishes only at the floor, and finds it stale three floors after it stops', () => {
+    let now = 1_000_000;
+    const view = makeView([], { now: () => now });
+    expect(view.stateTtlMs).toBeGreaterThanOrEqual(3 * PUBLISH_FLOOR_MS);
+    const base = makeState('q', { sentAt: now });
+    view.applyBytes(encodeState(base));
+    // Thirty floors of quiet: whole periodic messages and change messages that leave the static fields out.
+    for (let seq = 2; seq <= 30; seq++) {
+      for (let t = 0; t < PUBLISH_FLOOR_MS; t += 250) {
+        now += 250;
+        view.sweep();
+        expect(view.current(view.replicas.get('q')!, now)).toBe(true);
+      }
+      view.applyBytes(encodeState({ ...base, seq, sentAt: now, ...(seq % 2 === 0 ? { staticSeq: 1 } : {}) }));
+    }
+    expect(view.replicas.get('q')!.state).toMatchObject({ seq: 30, url: base.url, models: base.models });
+    expect(view.group('m', '')!.ring.size).toBe(1);
+    // It stops; the rest of the fleet still speaks, so silence is this replica's alone.
+    view.apply(makeState('other', { sentAt: now }));
+    now += 2 * PUBLISH_FLOOR_MS;
+    view.sweep();
+    expect(view.current(view.replicas.get('q')!, now)).toBe(true);
+    view.apply(makeState('other', { seq: 2, sentAt: now }));
+    now += view.stateTtlMs - 2 * PUBLISH_FLOOR_MS + 1;
+    view.apply(makeState('other', { seq: 3, sentAt: now }));
+    view.sweep();
+    expect(view.fresh(view.replicas.get('q')!, now)).toBe(false);
+    expect(view.group('m', '')!.ring.members.map((m) => m.id)).toEqual(['other']);
+  });
+
+  it('ignores a message that leaves out static fields it does not hold, without blaming its relay', () => {
+    const view = makeView();
+    const bytes = encodeState({ ...makeState('n', { seq: 5 }), staticSeq: 1 });
+    const origin = { peer: 'author', via: 'relay', addresses: [] };
+    expect(view.judge(bytes, origin)).toBe('ignore');
+    expect(view.drops).toMatchObject({ no_base: 1 });
+    view.applyBytes(encodeState(makeState('n', { seq: 4 })));
+    view.applyBytes(Uint8Array.from(bytes)); // the same message arriving again
+    expect(view.drops).toMatchObject({ no_base: 1 });
+    expect(view.replicas.get('n')!.state).toMatchObject({ seq: 5, url: makeState('n').url });
   });
 
   it('rebuilds rings only when membership or weight changes', () => {

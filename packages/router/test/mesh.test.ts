@@ -5,7 +5,8 @@
  * router's fleet view holds every replica, most of them relayed by other
  * routers and accepted under the relayed-state rule (the relay is on this
  * machine, so loopback URLs); a router whose direct agent links are cut keeps
- * receiving those agents' state through the mesh. Bounds are generous: the
+ * receiving those agents' state through the mesh; the routers' mesh is one
+ * part, each router in it by at least two links. Bounds are generous: the
  * whole fleet shares this process's event loop on a loaded host.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -81,6 +82,14 @@ describe(`a router mesh: ${AGENTS} agents × ${ROUTERS} routers, each agent link
     },
     CONVERGE_MS + 10_000,
   );
+
+  it("the routers' mesh is one part, and no router holds it by fewer than Dlo = 2 links (MESH_D_LO)", async () => {
+    // Sampled every heartbeat over four: with Dlo 1 a router may hang by one link and the mesh fall into parts.
+    const s = await fleet.sampleMesh(4 * TIMING.heartbeatIntervalMs, TIMING.heartbeatIntervalMs);
+    expect(s.most).toBe(1);
+    expect(s.minDegree).toBeGreaterThanOrEqual(2);
+    expect(s.maxDegree).toBeLessThanOrEqual(ROUTERS - 1);
+  });
 
   it("a router whose direct agent links are cut keeps receiving those agents' state through the mesh", async () => {
     const r0 = fleet.routers[0]!;

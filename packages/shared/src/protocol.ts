@@ -9,17 +9,46 @@
  *   is the set's size after applying, so a receiver detects drift. A gap or a
  *   new boot makes the receiver pull a full snapshot over HTTP
  *   (`encodeSnapshot`/`decodeSnapshot`).
+ * - On the wire in the compact form (compact.ts: positions, no key names;
+ *   the static fields left out when unchanged); the map form decodes too.
  * - Order: (bootAt, boot, seq) — a newer boot supersedes any older one, then
  *   higher seq wins (memberlist's incarnation numbers, in effect).
  */
 import { Packr } from 'msgpackr';
+import { fromCompact, isCompact, toCompact, type StaticBase } from './compact.ts';
+import { bin, Invalid, isObj, LIMITS, num, oneOf, str, strList, sub } from './bounds.ts';
+
+export { STATIC_FIELDS, type StaticBase } from './compact.ts';
+export { LIMITS } from './bounds.ts';
 
 export const PROTOCOL_VERSION = 1;
+
+/**
+ * How often a quiet agent publishes by default (its `publishIntervalMs`), ms;
+ * a change that matters to placement publishes at once. A router's
+ * `stateTtlMs` spans three of these, so one lost or late message never
+ * makes a quiet healthy replica stale.
+ */
+export const PUBLISH_FLOOR_MS = 500;
 
 /** Time constant of the published arrival rate (ReplicaLoad.arrivalTokensPerS), ms. */
 export const ARRIVAL_TAU_MS = 100;
 /** Time constant of the published recent work rate (ReplicaLoad.recentTokensPerS), ms. */
 export const RECENT_TAU_MS = 10_000;
+
+/** The longest report age a router extrapolates the other routers' work over (expectedSince), ms. */
+export const MAX_EXPECT_AGE_MS = 1_000;
+
+/**
+ * The work (tokens) a router expects others sent a replica since a report
+ * `ageMs` old: the published arrival rate (times the others' share of it,
+ * folded into `rate` by the caller) over at most MAX_EXPECT_AGE_MS. Routers
+ * add it to the queue they read; the agent's publisher runs the same
+ * prediction to tell when the routers' guess has drifted (publisher.ts).
+ */
+export function expectedSince(rate: number, ageMs: number): number {
+  return (rate * Math.min(MAX_EXPECT_AGE_MS, Math.max(0, ageMs))) / 1000;
+}
 
 export const ENGINE_KINDS = ['vllm', 'sglang', 'llamacpp', 'tgi'] as const;
 export type EngineKind = (typeof ENGINE_KINDS)[number];
@@ -30,17 +59,6 @@ export const REPLICA_ROLES = ['both', 'prefill', 'decode'] as const;
 export type ReplicaRole = (typeof REPLICA_ROLES)[number];
 export const ENDPOINTS = ['chat', 'completion', 'responses', 'embedding'] as const;
 export type Endpoint = (typeof ENDPOINTS)[number];
-
-/** Hard limits applied on decode. Changing them is a protocol change. */
-export const LIMITS = {
-  messageBytes: 256 * 1024, // 256 KiB per state message
-  snapshotBytes: 8 * 1024 * 1024, // 8 MiB per digest snapshot (1M hashes)
-  stringChars: 256,
-  urlChars: 2048,
-  listItems: 1024,
-  deltaHashes: 30_000, // per message, added + removed
-  maxNumber: Number.MAX_SAFE_INTEGER,
-} as const;
 
 export interface ReplicaCapacity {
   /** KV cache capacity in tokens. */
@@ -143,7 +161,24 @@ export interface ReplicaState {
   zone?: string;
   /** Where a prefill replica's engine serves its KV bootstrap (SGLang's bootstrap_host:bootstrap_port), `host:port`. */
   kvBootstrap?: string;
+  /**
+   * Sender only, never on a decoded state: the seq of the message whose
+   * static fields (STATIC_FIELDS in compact.ts: the URLs, engine, models,
+   * group, adapters, endpoints, capacity, chunkChars, role, zone,
+   * kvBootstrap) this one repeats. Set, the compact form leaves them out and
+   * a receiver that holds a state of this boot at least that recent fills
+   * them in (compact.ts).
+   */
+  staticSeq?: number;
 }
+
+/** The name lists the compact form sends names as indexes of. */
+const NAMES = {
+  engines: ENGINE_KINDS,
+  statuses: REPLICA_STATUSES,
+  endpoints: ENDPOINTS,
+  roles: REPLICA_ROLES,
+} as const;
 
 const packr = new Packr({ useRecords: false, moreTypes: false, int64AsType: 'number' });
 
@@ -172,8 +207,9 @@ export function groupOf(s: Pick<ReplicaState, 'group' | 'models'>): string | und
   return s.group ?? (s.models.length === 1 ? s.models[0] : undefined);
 }
 
-export function encodeState(s: ReplicaState): Uint8Array {
-  return packr.pack({
+/** The map form (every key named): what the compact form is laid out from; decodable. */
+function stateMap(s: ReplicaState): Record<string, unknown> {
+  return {
     ...s,
     digest: {
       from: s.digest.from,
@@ -183,59 +219,25 @@ export function encodeState(s: ReplicaState): Uint8Array {
       ...(s.digest.host !== undefined && s.digest.host.length > 0 ? { host: packHashes(s.digest.host) } : {}),
       ...(s.digest.gpu !== undefined && s.digest.gpu.length > 0 ? { gpu: packHashes(s.digest.gpu) } : {}),
     },
-  });
+  };
+}
+
+/** A state message in the compact form (compact.ts); static fields left out when `s.staticSeq` is set. */
+export function encodeState(s: ReplicaState): Uint8Array {
+  return packr.pack(toCompact(stateMap(s), NAMES, s.staticSeq !== undefined));
+}
+
+/** A state message in the map form, as agents before the compact form sent it (tests, the corpus). */
+export function encodeStateMap(s: ReplicaState): Uint8Array {
+  const { staticSeq: _omit, ...rest } = s;
+  return packr.pack(stateMap(rest));
 }
 
 export type DecodeResult<T> = { ok: true; value: T } | { ok: false; reason: DropReason; detail: string };
 
 /** Why a message was dropped; counted in metrics by these names. */
-export const DROP_REASONS = ['too_large', 'malformed', 'version', 'invalid'] as const;
+export const DROP_REASONS = ['too_large', 'malformed', 'version', 'invalid', 'no_base'] as const;
 export type DropReason = (typeof DROP_REASONS)[number];
-
-class Invalid extends Error {}
-
-const isObj = (x: unknown): x is Record<string, unknown> => {
-  if (x === null || typeof x !== 'object') return false;
-  const proto = Object.getPrototypeOf(x);
-  return proto === Object.prototype || proto === null;
-};
-
-function str(o: Record<string, unknown>, k: string, max: number = LIMITS.stringChars): string {
-  const v = o[k];
-  if (typeof v !== 'string' || v.length > max) throw new Invalid(`${k}: expected string of at most ${max} chars`);
-  return v;
-}
-function num(o: Record<string, unknown>, k: string, min = 0, max: number = LIMITS.maxNumber, int = false): number {
-  const v = o[k];
-  if (typeof v !== 'number' || !Number.isFinite(v) || v < min || v > max || (int && !Number.isInteger(v)))
-    throw new Invalid(`${k}: expected ${int ? 'integer' : 'number'} in [${min}, ${max}]`);
-  return v;
-}
-function strList(o: Record<string, unknown>, k: string): string[] {
-  const v = o[k];
-  if (!Array.isArray(v) || v.length > LIMITS.listItems)
-    throw new Invalid(`${k}: expected list of at most ${LIMITS.listItems}`);
-  for (const x of v)
-    if (typeof x !== 'string' || x.length > LIMITS.stringChars)
-      throw new Invalid(`${k}: items must be strings of at most ${LIMITS.stringChars} chars`);
-  return v as string[];
-}
-function oneOf<T extends string>(o: Record<string, unknown>, k: string, allowed: readonly T[]): T {
-  const v = o[k];
-  if (typeof v !== 'string' || !(allowed as readonly string[]).includes(v))
-    throw new Invalid(`${k}: expected one of ${allowed.join(', ')}`);
-  return v as T;
-}
-function sub(o: Record<string, unknown>, k: string): Record<string, unknown> {
-  const v = o[k];
-  if (!isObj(v)) throw new Invalid(`${k}: expected map`);
-  return v;
-}
-function bin(o: Record<string, unknown>, k: string): Uint8Array {
-  const v = o[k];
-  if (!(v instanceof Uint8Array) || v.byteLength % 8 !== 0) throw new Invalid(`${k}: expected binary of 8-byte hashes`);
-  return v;
-}
 
 function validateState(raw: unknown): ReplicaState {
   if (!isObj(raw)) throw new Invalid('message: expected map');
@@ -311,15 +313,19 @@ function decodeBounded<T>(
   bytes: Uint8Array,
   limit: number,
   validate: (raw: Record<string, unknown>) => T,
+  base?: (replica: string, boot: string) => StaticBase | undefined,
 ): DecodeResult<T> {
   if (bytes.byteLength > limit)
     return { ok: false, reason: 'too_large', detail: `${bytes.byteLength} bytes > ${limit}` };
   let raw: unknown;
   try {
     raw = packr.unpack(bytes);
+    if (base !== undefined && isCompact(raw)) raw = fromCompact(raw, NAMES, base);
   } catch (err) {
     return { ok: false, reason: 'malformed', detail: (err as Error)?.message ?? 'msgpack decode failed' };
   }
+  // Not the sender's fault: this receiver lacks the state the message builds on.
+  if (typeof raw === 'string') return { ok: false, reason: 'no_base', detail: raw };
   if (!isObj(raw)) return { ok: false, reason: 'malformed', detail: 'not a msgpack map' };
   if (raw.v !== PROTOCOL_VERSION) return { ok: false, reason: 'version', detail: `unknown version ${String(raw.v)}` };
   try {
@@ -329,9 +335,17 @@ function decodeBounded<T>(
   }
 }
 
-/** Decodes and validates a gossip payload. Never throws. */
-export function decodeState(bytes: Uint8Array): DecodeResult<ReplicaState> {
-  return decodeBounded(bytes, LIMITS.messageBytes, validateState);
+/**
+ * Decodes and validates a gossip payload, in the compact or the map form.
+ * `base` hands the static fields of the replica's state the receiver holds
+ * (a compact message may leave them out); without it such a message is
+ * invalid. Never throws.
+ */
+export function decodeState(
+  bytes: Uint8Array,
+  base: (replica: string, boot: string) => StaticBase | undefined = () => undefined,
+): DecodeResult<ReplicaState> {
+  return decodeBounded(bytes, LIMITS.messageBytes, validateState, base);
 }
 
 /** Does `incoming` supersede `current`? Newer boot first, then higher seq. */

@@ -6,6 +6,7 @@ import {
   decodeState,
   encodeSnapshot,
   encodeState,
+  encodeStateMap,
   LIMITS,
   supersedes,
   type ReplicaState,
@@ -186,5 +187,5 @@ describe('state message codec', () => {
 });
 
 function encodeAsObject(): Record<string, unknown> {
-  return new Packr({ useRecords: false }).unpack(encodeState(sampleState())) as Record<string, unknown>;
+  return new Packr({ useRecords: false }).unpack(encodeStateMap(sampleState())) as Record<string, unknown>;
 }

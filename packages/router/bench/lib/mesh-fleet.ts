@@ -13,10 +13,15 @@
  * measured here includes every other node's CPU work: an upper bound for a
  * fleet of real processes.
  *
- * State messages carry a self-contained digest of DIGEST_HASHES chain hashes
- * (≈ 0.8 KB encoded), about the size of an agent's average message on the
- * seed scenario, and never need a snapshot pull.
+ * With `routerAddrs`, a fleet of agents only publishes to routers elsewhere
+ * (another process: bench/lib/mesh-agents.ts), under the given swarm key.
+ *
+ * State messages carry a self-contained digest of `digestHashes` chain hashes
+ * (default DIGEST_HASHES) and never need a snapshot pull; every `fullEvery`th
+ * message carries the static fields, the others leave them out as an agent's
+ * change-triggered messages do (shared compact.ts).
  */
+import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import {
@@ -54,6 +59,16 @@ export interface MeshOptions {
   mesh?: GossipMeshTuning;
   /** Runs each node's start, e.g. inside an AsyncLocalStorage context naming the node. */
   wrapStart?: (name: string, start: () => Promise<void>) => Promise<void>;
+  /** Routers elsewhere that these agents publish to (default: this fleet's routers). */
+  routerAddrs?: string[];
+  /** The first agent's number (names are agent-<n>; unique across processes). Default 0. */
+  firstAgent?: number;
+  /** Swarm key to join (default: a new one). */
+  swarmKey?: string;
+  /** Chain hashes in each message's digest (default DIGEST_HASHES). */
+  digestHashes?: number;
+  /** Every this many messages of an agent carry the static fields (default 1: all). */
+  fullEvery?: number;
   /** Every state a router applied, decoded, with the time (performance.now()) it was delivered. */
   onDelivery?: (router: MeshRouter, state: ReplicaState, origin: GossipOrigin, at: number) => void;
 }
@@ -71,21 +86,37 @@ export interface MeshAgent {
   readonly node: GossipNode;
   readonly identity: Uint8Array;
   readonly bootAt: number;
+  readonly boot: string;
   seq: number;
+  /** This agent's messages carry the static fields every this many (default: the fleet's `fullEvery`). */
+  fullEvery?: number;
   /** performance.now() of each publish, by seq (the latest few). */
   readonly sentAt: Map<number, number>;
+}
+
+/** The routers' mesh over a window: most parts seen, share of samples in more than one part, fewest and most links a router held. */
+export interface MeshSample {
+  most: number;
+  splitShare: number;
+  minDegree: number;
+  maxDegree: number;
 }
 
 export class MeshFleet {
   readonly routers: MeshRouter[] = [];
   readonly agents: MeshAgent[] = [];
   readonly #o: MeshOptions;
-  readonly #swarmKey = generateSwarmKey();
+  readonly swarmKey: string;
   #nextAgent = 0;
-  readonly #digest = new BigUint64Array(DIGEST_HASHES).map((_, i) => BigInt(i + 1) * 0x9e3779b97f4a7c15n);
+  readonly #digest: BigUint64Array;
 
   private constructor(o: MeshOptions) {
     this.#o = o;
+    this.swarmKey = o.swarmKey ?? generateSwarmKey();
+    this.#nextAgent = o.firstAgent ?? 0;
+    this.#digest = new BigUint64Array(o.digestHashes ?? DIGEST_HASHES).map(
+      (_, i) => BigInt(i + 1) * 0x9e3779b97f4a7c15n,
+    );
   }
 
   static async start(o: MeshOptions): Promise<MeshFleet> {
@@ -94,7 +125,7 @@ export class MeshFleet {
       const ports = await freePorts(o.routers);
       const addrs = ports.map((p) => `/ip4/127.0.0.1/tcp/${p}`);
       for (let i = 0; i < o.routers; i++) await fleet.#addRouter(i, addrs[i]!, addrs);
-      const all = fleet.routerAddrs();
+      const all = o.routerAddrs ?? fleet.routerAddrs();
       for (let i = 0; i < o.agents; i += START_BATCH) {
         await Promise.all(Array.from({ length: Math.min(START_BATCH, o.agents - i) }, () => fleet.addAgent(all)));
         await fleet.#linked(fleet.agents.slice(i));
@@ -138,7 +169,13 @@ export class MeshFleet {
 
   /** Encoded bytes of an agent's state message, whole and without its digest (the digest's share is the difference). */
   stateBytes(): { whole: number; withoutDigest: number } {
-    const state = this.#state(this.agents[0]!);
+    const agent = this.agents[0] ?? {
+      name: 'agent-0',
+      bootAt: Date.now(),
+      boot: randomBytes(9).toString('base64url'),
+      seq: 1,
+    };
+    const state = this.#state(agent);
     return {
       whole: encodeState(state).byteLength,
       withoutDigest: encodeState({ ...state, digest: { ...state.digest, size: 0, added: new BigUint64Array(0) } })
@@ -163,6 +200,55 @@ export class MeshFleet {
     };
   }
 
+  /**
+   * The routers' mesh as a graph (an edge where either holds the other in
+   * its mesh): its connected parts and the least and most links a router
+   * holds. One part is a mesh every state floods across without repair.
+   */
+  meshParts(): { parts: number; minDegree: number; maxDegree: number } {
+    const index = new Map(this.routers.map((r, i) => [r.node.peerId, i]));
+    const links = this.routers.map(() => new Set<number>());
+    this.routers.forEach((r, i) => {
+      for (const p of r.node.meshPeers()) {
+        const j = index.get(p);
+        if (j === undefined) continue;
+        links[i]!.add(j);
+        links[j]!.add(i);
+      }
+    });
+    const part = new Array<number>(this.routers.length).fill(-1);
+    let parts = 0;
+    for (let i = 0; i < part.length; i++) {
+      if (part[i] !== -1) continue;
+      const stack = [i];
+      part[i] = parts;
+      for (let k = stack.pop(); k !== undefined; k = stack.pop())
+        for (const j of links[k]!) {
+          if (part[j] !== -1) continue;
+          part[j] = parts;
+          stack.push(j);
+        }
+      parts++;
+    }
+    const degrees = links.map((l) => l.size);
+    return { parts, minDegree: Math.min(...degrees), maxDegree: Math.max(...degrees) };
+  }
+
+  /** The mesh sampled every `everyMs` for `windowMs` (meshParts): the most parts seen, the share of samples split, the fewest and most links. */
+  async sampleMesh(windowMs: number, everyMs: number): Promise<MeshSample> {
+    const samples: Array<ReturnType<MeshFleet['meshParts']>> = [];
+    for (const end = performance.now() + windowMs; performance.now() < end;) {
+      samples.push(this.meshParts());
+      await new Promise((r) => setTimeout(r, everyMs));
+    }
+    return {
+      most: Math.max(...samples.map((s) => s.parts)),
+      splitShare: samples.filter((s) => s.parts > 1).length / Math.max(1, samples.length),
+      minDegree: Math.min(...samples.map((s) => s.minDegree)),
+      maxDegree: Math.max(...samples.map((s) => s.maxDegree)),
+    };
+  }
+
   async stop(): Promise<void> {
     await Promise.all([...this.agents, ...this.routers].map((n) => n.node.stop().catch(() => {})));
   }
@@ -177,7 +263,7 @@ export class MeshFleet {
     });
     const node = await createGossipNode({
       fleet: MESH_FLEET,
-      swarmKey: this.#swarmKey,
+      swarmKey: this.swarmKey,
       onWarning: null,
       listen: [listen],
       bootstrap: candidates,
@@ -193,7 +279,8 @@ export class MeshFleet {
     node.onMessage((bytes, _from, origin) => {
       view.applyBytes(bytes, origin);
       if (onDelivery === undefined) return;
-      const res = decodeState(bytes);
+      // The view holds the state just applied: the static fields a message leaves out are there.
+      const res = decodeState(bytes, (id) => view.replicas.get(id)?.state);
       if (res.ok) onDelivery(router, res.value, origin, performance.now());
     });
     await this.#start(router.name, node);
@@ -209,6 +296,7 @@ export class MeshFleet {
       node: await this.#agentNode(identity, candidates),
       identity,
       bootAt: Date.now() - 60_000,
+      boot: randomBytes(9).toString('base64url'),
       seq: 0,
       sentAt: new Map(),
     };
@@ -219,16 +307,18 @@ export class MeshFleet {
 
   /** Waits (at most BATCH_WAIT_MS) until these agents hold their router links, so the next batch does not pile onto pending handshakes. */
   async #linked(agents: MeshAgent[]): Promise<void> {
-    const want = Math.min(this.#o.agentPeers ?? 2, this.routers.length);
+    const remote = this.#o.routerAddrs !== undefined;
+    const want = Math.min(this.#o.agentPeers ?? 2, remote ? Infinity : this.routers.length);
+    const links = (a: MeshAgent): number => (remote ? a.node.peers().length : this.linksOf(a).length);
     const deadline = performance.now() + BATCH_WAIT_MS;
-    while (performance.now() < deadline && !agents.every((a) => this.linksOf(a).length >= want))
+    while (performance.now() < deadline && !agents.every((a) => links(a) >= want))
       await new Promise((r) => setTimeout(r, 50));
   }
 
   #agentNode(identity: Uint8Array, candidates: string[]): Promise<GossipNode> {
     return createGossipNode({
       fleet: MESH_FLEET,
-      swarmKey: this.#swarmKey,
+      swarmKey: this.swarmKey,
       onWarning: null,
       privateKey: identity,
       subscribe: false,
@@ -243,12 +333,15 @@ export class MeshFleet {
     return this.#o.wrapStart !== undefined ? this.#o.wrapStart(name, () => node.start()) : node.start();
   }
 
-  #state(agent: MeshAgent): ReplicaState {
+  #state(agent: Pick<MeshAgent, 'name' | 'bootAt' | 'boot' | 'seq' | 'fullEvery'>): ReplicaState {
     const port = 20_000 + Number(agent.name.slice(agent.name.indexOf('-') + 1));
+    const fullEvery = agent.fullEvery ?? this.#o.fullEvery ?? 1;
     return makeState(agent.name, {
       fleet: MESH_FLEET,
+      boot: agent.boot,
       bootAt: agent.bootAt,
       seq: agent.seq,
+      ...((agent.seq - 1) % fullEvery !== 0 ? { staticSeq: 1 } : {}),
       url: `http://127.0.0.1:${port}`,
       admin: '',
       load: {

@@ -116,3 +116,14 @@ export function diffRpcBytes(b: RpcBytes, a: RpcBytes): RpcBytes {
 export function cloneRpcBytes(x: RpcBytes): RpcBytes {
   return { ...x, control: { ...x.control } };
 }
+
+/** The routers' mean of each count, per message published. */
+export function meanRpcBytes(xs: RpcBytes[], published: number): RpcBytes {
+  const out = emptyRpcBytes();
+  const per = (f: (x: RpcBytes) => number): number =>
+    xs.reduce((s, x) => s + f(x), 0) / Math.max(1, xs.length) / Math.max(1, published);
+  for (const k of ['rpcs', 'copies', 'unique', 'state', 'authorSignature', 'framing', 'duplicates', 'total'] as const)
+    out[k] = per((x) => x[k]);
+  for (const k of CONTROL_KINDS) out.control[k] = per((x) => x.control[k]);
+  return out;
+}

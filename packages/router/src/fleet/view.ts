@@ -144,9 +144,9 @@ export class FleetView {
    * merely old. Counts drops. Never throws.
    */
   judge(bytes: Uint8Array, origin: Origin): 'accept' | 'reject' | 'ignore' {
-    const res = decodeState(bytes);
+    const res = decodeState(bytes, (id) => this.#records.get(id)?.state); // the static fields a message leaves out
     this.#decoded.set(bytes, res);
-    if (!res.ok) return this.#refuse(res.reason, 'reject');
+    if (!res.ok) return this.#refuse(res.reason, res.reason === 'no_base' ? 'ignore' : 'reject'); // no_base: not the sender's fault
     const s = res.value;
     const now = this.#now();
     const direct = origin.via === origin.peer;
@@ -169,7 +169,7 @@ export class FleetView {
 
   /** A gossip payload; with its `origin`, the publisher's rights are checked (again: state may have moved since `judge`). Never throws. */
   applyBytes(bytes: Uint8Array, origin?: Origin): void {
-    const res = this.#decoded.get(bytes) ?? decodeState(bytes);
+    const res = this.#decoded.get(bytes) ?? decodeState(bytes, (id) => this.#records.get(id)?.state);
     this.#decoded.delete(bytes);
     if (!res.ok) return this.#drop(res.reason);
     if (origin === undefined) {

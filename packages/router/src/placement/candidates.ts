@@ -27,6 +27,7 @@
  * pure and read it only within select — and two policies can still read one
  * table.
  */
+import { expectedSince } from '@warmpath/shared/wire';
 import { endpointBit } from '../fleet/published.ts';
 import type { FleetView, Replica } from '../fleet/view.ts';
 import { eligibleHere } from './eligible.ts';
@@ -36,8 +37,8 @@ import type { Candidate, CandidateTable, PlacementRequest, Warmth } from './type
 
 export type { Candidate, CandidateTable, Warmth } from './types.ts';
 
-/** The longest report age the expected work of other routers extrapolates over, ms. */
-export const MAX_EXPECT_AGE_MS = 1_000;
+/** The longest report age the expected work of other routers extrapolates over, ms (shared protocol.ts). */
+export { MAX_EXPECT_AGE_MS } from '@warmpath/shared/wire';
 
 /** A row as the table's builder writes it. */
 type Row = { -readonly [K in keyof Candidate]: Candidate[K] };
@@ -133,10 +134,7 @@ export function buildCandidates(
     const prefill = c.prefillTokens[slot]!;
     // What an agent's stale refusal said is queued there beyond this view: other routers' work, until the next report.
     const unseen = Math.max(0, f.queued - prefill - added);
-    const expected =
-      othersShare > 0
-        ? (othersShare * c.arrival[slot]! * Math.min(MAX_EXPECT_AGE_MS, Math.max(0, req.now - reportAt))) / 1000
-        : 0;
+    const expected = othersShare > 0 ? expectedSince(othersShare * c.arrival[slot]!, req.now - reportAt) : 0;
     const load = c.inflightTokens[slot]! + added + unseen;
     const kv = c.kvTokens[slot]!;
     const weight = c.weight[slot]!;

@@ -132,24 +132,27 @@ export const DNS_INTERVAL_MS = 10_000;
 
 /**
  * Gossipsub mesh degree among routers (agents publish only and are in no
- * mesh): each router keeps D = 3 router peers in its mesh, between Dlo = 2 and
- * Dhi = 4, chosen by measurement (docs/SCALE.md, "Gossip mesh"). A router
- * receives each state about once per mesh peer (the rest of the copies are
- * dropped as duplicates before any signature check), so bytes grow linearly
- * with the mesh size; Dhi bounds it, since the links others graft count too.
- * A state reaches every router in about log_D(routers) relay hops, a few ms
- * each. A lower D risks a mesh that splits when routers leave; Dlo = 2 keeps
- * two links before a heartbeat grafts more. Dout = 1 of the mesh must be a
- * connection this router dialed (a peer that floods us with inbound links
- * cannot own the mesh; gossipsub needs Dout < Dlo). Dlazy = 3 routers outside
- * the mesh get IHAVE gossip each heartbeat, which repairs a message lost on a
- * mesh link.
+ * mesh): each router keeps D = 2 router peers in its mesh, between Dlo = 2
+ * and Dhi = 3 (docs/GOSSIP.md, "Gossip mesh"). A router receives each state
+ * about once per mesh peer that relays it (the other copies are dropped as
+ * duplicates before any signature check), so bytes grow with the mesh
+ * degree; Dhi bounds it, since the links others graft count too.
+ * Invariant: no router with two router peers holds fewer than Dlo = 2
+ * mesh links after a heartbeat, so none hangs off the mesh by one link; the
+ * mesh bench samples it as one part, where with Dlo = 1 it fell into parts
+ * joined only by IHAVE repair, a heartbeat's delay per crossing
+ * (docs/GOSSIP.md, "Mesh degree, message id, IDONTWANT: measured"). Dout =
+ * 1 (< Dlo, ≤ D / 2, as gossipsub requires): one of a router's links is one
+ * it dialed, so peers that dialed it cannot fill its whole mesh. Dlazy = 2
+ * routers outside the mesh get IHAVE gossip every heartbeat: the repair of a
+ * copy lost on a mesh link, and of a mesh in parts. A larger D delivers in
+ * fewer hops, at a copy more per router per state.
  */
-export const MESH_D = 3;
+export const MESH_D = 2;
 export const MESH_D_LO = 2;
-export const MESH_D_HI = 4;
+export const MESH_D_HI = 3;
 export const MESH_D_OUT = 1;
-export const MESH_D_LAZY = 3;
+export const MESH_D_LAZY = 2;
 
 /**
  * A router keeps each message for 5 heartbeats (gossipsub's default, pinned

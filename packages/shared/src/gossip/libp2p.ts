@@ -13,7 +13,7 @@ import { noise } from '@chainsafe/libp2p-noise';
 import { yamux } from '@chainsafe/libp2p-yamux';
 import { gossipsub } from '@libp2p/gossipsub';
 import { createTopicScoreParams } from '@libp2p/gossipsub/score';
-import type { GossipSub } from '@libp2p/gossipsub';
+import type { GossipSub, Message } from '@libp2p/gossipsub';
 import { identify } from '@libp2p/identify';
 import type { Identify } from '@libp2p/identify';
 import { preSharedKey } from '@libp2p/pnet';
@@ -54,6 +54,27 @@ function fastId(from: Uint8Array, seqno: Uint8Array): string {
   return author + Buffer.from(seqno.buffer, seqno.byteOffset, seqno.byteLength).toString('base64');
 }
 let unkeyed = 0;
+
+/**
+ * The message id IHAVE, IWANT and IDONTWANT carry and the seen cache keys:
+ * the last 8 bytes of the author's key and the 8-byte seqno, 16 bytes where
+ * gossipsub's StrictSign id is the whole key in its protobuf and the seqno
+ * (44 bytes; docs/GOSSIP.md, "Mesh degree, message id, IDONTWANT: measured").
+ * Distinct messages share an id only if their authors' keys share 64 bits
+ * and they share a seqno (a nanosecond counter), which no honest fleet meets
+ * and a member cannot aim for without searching 2^64 keys. An author whose
+ * key is not in its peer id (RSA) keeps its whole key in the id. Nodes of
+ * both ids in one fleet still relay each other's messages on the mesh; only
+ * their IHAVE repair misses, until the rolling upgrade ends.
+ */
+export function shortMsgId(msg: Message): Uint8Array {
+  if (msg.type !== 'signed') throw new Error('expected a signed message');
+  const author = msg.from.publicKey !== undefined ? msg.from.publicKey.raw.subarray(-8) : msg.key.raw;
+  const id = new Uint8Array(author.byteLength + 8);
+  id.set(author, 0);
+  new DataView(id.buffer).setBigUint64(author.byteLength, msg.sequenceNumber, false);
+  return id;
+}
 
 export async function buildLibp2p(config: ValidatedOptions): Promise<GossipLibp2p> {
   const init: Libp2pOptions<Services> = {
@@ -107,6 +128,7 @@ export async function buildLibp2p(config: ValidatedOptions): Promise<GossipLibp2
         },
         // Without a fast id, every duplicate copy (one per mesh peer) has its
         // signature verified before it is recognised as a duplicate.
+        msgIdFn: shortMsgId,
         fastMsgIdFn: (msg) =>
           msg.from != null && msg.seqno != null ? fastId(msg.from, msg.seqno) : `unkeyed:${++unkeyed}`,
       }),

@@ -11,7 +11,8 @@
  * holds. So after one growth, every update of another connection grows it
  * once more, and a router with a few hundred connections reaches the limit
  * within a few hundred messages: `WebAssembly.Memory.grow(): Maximum memory
- * size exceeded`, the process down (test/pnet-mend.test.ts reproduces it).
+ * size exceeded`, the process down (test/pnet-mend.test.ts reproduces it;
+ * docs/GOSSIP.md, "Fleet size").
  * The mend: before an update, a cipher whose view is stale reads the memory
  * afresh (its own `realloc(0)` grows by nothing and renews the view); it then
  * grows only when the memory really is too small.

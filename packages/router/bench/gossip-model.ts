@@ -1,0 +1,181 @@
+/**
+ * The gossip cost model: what a router receives at fleet sizes the mesh bench
+ * cannot host, calibrated on the rows it measured (bench/mesh.ts `--save`) and
+ * on the agents' cadence in the simulator (bench quality.ts `--save` rows).
+ *
+ * Steps:
+ *  1. Cadence: state messages per agent per second, digest hashes per message
+ *     and the share of whole messages, as the DES measured for the scenario
+ *     (mean over its rows). These are what to pass the mesh bench (`--rate`
+ *     = agents × messages, `--digest-hashes`, `--full-every`): printed first.
+ *  2. Per message, from every measured row: copies a router receives, the
+ *     author/signature and framing per copy, control and transport bytes, and
+ *     CPU per copy. A router's bytes per message depend on the mesh degree,
+ *     not on how many agents or routers there are (IHAVE gossip aside, which
+ *     grows with the routers outside the mesh up to Dlazy: taken from the
+ *     rows of the most routers), so the model takes their mean and says how
+ *     far each measured row is from it.
+ *  3. A fleet: bytes/s = agents × messages per agent-s × share subscribed ×
+ *     bytes per message; CPU = copies/s × CPU per copy; delay p99 grows with
+ *     the mesh hops, log_D(routers): fitted through the measured 8- and
+ *     32-router rows.
+ * Complexity: O(rows). Trade-off: one payload size (the scenario's mean) per
+ * fleet; the per-copy bytes are a mean, so a row's bytes are off by the
+ * spread printed beside it.
+ *
+ *   node packages/router/bench/gossip-model.ts --des rows.json --mesh a.json,b.json [--scenario seed] [--d 2]
+ *   node packages/router/bench/gossip-model.ts --messages 6.5 --mesh a.json   # the cadence given, not read from DES rows
+ *
+ * Smoke: --messages 6.5
+ */
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+
+const { values: args } = parseArgs({
+  options: {
+    des: { type: 'string' },
+    messages: { type: 'string' },
+    mesh: { type: 'string', default: '' },
+    scenario: { type: 'string', default: 'seed' },
+    d: { type: 'string', default: '2' },
+  },
+});
+
+interface DesRow {
+  scenario: string;
+  messagesPerReplicaS?: number;
+  hashesPerMessage?: number;
+  fullShare?: number;
+}
+interface MeshRow {
+  agents: number;
+  routers: number;
+  rate: number;
+  latency: { p50: number; p99: number };
+  perMessage: {
+    copies: number;
+    unique: number;
+    state: number;
+    authorSignature: number;
+    framing: number;
+    duplicates: number;
+    total: number;
+    wire: number;
+  };
+  perRouterPerS: { copies: number; unique: number };
+  cpuPerRouter: number;
+  elu: number;
+}
+
+/** Event-loop utilization from which a row's delay is the bench process's queueing. */
+const SATURATED = 0.9;
+const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
+const D = Number(args.d);
+
+// 1. Cadence.
+const given: DesRow[] = [{ scenario: args.scenario, messagesPerReplicaS: Number(args.messages), hashesPerMessage: 12 }];
+const des =
+  args.messages !== undefined
+    ? given
+    : (JSON.parse(readFileSync(args.des ?? '', 'utf8')) as DesRow[]).filter(
+        (r) => r.scenario === args.scenario && r.messagesPerReplicaS !== undefined,
+      );
+if (des.length === 0) throw new Error(`no DES rows of ${args.scenario} with gossip figures in ${args.des}`);
+const perAgent = mean(des.map((r) => r.messagesPerReplicaS!));
+const hashes = mean(des.map((r) => r.hashesPerMessage ?? 0));
+const fullShare = mean(des.map((r) => r.fullShare ?? 1));
+console.log(
+  `${args.scenario} (DES, ${des.length} rows): ${perAgent.toFixed(2)} messages per agent per s, ${hashes.toFixed(1)} digest hashes per message, ${(100 * fullShare).toFixed(0)}% whole`,
+);
+console.log(
+  `mesh bench flags for this cadence: --rate <agents × ${perAgent.toFixed(1)}> --digest-hashes ${Math.round(hashes)} --full-every ${Math.max(1, Math.round(1 / fullShare))}\n`,
+);
+
+// 2. Per message, from the measured rows.
+const rows = args.mesh
+  .split(',')
+  .filter((f) => f !== '')
+  .flatMap((f) => JSON.parse(readFileSync(f, 'utf8')) as MeshRow[]);
+if (rows.length === 0) process.exit(0);
+// A row's figures are per message published; a saturated bench delivers only a share (`unique`) in its window: per state delivered.
+const per = rows.map((r) => {
+  const m = r.perMessage;
+  const u = Math.max(1e-9, m.unique);
+  return {
+    r,
+    copies: m.copies / u,
+    payload: m.state / u,
+    overhead: (m.authorSignature + m.framing) / u,
+    // Everything else a router receives per message: control, transport, and the duplicates' share beyond the payload.
+    rest: (m.wire - m.state - m.authorSignature - m.framing - m.duplicates) / u,
+    wire: m.wire / u,
+    cpuPerCopy: r.cpuPerRouter / Math.max(1e-9, r.perRouterPerS.copies),
+  };
+});
+// The rows of the most routers: IHAVE gossip grows with the peers outside the mesh until Dlazy of them.
+const widest = per.filter((p) => p.r.routers === Math.max(...per.map((q) => q.r.routers)));
+const model = {
+  copies: mean(widest.map((p) => p.copies)),
+  payload: mean(per.map((p) => p.payload)),
+  overhead: mean(widest.map((p) => p.overhead)),
+  rest: mean(widest.map((p) => p.rest)),
+  cpuPerCopy: mean(per.map((p) => p.cpuPerCopy)),
+};
+/** Bytes a router receives per state message of the fleet it subscribes to. */
+const bytesPerMessage = (payload: number): number => model.copies * (payload + model.overhead) + model.rest;
+
+console.log('measured rows against the model (bytes a router receives per message):\n');
+console.log(
+  '| agents × routers | fleet messages/s | copies | payload | author+signature+framing | control+transport | on the socket | model | router MB/s | CPU per router, cores | delay p50 / p99, ms | event loop |',
+);
+console.log('|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|');
+for (const p of per) {
+  const r = p.r;
+  console.log(
+    `| ${r.agents} × ${r.routers} | ${r.rate.toFixed(0)} | ${p.copies.toFixed(2)} | ${p.payload.toFixed(0)} | ${p.overhead.toFixed(0)} | ${p.rest.toFixed(0)} | ${p.wire.toFixed(0)} | ${bytesPerMessage(p.payload).toFixed(0)} | ` +
+      `${((r.rate * r.perMessage.wire) / 1e6).toFixed(2)} | ${r.cpuPerRouter.toFixed(3)} | ${r.latency.p50.toFixed(0)} / ${r.latency.p99.toFixed(0)} | ${r.elu.toFixed(2)} |`,
+  );
+}
+
+// 3. Fleets.
+const hops = (routers: number): number => 1 + Math.log(Math.max(1, routers)) / Math.log(Math.max(2, D));
+// A saturated process's delay is its own queue, not the mesh's: only rows with room in the event loop.
+const delayFit = fitDelay(rows.filter((r) => r.elu < SATURATED));
+const fleets: Array<[agents: number, routers: number, share: number]> = [
+  [100, 8, 1],
+  [300, 8, 1],
+  [1_000, 8, 1],
+  [100, 32, 1],
+  [300, 32, 1],
+  [1_000, 32, 1],
+  [10_000, 100, 1],
+  [10_000, 100, 0.1],
+];
+console.log(
+  `\nthe model at the scenario's cadence (${perAgent.toFixed(2)} messages per agent-s, ${model.payload.toFixed(0)}-byte payload, ${model.copies.toFixed(2)} copies): per router\n`,
+);
+console.log(
+  '| agents × routers | subscribed | messages/s | bytes per message | MB/s received | CPU, cores | delay p99, ms (fit) |',
+);
+console.log('|---|--:|--:|--:|--:|--:|--:|');
+for (const [agents, routers, share] of fleets) {
+  const rate = agents * perAgent * share;
+  const b = bytesPerMessage(model.payload);
+  const cpu = rate * model.copies * model.cpuPerCopy;
+  const p99 = delayFit === undefined ? Number.NaN : delayFit.a + delayFit.b * hops(routers);
+  console.log(
+    `| ${agents} × ${routers} | ${share === 1 ? 'all' : `${share * 100}%`} | ${rate.toFixed(0)} | ${b.toFixed(0)} | ${((rate * b) / 1e6).toFixed(2)} | ${cpu.toFixed(2)} | ${Number.isFinite(p99) ? p99.toFixed(0) : '—'} |`,
+  );
+}
+
+/** Delay p99 = a + b × hops(routers), least squares over the rows (undefined with one router count). */
+function fitDelay(xs: MeshRow[]): { a: number; b: number } | undefined {
+  const pts = xs.map((r) => [hops(r.routers), r.latency.p99] as const);
+  const mx = mean(pts.map(([x]) => x));
+  const my = mean(pts.map(([, y]) => y));
+  const sxx = pts.reduce((s, [x]) => s + (x - mx) ** 2, 0);
+  if (sxx === 0) return undefined;
+  const b = pts.reduce((s, [x, y]) => s + (x - mx) * (y - my), 0) / sxx;
+  // Fewer hops never deliver later: a falling fit is noise (a loaded host), not a model.
+  return b > 0 ? { a: my - b * mx, b } : undefined;
+}
