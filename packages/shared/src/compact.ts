@@ -61,6 +61,7 @@ const LOAD = [
   'prefillTokens',
   'arrivalTokensPerS',
   'recentTokensPerS',
+  'lowerInflight',
 ] as const;
 const DIGEST = ['from', 'size', 'added', 'removed', 'host', 'gpu'] as const;
 const TOP = new Set<string>(['v', ...IDENT, ...STATIC, 'status', 'hotAdapters', 'load', 'digest', 'staticSeq']);

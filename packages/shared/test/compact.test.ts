@@ -50,6 +50,7 @@ const live = (over: Partial<ReplicaState> = {}): ReplicaState =>
       prefillTokens: 3_100,
       arrivalTokensPerS: 52_311,
       recentTokensPerS: 31_000,
+      lowerInflight: 3,
     },
     digest: { from: 6, size: 3_000, added: new BigUint64Array(0), removed: new BigUint64Array(0) },
     ...over,
