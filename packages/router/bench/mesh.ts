@@ -21,11 +21,13 @@
  *
  *   node_modules/.bin/node packages/router/bench/mesh.ts [--agents 60,120] [--routers 8] [--router-peers 0] [--rate 30] [--seconds 10] [--save rows.json]
  *     [--d 6 --dlo 4 --dhi 12 --dlazy 6] [--gossip-windows 3] [--idontwant-min 512]
- *     [--procs 0] [--digest-hashes 48] [--full-every 1]
+ *     [--procs 0] [--digest-hashes 48] [--full-every 1] [--batch-ms 50]
  *
  * `--procs N`: the agents in N child processes (lib/mesh-procs.ts), the routers alone here (delay from each
  * state's `sentAt`, 1 ms resolution; CPU per router without the agents'). `--digest-hashes`: hashes per message;
  * `--full-every`: every how many messages carry the static fields (bench/gossip-model.ts sets these and `--rate`).
+ * `--batch-ms`: the routers' batch window (default the production one; 0: agents publish signed states, one
+ * gossipsub message each, as before batching); the rows say how many states went in a batch.
  *
  * The mesh flags override the state topic's mesh degrees, IHAVE windows and
  * IDONTWANT threshold on every node (default: the production constants), to compare
@@ -73,11 +75,13 @@ const { values: args } = parseArgs({
     procs: { type: 'string', default: '0' },
     'digest-hashes': { type: 'string', default: '48' },
     'full-every': { type: 'string', default: '1' },
+    'batch-ms': { type: 'string' },
   },
 });
 const PROCS = Number(args.procs);
 const DIGEST_HASHES = Number(args['digest-hashes']);
 const FULL_EVERY = Number(args['full-every']);
+const BATCH_MS = args['batch-ms'] === undefined ? undefined : Number(args['batch-ms']);
 const MESH: GossipMeshTuning = Object.fromEntries(
   (
     [
@@ -180,6 +184,9 @@ interface Row {
   procs: number;
   digestHashes: number;
   fullEvery: number;
+  /** Routers' batch window, ms (undefined: production); per router per s, batches published and received, states handed to it. */
+  batchMs: number | undefined;
+  batches: { published: number; received: number; handOffs: number };
 }
 
 async function run(agents: number): Promise<Row> {
@@ -194,6 +201,7 @@ async function run(agents: number): Promise<Row> {
     routerPeers: ROUTER_PEERS,
     timing: TIMING,
     mesh: MESH,
+    ...(BATCH_MS !== undefined ? { batchWindowMs: BATCH_MS } : {}),
     digestHashes: DIGEST_HASHES,
     fullEvery: FULL_EVERY,
     wrapStart: (name, start) => owner.run(name, start),
@@ -218,6 +226,7 @@ async function run(agents: number): Promise<Row> {
     const cpu0 = process.cpuUsage();
     const elu0 = performance.eventLoopUtilization();
     const published0 = await publishedSoFar();
+    const stats0 = fleet.routers.map((r) => r.node.stats());
     measuring = true;
     const meshParts = await fleet.sampleMesh(WINDOW_S * 1_000, TIMING.heartbeatIntervalMs);
     measuring = false;
@@ -226,6 +235,9 @@ async function run(agents: number): Promise<Row> {
     const rpc = fleet.routers.map((r, i) => diffRpcBytes(r.rpcBytes, rpc0[i]!));
     const after = bytesByNode();
     const published = (await publishedSoFar()) - published0;
+    const stats = fleet.routers.map((r, i) => ({ after: r.node.stats(), before: stats0[i]! }));
+    const perRouterS = (k: 'batchesPublished' | 'batchesReceived' | 'handOffsReceived'): number =>
+      mean(stats.map((s) => s.after[k] - s.before[k])) / WINDOW_S;
     const rate = (name: string): { in: number; out: number } => {
       const a = after.get(name) ?? { read: 0, written: 0 };
       const b = before.get(name) ?? { read: 0, written: 0 };
@@ -255,6 +267,12 @@ async function run(agents: number): Promise<Row> {
       agentKBs: { in: mean(agentRates.map((r) => r.in)), out: mean(agentRates.map((r) => r.out)) },
       conns: { routerRouter: c.routerToRouter, routerAgent: c.routerToAgent, agent: c.agent },
       ...breakdown(fleet, rpc, published, wireIn, cpu),
+      batchMs: BATCH_MS,
+      batches: {
+        published: perRouterS('batchesPublished'),
+        received: perRouterS('batchesReceived'),
+        handOffs: perRouterS('handOffsReceived'),
+      },
     };
   } finally {
     stopPublishing();
@@ -381,14 +399,15 @@ console.log(
   `\nwhere a router's received bytes go, per state message published (mean over routers; ${meshText}; transport = socket − RPC bytes: noise, yamux, identify)\n`,
 );
 console.log(
-  '| agents × routers | state (digest) | author + signature | framing | duplicates (copies/message) | IHAVE / IWANT / GRAFT / PRUNE / IDONTWANT | transport | on the socket | RPCs / copies per router per s | CPU per router, cores |',
+  '| agents × routers | state (digest) | author + signature | framing | duplicates (copies/message) | IHAVE / IWANT / GRAFT / PRUNE / IDONTWANT | transport | on the socket | RPCs / copies per router per s | CPU per router, cores | states per batch; batches sent / received per router per s |',
 );
-console.log('|---|---|---|---|---|---|---|---|---|---|');
+console.log('|---|---|---|---|---|---|---|---|---|---|---|');
 for (const r of rows) {
   const m = r.perMessage;
   const ctl = CONTROL_KINDS.map((k) => fmt(m.control[k])).join(' / ');
   console.log(
     `| ${r.agents} × ${r.routers} | ${fmt(m.state)} (${r.stateBytes.digest}) | ${fmt(m.authorSignature)} | ${fmt(m.framing)} | ${fmt(m.duplicates)} (${fmt(m.copies / Math.max(1e-9, m.unique), 2)}) | ${ctl} | ` +
-      `${fmt(m.wire - m.total)} | ${fmt(m.wire)} | ${fmt(r.perRouterPerS.rpcs)} / ${fmt(r.perRouterPerS.copies)} | ${fmt(r.cpuPerRouter, 3)} |`,
+      `${fmt(m.wire - m.total)} | ${fmt(m.wire)} | ${fmt(r.perRouterPerS.rpcs)} / ${fmt(r.perRouterPerS.copies)} | ${fmt(r.cpuPerRouter, 3)} | ` +
+      `${fmt(r.batches.handOffs / Math.max(1e-9, r.batches.published), 1)}; ${fmt(r.batches.published, 1)} / ${fmt(r.batches.received, 1)} |`,
   );
 }

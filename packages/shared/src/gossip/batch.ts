@@ -1,0 +1,230 @@
+/**
+ * Relayed state in batches (docs/GOSSIP.md, "Batches: one signature for many
+ * states"): the wire forms and the window.
+ *
+ *  - A hand-off frame (agent → its first-hop router, on a libp2p stream over
+ *    the Noise connection that already names the agent): varint length, then
+ *    varint group length, the group (UTF-8; empty = none) and the state bytes.
+ *  - A batch (the router's one gossipsub message per window and group):
+ *    BATCH_MAGIC, then per state: varint author length, the author's peer id
+ *    (multihash bytes), varint state length, the state bytes. BATCH_MAGIC is
+ *    0xc1, the one byte msgpack never uses, so no state (msgpack, map or
+ *    compact form) is ever read as a batch nor a batch as a state.
+ *  - The window (`Batcher`): the first state of a group opens a window of
+ *    `windowMs`; at its end, or as soon as the pending bytes reach
+ *    `maxBytes`, the group's states go out as one batch.
+ *
+ * Complexity: pack and unpack O(bytes); a peer id's text is base58 of its
+ * multihash, O(length²) on 38 bytes, cached.
+ * Trade-off: a state waits up to `windowMs` at its first hop; in exchange the
+ * signature, seqno, key, message id, IHAVE and framing of a gossipsub message
+ * are paid once per batch instead of once per state.
+ */
+
+/** The first byte of every batch; msgpack never uses it (docs: "never used"). */
+export const BATCH_MAGIC = 0xc1;
+
+/** One state inside a batch: its author (the agent's peer id) and its bytes. */
+export interface BatchEntry {
+  readonly author: string;
+  readonly state: Uint8Array;
+}
+
+function varintLength(n: number): number {
+  let len = 1;
+  while (n >= 0x80) {
+    n = Math.floor(n / 0x80);
+    len++;
+  }
+  return len;
+}
+
+function writeVarint(out: Uint8Array, at: number, n: number): number {
+  while (n >= 0x80) {
+    out[at++] = (n & 0x7f) | 0x80;
+    n = Math.floor(n / 0x80);
+  }
+  out[at++] = n;
+  return at;
+}
+
+/** [value, next offset], or undefined when the bytes end first or it runs past 4 bytes (2^28). */
+function readVarint(bytes: Uint8Array, at: number): [number, number] | undefined {
+  let n = 0;
+  for (let shift = 0; shift < 28; shift += 7) {
+    if (at >= bytes.byteLength) return undefined;
+    const b = bytes[at++]!;
+    n += (b & 0x7f) * 2 ** shift;
+    if (b < 0x80) return [n, at];
+  }
+  return undefined;
+}
+
+/** One batch from (author multihash, state) pairs. */
+export function packBatch(entries: ReadonlyArray<{ author: Uint8Array; state: Uint8Array }>): Uint8Array {
+  let size = 1;
+  for (const e of entries)
+    size +=
+      varintLength(e.author.byteLength) + e.author.byteLength + varintLength(e.state.byteLength) + e.state.byteLength;
+  const out = new Uint8Array(size);
+  out[0] = BATCH_MAGIC;
+  let at = 1;
+  for (const e of entries) {
+    at = writeVarint(out, at, e.author.byteLength);
+    out.set(e.author, at);
+    at = writeVarint(out, at + e.author.byteLength, e.state.byteLength);
+    out.set(e.state, at);
+    at += e.state.byteLength;
+  }
+  return out;
+}
+
+export const isBatch = (data: Uint8Array): boolean => data.byteLength > 0 && data[0] === BATCH_MAGIC;
+
+/** A batch's states (views into `data`), or undefined when it is not a well-formed batch of at most `maxEntries`. */
+export function unpackBatch(data: Uint8Array, maxEntries: number): BatchEntry[] | undefined {
+  if (!isBatch(data)) return undefined;
+  const out: BatchEntry[] = [];
+  let at = 1;
+  while (at < data.byteLength) {
+    const a = readVarint(data, at);
+    if (a === undefined || a[0] === 0 || a[0] > MAX_PEER_ID_BYTES || a[1] + a[0] > data.byteLength) return undefined;
+    const author = peerIdText(data.subarray(a[1], a[1] + a[0]));
+    const s = readVarint(data, a[1] + a[0]);
+    if (s === undefined || s[0] === 0 || s[1] + s[0] > data.byteLength || out.length >= maxEntries) return undefined;
+    out.push({ author, state: data.subarray(s[1], s[1] + s[0]) });
+    at = s[1] + s[0];
+  }
+  return out.length > 0 ? out : undefined;
+}
+
+/** A peer id's multihash is at most this long (an identity-hashed Ed25519 key is 38; sha256 34). */
+const MAX_PEER_ID_BYTES = 64;
+const BASE58 = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz';
+const texts = new Map<string, string>();
+const TEXT_CACHE = 4_096;
+
+/** A peer id's usual text (base58btc of its multihash, as PeerId.toString()), cached. */
+export function peerIdText(multihash: Uint8Array): string {
+  const key = Buffer.from(multihash.buffer, multihash.byteOffset, multihash.byteLength).toString('latin1');
+  const hit = texts.get(key);
+  if (hit !== undefined) return hit;
+  const digits: number[] = [];
+  for (const byte of multihash) {
+    let carry = byte;
+    for (let i = 0; i < digits.length; i++) {
+      carry += digits[i]! * 256;
+      digits[i] = carry % 58;
+      carry = Math.floor(carry / 58);
+    }
+    for (; carry > 0; carry = Math.floor(carry / 58)) digits.push(carry % 58);
+  }
+  let text = '';
+  for (let i = 0; i < multihash.byteLength && multihash[i] === 0; i++) text += '1';
+  for (let i = digits.length - 1; i >= 0; i--) text += BASE58[digits[i]!];
+  if (texts.size >= TEXT_CACHE) texts.clear();
+  texts.set(key, text);
+  return text;
+}
+
+/** One hand-off frame: length, group, state. */
+export function packHandoff(group: string | undefined, state: Uint8Array): Uint8Array {
+  const g = Buffer.from(group ?? '', 'utf8');
+  const body = varintLength(g.byteLength) + g.byteLength + state.byteLength;
+  const out = new Uint8Array(varintLength(body) + body);
+  let at = writeVarint(out, 0, body);
+  at = writeVarint(out, at, g.byteLength);
+  out.set(g, at);
+  out.set(state, at + g.byteLength);
+  return out;
+}
+
+/**
+ * Reads hand-off frames from a stream's chunks, whatever their boundaries.
+ * `push` returns the whole frames completed so far, or undefined once the
+ * stream is malformed (a frame over `maxBytes`, a bad group length): the
+ * caller closes it.
+ */
+export class HandoffReader {
+  #buffer = new Uint8Array(0);
+  readonly #maxBytes: number;
+
+  constructor(maxBytes: number) {
+    this.#maxBytes = maxBytes;
+  }
+
+  push(chunk: Uint8Array): Array<{ group: string | undefined; state: Uint8Array }> | undefined {
+    this.#buffer = this.#buffer.byteLength === 0 ? chunk.slice() : Buffer.concat([this.#buffer, chunk]);
+    const frames: Array<{ group: string | undefined; state: Uint8Array }> = [];
+    let at = 0;
+    for (;;) {
+      const len = readVarint(this.#buffer, at);
+      if (len === undefined) break; // the length itself is not complete yet
+      if (len[0] > this.#maxBytes) return undefined;
+      if (len[1] + len[0] > this.#buffer.byteLength) break;
+      const end = len[1] + len[0];
+      const g = readVarint(this.#buffer, len[1]);
+      if (g === undefined || g[1] + g[0] >= end) return undefined;
+      const group = g[0] === 0 ? undefined : Buffer.from(this.#buffer.subarray(g[1], g[1] + g[0])).toString('utf8');
+      frames.push({ group, state: this.#buffer.subarray(g[1] + g[0], end) });
+      at = end;
+    }
+    if (this.#buffer.byteLength > this.#maxBytes + 8 && at === 0) return undefined;
+    this.#buffer = this.#buffer.subarray(at);
+    return frames;
+  }
+}
+
+/**
+ * The window: states per group, each group's sent as one batch `windowMs`
+ * after its first pending state, or at once when its pending bytes reach
+ * `maxBytes`. A group's states are never held longer than one window.
+ */
+export class Batcher {
+  readonly #windowMs: number;
+  readonly #maxBytes: number;
+  readonly #flush: (group: string | undefined, batch: Uint8Array, states: number) => void;
+  readonly #pending = new Map<
+    string,
+    { entries: Array<{ author: Uint8Array; state: Uint8Array }>; bytes: number; timer: NodeJS.Timeout }
+  >();
+
+  constructor(
+    windowMs: number,
+    maxBytes: number,
+    flush: (group: string | undefined, batch: Uint8Array, states: number) => void,
+  ) {
+    this.#windowMs = windowMs;
+    this.#maxBytes = maxBytes;
+    this.#flush = flush;
+  }
+
+  add(group: string | undefined, author: Uint8Array, state: Uint8Array): void {
+    const key = group ?? '';
+    const size = author.byteLength + state.byteLength + 4;
+    let p = this.#pending.get(key);
+    if (p !== undefined && p.bytes + size > this.#maxBytes) {
+      this.#send(key);
+      p = undefined;
+    }
+    if (p === undefined) {
+      p = { entries: [], bytes: 1, timer: setTimeout(() => this.#send(key), this.#windowMs) };
+      this.#pending.set(key, p);
+    }
+    p.entries.push({ author, state });
+    p.bytes += size;
+  }
+
+  /** Sends every pending batch now (on stop, and in tests). */
+  flushAll(): void {
+    for (const key of [...this.#pending.keys()]) this.#send(key);
+  }
+
+  #send(key: string): void {
+    const p = this.#pending.get(key);
+    if (p === undefined) return;
+    clearTimeout(p.timer);
+    this.#pending.delete(key);
+    this.#flush(key === '' ? undefined : key, packBatch(p.entries), p.entries.length);
+  }
+}
