@@ -7,7 +7,13 @@
 import { privateKeyFromProtobuf } from '@libp2p/crypto/keys';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { waitFor } from '@warmpath/testkit';
-import { createGossipNode, generateIdentity, peerIdOfIdentity, type GossipNode } from '../src/gossip.ts';
+import {
+  createGossipNode,
+  generateIdentity,
+  GRAYLIST_THRESHOLD,
+  peerIdOfIdentity,
+  type GossipNode,
+} from '../src/gossip.ts';
 import type { GossipOrigin, GossipOptions } from '../src/gossip/types.ts';
 import {
   BATCH_MAGIC,
@@ -221,6 +227,24 @@ describe('batched relay over TCP', () => {
     );
     expect(rest.some((r) => r.stats().handOffsReceived > 0)).toBe(true);
   }, 40_000);
+
+  it("a router refusing what an agent hands it lowers the agent's score as for a signed state, until it is graylisted and read no more", async () => {
+    const router = await start({});
+    router.setValidator(() => 'reject');
+    const agent = await start({ subscribe: false, bootstrap: [router.multiaddrs()[0]!] });
+    await waitFor(
+      async () => {
+        await agent.publish(bytes('bad'));
+        return router.peerScore(agent.peerId) < GRAYLIST_THRESHOLD;
+      },
+      { timeoutMs: 10_000, intervalMs: 50, message: 'the agent graylisted' },
+    );
+    expect(agent.stats().handedOff).toBeGreaterThan(0);
+    const rejected = router.stats().rejected;
+    await agent.publish(bytes('more'));
+    await new Promise((r) => setTimeout(r, 200));
+    expect(router.stats().rejected).toBe(rejected);
+  }, 20_000);
 
   it('where no router takes hand-offs (window 0: an older router), the agent publishes signed states as before', async () => {
     const { rs, heard } = await routers(0);
