@@ -132,7 +132,7 @@ describe('hand-off frames', () => {
 describe('the window', () => {
   afterEach(() => void vi.useRealTimers());
 
-  it("sends a group's states as one batch one window after the first, each group on its own, early at the size cap", () => {
+  it("sends a state after a quiet window at once, later ones as one batch at that window's end, each group on its own, early at the size cap", () => {
     vi.useFakeTimers();
     const sent: Array<{ group: string | undefined; states: number; at: number }> = [];
     const batcher = new Batcher(50, 1_000, (group, batch, states) => {
@@ -141,21 +141,25 @@ describe('the window', () => {
     });
     const t0 = Date.now();
     const a = new Uint8Array(38).fill(1);
-    batcher.add('g', a, bytes('s1'));
+    batcher.add('g', a, bytes('s1')); // quiet before: at once
+    expect(sent).toEqual([{ group: 'g', states: 1, at: t0 }]);
     vi.advanceTimersByTime(20);
     batcher.add('g', a, bytes('s2'));
-    batcher.add(undefined, a, bytes('s3'));
-    vi.advanceTimersByTime(29);
-    expect(sent).toEqual([]);
+    vi.advanceTimersByTime(10);
+    batcher.add('g', a, bytes('s3'));
+    batcher.add(undefined, a, bytes('s4')); // another group: its own window
+    expect(sent.at(-1)).toEqual({ group: undefined, states: 1, at: t0 + 30 });
+    vi.advanceTimersByTime(19);
+    expect(sent).toHaveLength(2);
     vi.advanceTimersByTime(1);
-    expect(sent).toEqual([{ group: 'g', states: 2, at: t0 + 50 }]);
-    vi.advanceTimersByTime(20);
-    expect(sent.at(-1)).toEqual({ group: undefined, states: 1, at: t0 + 70 });
-    // Past 1,000 bytes pending, the window closes at once and the state opens the next.
+    expect(sent.at(-1)).toEqual({ group: 'g', states: 2, at: t0 + 50 });
+    // Busy: within a window of the last batch, 1,000 pending bytes close it at once.
     for (let i = 0; i < 5; i++) batcher.add('g', a, new Uint8Array(200));
-    expect(sent.at(-1)).toEqual({ group: 'g', states: 4, at: t0 + 70 });
-    vi.advanceTimersByTime(50);
-    expect(sent.at(-1)).toEqual({ group: 'g', states: 1, at: t0 + 120 });
+    expect(sent.at(-1)).toEqual({ group: 'g', states: 4, at: t0 + 50 });
+    vi.advanceTimersByTime(49);
+    expect(sent).toHaveLength(4);
+    vi.advanceTimersByTime(1);
+    expect(sent.at(-1)).toEqual({ group: 'g', states: 1, at: t0 + 100 });
   });
 });
 

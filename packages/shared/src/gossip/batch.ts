@@ -10,9 +10,13 @@
  *    (multihash bytes), varint state length, the state bytes. BATCH_MAGIC is
  *    0xc1, the one byte msgpack never uses, so no state (msgpack, map or
  *    compact form) is ever read as a batch nor a batch as a state.
- *  - The window (`Batcher`): the first state of a group opens a window of
- *    `windowMs`; at its end, or as soon as the pending bytes reach
- *    `maxBytes`, the group's states go out as one batch.
+ *  - The window (`Batcher`), per group: a group's batches go out at most
+ *    once per `windowMs`. A state that comes when the last batch is a
+ *    window old or older goes at once, alone; one that comes sooner waits
+ *    with the others until that window ends (or until the pending bytes
+ *    reach `maxBytes`). So a quiet router adds no delay, a busy one puts a
+ *    window's states under one signature, and no state waits more than
+ *    `windowMs` (Nagle's rule, per group).
  *
  * Complexity: pack and unpack O(bytes); a peer id's text is base58 of its
  * multihash, O(length²) on 38 bytes, cached.
@@ -176,9 +180,10 @@ export class HandoffReader {
 }
 
 /**
- * The window: states per group, each group's sent as one batch `windowMs`
- * after its first pending state, or at once when its pending bytes reach
- * `maxBytes`. A group's states are never held longer than one window.
+ * The window (the header's rule): per group, batches at most once per
+ * `windowMs`, a state after a quiet window at once, early when the pending
+ * bytes reach `maxBytes`. A group's states are never held longer than one
+ * window. O(1) per state.
  */
 export class Batcher {
   readonly #windowMs: number;
@@ -188,6 +193,8 @@ export class Batcher {
     string,
     { entries: Array<{ author: Uint8Array; state: Uint8Array }>; bytes: number; timer: NodeJS.Timeout }
   >();
+  /** When each group's last batch went out (Date.now()); one entry per group this router relayed. */
+  readonly #sentAt = new Map<string, number>();
 
   constructor(
     windowMs: number,
@@ -208,7 +215,9 @@ export class Batcher {
       p = undefined;
     }
     if (p === undefined) {
-      p = { entries: [], bytes: 1, timer: setTimeout(() => this.#send(key), this.#windowMs) };
+      const wait = (this.#sentAt.get(key) ?? -Infinity) + this.#windowMs - Date.now();
+      if (wait <= 0) return this.#emit(key, [{ author, state }]);
+      p = { entries: [], bytes: 1, timer: setTimeout(() => this.#send(key), wait) };
       this.#pending.set(key, p);
     }
     p.entries.push({ author, state });
@@ -225,6 +234,11 @@ export class Batcher {
     if (p === undefined) return;
     clearTimeout(p.timer);
     this.#pending.delete(key);
-    this.#flush(key === '' ? undefined : key, packBatch(p.entries), p.entries.length);
+    this.#emit(key, p.entries);
+  }
+
+  #emit(key: string, entries: Array<{ author: Uint8Array; state: Uint8Array }>): void {
+    this.#sentAt.set(key, Date.now());
+    this.#flush(key === '' ? undefined : key, packBatch(entries), entries.length);
   }
 }
