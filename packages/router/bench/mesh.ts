@@ -47,15 +47,13 @@
  * a fleet of real processes, and noisy on a loaded host. Bytes (also per
  * message) and connection counts do not depend on CPU.
  */
-import { AsyncLocalStorage } from 'node:async_hooks';
-import { subscribe } from 'node:diagnostics_channel';
 import { writeFileSync } from 'node:fs';
-import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import type { GossipMeshTuning } from '@warmpath/shared/gossip';
+import type { GossipMeshTuning, GossipStats } from '@warmpath/shared/gossip';
 import { MeshFleet, type MeshAgent, type MeshSample } from './lib/mesh-fleet.ts';
 import { AgentProcs } from './lib/mesh-procs.ts';
+import { bytesByNode, owner } from './lib/socket-bytes.ts';
 import { CONTROL_KINDS, cloneRpcBytes, diffRpcBytes, meanRpcBytes, type RpcBytes } from './lib/rpc-bytes.ts';
 
 const { values: args } = parseArgs({
@@ -110,36 +108,6 @@ const NEW_REPLICA_TIMEOUT_MS = 30_000;
 /** Production gossip timing: a 700 ms heartbeat; dials and stream set-up get room on a loaded host. */
 const TIMING = { heartbeatIntervalMs: 700, redialIntervalMs: 1_000, dialTimeoutMs: 10_000, silentPeerGraceMs: 15_000 };
 const CONVERGE_TIMEOUT_MS = 600_000;
-
-// --- bytes per node: sockets attributed through the async context of each node's start ---
-const owner = new AsyncLocalStorage<string>();
-const live = new Map<Socket, string>();
-const closed = new Map<string, { read: number; written: number }>();
-const track = (socket: Socket): void => {
-  const who = owner.getStore();
-  if (who === undefined) return;
-  live.set(socket, who);
-  socket.once('close', () => {
-    live.delete(socket);
-    const c = closed.get(who) ?? { read: 0, written: 0 };
-    c.read += socket.bytesRead;
-    c.written += socket.bytesWritten;
-    closed.set(who, c);
-  });
-};
-subscribe('net.client.socket', (m) => track((m as { socket: Socket }).socket));
-subscribe('net.server.socket', (m) => track((m as { socket: Socket }).socket));
-
-function bytesByNode(): Map<string, { read: number; written: number }> {
-  const out = new Map([...closed].map(([k, v]) => [k, { ...v }]));
-  for (const [socket, who] of live) {
-    const c = out.get(who) ?? { read: 0, written: 0 };
-    c.read += socket.bytesRead;
-    c.written += socket.bytesWritten;
-    out.set(who, c);
-  }
-  return out;
-}
 
 const quantile = (sorted: number[], q: number): number =>
   sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
@@ -220,8 +188,7 @@ async function run(agents: number): Promise<Row> {
   try {
     await converged(fleet, agents);
     await sleep(2 * intervalMs);
-    // Window: delivery latency, bytes, event-loop utilization.
-    const before = bytesByNode();
+    const before = bytesByNode(); // the window: delivery latency, bytes, event-loop utilization
     const rpc0 = fleet.routers.map((r) => cloneRpcBytes(r.rpcBytes));
     const cpu0 = process.cpuUsage();
     const elu0 = performance.eventLoopUtilization();
@@ -235,9 +202,6 @@ async function run(agents: number): Promise<Row> {
     const rpc = fleet.routers.map((r, i) => diffRpcBytes(r.rpcBytes, rpc0[i]!));
     const after = bytesByNode();
     const published = (await publishedSoFar()) - published0;
-    const stats = fleet.routers.map((r, i) => ({ after: r.node.stats(), before: stats0[i]! }));
-    const perRouterS = (k: 'batchesPublished' | 'batchesReceived' | 'handOffsReceived'): number =>
-      mean(stats.map((s) => s.after[k] - s.before[k])) / WINDOW_S;
     const rate = (name: string): { in: number; out: number } => {
       const a = after.get(name) ?? { read: 0, written: 0 };
       const b = before.get(name) ?? { read: 0, written: 0 };
@@ -245,8 +209,7 @@ async function run(agents: number): Promise<Row> {
     };
     const routerRates = fleet.routers.map((r) => rate(r.name));
     const agentRates = fleet.agents.map((a) => rate(a.name));
-    const c = fleet.connections();
-    if (procs !== undefined) c.agent = (await procs.count()).peers;
+    const c = { ...fleet.connections(), ...(procs !== undefined ? { agent: (await procs.count()).peers } : {}) };
     latencies.sort((x, y) => x - y);
     const wireIn = routerRates.map((r) => (r.in * 1024 * WINDOW_S) / published);
     const newReplicaMs = await newReplicas(fleet);
@@ -266,18 +229,19 @@ async function run(agents: number): Promise<Row> {
       },
       agentKBs: { in: mean(agentRates.map((r) => r.in)), out: mean(agentRates.map((r) => r.out)) },
       conns: { routerRouter: c.routerToRouter, routerAgent: c.routerToAgent, agent: c.agent },
-      ...breakdown(fleet, rpc, published, wireIn, cpu),
-      batchMs: BATCH_MS,
-      batches: {
-        published: perRouterS('batchesPublished'),
-        received: perRouterS('batchesReceived'),
-        handOffs: perRouterS('handOffsReceived'),
-      },
+      ...breakdown(fleet, rpc, published, wireIn, cpu, stats0),
     };
   } finally {
     stopPublishing();
     await fleet.stop();
   }
+}
+
+/** Per router per second over the window: batches published and received, states handed to it. */
+function batchRates(fleet: MeshFleet, before: GossipStats[]): Row['batches'] {
+  const rate = (k: 'batchesPublished' | 'batchesReceived' | 'handOffsReceived'): number =>
+    mean(fleet.routers.map((r, i) => r.node.stats()[k] - before[i]![k])) / WINDOW_S;
+  return { published: rate('batchesPublished'), received: rate('batchesReceived'), handOffs: rate('handOffsReceived') };
 }
 
 /** Waits until every router's view holds every agent; says what each holds and dropped if it times out. */
@@ -323,9 +287,19 @@ function breakdown(
   published: number,
   wireIn: number[],
   cpu: NodeJS.CpuUsage,
+  stats0: GossipStats[],
 ): Pick<
   Row,
-  'mesh' | 'stateBytes' | 'perMessage' | 'perRouterPerS' | 'cpuPerRouter' | 'procs' | 'digestHashes' | 'fullEvery'
+  | 'mesh'
+  | 'stateBytes'
+  | 'perMessage'
+  | 'perRouterPerS'
+  | 'cpuPerRouter'
+  | 'procs'
+  | 'digestHashes'
+  | 'fullEvery'
+  | 'batchMs'
+  | 'batches'
 > {
   const sizes = fleet.stateBytes();
   return {
@@ -341,6 +315,8 @@ function breakdown(
     procs: PROCS,
     digestHashes: DIGEST_HASHES,
     fullEvery: FULL_EVERY,
+    batchMs: BATCH_MS,
+    batches: batchRates(fleet, stats0),
   };
 }
 
