@@ -233,21 +233,39 @@ describe('batched relay over TCP', () => {
   }, 40_000);
 
   it("a router refusing what an agent hands it lowers the agent's score as for a signed state, until it is graylisted and read no more", async () => {
-    const router = await start({});
-    router.setValidator(() => 'reject');
-    const agent = await start({ subscribe: false, bootstrap: [router.multiaddrs()[0]!] });
+    const { rs } = await routers();
+    for (const r of rs) r.setValidator(() => 'reject');
+    const agent = await start({ subscribe: false, bootstrap: [rs[0]!.multiaddrs()[0]!, rs[1]!.multiaddrs()[0]!] });
+    const hop = (): GossipNode | undefined => rs.find((r) => r.stats().handOffsReceived + r.stats().rejected > 0);
     await waitFor(
       async () => {
         await agent.publish(bytes('bad'));
-        return router.peerScore(agent.peerId) < GRAYLIST_THRESHOLD;
+        return (hop()?.peerScore(agent.peerId) ?? 0) < GRAYLIST_THRESHOLD;
       },
       { timeoutMs: 10_000, intervalMs: 50, message: 'the agent graylisted' },
     );
+    const router = hop()!;
     expect(agent.stats().handedOff).toBeGreaterThan(0);
     const rejected = router.stats().rejected;
     await agent.publish(bytes('more'));
     await new Promise((r) => setTimeout(r, 200));
     expect(router.stats().rejected).toBe(rejected);
+  }, 20_000);
+
+  it('a router in no mesh offers no hand-off: its agents sign their states and flood them to every router they reach', async () => {
+    const lone = await start({});
+    const other = await start({});
+    const agent = await start({ subscribe: false, bootstrap: [lone.multiaddrs()[0]!, other.multiaddrs()[0]!] });
+    const heard: string[][] = [[], []];
+    [lone, other].forEach((r, i) => r.onMessage((d) => heard[i]!.push(text(d))));
+    await waitFor(
+      async () => {
+        await agent.publish(bytes('s'));
+        return heard.every((h) => h.length > 0);
+      },
+      { timeoutMs: 10_000, intervalMs: 100, message: 'both routers to hear the agent' },
+    );
+    expect(agent.stats().handedOff).toBe(0);
   }, 20_000);
 
   it('where no router takes hand-offs (window 0: an older router), the agent publishes signed states as before', async () => {

@@ -14,8 +14,11 @@
  *     protocol (an older router) and try the next candidate; with none left,
  *     `send` answers false and the caller publishes a signed state on the
  *     topic as before (node.ts): a fleet mid-upgrade loses nothing.
- * Router (`acceptHandoffs`): reads frames from each agent's stream and hands
- * each to the node with the connection's peer id.
+ * Router (`HandoffInbox`): offers the protocol only while it has a router
+ * in its mesh to relay to (relay.ts); reads frames from each agent's stream
+ * and hands each to the node with the connection's peer id. A router in no
+ * mesh (routers that dial the agents and not each other) offers none, so
+ * its agents sign their states and flood them to every router they reach.
  *
  * Complexity: O(connections) to pick a first hop, O(1) per state after.
  * Trade-off: a write accepted by a stream whose connection is dying is lost
@@ -33,11 +36,13 @@ type Connection = ReturnType<GossipLibp2p['getConnections']>[number];
 export const HANDOFF_PROTOCOL = '/warmpath/state-handoff/1';
 /** Hand-off streams one agent connection may hold open at the router (an agent opens one). */
 const MAX_INBOUND_STREAMS = 2;
+/** A router that refused the protocol is asked again after this long, ms: it offers it once it joins a mesh. */
+const ASK_AGAIN_MS = 5_000;
 
 export class HandoffOutbox {
   readonly #libp2p: GossipLibp2p;
-  /** Peers whose connection refused the protocol, until they reconnect. */
-  readonly #lacking = new Set<string>();
+  /** Peers that refused the protocol, and until when (ms) they are not asked again. */
+  readonly #lacking = new Map<string, number>();
   #target: { peer: string; stream: Stream } | undefined;
   #opening: Promise<void> = Promise.resolve();
 
@@ -92,7 +97,8 @@ export class HandoffOutbox {
         this.#target?.stream.abort(new Error('first hop replaced'));
         this.#target = { peer: next.toString(), stream };
       } catch (err) {
-        if ((err as { name?: string }).name === 'UnsupportedProtocolError') this.#lacking.add(next.toString());
+        if ((err as { name?: string }).name === 'UnsupportedProtocolError')
+          this.#lacking.set(next.toString(), Date.now() + ASK_AGAIN_MS);
       }
     }
   }
@@ -101,7 +107,7 @@ export class HandoffOutbox {
   #candidate(takes: ReadonlySet<string>, tried: ReadonlySet<string>): PeerId | undefined {
     for (const peer of this.#libp2p.getPeers()) {
       const id = peer.toString();
-      if (takes.has(id) && !tried.has(id) && !this.#lacking.has(id)) return peer;
+      if (takes.has(id) && !tried.has(id) && !((this.#lacking.get(id) ?? 0) > Date.now())) return peer;
     }
     return undefined;
   }
@@ -115,18 +121,42 @@ export class HandoffOutbox {
 /** What a router does with one handed-off state: the agent's peer id (Noise), its connection, group and bytes. */
 export type HandoffSink = (peer: PeerId, connection: Connection, group: string | undefined, state: Uint8Array) => void;
 
-/** Serves the hand-off protocol: every frame of every agent's stream goes to `sink`; a malformed stream is closed. */
-export async function acceptHandoffs(libp2p: GossipLibp2p, maxBytes: number, sink: HandoffSink): Promise<void> {
-  await libp2p.handle(
-    HANDOFF_PROTOCOL,
-    (stream, connection) => {
-      const reader = new HandoffReader(maxBytes);
-      stream.addEventListener('message', (evt) => {
-        const frames = reader.push(evt.data.subarray());
-        if (frames === undefined) return stream.abort(new Error('malformed hand-off frame'));
-        for (const f of frames) sink(connection.remotePeer, connection, f.group, f.state);
-      });
-    },
-    { maxInboundStreams: MAX_INBOUND_STREAMS },
-  );
+/** A router's side: the protocol offered or withdrawn; every frame of every agent's stream goes to `sink`. */
+export class HandoffInbox {
+  readonly #libp2p: GossipLibp2p;
+  readonly #maxBytes: number;
+  readonly #sink: HandoffSink;
+  readonly #streams = new Set<Stream>();
+  #offered = false;
+
+  constructor(libp2p: GossipLibp2p, maxBytes: number, sink: HandoffSink) {
+    this.#libp2p = libp2p;
+    this.#maxBytes = maxBytes;
+    this.#sink = sink;
+  }
+
+  /** Offers the protocol, or withdraws it and closes the agents' streams (they fail over, or sign). */
+  async offer(on: boolean): Promise<void> {
+    if (on === this.#offered) return;
+    this.#offered = on;
+    if (!on) {
+      for (const stream of this.#streams) stream.abort(new Error('hand-off withdrawn'));
+      this.#streams.clear();
+      return this.#libp2p.unhandle(HANDOFF_PROTOCOL);
+    }
+    await this.#libp2p.handle(HANDOFF_PROTOCOL, (stream, connection) => this.#read(stream, connection), {
+      maxInboundStreams: MAX_INBOUND_STREAMS,
+    });
+  }
+
+  #read(stream: Stream, connection: Connection): void {
+    const reader = new HandoffReader(this.#maxBytes);
+    this.#streams.add(stream);
+    stream.addEventListener('close', () => this.#streams.delete(stream));
+    stream.addEventListener('message', (evt) => {
+      const frames = reader.push(evt.data.subarray());
+      if (frames === undefined) return stream.abort(new Error('malformed hand-off frame'));
+      for (const f of frames) this.#sink(connection.remotePeer, connection, f.group, f.state);
+    });
+  }
 }

@@ -116,6 +116,7 @@ class GossipNodeImpl implements GossipNode {
       if (shared !== undefined) return void shared.add(detail.topic);
       this.#mesh.set(detail.peerId, new Set([detail.topic]));
       this.#emit({ type: 'mesh:join', peer: detail.peerId });
+      if (this.#started) this.#relay?.meshChanged(this.#mesh.size);
     });
     pubsub.addEventListener('gossipsub:prune', ({ detail }) => {
       const shared = this.#mesh.get(detail.peerId);
@@ -167,7 +168,6 @@ class GossipNodeImpl implements GossipNode {
     await this.#libp2p.start();
     if (this.#config.subscribe) for (const topic of this.#topics) this.#libp2p.services.pubsub.subscribe(topic);
     for (const topic of this.#channels.keys()) this.#libp2p.services.pubsub.subscribe(topic);
-    await this.#relay?.start();
     this.#upkeep.startTicking();
     if (this.#config.swarmKey === undefined) {
       this.#warn({
@@ -180,6 +180,7 @@ class GossipNodeImpl implements GossipNode {
   async stop(): Promise<void> {
     if (!this.#started) return;
     this.#relay?.flush(); // while publish still works
+    this.#relay?.meshChanged(0);
     this.#started = false;
     this.#upkeep.disarm();
     this.#outbox?.close();
@@ -382,7 +383,9 @@ class GossipNodeImpl implements GossipNode {
   }
 
   #leaveMesh(peer: string): void {
-    if (this.#mesh.delete(peer)) this.#emit({ type: 'mesh:leave', peer });
+    if (!this.#mesh.delete(peer)) return;
+    this.#emit({ type: 'mesh:leave', peer });
+    if (this.#started) this.#relay?.meshChanged(this.#mesh.size);
   }
 
   #warn(warning: GossipWarning): void {

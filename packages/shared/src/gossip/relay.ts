@@ -2,6 +2,8 @@
  * A router's side of batched relay (docs/GOSSIP.md, "Batches: one signature
  * for many states"): states its agents hand it, and batches from other routers.
  *
+ * The hand-off is offered while the node has a router in its mesh (with a
+ * window): a router with none could relay a batch to no one.
  * A handed-off state (handoff.ts), per state:
  *  1. From a peer below the graylist threshold: dropped unread, as gossipsub
  *     drops its RPCs.
@@ -29,7 +31,7 @@ import type { Message } from '@libp2p/gossipsub';
 import { BATCH_MAX_BYTES, GRAYLIST_THRESHOLD, MAX_MESSAGE_BYTES } from './constants.ts';
 import { Batcher, isBatch, unpackBatch, type BatchEntry } from './batch.ts';
 import { groupTopicFor, publishTopics } from './groups.ts';
-import { acceptHandoffs } from './handoff.ts';
+import { HandoffInbox } from './handoff.ts';
 import type { GossipLibp2p } from './libp2p.ts';
 import type { GossipOrigin, GossipStats, GossipValidator, GossipVerdict } from './types.ts';
 
@@ -56,14 +58,19 @@ type Accepted = { state: Uint8Array; from: string; origin: GossipOrigin };
 
 export class BatchRelay {
   readonly #host: RelayHost;
-  readonly #windowMs: number;
+  readonly #inbox: HandoffInbox | undefined;
   readonly #batcher: Batcher;
   /** The states each batch's validation accepted, for its delivery (the same Message object). */
   readonly #accepted = new WeakMap<Message, Accepted[]>();
 
   constructor(host: RelayHost, windowMs: number) {
     this.#host = host;
-    this.#windowMs = windowMs;
+    this.#inbox =
+      windowMs > 0
+        ? new HandoffInbox(host.libp2p, MAX_MESSAGE_BYTES, (peer, _connection, group, state) =>
+            this.#handedOff(peer.toString(), peer.toMultihash().bytes, group, state),
+          )
+        : undefined;
     this.#batcher = new Batcher(windowMs, BATCH_MAX_BYTES, (group, batch) => {
       host.stats.batchesPublished++;
       const groupTopic = group !== undefined ? groupTopicFor(host.fleet, group) : undefined;
@@ -72,12 +79,9 @@ export class BatchRelay {
     });
   }
 
-  /** With a window, offers the hand-off protocol (after libp2p started). */
-  async start(): Promise<void> {
-    if (this.#windowMs > 0)
-      await acceptHandoffs(this.#host.libp2p, MAX_MESSAGE_BYTES, (peer, _connection, group, state) =>
-        this.#handedOff(peer.toString(), peer.toMultihash().bytes, group, state),
-      );
+  /** Offers the hand-off while the node has mesh peers (after libp2p started; on every mesh change). */
+  meshChanged(meshPeers: number): void {
+    this.#inbox?.offer(meshPeers > 0).catch(() => {});
   }
 
   /** Sends what is pending (before the node stops). */
