@@ -1,7 +1,8 @@
 /**
  * The gossip node: lifecycle, publish, validation, delivery to handlers and
  * mesh events over the libp2p node from libp2p.ts, with ConnectionUpkeep
- * keeping its connections alive. Handlers and the validator run inside a
+ * keeping its connections alive; an agent's states handed to one router
+ * (handoff.ts), a router's batches (relay.ts). Handlers and the validator run inside a
  * guard: a throwing or rejecting handler is counted, never propagated into
  * libp2p.
  */
