@@ -18,6 +18,7 @@ import type { GossipOrigin, GossipOptions } from '../src/gossip/types.ts';
 import {
   BATCH_MAGIC,
   Batcher,
+  type BatchEntry,
   HandoffReader,
   isBatch,
   packBatch,
@@ -58,42 +59,47 @@ const sampleState = (): ReplicaState => ({
 });
 
 describe('batch wire form', () => {
-  it('packs states with their authors and unpacks them unchanged; an author reads back as its peer id', async () => {
+  it('packs states with their slots and, where named, their authors, and unpacks them unchanged; an author reads back as its peer id', async () => {
     const a = await author();
     const b = await author();
-    const batch = packBatch([
-      { author: a.multihash, state: bytes('one') },
-      { author: b.multihash, state: new Uint8Array(300).fill(7) },
-      { author: a.multihash, state: bytes('three') },
+    const batch = packBatch(0xdeadbeef, [
+      { slot: 0, author: a.multihash, state: bytes('one') },
+      { slot: 1, author: b.multihash, state: new Uint8Array(300).fill(7) },
+      { slot: 0, state: bytes('three') },
     ]);
     expect(batch[0]).toBe(BATCH_MAGIC);
     const out = unpackBatch(batch, 16)!;
-    expect(out.map((e) => e.author)).toEqual([a.id, b.id, a.id]);
-    expect(text(out[0]!.state)).toBe('one');
-    expect(out[1]!.state).toEqual(new Uint8Array(300).fill(7));
-    expect(text(out[2]!.state)).toBe('three');
+    expect(out.epoch).toBe(0xdeadbeef);
+    expect(out.entries.map((e) => [e.slot, e.author])).toEqual([
+      [0, a.id],
+      [1, b.id],
+      [0, undefined],
+    ]);
+    expect(text(out.entries[0]!.state)).toBe('one');
+    expect(out.entries[1]!.state).toEqual(new Uint8Array(300).fill(7));
+    expect(text(out.entries[2]!.state)).toBe('three');
   });
 
   it('refuses what is not a whole batch: truncated, empty, an empty state, more states than allowed', async () => {
     const a = await author();
-    const batch = packBatch([
-      { author: a.multihash, state: bytes('one') },
-      { author: a.multihash, state: bytes('two') },
+    const batch = packBatch(1, [
+      { slot: 0, author: a.multihash, state: bytes('one') },
+      { slot: 0, state: bytes('two') },
     ]);
-    const first = packBatch([{ author: a.multihash, state: bytes('one') }]).byteLength;
+    const first = packBatch(1, [{ slot: 0, author: a.multihash, state: bytes('one') }]).byteLength;
     // Cut at a state's end, the rest is a batch of the states before it (the signature covers the whole).
-    expect(unpackBatch(batch.subarray(0, first), 16)).toHaveLength(1);
+    expect(unpackBatch(batch.subarray(0, first), 16)?.entries).toHaveLength(1);
     for (let cut = 1; cut < batch.byteLength; cut++)
       if (cut !== first) expect(unpackBatch(batch.subarray(0, cut), 16)).toBeUndefined();
-    expect(unpackBatch(new Uint8Array([BATCH_MAGIC]), 16)).toBeUndefined();
-    expect(unpackBatch(packBatch([{ author: a.multihash, state: new Uint8Array(0) }]), 16)).toBeUndefined();
+    expect(unpackBatch(new Uint8Array([BATCH_MAGIC, 0, 0, 0, 1]), 16)).toBeUndefined();
+    expect(unpackBatch(packBatch(1, [{ slot: 0, state: new Uint8Array(0) }]), 16)).toBeUndefined();
     expect(unpackBatch(batch, 1)).toBeUndefined();
   });
 
   it('a state is never read as a batch, nor a batch as a state (0xc1 is a byte msgpack never uses)', async () => {
     const state = encodeState(sampleState());
     expect(isBatch(state)).toBe(false);
-    const batch = packBatch([{ author: (await author()).multihash, state }]);
+    const batch = packBatch(1, [{ slot: 0, author: (await author()).multihash, state }]);
     const res = decodeState(batch);
     expect(res.ok).toBe(false);
   });
@@ -132,11 +138,28 @@ describe('hand-off frames', () => {
 describe('the window', () => {
   afterEach(() => void vi.useRealTimers());
 
+  it('names an agent beside its state on first sight and then at most once a second; its other states carry only its slot', async () => {
+    vi.useFakeTimers();
+    const got: BatchEntry[] = [];
+    const batcher = new Batcher(50, 64 * 1024, (_g, batch) => got.push(...unpackBatch(batch, 100)!.entries));
+    const a = (await author()).multihash;
+    const b = (await author()).multihash;
+    for (let i = 0; i < 30; i++) {
+      batcher.add(undefined, i % 2 === 0 ? a : b, bytes(`s${i}`));
+      vi.advanceTimersByTime(100);
+    }
+    batcher.flushAll();
+    expect(new Set(got.map((e) => e.slot))).toEqual(new Set([0, 1]));
+    // 30 states over 3 s, two agents: each named at 0, 1 and 2 s (or the first state after).
+    expect(got.filter((e) => e.author !== undefined)).toHaveLength(6);
+    expect(got.slice(0, 2).every((e) => e.author !== undefined)).toBe(true);
+  });
+
   it("sends a state after a quiet window at once, later ones as one batch at that window's end, each group on its own, early at the size cap", () => {
     vi.useFakeTimers();
     const sent: Array<{ group: string | undefined; states: number; at: number }> = [];
     const batcher = new Batcher(50, 1_000, (group, batch, states) => {
-      expect(unpackBatch(batch, 100)).toHaveLength(states);
+      expect(unpackBatch(batch, 100)?.entries).toHaveLength(states);
       sent.push({ group, states, at: Date.now() });
     });
     const t0 = Date.now();

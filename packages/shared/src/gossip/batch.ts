@@ -6,10 +6,16 @@
  *    the Noise connection that already names the agent): varint length, then
  *    varint group length, the group (UTF-8; empty = none) and the state bytes.
  *  - A batch (the router's one gossipsub message per window and group):
- *    BATCH_MAGIC, then per state: varint author length, the author's peer id
- *    (multihash bytes), varint state length, the state bytes. BATCH_MAGIC is
- *    0xc1, the one byte msgpack never uses, so no state (msgpack, map or
- *    compact form) is ever read as a batch nor a batch as a state.
+ *    BATCH_MAGIC, the router's epoch (4 bytes, random per process), then
+ *    per state: varint (slot × 2 + 1 when the author follows), [varint
+ *    author length, the author's peer id (multihash bytes)], varint state
+ *    length, the state bytes. A slot names one agent for one router and
+ *    epoch: its peer id goes beside its state on first sight and then at
+ *    most once per AUTHOR_EVERY_MS; receivers keep slot → peer id per
+ *    (router, epoch) and skip a state whose slot they have not learnt yet
+ *    (the next naming is at most a second away). BATCH_MAGIC is 0xc1, the
+ *    one byte msgpack never uses, so no state (msgpack, map or compact
+ *    form) is ever read as a batch nor a batch as a state.
  *  - The window (`Batcher`), per group: a group's batches go out at most
  *    once per `windowMs`. A state that comes when the last batch is a
  *    window old or older goes at once, alone; one that comes sooner waits
@@ -28,11 +34,24 @@
 /** The first byte of every batch; msgpack never uses it (docs: "never used"). */
 export const BATCH_MAGIC = 0xc1;
 
-/** One state inside a batch: its author (the agent's peer id) and its bytes. */
+/** One state inside a batch: its agent's slot, its author (the agent's peer id) when named, and its bytes. */
 export interface BatchEntry {
-  readonly author: string;
+  readonly slot: number;
+  readonly author: string | undefined;
   readonly state: Uint8Array;
 }
+/** A state as packed: its agent's slot, the agent's peer id (multihash bytes) when named. */
+export interface PackedEntry {
+  readonly slot: number;
+  readonly author?: Uint8Array | undefined;
+  readonly state: Uint8Array;
+}
+
+/** A batch names each of its agents at most once per this long, ms; a receiver that missed it waits as long. */
+export const AUTHOR_EVERY_MS = 1_000;
+/** Agents one router's epoch numbers at most; past it a new epoch starts (every agent named again). */
+const MAX_SLOTS = 65_536;
+const EPOCH_BYTES = 4;
 
 function varintLength(n: number): number {
   let len = 1;
@@ -64,19 +83,26 @@ function readVarint(bytes: Uint8Array, at: number): [number, number] | undefined
   return undefined;
 }
 
-/** One batch from (author multihash, state) pairs. */
-export function packBatch(entries: ReadonlyArray<{ author: Uint8Array; state: Uint8Array }>): Uint8Array {
-  let size = 1;
-  for (const e of entries)
-    size +=
-      varintLength(e.author.byteLength) + e.author.byteLength + varintLength(e.state.byteLength) + e.state.byteLength;
+/** One batch of `epoch` from its states. */
+export function packBatch(epoch: number, entries: readonly PackedEntry[]): Uint8Array {
+  let size = 1 + EPOCH_BYTES;
+  for (const e of entries) {
+    const author = e.author?.byteLength ?? -1;
+    size += varintLength(e.slot * 2 + 1) + (author < 0 ? 0 : varintLength(author) + author);
+    size += varintLength(e.state.byteLength) + e.state.byteLength;
+  }
   const out = new Uint8Array(size);
   out[0] = BATCH_MAGIC;
-  let at = 1;
+  new DataView(out.buffer).setUint32(1, epoch >>> 0);
+  let at = 1 + EPOCH_BYTES;
   for (const e of entries) {
-    at = writeVarint(out, at, e.author.byteLength);
-    out.set(e.author, at);
-    at = writeVarint(out, at + e.author.byteLength, e.state.byteLength);
+    at = writeVarint(out, at, e.slot * 2 + (e.author !== undefined ? 1 : 0));
+    if (e.author !== undefined) {
+      at = writeVarint(out, at, e.author.byteLength);
+      out.set(e.author, at);
+      at += e.author.byteLength;
+    }
+    at = writeVarint(out, at, e.state.byteLength);
     out.set(e.state, at);
     at += e.state.byteLength;
   }
@@ -85,21 +111,31 @@ export function packBatch(entries: ReadonlyArray<{ author: Uint8Array; state: Ui
 
 export const isBatch = (data: Uint8Array): boolean => data.byteLength > 0 && data[0] === BATCH_MAGIC;
 
-/** A batch's states (views into `data`), or undefined when it is not a well-formed batch of at most `maxEntries`. */
-export function unpackBatch(data: Uint8Array, maxEntries: number): BatchEntry[] | undefined {
-  if (!isBatch(data)) return undefined;
-  const out: BatchEntry[] = [];
-  let at = 1;
-  while (at < data.byteLength) {
-    const a = readVarint(data, at);
-    if (a === undefined || a[0] === 0 || a[0] > MAX_PEER_ID_BYTES || a[1] + a[0] > data.byteLength) return undefined;
-    const author = peerIdText(data.subarray(a[1], a[1] + a[0]));
-    const s = readVarint(data, a[1] + a[0]);
-    if (s === undefined || s[0] === 0 || s[1] + s[0] > data.byteLength || out.length >= maxEntries) return undefined;
-    out.push({ author, state: data.subarray(s[1], s[1] + s[0]) });
+/** A batch's epoch and states (views into `data`), or undefined when it is not a well-formed batch of at most `maxEntries`. */
+export function unpackBatch(
+  data: Uint8Array,
+  maxEntries: number,
+): { epoch: number; entries: BatchEntry[] } | undefined {
+  if (!isBatch(data) || data.byteLength < 1 + EPOCH_BYTES) return undefined;
+  const epoch = new DataView(data.buffer, data.byteOffset, data.byteLength).getUint32(1);
+  const entries: BatchEntry[] = [];
+  for (let at = 1 + EPOCH_BYTES; at < data.byteLength;) {
+    const h = readVarint(data, at);
+    if (h === undefined || entries.length >= maxEntries) return undefined;
+    at = h[1];
+    let author: string | undefined;
+    if (h[0] % 2 === 1) {
+      const a = readVarint(data, at);
+      if (a === undefined || a[0] === 0 || a[0] > MAX_PEER_ID_BYTES || a[1] + a[0] > data.byteLength) return undefined;
+      author = peerIdText(data.subarray(a[1], a[1] + a[0]));
+      at = a[1] + a[0];
+    }
+    const s = readVarint(data, at);
+    if (s === undefined || s[0] === 0 || s[1] + s[0] > data.byteLength) return undefined;
+    entries.push({ slot: Math.floor(h[0] / 2), author, state: data.subarray(s[1], s[1] + s[0]) });
     at = s[1] + s[0];
   }
-  return out.length > 0 ? out : undefined;
+  return entries.length > 0 ? { epoch, entries } : undefined;
 }
 
 /** A peer id's multihash is at most this long (an identity-hashed Ed25519 key is 38; sha256 34). */
@@ -129,6 +165,10 @@ export function peerIdText(multihash: Uint8Array): string {
   if (texts.size >= TEXT_CACHE) texts.clear();
   texts.set(key, text);
   return text;
+}
+
+function randomEpoch(): number {
+  return Math.floor(Math.random() * 2 ** 32);
 }
 
 /** One hand-off frame: length, group, state. */
@@ -189,10 +229,10 @@ export class Batcher {
   readonly #windowMs: number;
   readonly #maxBytes: number;
   readonly #flush: (group: string | undefined, batch: Uint8Array, states: number) => void;
-  readonly #pending = new Map<
-    string,
-    { entries: Array<{ author: Uint8Array; state: Uint8Array }>; bytes: number; timer: NodeJS.Timeout }
-  >();
+  readonly #pending = new Map<string, { entries: PackedEntry[]; bytes: number; timer: NodeJS.Timeout }>();
+  /** Each agent's slot in this epoch (by its peer id's bytes) and when a batch last named it. */
+  readonly #slots = new Map<string, { slot: number; namedAt: number }>();
+  #epoch = randomEpoch();
   /** When each group's last batch went out (Date.now()); one entry per group this router relayed. */
   readonly #sentAt = new Map<string, number>();
 
@@ -208,7 +248,8 @@ export class Batcher {
 
   add(group: string | undefined, author: Uint8Array, state: Uint8Array): void {
     const key = group ?? '';
-    const size = author.byteLength + state.byteLength + 4;
+    const entry = this.#entry(author, state);
+    const size = (entry.author?.byteLength ?? 0) + state.byteLength + 6;
     let p = this.#pending.get(key);
     if (p !== undefined && p.bytes + size > this.#maxBytes) {
       this.#send(key);
@@ -216,11 +257,11 @@ export class Batcher {
     }
     if (p === undefined) {
       const wait = (this.#sentAt.get(key) ?? -Infinity) + this.#windowMs - Date.now();
-      if (wait <= 0) return this.#emit(key, [{ author, state }]);
+      if (wait <= 0) return this.#emit(key, [entry]);
       p = { entries: [], bytes: 1, timer: setTimeout(() => this.#send(key), wait) };
       this.#pending.set(key, p);
     }
-    p.entries.push({ author, state });
+    p.entries.push(entry);
     p.bytes += size;
   }
 
@@ -237,8 +278,25 @@ export class Batcher {
     this.#emit(key, p.entries);
   }
 
-  #emit(key: string, entries: Array<{ author: Uint8Array; state: Uint8Array }>): void {
+  #emit(key: string, entries: PackedEntry[]): void {
     this.#sentAt.set(key, Date.now());
-    this.#flush(key === '' ? undefined : key, packBatch(entries), entries.length);
+    this.#flush(key === '' ? undefined : key, packBatch(this.#epoch, entries), entries.length);
+  }
+
+  /** The state with its agent's slot, and its peer id on first sight or once AUTHOR_EVERY_MS has passed. */
+  #entry(author: Uint8Array, state: Uint8Array): PackedEntry {
+    const id = Buffer.from(author.buffer, author.byteOffset, author.byteLength).toString('latin1');
+    let s = this.#slots.get(id);
+    if (s === undefined) {
+      if (this.#slots.size >= MAX_SLOTS) {
+        this.#slots.clear();
+        this.#epoch = randomEpoch();
+      }
+      this.#slots.set(id, (s = { slot: this.#slots.size, namedAt: -Infinity }));
+    }
+    const now = Date.now();
+    if (now - s.namedAt < AUTHOR_EVERY_MS) return { slot: s.slot, state };
+    s.namedAt = now;
+    return { slot: s.slot, author, state };
   }
 }

@@ -15,7 +15,8 @@
  *     window (batch.ts), which publishes it in one batch per group.
  * A batch from the topic, per batch:
  *  1. It must unpack (else rejected: its signer packed it).
- *  2. Each state is judged as relayed state: the author the batch names,
+ *  2. Each state is judged as relayed state: the author the batch names
+ *     (or named earlier for its slot; a slot not learnt yet is skipped),
  *     the neighbour it came from as `via`, the signer as `vouchedBy`. One
  *     state rejected outright rejects the batch: the signer checked each by
  *     the same rules before packing, so such a state is the signer's doing.
@@ -37,6 +38,8 @@ import type { GossipOrigin, GossipStats, GossipValidator, GossipVerdict } from '
 
 /** States one batch may hold: 64 KiB of states of at least 16 bytes each. */
 const MAX_BATCH_STATES = BATCH_MAX_BYTES / 16;
+/** Slots remembered at most (about 40 bytes each beside the key). */
+const MAX_NAMED = 262_144;
 
 /** What the relay needs of its gossip node. */
 export interface RelayHost {
@@ -60,6 +63,8 @@ export class BatchRelay {
   readonly #host: RelayHost;
   readonly #inbox: HandoffInbox | undefined;
   readonly #batcher: Batcher;
+  /** (router, epoch, slot) → the agent's peer id, as batches named them (bounded: cleared when full; renamed within a second). */
+  readonly #authors = new Map<string, string>();
   /** The states each batch's validation accepted, for its delivery (the same Message object). */
   readonly #accepted = new WeakMap<Message, Accepted[]>();
 
@@ -120,36 +125,42 @@ export class BatchRelay {
   /** The topic validator's verdict on a batch (the steps above); remembers what it accepted. */
   validate(via: string, msg: Message): GossipVerdict {
     if (msg.type !== 'signed') return 'reject';
-    const entries = unpackBatch(msg.data, MAX_BATCH_STATES);
-    if (entries === undefined) return 'reject';
+    const batch = unpackBatch(msg.data, MAX_BATCH_STATES);
+    if (batch === undefined) return 'reject';
     const vouchedBy = msg.from.toString();
     const accepted: Accepted[] = [];
-    for (const e of entries) {
-      const origin = { ...this.#host.originOf(e.author, via), vouchedBy };
+    for (const e of batch.entries) {
+      const author = this.#authorOf(vouchedBy, batch.epoch, e);
+      if (author === undefined) {
+        this.#host.stats.ignored++; // its agent not named to this router yet: at most AUTHOR_EVERY_MS
+        continue;
+      }
+      const origin = { ...this.#host.originOf(author, via), vouchedBy };
       const verdict = judge(this.#host, e.state, origin);
       if (verdict === 'reject') return 'reject';
-      if (verdict === 'accept') accepted.push({ state: e.state, from: e.author, origin });
+      if (verdict === 'accept') accepted.push({ state: e.state, from: author, origin });
       else this.#host.stats.ignored++;
     }
     this.#accepted.set(msg, accepted);
     return 'accept';
   }
 
-  /** Delivers a batch's accepted states, each as if it had come alone. */
+  /** Delivers a batch's accepted states, each as if it had come alone (validated: the node's validator ran it). */
   deliver(msg: Message): void {
-    if (msg.type !== 'signed') return;
     this.#host.stats.batchesReceived++;
-    const accepted =
-      this.#accepted.get(msg) ??
-      (unpackBatch(msg.data, MAX_BATCH_STATES) ?? []).map((e: BatchEntry) => ({
-        state: e.state,
-        from: e.author,
-        origin: { ...this.#host.originOf(e.author, msg.from.toString()), vouchedBy: msg.from.toString() },
-      }));
-    for (const a of accepted) {
+    for (const a of this.#accepted.get(msg) ?? []) {
       this.#host.stats.received++;
       this.#host.deliver(a.state, a.from, a.origin);
     }
+  }
+
+  /** An entry's agent: named in it (and remembered for its slot), or named earlier by the same router in this epoch. */
+  #authorOf(router: string, epoch: number, e: BatchEntry): string | undefined {
+    const key = `${router}/${epoch}/${e.slot}`;
+    if (e.author === undefined) return this.#authors.get(key);
+    if (this.#authors.size >= MAX_NAMED) this.#authors.clear();
+    this.#authors.set(key, e.author);
+    return e.author;
   }
 }
 
