@@ -202,6 +202,7 @@ async function run(agents: number): Promise<Row> {
     const rpc = fleet.routers.map((r, i) => diffRpcBytes(r.rpcBytes, rpc0[i]!));
     const after = bytesByNode();
     const published = (await publishedSoFar()) - published0;
+    const batches = batchRates(fleet, stats0); // before the new replicas' states
     const rate = (name: string): { in: number; out: number } => {
       const a = after.get(name) ?? { read: 0, written: 0 };
       const b = before.get(name) ?? { read: 0, written: 0 };
@@ -229,7 +230,8 @@ async function run(agents: number): Promise<Row> {
       },
       agentKBs: { in: mean(agentRates.map((r) => r.in)), out: mean(agentRates.map((r) => r.out)) },
       conns: { routerRouter: c.routerToRouter, routerAgent: c.routerToAgent, agent: c.agent },
-      ...breakdown(fleet, rpc, published, wireIn, cpu, stats0),
+      ...breakdown(fleet, rpc, published, wireIn, cpu),
+      batches,
     };
   } finally {
     stopPublishing();
@@ -287,7 +289,6 @@ function breakdown(
   published: number,
   wireIn: number[],
   cpu: NodeJS.CpuUsage,
-  stats0: GossipStats[],
 ): Pick<
   Row,
   | 'mesh'
@@ -299,7 +300,6 @@ function breakdown(
   | 'digestHashes'
   | 'fullEvery'
   | 'batchMs'
-  | 'batches'
 > {
   const sizes = fleet.stateBytes();
   return {
@@ -316,7 +316,6 @@ function breakdown(
     digestHashes: DIGEST_HASHES,
     fullEvery: FULL_EVERY,
     batchMs: BATCH_MS,
-    batches: batchRates(fleet, stats0),
   };
 }
 
