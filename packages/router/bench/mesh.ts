@@ -212,7 +212,6 @@ async function run(agents: number): Promise<Row> {
     const agentRates = fleet.agents.map((a) => rate(a.name));
     const c = { ...fleet.connections(), ...(procs !== undefined ? { agent: (await procs.count()).peers } : {}) };
     latencies.sort((x, y) => x - y);
-    const wireIn = routerRates.map((r) => (r.in * 1024 * WINDOW_S) / published);
     const newReplicaMs = await newReplicas(fleet);
     return {
       agents,
@@ -230,7 +229,7 @@ async function run(agents: number): Promise<Row> {
       },
       agentKBs: { in: mean(agentRates.map((r) => r.in)), out: mean(agentRates.map((r) => r.out)) },
       conns: { routerRouter: c.routerToRouter, routerAgent: c.routerToAgent, agent: c.agent },
-      ...breakdown(fleet, rpc, published, wireIn, cpu),
+      ...breakdown(fleet, rpc, published, routerRates, cpu),
       batches,
     };
   } finally {
@@ -287,7 +286,7 @@ function breakdown(
   fleet: MeshFleet,
   rpc: RpcBytes[],
   published: number,
-  wireIn: number[],
+  routerRates: Array<{ in: number }>,
   cpu: NodeJS.CpuUsage,
 ): Pick<
   Row,
@@ -305,7 +304,10 @@ function breakdown(
   return {
     mesh: MESH,
     stateBytes: { whole: sizes.whole, digest: sizes.whole - sizes.withoutDigest },
-    perMessage: { ...meanRpcBytes(rpc, published), wire: mean(wireIn) },
+    perMessage: {
+      ...meanRpcBytes(rpc, published),
+      wire: mean(routerRates.map((r) => (r.in * 1024 * WINDOW_S) / published)),
+    },
     perRouterPerS: {
       rpcs: mean(rpc.map((x) => x.rpcs)) / WINDOW_S,
       copies: mean(rpc.map((x) => x.copies)) / WINDOW_S,
