@@ -20,10 +20,12 @@
  *     the mesh hops, log_D(routers): fitted through the measured 8- and
  *     32-router rows. Steps 2-3 take the rows measured without batches.
  *  4. Batches (rows with states handed off, docs/GOSSIP.md "Batches"): bytes a
- *     router receives per state = a + b / k, k the states per batch; a (the
- *     states' copies, their authors, the hand-off) and b (a batch's
+ *     router receives per state and per copy = a + b / k, k the states per
+ *     batch; a (a state, its slot or author, the hand-off) and b (a batch's
  *     signature, framing, message id, IHAVE, transport) fitted by least
- *     squares over the batched rows. A fleet's k follows from the window W
+ *     squares over the batched rows, per copy because the copies differ
+ *     from run to run (the mesh each run builds); a fleet's bytes per state
+ *     are the rows' mean copies × (a + b / k), their fewest and most beside. A fleet's k follows from the window W
  *     and the states λ one router takes per second and group (agents ×
  *     messages × share / routers): under the window's rule (a batch at most
  *     once per W, a state after a quiet W at once) with Poisson arrivals,
@@ -196,39 +198,45 @@ function fitDelay(xs: MeshRow[]): { a: number; b: number } | undefined {
 // 4. Batches.
 if (batched.length > 0) modelBatches(batched);
 
-/** Step 4: bytes per state = a + b / k over the batched rows, and the fleets at 50 and 100 ms windows. */
+/** Step 4: bytes per state and copy = a + b / k over the batched rows, and the fleets at 50 and 100 ms windows. */
 function modelBatches(xs: MeshRow[]): void {
-  // x = batches a router received per state of the fleet (1 / k); y = bytes on its socket per state.
-  const pts = xs.map((r) => [r.batches!.received / r.rate, r.perMessage.wire] as const);
+  // x = batches a router received per state of the fleet (1 / k); y = bytes on its socket per state and copy.
+  const copiesOf = (r: MeshRow): number => r.perMessage.copies / Math.max(1e-9, r.perMessage.unique);
+  const pts = xs.map((r) => [r.batches!.received / r.rate, r.perMessage.wire / copiesOf(r)] as const);
   const mx = mean(pts.map(([x]) => x));
   const my = mean(pts.map(([, y]) => y));
   const sxx = pts.reduce((acc, [x]) => acc + (x - mx) ** 2, 0);
   const b = sxx > 0 ? pts.reduce((acc, [x, y]) => acc + (x - mx) * (y - my), 0) / sxx : 0;
   const a = my - b * mx;
+  const copies = xs.map(copiesOf);
+  const [fewest, most, meanCopies] = [Math.min(...copies), Math.max(...copies), mean(copies)];
   console.log(
-    `\nbatched rows: bytes a router receives per state = ${a.toFixed(0)} + ${b.toFixed(0)} / k (least squares)\n`,
+    `\nbatched rows: bytes a router receives per state = copies × (${a.toFixed(0)} + ${b.toFixed(0)} / k), least squares; copies ${fewest.toFixed(2)}–${most.toFixed(2)}\n`,
   );
   console.log(
-    '| agents × routers | fleet states/s | states per batch (first hop) | bytes per state | model | delay p50 / p99, ms | event loop |',
+    '| agents × routers | fleet states/s | states per batch (first hop) | copies | bytes per state | model | delay p50 / p99, ms | event loop |',
   );
-  console.log('|---|--:|--:|--:|--:|---|--:|');
+  console.log('|---|--:|--:|--:|--:|--:|---|--:|');
   xs.forEach((r, i) => {
     const [x, y] = pts[i]!;
     const k = r.batches!.handOffs / r.batches!.published;
     console.log(
-      `| ${r.agents} × ${r.routers} | ${r.rate.toFixed(0)} | ${k.toFixed(1)} | ${y.toFixed(0)} | ${(a + b * x).toFixed(0)} | ${r.latency.p50.toFixed(0)} / ${r.latency.p99.toFixed(0)} | ${r.elu.toFixed(2)} |`,
+      `| ${r.agents} × ${r.routers} | ${r.rate.toFixed(0)} | ${k.toFixed(1)} | ${copies[i]!.toFixed(2)} | ${(y * copies[i]!).toFixed(0)} | ${((a + b * x) * copies[i]!).toFixed(0)} | ${r.latency.p50.toFixed(0)} / ${r.latency.p99.toFixed(0)} | ${r.elu.toFixed(2)} |`,
     );
   });
   console.log(`\nthe fleets, batched (${perAgent.toFixed(2)} messages per agent-s): per router\n`);
-  console.log('| agents × routers | subscribed | window, ms | states per batch | bytes per state | MB/s received |');
+  console.log(
+    `| agents × routers | subscribed | window, ms | states per batch | bytes per state | MB/s received (${fewest.toFixed(2)}–${most.toFixed(2)} copies) |`,
+  );
   console.log('|---|--:|--:|--:|--:|--:|');
   for (const [agents, routers, share] of fleets)
     for (const windowMs of [50, 100]) {
       const lambdaW = ((agents * perAgent * share) / routers) * (windowMs / 1_000);
       const k = lambdaW + Math.exp(-lambdaW);
-      const bytes = a + b / k;
+      const perCopy = a + b / k;
+      const mbs = (c: number): string => ((agents * perAgent * share * perCopy * c) / 1e6).toFixed(2);
       console.log(
-        `| ${agents} × ${routers} | ${share === 1 ? 'all' : `${share * 100}%`} | ${windowMs} | ${k.toFixed(1)} | ${bytes.toFixed(0)} | ${((agents * perAgent * share * bytes) / 1e6).toFixed(2)} |`,
+        `| ${agents} × ${routers} | ${share === 1 ? 'all' : `${share * 100}%`} | ${windowMs} | ${k.toFixed(1)} | ${(perCopy * meanCopies).toFixed(0)} | ${mbs(meanCopies)} (${mbs(fewest)}–${mbs(most)}) |`,
       );
     }
 }
