@@ -18,13 +18,25 @@
  *  3. A fleet: bytes/s = agents × messages per agent-s × share subscribed ×
  *     bytes per message; CPU = copies/s × CPU per copy; delay p99 grows with
  *     the mesh hops, log_D(routers): fitted through the measured 8- and
- *     32-router rows.
+ *     32-router rows. Steps 2-3 take the rows measured without batches.
+ *  4. Batches (rows with states handed off, docs/GOSSIP.md "Batches"): bytes a
+ *     router receives per state and per copy = a + b / k, k the states per
+ *     batch; a (a state, its slot or author, the hand-off) and b (a batch's
+ *     signature, framing, message id, IHAVE, transport) fitted by least
+ *     squares over the batched rows, per copy because the copies differ
+ *     from run to run (the mesh each run builds); a fleet's bytes per state
+ *     are the rows' mean copies × (a + b / k), their fewest and most beside. A fleet's k follows from the window W
+ *     and the states λ one router takes per second and group (agents ×
+ *     messages × share / routers): under the window's rule (a batch at most
+ *     once per W, a state after a quiet W at once) with Poisson arrivals,
+ *     k = λW + e^(−λW).
  * Complexity: O(rows). Trade-off: one payload size (the scenario's mean) per
  * fleet; the per-copy bytes are a mean, so a row's bytes are off by the
  * spread printed beside it.
  *
  *   node packages/router/bench/gossip-model.ts --des rows.json --mesh a.json,b.json [--scenario seed] [--d 2]
  *   node packages/router/bench/gossip-model.ts --messages 6.5 --mesh a.json   # the cadence given, not read from DES rows
+ *   node packages/router/bench/gossip-model.ts --messages 6.33 --mesh b.json,c.json   # batched rows (mesh.ts, batches on)
  *
  * Smoke: --messages 6.5
  */
@@ -48,6 +60,7 @@ interface DesRow {
   fullShare?: number;
 }
 interface MeshRow {
+  batches?: { published: number; received: number; handOffs: number };
   agents: number;
   routers: number;
   rate: number;
@@ -97,8 +110,10 @@ const rows = args.mesh
   .filter((f) => f !== '')
   .flatMap((f) => JSON.parse(readFileSync(f, 'utf8')) as MeshRow[]);
 if (rows.length === 0) process.exit(0);
+const batched = rows.filter((r) => (r.batches?.published ?? 0) > 0);
+const unbatched = rows.filter((r) => !batched.includes(r));
 // A row's figures are per message published; a saturated bench delivers only a share (`unique`) in its window: per state delivered.
-const per = rows.map((r) => {
+const per = unbatched.map((r) => {
   const m = r.perMessage;
   const u = Math.max(1e-9, m.unique);
   return {
@@ -140,7 +155,7 @@ for (const p of per) {
 // 3. Fleets.
 const hops = (routers: number): number => 1 + Math.log(Math.max(1, routers)) / Math.log(Math.max(2, D));
 // A saturated process's delay is its own queue, not the mesh's: only rows with room in the event loop.
-const delayFit = fitDelay(rows.filter((r) => r.elu < SATURATED));
+const delayFit = fitDelay(unbatched.filter((r) => r.elu < SATURATED));
 const fleets: Array<[agents: number, routers: number, share: number]> = [
   [100, 8, 1],
   [300, 8, 1],
@@ -178,4 +193,50 @@ function fitDelay(xs: MeshRow[]): { a: number; b: number } | undefined {
   const b = pts.reduce((s, [x, y]) => s + (x - mx) * (y - my), 0) / sxx;
   // Fewer hops never deliver later: a falling fit is noise (a loaded host), not a model.
   return b > 0 ? { a: my - b * mx, b } : undefined;
+}
+
+// 4. Batches.
+if (batched.length > 0) modelBatches(batched);
+
+/** Step 4: bytes per state and copy = a + b / k over the batched rows, and the fleets at 50 and 100 ms windows. */
+function modelBatches(xs: MeshRow[]): void {
+  // x = batches a router received per state of the fleet (1 / k); y = bytes on its socket per state and copy.
+  const copiesOf = (r: MeshRow): number => r.perMessage.copies / Math.max(1e-9, r.perMessage.unique);
+  const pts = xs.map((r) => [r.batches!.received / r.rate, r.perMessage.wire / copiesOf(r)] as const);
+  const mx = mean(pts.map(([x]) => x));
+  const my = mean(pts.map(([, y]) => y));
+  const sxx = pts.reduce((acc, [x]) => acc + (x - mx) ** 2, 0);
+  const b = sxx > 0 ? pts.reduce((acc, [x, y]) => acc + (x - mx) * (y - my), 0) / sxx : 0;
+  const a = my - b * mx;
+  const copies = xs.map(copiesOf);
+  const [fewest, most, meanCopies] = [Math.min(...copies), Math.max(...copies), mean(copies)];
+  console.log(
+    `\nbatched rows: bytes a router receives per state = copies × (${a.toFixed(0)} + ${b.toFixed(0)} / k), least squares; copies ${fewest.toFixed(2)}–${most.toFixed(2)}\n`,
+  );
+  console.log(
+    '| agents × routers | fleet states/s | states per batch (first hop) | copies | bytes per state | model | delay p50 / p99, ms | event loop |',
+  );
+  console.log('|---|--:|--:|--:|--:|--:|---|--:|');
+  xs.forEach((r, i) => {
+    const [x, y] = pts[i]!;
+    const k = r.batches!.handOffs / r.batches!.published;
+    console.log(
+      `| ${r.agents} × ${r.routers} | ${r.rate.toFixed(0)} | ${k.toFixed(1)} | ${copies[i]!.toFixed(2)} | ${(y * copies[i]!).toFixed(0)} | ${((a + b * x) * copies[i]!).toFixed(0)} | ${r.latency.p50.toFixed(0)} / ${r.latency.p99.toFixed(0)} | ${r.elu.toFixed(2)} |`,
+    );
+  });
+  console.log(`\nthe fleets, batched (${perAgent.toFixed(2)} messages per agent-s): per router\n`);
+  console.log(
+    `| agents × routers | subscribed | window, ms | states per batch | bytes per state | MB/s received (${fewest.toFixed(2)}–${most.toFixed(2)} copies) |`,
+  );
+  console.log('|---|--:|--:|--:|--:|--:|');
+  for (const [agents, routers, share] of fleets)
+    for (const windowMs of [50, 100]) {
+      const lambdaW = ((agents * perAgent * share) / routers) * (windowMs / 1_000);
+      const k = lambdaW + Math.exp(-lambdaW);
+      const perCopy = a + b / k;
+      const mbs = (c: number): string => ((agents * perAgent * share * perCopy * c) / 1e6).toFixed(2);
+      console.log(
+        `| ${agents} × ${routers} | ${share === 1 ? 'all' : `${share * 100}%`} | ${windowMs} | ${k.toFixed(1)} | ${(perCopy * meanCopies).toFixed(0)} | ${mbs(meanCopies)} (${mbs(fewest)}–${mbs(most)}) |`,
+      );
+    }
 }

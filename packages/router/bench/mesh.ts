@@ -21,11 +21,13 @@
  *
  *   node_modules/.bin/node packages/router/bench/mesh.ts [--agents 60,120] [--routers 8] [--router-peers 0] [--rate 30] [--seconds 10] [--save rows.json]
  *     [--d 6 --dlo 4 --dhi 12 --dlazy 6] [--gossip-windows 3] [--idontwant-min 512]
- *     [--procs 0] [--digest-hashes 48] [--full-every 1]
+ *     [--procs 0] [--digest-hashes 48] [--full-every 1] [--batch-ms 50]
  *
  * `--procs N`: the agents in N child processes (lib/mesh-procs.ts), the routers alone here (delay from each
  * state's `sentAt`, 1 ms resolution; CPU per router without the agents'). `--digest-hashes`: hashes per message;
  * `--full-every`: every how many messages carry the static fields (bench/gossip-model.ts sets these and `--rate`).
+ * `--batch-ms`: the routers' batch window (default the production one; 0: agents publish signed states, one
+ * gossipsub message each, as before batching); the rows say how many states went in a batch.
  *
  * The mesh flags override the state topic's mesh degrees, IHAVE windows and
  * IDONTWANT threshold on every node (default: the production constants), to compare
@@ -45,15 +47,13 @@
  * a fleet of real processes, and noisy on a loaded host. Bytes (also per
  * message) and connection counts do not depend on CPU.
  */
-import { AsyncLocalStorage } from 'node:async_hooks';
-import { subscribe } from 'node:diagnostics_channel';
 import { writeFileSync } from 'node:fs';
-import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import type { GossipMeshTuning } from '@warmpath/shared/gossip';
+import type { GossipMeshTuning, GossipStats } from '@warmpath/shared/gossip';
 import { MeshFleet, type MeshAgent, type MeshSample } from './lib/mesh-fleet.ts';
 import { AgentProcs } from './lib/mesh-procs.ts';
+import { bytesByNode, owner } from './lib/socket-bytes.ts';
 import { CONTROL_KINDS, cloneRpcBytes, diffRpcBytes, meanRpcBytes, type RpcBytes } from './lib/rpc-bytes.ts';
 
 const { values: args } = parseArgs({
@@ -73,11 +73,13 @@ const { values: args } = parseArgs({
     procs: { type: 'string', default: '0' },
     'digest-hashes': { type: 'string', default: '48' },
     'full-every': { type: 'string', default: '1' },
+    'batch-ms': { type: 'string' },
   },
 });
 const PROCS = Number(args.procs);
 const DIGEST_HASHES = Number(args['digest-hashes']);
 const FULL_EVERY = Number(args['full-every']);
+const BATCH_MS = args['batch-ms'] === undefined ? undefined : Number(args['batch-ms']);
 const MESH: GossipMeshTuning = Object.fromEntries(
   (
     [
@@ -106,36 +108,6 @@ const NEW_REPLICA_TIMEOUT_MS = 30_000;
 /** Production gossip timing: a 700 ms heartbeat; dials and stream set-up get room on a loaded host. */
 const TIMING = { heartbeatIntervalMs: 700, redialIntervalMs: 1_000, dialTimeoutMs: 10_000, silentPeerGraceMs: 15_000 };
 const CONVERGE_TIMEOUT_MS = 600_000;
-
-// --- bytes per node: sockets attributed through the async context of each node's start ---
-const owner = new AsyncLocalStorage<string>();
-const live = new Map<Socket, string>();
-const closed = new Map<string, { read: number; written: number }>();
-const track = (socket: Socket): void => {
-  const who = owner.getStore();
-  if (who === undefined) return;
-  live.set(socket, who);
-  socket.once('close', () => {
-    live.delete(socket);
-    const c = closed.get(who) ?? { read: 0, written: 0 };
-    c.read += socket.bytesRead;
-    c.written += socket.bytesWritten;
-    closed.set(who, c);
-  });
-};
-subscribe('net.client.socket', (m) => track((m as { socket: Socket }).socket));
-subscribe('net.server.socket', (m) => track((m as { socket: Socket }).socket));
-
-function bytesByNode(): Map<string, { read: number; written: number }> {
-  const out = new Map([...closed].map(([k, v]) => [k, { ...v }]));
-  for (const [socket, who] of live) {
-    const c = out.get(who) ?? { read: 0, written: 0 };
-    c.read += socket.bytesRead;
-    c.written += socket.bytesWritten;
-    out.set(who, c);
-  }
-  return out;
-}
 
 const quantile = (sorted: number[], q: number): number =>
   sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
@@ -180,6 +152,9 @@ interface Row {
   procs: number;
   digestHashes: number;
   fullEvery: number;
+  /** Routers' batch window, ms (undefined: production); per router per s, batches published and received, states handed to it. */
+  batchMs: number | undefined;
+  batches: { published: number; received: number; handOffs: number };
 }
 
 async function run(agents: number): Promise<Row> {
@@ -194,6 +169,7 @@ async function run(agents: number): Promise<Row> {
     routerPeers: ROUTER_PEERS,
     timing: TIMING,
     mesh: MESH,
+    ...(BATCH_MS !== undefined ? { batchWindowMs: BATCH_MS } : {}),
     digestHashes: DIGEST_HASHES,
     fullEvery: FULL_EVERY,
     wrapStart: (name, start) => owner.run(name, start),
@@ -212,12 +188,12 @@ async function run(agents: number): Promise<Row> {
   try {
     await converged(fleet, agents);
     await sleep(2 * intervalMs);
-    // Window: delivery latency, bytes, event-loop utilization.
-    const before = bytesByNode();
+    const before = bytesByNode(); // the window: delivery latency, bytes, event-loop utilization
     const rpc0 = fleet.routers.map((r) => cloneRpcBytes(r.rpcBytes));
     const cpu0 = process.cpuUsage();
     const elu0 = performance.eventLoopUtilization();
     const published0 = await publishedSoFar();
+    const stats0 = fleet.routers.map((r) => r.node.stats());
     measuring = true;
     const meshParts = await fleet.sampleMesh(WINDOW_S * 1_000, TIMING.heartbeatIntervalMs);
     measuring = false;
@@ -226,6 +202,7 @@ async function run(agents: number): Promise<Row> {
     const rpc = fleet.routers.map((r, i) => diffRpcBytes(r.rpcBytes, rpc0[i]!));
     const after = bytesByNode();
     const published = (await publishedSoFar()) - published0;
+    const batches = batchRates(fleet, stats0); // before the new replicas' states
     const rate = (name: string): { in: number; out: number } => {
       const a = after.get(name) ?? { read: 0, written: 0 };
       const b = before.get(name) ?? { read: 0, written: 0 };
@@ -233,10 +210,8 @@ async function run(agents: number): Promise<Row> {
     };
     const routerRates = fleet.routers.map((r) => rate(r.name));
     const agentRates = fleet.agents.map((a) => rate(a.name));
-    const c = fleet.connections();
-    if (procs !== undefined) c.agent = (await procs.count()).peers;
+    const c = { ...fleet.connections(), ...(procs !== undefined ? { agent: (await procs.count()).peers } : {}) };
     latencies.sort((x, y) => x - y);
-    const wireIn = routerRates.map((r) => (r.in * 1024 * WINDOW_S) / published);
     const newReplicaMs = await newReplicas(fleet);
     return {
       agents,
@@ -254,12 +229,20 @@ async function run(agents: number): Promise<Row> {
       },
       agentKBs: { in: mean(agentRates.map((r) => r.in)), out: mean(agentRates.map((r) => r.out)) },
       conns: { routerRouter: c.routerToRouter, routerAgent: c.routerToAgent, agent: c.agent },
-      ...breakdown(fleet, rpc, published, wireIn, cpu),
+      ...breakdown(fleet, rpc, published, routerRates, cpu),
+      batches,
     };
   } finally {
     stopPublishing();
     await fleet.stop();
   }
+}
+
+/** Per router per second over the window: batches published and received, states handed to it. */
+function batchRates(fleet: MeshFleet, before: GossipStats[]): Row['batches'] {
+  const rate = (k: 'batchesPublished' | 'batchesReceived' | 'handOffsReceived'): number =>
+    mean(fleet.routers.map((r, i) => r.node.stats()[k] - before[i]![k])) / WINDOW_S;
+  return { published: rate('batchesPublished'), received: rate('batchesReceived'), handOffs: rate('handOffsReceived') };
 }
 
 /** Waits until every router's view holds every agent; says what each holds and dropped if it times out. */
@@ -303,17 +286,28 @@ function breakdown(
   fleet: MeshFleet,
   rpc: RpcBytes[],
   published: number,
-  wireIn: number[],
+  routerRates: Array<{ in: number }>,
   cpu: NodeJS.CpuUsage,
 ): Pick<
   Row,
-  'mesh' | 'stateBytes' | 'perMessage' | 'perRouterPerS' | 'cpuPerRouter' | 'procs' | 'digestHashes' | 'fullEvery'
+  | 'mesh'
+  | 'stateBytes'
+  | 'perMessage'
+  | 'perRouterPerS'
+  | 'cpuPerRouter'
+  | 'procs'
+  | 'digestHashes'
+  | 'fullEvery'
+  | 'batchMs'
 > {
   const sizes = fleet.stateBytes();
   return {
     mesh: MESH,
     stateBytes: { whole: sizes.whole, digest: sizes.whole - sizes.withoutDigest },
-    perMessage: { ...meanRpcBytes(rpc, published), wire: mean(wireIn) },
+    perMessage: {
+      ...meanRpcBytes(rpc, published),
+      wire: mean(routerRates.map((r) => (r.in * 1024 * WINDOW_S) / published)),
+    },
     perRouterPerS: {
       rpcs: mean(rpc.map((x) => x.rpcs)) / WINDOW_S,
       copies: mean(rpc.map((x) => x.copies)) / WINDOW_S,
@@ -323,6 +317,7 @@ function breakdown(
     procs: PROCS,
     digestHashes: DIGEST_HASHES,
     fullEvery: FULL_EVERY,
+    batchMs: BATCH_MS,
   };
 }
 
@@ -381,14 +376,15 @@ console.log(
   `\nwhere a router's received bytes go, per state message published (mean over routers; ${meshText}; transport = socket − RPC bytes: noise, yamux, identify)\n`,
 );
 console.log(
-  '| agents × routers | state (digest) | author + signature | framing | duplicates (copies/message) | IHAVE / IWANT / GRAFT / PRUNE / IDONTWANT | transport | on the socket | RPCs / copies per router per s | CPU per router, cores |',
+  '| agents × routers | state (digest) | author + signature | framing | duplicates (copies/message) | IHAVE / IWANT / GRAFT / PRUNE / IDONTWANT | transport | on the socket | RPCs / copies per router per s | CPU per router, cores | states per batch; batches sent / received per router per s |',
 );
-console.log('|---|---|---|---|---|---|---|---|---|---|');
+console.log('|---|---|---|---|---|---|---|---|---|---|---|');
 for (const r of rows) {
   const m = r.perMessage;
   const ctl = CONTROL_KINDS.map((k) => fmt(m.control[k])).join(' / ');
   console.log(
     `| ${r.agents} × ${r.routers} | ${fmt(m.state)} (${r.stateBytes.digest}) | ${fmt(m.authorSignature)} | ${fmt(m.framing)} | ${fmt(m.duplicates)} (${fmt(m.copies / Math.max(1e-9, m.unique), 2)}) | ${ctl} | ` +
-      `${fmt(m.wire - m.total)} | ${fmt(m.wire)} | ${fmt(r.perRouterPerS.rpcs)} / ${fmt(r.perRouterPerS.copies)} | ${fmt(r.cpuPerRouter, 3)} |`,
+      `${fmt(m.wire - m.total)} | ${fmt(m.wire)} | ${fmt(r.perRouterPerS.rpcs)} / ${fmt(r.perRouterPerS.copies)} | ${fmt(r.cpuPerRouter, 3)} | ` +
+      `${fmt(r.batches.handOffs / Math.max(1e-9, r.batches.published), 1)}; ${fmt(r.batches.published, 1)} / ${fmt(r.batches.received, 1)} |`,
   );
 }

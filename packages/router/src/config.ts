@@ -81,6 +81,7 @@ export const ROUTER_SCHEMA = {
     integer: true,
     doc: 'gossip connections held at most (routers and agents); beyond it new ones are refused, agents pick another router',
   },
+  gossipBatchMs: { type: 'number', default: 50, min: 0, max: 1000, doc: 'relay window of agent states, ms; 0: off' },
   ...SWARM_KEY_SETTINGS,
   policy: { type: 'string', default: 'warmpath', choices: POLICY_NAMES, doc: 'placement policy' },
   apiKeys: {

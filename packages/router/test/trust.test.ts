@@ -13,6 +13,7 @@ import {
   PEER_MESSAGE_BURST,
   PEER_MESSAGES_PER_S,
   PublisherTrust,
+  VOUCHER_SWITCH_MS,
   type Origin,
 } from '../src/fleet/trust.ts';
 import { makeState, makeView } from './helpers.ts';
@@ -38,6 +39,29 @@ describe('publisher trust', () => {
     t.claimed(state('r1'), from('B'), T0 + 2_001 + TTL);
     expect(t.ownerOf('r1')).toBe('B');
     expect(t.check(state('r1'), from('A'), T0 + 2_002 + TTL)).toBe('not_owner');
+  });
+
+  it("takes an agent's batched states from one router at a time: another vouches only once that one is silent for it (a failover)", () => {
+    const t = trust();
+    const by = (router: string): Origin => ({
+      ...from('A', [], router),
+      viaAddresses: ['127.0.0.1'],
+      vouchedBy: router,
+    });
+    expect(t.check(state('r1'), by('R1'), T0)).toBeUndefined();
+    t.claimed(state('r1'), by('R1'), T0);
+    // A second router speaking for A while R1 relays it: refused, whatever neighbour brought its batch.
+    expect(t.check(state('r1'), by('R2'), T0 + VOUCHER_SWITCH_MS)).toBe('vouch');
+    t.claimed(state('r1'), by('R1'), T0 + 500);
+    expect(t.check(state('r1'), by('R2'), T0 + 500 + VOUCHER_SWITCH_MS)).toBe('vouch');
+    // R1 silent for A past the switch time (A failed over): R2 is heard, and holds A from then on.
+    expect(t.check(state('r1'), by('R2'), T0 + 501 + VOUCHER_SWITCH_MS)).toBeUndefined();
+    t.claimed(state('r1'), by('R2'), T0 + 501 + VOUCHER_SWITCH_MS);
+    expect(t.check(state('r1'), by('R1'), T0 + 502 + VOUCHER_SWITCH_MS)).toBe('vouch');
+    // The agent's own state (handed to this router, or signed) is never refused for it; a router relaying it waits.
+    expect(t.check(state('r1'), from('A'), T0 + 503 + VOUCHER_SWITCH_MS)).toBeUndefined();
+    t.claimed(state('r1'), from('A'), T0 + 503 + VOUCHER_SWITCH_MS);
+    expect(t.check(state('r1'), by('R2'), T0 + 504 + VOUCHER_SWITCH_MS)).toBe('vouch');
   });
 
   it('an allowlist admits only its peers, and they may take over at once', () => {

@@ -27,7 +27,13 @@
  *     signal an operator gets.
  *  5. Deliver messages to handlers inside try/catch; a throwing handler is
  *     counted, never propagated into libp2p.
- *  6. Channels: a node may name further topics of its fleet
+ *  6. Batches (docs/GOSSIP.md, "Batches"): an agent hands each state to one
+ *     router over its connection (handoff.ts); the router judges it as
+ *     direct state and relays its agents' states in one signed message per
+ *     window and group (batch.ts, relay.ts), which every router unpacks and
+ *     judges state by state. Where no router offers the hand-off, the agent
+ *     publishes signed states as in step 3.
+ *  7. Channels: a node may name further topics of its fleet
  *     (`warmpath/<fleet>/<name>/1`; routers share tenants' usage on
  *     `routers`), signed, scored and validated as the fleet topic is, each
  *     with its own validator and handlers. Agents name none.
@@ -47,7 +53,8 @@
 // (swarm key, identity, options from settings), libp2p.ts (node construction, topic validation),
 // dial-peers.ts (bootstrap and DNS peers, picking), upkeep.ts (redial,
 // silent peers, isolation warning), node.ts (lifecycle,
-// publish, delivery), constants.ts (tunables with units).
+// publish, delivery), origins.ts (who a state is from), handoff.ts, batch.ts and relay.ts (batches),
+// constants.ts (tunables with units).
 export { createGossipNode } from './gossip/node.ts';
 export { channelTopic, topicFor } from './gossip/options.ts';
 export { groupTopicFor } from './gossip/groups.ts';

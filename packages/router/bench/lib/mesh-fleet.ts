@@ -69,6 +69,8 @@ export interface MeshOptions {
   digestHashes?: number;
   /** Every this many messages of an agent carry the static fields (default 1: all). */
   fullEvery?: number;
+  /** Routers' batch window, ms (GossipOptions.batchWindowMs; 0: no hand-off, agents publish signed states). Default: production. */
+  batchWindowMs?: number;
   /** Every state a router applied, decoded, with the time (performance.now()) it was delivered. */
   onDelivery?: (router: MeshRouter, state: ReplicaState, origin: GossipOrigin, at: number) => void;
 }
@@ -268,6 +270,7 @@ export class MeshFleet {
       listen: [listen],
       bootstrap: candidates,
       gossipPeers: this.#o.routerPeers ?? 0,
+      ...(this.#o.batchWindowMs !== undefined ? { batchWindowMs: this.#o.batchWindowMs } : {}),
       ...(this.#o.timing !== undefined ? { timing: this.#o.timing } : {}),
       ...(this.#o.mesh !== undefined ? { mesh: this.#o.mesh } : {}),
     });

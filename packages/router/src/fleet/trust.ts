@@ -24,6 +24,14 @@
  *     peer could publish itself (its own address; over a loopback connection,
  *     any address of this machine). A relay thus vouches for nothing it could
  *     not claim on its own. Otherwise it is refused as `relayed`.
+ *  7. batched state (a router packed it, `vouchedBy`: the agent handed it
+ *     the state over its own connection, unsigned; docs/SECURITY.md): an
+ *     agent's states are taken from one router at a time — the one that
+ *     last vouched for it, or the agent itself when it last came direct or
+ *     signed. Another router is heard only once that one has been silent
+ *     for the agent past VOUCHER_SWITCH_MS, so a router inside the swarm key
+ *     cannot speak for an agent another router relays (it can for its own
+ *     agents, and in the gap of a failover). Else refused as `vouch`.
  *  And `spend` meters each peer's messages (a token bucket) before any of it.
  * Complexity: O(1) per message (O(networks) for the address check).
  * Trade-off: binding ids to keys means an agent restarted under a new key
@@ -44,6 +52,8 @@ export interface Origin {
   readonly addresses: readonly string[];
   /** Remote IPs of this router's connections to `via` (step 6); none when unknown. */
   readonly viaAddresses?: readonly string[];
+  /** The router that packed this state in its batch (step 7); absent when signed by its author or handed to us. */
+  readonly vouchedBy?: string;
 }
 
 /** Why gossip state was refused (counted in the fleet view's drops). */
@@ -55,6 +65,7 @@ export const TRUST_REASONS = [
   'foreign_url',
   'relayed',
   'rate',
+  'vouch',
 ] as const;
 export type TrustReason = (typeof TRUST_REASONS)[number];
 
@@ -70,6 +81,12 @@ export const MAX_REPLICAS_PER_PEER = 8;
  */
 export const PEER_MESSAGES_PER_S = 150;
 export const PEER_MESSAGE_BURST = 300;
+/**
+ * Another router may vouch for an agent once the last one has been silent
+ * for it this long, ms (step 7): two publish floors (500 ms), so a router
+ * relaying a live agent is never replaced, and a failover waits at most this.
+ */
+export const VOUCHER_SWITCH_MS = 1_000;
 
 export interface TrustOptions {
   /** An owner silent longer than this loses its ids, ms (the view's state TTL). */
@@ -94,6 +111,8 @@ export class PublisherTrust {
   readonly #owners = new Map<string, Owner>();
   readonly #held = new Map<string, Set<string>>();
   readonly #buckets = new Map<string, { tokens: number; at: number }>();
+  /** An agent's peer id → who vouched for its last applied state (a router, or the agent itself), and when. */
+  readonly #vouchers = new Map<string, { by: string; at: number }>();
 
   constructor(o: TrustOptions) {
     this.#ttlMs = o.stateTtlMs;
@@ -129,12 +148,16 @@ export class PublisherTrust {
     const owns = owner?.peer === origin.peer;
     if (owner !== undefined && !owns && now - owner.lastSeen <= this.#ttlMs && !allowlisted) return 'not_owner';
     if (!owns && (this.#held.get(origin.peer)?.size ?? 0) >= MAX_REPLICAS_PER_PEER) return 'too_many_ids';
+    const voucher = origin.vouchedBy !== undefined ? this.#vouchers.get(origin.peer) : undefined;
+    if (voucher !== undefined && voucher.by !== origin.vouchedBy && now - voucher.at <= VOUCHER_SWITCH_MS)
+      return 'vouch';
     if (origin.addresses.length === 0) return this.#servable(s, origin.viaAddresses ?? []) ? undefined : 'relayed';
     return this.#servable(s, origin.addresses) ? undefined : 'foreign_url';
   }
 
   /** The state was applied: `origin` owns its replica id (from now, or still). */
   claimed(s: ReplicaState, origin: Origin, now: number): void {
+    this.#vouchers.set(origin.peer, { by: origin.vouchedBy ?? origin.peer, at: now });
     const owner = this.#owners.get(s.replica);
     if (owner !== undefined && owner.peer === origin.peer) {
       owner.lastSeen = now;
@@ -162,6 +185,7 @@ export class PublisherTrust {
       if (held?.size === 0) this.#held.delete(o.peer);
     }
     for (const [peer, b] of this.#buckets) if (now - b.at > forgetMs) this.#buckets.delete(peer);
+    for (const [peer, v] of this.#vouchers) if (now - v.at > forgetMs) this.#vouchers.delete(peer);
   }
 
   /** May a peer connected from `addresses` name the state's url and admin? Steps 5 and 6 of the header. */

@@ -81,6 +81,21 @@ export const ISOLATION_WARNING_AFTER_MS = 12_000;
 export const MAX_MESSAGE_BYTES = 512 * 1024;
 
 /**
+ * A router relays the states its agents hand it in one gossipsub message per
+ * 50 ms window and group (batch.ts; docs/GOSSIP.md, "Batches: one signature
+ * for many states"). Longer windows put more states under one signature and
+ * one message id, and add up to the window to each state's delay.
+ */
+export const BATCH_WINDOW_MS = 50;
+
+/**
+ * A batch goes out early once its states reach 64 KiB, well inside
+ * MAX_MESSAGE_BYTES: a router's batch never waits on its size, and one lost
+ * batch takes at most this much state with it.
+ */
+export const BATCH_MAX_BYTES = 64 * 1024;
+
+/**
  * Largest length-prefixed gossipsub RPC a peer accepts: 4 MiB (the library's
  * own default, pinned here so it is visible). Must stay well above
  * MAX_MESSAGE_BYTES because one RPC can carry several messages.

@@ -113,6 +113,8 @@ export interface GossipSettings {
   readonly insecureNoSwarmKey: boolean;
   /** Path of the identity file, created if missing ("" = a new peer id each start). */
   readonly identityFile: string;
+  /** A router's batch window, ms (GossipOptions.batchWindowMs; 0 = off); agents have none. */
+  readonly gossipBatchMs?: number;
 }
 
 /** createGossipNode's options from an agent's or a router's settings: the swarm key and identity files read here; `channels` as GossipOptions'. */
@@ -130,6 +132,7 @@ export async function gossipOptionsOf(
     gossipPeers: s.gossipPeers,
     maxConnections: s.gossipMaxConnections,
     timing: { dnsIntervalMs: s.bootstrapDnsIntervalMs },
+    ...(s.gossipBatchMs !== undefined ? { batchWindowMs: s.gossipBatchMs } : {}),
     ...(s.swarmKey !== '' ? { swarmKey: await readFile(s.swarmKey, 'utf8') } : {}),
     onWarning,
     ...(s.insecureNoSwarmKey ? { insecureNoSwarmKey: true } : {}),

@@ -2,9 +2,10 @@
  * Builds the libp2p node behind a gossip node: TCP, optional pnet protector
  * (pre-shared swarm key), noise, yamux, identify and gossipsub (StrictSign:
  * every message carries its author's signature, checked on receipt, so the
- * author is known even when a router relays it; flood publish; only the fleet
- * topic, the node's channels and its group topics allowed (groups.ts); a router mesh of degree MESH_D with peer exchange on prune;
- * peer scoring: rejected messages graylist their sender). No direct peers:
+ * author is known even when a router relays it; flood publish, but for a
+ * batching router's own batches, which go to its mesh; only the fleet topic,
+ * the node's channels and its group topics allowed (groups.ts); a router
+ * mesh of degree MESH_D with peer exchange on prune; peer scoring: rejected messages graylist their sender). No direct peers:
  * they need peer ids known in advance and bypass the mesh and its scoring,
  * where bootstrap/DNS candidates plus PX reach the same routers. Not started;
  * the topic validator is node.ts's.
@@ -106,7 +107,10 @@ export async function buildLibp2p(config: ValidatedOptions): Promise<GossipLibp2
         doPX: DO_PX,
         prunePeers: PRUNE_PEERS,
         allowPublishToZeroTopicPeers: true,
-        floodPublish: true,
+        // A router's own batches go to its mesh (D peers), not to every router it is connected to: a
+        // flood would send each batch once per router peer on top of the mesh's copies. Agents are in
+        // no mesh and flood to their routers.
+        floodPublish: !config.subscribe || config.batchWindowMs === 0,
         fallbackToFloodsub: false,
         heartbeatInterval: config.timing.heartbeatIntervalMs,
         maxInboundDataLength: MAX_RPC_BYTES,

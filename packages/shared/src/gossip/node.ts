@@ -1,14 +1,16 @@
 /**
  * The gossip node: lifecycle, publish, validation, delivery to handlers and
  * mesh events over the libp2p node from libp2p.ts, with ConnectionUpkeep
- * keeping its connections alive. Handlers and the validator run inside a
+ * keeping its connections alive; an agent's states handed to one router
+ * (handoff.ts), a router's batches (relay.ts). Handlers and the validator run inside a
  * guard: a throwing or rejecting handler is counted, never propagated into
  * libp2p.
  */
 import { TopicValidatorResult, type Message, type TopicValidatorFn } from '@libp2p/gossipsub';
-import { CODE_IP4, CODE_IP6 } from '@multiformats/multiaddr';
-import { GOSSIP_WARNING, MAX_MESSAGE_BYTES } from './constants.ts';
-import { MAX_GROUPS } from './constants.ts';
+import { GOSSIP_WARNING, MAX_GROUPS, MAX_MESSAGE_BYTES } from './constants.ts';
+import { HandoffOutbox } from './handoff.ts';
+import { Origins } from './origins.ts';
+import { BatchRelay } from './relay.ts';
 import { groupOfTopic, groupTopicFor, isGroupName, publishTopics } from './groups.ts';
 import { buildLibp2p, scoreTopic } from './libp2p.ts';
 import type { GossipLibp2p } from './libp2p.ts';
@@ -75,7 +77,15 @@ class GossipNodeImpl implements GossipNode {
     overCapDropped: 0,
     rejected: 0,
     ignored: 0,
+    handedOff: 0,
+    handOffsReceived: 0,
+    batchesPublished: 0,
+    batchesReceived: 0,
   };
+  /** A publish-only node's hand-off to its first-hop router; a subscriber's batched relay (window > 0). */
+  readonly #outbox: HandoffOutbox | undefined;
+  readonly #relay: BatchRelay | undefined;
+  readonly #senders: Origins;
   #started = false;
   readonly #rpcHandlers = new Set<(rpc: GossipRpc, bytes: number) => void>();
 
@@ -89,6 +99,9 @@ class GossipNodeImpl implements GossipNode {
     for (const g of config.groups ?? []) this.#topics.add(groupTopicFor(config.fleet, g));
     const topics = (): Iterable<string> => (config.subscribe ? this.#topics : [this.topic, ...this.#published]);
     this.#upkeep = new ConnectionUpkeep(libp2p, config, this.#stats, (warning) => this.#warn(warning), topics);
+    this.#senders = new Origins(libp2p);
+    this.#outbox = config.subscribe ? undefined : new HandoffOutbox(libp2p);
+    this.#relay = config.subscribe ? this.#relayOf() : undefined;
     const pubsub = libp2p.services.pubsub;
     for (const topic of this.#topics)
       pubsub.topicValidators.set(topic, (via, msg) => this.#validate(via, msg, this.#validator));
@@ -104,6 +117,7 @@ class GossipNodeImpl implements GossipNode {
       if (shared !== undefined) return void shared.add(detail.topic);
       this.#mesh.set(detail.peerId, new Set([detail.topic]));
       this.#emit({ type: 'mesh:join', peer: detail.peerId });
+      if (this.#started) this.#relay?.meshChanged(this.#mesh.size);
     });
     pubsub.addEventListener('gossipsub:prune', ({ detail }) => {
       const shared = this.#mesh.get(detail.peerId);
@@ -166,8 +180,11 @@ class GossipNodeImpl implements GossipNode {
 
   async stop(): Promise<void> {
     if (!this.#started) return;
+    this.#relay?.flush(); // while publish still works
+    this.#relay?.meshChanged(0);
     this.#started = false;
     this.#upkeep.disarm();
+    this.#outbox?.close();
     // No unsubscribe first: it would PRUNE our mesh peers with a 10 s backoff,
     // and a quickly restarted node (same peer id) could not rejoin their mesh
     // until it expired. Closing the connections drops us without a backoff.
@@ -181,6 +198,15 @@ class GossipNodeImpl implements GossipNode {
     const groupTopic = isGroupName(group) ? groupTopicFor(this.#config.fleet, group) : undefined;
     if (groupTopic !== undefined && !this.#published.has(groupTopic) && this.#published.size < MAX_GROUPS)
       this.#published.add(groupTopic);
+    if (this.#outbox !== undefined && this.#started) {
+      const takes = new Set<string>(pubsub.getSubscribers(this.topic).map(String));
+      if (groupTopic !== undefined) for (const p of pubsub.getSubscribers(groupTopic)) takes.add(p.toString());
+      if (await this.#outbox.send(groupTopic !== undefined ? group : undefined, data, takes)) {
+        this.#stats.published++;
+        this.#stats.handedOff++;
+        return 1;
+      }
+    }
     return this.#publish(
       publishTopics(this.topic, groupTopic, (t) => pubsub.getSubscribers(t).map(String)),
       data,
@@ -287,11 +313,13 @@ class GossipNodeImpl implements GossipNode {
     return { ...this.#stats };
   }
 
-  /** A topic's validator: size, signature policy, then the user's validator (a throw is an ignore). */
+  /** A topic's validator: size, signature policy, a batch's states (relay.ts), then the user's validator (a throw is an ignore). */
   #validate(via: PeerId, msg: Message, validate: GossipValidator | undefined): TopicValidatorResult {
     if (msg.data.byteLength > MAX_MESSAGE_BYTES || msg.type !== 'signed') return this.#verdict('reject');
+    if (this.#topics.has(msg.topic) && BatchRelay.isBatch(msg))
+      return this.#verdict(this.#relay?.validate(via.toString(), msg) ?? 'ignore');
     if (validate === undefined) return TopicValidatorResult.Accept;
-    const origin = this.#originOf(msg.from, via);
+    const origin = this.#senders.of(msg.from, via);
     this.#origins.set(msg, origin);
     try {
       return this.#verdict(validate(msg.data, origin));
@@ -311,33 +339,34 @@ class GossipNodeImpl implements GossipNode {
     return TopicValidatorResult.Ignore;
   }
 
-  /** The author, the neighbour a message came through, and the IPs of our direct connections to each. */
-  #originOf(author: PeerId, via: PeerId): GossipOrigin {
-    const peer = author.toString();
-    const relay = via.toString();
-    const addresses = this.#addressesOf(author);
-    return { peer, via: relay, addresses, viaAddresses: relay === peer ? addresses : this.#addressesOf(via) };
-  }
-
-  #addressesOf(peer: PeerId): string[] {
-    const addresses: string[] = [];
-    for (const conn of this.#libp2p.getConnections(peer)) {
-      const ip = conn.remoteAddr.getComponents().find((c) => c.code === CODE_IP4 || c.code === CODE_IP6)?.value;
-      if (ip !== undefined && !addresses.includes(ip)) addresses.push(ip);
-    }
-    return addresses;
-  }
-
   #onPubsubMessage(msg: Message): void {
     if (msg.type !== 'signed') return;
     const isState = this.#topics.has(msg.topic);
     const handlers = isState ? this.#messageHandlers : this.#channels.get(msg.topic)?.handlers;
     if (handlers === undefined) return;
     // `received` counts the state topics' messages (GossipStats).
+    if (isState && BatchRelay.isBatch(msg)) return this.#relay?.deliver(msg);
     if (isState) this.#stats.received++;
     const from = msg.from.toString();
-    const origin = this.#origins.get(msg) ?? this.#originOf(msg.from, msg.from);
+    const origin = this.#origins.get(msg) ?? this.#senders.of(msg.from, msg.from);
     for (const handler of handlers) this.#guard(() => handler(msg.data, from, origin));
+  }
+
+  /** The batched relay (relay.ts) over this node: it reads batches; with a window it also takes hand-offs. */
+  #relayOf(): BatchRelay {
+    const { fleet, batchWindowMs } = this.#config;
+    const host = { libp2p: this.#libp2p, stats: this.#stats, fleet, topic: this.topic, topics: this.#topics };
+    return new BatchRelay(
+      {
+        ...host,
+        validator: () => this.#validator,
+        originOf: (author, via) => this.#senders.of(author, via),
+        deliver: (data, from, origin) => this.#messageHandlers.forEach((h) => this.#guard(() => h(data, from, origin))),
+        publishOn: (topics, data) => this.#publish(topics, data),
+        peerScore: (peer) => this.peerScore(peer),
+      },
+      batchWindowMs,
+    );
   }
 
   #emit(event: GossipEvent): void {
@@ -355,7 +384,9 @@ class GossipNodeImpl implements GossipNode {
   }
 
   #leaveMesh(peer: string): void {
-    if (this.#mesh.delete(peer)) this.#emit({ type: 'mesh:leave', peer });
+    if (!this.#mesh.delete(peer)) return;
+    this.#emit({ type: 'mesh:leave', peer });
+    if (this.#started) this.#relay?.meshChanged(this.#mesh.size);
   }
 
   #warn(warning: GossipWarning): void {

@@ -8,6 +8,7 @@ import { privateKeyFromProtobuf } from '@libp2p/crypto/keys';
 import { multiaddr } from '@multiformats/multiaddr';
 import type { Multiaddr } from '@multiformats/multiaddr';
 import {
+  BATCH_WINDOW_MS,
   BOOTSTRAP_REDIAL_INTERVAL_MS,
   CHANNEL_NAME_PATTERN,
   DEFAULT_GOSSIP_PORT,
@@ -62,6 +63,8 @@ export interface ValidatedOptions {
   channels: ReadonlyMap<string, string>;
   /** The groups a subscriber serves (groups.ts); undefined: every group. */
   groups: readonly string[] | undefined;
+  /** A subscriber's batch window, ms (batch.ts); 0: it takes no hand-offs and relays states one by one. */
+  batchWindowMs: number;
 }
 
 const OPTION_KEYS = new Set([
@@ -81,6 +84,7 @@ const OPTION_KEYS = new Set([
   'subscribe',
   'channels',
   'groups',
+  'batchWindowMs',
 ]);
 const TIMING_KEYS = new Set([
   'heartbeatIntervalMs',
@@ -265,7 +269,16 @@ export function validateOptions(opts: GossipOptions): ValidatedOptions {
     onWarning,
     timing,
     mesh: Object.freeze(validateMesh(opts.mesh)),
+    batchWindowMs: batchWindow(opts.batchWindowMs),
   });
+}
+
+/** A batch window of 0 (off) to 1,000 ms: beyond, a state's delay would use up its budget at the first hop. */
+function batchWindow(value: unknown): number {
+  if (value === undefined) return BATCH_WINDOW_MS;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > 1_000)
+    throw new GossipConfigError('batchWindowMs must be a number of milliseconds from 0 (off) to 1000');
+  return value;
 }
 
 function emitProcessWarning(warning: GossipWarning): void {

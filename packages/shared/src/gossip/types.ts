@@ -94,6 +94,14 @@ export interface GossipOptions {
    * subscription). Ignored on a publish-only node.
    */
   groups?: readonly string[];
+  /**
+   * A subscriber's batch window, ms (default BATCH_WINDOW_MS; 0 = off): it
+   * takes states agents hand it over their connection and relays them in
+   * one message per window and group (batch.ts, handoff.ts). Off, it offers
+   * no hand-off and agents publish signed states as before. A publish-only
+   * node hands off to a router that offers it whatever this is.
+   */
+  batchWindowMs?: number;
 }
 
 /** Who a fleet-topic message is from, as this node sees it. */
@@ -102,6 +110,12 @@ export interface GossipOrigin {
   readonly peer: string;
   /** The neighbour it arrived from: the author itself, or a peer relaying it. */
   readonly via: string;
+  /**
+   * A state that came in a batch: the router that packed it (the batch's
+   * signer), vouching that the author handed it the state over its own
+   * connection. Absent: the author signed it, or handed it to this node.
+   */
+  readonly vouchedBy?: string;
   /** Remote IP addresses of this node's direct connections to the author; empty when it is not connected. */
   readonly addresses: readonly string[];
   /** Remote IP addresses of this node's connections to `via` (the same as `addresses` when the author sent it). */
@@ -151,6 +165,12 @@ export interface GossipStats {
   /** Fleet-topic messages the validator rejected (the sender's score dropped) or ignored. */
   rejected: number;
   ignored: number;
+  /** A publish-only node: states handed to a router (handoff.ts) rather than published signed. */
+  handedOff: number;
+  /** A subscriber: states agents handed it, batches it published, batches received. */
+  handOffsReceived: number;
+  batchesPublished: number;
+  batchesReceived: number;
 }
 
 export interface GossipNode {

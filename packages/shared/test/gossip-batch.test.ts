@@ -1,0 +1,302 @@
+/**
+ * Batched relay (gossip/batch.ts, handoff.ts, relay.ts): the batch and
+ * hand-off wire forms, the window, and over TCP that an agent's state reaches
+ * every router through one router's batch, fails over to its second router,
+ * and falls back to a signed state where no router takes hand-offs.
+ */
+import { privateKeyFromProtobuf } from '@libp2p/crypto/keys';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { waitFor } from '@warmpath/testkit';
+import {
+  createGossipNode,
+  generateIdentity,
+  GRAYLIST_THRESHOLD,
+  peerIdOfIdentity,
+  type GossipNode,
+} from '../src/gossip.ts';
+import type { GossipOrigin, GossipOptions } from '../src/gossip/types.ts';
+import {
+  BATCH_MAGIC,
+  Batcher,
+  type BatchEntry,
+  HandoffReader,
+  isBatch,
+  packBatch,
+  packHandoff,
+  peerIdText,
+  unpackBatch,
+} from '../src/gossip/batch.ts';
+import { decodeState, encodeState, type ReplicaState } from '../src/protocol.ts';
+
+const bytes = (text: string): Uint8Array => new TextEncoder().encode(text);
+const text = (b: Uint8Array): string => new TextDecoder().decode(b);
+
+async function author(): Promise<{ id: string; multihash: Uint8Array }> {
+  const key = await generateIdentity();
+  return { id: peerIdOfIdentity(key), multihash: privateKeyFromProtobuf(key).publicKey.toMultihash().bytes };
+}
+
+const sampleState = (): ReplicaState => ({
+  v: 1,
+  fleet: 'default',
+  replica: 'r1',
+  boot: 'b1',
+  bootAt: 1_700_000_000_000,
+  seq: 7,
+  sentAt: 1_700_000_000_500,
+  url: 'http://127.0.0.1:9000',
+  admin: 'http://127.0.0.1:9001',
+  engine: 'vllm',
+  models: ['m'],
+  adapters: [],
+  hotAdapters: [],
+  endpoints: ['chat'],
+  capacity: { kvTokens: 432_000, adapterSlots: 4, weight: 1, maxRunning: 1024 },
+  load: { running: 3, waiting: 0, kvUsedTokens: 12_000, inflight: 3, inflightTokens: 4_000, prefillTokens: 1_000 },
+  status: 'ready',
+  chunkChars: 256,
+  digest: { from: 6, size: 1, added: BigUint64Array.from([1n]), removed: new BigUint64Array(0) },
+});
+
+describe('batch wire form', () => {
+  it('packs states with their slots and, where named, their authors, and unpacks them unchanged; an author reads back as its peer id', async () => {
+    const a = await author();
+    const b = await author();
+    const batch = packBatch(0xdeadbeef, [
+      { slot: 0, author: a.multihash, state: bytes('one') },
+      { slot: 1, author: b.multihash, state: new Uint8Array(300).fill(7) },
+      { slot: 0, state: bytes('three') },
+    ]);
+    expect(batch[0]).toBe(BATCH_MAGIC);
+    const out = unpackBatch(batch, 16)!;
+    expect(out.epoch).toBe(0xdeadbeef);
+    expect(out.entries.map((e) => [e.slot, e.author])).toEqual([
+      [0, a.id],
+      [1, b.id],
+      [0, undefined],
+    ]);
+    expect(text(out.entries[0]!.state)).toBe('one');
+    expect(out.entries[1]!.state).toEqual(new Uint8Array(300).fill(7));
+    expect(text(out.entries[2]!.state)).toBe('three');
+  });
+
+  it('refuses what is not a whole batch: truncated, empty, an empty state, more states than allowed', async () => {
+    const a = await author();
+    const batch = packBatch(1, [
+      { slot: 0, author: a.multihash, state: bytes('one') },
+      { slot: 0, state: bytes('two') },
+    ]);
+    const first = packBatch(1, [{ slot: 0, author: a.multihash, state: bytes('one') }]).byteLength;
+    // Cut at a state's end, the rest is a batch of the states before it (the signature covers the whole).
+    expect(unpackBatch(batch.subarray(0, first), 16)?.entries).toHaveLength(1);
+    for (let cut = 1; cut < batch.byteLength; cut++)
+      if (cut !== first) expect(unpackBatch(batch.subarray(0, cut), 16)).toBeUndefined();
+    expect(unpackBatch(new Uint8Array([BATCH_MAGIC, 0, 0, 0, 1]), 16)).toBeUndefined();
+    expect(unpackBatch(packBatch(1, [{ slot: 0, state: new Uint8Array(0) }]), 16)).toBeUndefined();
+    expect(unpackBatch(batch, 1)).toBeUndefined();
+  });
+
+  it('a state is never read as a batch, nor a batch as a state (0xc1 is a byte msgpack never uses)', async () => {
+    const state = encodeState(sampleState());
+    expect(isBatch(state)).toBe(false);
+    const batch = packBatch(1, [{ slot: 0, author: (await author()).multihash, state }]);
+    const res = decodeState(batch);
+    expect(res.ok).toBe(false);
+  });
+
+  it('peerIdText is base58btc, leading zero bytes as 1s', () => {
+    expect(peerIdText(new Uint8Array([0, 0, 1]))).toBe('112');
+    expect(peerIdText(new Uint8Array([0xff]))).toBe('5Q');
+  });
+});
+
+describe('hand-off frames', () => {
+  it('reassembles frames however the stream cuts them', () => {
+    const frames = [
+      packHandoff('g', bytes('first')),
+      packHandoff(undefined, bytes('second')),
+      packHandoff('h', bytes('x')),
+    ];
+    const all = Buffer.concat(frames);
+    const reader = new HandoffReader(1024);
+    const got: Array<{ group: string | undefined; state: string }> = [];
+    for (let i = 0; i < all.byteLength; i += 3)
+      for (const f of reader.push(all.subarray(i, i + 3))!) got.push({ group: f.group, state: text(f.state) });
+    expect(got).toEqual([
+      { group: 'g', state: 'first' },
+      { group: undefined, state: 'second' },
+      { group: 'h', state: 'x' },
+    ]);
+  });
+
+  it('refuses a frame over the limit and one without a state', () => {
+    expect(new HandoffReader(16).push(packHandoff(undefined, new Uint8Array(64)))).toBeUndefined();
+    expect(new HandoffReader(16).push(new Uint8Array([1, 0]))).toBeUndefined();
+  });
+});
+
+describe('the window', () => {
+  afterEach(() => void vi.useRealTimers());
+
+  it('names an agent beside its state on first sight and then at most once a second; its other states carry only its slot', async () => {
+    vi.useFakeTimers();
+    const got: BatchEntry[] = [];
+    const batcher = new Batcher(50, 64 * 1024, (_g, batch) => got.push(...unpackBatch(batch, 100)!.entries));
+    const a = (await author()).multihash;
+    const b = (await author()).multihash;
+    for (let i = 0; i < 30; i++) {
+      batcher.add(undefined, i % 2 === 0 ? a : b, bytes(`s${i}`));
+      vi.advanceTimersByTime(100);
+    }
+    batcher.flushAll();
+    expect(new Set(got.map((e) => e.slot))).toEqual(new Set([0, 1]));
+    // 30 states over 3 s, two agents: each named at 0, 1 and 2 s (or the first state after).
+    expect(got.filter((e) => e.author !== undefined)).toHaveLength(6);
+    expect(got.slice(0, 2).every((e) => e.author !== undefined)).toBe(true);
+  });
+
+  it("sends a state after a quiet window at once, later ones as one batch at that window's end, each group on its own, early at the size cap", () => {
+    vi.useFakeTimers();
+    const sent: Array<{ group: string | undefined; states: number; at: number }> = [];
+    const batcher = new Batcher(50, 1_000, (group, batch, states) => {
+      expect(unpackBatch(batch, 100)?.entries).toHaveLength(states);
+      sent.push({ group, states, at: Date.now() });
+    });
+    const t0 = Date.now();
+    const a = new Uint8Array(38).fill(1);
+    batcher.add('g', a, bytes('s1')); // quiet before: at once
+    expect(sent).toEqual([{ group: 'g', states: 1, at: t0 }]);
+    vi.advanceTimersByTime(20);
+    batcher.add('g', a, bytes('s2'));
+    vi.advanceTimersByTime(10);
+    batcher.add('g', a, bytes('s3'));
+    batcher.add(undefined, a, bytes('s4')); // another group: its own window
+    expect(sent.at(-1)).toEqual({ group: undefined, states: 1, at: t0 + 30 });
+    vi.advanceTimersByTime(19);
+    expect(sent).toHaveLength(2);
+    vi.advanceTimersByTime(1);
+    expect(sent.at(-1)).toEqual({ group: 'g', states: 2, at: t0 + 50 });
+    // Busy: within a window of the last batch, 1,000 pending bytes close it at once.
+    for (let i = 0; i < 5; i++) batcher.add('g', a, new Uint8Array(200));
+    expect(sent.at(-1)).toEqual({ group: 'g', states: 4, at: t0 + 50 });
+    vi.advanceTimersByTime(49);
+    expect(sent).toHaveLength(4);
+    vi.advanceTimersByTime(1);
+    expect(sent.at(-1)).toEqual({ group: 'g', states: 1, at: t0 + 100 });
+  });
+});
+
+describe('batched relay over TCP', () => {
+  const nodes: GossipNode[] = [];
+  afterEach(async () => {
+    await Promise.all(nodes.splice(0).map((n) => n.stop()));
+  });
+  const start = async (o: Partial<GossipOptions>): Promise<GossipNode> => {
+    const node = await createGossipNode({
+      fleet: 'batch',
+      insecureNoSwarmKey: true,
+      onWarning: null,
+      timing: { heartbeatIntervalMs: 100 },
+      ...o,
+    });
+    await node.start();
+    nodes.push(node);
+    return node;
+  };
+  /** Three meshed routers, each recording what it delivers and from whom. */
+  const routers = async (batchWindowMs?: number) => {
+    const rs: GossipNode[] = [];
+    for (let i = 0; i < 3; i++)
+      rs.push(
+        await start({
+          bootstrap: rs.map((r) => r.multiaddrs()[0]!),
+          ...(batchWindowMs !== undefined ? { batchWindowMs } : {}),
+        }),
+      );
+    const heard = rs.map(() => [] as Array<{ data: string; origin: GossipOrigin }>);
+    rs.forEach((r, i) => r.onMessage((d, _from, origin) => heard[i]!.push({ data: text(d), origin })));
+    await waitFor(() => rs.every((r) => r.meshPeers().length >= 1), { timeoutMs: 10_000, message: 'a mesh' });
+    return { rs, heard };
+  };
+  /** Publishes `tag-n` until every router heard one of them; the last tag heard everywhere. */
+  const untilAllHear = async (agent: GossipNode, heard: Array<Array<{ data: string }>>, tag: string) => {
+    let n = 0;
+    await waitFor(
+      async () => {
+        await agent.publish(bytes(`${tag}-${n++}`));
+        return heard.every((h) => h.some((m) => m.data.startsWith(`${tag}-`)));
+      },
+      { timeoutMs: 15_000, intervalMs: 100, message: `every router to hear ${tag}` },
+    );
+  };
+
+  it("an agent's state reaches every router through its first hop's batch, vouched for by it; it fails over to its second router", async () => {
+    const { rs, heard } = await routers();
+    const agent = await start({ subscribe: false, bootstrap: [rs[0]!.multiaddrs()[0]!, rs[1]!.multiaddrs()[0]!] });
+    await untilAllHear(agent, heard, 'a');
+    expect(agent.stats().handedOff).toBeGreaterThan(0);
+    const hop = rs.find((r) => r.stats().handOffsReceived > 0)!;
+    expect(rs.filter((r) => r.stats().handOffsReceived > 0)).toHaveLength(1);
+    expect(hop.stats().batchesPublished).toBeGreaterThan(0);
+    rs.forEach((r, i) => {
+      const m = heard[i]!.find((x) => x.data.startsWith('a-'))!;
+      expect(m.origin.peer).toBe(agent.peerId);
+      if (r === hop) expect([m.origin.via, m.origin.vouchedBy]).toEqual([agent.peerId, undefined]);
+      else expect(m.origin.vouchedBy).toBe(hop.peerId);
+    });
+    // The first hop goes away: the agent hands its states to its other router, and the third still hears them.
+    await hop.stop();
+    const rest = rs.filter((r) => r !== hop);
+    await untilAllHear(
+      agent,
+      rest.map((r) => heard[rs.indexOf(r)]!),
+      'b',
+    );
+    expect(rest.some((r) => r.stats().handOffsReceived > 0)).toBe(true);
+  }, 40_000);
+
+  it("a router refusing what an agent hands it lowers the agent's score as for a signed state, until it is graylisted and read no more", async () => {
+    const { rs } = await routers();
+    for (const r of rs) r.setValidator(() => 'reject');
+    const agent = await start({ subscribe: false, bootstrap: [rs[0]!.multiaddrs()[0]!, rs[1]!.multiaddrs()[0]!] });
+    const hop = (): GossipNode | undefined => rs.find((r) => r.stats().handOffsReceived + r.stats().rejected > 0);
+    await waitFor(
+      async () => {
+        await agent.publish(bytes('bad'));
+        return (hop()?.peerScore(agent.peerId) ?? 0) < GRAYLIST_THRESHOLD;
+      },
+      { timeoutMs: 10_000, intervalMs: 50, message: 'the agent graylisted' },
+    );
+    const router = hop()!;
+    expect(agent.stats().handedOff).toBeGreaterThan(0);
+    const rejected = router.stats().rejected;
+    await agent.publish(bytes('more'));
+    await new Promise((r) => setTimeout(r, 200));
+    expect(router.stats().rejected).toBe(rejected);
+  }, 20_000);
+
+  it('a router in no mesh offers no hand-off: its agents sign their states and flood them to every router they reach', async () => {
+    const lone = await start({});
+    const other = await start({});
+    const agent = await start({ subscribe: false, bootstrap: [lone.multiaddrs()[0]!, other.multiaddrs()[0]!] });
+    const heard: string[][] = [[], []];
+    [lone, other].forEach((r, i) => r.onMessage((d) => heard[i]!.push(text(d))));
+    await waitFor(
+      async () => {
+        await agent.publish(bytes('s'));
+        return heard.every((h) => h.length > 0);
+      },
+      { timeoutMs: 10_000, intervalMs: 100, message: 'both routers to hear the agent' },
+    );
+    expect(agent.stats().handedOff).toBe(0);
+  }, 20_000);
+
+  it('where no router takes hand-offs (window 0: an older router), the agent publishes signed states as before', async () => {
+    const { rs, heard } = await routers(0);
+    const agent = await start({ subscribe: false, bootstrap: [rs[0]!.multiaddrs()[0]!] });
+    await untilAllHear(agent, heard, 'c');
+    expect(agent.stats().handedOff).toBe(0);
+    expect(rs.every((r) => r.stats().batchesPublished === 0)).toBe(true);
+    expect(heard[1]!.find((m) => m.data.startsWith('c-'))!.origin.vouchedBy).toBeUndefined();
+  }, 30_000);
+});
