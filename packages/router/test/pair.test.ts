@@ -130,10 +130,21 @@ describe('placePair', () => {
       ['d1', { role: 'decode', load: { running: 10 } }],
     ];
     const out = { max_tokens: 500 };
-    const run = (queue: number, settings: PairSettings): string[] => {
+    // `chats`: before each long prompt, a short one (about 750 tokens, one output token) the threshold prefills on d1.
+    const run = (queue: number, settings: PairSettings, chats = false): string[] => {
       const f = fleet(specs(queue));
       const t = Date.now();
       return Array.from({ length: 8 }, (_, i) => {
+        if (chats) {
+          const c = placePair(
+            f.policy,
+            preq(chat('x '.repeat(1_500), { max_tokens: 1 }, 'short'), { now: t + i }),
+            f.view,
+            f.local,
+            settings,
+          );
+          expect(c.pd?.by).toBe('short');
+        }
         const pd = placePair(f.policy, preq(chat(`q ${i}`, out, LONG), { now: t + i }), f.view, f.local, settings).pd!;
         return `${pd.mode}:${pd.by}`;
       });
@@ -143,6 +154,8 @@ describe('placePair', () => {
     expect(queued.filter((x) => x === 'local:load')).toHaveLength(3);
     expect(queued.slice(0, 2)).toEqual(['transfer:split', 'transfer:split']);
     expect(queued[2]).toBe('local:load');
+    // The threshold's local prefills stall the same streams: charged (10 streams × about 0.1 of a chunk each), they leave less to spend.
+    expect(run(40_000, S, true).filter((x) => x === 'local:load').length).toBeLessThan(3);
     // No budget, or no prefill queue to skip: every long prompt is transferred.
     expect(run(40_000, { ...S, pdStallShare: 0 }).every((x) => x === 'transfer:split')).toBe(true);
     expect(run(0, S).every((x) => x === 'transfer:split')).toBe(true);
@@ -156,6 +169,8 @@ describe('placePair', () => {
     expect(b.spend(0, 7)).toBe(false);
     expect(b.credit(TAU_MS)).toBeCloseTo(6 / Math.E);
     expect(b.spend(10 * TAU_MS, 0.01)).toBe(false);
+    b.charge(10 * TAU_MS, 5);
+    expect(b.credit(10 * TAU_MS)).toBeLessThan(-4.9);
     expect(stallCost(8_193, 10, 8_192)).toBe(20);
     expect(stallCost(5_000, 0, 8_192)).toBe(0);
   });

@@ -54,7 +54,7 @@ import type { RequestInfo } from '@warmpath/shared/wire';
 import type { Clock } from '@warmpath/shared/runtime';
 import { buildCandidates, rowOf, scanWarmth } from './candidates.ts';
 import { notifyDispatch, placeRequest } from './place.ts';
-import { byLoad, stallsOf } from './stalls.ts';
+import { localPrefill, stallsOf } from './stalls.ts';
 import {
   SATURATED,
   type PdRule,
@@ -77,7 +77,7 @@ export interface PairSettings {
 export const PD_MODES = ['transfer', 'local'] as const;
 export type PdMode = (typeof PD_MODES)[number];
 
-/** Why: `redecode` (the prefill is done, another decode replica refused its decode leg: step 5), `split` (the prompt is worth a transfer), `short` (the whole prompt is under the threshold), `cached` (the decode replica lacks little of it), `same` (one `both` replica took both legs), `one-pool` (only one pool has a candidate). */
+/** Why: `redecode` (the prefill is done, another decode replica refused its decode leg: step 5), `split` (the prompt is worth a transfer), `short` (the whole prompt is under the threshold), `cached` (the decode replica lacks little of it), `load` (the prefill pool queues longer and the ITL budget allows: stalls.ts), `same` (one `both` replica took both legs), `one-pool` (only one pool has a candidate). */
 export type PdReason = 'split' | 'short' | 'cached' | 'load' | 'same' | 'one-pool' | 'redecode';
 
 export interface PdDecision {
@@ -232,9 +232,9 @@ export function placePair(
       placement: p,
       pd: { mode: 'local', by: 'same', prefill: undefined, decode: prefill, transferTokens: 0, prefillWork: 0 },
     };
-  if (info.promptTokens <= s.pdThresholdTokens) return localOn(base, d.replica, 'short');
-  if (d.lacks <= s.pdThresholdTokens) return localOn(base, d.replica, 'cached');
-  if (d.room && byLoad(local, req.now, prefill, d.replica, d.lacks, s)) return localOn(base, d.replica, 'load');
+  const under = info.promptTokens <= s.pdThresholdTokens || d.lacks <= s.pdThresholdTokens;
+  if ((d.room || under) && localPrefill(local, req.now, prefill, d.replica, d.lacks, s, under))
+    return localOn(base, d.replica, info.promptTokens <= s.pdThresholdTokens ? 'short' : under ? 'cached' : 'load');
   // The decode replica computes no prompt (its KV arrives): its work is the output; the prefill placement's queue limit was the prefill replica's.
   return {
     placement: {
