@@ -25,13 +25,13 @@ export const PD_SETTINGS = {
     default: 0.008,
     min: 0,
     max: 1,
-    doc: "P/D: the share of decode streams' inter-token gaps a router may stall by prefilling on a decode replica while the prefill pool queues (0: never)",
+    doc: "P/D: the share of its decode legs' inter-token gaps a router's local prefills may stall (0: none by load)",
   },
   pdChunkTokens: {
     type: 'number',
     default: 8_192,
     min: 1,
     integer: true,
-    doc: "P/D: the engines' prompt tokens per step (vLLM max_num_batched_tokens): each step of a local prefill stalls the streams there",
+    doc: "P/D: the engines' prompt tokens per step (vLLM max_num_batched_tokens); a local prefill's chunk stalls a step",
   },
 } as const satisfies Schema;
