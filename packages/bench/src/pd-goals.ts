@@ -60,7 +60,10 @@ export function pdCases(): Array<{ name: string; case: GoodputCase }> {
     { name: 'longdoc aggregated', case: c('longdoc', ld.aggregated, 'warmpath') },
     ...ROUTER_COUNTS.map((n) => ({ name: `longdoc ${n} routers`, case: c('longdoc', ld.pd, 'warmpath', n) })),
     { name: 'mixed conditional', case: c('mixed', mx.pd, 'warmpath') },
-    { name: 'mixed always', case: c('mixed', mx.pd, 'warmpath', BASE_ROUTERS, { pdThresholdTokens: '0' }) },
+    {
+      name: 'mixed always',
+      case: c('mixed', mx.pd, 'warmpath', BASE_ROUTERS, { pdThresholdTokens: '0', pdStallShare: '0' }),
+    },
     { name: 'mixed never', case: c('mixed', mx.aggregated, 'warmpath') },
   ];
 }

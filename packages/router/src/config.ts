@@ -14,6 +14,7 @@ import {
   type Schema,
 } from '@warmpath/shared/runtime';
 import { POLICY_NAMES } from './placement/policy-names.ts';
+import { PD_SETTINGS } from './placement/pd-settings.ts';
 import {
   DEFAULT_HARD_BOUND,
   DEFAULT_HOME_HORIZON_MS,
@@ -168,19 +169,7 @@ export const ROUTER_SCHEMA = {
     doc: 'a replica with less work than max(this, 2 × the request, at most 32 × this) tokens is always within the bound',
   },
   // Prefill/decode disaggregation (docs/DISAGGREGATION.md): only fleets whose agents publish a role.
-  pdThresholdTokens: {
-    type: 'number',
-    default: 1_024,
-    min: 0,
-    integer: true,
-    doc: 'P/D: a prompt the decode replica lacks at most this many tokens of is prefilled there, with no KV transfer',
-  },
-  pdTransferCost: {
-    type: 'number',
-    default: 0.25,
-    min: 0,
-    doc: 'P/D: one prompt token sent over a KV link between zones, in tokens of decode load (a tenth within one zone)',
-  },
+  ...PD_SETTINGS,
   // Evidence for the default: docs/ABLATION.md, 'warm-over-bound's hard bound: tried without, kept'.
   hardBound: {
     type: 'number',

@@ -10,6 +10,7 @@ import { placeRequest } from '../src/placement/place.ts';
 import { dispatchPlaced, placePair, type PairSettings } from '../src/placement/pair.ts';
 import { formatRoute, parseRoute, routeOf } from '../src/placement/route.ts';
 import { LocalState } from '../src/core/local.ts';
+import { StallBudget, TAU_MS, stallCost } from '../src/placement/stalls.ts';
 import { parseBootstrap, sglangBody, vllmPrefillBody } from '../src/http/pd.ts';
 import { CONFIG, SYSTEM, chainOf, chat, makeState, makeView, preq, type StateOverrides } from './helpers.ts';
 
@@ -121,6 +122,57 @@ describe('placePair', () => {
     expect(held.placement.replica?.id).toBe('d2');
     const never = placePair(f.policy, preq(body), f.view, f.local, { ...S, pdThresholdTokens: 0 });
     expect(never.pd?.mode).toBe('transfer');
+  });
+
+  it('by load: with the prefill pool queued, the decode replica prefills a long prompt as far as the ITL budget allows', () => {
+    const specs = (queue: number): Array<[string, StateOverrides]> => [
+      ['p1', { role: 'prefill', load: { prefillTokens: queue, inflightTokens: queue } }],
+      ['d1', { role: 'decode', load: { running: 10 } }],
+    ];
+    const out = { max_tokens: 500 };
+    // `chats`: before each long prompt, a short one (about 750 tokens, one output token) the threshold prefills on d1.
+    const run = (queue: number, settings: PairSettings, chats = false): string[] => {
+      const f = fleet(specs(queue));
+      const t = Date.now();
+      return Array.from({ length: 8 }, (_, i) => {
+        if (chats) {
+          const c = placePair(
+            f.policy,
+            preq(chat('x '.repeat(1_500), { max_tokens: 1 }, 'short'), { now: t + i }),
+            f.view,
+            f.local,
+            settings,
+          );
+          expect(c.pd?.by).toBe('short');
+        }
+        const pd = placePair(f.policy, preq(chat(`q ${i}`, out, LONG), { now: t + i }), f.view, f.local, settings).pd!;
+        return `${pd.mode}:${pd.by}`;
+      });
+    };
+    // Each request earns 500 × 0.008 = 4 gaps; a local prefill of one chunk on a replica running 10 streams costs 10.
+    const queued = run(40_000, S);
+    expect(queued.filter((x) => x === 'local:load')).toHaveLength(3);
+    expect(queued.slice(0, 2)).toEqual(['transfer:split', 'transfer:split']);
+    expect(queued[2]).toBe('local:load');
+    // The threshold's local prefills stall the same streams: charged (10 streams × about 0.1 of a chunk each), they leave less to spend.
+    expect(run(40_000, S, true).filter((x) => x === 'local:load').length).toBeLessThan(3);
+    // No budget, or no prefill queue to skip: every long prompt is transferred.
+    expect(run(40_000, { ...S, pdStallShare: 0 }).every((x) => x === 'transfer:split')).toBe(true);
+    expect(run(0, S).every((x) => x === 'transfer:split')).toBe(true);
+  });
+
+  it('the ITL budget decays: credit left from a quiet spell releases no burst of stalls', () => {
+    const b = new StallBudget();
+    b.earn(0, 1_000, 0.01);
+    expect(b.credit(0)).toBeCloseTo(10);
+    expect(b.spend(0, 4)).toBe(true);
+    expect(b.spend(0, 7)).toBe(false);
+    expect(b.credit(TAU_MS)).toBeCloseTo(6 / Math.E);
+    expect(b.spend(10 * TAU_MS, 0.01)).toBe(false);
+    b.charge(10 * TAU_MS, 5);
+    expect(b.credit(10 * TAU_MS)).toBeLessThan(-4.9);
+    expect(stallCost(8_193, 10, 8_192)).toBe(20);
+    expect(stallCost(5_000, 0, 8_192)).toBe(0);
   });
 
   it('mixed fleet: a `both` replica chosen for both legs serves the request alone', () => {

@@ -25,6 +25,9 @@
  *     most pdThresholdTokens of the prompt (a short prompt, or its prefix is
  *     already there), it prefills itself: one leg, no transfer. So does a
  *     `both` replica chosen for both legs, or a fleet left with one pool.
+ *     By load, one it lacks more of too, when the prefill replica's queue
+ *     is longer than its own and this router's ITL budget covers the stall
+ *     its chunks cause the streams there (stalls.ts).
  *  5. A decode leg refused after its prefill finished (req.transfer): step 3
  *     alone, given that prefill replica, and the same transfer to the chosen
  *     replica (the prefill is not run again). Such a refusal spends no
@@ -51,6 +54,7 @@ import type { RequestInfo } from '@warmpath/shared/wire';
 import type { Clock } from '@warmpath/shared/runtime';
 import { buildCandidates, rowOf, scanWarmth } from './candidates.ts';
 import { notifyDispatch, placeRequest } from './place.ts';
+import { localPrefill, stallsOf } from './stalls.ts';
 import {
   SATURATED,
   type PdRule,
@@ -63,6 +67,8 @@ import {
 export interface PairSettings {
   readonly pdThresholdTokens: number;
   readonly pdTransferCost: number;
+  readonly pdStallShare: number;
+  readonly pdChunkTokens: number;
   readonly chunkChars: number;
   readonly charsPerToken: number;
 }
@@ -71,8 +77,8 @@ export interface PairSettings {
 export const PD_MODES = ['transfer', 'local'] as const;
 export type PdMode = (typeof PD_MODES)[number];
 
-/** Why: `redecode` (the prefill is done, another decode replica refused its decode leg: step 5), `split` (the prompt is worth a transfer), `short` (the whole prompt is under the threshold), `cached` (the decode replica lacks little of it), `same` (one `both` replica took both legs), `one-pool` (only one pool has a candidate). */
-export type PdReason = 'split' | 'short' | 'cached' | 'same' | 'one-pool' | 'redecode';
+/** Why: `redecode` (the prefill is done, another decode replica refused its decode leg: step 5), `split` (the prompt is worth a transfer), `short` (the whole prompt is under the threshold), `cached` (the decode replica lacks little of it), `load` (the prefill pool queues longer and the ITL budget allows: stalls.ts), `same` (one `both` replica took both legs), `one-pool` (only one pool has a candidate). */
+export type PdReason = 'split' | 'short' | 'cached' | 'load' | 'same' | 'one-pool' | 'redecode';
 
 export interface PdDecision {
   readonly mode: PdMode;
@@ -217,6 +223,7 @@ export function placePair(
     return localOn(p, prefill, 'one-pool');
   }
   const info = req.info;
+  stallsOf(local).earn(req.now, info.maxTokens, s.pdStallShare);
   const base: Placement & { replica: Replica } =
     prefill !== undefined ? p : { replica: d.replica, branch: 'least-loaded', step: 'least-loaded' };
   if (prefill === undefined) return localOn(base, d.replica, 'one-pool');
@@ -225,8 +232,9 @@ export function placePair(
       placement: p,
       pd: { mode: 'local', by: 'same', prefill: undefined, decode: prefill, transferTokens: 0, prefillWork: 0 },
     };
-  if (info.promptTokens <= s.pdThresholdTokens) return localOn(base, d.replica, 'short');
-  if (d.lacks <= s.pdThresholdTokens) return localOn(base, d.replica, 'cached');
+  const under = info.promptTokens <= s.pdThresholdTokens || d.lacks <= s.pdThresholdTokens;
+  if ((d.room || under) && localPrefill(local, req.now, prefill, d.replica, d.lacks, s, under))
+    return localOn(base, d.replica, info.promptTokens <= s.pdThresholdTokens ? 'short' : under ? 'cached' : 'load');
   // The decode replica computes no prompt (its KV arrives): its work is the output; the prefill placement's queue limit was the prefill replica's.
   return {
     placement: {
