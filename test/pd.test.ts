@@ -140,7 +140,7 @@ describe('prefill/decode disaggregation', () => {
     expect(r.text).not.toContain('[DONE]');
   });
 
-  it('a prefill worker killed: its leg fails and the request is retried on the other prefill replica (or, that one queued, prefilled on its decode replica by load)', async () => {
+  it('a prefill worker killed: its leg fails and the request is retried on the other prefill replica or prefilled on its decode replica (or, told first, the router sends none there)', async () => {
     fleet.sims[0]!.child.kill('SIGKILL');
     const out = await Promise.all(Array.from({ length: 6 }, (_, i) => chat(longPrompt(`after the kill ${i}`))));
     for (const r of out) {
@@ -148,8 +148,14 @@ describe('prefill/decode disaggregation', () => {
       expect(r.route?.pd?.prefill ?? 'none').not.toBe('replica-0');
     }
     const retried = out.filter((r) => r.route?.attempt === 'retry');
-    expect(retried.length).toBeGreaterThan(0);
-    for (const r of retried) expect(r.route?.pd?.prefill ?? r.route?.pd?.by).toMatch(/^(replica-1|load)$/);
+    // The other prefill replica, or none left as a candidate (full): the decode replica prefills.
+    for (const r of retried) expect(r.route?.pd?.prefill ?? r.route?.pd?.by).toMatch(/^(replica-1|load|one-pool)$/);
+    if (retried.length === 0) {
+      // None was sent to the dead replica: the router had already heard from its agent that it is not ready.
+      const res = await request(`${router}/warmpath/v1/fleet`);
+      const body = (await res.body.json()) as { replicas: Array<{ id: string; status: string }> };
+      expect(body.replicas.find((x) => x.id === 'replica-0')?.status ?? 'gone').not.toBe('ready');
+    }
   });
 });
 
