@@ -35,8 +35,8 @@
  * spread printed beside it.
  *
  *   node packages/router/bench/gossip-model.ts --des rows.json --mesh a.json,b.json [--scenario seed] [--d 2]
- *   node packages/router/bench/gossip-model.ts --messages 6.5 --mesh a.json   # the cadence given, not read from DES rows
- *   node packages/router/bench/gossip-model.ts --messages 6.33 --mesh b.json,c.json   # batched rows (mesh.ts, batches on)
+ *   node packages/router/bench/gossip-model.ts --messages M --mesh a.json   # the cadence given (docs/GOSSIP.md), not read from DES rows
+ *   node packages/router/bench/gossip-model.ts --messages M --mesh b.json,c.json   # batched rows (mesh.ts, batches on)
  *
  * Smoke: --messages 6.5
  */
