@@ -26,7 +26,8 @@ import {
   peerIdText,
   unpackBatch,
 } from '../src/gossip/batch.ts';
-import { decodeState, encodeState, type ReplicaState } from '../src/protocol.ts';
+import { decodeState, encodeState } from '../src/protocol.ts';
+import { sampleState } from './sample-state.ts';
 
 const bytes = (text: string): Uint8Array => new TextEncoder().encode(text);
 const text = (b: Uint8Array): string => new TextDecoder().decode(b);
@@ -35,28 +36,6 @@ async function author(): Promise<{ id: string; multihash: Uint8Array }> {
   const key = await generateIdentity();
   return { id: peerIdOfIdentity(key), multihash: privateKeyFromProtobuf(key).publicKey.toMultihash().bytes };
 }
-
-const sampleState = (): ReplicaState => ({
-  v: 1,
-  fleet: 'default',
-  replica: 'r1',
-  boot: 'b1',
-  bootAt: 1_700_000_000_000,
-  seq: 7,
-  sentAt: 1_700_000_000_500,
-  url: 'http://127.0.0.1:9000',
-  admin: 'http://127.0.0.1:9001',
-  engine: 'vllm',
-  models: ['m'],
-  adapters: [],
-  hotAdapters: [],
-  endpoints: ['chat'],
-  capacity: { kvTokens: 432_000, adapterSlots: 4, weight: 1, maxRunning: 1024 },
-  load: { running: 3, waiting: 0, kvUsedTokens: 12_000, inflight: 3, inflightTokens: 4_000, prefillTokens: 1_000 },
-  status: 'ready',
-  chunkChars: 256,
-  digest: { from: 6, size: 1, added: BigUint64Array.from([1n]), removed: new BigUint64Array(0) },
-});
 
 describe('batch wire form', () => {
   it('packs states with their slots and, where named, their authors, and unpacks them unchanged; an author reads back as its peer id', async () => {
