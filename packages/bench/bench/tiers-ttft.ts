@@ -13,7 +13,11 @@
  *
  * each averaged over every request and over the slowest 1%; and per engine
  * step, its mean duration, running sequences and the share of peer fetches
- * charged to it (host reloads run beside the steps).
+ * charged to it (host reloads run beside the steps). Then the prefill on a
+ * request's replica when it arrived (ahead of it, arriving after it before
+ * its first token, and the least ahead on any other replica) and, for
+ * warmpath, the prefill queue its router saw there and on the least queued
+ * other row when it placed it (docs/TIERS.md, "Chat against llm-d-precise").
  *
  *   node packages/bench/bench/tiers-ttft.ts [--scenario chat] [--seed 1] [--routers 2]
  *     [--policies warmpath,llm-d-precise] [--router-set k=v,…] [--duration S]
@@ -21,6 +25,7 @@
  * Smoke: --scenario chat --seed 1 --policies warmpath --duration 5
  */
 import { parseArgs } from 'node:util';
+import { createPolicy, type Policy, registerPolicy } from '@warmpath/router';
 import { PROFILES, type Sequence } from '@warmpath/sim';
 import { runDes } from '../src/des/run.ts';
 import { assignRouters } from '../src/l4.ts';
@@ -93,6 +98,41 @@ interface Observed {
   where: Map<Sequence, string>;
 }
 
+/** What a router saw when it placed a request: the chosen row's prefill queue (and its parts), the least on another row. */
+interface View {
+  at: number;
+  replica: string;
+  queue: number;
+  published: number;
+  own: number;
+  expected: number;
+  least: number;
+}
+
+/** Every placement's view, for the run of VIEWED (warmpath, wrapped: its choices are unchanged). */
+const views: View[] = [];
+const VIEWED = 'warmpath';
+registerPolicy(`${VIEWED}-viewed`, {
+  params: (config, random) => ({ config, random }),
+  create: ({ config, random }) => {
+    const p: Policy = createPolicy(VIEWED, config, random);
+    return {
+      ...p,
+      select(req, t, warmth) {
+        const placed = p.select(req, t, warmth);
+        const id = placed.replica?.id;
+        const row = t.rows.find((r) => r.replica.id === id);
+        if (row === undefined) return placed;
+        const least = Math.min(...t.rows.filter((r) => r !== row).map((r) => r.queue));
+        const published = row.replica.state.load.prefillTokens;
+        const [own, expected] = [row.added, row.expected];
+        views.push({ at: req.now, replica: id!, queue: row.queue, published, own, expected, least });
+        return placed;
+      },
+    };
+  },
+});
+
 /** One DES run of `policy`, every engine sequence and step observed. */
 async function observe(policy: string): Promise<Observed> {
   const seqs: Sequence[] = [];
@@ -102,7 +142,7 @@ async function observe(policy: string): Promise<Observed> {
   await runDes({
     scenario,
     plan,
-    policy,
+    policy: policy === VIEWED ? `${VIEWED}-viewed` : policy,
     replicas: scenario.fleet.replicas,
     routers,
     durationS: Math.max(duration, lastArrivalMs(plan) / 1000),
@@ -126,6 +166,7 @@ async function observe(policy: string): Promise<Observed> {
 }
 
 async function run(policy: string): Promise<void> {
+  views.length = 0;
   const { seqs, steps, log, where } = await observe(policy);
   const done = seqs.filter((s) => Number.isFinite(s.firstTokenMs));
   const got = new Int32Array(reqs.length);
@@ -164,6 +205,13 @@ async function run(policy: string): Promise<void> {
   console.log(
     `  slowest 1%, the steps of its replica from its arrival to its first token: ${stepsDuring(slowSeqs, where, log)}`,
   );
+  for (const [label, set] of [
+    ['every request', done],
+    ['slowest 1%', slowSeqs],
+  ] as const) {
+    console.log(`  ${label}, prefill on its replica at its arrival: ${queuedAt(set, done, where)}`);
+    if (views.length > 0) console.log(`  ${label}, the router's view at placement: ${viewed(set, views, where)}`);
+  }
   console.log(`  ${balance(log)}`);
   console.log(
     `  steps: ${steps.n}, mean ${(steps.ms / steps.n).toFixed(2)} ms (idle step ${(profile.stepOverheadMs + (profile.weightsBytes / (profile.hbmBytesPerS * profile.hbmEfficiency)) * 1e3).toFixed(2)} ms), ${(steps.seqs / steps.n).toFixed(1)} sequences; peer fetches ${((steps.kvMs / steps.ms) * 100).toFixed(2)}% of step time`,
@@ -196,6 +244,59 @@ function stepsDuring(seqs: readonly Sequence[], where: Map<Sequence, string>, lo
     running.push(mean(during.map((x) => x.seqs)));
   }
   return `${mean(n).toFixed(1)} steps, longest ${mean(longest).toFixed(1)} ms, ${mean(tokens).toFixed(0)} tokens, peer fetches ${mean(kv).toFixed(1)} ms, ${mean(running).toFixed(1)} sequences a step`;
+}
+
+/**
+ * Means over `seqs` of the uncached prompt tokens on their replica not yet
+ * at their first token when they arrived (ahead), of those arriving after
+ * them before their first token (later), and the least ahead on any other
+ * replica at that moment.
+ */
+function queuedAt(seqs: readonly Sequence[], all: readonly Sequence[], where: Map<Sequence, string>): string {
+  const by = new Map<string, Sequence[]>();
+  for (const s of all) {
+    const r = where.get(s) ?? '';
+    let l = by.get(r);
+    if (l === undefined) by.set(r, (l = []));
+    l.push(s);
+  }
+  const left = (o: Sequence) => o.promptTokens - o.cachedTokens;
+  const ahead: number[] = [];
+  const later: number[] = [];
+  const least: number[] = [];
+  for (const s of seqs) {
+    const r = where.get(s) ?? '';
+    const at = s.arrivalMs;
+    const pending = (l: readonly Sequence[]) =>
+      l.filter((o) => o !== s && o.arrivalMs <= at && o.firstTokenMs > at).reduce((a, o) => a + left(o), 0);
+    ahead.push(pending(by.get(r) ?? []));
+    later.push(
+      (by.get(r) ?? [])
+        .filter((o) => o.arrivalMs > at && o.arrivalMs < s.firstTokenMs)
+        .reduce((a, o) => a + left(o), 0),
+    );
+    let m = Infinity;
+    for (const [k, l] of by) if (k !== r) m = Math.min(m, pending(l));
+    least.push(m);
+  }
+  return `${mean(ahead).toFixed(0)} tokens ahead, ${mean(later).toFixed(0)} arriving later, ${mean(least).toFixed(0)} ahead on the least busy other`;
+}
+
+/**
+ * Means over `seqs` of the view their router placed them on (the latest
+ * placement on their replica before their arrival there, within 20 ms).
+ */
+function viewed(seqs: readonly Sequence[], all: readonly View[], where: Map<Sequence, string>): string {
+  const byReplica = Map.groupBy(all, (v) => v.replica);
+  const got: View[] = [];
+  for (const s of seqs) {
+    let best: View | undefined;
+    for (const v of byReplica.get(where.get(s) ?? '') ?? [])
+      if (v.at <= s.arrivalMs && s.arrivalMs - v.at < 20 && (best === undefined || v.at > best.at)) best = v;
+    if (best !== undefined) got.push(best);
+  }
+  const m = (f: (v: View) => number) => mean(got.map(f)).toFixed(0);
+  return `queue there ${m((v) => v.queue)} tokens (published ${m((v) => v.published)}, its own since ${m((v) => v.own)}, the others' expected ${m((v) => v.expected)}), the least on another ${m((v) => v.least)}; ${got.length} of ${seqs.length} matched`;
 }
 
 /** Per replica, its sequences a step weighted by the step's duration: the spread of the decode load. */
