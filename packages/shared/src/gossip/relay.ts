@@ -2,8 +2,10 @@
  * A router's side of batched relay (docs/GOSSIP.md, "Batches: one signature
  * for many states"): states its agents hand it, and batches from other routers.
  *
- * The hand-off is offered while the node has a router in its mesh (with a
- * window): a router with none could relay a batch to no one.
+ * The hand-off is offered while the node (with a window) has a router to
+ * send batches to: one in its mesh, or, flooding its batches (options.ts
+ * floodsBatches), one connected and subscribed. A router with none could
+ * relay a batch to no one.
  * A handed-off state (handoff.ts), per state:
  *  1. From a peer below the graylist threshold: dropped unread, as gossipsub
  *     drops its RPCs.
@@ -68,8 +70,12 @@ export class BatchRelay {
   /** The states each batch's validation accepted, for its delivery (the same Message object). */
   readonly #accepted = new WeakMap<Message, Accepted[]>();
 
-  constructor(host: RelayHost, windowMs: number) {
+  /** Batches go straight to every subscribed router (options.ts floodsBatches), not through the mesh. */
+  readonly #floods: boolean;
+
+  constructor(host: RelayHost, windowMs: number, floods: boolean) {
     this.#host = host;
+    this.#floods = floods;
     this.#inbox =
       windowMs > 0
         ? new HandoffInbox(host.libp2p, MAX_MESSAGE_BYTES, (peer, _connection, group, state) =>
@@ -84,9 +90,21 @@ export class BatchRelay {
     });
   }
 
-  /** Offers the hand-off while the node has mesh peers (after libp2p started; on every mesh change). */
-  meshChanged(meshPeers: number): void {
-    this.#inbox?.offer(meshPeers > 0).catch(() => {});
+  /**
+   * Offers the hand-off while its batches reach another router: one of its
+   * `meshPeers`, or, flooding, a connected peer subscribed to one of its
+   * topics (`leaving` not counted: it is going); never once `stopping`.
+   */
+  peersChanged(meshPeers: number, leaving?: string, stopping = false): void {
+    let routers = meshPeers;
+    if (this.#floods && !stopping) {
+      const pubsub = this.#host.libp2p.services.pubsub;
+      const peers = new Set<string>();
+      for (const topic of this.#host.topics) for (const p of pubsub.getSubscribers(topic)) peers.add(p.toString());
+      if (leaving !== undefined) peers.delete(leaving);
+      routers = peers.size;
+    }
+    this.#inbox?.offer(!stopping && routers > 0).catch(() => {});
   }
 
   /** Sends what is pending (before the node stops). */
