@@ -96,7 +96,7 @@ export const BATCH_WINDOW_MS = 50;
  * not agents); a copy missed comes by IHAVE/IWANT at a heartbeat. 'mesh':
  * through the gossipsub mesh, a copy from each mesh peer that relays it.
  */
-export const BATCH_RELAY: 'flood' | 'mesh' = 'mesh';
+export const BATCH_RELAY: 'flood' | 'mesh' = 'flood';
 
 /**
  * A batch goes out early once its states reach 64 KiB, well inside

@@ -308,7 +308,7 @@ class GossipNodeImpl implements GossipNode {
   }
 
   meshPeers(): string[] {
-    return [...this.#mesh.keys()];
+    return this.#relay?.floods === true ? [...this.#relay.routers()] : [...this.#mesh.keys()];
   }
 
   stats(): GossipStats {

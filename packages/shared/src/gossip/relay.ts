@@ -31,7 +31,7 @@
  * sent those bytes (docs/SECURITY.md).
  */
 import type { Message } from '@libp2p/gossipsub';
-import { BATCH_MAX_BYTES, GRAYLIST_THRESHOLD, MAX_MESSAGE_BYTES } from './constants.ts';
+import { BATCH_MAX_BYTES, GRAYLIST_THRESHOLD, MAX_MESSAGE_BYTES, PUBLISH_THRESHOLD } from './constants.ts';
 import { Batcher, isBatch, unpackBatch, type BatchEntry } from './batch.ts';
 import { groupTopicFor, publishTopics } from './groups.ts';
 import { HandoffInbox } from './handoff.ts';
@@ -71,11 +71,11 @@ export class BatchRelay {
   readonly #accepted = new WeakMap<Message, Accepted[]>();
 
   /** Batches go straight to every subscribed router (options.ts floodsBatches), not through the mesh. */
-  readonly #floods: boolean;
+  readonly floods: boolean;
 
   constructor(host: RelayHost, windowMs: number, floods: boolean) {
     this.#host = host;
-    this.#floods = floods;
+    this.floods = floods;
     this.#inbox =
       windowMs > 0
         ? new HandoffInbox(host.libp2p, MAX_MESSAGE_BYTES, (peer, _connection, group, state) =>
@@ -92,19 +92,23 @@ export class BatchRelay {
 
   /**
    * Offers the hand-off while its batches reach another router: one of its
-   * `meshPeers`, or, flooding, a connected peer subscribed to one of its
-   * topics (`leaving` not counted: it is going); never once `stopping`.
+   * `meshPeers`, or, flooding, one of `routers()` (`leaving` not counted: it
+   * is going); never once `stopping`.
    */
   peersChanged(meshPeers: number, leaving?: string, stopping = false): void {
-    let routers = meshPeers;
-    if (this.#floods && !stopping) {
-      const pubsub = this.#host.libp2p.services.pubsub;
-      const peers = new Set<string>();
-      for (const topic of this.#host.topics) for (const p of pubsub.getSubscribers(topic)) peers.add(p.toString());
-      if (leaving !== undefined) peers.delete(leaving);
-      routers = peers.size;
-    }
+    const routers = this.floods ? this.routers(leaving).size : meshPeers;
     this.#inbox?.offer(!stopping && routers > 0).catch(() => {});
+  }
+
+  /** Flooding, who its batches go to (as gossipsub's flood publish picks): connected subscribers of its state topics scoring at least PUBLISH_THRESHOLD. */
+  routers(leaving?: string): Set<string> {
+    const pubsub = this.#host.libp2p.services.pubsub;
+    const peers = new Set<string>();
+    for (const topic of this.#host.topics)
+      for (const p of pubsub.getSubscribers(topic))
+        if (this.#host.peerScore(p.toString()) >= PUBLISH_THRESHOLD) peers.add(p.toString());
+    if (leaving !== undefined) peers.delete(leaving);
+    return peers;
   }
 
   /** Sends what is pending (before the node stops). */

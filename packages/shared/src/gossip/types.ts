@@ -224,7 +224,7 @@ export interface GossipNode {
   peers(): string[];
   /** Hangs up every connection to `peer` (it may dial back; a publish-only node that was hung up on picks another router first). */
   disconnect(peer: string): Promise<void>;
-  /** Peers in this node's mesh for any of its topics. */
+  /** Peers in this node's mesh for any of its topics; a router flooding its batches (GossipOptions.relay): the routers it sends them to. */
   meshPeers(): string[];
   stats(): GossipStats;
   /** The channel named in `channels` (throws GossipConfigError for another name). */
