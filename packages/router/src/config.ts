@@ -89,7 +89,7 @@ export const ROUTER_SCHEMA = {
     type: 'string',
     default: BATCH_RELAY,
     choices: ['flood', 'mesh'],
-    doc: "batches to the other routers: 'flood' once to every router of the group (routers connect to all), 'mesh' through the gossipsub mesh",
+    doc: "batches to other routers: 'flood' once to each router of the group (links to all), 'mesh' via the gossipsub mesh",
   },
   ...SWARM_KEY_SETTINGS,
   policy: { type: 'string', default: 'warmpath', choices: POLICY_NAMES, doc: 'placement policy' },
