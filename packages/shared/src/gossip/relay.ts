@@ -96,18 +96,24 @@ export class BatchRelay {
    * is going); never once `stopping`.
    */
   peersChanged(meshPeers: number, leaving?: string, stopping = false): void {
-    const routers = this.floods ? this.routers(leaving).size : meshPeers;
-    this.#inbox?.offer(!stopping && routers > 0).catch(() => {});
+    const any = this.floods ? this.routers(leaving, 1).size > 0 : meshPeers > 0;
+    this.#inbox?.offer(!stopping && any).catch(() => {});
   }
 
-  /** Flooding, who its batches go to (as gossipsub's flood publish picks): connected subscribers of its state topics scoring at least PUBLISH_THRESHOLD. */
-  routers(leaving?: string): Set<string> {
+  /**
+   * Flooding, who its batches go to (as gossipsub's flood publish picks):
+   * connected subscribers of its state topics scoring at least
+   * PUBLISH_THRESHOLD, but `leaving`; the first `enough` of them when given.
+   */
+  routers(leaving?: string, enough = Infinity): Set<string> {
     const pubsub = this.#host.libp2p.services.pubsub;
     const peers = new Set<string>();
     for (const topic of this.#host.topics)
-      for (const p of pubsub.getSubscribers(topic))
-        if (this.#host.peerScore(p.toString()) >= PUBLISH_THRESHOLD) peers.add(p.toString());
-    if (leaving !== undefined) peers.delete(leaving);
+      for (const p of pubsub.getSubscribers(topic)) {
+        const id = p.toString();
+        if (id !== leaving && this.#host.peerScore(id) >= PUBLISH_THRESHOLD) peers.add(id);
+        if (peers.size >= enough) return peers;
+      }
     return peers;
   }
 
