@@ -84,7 +84,7 @@ export const ROUTER_SCHEMA = {
     doc: 'gossip connections held at most (routers and agents); beyond it new ones are refused, agents pick another router',
   },
   gossipBatchMs: { type: 'number', default: 50, min: 0, max: 1000, doc: 'relay window of agent states, ms; 0: off' },
-  // Evidence for the default: docs/GOSSIP.md, 'Batches: one signature for many states'.
+  // Evidence for the default: docs/GOSSIP.md, 'Flooded batches: one copy, and lazy repair'.
   gossipRelay: {
     type: 'string',
     default: BATCH_RELAY,

@@ -90,7 +90,7 @@ export const BATCH_WINDOW_MS = 50;
 
 /**
  * How a batching router's batches reach the other routers (GossipOptions.relay;
- * docs/GOSSIP.md, "Batches: one signature for many states"). 'flood': once to
+ * docs/GOSSIP.md, "Flooded batches: one copy, and lazy repair"). 'flood': once to
  * every router subscribed to the group, none relayed on, each router
  * connected to every other of its groups (router links grow with routers,
  * not agents); a copy missed comes by IHAVE/IWANT at a heartbeat. 'mesh':

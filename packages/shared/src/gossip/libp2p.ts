@@ -156,7 +156,7 @@ export async function buildLibp2p(config: ValidatedOptions): Promise<GossipLibp2
 /**
  * The mesh degrees: the configured ones, or none for a router that floods its
  * batches. With D = Dlo = Dhi = 0 gossipsub grafts no one and prunes any
- * peer that grafts it (an older router) at the next heartbeat, so it relays
+ * peer that grafts it (an older router), at once or at the next heartbeat, so it relays
  * no message on; every peer of a topic is then outside the mesh, and
  * gossipFactor 0 keeps its IHAVE to Dlazy of them a heartbeat, as a mesh
  * router's (rather than a quarter of every router: a flooding router is
