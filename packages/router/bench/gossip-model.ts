@@ -24,7 +24,8 @@
  *     batch; a (a state, its slot or author, the hand-off) and b (a batch's
  *     signature, framing, message id, IHAVE, transport) fitted by least
  *     squares over the batched rows, per copy because the copies differ
- *     from run to run (the mesh each run builds); a fleet's bytes per state
+ *     from run to run (the mesh each run builds; flooded, about one: pass
+ *     one relay's rows, `relaying.relay` in mesh.ts's); a fleet's bytes per state
  *     are the rows' mean copies × (a + b / k), their fewest and most beside. A fleet's k follows from the window W
  *     and the states λ one router takes per second and group (agents ×
  *     messages × share / routers): under the window's rule (a batch at most
@@ -37,6 +38,7 @@
  *   node packages/router/bench/gossip-model.ts --des rows.json --mesh a.json,b.json [--scenario seed] [--d 2]
  *   node packages/router/bench/gossip-model.ts --messages M --mesh a.json   # the cadence given (docs/GOSSIP.md), not read from DES rows
  *   node packages/router/bench/gossip-model.ts --messages M --mesh b.json,c.json   # batched rows (mesh.ts, batches on)
+ *   node packages/router/bench/gossip-model.ts --messages M --mesh f.json,f400.json   # flooded rows (--relay flood; docs/GOSSIP.md)
  *
  * Smoke: --messages 6.5
  */

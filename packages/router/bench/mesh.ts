@@ -21,13 +21,14 @@
  *
  *   node_modules/.bin/node packages/router/bench/mesh.ts [--agents 60,120] [--routers 8] [--router-peers 0] [--rate 30] [--seconds 10] [--save rows.json]
  *     [--d 6 --dlo 4 --dhi 12 --dlazy 6] [--gossip-windows 3] [--idontwant-min 512]
- *     [--procs 0] [--digest-hashes 48] [--full-every 1] [--batch-ms 50]
+ *     [--procs 0] [--digest-hashes 48] [--full-every 1] [--batch-ms 50] [--relay flood|mesh] [--drop 0]
  *
  * `--procs N`: the agents in N child processes (lib/mesh-procs.ts), the routers alone here (delay from each
  * state's `sentAt`, 1 ms resolution; CPU per router without the agents'). `--digest-hashes`: hashes per message;
  * `--full-every`: every how many messages carry the static fields (bench/gossip-model.ts sets these and `--rate`).
  * `--batch-ms`: the routers' batch window (default the production one; 0: agents publish signed states, one
- * gossipsub message each, as before batching); the rows say how many states went in a batch.
+ * gossipsub message each, as before batching); the rows say how many states went in a batch. `--relay`: the
+ * routers' GossipOptions.relay; `--drop P`: each router drops a share P of the message copies it receives.
  *
  * The mesh flags override the state topic's mesh degrees, IHAVE windows and
  * IDONTWANT threshold on every node (default: the production constants), to compare
@@ -50,7 +51,7 @@
 import { writeFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import type { GossipMeshTuning, GossipStats } from '@warmpath/shared/gossip';
+import type { GossipMeshTuning, GossipRelay, GossipStats } from '@warmpath/shared/gossip';
 import { MeshFleet, type MeshAgent, type MeshSample } from './lib/mesh-fleet.ts';
 import { AgentProcs } from './lib/mesh-procs.ts';
 import { bytesByNode, owner } from './lib/socket-bytes.ts';
@@ -74,12 +75,16 @@ const { values: args } = parseArgs({
     'digest-hashes': { type: 'string', default: '48' },
     'full-every': { type: 'string', default: '1' },
     'batch-ms': { type: 'string' },
+    relay: { type: 'string' },
+    drop: { type: 'string', default: '0' },
   },
 });
 const PROCS = Number(args.procs);
 const DIGEST_HASHES = Number(args['digest-hashes']);
 const FULL_EVERY = Number(args['full-every']);
 const BATCH_MS = args['batch-ms'] === undefined ? undefined : Number(args['batch-ms']);
+/** The routers' batch window and relay (undefined: production), and the share of copies they drop. */
+const RELAY = { batchWindowMs: BATCH_MS, relay: args.relay as GossipRelay | undefined, dropShare: Number(args.drop) };
 const MESH: GossipMeshTuning = Object.fromEntries(
   (
     [
@@ -154,6 +159,7 @@ interface Row {
   fullEvery: number;
   /** Routers' batch window, ms (undefined: production); per router per s, batches published and received, states handed to it. */
   batchMs: number | undefined;
+  relaying: typeof RELAY;
   batches: { published: number; received: number; handOffs: number };
 }
 
@@ -169,7 +175,7 @@ async function run(agents: number): Promise<Row> {
     routerPeers: ROUTER_PEERS,
     timing: TIMING,
     mesh: MESH,
-    ...(BATCH_MS !== undefined ? { batchWindowMs: BATCH_MS } : {}),
+    ...RELAY,
     digestHashes: DIGEST_HASHES,
     fullEvery: FULL_EVERY,
     wrapStart: (name, start) => owner.run(name, start),
@@ -299,6 +305,7 @@ function breakdown(
   | 'digestHashes'
   | 'fullEvery'
   | 'batchMs'
+  | 'relaying'
 > {
   const sizes = fleet.stateBytes();
   return {
@@ -318,6 +325,7 @@ function breakdown(
     digestHashes: DIGEST_HASHES,
     fullEvery: FULL_EVERY,
     batchMs: BATCH_MS,
+    relaying: RELAY,
   };
 }
 

@@ -3,6 +3,7 @@
  * value. Filled from file, environment and flags by shared/config.ts,
  * validated once and frozen. Field `fooBarMs` is `--foo-bar-ms`.
  */
+import { BATCH_RELAY } from '@warmpath/shared/gossip';
 import { FLEET_DEFAULTS } from '@warmpath/shared/wire';
 import {
   DEFAULT_MAX_BODY_BYTES,
@@ -83,6 +84,13 @@ export const ROUTER_SCHEMA = {
     doc: 'gossip connections held at most (routers and agents); beyond it new ones are refused, agents pick another router',
   },
   gossipBatchMs: { type: 'number', default: 50, min: 0, max: 1000, doc: 'relay window of agent states, ms; 0: off' },
+  // Evidence for the default: docs/GOSSIP.md, 'Flooded batches: one copy, and lazy repair'.
+  gossipRelay: {
+    type: 'string',
+    default: BATCH_RELAY,
+    choices: ['flood', 'mesh'],
+    doc: "batches to other routers: 'flood' once to each router of the group (links to all), 'mesh' via the gossipsub mesh",
+  },
   ...SWARM_KEY_SETTINGS,
   policy: { type: 'string', default: 'warmpath', choices: POLICY_NAMES, doc: 'placement policy' },
   apiKeys: {

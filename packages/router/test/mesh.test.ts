@@ -5,9 +5,10 @@
  * router's fleet view holds every replica, most of them relayed by other
  * routers and accepted under the relayed-state rule (the relay is on this
  * machine, so loopback URLs); a router whose direct agent links are cut keeps
- * receiving those agents' state through the mesh; the routers' mesh is one
- * part, each router in it by at least two links. Bounds are generous: the
- * whole fleet shares this process's event loop on a loaded host.
+ * receiving those agents' state through the other routers' batches (flooded
+ * to every router: the default relay). With relay 'mesh' the routers' mesh is
+ * one part, each router in it by at least two links. Bounds are generous:
+ * the whole fleet shares this process's event loop on a loaded host.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '@warmpath/testkit';
@@ -83,12 +84,16 @@ describe(`a router mesh: ${AGENTS} agents × ${ROUTERS} routers, each agent link
     CONVERGE_MS + 10_000,
   );
 
-  it("the routers' mesh is one part, and no router holds it by fewer than Dlo = 2 links (MESH_D_LO)", async () => {
-    // Sampled every heartbeat over four: with Dlo 1 a router may hang by one link and the mesh fall into parts.
-    const s = await fleet.sampleMesh(4 * TIMING.heartbeatIntervalMs, TIMING.heartbeatIntervalMs);
-    expect(s.most).toBe(1);
-    expect(s.minDegree).toBeGreaterThanOrEqual(2);
-    expect(s.maxDegree).toBeLessThanOrEqual(ROUTERS - 1);
+  it('flooding, every router sends its batches to all the others (its relay peers) and is in no gossipsub mesh', () => {
+    for (const r of fleet.routers) {
+      expect(r.node.meshPeers().sort(), r.name).toEqual(
+        fleet.routers
+          .filter((o) => o !== r)
+          .map((o) => o.node.peerId)
+          .sort(),
+      );
+      expect(r.node.stats().batchesPublished + r.node.stats().batchesReceived, r.name).toBeGreaterThan(0);
+    }
   });
 
   it("a router whose direct agent links are cut keeps receiving those agents' state through the mesh", async () => {
@@ -125,4 +130,24 @@ describe(`a router mesh: ${AGENTS} agents × ${ROUTERS} routers, each agent link
     }
     expect(live(r0)).toBe(AGENTS);
   }, 45_000);
+});
+
+describe(`relay 'mesh': ${ROUTERS} routers`, () => {
+  let fleet: MeshFleet | undefined;
+  afterAll(async () => {
+    await fleet?.stop();
+  });
+
+  it("the routers' mesh is one part, and no router holds it by fewer than Dlo = 2 links (MESH_D_LO)", async () => {
+    fleet = await MeshFleet.start({ routers: ROUTERS, agents: 0, timing: TIMING, relay: 'mesh' });
+    await waitFor(() => fleet!.routers.every((r) => r.node.meshPeers().length >= 2), {
+      timeoutMs: CONVERGE_MS,
+      message: 'every router meshed',
+    });
+    // Sampled every heartbeat over four: with Dlo 1 a router may hang by one link and the mesh fall into parts.
+    const s = await fleet.sampleMesh(4 * TIMING.heartbeatIntervalMs, TIMING.heartbeatIntervalMs);
+    expect(s.most).toBe(1);
+    expect(s.minDegree).toBeGreaterThanOrEqual(2);
+    expect(s.maxDegree).toBeLessThan(ROUTERS - 1); // Dhi 3: a mesh, not every link
+  }, 60_000);
 });

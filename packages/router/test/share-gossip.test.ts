@@ -3,7 +3,9 @@
  * hears the other two's usage on the `routers` channel (B and C only through
  * A), garbage and a message forged in another router's name are rejected by
  * the channel's validator, a bye makes the others forget its router at once,
- * and the fleet topic never sees the channel's messages.
+ * and the fleet topic never sees the channel's messages. The routers relay
+ * through the mesh (relay 'mesh'): flooding routers link to every router and
+ * relay nothing (shared test/gossip-flood.test.ts).
  */
 import { Packr } from 'msgpackr';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -35,6 +37,7 @@ describe('fleet share over libp2p', () => {
       onWarning: null,
       timing: TIMING,
       channels: [SHARE_CHANNEL],
+      relay: 'mesh', // B and C reach each other only through A's relay: no flooding router relays
     });
     await node.start();
     node.onMessage((data) => void stateTopic.push(data));

@@ -59,6 +59,7 @@ export { createGossipNode } from './gossip/node.ts';
 export { channelTopic, topicFor } from './gossip/options.ts';
 export { groupTopicFor } from './gossip/groups.ts';
 export {
+  BATCH_RELAY,
   DEFAULT_GOSSIP_PORT,
   GRAYLIST_THRESHOLD,
   GOSSIP_THRESHOLD,
@@ -86,6 +87,7 @@ export type {
   GossipOrigin,
   GossipPrivateKey,
   GossipMeshTuning,
+  GossipRelay,
   GossipResolver,
   GossipRpc,
   GossipStats,

@@ -151,8 +151,10 @@ describe('gossip node over TCP', () => {
   const started: GossipNode[] = [];
   const got = new Map<GossipNode, Received[]>();
 
+  // Subscribers relaying each other's signed messages through the mesh (relay 'mesh'; flooded batches:
+  // gossip-flood.test.ts).
   async function node(opts: Omit<GossipOptions, 'timing'>): Promise<GossipNode> {
-    const n = await createGossipNode({ onWarning: null, timing: TIMING, ...opts });
+    const n = await createGossipNode({ onWarning: null, timing: TIMING, relay: 'mesh', ...opts });
     got.set(n, record(n));
     await n.start();
     started.push(n);
@@ -340,7 +342,7 @@ describe('gossip node in a hub-and-spoke fleet on one IP', () => {
     const LEAVES = 12;
     const fleet = 'hub';
     const mesh = { D: 6, Dlo: 4, Dhi: LEAVES };
-    const hub = await createGossipNode({ fleet, swarmKey, onWarning: null, timing: TIMING, mesh });
+    const hub = await createGossipNode({ fleet, swarmKey, onWarning: null, timing: TIMING, mesh, relay: 'mesh' });
     await hub.start();
     nodes.push(hub);
     const leaves: GossipNode[] = [];
@@ -352,6 +354,7 @@ describe('gossip node in a hub-and-spoke fleet on one IP', () => {
         onWarning: null,
         timing: TIMING,
         mesh,
+        relay: 'mesh',
       });
       await leaf.start();
       leaves.push(leaf);

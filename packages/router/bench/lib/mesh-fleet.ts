@@ -29,6 +29,7 @@ import {
   generateIdentity,
   generateSwarmKey,
   type GossipMeshTuning,
+  type GossipRelay,
   type GossipNode,
   type GossipOrigin,
   type GossipTiming,
@@ -70,7 +71,11 @@ export interface MeshOptions {
   /** Every this many messages of an agent carry the static fields (default 1: all). */
   fullEvery?: number;
   /** Routers' batch window, ms (GossipOptions.batchWindowMs; 0: no hand-off, agents publish signed states). Default: production. */
-  batchWindowMs?: number;
+  batchWindowMs?: number | undefined;
+  /** Routers' batch relay (GossipOptions.relay). Default: production. */
+  relay?: GossipRelay | undefined;
+  /** Share of the message copies a router receives that it drops unread, as a lost copy (default 0). */
+  dropShare?: number;
   /** Every state a router applied, decoded, with the time (performance.now()) it was delivered. */
   onDelivery?: (router: MeshRouter, state: ReplicaState, origin: GossipOrigin, at: number) => void;
 }
@@ -271,12 +276,18 @@ export class MeshFleet {
       bootstrap: candidates,
       gossipPeers: this.#o.routerPeers ?? 0,
       ...(this.#o.batchWindowMs !== undefined ? { batchWindowMs: this.#o.batchWindowMs } : {}),
+      ...(this.#o.relay !== undefined ? { relay: this.#o.relay } : {}),
       ...(this.#o.timing !== undefined ? { timing: this.#o.timing } : {}),
       ...(this.#o.mesh !== undefined ? { mesh: this.#o.mesh } : {}),
     });
     const router: MeshRouter = { name: `router-${i}`, node, view, rpcBytes: emptyRpcBytes() };
     const seen = new Set<string>();
-    node.onRpc((rpc, bytes) => countRpc(router.rpcBytes, rpc, bytes, seen));
+    const drop = this.#o.dropShare ?? 0;
+    node.onRpc((rpc, bytes) => {
+      countRpc(router.rpcBytes, rpc, bytes, seen);
+      // Counted as received, then lost: gossipsub never sees the copy (its IHAVE and IWANT still pass).
+      if (drop > 0) rpc.messages = rpc.messages.filter(() => Math.random() >= drop);
+    });
     node.setValidator((bytes, origin) => view.judge(bytes, origin));
     const onDelivery = this.#o.onDelivery;
     node.onMessage((bytes, _from, origin) => {

@@ -10,7 +10,8 @@
  * the author; a timer publishes (a publish that fails is counted, the next
  * one is a fresh message anyway); `stop` publishes a bye so the others
  * forget this router at once rather than after FORGET_MS.
- * Complexity: one message per router per period, relayed by the mesh.
+ * Complexity: one message per router per period, relayed by the mesh, or
+ * flooded to every router where routers flood their batches (gossipRelay).
  */
 import type { GossipChannel, GossipNode } from '@warmpath/shared/gossip';
 import type { Logger } from '@warmpath/shared/runtime';

@@ -89,6 +89,16 @@ export const MAX_MESSAGE_BYTES = 512 * 1024;
 export const BATCH_WINDOW_MS = 50;
 
 /**
+ * How a batching router's batches reach the other routers (GossipOptions.relay;
+ * docs/GOSSIP.md, "Flooded batches: one copy, and lazy repair"). 'flood': once to
+ * every router subscribed to the group, none relayed on, each router
+ * connected to every other of its groups (router links grow with routers,
+ * not agents); a copy missed comes by IHAVE/IWANT at a heartbeat. 'mesh':
+ * through the gossipsub mesh, a copy from each mesh peer that relays it.
+ */
+export const BATCH_RELAY: 'flood' | 'mesh' = 'flood';
+
+/**
  * A batch goes out early once its states reach 64 KiB, well inside
  * MAX_MESSAGE_BYTES: a router's batch never waits on its size, and one lost
  * batch takes at most this much state with it.

@@ -9,7 +9,8 @@
  * never dialed.
  *
  * Picking (`toDial`), each upkeep tick:
- *  - gossipPeers = 0: every unconnected dial peer (a fixed list of peers).
+ *  - gossipPeers = 0, or a router flooding its batches (each goes straight
+ *    to every router of its group): every unconnected dial peer.
  *  - gossipPeers = k: while fewer than k fleet-topic peers are connected
  *    (dial peers this node is connected to, plus subscribers that dialed it),
  *    the unconnected dial peers with the fewest consecutive dial failures,
@@ -25,7 +26,7 @@
 import { CODE_P2P, multiaddr } from '@multiformats/multiaddr';
 import type { Multiaddr } from '@multiformats/multiaddr';
 import { isIP } from 'node:net';
-import { errorText } from './options.ts';
+import { errorText, floodsBatches } from './options.ts';
 import type { ValidatedOptions } from './options.ts';
 import type { GossipStats } from './types.ts';
 
@@ -111,7 +112,7 @@ export class DialPeers {
   /** Peers to dial now (see the header); `connected` peers, `subscribers` among them. */
   toDial(connected: ReadonlySet<string>, subscribers: ReadonlySet<string>): DialPeer[] {
     const open = this.all().filter((c) => !c.dialing && (c.peerId === undefined || !connected.has(c.peerId)));
-    const k = this.#config.gossipPeers;
+    const k = floodsBatches(this.#config) ? 0 : this.#config.gossipPeers;
     if (k === 0) return open;
     const linked = new Set<string>();
     let dialing = 0;

@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import { generateKeyPair, privateKeyFromProtobuf, privateKeyToProtobuf } from '@libp2p/crypto/keys';
 import { GossipConfigError } from './types.ts';
-import type { GossipOptions, GossipWarning } from './types.ts';
+import type { GossipOptions, GossipRelay, GossipWarning } from './types.ts';
 
 const SWARM_KEY_HEADER = '/key/swarm/psk/1.0.0/';
 const SWARM_KEY_CODEC = '/base16/';
@@ -115,6 +115,8 @@ export interface GossipSettings {
   readonly identityFile: string;
   /** A router's batch window, ms (GossipOptions.batchWindowMs; 0 = off); agents have none. */
   readonly gossipBatchMs?: number;
+  /** How a router's batches reach the other routers (GossipOptions.relay); agents have none. */
+  readonly gossipRelay?: string;
 }
 
 /** createGossipNode's options from an agent's or a router's settings: the swarm key and identity files read here; `channels` as GossipOptions'. */
@@ -133,6 +135,7 @@ export async function gossipOptionsOf(
     maxConnections: s.gossipMaxConnections,
     timing: { dnsIntervalMs: s.bootstrapDnsIntervalMs },
     ...(s.gossipBatchMs !== undefined ? { batchWindowMs: s.gossipBatchMs } : {}),
+    ...(s.gossipRelay !== undefined ? { relay: s.gossipRelay as GossipRelay } : {}),
     ...(s.swarmKey !== '' ? { swarmKey: await readFile(s.swarmKey, 'utf8') } : {}),
     onWarning,
     ...(s.insecureNoSwarmKey ? { insecureNoSwarmKey: true } : {}),

@@ -2,8 +2,9 @@
  * Builds the libp2p node behind a gossip node: TCP, optional pnet protector
  * (pre-shared swarm key), noise, yamux, identify and gossipsub (StrictSign:
  * every message carries its author's signature, checked on receipt, so the
- * author is known even when a router relays it; flood publish, but for a
- * batching router's own batches, which go to its mesh; only the fleet topic,
+ * author is known even when a router relays it; flood publish, but for the
+ * batches of a router relaying through its mesh, which go to the mesh; a
+ * router flooding its batches has no mesh (meshDegrees); only the fleet topic,
  * the node's channels and its group topics allowed (groups.ts); a router
  * mesh of degree MESH_D with peer exchange on prune; peer scoring: rejected messages graylist their sender). No direct peers:
  * they need peer ids known in advance and bypass the mesh and its scoring,
@@ -40,7 +41,7 @@ import {
 } from './constants.ts';
 import { groupOfTopic, groupTopicFor } from './groups.ts';
 import { mendSwarmCipher } from './pnet-mend.ts';
-import type { ValidatedOptions } from './options.ts';
+import { floodsBatches, type ValidatedOptions } from './options.ts';
 
 export type Services = { pubsub: GossipSub; identify: Identify };
 export type GossipLibp2p = Libp2p<Services>;
@@ -96,10 +97,7 @@ export async function buildLibp2p(config: ValidatedOptions): Promise<GossipLibp2
       pubsub: gossipsub({
         emitSelf: false,
         globalSignaturePolicy: 'StrictSign',
-        D: config.mesh.D,
-        Dlo: config.mesh.Dlo,
-        Dhi: config.mesh.Dhi,
-        Dout: Math.max(0, Math.min(MESH_D_OUT, Math.floor(config.mesh.D / 2), config.mesh.Dlo - 1)),
+        ...meshDegrees(config),
         Dlazy: config.mesh.Dlazy,
         idontwantMinDataSize: config.mesh.idontwantMinDataSize,
         mcacheLength: MESSAGE_CACHE_WINDOWS,
@@ -107,10 +105,10 @@ export async function buildLibp2p(config: ValidatedOptions): Promise<GossipLibp2
         doPX: DO_PX,
         prunePeers: PRUNE_PEERS,
         allowPublishToZeroTopicPeers: true,
-        // A router's own batches go to its mesh (D peers), not to every router it is connected to: a
-        // flood would send each batch once per router peer on top of the mesh's copies. Agents are in
-        // no mesh and flood to their routers.
-        floodPublish: !config.subscribe || config.batchWindowMs === 0,
+        // A router relaying through the mesh sends its own batches to its mesh (D peers), not to every
+        // router it is connected to: a flood would send each batch once per router peer on top of the
+        // mesh's copies. Agents are in no mesh and flood to their routers; so does a flooding router.
+        floodPublish: !config.subscribe || config.batchWindowMs === 0 || floodsBatches(config),
         fallbackToFloodsub: false,
         heartbeatInterval: config.timing.heartbeatIntervalMs,
         maxInboundDataLength: MAX_RPC_BYTES,
@@ -153,6 +151,27 @@ export async function buildLibp2p(config: ValidatedOptions): Promise<GossipLibp2
     has: inFleet,
   };
   return node;
+}
+
+/**
+ * The mesh degrees: the configured ones, or none for a router that floods its
+ * batches. With D = Dlo = Dhi = 0 gossipsub grafts no one and prunes any
+ * peer that grafts it (an older router), at once or at the next heartbeat, so it relays
+ * no message on; every peer of a topic is then outside the mesh, and
+ * gossipFactor 0 keeps its IHAVE to Dlazy of them a heartbeat, as a mesh
+ * router's (rather than a quarter of every router: a flooding router is
+ * connected to all of its groups' routers).
+ */
+function meshDegrees(config: ValidatedOptions): {
+  D: number;
+  Dlo: number;
+  Dhi: number;
+  Dout: number;
+  gossipFactor?: number;
+} {
+  if (floodsBatches(config)) return { D: 0, Dlo: 0, Dhi: 0, Dout: 0, gossipFactor: 0 };
+  const { D, Dlo, Dhi } = config.mesh;
+  return { D, Dlo, Dhi, Dout: Math.max(0, Math.min(MESH_D_OUT, Math.floor(D / 2), Dlo - 1)) };
 }
 
 /**

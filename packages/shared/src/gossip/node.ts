@@ -14,7 +14,7 @@ import { BatchRelay } from './relay.ts';
 import { groupOfTopic, groupTopicFor, isGroupName, publishTopics } from './groups.ts';
 import { buildLibp2p, scoreTopic } from './libp2p.ts';
 import type { GossipLibp2p } from './libp2p.ts';
-import { validateOptions } from './options.ts';
+import { floodsBatches, validateOptions } from './options.ts';
 import type { ValidatedOptions } from './options.ts';
 import type {
   GossipChannel,
@@ -117,7 +117,7 @@ class GossipNodeImpl implements GossipNode {
       if (shared !== undefined) return void shared.add(detail.topic);
       this.#mesh.set(detail.peerId, new Set([detail.topic]));
       this.#emit({ type: 'mesh:join', peer: detail.peerId });
-      if (this.#started) this.#relay?.meshChanged(this.#mesh.size);
+      if (this.#started) this.#relay?.peersChanged(this.#mesh.size);
     });
     pubsub.addEventListener('gossipsub:prune', ({ detail }) => {
       const shared = this.#mesh.get(detail.peerId);
@@ -129,6 +129,7 @@ class GossipNodeImpl implements GossipNode {
         const group = subscribe ? groupOfTopic(config.fleet, topic) : undefined;
         if (group !== undefined && this.#started) this.joinGroup(group);
       }
+      if (this.#started) this.#relay?.peersChanged(this.#mesh.size);
     });
     libp2p.addEventListener('peer:connect', ({ detail }) => {
       const peer = detail.toString();
@@ -139,6 +140,7 @@ class GossipNodeImpl implements GossipNode {
       const peer = detail.toString();
       this.#upkeep.peerDisconnected(peer);
       this.#leaveMesh(peer);
+      if (this.#started) this.#relay?.peersChanged(this.#mesh.size, peer);
       this.#emit({ type: 'peer:disconnect', peer });
     });
   }
@@ -181,7 +183,7 @@ class GossipNodeImpl implements GossipNode {
   async stop(): Promise<void> {
     if (!this.#started) return;
     this.#relay?.flush(); // while publish still works
-    this.#relay?.meshChanged(0);
+    this.#relay?.peersChanged(0, undefined, true);
     this.#started = false;
     this.#upkeep.disarm();
     this.#outbox?.close();
@@ -306,7 +308,7 @@ class GossipNodeImpl implements GossipNode {
   }
 
   meshPeers(): string[] {
-    return [...this.#mesh.keys()];
+    return this.#relay?.floods === true ? [...this.#relay.routers()] : [...this.#mesh.keys()];
   }
 
   stats(): GossipStats {
@@ -366,6 +368,7 @@ class GossipNodeImpl implements GossipNode {
         peerScore: (peer) => this.peerScore(peer),
       },
       batchWindowMs,
+      floodsBatches(this.#config),
     );
   }
 
@@ -386,7 +389,7 @@ class GossipNodeImpl implements GossipNode {
   #leaveMesh(peer: string): void {
     if (!this.#mesh.delete(peer)) return;
     this.#emit({ type: 'mesh:leave', peer });
-    if (this.#started) this.#relay?.meshChanged(this.#mesh.size);
+    if (this.#started) this.#relay?.peersChanged(this.#mesh.size);
   }
 
   #warn(warning: GossipWarning): void {

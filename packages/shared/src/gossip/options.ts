@@ -8,6 +8,7 @@ import { privateKeyFromProtobuf } from '@libp2p/crypto/keys';
 import { multiaddr } from '@multiformats/multiaddr';
 import type { Multiaddr } from '@multiformats/multiaddr';
 import {
+  BATCH_RELAY,
   BATCH_WINDOW_MS,
   BOOTSTRAP_REDIAL_INTERVAL_MS,
   CHANNEL_NAME_PATTERN,
@@ -38,6 +39,7 @@ import type {
   GossipMeshTuning,
   GossipOptions,
   GossipPrivateKey,
+  GossipRelay,
   GossipResolver,
   GossipTiming,
   GossipWarning,
@@ -65,6 +67,17 @@ export interface ValidatedOptions {
   groups: readonly string[] | undefined;
   /** A subscriber's batch window, ms (batch.ts); 0: it takes no hand-offs and relays states one by one. */
   batchWindowMs: number;
+  /** How a batching router's batches reach the other routers (GossipOptions.relay). */
+  relay: GossipRelay;
+}
+
+/**
+ * Does this node send its batches straight to every router of the group and
+ * relay none (a subscriber with a batch window, relay 'flood')? Its gossipsub
+ * mesh then stays empty: a copy it missed comes by IHAVE/IWANT (libp2p.ts).
+ */
+export function floodsBatches(config: ValidatedOptions): boolean {
+  return config.subscribe && config.batchWindowMs > 0 && config.relay === 'flood';
 }
 
 const OPTION_KEYS = new Set([
@@ -85,6 +98,7 @@ const OPTION_KEYS = new Set([
   'channels',
   'groups',
   'batchWindowMs',
+  'relay',
 ]);
 const TIMING_KEYS = new Set([
   'heartbeatIntervalMs',
@@ -270,7 +284,14 @@ export function validateOptions(opts: GossipOptions): ValidatedOptions {
     timing,
     mesh: Object.freeze(validateMesh(opts.mesh)),
     batchWindowMs: batchWindow(opts.batchWindowMs),
+    relay: relayOf(opts.relay),
   });
+}
+
+function relayOf(value: unknown): GossipRelay {
+  if (value === undefined) return BATCH_RELAY;
+  if (value !== 'flood' && value !== 'mesh') throw new GossipConfigError("relay must be 'flood' or 'mesh'");
+  return value;
 }
 
 /** A batch window of 0 (off) to 1,000 ms: beyond, a state's delay would use up its budget at the first hop. */

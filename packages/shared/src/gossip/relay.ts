@@ -2,8 +2,10 @@
  * A router's side of batched relay (docs/GOSSIP.md, "Batches: one signature
  * for many states"): states its agents hand it, and batches from other routers.
  *
- * The hand-off is offered while the node has a router in its mesh (with a
- * window): a router with none could relay a batch to no one.
+ * The hand-off is offered while the node (with a window) has a router to
+ * send batches to: one in its mesh, or, flooding its batches (options.ts
+ * floodsBatches), one connected and subscribed. A router with none could
+ * relay a batch to no one.
  * A handed-off state (handoff.ts), per state:
  *  1. From a peer below the graylist threshold: dropped unread, as gossipsub
  *     drops its RPCs.
@@ -29,7 +31,7 @@
  * sent those bytes (docs/SECURITY.md).
  */
 import type { Message } from '@libp2p/gossipsub';
-import { BATCH_MAX_BYTES, GRAYLIST_THRESHOLD, MAX_MESSAGE_BYTES } from './constants.ts';
+import { BATCH_MAX_BYTES, GRAYLIST_THRESHOLD, MAX_MESSAGE_BYTES, PUBLISH_THRESHOLD } from './constants.ts';
 import { Batcher, isBatch, unpackBatch, type BatchEntry } from './batch.ts';
 import { groupTopicFor, publishTopics } from './groups.ts';
 import { HandoffInbox } from './handoff.ts';
@@ -68,8 +70,12 @@ export class BatchRelay {
   /** The states each batch's validation accepted, for its delivery (the same Message object). */
   readonly #accepted = new WeakMap<Message, Accepted[]>();
 
-  constructor(host: RelayHost, windowMs: number) {
+  /** Batches go straight to every subscribed router (options.ts floodsBatches), not through the mesh. */
+  readonly floods: boolean;
+
+  constructor(host: RelayHost, windowMs: number, floods: boolean) {
     this.#host = host;
+    this.floods = floods;
     this.#inbox =
       windowMs > 0
         ? new HandoffInbox(host.libp2p, MAX_MESSAGE_BYTES, (peer, _connection, group, state) =>
@@ -84,9 +90,31 @@ export class BatchRelay {
     });
   }
 
-  /** Offers the hand-off while the node has mesh peers (after libp2p started; on every mesh change). */
-  meshChanged(meshPeers: number): void {
-    this.#inbox?.offer(meshPeers > 0).catch(() => {});
+  /**
+   * Offers the hand-off while its batches reach another router: one of its
+   * `meshPeers`, or, flooding, one of `routers()` (`leaving` not counted: it
+   * is going); never once `stopping`.
+   */
+  peersChanged(meshPeers: number, leaving?: string, stopping = false): void {
+    const any = this.floods ? this.routers(leaving, 1).size > 0 : meshPeers > 0;
+    this.#inbox?.offer(!stopping && any).catch(() => {});
+  }
+
+  /**
+   * Flooding, who its batches go to (as gossipsub's flood publish picks):
+   * connected subscribers of its state topics scoring at least
+   * PUBLISH_THRESHOLD, but `leaving`; the first `enough` of them when given.
+   */
+  routers(leaving?: string, enough = Infinity): Set<string> {
+    const pubsub = this.#host.libp2p.services.pubsub;
+    const peers = new Set<string>();
+    for (const topic of this.#host.topics)
+      for (const p of pubsub.getSubscribers(topic)) {
+        const id = p.toString();
+        if (id !== leaving && this.#host.peerScore(id) >= PUBLISH_THRESHOLD) peers.add(id);
+        if (peers.size >= enough) return peers;
+      }
+    return peers;
   }
 
   /** Sends what is pending (before the node stops). */

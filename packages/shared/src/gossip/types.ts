@@ -102,7 +102,19 @@ export interface GossipOptions {
    * node hands off to a router that offers it whatever this is.
    */
   batchWindowMs?: number;
+  /**
+   * How a batching subscriber's batches reach the other routers (default
+   * BATCH_RELAY): 'flood', each batch once to every connected router
+   * subscribed to its topic, which relays none of it (a copy missed comes by
+   * IHAVE/IWANT), and the node dials every candidate router whatever
+   * `gossipPeers` says; 'mesh', to its gossipsub mesh peers, which relay it
+   * on. Without a batch window (0) the node meshes as 'mesh'.
+   */
+  relay?: GossipRelay;
 }
+
+/** GossipOptions.relay: a batch flooded to the group's routers, or relayed through the mesh. */
+export type GossipRelay = 'flood' | 'mesh';
 
 /** Who a fleet-topic message is from, as this node sees it. */
 export interface GossipOrigin {
@@ -212,7 +224,7 @@ export interface GossipNode {
   peers(): string[];
   /** Hangs up every connection to `peer` (it may dial back; a publish-only node that was hung up on picks another router first). */
   disconnect(peer: string): Promise<void>;
-  /** Peers in this node's mesh for any of its topics. */
+  /** Peers in this node's mesh for any of its topics; a router flooding its batches (GossipOptions.relay): the routers it sends them to. */
   meshPeers(): string[];
   stats(): GossipStats;
   /** The channel named in `channels` (throws GossipConfigError for another name). */
