@@ -161,6 +161,27 @@ describe('placePair', () => {
     expect(run(0, S).every((x) => x === 'transfer:split')).toBe(true);
   });
 
+  it('by load with an ITL target: none on a decode replica whose published ITL p99 is past it; the budget alone below it or unknown', () => {
+    const byLoad = (settings: PairSettings, itlP99Ms?: number): number => {
+      const f = fleet([
+        ['p1', { role: 'prefill', load: { prefillTokens: 40_000, inflightTokens: 40_000 } }],
+        ['d1', { role: 'decode', load: { running: 10, ...(itlP99Ms !== undefined ? { itlP99Ms } : {}) } }],
+      ]);
+      const t = Date.now();
+      return Array.from({ length: 8 }, (_, i) => {
+        const q = preq(chat(`q ${i}`, { max_tokens: 500 }, LONG), { now: t + i });
+        return placePair(f.policy, q, f.view, f.local, settings).pd!.by;
+      }).filter((by) => by === 'load').length;
+    };
+    const target = { ...S, pdItlTargetMs: 50 };
+    expect(byLoad(target, 240)).toBe(0);
+    expect(byLoad(target, 38)).toBe(3);
+    expect(byLoad(target)).toBe(3);
+    // Off (the default): the tail is not read.
+    expect(S.pdItlTargetMs).toBe(0);
+    expect(byLoad(S, 240)).toBe(3);
+  });
+
   it('the ITL budget decays: credit left from a quiet spell releases no burst of stalls', () => {
     const b = new StallBudget();
     b.earn(0, 1_000, 0.01);

@@ -101,6 +101,12 @@ export function stallsOf(local: LocalState): StallBudget {
 /** A replica's prefill queue in this router's view: published, plus what this router sent there since. */
 const queueOf = (local: LocalState, r: Replica): number => r.state.load.prefillTokens + local.figures(r).added;
 
+/** Step 5: the replica's measured ITL tail (load.itlP99Ms) is past the target; unknown is not (the budget alone). */
+export function overTarget(decode: Replica, targetMs: number): boolean {
+  const tail = decode.state.load.itlP99Ms;
+  return targetMs > 0 && tail !== undefined && tail > targetMs;
+}
+
 /**
  * pair.ts, step 4: a local prefill of `lacks` tokens on `decode`. One the
  * threshold sends there (`chosen`) is charged (step 2) and runs; one it does
@@ -114,11 +120,12 @@ export function localPrefill(
   prefill: Replica,
   decode: Replica,
   lacks: number,
-  s: { readonly pdStallShare: number; readonly pdChunkTokens: number },
+  s: { readonly pdStallShare: number; readonly pdChunkTokens: number; readonly pdItlTargetMs: number },
   chosen: boolean,
 ): boolean {
   const streams = decode.state.load.running;
   if (chosen) return stallsOf(local).charge(now, (streams * lacks) / s.pdChunkTokens);
   if (s.pdStallShare <= 0 || queueOf(local, prefill) <= queueOf(local, decode)) return false;
+  if (overTarget(decode, s.pdItlTargetMs)) return false;
   return stallsOf(local).spend(now, stallCost(lacks, streams, s.pdChunkTokens));
 }
