@@ -22,7 +22,7 @@ export const PD_SETTINGS = {
   // Evidence for the default: docs/DISAGGREGATION.md, 'Prefilling on the decode pool by load'.
   pdStallShare: {
     type: 'number',
-    default: 0.008,
+    default: 0,
     min: 0,
     max: 1,
     doc: "P/D: the share of its decode legs' inter-token gaps a router's local prefills may stall (0: none by load)",
