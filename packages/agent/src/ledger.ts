@@ -379,9 +379,9 @@ export class AgentLedger {
     return this.#recent.at(this.now());
   }
 
-  load(): ReplicaLoad {
+  load(withItl = true): ReplicaLoad {
     const snap = this.snapshot;
-    const itl = this.itl.p99Ms();
+    const itl = withItl ? this.itl.p99Ms() : undefined;
     return {
       running: snap?.running ?? 0,
       waiting: snap?.waiting ?? 0,

@@ -5,7 +5,10 @@
  */
 import { describe, expect, it } from 'vitest';
 import { parsePrometheus } from '@warmpath/shared/runtime';
+import { manualClock } from '@warmpath/testkit';
+import type { ReplicaRole, ReplicaState } from '@warmpath/shared/wire';
 import { agentConfig } from '../src/config.ts';
+import { AgentCore } from '../src/core.ts';
 import { parseSglangMetrics } from '../src/engines/sglang.ts';
 import { emptySnapshot } from '../src/engines/types.ts';
 import { parseVllmMetrics } from '../src/engines/vllm.ts';
@@ -89,5 +92,46 @@ describe('ITL p99 over the window', () => {
     expect('itlP99Ms' in ledger.load()).toBe(false);
     ledger.setSnapshot(snap([0, 500, 0, 0, 0]), 1_000);
     expect(ledger.load().itlP99Ms).toBeCloseTo(25 + (25 * 495) / 500, 1);
+  });
+
+  it('a decode replica publishes it in its state; an aggregated (or prefill) one does not: its messages stay as they were', () => {
+    const published = (role: ReplicaRole | undefined): ReplicaState => {
+      const clock = manualClock(0);
+      let gaps = 0;
+      const sent: ReplicaState[] = [];
+      const core = new AgentCore({
+        config: agentConfig({ gossip: false }),
+        identity: {
+          fleet: 'f',
+          replica: 'r1',
+          boot: 'b',
+          bootAt: 1,
+          url: 'http://r1',
+          admin: 'http://a',
+          engine: 'vllm',
+        },
+        engine: {
+          endpoints: ['chat'],
+          // 1,000 more gaps of 25-50 ms at each scrape.
+          scrape: (done) =>
+            done(undefined, { ...emptySnapshot(), kvCapacityTokens: 100_000, itl: at([0, (gaps += 1_000), 0, 0, 0]) }),
+          models: (done) => done(undefined, [{ id: 'm', parent: undefined }]),
+        },
+        clock,
+        wallClock: clock.now,
+        send: (_bytes, state) => void sent.push(state),
+      });
+      if (role !== undefined) core.setTopology(role, '', '');
+      core.startMonitor();
+      core.startPublishing();
+      clock.advance(2_000);
+      core.kick();
+      core.publisher.publishNow();
+      core.stop();
+      return sent.at(-1)!;
+    };
+    expect(published('decode').load.itlP99Ms).toBeGreaterThan(25);
+    expect(published('decode').load.itlP99Ms).toBeLessThanOrEqual(50);
+    for (const role of [undefined, 'both', 'prefill'] as const) expect('itlP99Ms' in published(role).load).toBe(false);
   });
 });

@@ -103,7 +103,7 @@ export interface ReplicaLoad {
    * reserve"). Absent when none, and from older agents (read as 0).
    */
   lowerInflight?: number;
-  /** The engine's ITL p99 over the agent's last ITL_WINDOW_MS, ms (agent itl.ts); absent when unknown. */
+  /** A decode replica's engine ITL p99 over its agent's last 10 s, ms (agent itl.ts); absent elsewhere or unknown. */
   itlP99Ms?: number;
 }
 
