@@ -1,8 +1,8 @@
 /**
- * The engine's inter-token latency tail over a sliding window, published as
- * `load.itlP99Ms` (docs/PROTOCOL.md; what a router's P/D rule spends a decode
- * replica's headroom against: docs/DISAGGREGATION.md, "Prefilling on the
- * decode pool by load").
+ * The engine's inter-token latency tail over a sliding window, published by
+ * a decode replica as `load.itlP99Ms` (docs/DESIGN-RATIONALE.md, §3): what a
+ * router's P/D rule reads before it prefills there by load
+ * (docs/DISAGGREGATION.md, "Prefilling on the decode pool by load").
  *
  * Steps per scrape: keep the engine's cumulative ITL histogram with its
  * time (vLLM's `vllm:inter_token_latency_seconds`, SGLang's likewise) →
