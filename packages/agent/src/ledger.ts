@@ -10,24 +10,23 @@
  * cache model) → the engine answers → `feedback(…)` with the engine's
  * cached_tokens → `end(flight)`.
  */
-import {
-  ARRIVAL_TAU_MS,
-  RECENT_TAU_MS,
-  type Endpoint,
-  type ModelRef,
-  type ReplicaCapacity,
-  type ReplicaLoad,
-  type ReplicaStatus,
-  type RequestInfo,
+import { ARRIVAL_TAU_MS, RECENT_TAU_MS } from '@warmpath/shared/wire';
+import type {
+  Endpoint,
+  ModelRef,
+  ReplicaCapacity,
+  ReplicaLoad,
+  ReplicaStatus,
+  RequestInfo,
 } from '@warmpath/shared/wire';
-import { admit } from './admission.ts';
-import type { RejectReason } from './admission.ts';
+import { admit, type RejectReason } from './admission.ts';
 import { CacheModel, chunksFor } from './cache-model.ts';
 import type { AgentConfig } from './config.ts';
 import type { EngineSnapshot, ModelEntry } from './engines/types.ts';
 import type { AgentMetrics } from './metrics.ts';
 import { ClearDetector } from './cache-clear.ts';
 import { DecayingRate } from './rate.ts';
+import { ItlWindow } from './itl.ts';
 import { GpuTier } from './tiers.ts';
 
 /** Tokens of slack when turning cached_tokens into chunks: engines never report the last block of a prompt as cached. */
@@ -76,6 +75,8 @@ export class AgentLedger {
   engineUp = false;
   snapshot: EngineSnapshot | undefined;
   snapshotStartedAt = 0;
+  /** The engine's ITL tail over the last scrapes (load.itlP99Ms). */
+  readonly itl = new ItlWindow();
   models: string[] = [];
   adapters: string[] = [];
   defaultEndpoints: readonly Endpoint[] = [];
@@ -83,10 +84,9 @@ export class AgentLedger {
   /** Adapters of the requests this agent admitted, most recent first, at most the engine's adapter slots (hotAdapters). */
   #served: string[] = [];
   /**
-   * Cumulative prompt tokens predicted cached at admission from chunks that
-   * requests no longer in flight recorded — what the engine holds unless it
-   * lost it — and how many admissions predicted any. A chunk a request still
-   * in flight recorded may not be computed yet, so a miss on it says nothing.
+   * Cumulative prompt tokens predicted cached at admission from chunks that requests no longer in flight recorded — what
+   * the engine holds unless it lost it — and how many admissions predicted any. A chunk a request still in flight
+   * recorded may not be computed yet, so a miss on it says nothing.
    */
   readonly settledPredictions = { tokens: 0, admissions: 0 };
   /** Cumulative responses that reported cached_tokens. */
@@ -122,6 +122,7 @@ export class AgentLedger {
     const prevHot = this.hotAdapters().join(',');
     this.snapshot = snap;
     this.snapshotStartedAt = startedAt;
+    this.itl.observe(startedAt, snap.itl);
     const cap = this.kvCapacityTokens;
     const cfg = this.config;
     if (cfg.cacheCapacityChunks === 0 && cap > 0) {
@@ -280,10 +281,7 @@ export class AgentLedger {
     for (const f of w) f();
   }
 
-  /**
-   * Admission control and bookkeeping for one described request: a reject
-   * reason, or the admitted record (in flight, chain recorded in the cache model).
-   */
+  /** Admission control and bookkeeping for one described request: a reject reason, or the admitted record (in flight, chain recorded in the cache model). */
   admit(info: RequestInfo, queueLimit?: number, band?: number, received = false): { reason: RejectReason } | Admitted {
     const cache = this.cache;
     const predicted = cache.predict(info.hashes);
@@ -369,9 +367,8 @@ export class AgentLedger {
   readonly #arrival = new DecayingRate(ARRIVAL_TAU_MS);
   readonly #recent = new DecayingRate(RECENT_TAU_MS);
   /**
-   * Work admitted per second lately, tokens/s (an exponential average, time
-   * constant ARRIVAL_TAU_MS). Published, so that routers sharing the clients
-   * can expect each other's unseen work.
+   * Work admitted per second lately, tokens/s (an exponential average, time constant ARRIVAL_TAU_MS). Published, so
+   * that routers sharing the clients can expect each other's unseen work.
    */
   arrivalTokensPerS(): number {
     return this.#arrival.at(this.now());
@@ -382,8 +379,9 @@ export class AgentLedger {
     return this.#recent.at(this.now());
   }
 
-  load(): ReplicaLoad {
+  load(withItl = true): ReplicaLoad {
     const snap = this.snapshot;
+    const itl = withItl ? this.itl.p99Ms() : undefined;
     return {
       running: snap?.running ?? 0,
       waiting: snap?.waiting ?? 0,
@@ -394,6 +392,7 @@ export class AgentLedger {
       arrivalTokensPerS: Math.round(this.arrivalTokensPerS()),
       recentTokensPerS: Math.round(this.recentTokensPerS()),
       ...(this.lowerInflight > 0 ? { lowerInflight: this.lowerInflight } : {}),
+      ...(itl !== undefined ? { itlP99Ms: itl } : {}),
     };
   }
 }

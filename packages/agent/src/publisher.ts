@@ -226,7 +226,8 @@ export class Publisher {
       hotAdapters: l.hotAdapters().slice(0, LIMITS.listItems),
       endpoints: l.endpoints(),
       capacity: l.capacity(),
-      load: l.load(),
+      // The ITL tail from a decode replica only (the P/D rule's): an aggregated replica's messages stay as they were.
+      load: l.load(id.role === 'decode'),
       status: l.status,
       chunkChars: l.config.chunkChars,
       digest: {

@@ -23,7 +23,7 @@ export const PD_PEERS = ['sglang-cache-aware', 'llm-d-approx', 'llm-d-precise', 
 
 /** Each goal scenario's fleet (disaggregated, and its GPUs aggregated) and the rates swept. */
 export const PD_PLANS = {
-  longdoc: { pd: '4:6', aggregated: '10', rates: [4, 6, 8, 10, 12, 14, 16, 18] },
+  longdoc: { pd: '5:5', aggregated: '10', rates: [4, 6, 8, 10, 12, 14, 16, 18, 20, 22] },
   mixed: { pd: '5:5', aggregated: '10', rates: [20, 30, 40, 60, 70, 80, 90, 100, 110] },
 } as const;
 

@@ -15,6 +15,8 @@ import { parseBootstrap, sglangBody, vllmPrefillBody } from '../src/http/pd.ts';
 import { CONFIG, SYSTEM, chainOf, chat, makeState, makeView, preq, type StateOverrides } from './helpers.ts';
 
 const S: PairSettings = CONFIG;
+/** The prefill by load on (off by default: docs/DISAGGREGATION.md, "Prefilling on the decode pool by load"). */
+const BY_LOAD: PairSettings = { ...CONFIG, pdStallShare: 0.008 };
 /** A prompt of about 2,600 tokens: over the default 1,024-token threshold. */
 const LONG = SYSTEM.repeat(3);
 const long = (user: string): Record<string, unknown> => chat(user, {}, LONG);
@@ -150,15 +152,36 @@ describe('placePair', () => {
       });
     };
     // Each request earns 500 × 0.008 = 4 gaps; a local prefill of one chunk on a replica running 10 streams costs 10.
-    const queued = run(40_000, S);
+    const queued = run(40_000, BY_LOAD);
     expect(queued.filter((x) => x === 'local:load')).toHaveLength(3);
     expect(queued.slice(0, 2)).toEqual(['transfer:split', 'transfer:split']);
     expect(queued[2]).toBe('local:load');
     // The threshold's local prefills stall the same streams: charged (10 streams × about 0.1 of a chunk each), they leave less to spend.
-    expect(run(40_000, S, true).filter((x) => x === 'local:load').length).toBeLessThan(3);
-    // No budget, or no prefill queue to skip: every long prompt is transferred.
-    expect(run(40_000, { ...S, pdStallShare: 0 }).every((x) => x === 'transfer:split')).toBe(true);
-    expect(run(0, S).every((x) => x === 'transfer:split')).toBe(true);
+    expect(run(40_000, BY_LOAD, true).filter((x) => x === 'local:load').length).toBeLessThan(3);
+    // No budget (the default), or no prefill queue to skip: every long prompt is transferred.
+    expect(run(40_000, S).every((x) => x === 'transfer:split')).toBe(true);
+    expect(run(0, BY_LOAD).every((x) => x === 'transfer:split')).toBe(true);
+  });
+
+  it('by load with an ITL target: none on a decode replica whose published ITL p99 is past it; the budget alone below it or unknown', () => {
+    const byLoad = (settings: PairSettings, itlP99Ms?: number): number => {
+      const f = fleet([
+        ['p1', { role: 'prefill', load: { prefillTokens: 40_000, inflightTokens: 40_000 } }],
+        ['d1', { role: 'decode', load: { running: 10, ...(itlP99Ms !== undefined ? { itlP99Ms } : {}) } }],
+      ]);
+      const t = Date.now();
+      return Array.from({ length: 8 }, (_, i) => {
+        const q = preq(chat(`q ${i}`, { max_tokens: 500 }, LONG), { now: t + i });
+        return placePair(f.policy, q, f.view, f.local, settings).pd!.by;
+      }).filter((by) => by === 'load').length;
+    };
+    const target = { ...BY_LOAD, pdItlTargetMs: 50 };
+    expect(byLoad(target, 240)).toBe(0);
+    expect(byLoad(target, 38)).toBe(3);
+    expect(byLoad(target)).toBe(3);
+    // Off (the default): the tail is not read.
+    expect(S.pdItlTargetMs).toBe(0);
+    expect(byLoad(BY_LOAD, 240)).toBe(3);
   });
 
   it('the ITL budget decays: credit left from a quiet spell releases no burst of stalls', () => {

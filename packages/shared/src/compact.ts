@@ -62,6 +62,7 @@ const LOAD = [
   'arrivalTokensPerS',
   'recentTokensPerS',
   'lowerInflight',
+  'itlP99Ms',
 ] as const;
 const DIGEST = ['from', 'size', 'added', 'removed', 'host', 'gpu'] as const;
 const TOP = new Set<string>(['v', ...IDENT, ...STATIC, 'status', 'hotAdapters', 'load', 'digest', 'staticSeq']);

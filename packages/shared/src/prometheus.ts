@@ -186,6 +186,36 @@ export function mean(m: Metrics, names: readonly string[]): number | undefined {
   return k > 0 ? total / k : undefined;
 }
 
+/** A histogram's cumulative bucket counts, upper bounds ascending (the last +Inf). */
+export interface Buckets {
+  readonly bounds: readonly number[];
+  readonly cumulative: readonly number[];
+}
+
+/**
+ * The buckets of the first histogram present among `names` (each read as
+ * `NAME_bucket`), summed over series by `le` (engines, ranks, models);
+ * undefined when absent, without a +Inf bucket, or not cumulative.
+ */
+export function buckets(m: Metrics, names: readonly string[]): Buckets | undefined {
+  for (const name of names) {
+    const s = m.series.get(`${name}_bucket`);
+    if (s === undefined || s.length === 0) continue;
+    const byLe = new Map<number, number>();
+    for (const x of s) {
+      const le = parseValue(x.labels.le ?? '');
+      if (Number.isNaN(le) || !Number.isFinite(x.value)) continue;
+      byLe.set(le, (byLe.get(le) ?? 0) + x.value);
+    }
+    const bounds = [...byLe.keys()].sort((a, b) => a - b);
+    const cumulative = bounds.map((b) => byLe.get(b)!);
+    if (bounds.at(-1) !== Number.POSITIVE_INFINITY) return undefined;
+    for (let i = 1; i < cumulative.length; i++) if (cumulative[i]! < cumulative[i - 1]!) return undefined;
+    return { bounds, cumulative };
+  }
+  return undefined;
+}
+
 /**
  * prom-client's default process metrics that Prometheus' own lint (`promtool
  * check metrics`) refuses: gauges named `_total`. The router and the agent

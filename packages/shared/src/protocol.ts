@@ -103,6 +103,8 @@ export interface ReplicaLoad {
    * reserve"). Absent when none, and from older agents (read as 0).
    */
   lowerInflight?: number;
+  /** A decode replica's engine ITL p99 over its agent's last 10 s, ms (agent itl.ts); absent elsewhere or unknown. */
+  itlP99Ms?: number;
 }
 
 export interface DigestDelta {
@@ -288,6 +290,7 @@ function validateState(raw: unknown): ReplicaState {
       ...(load.arrivalTokensPerS !== undefined ? { arrivalTokensPerS: num(load, 'arrivalTokensPerS') } : {}),
       ...(load.recentTokensPerS !== undefined ? { recentTokensPerS: num(load, 'recentTokensPerS') } : {}),
       ...(load.lowerInflight !== undefined ? { lowerInflight: num(load, 'lowerInflight', 0, 1e9, true) } : {}),
+      ...(load.itlP99Ms !== undefined ? { itlP99Ms: num(load, 'itlP99Ms', 0, 1e7) } : {}),
     },
     status: oneOf(raw, 'status', REPLICA_STATUSES),
     chunkChars: num(raw, 'chunkChars', 1, 1 << 20, true),

@@ -38,6 +38,7 @@ const live = (over: Partial<ReplicaState> = {}): ReplicaState =>
       arrivalTokensPerS: 52_311,
       recentTokensPerS: 31_000,
       lowerInflight: 3,
+      itlP99Ms: 41.7,
     },
     digest: { from: 6, size: 3_000, added: new BigUint64Array(0), removed: new BigUint64Array(0) },
     ...over,

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { mean, parseLine, parsePrometheus, pick, sum } from '../src/prometheus.ts';
+import { buckets, mean, parseLine, parsePrometheus, pick, sum } from '../src/prometheus.ts';
 
 describe('prometheus parser', () => {
   it('reads names with colons, labels with commas, spaces and escaped quotes', () => {
@@ -50,6 +50,24 @@ describe('prometheus parser', () => {
     ]);
     expect(sum(m, ['ttft_seconds_sum'])).toBe(2.5);
     expect(sum(m, ['ttft_seconds_count'])).toBe(4);
+  });
+  it('buckets sums a histogram over engines by le, bounds ascending, and refuses one without +Inf or not cumulative', () => {
+    const text = [
+      'h_bucket{engine="0",le="+Inf"} 10',
+      'h_bucket{engine="0",le="0.05"} 9',
+      'h_bucket{engine="0",le="0.025"} 2',
+      'h_bucket{engine="1",le="0.025"} 1',
+      'h_bucket{engine="1",le="0.05"} 3',
+      'h_bucket{engine="1",le="+Inf"} 4',
+      'h_sum 1.5',
+      'old_bucket{le="0.1"} 2',
+      'old_bucket{le="+Inf"} 1',
+      'cut_bucket{le="0.1"} 2',
+    ].join('\n');
+    const m = parsePrometheus(text);
+    expect(buckets(m, ['missing', 'h'])).toEqual({ bounds: [0.025, 0.05, Infinity], cumulative: [3, 12, 14] });
+    expect(buckets(m, ['old'])).toBeUndefined();
+    expect(buckets(m, ['cut'])).toBeUndefined();
   });
   it('pick takes the first present name; sum and mean skip NaN and ±Inf', () => {
     const m = parsePrometheus('b{e="0"} 1\nb{e="1"} NaN\nb{e="2"} 3\nc +Inf\n');

@@ -44,6 +44,16 @@ describe('state message codec', () => {
     expect(bad.ok).toBe(false);
   });
 
+  it("carries the engine's measured ITL p99 when sent; none is absent; a negative one is invalid", () => {
+    const s = sampleState({ load: { ...sampleState().load, itlP99Ms: 41.7 } });
+    const d = decodeState(encodeState(s));
+    expect(d.ok && d.value.load.itlP99Ms).toBe(41.7);
+    const old = decodeState(encodeState(sampleState()));
+    expect(old.ok && 'itlP99Ms' in old.value.load).toBe(false);
+    const bad = decodeState(encodeState(sampleState({ load: { ...sampleState().load, itlP99Ms: -1 } })));
+    expect(bad.ok).toBe(false);
+  });
+
   it("carries a disaggregated replica's role, zone and KV bootstrap; an aggregated one sends none; a bad role is invalid", () => {
     const pd = sampleState({ role: 'prefill', zone: 'rack-7', kvBootstrap: '10.0.0.5:8998' });
     const got = decodeState(encodeState(pd));

@@ -13,7 +13,7 @@
  * With more, which ones are resident is unknown, and none is claimed.
  * Cost: one more GET of /v1/models per scrape, and only with LoRA on.
  */
-import { mean, parsePrometheus, sum } from '@warmpath/shared/runtime';
+import { buckets, mean, parsePrometheus, sum } from '@warmpath/shared/runtime';
 import type { Metrics } from '@warmpath/shared/runtime';
 import { emptySnapshot, getOk, nonNeg, openAiModels } from './types.ts';
 import type { AdapterContext, EngineAdapter, EngineSnapshot, ModelEntry } from './types.ts';
@@ -38,6 +38,8 @@ export function parseSglangMetrics(m: Metrics): EngineSnapshot {
   snap.adapterSlots = Math.min(1e6, Math.floor(nonNeg(sum(m, ['sglang:lora_pool_slots_total'])) ?? 0));
   snap.counters = [snap.prefixQueries ?? 0, snap.prefixHits ?? 0];
   snap.configHint = cap !== undefined ? `tokens:${cap}` : '';
+  const itl = buckets(m, ['sglang:inter_token_latency_seconds', 'sglang:time_per_output_token_seconds']);
+  if (itl !== undefined) snap.itl = itl;
   return snap;
 }
 

@@ -6,6 +6,7 @@
  */
 import type { Dispatcher } from 'undici';
 import type { Endpoint, EngineKind } from '@warmpath/shared/wire';
+import type { Buckets } from '@warmpath/shared/runtime';
 
 export interface EngineSnapshot {
   /** Sequences running in the engine's batch. */
@@ -32,6 +33,8 @@ export interface EngineSnapshot {
   counters: number[];
   /** Engine configuration fingerprint (e.g. num_gpu_blocks); a change means a restart. */
   configHint: string;
+  /** The engine's inter-token latency histogram, seconds, cumulative; undefined when it exposes none. */
+  itl?: Buckets;
 }
 
 export interface ModelEntry {

@@ -13,8 +13,8 @@
  * time: docs/ARCHITECTURE.md, "One model, two clocks"), so the mapping
  * exists once for both.
  */
-import { mean, parsePrometheus, pick, sum } from '@warmpath/shared/runtime';
-import type { Metrics } from '@warmpath/shared/runtime';
+import { buckets, mean, parsePrometheus, pick, sum } from '@warmpath/shared/runtime';
+import type { Buckets, Metrics } from '@warmpath/shared/runtime';
 import { emptySnapshot, getOk, nonNeg, openAiModels } from './types.ts';
 import type { AdapterContext, EngineAdapter, EngineSnapshot } from './types.ts';
 
@@ -33,6 +33,8 @@ export interface VllmReadings {
   cacheConfig: ReadonlyArray<{ engine: string; blocks: string | undefined; blockSize: string | undefined }>;
   /** The labels of the newest vllm:lora_requests_info series; undefined when LoRA is off. */
   lora: { running: string | undefined; waiting: string | undefined; maxLora: string | undefined } | undefined;
+  /** The inter-token latency histogram (V1's name, then the older per-output-token one), seconds. */
+  itl?: Buckets | undefined;
 }
 
 const splitList = (s: string | undefined): string[] =>
@@ -58,6 +60,7 @@ export function readVllm(m: Metrics): VllmReadings {
     preemptions: sum(m, ['vllm:num_preemptions']),
     promptTokens: sum(m, ['vllm:prompt_tokens']),
     requestSuccess: sum(m, ['vllm:request_success']),
+    itl: buckets(m, ['vllm:inter_token_latency_seconds', 'vllm:time_per_output_token_seconds']),
     cacheConfig: cfg.map((s) => ({
       engine: s.labels.engine ?? '0',
       blocks: s.labels.num_gpu_blocks,
@@ -105,6 +108,7 @@ export function vllmSnapshot(r: VllmReadings): EngineSnapshot {
     snap.adapterSlots = Number.isInteger(slots) && slots >= 0 && slots <= 1e6 ? slots : 0;
   }
   snap.counters = [snap.prefixQueries, nonNeg(r.promptTokens), nonNeg(r.requestSuccess)].map((c) => c ?? 0);
+  if (r.itl !== undefined) snap.itl = r.itl;
   return snap;
 }
 

@@ -30,6 +30,7 @@ export function simReadings(model: EngineModel, profile: EngineProfile): VllmRea
       s.lora.maxLoras > 0
         ? { running: s.lora.running.join(','), waiting: s.lora.waiting.join(','), maxLora: String(s.lora.maxLoras) }
         : undefined,
+    itl: { bounds: [...model.itl.bounds, Number.POSITIVE_INFINITY], cumulative: model.itl.cumulative() },
   };
 }
 

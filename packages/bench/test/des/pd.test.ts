@@ -33,8 +33,8 @@ describe('DES: prefill/decode disaggregation', () => {
       // The first document again, with a question: its prefix is on the decode replica by now.
       { at: 8_000, body: ask(`${doc(0)} and what does it say?`) },
     ];
-    // pdStallShare 0: the threshold alone (no prefill by load).
-    const run = async (routerOverrides: Record<string, unknown> = { pdStallShare: 0 }) => {
+    // The default (pdStallShare 0): the threshold alone (no prefill by load).
+    const run = async (routerOverrides: Record<string, unknown> = {}) => {
       const results: RequestResult[] = [];
       const r = await runDes({
         scenario: seed,
@@ -57,8 +57,8 @@ describe('DES: prefill/decode disaggregation', () => {
     for (let i = 0; i < 6; i++) expect(byBody(i)?.pd).toBe('transfer');
     expect(byBody(12)?.pd).toBe('local');
     expect(JSON.stringify((await run()).r)).toBe(JSON.stringify(r));
-    // By load (the default): a document arriving while the prefill replica still computes the last one is prefilled on the decode replica, idle of streams (no stall), and answers sooner.
-    const byLoad = await run({});
+    // By load (pdStallShare on): a document arriving while the prefill replica still computes the last one is prefilled on the decode replica, idle of streams (no stall), and answers sooner.
+    const byLoad = await run({ pdStallShare: 0.008 });
     expect(byLoad.r.completed).toBe(plan.length);
     expect(byLoad.r.detail!.pd).toEqual({ transfer: 3, local: 10 });
     expect(byLoad.r.ttft_ms.mean).toBeLessThan(r.ttft_ms.mean);

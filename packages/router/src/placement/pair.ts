@@ -69,6 +69,7 @@ export interface PairSettings {
   readonly pdTransferCost: number;
   readonly pdStallShare: number;
   readonly pdChunkTokens: number;
+  readonly pdItlTargetMs: number;
   readonly chunkChars: number;
   readonly charsPerToken: number;
 }

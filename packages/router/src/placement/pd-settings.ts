@@ -22,10 +22,18 @@ export const PD_SETTINGS = {
   // Evidence for the default: docs/DISAGGREGATION.md, 'Prefilling on the decode pool by load'.
   pdStallShare: {
     type: 'number',
-    default: 0.008,
+    default: 0,
     min: 0,
     max: 1,
     doc: "P/D: the share of its decode legs' inter-token gaps a router's local prefills may stall (0: none by load)",
+  },
+  // Evidence: docs/DISAGGREGATION.md, 'Prefilling on the decode pool by load'.
+  pdItlTargetMs: {
+    type: 'number',
+    default: 0,
+    min: 0,
+    max: 60_000,
+    doc: 'P/D: no prefill by load on a decode replica whose published ITL p99 is above this, ms (0: the budget alone)',
   },
   pdChunkTokens: {
     type: 'number',

@@ -23,6 +23,10 @@
  *     every stream there), and is then debited so much.
  *  4. The account decays with a time constant (TAU_MS): credit left from a
  *     quiet spell cannot release a burst of stalls later.
+ *  5. With an ITL target (`pdItlTargetMs`), no prompt goes there by load
+ *     while the replica's published ITL p99 (load.itlP99Ms, measured by its
+ *     agent) is above it; a replica that publishes none is left to the
+ *     account.
  * Invariant: the stalls this router's local prefills cause, so counted, stay
  * within about `share` of the gaps its decode legs produced over the last
  * TAU_MS (a negative account allows none).
@@ -34,7 +38,12 @@
  * prompts (chats prefilled there) leaves little to spend, which is the point:
  * its ITL tail is already near the objective. Each router keeps its own
  * account of its own requests, so N routers spend N shares of N routers'
- * gaps, with no coordination.
+ * gaps, with no coordination. The streams charged are those running at the
+ * decision: a prompt that waits in the decode engine's queue stalls the
+ * streams placed there meanwhile too, which is why the rule is off by
+ * default (docs/DISAGGREGATION.md, "Prefilling on the decode pool by load").
+ * The measured tail closes the door only after a replica's window passed
+ * the target: it guards, it does not meter.
  */
 import type { LocalState } from '../core/local.ts';
 import type { Replica } from '../fleet/view.ts';
@@ -101,6 +110,12 @@ export function stallsOf(local: LocalState): StallBudget {
 /** A replica's prefill queue in this router's view: published, plus what this router sent there since. */
 const queueOf = (local: LocalState, r: Replica): number => r.state.load.prefillTokens + local.figures(r).added;
 
+/** Step 5: the replica's measured ITL tail (load.itlP99Ms) is past the target; unknown is not (the budget alone). */
+export function overTarget(decode: Replica, targetMs: number): boolean {
+  const tail = decode.state.load.itlP99Ms;
+  return targetMs > 0 && tail !== undefined && tail > targetMs;
+}
+
 /**
  * pair.ts, step 4: a local prefill of `lacks` tokens on `decode`. One the
  * threshold sends there (`chosen`) is charged (step 2) and runs; one it does
@@ -114,11 +129,12 @@ export function localPrefill(
   prefill: Replica,
   decode: Replica,
   lacks: number,
-  s: { readonly pdStallShare: number; readonly pdChunkTokens: number },
+  s: { readonly pdStallShare: number; readonly pdChunkTokens: number; readonly pdItlTargetMs: number },
   chosen: boolean,
 ): boolean {
   const streams = decode.state.load.running;
   if (chosen) return stallsOf(local).charge(now, (streams * lacks) / s.pdChunkTokens);
   if (s.pdStallShare <= 0 || queueOf(local, prefill) <= queueOf(local, decode)) return false;
+  if (overTarget(decode, s.pdItlTargetMs)) return false;
   return stallsOf(local).spend(now, stallCost(lacks, streams, s.pdChunkTokens));
 }
