@@ -71,6 +71,25 @@ describe('the disaggregation goals', () => {
     expect(row(/aggregated/).pass).toBe(true);
     expect(row(/16 routers/).pass).toBe(true);
     expect(row(/always split/)).toMatchObject({ pass: true, measured: '90 vs 80 req/s (1.13×)' });
+    expect(row(/best split each/)).toMatchObject({
+      pass: true,
+      measured: '12 vs 10 req/s (1.20×): warmpath 5:5 vs llm-d-precise 5:5',
+    });
+  });
+
+  it('judges each policy on its own best split: a peer strong on another split fails the margin', () => {
+    const rows = pdGoalRows(
+      101,
+      runs((n) =>
+        n === 'longdoc warmpath' ? 12 : n === 'longdoc dynamo-kv 3:7' ? 11 : n.startsWith('mixed') ? 80 : 9,
+      ),
+    );
+    const row = (goal: RegExp) => rows.find((r) => goal.test(r.goal))!;
+    expect(row(/best peer P\/D/).pass).toBe(true);
+    expect(row(/best split each/)).toMatchObject({
+      pass: false,
+      measured: '12 vs 11 req/s (1.09×): warmpath 5:5 vs dynamo-kv 3:7',
+    });
   });
 
   it('a zero goodput meets nothing, even against a zero rival', () => {
