@@ -48,13 +48,14 @@
  * message) and connection counts do not depend on CPU.
  */
 import { writeFileSync } from 'node:fs';
-import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import type { GossipMeshTuning, GossipStats } from '@warmpath/shared/gossip';
+import { generateSwarmKey, type GossipMeshTuning } from '@warmpath/shared/gossip';
 import { MeshFleet, type MeshAgent, type MeshSample } from './lib/mesh-fleet.ts';
 import { AgentProcs } from './lib/mesh-procs.ts';
-import { bytesByNode, owner } from './lib/socket-bytes.ts';
-import { CONTROL_KINDS, cloneRpcBytes, diffRpcBytes, meanRpcBytes, type RpcBytes } from './lib/rpc-bytes.ts';
+import { converge, DelayLog, LocalRouters, RouterProcs, type Convergence, type Routers } from './lib/mesh-routers.ts';
+import { figures, measureWindow, type AgentCount } from './lib/mesh-window.ts';
+import { owner } from './lib/socket-bytes.ts';
+import { CONTROL_KINDS, meanRpcBytes, type RpcBytes } from './lib/rpc-bytes.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -71,12 +72,14 @@ const { values: args } = parseArgs({
     'gossip-windows': { type: 'string' },
     'idontwant-min': { type: 'string' },
     procs: { type: 'string', default: '0' },
+    'router-procs': { type: 'string', default: '0' },
     'digest-hashes': { type: 'string', default: '48' },
     'full-every': { type: 'string', default: '1' },
     'batch-ms': { type: 'string' },
   },
 });
 const PROCS = Number(args.procs);
+const ROUTER_PROCS = Number(args['router-procs']);
 const DIGEST_HASHES = Number(args['digest-hashes']);
 const FULL_EVERY = Number(args['full-every']);
 const BATCH_MS = args['batch-ms'] === undefined ? undefined : Number(args['batch-ms']);
@@ -107,20 +110,13 @@ const NEW_AGENT_PUBLISH_MS = 250; // a new agent publishes this often until ever
 const NEW_REPLICA_TIMEOUT_MS = 30_000;
 /** Production gossip timing: a 700 ms heartbeat; dials and stream set-up get room on a loaded host. */
 const TIMING = { heartbeatIntervalMs: 700, redialIntervalMs: 1_000, dialTimeoutMs: 10_000, silentPeerGraceMs: 15_000 };
-const CONVERGE_TIMEOUT_MS = 600_000;
+/** The fleet has this long to form (one mesh, every replica on every router, every agent linked) before the window opens flagged, ms. */
+const CONVERGE_TIMEOUT_MS = 300_000;
 
 const quantile = (sorted: number[], q: number): number =>
   sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
-
-async function waitUntil(check: () => boolean, timeoutMs: number, what: string): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!check()) {
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
 
 interface Row {
   agents: number;
@@ -155,106 +151,120 @@ interface Row {
   /** Routers' batch window, ms (undefined: production); per router per s, batches published and received, states handed to it. */
   batchMs: number | undefined;
   batches: { published: number; received: number; handOffs: number };
+  /** Processes the routers ran in (0: this one, with the agents unless `procs`). */
+  routerProcs: number;
+  /** Whether the fleet had formed when the window opened (ok false: the row's figures are of a broken fleet). */
+  convergence: Convergence;
+  /** Event-loop utilization over the window of each process holding routers (`elu`: the busiest) and of each agent process. */
+  eluRouterProcs: number[];
+  eluAgentProcs: number[];
+  /** Connections the routers refused or closed over their cap (maxConnections), summed, since they started. */
+  overCapDropped: number;
 }
 
 async function run(agents: number): Promise<Row> {
   const intervalMs = (1_000 * agents) / RATE;
-  const latencies: number[] = [];
-  let measuring = false;
-  const fleet = await MeshFleet.start({
-    routers: ROUTERS,
-    agents: PROCS > 0 ? 0 : agents,
-    firstAgent: PROCS > 0 ? agents : 0,
+  const { routers, fleet } = await startFleet(agents);
+  const procs = PROCS > 0 ? await startProcs(fleet, routers, agents, intervalMs) : undefined;
+  const agentCount = async (): Promise<AgentCount> =>
+    procs !== undefined
+      ? await procs.count()
+      : {
+          published: fleet.agents.reduce((n, a) => n + a.seq, 0),
+          peers: fleet.agents.map((a) => a.node.peers().length),
+          usage: [],
+        };
+  const stopPublishing =
+    procs !== undefined ? (procs.publish(), () => procs.stop()) : fleet.startPublishing(intervalMs);
+  try {
+    const convergence = await converge(routers, agents, async () => (await agentCount()).peers, CONVERGE_TIMEOUT_MS);
+    if (!convergence.ok)
+      console.error(`${agents} × ${ROUTERS}: NOT CONVERGED, the row is flagged: ${JSON.stringify(convergence)}`);
+    await sleep(2 * intervalMs);
+    const w = await measureWindow(routers, agentCount, WINDOW_S, TIMING.heartbeatIntervalMs);
+    const f = figures(
+      w,
+      fleet.agents.map((a) => a.name),
+    );
+    const newReplicaMs = await newReplicas(fleet, routers);
+    return {
+      agents,
+      intervalMs,
+      rate: f.published / WINDOW_S,
+      routers: ROUTERS,
+      newReplicaMs,
+      ...latencyOf(w.delays, f.published * ROUTERS),
+      elu: f.elu,
+      meshParts: w.meshParts,
+      routerKBs: {
+        in: mean(f.routerRates.map((r) => r.in)),
+        out: mean(f.routerRates.map((r) => r.out)),
+        maxIn: Math.max(...f.routerRates.map((r) => r.in)),
+      },
+      agentKBs: { in: mean(f.agentRates.map((r) => r.in)), out: mean(f.agentRates.map((r) => r.out)) },
+      conns: f.conns,
+      ...breakdown(fleet, f),
+      batches: f.batches,
+      routerProcs: ROUTER_PROCS,
+      convergence,
+      eluRouterProcs: f.eluRouterProcs,
+      eluAgentProcs: f.eluAgentProcs,
+      overCapDropped: f.overCapDropped,
+    };
+  } finally {
+    stopPublishing();
+    await fleet.stop();
+    if (routers instanceof RouterProcs) await routers.stop();
+  }
+}
+
+/**
+ * The routers (here, or in ROUTER_PROCS child processes) and the fleet of
+ * agents here (none when they are in child processes; the new replicas start
+ * in it). In-process delays come from each publish's monotonic time.
+ */
+async function startFleet(agents: number): Promise<{ routers: Routers; fleet: MeshFleet }> {
+  const common = {
     agentPeers: 2,
-    routerPeers: ROUTER_PEERS,
     timing: TIMING,
     mesh: MESH,
     ...(BATCH_MS !== undefined ? { batchWindowMs: BATCH_MS } : {}),
     digestHashes: DIGEST_HASHES,
     fullEvery: FULL_EVERY,
-    wrapStart: (name, start) => owner.run(name, start),
+    wrapStart: (name: string, start: () => Promise<void>) => owner.run(name, start),
+  };
+  const here = PROCS > 0 ? 0 : agents;
+  if (ROUTER_PROCS > 0) {
+    const swarmKey = generateSwarmKey();
+    const routers = await RouterProcs.start(ROUTER_PROCS, {
+      routers: ROUTERS,
+      swarmKey,
+      routerPeers: ROUTER_PEERS,
+      timing: TIMING,
+      mesh: MESH,
+      ...(BATCH_MS !== undefined ? { batchWindowMs: BATCH_MS } : {}),
+    });
+    const start = { ...common, routers: 0, agents: here, firstAgent: PROCS > 0 ? agents : 0, swarmKey };
+    const fleet = await MeshFleet.start({ ...start, routerAddrs: routers.addrs() }).catch(async (err: unknown) => {
+      await routers.stop();
+      throw err;
+    });
+    return { routers, fleet };
+  }
+  const log = new DelayLog();
+  const fleet: MeshFleet = await MeshFleet.start({
+    ...common,
+    routers: ROUTERS,
+    agents: here,
+    firstAgent: PROCS > 0 ? agents : 0,
+    routerPeers: ROUTER_PEERS,
     onDelivery: (_router, state, _origin, at) => {
-      if (!measuring) return;
-      if (PROCS > 0) return void latencies.push(Date.now() - state.sentAt);
+      if (PROCS > 0) return log.record(Date.now() - state.sentAt);
       const sent = fleet.agents.find((a) => a.name === state.replica)?.sentAt.get(state.seq);
-      if (sent !== undefined) latencies.push(at - sent);
+      if (sent !== undefined) log.record(at - sent);
     },
   });
-  const procs = PROCS > 0 ? await startProcs(fleet, agents, intervalMs) : undefined;
-  const publishedSoFar = async (): Promise<number> =>
-    procs !== undefined ? (await procs.count()).published : fleet.agents.reduce((n, a) => n + a.seq, 0);
-  const stopPublishing =
-    procs !== undefined ? (procs.publish(), () => procs.stop()) : fleet.startPublishing(intervalMs);
-  try {
-    await converged(fleet, agents);
-    await sleep(2 * intervalMs);
-    const before = bytesByNode(); // the window: delivery latency, bytes, event-loop utilization
-    const rpc0 = fleet.routers.map((r) => cloneRpcBytes(r.rpcBytes));
-    const cpu0 = process.cpuUsage();
-    const elu0 = performance.eventLoopUtilization();
-    const published0 = await publishedSoFar();
-    const stats0 = fleet.routers.map((r) => r.node.stats());
-    measuring = true;
-    const meshParts = await fleet.sampleMesh(WINDOW_S * 1_000, TIMING.heartbeatIntervalMs);
-    measuring = false;
-    const elu = performance.eventLoopUtilization(elu0).utilization;
-    const cpu = process.cpuUsage(cpu0);
-    const rpc = fleet.routers.map((r, i) => diffRpcBytes(r.rpcBytes, rpc0[i]!));
-    const after = bytesByNode();
-    const published = (await publishedSoFar()) - published0;
-    const batches = batchRates(fleet, stats0); // before the new replicas' states
-    const rate = (name: string): { in: number; out: number } => {
-      const a = after.get(name) ?? { read: 0, written: 0 };
-      const b = before.get(name) ?? { read: 0, written: 0 };
-      return { in: (a.read - b.read) / WINDOW_S / 1024, out: (a.written - b.written) / WINDOW_S / 1024 };
-    };
-    const routerRates = fleet.routers.map((r) => rate(r.name));
-    const agentRates = fleet.agents.map((a) => rate(a.name));
-    const c = { ...fleet.connections(), ...(procs !== undefined ? { agent: (await procs.count()).peers } : {}) };
-    latencies.sort((x, y) => x - y);
-    const newReplicaMs = await newReplicas(fleet);
-    return {
-      agents,
-      intervalMs,
-      rate: published / WINDOW_S,
-      routers: ROUTERS,
-      newReplicaMs,
-      ...latencyOf(latencies, published * ROUTERS),
-      elu,
-      meshParts,
-      routerKBs: {
-        in: mean(routerRates.map((r) => r.in)),
-        out: mean(routerRates.map((r) => r.out)),
-        maxIn: Math.max(...routerRates.map((r) => r.in)),
-      },
-      agentKBs: { in: mean(agentRates.map((r) => r.in)), out: mean(agentRates.map((r) => r.out)) },
-      conns: { routerRouter: c.routerToRouter, routerAgent: c.routerToAgent, agent: c.agent },
-      ...breakdown(fleet, rpc, published, routerRates, cpu),
-      batches,
-    };
-  } finally {
-    stopPublishing();
-    await fleet.stop();
-  }
-}
-
-/** Per router per second over the window: batches published and received, states handed to it. */
-function batchRates(fleet: MeshFleet, before: GossipStats[]): Row['batches'] {
-  const rate = (k: 'batchesPublished' | 'batchesReceived' | 'handOffsReceived'): number =>
-    mean(fleet.routers.map((r, i) => r.node.stats()[k] - before[i]![k])) / WINDOW_S;
-  return { published: rate('batchesPublished'), received: rate('batchesReceived'), handOffs: rate('handOffsReceived') };
-}
-
-/** Waits until every router's view holds every agent; says what each holds and dropped if it times out. */
-async function converged(fleet: MeshFleet, agents: number): Promise<void> {
-  await waitUntil(
-    () => fleet.routers.every((r) => r.view.replicas.size === agents),
-    CONVERGE_TIMEOUT_MS,
-    'every router to see every replica',
-  ).catch((err: unknown) => {
-    const held = fleet.routers.map((r) => `${r.view.replicas.size} ${JSON.stringify(r.view.drops)}`);
-    throw new Error(`${(err as Error).message}: routers hold ${held.join('; ')}`);
-  });
+  return { routers: new LocalRouters(fleet, log), fleet };
 }
 
 /** A row's delivery figures from its sorted latencies, ms. */
@@ -271,23 +281,21 @@ function latencyOf(sorted: number[], expected: number): Pick<Row, 'latency' | 'l
   };
 }
 
-/** The agents in PROCS child processes, publishing to this fleet's routers (stops the fleet if they fail). */
-async function startProcs(fleet: MeshFleet, agents: number, intervalMs: number): Promise<AgentProcs> {
-  const spec = { agents, swarmKey: fleet.swarmKey, routerAddrs: fleet.routerAddrs(), intervalMs };
+/** The agents in PROCS child processes, publishing to these routers (stops both if they fail). */
+async function startProcs(fleet: MeshFleet, routers: Routers, agents: number, intervalMs: number): Promise<AgentProcs> {
+  const spec = { agents, swarmKey: fleet.swarmKey, routerAddrs: routers.addrs(), intervalMs };
   const more = { digestHashes: DIGEST_HASHES, fullEvery: FULL_EVERY, timing: TIMING, mesh: MESH };
   return AgentProcs.start(PROCS, { ...spec, ...more, firstAgent: 0 }).catch(async (err: unknown) => {
     await fleet.stop();
+    await routers.stop();
     throw err;
   });
 }
 
-/** The byte breakdown's fields of a row, from the window's per-router counts. */
+/** The byte breakdown's fields of a row, from the window's figures. */
 function breakdown(
   fleet: MeshFleet,
-  rpc: RpcBytes[],
-  published: number,
-  routerRates: Array<{ in: number }>,
-  cpu: NodeJS.CpuUsage,
+  f: ReturnType<typeof figures>,
 ): Pick<
   Row,
   | 'mesh'
@@ -305,15 +313,15 @@ function breakdown(
     mesh: MESH,
     stateBytes: { whole: sizes.whole, digest: sizes.whole - sizes.withoutDigest },
     perMessage: {
-      ...meanRpcBytes(rpc, published),
-      wire: mean(routerRates.map((r) => (r.in * 1024 * WINDOW_S) / published)),
+      ...meanRpcBytes(f.rpc, f.published),
+      wire: mean(f.routerRates.map((r) => (r.in * 1024 * WINDOW_S) / f.published)),
     },
     perRouterPerS: {
-      rpcs: mean(rpc.map((x) => x.rpcs)) / WINDOW_S,
-      copies: mean(rpc.map((x) => x.copies)) / WINDOW_S,
-      unique: mean(rpc.map((x) => x.unique)) / WINDOW_S,
+      rpcs: mean(f.rpc.map((x) => x.rpcs)) / WINDOW_S,
+      copies: mean(f.rpc.map((x) => x.copies)) / WINDOW_S,
+      unique: mean(f.rpc.map((x) => x.unique)) / WINDOW_S,
     },
-    cpuPerRouter: (cpu.user + cpu.system) / 1e6 / WINDOW_S / ROUTERS,
+    cpuPerRouter: f.cpuPerRouter,
     procs: PROCS,
     digestHashes: DIGEST_HASHES,
     fullEvery: FULL_EVERY,
@@ -322,24 +330,18 @@ function breakdown(
 }
 
 /** Starts NEW_REPLICAS more agents one at a time; for each, ms from its start until every router holds it. */
-async function newReplicas(fleet: MeshFleet): Promise<number[]> {
+async function newReplicas(fleet: MeshFleet, routers: Routers): Promise<number[]> {
   const out: number[] = [];
-  const candidates = fleet.routerAddrs();
+  const candidates = routers.addrs();
   for (let i = 0; i < NEW_REPLICAS; i++) {
-    const t0 = performance.now();
+    const t0 = Date.now();
     const agent: MeshAgent = await fleet.addAgent(candidates);
     agent.fullEvery = 2; // a whole message once a floor period (500 ms), as a real agent sends
     const timer = setInterval(() => void fleet.publish(agent), NEW_AGENT_PUBLISH_MS);
     void fleet.publish(agent);
     try {
-      await waitUntil(
-        () => fleet.routers.every((r) => r.view.replicas.has(agent.name)),
-        NEW_REPLICA_TIMEOUT_MS,
-        `every router to see ${agent.name}`,
-      ).then(
-        () => out.push(performance.now() - t0),
-        () => out.push(Number.POSITIVE_INFINITY),
-      );
+      const at = await routers.holds(agent.name, NEW_REPLICA_TIMEOUT_MS);
+      out.push(at === null ? Number.POSITIVE_INFINITY : at - t0);
     } finally {
       clearInterval(timer);
     }

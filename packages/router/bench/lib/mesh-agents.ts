@@ -7,14 +7,16 @@
  * Protocol (IPC messages): the parent forks it with a JSON `Spec` as argv[2];
  * it answers { type: 'ready', agents } once its agents hold their router
  * links; then `publish` starts each agent publishing every `intervalMs`
- * (spread evenly), `count` answers { type: 'count', published, peers } (the
- * messages published so far and each agent's connected peers), and `stop`
+ * (spread evenly), `count` answers { type: 'count', published, peers, usage }
+ * (the messages published so far, each agent's connected peers, the
+ * process's CPU and event loop so far), and `stop`
  * stops the nodes and exits.
  * Trade-off: publish times travel in each state's `sentAt` (wall-clock ms)
  * so delay is measured across processes at 1 ms resolution.
  */
 import type { GossipMeshTuning, GossipTiming } from '@warmpath/shared/gossip';
 import { MeshFleet } from './mesh-fleet.ts';
+import { usage, type ProcUsage } from './mesh-routers.ts';
 
 export interface Spec {
   agents: number;
@@ -28,7 +30,8 @@ export interface Spec {
   mesh: GossipMeshTuning;
 }
 
-export type ChildMessage = { type: 'ready'; agents: number } | { type: 'count'; published: number; peers: number[] };
+export type ChildMessage =
+  { type: 'ready'; agents: number } | { type: 'count'; published: number; peers: number[]; usage: ProcUsage };
 
 const spec = JSON.parse(process.argv[2]!) as Spec;
 const send = (m: ChildMessage): void => void process.send?.(m);
@@ -51,6 +54,7 @@ process.on('message', (m: { type: string }) => {
       type: 'count',
       published: fleet.agents.reduce((n, a) => n + a.seq, 0),
       peers: fleet.agents.map((a) => a.node.peers().length),
+      usage: usage(),
     });
   else if (m.type === 'stop') {
     stopPublishing();

@@ -59,6 +59,9 @@ export interface MeshOptions {
   mesh?: GossipMeshTuning;
   /** Runs each node's start, e.g. inside an AsyncLocalStorage context naming the node. */
   wrapStart?: (name: string, start: () => Promise<void>) => Promise<void>;
+  /** Every router's listen address, reserved elsewhere; this fleet hosts `routers` of them from `firstRouter` (default: ports of its own). */
+  listenAddrs?: string[];
+  firstRouter?: number;
   /** Routers elsewhere that these agents publish to (default: this fleet's routers). */
   routerAddrs?: string[];
   /** The first agent's number (names are agent-<n>; unique across processes). Default 0. */
@@ -124,9 +127,9 @@ export class MeshFleet {
   static async start(o: MeshOptions): Promise<MeshFleet> {
     const fleet = new MeshFleet(o);
     try {
-      const ports = await freePorts(o.routers);
-      const addrs = ports.map((p) => `/ip4/127.0.0.1/tcp/${p}`);
-      for (let i = 0; i < o.routers; i++) await fleet.#addRouter(i, addrs[i]!, addrs);
+      const addrs = o.listenAddrs ?? (await freePorts(o.routers)).map((p) => `/ip4/127.0.0.1/tcp/${p}`);
+      const first = o.firstRouter ?? 0;
+      for (let i = first; i < first + o.routers; i++) await fleet.#addRouter(i, addrs[i]!, addrs);
       const all = o.routerAddrs ?? fleet.routerAddrs();
       for (let i = 0; i < o.agents; i += START_BATCH) {
         await Promise.all(Array.from({ length: Math.min(START_BATCH, o.agents - i) }, () => fleet.addAgent(all)));
@@ -202,53 +205,14 @@ export class MeshFleet {
     };
   }
 
-  /**
-   * The routers' mesh as a graph (an edge where either holds the other in
-   * its mesh): its connected parts and the least and most links a router
-   * holds. One part is a mesh every state floods across without repair.
-   */
-  meshParts(): { parts: number; minDegree: number; maxDegree: number } {
-    const index = new Map(this.routers.map((r, i) => [r.node.peerId, i]));
-    const links = this.routers.map(() => new Set<number>());
-    this.routers.forEach((r, i) => {
-      for (const p of r.node.meshPeers()) {
-        const j = index.get(p);
-        if (j === undefined) continue;
-        links[i]!.add(j);
-        links[j]!.add(i);
-      }
-    });
-    const part = new Array<number>(this.routers.length).fill(-1);
-    let parts = 0;
-    for (let i = 0; i < part.length; i++) {
-      if (part[i] !== -1) continue;
-      const stack = [i];
-      part[i] = parts;
-      for (let k = stack.pop(); k !== undefined; k = stack.pop())
-        for (const j of links[k]!) {
-          if (part[j] !== -1) continue;
-          part[j] = parts;
-          stack.push(j);
-        }
-      parts++;
-    }
-    const degrees = links.map((l) => l.size);
-    return { parts, minDegree: Math.min(...degrees), maxDegree: Math.max(...degrees) };
+  /** The routers' mesh now (meshPartsOf). */
+  meshParts(): MeshParts {
+    return meshPartsOf(this.routers.map((r) => ({ peerId: r.node.peerId, meshPeers: r.node.meshPeers() })));
   }
 
-  /** The mesh sampled every `everyMs` for `windowMs` (meshParts): the most parts seen, the share of samples split, the fewest and most links. */
-  async sampleMesh(windowMs: number, everyMs: number): Promise<MeshSample> {
-    const samples: Array<ReturnType<MeshFleet['meshParts']>> = [];
-    for (const end = performance.now() + windowMs; performance.now() < end;) {
-      samples.push(this.meshParts());
-      await new Promise((r) => setTimeout(r, everyMs));
-    }
-    return {
-      most: Math.max(...samples.map((s) => s.parts)),
-      splitShare: samples.filter((s) => s.parts > 1).length / Math.max(1, samples.length),
-      minDegree: Math.min(...samples.map((s) => s.minDegree)),
-      maxDegree: Math.max(...samples.map((s) => s.maxDegree)),
-    };
+  /** The mesh sampled every `everyMs` for `windowMs` (sampleMesh). */
+  sampleMesh(windowMs: number, everyMs: number): Promise<MeshSample> {
+    return sampleMesh(windowMs, everyMs, () => Promise.resolve(this.meshParts()));
   }
 
   async stop(): Promise<void> {
@@ -358,8 +322,67 @@ export class MeshFleet {
   }
 }
 
+export interface MeshParts {
+  parts: number;
+  minDegree: number;
+  maxDegree: number;
+}
+
+/**
+ * The routers' mesh as a graph (an edge where either holds the other in its
+ * mesh): its connected parts and the least and most links a router holds.
+ * One part is a mesh every state floods across without repair. O(links).
+ */
+export function meshPartsOf(routers: ReadonlyArray<{ peerId: string; meshPeers: readonly string[] }>): MeshParts {
+  const index = new Map(routers.map((r, i) => [r.peerId, i]));
+  const links = routers.map(() => new Set<number>());
+  routers.forEach((r, i) => {
+    for (const p of r.meshPeers) {
+      const j = index.get(p);
+      if (j === undefined) continue;
+      links[i]!.add(j);
+      links[j]!.add(i);
+    }
+  });
+  const part = new Array<number>(routers.length).fill(-1);
+  let parts = 0;
+  for (let i = 0; i < part.length; i++) {
+    if (part[i] !== -1) continue;
+    const stack = [i];
+    part[i] = parts;
+    for (let k = stack.pop(); k !== undefined; k = stack.pop())
+      for (const j of links[k]!) {
+        if (part[j] !== -1) continue;
+        part[j] = parts;
+        stack.push(j);
+      }
+    parts++;
+  }
+  const degrees = links.map((l) => l.size);
+  return { parts, minDegree: Math.min(...degrees), maxDegree: Math.max(...degrees) };
+}
+
+/** The mesh read every `everyMs` for `windowMs`: the most parts seen, the share of samples split, the fewest and most links. */
+export async function sampleMesh(
+  windowMs: number,
+  everyMs: number,
+  read: () => Promise<MeshParts>,
+): Promise<MeshSample> {
+  const samples: MeshParts[] = [];
+  for (const end = performance.now() + windowMs; performance.now() < end;) {
+    samples.push(await read());
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+  return {
+    most: Math.max(...samples.map((s) => s.parts)),
+    splitShare: samples.filter((s) => s.parts > 1).length / Math.max(1, samples.length),
+    minDegree: Math.min(...samples.map((s) => s.minDegree)),
+    maxDegree: Math.max(...samples.map((s) => s.maxDegree)),
+  };
+}
+
 /** n free TCP ports on 127.0.0.1, reserved by listening and released at once (another process could take one in between: unlikely). */
-async function freePorts(n: number): Promise<number[]> {
+export async function freePorts(n: number): Promise<number[]> {
   const servers = await Promise.all(
     Array.from(
       { length: n },

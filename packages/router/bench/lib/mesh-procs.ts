@@ -8,6 +8,7 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import type { ChildMessage, Spec } from './mesh-agents.ts';
+import type { ProcUsage } from './mesh-routers.ts';
 
 const CHILD = new URL('./mesh-agents.ts', import.meta.url).pathname;
 /** A child's agents are up and linked within this long, ms. */
@@ -43,8 +44,8 @@ export class AgentProcs {
     for (const c of this.#children) c.send({ type: 'publish' });
   }
 
-  /** Messages published so far by every agent, and each agent's connected peers. */
-  async count(): Promise<{ published: number; peers: number[] }> {
+  /** Messages published so far by every agent, each agent's connected peers, each process's usage so far. */
+  async count(): Promise<{ published: number; peers: number[]; usage: ProcUsage[] }> {
     const replies = await Promise.all(
       this.#children.map((c) => {
         const r = reply(c, 'count', 30_000);
@@ -52,10 +53,12 @@ export class AgentProcs {
         return r;
       }),
     );
-    return replies.reduce<{ published: number; peers: number[] }>(
-      (a, m) => (m.type === 'count' ? { published: a.published + m.published, peers: [...a.peers, ...m.peers] } : a),
-      { published: 0, peers: [] },
-    );
+    const counts = replies.flatMap((m) => (m.type === 'count' ? [m] : []));
+    return {
+      published: counts.reduce((n, m) => n + m.published, 0),
+      peers: counts.flatMap((m) => m.peers),
+      usage: counts.map((m) => m.usage),
+    };
   }
 
   stop(): void {

@@ -1,0 +1,102 @@
+/**
+ * The gossip mesh bench's measurement window (bench/mesh.ts): a reading of
+ * every router (lib/mesh-routers.ts) and of the agents before and after,
+ * state delays recorded in between, the routers' mesh sampled every
+ * heartbeat; then the window's figures, per router and per process, from
+ * the two readings' differences.
+ * Complexity: a reading is O(routers + agents), one per heartbeat for the
+ * mesh. Trade-off: CPU and event loop are per process, so with several
+ * routers in one process the CPU per router is that process's over its
+ * routers (agents' work included when they share it: an upper bound).
+ */
+import { sampleMesh, meshPartsOf, type MeshSample } from './mesh-fleet.ts';
+import { eluBetween, type ProcUsage, type Routers, type Snapshot } from './mesh-routers.ts';
+import { diffRpcBytes, type RpcBytes } from './rpc-bytes.ts';
+import { bytesByNode } from './socket-bytes.ts';
+
+/** The agents' side of a reading: messages published so far, each agent's links, each agent process's usage. */
+export interface AgentCount {
+  published: number;
+  peers: number[];
+  usage: ProcUsage[];
+}
+
+interface Reading {
+  snap: Snapshot;
+  agents: AgentCount;
+  /** Socket bytes of the nodes in this process (agents when they are here). */
+  local: Map<string, { read: number; written: number }>;
+}
+
+export interface Window {
+  seconds: number;
+  before: Reading;
+  after: Reading;
+  /** Each state's delay to each router, ms, sorted. */
+  delays: number[];
+  meshParts: MeshSample;
+}
+
+const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
+
+async function read(routers: Routers, agents: () => Promise<AgentCount>): Promise<Reading> {
+  return { snap: await routers.snapshot(), agents: await agents(), local: bytesByNode() };
+}
+
+/** Opens the window, samples the mesh every `everyMs` for `seconds`, closes it. */
+export async function measureWindow(
+  routers: Routers,
+  agents: () => Promise<AgentCount>,
+  seconds: number,
+  everyMs: number,
+): Promise<Window> {
+  const before = await read(routers, agents);
+  await routers.delays(true);
+  const meshParts = await sampleMesh(seconds * 1_000, everyMs, async () =>
+    meshPartsOf((await routers.snapshot()).routers),
+  );
+  const delays = await routers.delays(false);
+  const after = await read(routers, agents);
+  return { seconds, before, after, delays: delays.sort((x, y) => x - y), meshParts };
+}
+
+/** The window's figures: per router (in snapshot order) and per process. */
+export function figures(w: Window, agentNames: string[]) {
+  const { before, after, seconds } = w;
+  const r0 = new Map(before.snap.routers.map((r) => [r.name, r]));
+  const routers = after.snap.routers.map((r) => ({ a: r, b: r0.get(r.name)! }));
+  const kbs = (a: { read: number; written: number }, b = { read: 0, written: 0 }): { in: number; out: number } => ({
+    in: (a.read - b.read) / seconds / 1024,
+    out: (a.written - b.written) / seconds / 1024,
+  });
+  const routerRates = routers.map(({ a, b }) => kbs(a.bytes, b.bytes));
+  const agentRates = agentNames.map((n) => kbs(after.local.get(n) ?? { read: 0, written: 0 }, before.local.get(n)));
+  const ids = new Set(routers.map(({ a }) => a.peerId));
+  const routerRouter = routers.map(({ a }) => a.peers.filter((p) => ids.has(p)).length);
+  const cpuUs = after.snap.usage.reduce((s, u, i) => s + u.cpuUs - before.snap.usage[i]!.cpuUs, 0);
+  const eluRouterProcs = after.snap.usage.map((u, i) => eluBetween(before.snap.usage[i]!, u));
+  const stat = (k: 'batchesPublished' | 'batchesReceived' | 'handOffsReceived'): number =>
+    mean(routers.map(({ a, b }) => a.stats[k] - b.stats[k])) / seconds;
+  return {
+    published: after.agents.published - before.agents.published,
+    routerRates,
+    agentRates,
+    conns: {
+      routerRouter,
+      routerAgent: routers.map(({ a }, i) => a.peers.length - routerRouter[i]!),
+      agent: after.agents.peers,
+    },
+    rpc: routers.map(({ a, b }): RpcBytes => diffRpcBytes(a.rpcBytes, b.rpcBytes)),
+    cpuPerRouter: cpuUs / 1e6 / seconds / Math.max(1, routers.length),
+    elu: Math.max(...eluRouterProcs),
+    eluRouterProcs,
+    eluAgentProcs: after.agents.usage.map((u, i) => eluBetween(before.agents.usage[i]!, u)),
+    batches: {
+      published: stat('batchesPublished'),
+      received: stat('batchesReceived'),
+      handOffs: stat('handOffsReceived'),
+    },
+    /** Connections the routers refused or closed over their cap, since they started. */
+    overCapDropped: routers.reduce((s, { a }) => s + a.stats.overCapDropped, 0),
+  };
+}
