@@ -78,6 +78,8 @@ interface MeshRow {
   perRouterPerS: { copies: number; unique: number };
   cpuPerRouter: number;
   elu: number;
+  /** Whether the fleet had formed before the window (mesh.ts); rows without it are kept. */
+  convergence?: { ok: boolean };
 }
 
 /** Event-loop utilization from which a row's delay is the bench process's queueing. */
@@ -105,10 +107,13 @@ console.log(
 );
 
 // 2. Per message, from the measured rows.
-const rows = args.mesh
+const read = args.mesh
   .split(',')
   .filter((f) => f !== '')
   .flatMap((f) => JSON.parse(readFileSync(f, 'utf8')) as MeshRow[]);
+// A fleet that had not formed (the mesh in parts, agents unlinked) measures a broken mesh, not the model's.
+const rows = read.filter((r) => r.convergence?.ok !== false);
+if (rows.length < read.length) console.log(`${read.length - rows.length} row(s) left out: the fleet had not formed\n`);
 if (rows.length === 0) process.exit(0);
 const batched = rows.filter((r) => (r.batches?.published ?? 0) > 0);
 const unbatched = rows.filter((r) => !batched.includes(r));

@@ -1,12 +1,16 @@
 /**
- * Gossip mesh bench: A agents × R routers as real libp2p nodes in this
- * process (lib/mesh-fleet.ts), each agent publishing to 2 routers, the routers
- * relaying through their gossipsub mesh. For each fleet size, side by side:
+ * Gossip mesh bench: A agents × R routers as real libp2p nodes over TCP on
+ * 127.0.0.1 (lib/mesh-fleet.ts), in this process or spread over child
+ * processes, each agent publishing to 2 routers, the routers relaying through
+ * their gossipsub mesh. Before each window the fleet must have formed (one
+ * mesh part, every replica on every router, every agent linked to a router:
+ * lib/mesh-routers.ts `converge`); a row whose fleet had not is flagged
+ * (`convergence.ok` false, "NOT CONVERGED"). For each fleet size, side by side:
  *  - new replica: from a new agent's start until every router's view holds
  *    it (the agent publishes every 250 ms, as a real one does), NEW_REPLICAS
  *    times;
  *  - state-change delivery: from each publish to its delivery at each
- *    router (one monotonic clock: one process), p50 / p99 / max;
+ *    router, p50 / p99 / max;
  *  - bytes per second per node, in and out: every TCP socket a node opens or
  *    accepts is attributed to it (node:diagnostics_channel, with the node's
  *    name carried by AsyncLocalStorage from its start), counted from
@@ -16,15 +20,19 @@
  *  - where a router's received bytes go, per state message published
  *    (lib/rpc-bytes.ts: state, author and signature, framing, duplicates,
  *    each kind of control; transport = socket bytes − RPC bytes), its RPCs
- *    and message copies per second, and the process's CPU per router (every
- *    node's work, agents' included, over the routers: an upper bound).
+ *    and message copies per second, and the CPU per router (each router
+ *    process's CPU over its routers; agents' work included when they share
+ *    the process: an upper bound), and each process's event loop.
  *
  *   node_modules/.bin/node packages/router/bench/mesh.ts [--agents 60,120] [--routers 8] [--router-peers 0] [--rate 30] [--seconds 10] [--save rows.json]
  *     [--d 6 --dlo 4 --dhi 12 --dlazy 6] [--gossip-windows 3] [--idontwant-min 512]
- *     [--procs 0] [--digest-hashes 48] [--full-every 1] [--batch-ms 50]
+ *     [--procs 0] [--router-procs 0] [--digest-hashes 48] [--full-every 1] [--batch-ms 50]
  *
  * `--procs N`: the agents in N child processes (lib/mesh-procs.ts), the routers alone here (delay from each
- * state's `sentAt`, 1 ms resolution; CPU per router without the agents'). `--digest-hashes`: hashes per message;
+ * state's `sentAt`, wall-clock ms, 1 ms resolution; CPU per router without the agents'). `--router-procs N`:
+ * the routers in N child processes (lib/mesh-router-proc.ts), an even share in each, delay from `sentAt` too
+ * (every process reads this host's one clock). Without either, delay is from each publish's monotonic time
+ * (one process). `--digest-hashes`: hashes per message;
  * `--full-every`: every how many messages carry the static fields (bench/gossip-model.ts sets these and `--rate`).
  * `--batch-ms`: the routers' batch window (default the production one; 0: agents publish signed states, one
  * gossipsub message each, as before batching); the rows say how many states went in a batch.
@@ -40,12 +48,12 @@
  * Smoke: --agents 8 --routers 3 --rate 5 --seconds 1
  * `--rate` is the fleet's state messages per second, the same for every
  * fleet size (each agent publishes every agents/rate seconds), so rows differ
- * only in how many agents there are. Every node shares one event loop, and
- * one message costs about routers × mesh degree encrypted relays, so a
- * higher rate saturates this one process (the event-loop utilization is
- * printed): latencies are then queueing in this process, an upper bound for
- * a fleet of real processes, and noisy on a loaded host. Bytes (also per
- * message) and connection counts do not depend on CPU.
+ * only in how many agents there are. Nodes in one process share its event
+ * loop, and one message costs about routers × mesh degree encrypted relays,
+ * so a higher rate saturates a process (the busiest router process's
+ * event-loop utilization is printed): latencies are then queueing in it, an
+ * upper bound for a fleet of real processes, and noisy on a loaded host.
+ * Bytes (also per message) and connection counts do not depend on CPU.
  */
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -53,7 +61,7 @@ import { generateSwarmKey, type GossipMeshTuning } from '@warmpath/shared/gossip
 import { MeshFleet, type MeshAgent, type MeshSample } from './lib/mesh-fleet.ts';
 import { AgentProcs } from './lib/mesh-procs.ts';
 import { converge, DelayLog, LocalRouters, RouterProcs, type Convergence, type Routers } from './lib/mesh-routers.ts';
-import { figures, measureWindow, type AgentCount } from './lib/mesh-window.ts';
+import { delayFigures, figures, measureWindow, quantile, type AgentCount } from './lib/mesh-window.ts';
 import { owner } from './lib/socket-bytes.ts';
 import { CONTROL_KINDS, meanRpcBytes, type RpcBytes } from './lib/rpc-bytes.ts';
 
@@ -113,8 +121,6 @@ const TIMING = { heartbeatIntervalMs: 700, redialIntervalMs: 1_000, dialTimeoutM
 /** The fleet has this long to form (one mesh, every replica on every router, every agent linked) before the window opens flagged, ms. */
 const CONVERGE_TIMEOUT_MS = 300_000;
 
-const quantile = (sorted: number[], q: number): number =>
-  sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
 
@@ -193,7 +199,7 @@ async function run(agents: number): Promise<Row> {
       rate: f.published / WINDOW_S,
       routers: ROUTERS,
       newReplicaMs,
-      ...latencyOf(w.delays, f.published * ROUTERS),
+      ...delayFigures(w.delays, f.published * ROUTERS),
       elu: f.elu,
       meshParts: w.meshParts,
       routerKBs: {
@@ -267,20 +273,6 @@ async function startFleet(agents: number): Promise<{ routers: Routers; fleet: Me
   return { routers: new LocalRouters(fleet, log), fleet };
 }
 
-/** A row's delivery figures from its sorted latencies, ms. */
-function latencyOf(sorted: number[], expected: number): Pick<Row, 'latency' | 'latencyQuantiles'> {
-  return {
-    latency: {
-      p50: quantile(sorted, 0.5),
-      p99: quantile(sorted, 0.99),
-      max: sorted.at(-1) ?? Number.NaN,
-      n: sorted.length,
-      expected,
-    },
-    latencyQuantiles: Array.from({ length: 101 }, (_, k) => quantile(sorted, k / 100)),
-  };
-}
-
 /** The agents in PROCS child processes, publishing to these routers (stops both if they fail). */
 async function startProcs(fleet: MeshFleet, routers: Routers, agents: number, intervalMs: number): Promise<AgentProcs> {
   const spec = { agents, swarmKey: fleet.swarmKey, routerAddrs: routers.addrs(), intervalMs };
@@ -351,25 +343,29 @@ async function newReplicas(fleet: MeshFleet, routers: Routers): Promise<number[]
 
 const fmt = (x: number, d = 0): string =>
   Number.isFinite(x) ? x.toFixed(d) : x === Number.POSITIVE_INFINITY ? '∞' : '—';
+const formed = (c: Convergence): string =>
+  c.ok
+    ? `yes, ${fmt(c.waitedMs / 1_000)} s`
+    : `NOT CONVERGED: ${c.meshParts} mesh parts, ${c.routersMissing} routers missing replicas, ${c.agentsUnlinked} agents unlinked`;
 const span = (xs: number[]): string => `${Math.min(...xs)}–${Math.max(...xs)}`;
 
 const rows: Row[] = [];
 for (const agents of SIZES) rows.push(await run(agents));
 if (args.save !== '') writeFileSync(args.save, `${JSON.stringify(rows, null, 1)}\n`);
 console.log(
-  `\ngossip mesh: ${ROUTERS} routers (each keeping ${ROUTER_PEERS === 0 ? 'every other' : ROUTER_PEERS} router peer(s)), each agent publishing to 2 of them; ${RATE} state messages/s fleet-wide; ${WINDOW_S} s window; one process (event-loop utilization shown: latency is CPU-bound when it nears 1)\n`,
+  `\ngossip mesh: ${ROUTERS} routers (each keeping ${ROUTER_PEERS === 0 ? 'every other' : ROUTER_PEERS} router peer(s)), each agent publishing to 2 of them; ${RATE} state messages/s fleet-wide; ${WINDOW_S} s window; routers in ${ROUTER_PROCS === 0 ? 'this process' : `${ROUTER_PROCS} processes`}, agents in ${PROCS === 0 ? 'this process' : `${PROCS} processes`} (the busiest router process's event loop shown: latency is CPU-bound when it nears 1)\n`,
 );
 console.log(
-  '| agents × routers | each agent publishes every | new replica on every router, ms (median / max of 5) | delivery p50 / p99 / max, ms | delivered / expected | router KB/s in / out (max in) | router bytes in per message | agent KB/s in / out | connections: router↔router, router↔agent, agent | mesh parts (most; share split), links | event loop |',
+  '| agents × routers | each agent publishes every | new replica on every router, ms (median / max of 5) | delivery p50 / p99 / max, ms | delivered / expected | router KB/s in / out (max in) | router bytes in per message | agent KB/s in / out | connections: router↔router, router↔agent, agent | mesh parts (most; share split), links | event loop | formed before the window |',
 );
-console.log('|---|---|---|---|---|---|---|---|---|---|---|');
+console.log('|---|---|---|---|---|---|---|---|---|---|---|---|');
 for (const r of rows) {
   const nr = [...r.newReplicaMs].sort((a, b) => a - b);
   console.log(
     `| ${r.agents} × ${r.routers} | ${fmt(r.intervalMs / 1_000, 1)} s | ${fmt(quantile(nr, 0.5))} / ${fmt(nr.at(-1)!)} | ${fmt(r.latency.p50, 1)} / ${fmt(r.latency.p99, 1)} / ${fmt(r.latency.max, 1)} | ${r.latency.n} / ${r.latency.expected} | ` +
       `${fmt(r.routerKBs.in, 1)} / ${fmt(r.routerKBs.out, 1)} (${fmt(r.routerKBs.maxIn, 1)}) | ${fmt((r.routerKBs.in * 1024) / r.rate)} | ${fmt(r.agentKBs.in, 2)} / ${fmt(r.agentKBs.out, 2)} | ` +
       `${span(r.conns.routerRouter)}, ${span(r.conns.routerAgent)}, ${span(r.conns.agent)} | ` +
-      `${r.meshParts.most}; ${fmt(100 * r.meshParts.splitShare)}%, ${r.meshParts.minDegree}–${r.meshParts.maxDegree} | ${fmt(r.elu, 2)} |`,
+      `${r.meshParts.most}; ${fmt(100 * r.meshParts.splitShare)}%, ${r.meshParts.minDegree}–${r.meshParts.maxDegree} | ${fmt(r.elu, 2)} | ${formed(r.convergence)} |`,
   );
 }
 

@@ -33,6 +33,8 @@ export interface Spec {
 export type ChildMessage =
   { type: 'ready'; agents: number } | { type: 'count'; published: number; peers: number[]; usage: ProcUsage };
 
+/** Progress on stderr every this many agents started. */
+const PROGRESS_EVERY = 100;
 const spec = JSON.parse(process.argv[2]!) as Spec;
 const send = (m: ChildMessage): void => void process.send?.(m);
 const fleet = await MeshFleet.start({
@@ -45,6 +47,9 @@ const fleet = await MeshFleet.start({
   fullEvery: spec.fullEvery,
   timing: spec.timing,
   mesh: spec.mesh,
+  onStarted: (n) => {
+    if (n % PROGRESS_EVERY === 0) console.error(`agents ${spec.firstAgent}…: ${n} of ${spec.agents} started`);
+  },
 });
 let stopPublishing = (): void => {};
 process.on('message', (m: { type: string }) => {

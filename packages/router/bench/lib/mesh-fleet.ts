@@ -42,7 +42,7 @@ import { countRpc, emptyRpcBytes, type RpcBytes } from './rpc-bytes.ts';
 export const MESH_FLEET = 'mesh';
 /** Chain hashes in each message's digest: 48 × 8 bytes. */
 const DIGEST_HASHES = 48;
-/** Agents started at once: bounds the burst of noise handshakes on a loaded host. */
+/** Agents started at once (a ramp, not all at once): bounds the burst of noise handshakes on a loaded host. */
 const START_BATCH = 10;
 /** A batch's links are waited for at most this long, ms; slow links then finish while the next batch starts. */
 const BATCH_WAIT_MS = 5_000;
@@ -74,6 +74,8 @@ export interface MeshOptions {
   fullEvery?: number;
   /** Routers' batch window, ms (GossipOptions.batchWindowMs; 0: no hand-off, agents publish signed states). Default: production. */
   batchWindowMs?: number;
+  /** Called after each batch of agents has started and linked (or waited BATCH_WAIT_MS), with the agents so far. */
+  onStarted?: (agents: number) => void;
   /** Every state a router applied, decoded, with the time (performance.now()) it was delivered. */
   onDelivery?: (router: MeshRouter, state: ReplicaState, origin: GossipOrigin, at: number) => void;
 }
@@ -134,6 +136,7 @@ export class MeshFleet {
       for (let i = 0; i < o.agents; i += START_BATCH) {
         await Promise.all(Array.from({ length: Math.min(START_BATCH, o.agents - i) }, () => fleet.addAgent(all)));
         await fleet.#linked(fleet.agents.slice(i));
+        o.onStarted?.(fleet.agents.length);
       }
     } catch (err) {
       await fleet.stop();

@@ -26,6 +26,8 @@ const CHILD = new URL('./mesh-router-proc.ts', import.meta.url).pathname;
 const READY_TIMEOUT_MS = 120_000;
 /** A request is answered within this long, ms ('holds' adds its own timeout). */
 const REPLY_TIMEOUT_MS = 60_000;
+/** While the fleet forms, its state on stderr every this many checks (half a second each). */
+const PROGRESS_EVERY = 20;
 
 export interface RouterSpec {
   listenAddrs: string[];
@@ -301,6 +303,7 @@ export async function converge(
   timeoutMs: number,
 ): Promise<Convergence> {
   const t0 = performance.now();
+  let checks = 0;
   for (;;) {
     const snap = await routers.snapshot();
     const peers = await agentPeers();
@@ -314,6 +317,7 @@ export async function converge(
     };
     c.ok = c.meshParts === 1 && c.routersMissing === 0 && c.agentsUnlinked === 0;
     if (c.ok || c.waitedMs > timeoutMs) return c;
+    if (++checks % PROGRESS_EVERY === 0) console.error(`forming: ${JSON.stringify(c)}`);
     await new Promise((r) => setTimeout(r, 500));
   }
 }

@@ -37,6 +37,23 @@ export interface Window {
   meshParts: MeshSample;
 }
 
+export const quantile = (sorted: number[], q: number): number =>
+  sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
+
+/** Delivery figures from sorted delays (ms): p50 / p99 / max, how many of those `expected`, and the quantiles in 1% steps. */
+export function delayFigures(sorted: number[], expected: number) {
+  return {
+    latency: {
+      p50: quantile(sorted, 0.5),
+      p99: quantile(sorted, 0.99),
+      max: sorted.at(-1) ?? Number.NaN,
+      n: sorted.length,
+      expected,
+    },
+    latencyQuantiles: Array.from({ length: 101 }, (_, k) => quantile(sorted, k / 100)),
+  };
+}
+
 const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
 
 async function read(routers: Routers, agents: () => Promise<AgentCount>): Promise<Reading> {
