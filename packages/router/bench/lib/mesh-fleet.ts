@@ -37,7 +37,10 @@ import { decodeState, encodeState, type ReplicaState } from '@warmpath/shared/wi
 import { routerConfig } from '../../src/config.ts';
 import { FleetView } from '../../src/fleet/view.ts';
 import { makeState } from '../../test/helpers.ts';
+import { meshPartsOf, sampleMesh, type MeshParts, type MeshSample } from './mesh-parts.ts';
 import { countRpc, emptyRpcBytes, type RpcBytes } from './rpc-bytes.ts';
+
+export type { MeshSample } from './mesh-parts.ts';
 
 export const MESH_FLEET = 'mesh';
 /** Chain hashes in each message's digest: 48 × 8 bytes. */
@@ -46,6 +49,9 @@ const DIGEST_HASHES = 48;
 const START_BATCH = 10;
 /** A batch's links are waited for at most this long, ms; slow links then finish while the next batch starts. */
 const BATCH_WAIT_MS = 5_000;
+/** The next batch starts once this process's event loop is busy less than this share of a quarter second (or after ROOM_WAIT_MS). */
+const ROOM_ELU = 0.6;
+const ROOM_WAIT_MS = 10_000;
 
 export interface MeshOptions {
   routers: number;
@@ -101,14 +107,6 @@ export interface MeshAgent {
   readonly sentAt: Map<number, number>;
 }
 
-/** The routers' mesh over a window: most parts seen, share of samples in more than one part, fewest and most links a router held. */
-export interface MeshSample {
-  most: number;
-  splitShare: number;
-  minDegree: number;
-  maxDegree: number;
-}
-
 export class MeshFleet {
   readonly routers: MeshRouter[] = [];
   readonly agents: MeshAgent[] = [];
@@ -136,6 +134,7 @@ export class MeshFleet {
       for (let i = 0; i < o.agents; i += START_BATCH) {
         await Promise.all(Array.from({ length: Math.min(START_BATCH, o.agents - i) }, () => fleet.addAgent(all)));
         await fleet.#linked(fleet.agents.slice(i));
+        await room();
         o.onStarted?.(fleet.agents.length);
       }
     } catch (err) {
@@ -325,63 +324,18 @@ export class MeshFleet {
   }
 }
 
-export interface MeshParts {
-  parts: number;
-  minDegree: number;
-  maxDegree: number;
-}
-
 /**
- * The routers' mesh as a graph (an edge where either holds the other in its
- * mesh): its connected parts and the least and most links a router holds.
- * One part is a mesh every state floods across without repair. O(links).
+ * Waits (at most ROOM_WAIT_MS) until this process's event loop has room: on
+ * a loaded host the ramp slows rather than pile handshakes onto links still
+ * forming, whose streams would then time out and be redialed (more
+ * handshakes: a fleet that never forms).
  */
-export function meshPartsOf(routers: ReadonlyArray<{ peerId: string; meshPeers: readonly string[] }>): MeshParts {
-  const index = new Map(routers.map((r, i) => [r.peerId, i]));
-  const links = routers.map(() => new Set<number>());
-  routers.forEach((r, i) => {
-    for (const p of r.meshPeers) {
-      const j = index.get(p);
-      if (j === undefined) continue;
-      links[i]!.add(j);
-      links[j]!.add(i);
-    }
-  });
-  const part = new Array<number>(routers.length).fill(-1);
-  let parts = 0;
-  for (let i = 0; i < part.length; i++) {
-    if (part[i] !== -1) continue;
-    const stack = [i];
-    part[i] = parts;
-    for (let k = stack.pop(); k !== undefined; k = stack.pop())
-      for (const j of links[k]!) {
-        if (part[j] !== -1) continue;
-        part[j] = parts;
-        stack.push(j);
-      }
-    parts++;
+async function room(): Promise<void> {
+  for (const end = performance.now() + ROOM_WAIT_MS; performance.now() < end;) {
+    const e0 = performance.eventLoopUtilization();
+    await new Promise((r) => setTimeout(r, 250));
+    if (performance.eventLoopUtilization(e0).utilization < ROOM_ELU) return;
   }
-  const degrees = links.map((l) => l.size);
-  return { parts, minDegree: Math.min(...degrees), maxDegree: Math.max(...degrees) };
-}
-
-/** The mesh read every `everyMs` for `windowMs`: the most parts seen, the share of samples split, the fewest and most links. */
-export async function sampleMesh(
-  windowMs: number,
-  everyMs: number,
-  read: () => Promise<MeshParts>,
-): Promise<MeshSample> {
-  const samples: MeshParts[] = [];
-  for (const end = performance.now() + windowMs; performance.now() < end;) {
-    samples.push(await read());
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-  return {
-    most: Math.max(...samples.map((s) => s.parts)),
-    splitShare: samples.filter((s) => s.parts > 1).length / Math.max(1, samples.length),
-    minDegree: Math.min(...samples.map((s) => s.minDegree)),
-    maxDegree: Math.max(...samples.map((s) => s.maxDegree)),
-  };
 }
 
 /** n free TCP ports on 127.0.0.1, reserved by listening and released at once (another process could take one in between: unlikely). */

@@ -17,7 +17,8 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { performance, type EventLoopUtilization } from 'node:perf_hooks';
 import type { GossipMeshTuning, GossipStats, GossipTiming } from '@warmpath/shared/gossip';
-import { freePorts, meshPartsOf, type MeshFleet } from './mesh-fleet.ts';
+import { freePorts, type MeshFleet } from './mesh-fleet.ts';
+import { meshPartsOf } from './mesh-parts.ts';
 import type { RpcBytes } from './rpc-bytes.ts';
 import { bytesByNode } from './socket-bytes.ts';
 

@@ -9,7 +9,7 @@
  * routers in one process the CPU per router is that process's over its
  * routers (agents' work included when they share it: an upper bound).
  */
-import { sampleMesh, meshPartsOf, type MeshSample } from './mesh-fleet.ts';
+import { sampleMesh, meshPartsOf, type MeshSample } from './mesh-parts.ts';
 import { eluBetween, type ProcUsage, type Routers, type Snapshot } from './mesh-routers.ts';
 import { diffRpcBytes, type RpcBytes } from './rpc-bytes.ts';
 import { bytesByNode } from './socket-bytes.ts';
