@@ -2,13 +2,13 @@
  * Gossip mesh bench: A agents × R routers as real libp2p nodes over TCP on
  * 127.0.0.1 (lib/mesh-fleet.ts), in this process or spread over child
  * processes, each agent publishing to 2 routers, the routers relaying through
- * their gossipsub mesh. Before each window the fleet must have formed (one
- * mesh part, every replica on every router, every agent linked to a router:
- * lib/mesh-routers.ts `converge`); a row whose fleet had not is flagged
- * (`convergence.ok` false, "NOT CONVERGED"). For each fleet size, side by side:
+ * their gossipsub mesh. Before each window the fleet must have formed within
+ * `--form-s` (one mesh part, every replica on every router, every agent
+ * linked: lib/mesh-routers.ts `converge`), else its row is flagged
+ * ("NOT CONVERGED", `convergence.ok` false). For each fleet size:
  *  - new replica: from a new agent's start until every router's view holds
- *    it (the agent publishes every 250 ms, as a real one does), NEW_REPLICAS
- *    times;
+ *    it (the agent publishes every 250 ms, as a real one does), 5 times
+ *    (lib/mesh-window.ts);
  *  - state-change delivery: from each publish to its delivery at each
  *    router, p50 / p99 / max;
  *  - bytes per second per node, in and out: every TCP socket a node opens or
@@ -26,7 +26,7 @@
  *
  *   node_modules/.bin/node packages/router/bench/mesh.ts [--agents 60,120] [--routers 8] [--router-peers 0] [--rate 30] [--seconds 10] [--save rows.json]
  *     [--d 6 --dlo 4 --dhi 12 --dlazy 6] [--gossip-windows 3] [--idontwant-min 512]
- *     [--procs 0] [--router-procs 0] [--digest-hashes 48] [--full-every 1] [--batch-ms 50]
+ *     [--procs 0] [--router-procs 0] [--form-s 300] [--digest-hashes 48] [--full-every 1] [--batch-ms 50]
  *
  * `--procs N`: the agents in N child processes (lib/mesh-procs.ts), the routers alone here (delay from each
  * state's `sentAt`, wall-clock ms, 1 ms resolution; CPU per router without the agents'). `--router-procs N`:
@@ -37,13 +37,10 @@
  * `--batch-ms`: the routers' batch window (default the production one; 0: agents publish signed states, one
  * gossipsub message each, as before batching); the rows say how many states went in a batch.
  *
- * The mesh flags override the state topic's mesh degrees, IHAVE windows and
- * IDONTWANT threshold on every node (default: the production constants), to compare
- * settings (docs/GOSSIP.md).
- *
- * `--save` writes the rows as JSON, each with its delivery latencies'
- * quantiles in 1% steps (the figure in docs/SCALE.md is drawn from it by
- * packages/bench/bench/plot.ts).
+ * The mesh flags override the state topic's mesh degrees, IHAVE windows and IDONTWANT
+ * threshold on every node (default: the production constants), to compare settings (docs/GOSSIP.md).
+ * `--save` writes the rows as JSON, each with its delivery latencies' quantiles in 1% steps
+ * (docs/SCALE.md's figure is drawn from it by packages/bench/bench/plot.ts).
  *
  * Smoke: --agents 8 --routers 3 --rate 5 --seconds 1
  * `--rate` is the fleet's state messages per second, the same for every
@@ -58,10 +55,19 @@
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { generateSwarmKey, type GossipMeshTuning } from '@warmpath/shared/gossip';
-import { MeshFleet, type MeshAgent, type MeshSample } from './lib/mesh-fleet.ts';
+import { MeshFleet, type MeshSample } from './lib/mesh-fleet.ts';
 import { AgentProcs } from './lib/mesh-procs.ts';
-import { converge, DelayLog, LocalRouters, RouterProcs, type Convergence, type Routers } from './lib/mesh-routers.ts';
-import { delayFigures, figures, measureWindow, quantile, type AgentCount } from './lib/mesh-window.ts';
+import {
+  agentStats,
+  converge,
+  DelayLog,
+  LocalRouters,
+  RouterProcs,
+  type AgentStats,
+  type Convergence,
+  type Routers,
+} from './lib/mesh-routers.ts';
+import { delayFigures, figures, measureWindow, newReplicas, quantile, type AgentCount } from './lib/mesh-window.ts';
 import { owner } from './lib/socket-bytes.ts';
 import { CONTROL_KINDS, meanRpcBytes, type RpcBytes } from './lib/rpc-bytes.ts';
 
@@ -81,6 +87,7 @@ const { values: args } = parseArgs({
     'idontwant-min': { type: 'string' },
     procs: { type: 'string', default: '0' },
     'router-procs': { type: 'string', default: '0' },
+    'form-s': { type: 'string', default: '300' },
     'digest-hashes': { type: 'string', default: '48' },
     'full-every': { type: 'string', default: '1' },
     'batch-ms': { type: 'string' },
@@ -111,15 +118,16 @@ const ROUTERS = Number(args.routers);
 const ROUTER_PEERS = Number(args['router-peers']);
 const RATE = Number(args.rate);
 const WINDOW_S = Number(args.seconds);
-/** New agents started one after another for the new-replica figure. */
-const NEW_REPLICAS = 5;
-const NEW_AGENT_PUBLISH_MS = 250; // a new agent publishes this often until every router holds it, ms
-/** A new replica not on every router after this long counts as ∞, ms. */
-const NEW_REPLICA_TIMEOUT_MS = 30_000;
 /** Production gossip timing: a 700 ms heartbeat; dials and stream set-up get room on a loaded host. */
 const TIMING = { heartbeatIntervalMs: 700, redialIntervalMs: 1_000, dialTimeoutMs: 10_000, silentPeerGraceMs: 15_000 };
+/**
+ * Agents not sharing the routers' process redial every 5 s and keep a router silent for 60 s: hundreds of
+ * agents on one host whose handshakes outlast the routers' upgrade timeout otherwise redial faster than the
+ * host completes handshakes, and the fleet never forms. Formed, they behave as with TIMING.
+ */
+const AGENT_TIMING = { ...TIMING, redialIntervalMs: 5_000, silentPeerGraceMs: 60_000 };
 /** The fleet has this long to form (one mesh, every replica on every router, every agent linked) before the window opens flagged, ms. */
-const CONVERGE_TIMEOUT_MS = 300_000;
+const CONVERGE_TIMEOUT_MS = 1_000 * Number(args['form-s']);
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
@@ -166,6 +174,8 @@ interface Row {
   eluAgentProcs: number[];
   /** Connections the routers refused or closed over their cap (maxConnections), summed, since they started. */
   overCapDropped: number;
+  /** The agents' dial failures, silent-peer hang-ups, publish errors and hand-offs, summed, since they started. */
+  agentStats: AgentStats;
 }
 
 async function run(agents: number): Promise<Row> {
@@ -179,11 +189,12 @@ async function run(agents: number): Promise<Row> {
           published: fleet.agents.reduce((n, a) => n + a.seq, 0),
           peers: fleet.agents.map((a) => a.node.peers().length),
           usage: [],
+          stats: agentStats(fleet.agents),
         };
   const stopPublishing =
     procs !== undefined ? (procs.publish(), () => procs.stop()) : fleet.startPublishing(intervalMs);
   try {
-    const convergence = await converge(routers, agents, async () => (await agentCount()).peers, CONVERGE_TIMEOUT_MS);
+    const convergence = await converge(routers, agents, agentCount, CONVERGE_TIMEOUT_MS);
     if (!convergence.ok)
       console.error(`${agents} × ${ROUTERS}: NOT CONVERGED, the row is flagged: ${JSON.stringify(convergence)}`);
     await sleep(2 * intervalMs);
@@ -216,6 +227,7 @@ async function run(agents: number): Promise<Row> {
       eluRouterProcs: f.eluRouterProcs,
       eluAgentProcs: f.eluAgentProcs,
       overCapDropped: f.overCapDropped,
+      agentStats: f.agentStats,
     };
   } finally {
     stopPublishing();
@@ -250,7 +262,14 @@ async function startFleet(agents: number): Promise<{ routers: Routers; fleet: Me
       mesh: MESH,
       ...(BATCH_MS !== undefined ? { batchWindowMs: BATCH_MS } : {}),
     });
-    const start = { ...common, routers: 0, agents: here, firstAgent: PROCS > 0 ? agents : 0, swarmKey };
+    const start = {
+      ...common,
+      timing: AGENT_TIMING,
+      routers: 0,
+      agents: here,
+      firstAgent: PROCS > 0 ? agents : 0,
+      swarmKey,
+    };
     const fleet = await MeshFleet.start({ ...start, routerAddrs: routers.addrs() }).catch(async (err: unknown) => {
       await routers.stop();
       throw err;
@@ -276,7 +295,7 @@ async function startFleet(agents: number): Promise<{ routers: Routers; fleet: Me
 /** The agents in PROCS child processes, publishing to these routers (stops both if they fail). */
 async function startProcs(fleet: MeshFleet, routers: Routers, agents: number, intervalMs: number): Promise<AgentProcs> {
   const spec = { agents, swarmKey: fleet.swarmKey, routerAddrs: routers.addrs(), intervalMs };
-  const more = { digestHashes: DIGEST_HASHES, fullEvery: FULL_EVERY, timing: TIMING, mesh: MESH };
+  const more = { digestHashes: DIGEST_HASHES, fullEvery: FULL_EVERY, timing: AGENT_TIMING, mesh: MESH };
   return AgentProcs.start(PROCS, { ...spec, ...more, firstAgent: 0 }).catch(async (err: unknown) => {
     await fleet.stop();
     await routers.stop();
@@ -319,26 +338,6 @@ function breakdown(
     fullEvery: FULL_EVERY,
     batchMs: BATCH_MS,
   };
-}
-
-/** Starts NEW_REPLICAS more agents one at a time; for each, ms from its start until every router holds it. */
-async function newReplicas(fleet: MeshFleet, routers: Routers): Promise<number[]> {
-  const out: number[] = [];
-  const candidates = routers.addrs();
-  for (let i = 0; i < NEW_REPLICAS; i++) {
-    const t0 = Date.now();
-    const agent: MeshAgent = await fleet.addAgent(candidates);
-    agent.fullEvery = 2; // a whole message once a floor period (500 ms), as a real agent sends
-    const timer = setInterval(() => void fleet.publish(agent), NEW_AGENT_PUBLISH_MS);
-    void fleet.publish(agent);
-    try {
-      const at = await routers.holds(agent.name, NEW_REPLICA_TIMEOUT_MS);
-      out.push(at === null ? Number.POSITIVE_INFINITY : at - t0);
-    } finally {
-      clearInterval(timer);
-    }
-  }
-  return out;
 }
 
 const fmt = (x: number, d = 0): string =>

@@ -9,14 +9,15 @@
  * links; then `publish` starts each agent publishing every `intervalMs`
  * (spread evenly), `count` answers { type: 'count', published, peers, usage }
  * (the messages published so far, each agent's connected peers, the
- * process's CPU and event loop so far), and `stop`
+ * process's CPU and event loop, its agents' link and publish counters so
+ * far), and `stop`
  * stops the nodes and exits.
  * Trade-off: publish times travel in each state's `sentAt` (wall-clock ms)
  * so delay is measured across processes at 1 ms resolution.
  */
 import type { GossipMeshTuning, GossipTiming } from '@warmpath/shared/gossip';
 import { MeshFleet } from './mesh-fleet.ts';
-import { usage, type ProcUsage } from './mesh-routers.ts';
+import { agentStats, usage, type AgentStats, type ProcUsage } from './mesh-routers.ts';
 
 export interface Spec {
   agents: number;
@@ -31,7 +32,8 @@ export interface Spec {
 }
 
 export type ChildMessage =
-  { type: 'ready'; agents: number } | { type: 'count'; published: number; peers: number[]; usage: ProcUsage };
+  | { type: 'ready'; agents: number }
+  | { type: 'count'; published: number; peers: number[]; usage: ProcUsage; stats: AgentStats };
 
 /** Progress on stderr every this many agents started. */
 const PROGRESS_EVERY = 100;
@@ -60,6 +62,7 @@ process.on('message', (m: { type: string }) => {
       published: fleet.agents.reduce((n, a) => n + a.seq, 0),
       peers: fleet.agents.map((a) => a.node.peers().length),
       usage: usage(),
+      stats: agentStats(fleet.agents),
     });
   else if (m.type === 'stop') {
     stopPublishing();

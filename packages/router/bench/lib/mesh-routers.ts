@@ -90,6 +90,27 @@ export interface Routers {
   stop(): Promise<void>;
 }
 
+/** Agents' counters, summed: how their links and publishes fared (GossipStats). */
+export type AgentStats = Pick<
+  GossipStats,
+  'dialFailures' | 'silentPeersDropped' | 'publishErrors' | 'publishedToNoPeers' | 'handedOff'
+>;
+
+export function agentStats(agents: ReadonlyArray<{ node: { stats(): GossipStats } }>): AgentStats {
+  const out: AgentStats = {
+    dialFailures: 0,
+    silentPeersDropped: 0,
+    publishErrors: 0,
+    publishedToNoPeers: 0,
+    handedOff: 0,
+  };
+  for (const a of agents) {
+    const s = a.node.stats();
+    for (const k of Object.keys(out) as Array<keyof AgentStats>) out[k] += s[k];
+  }
+  return out;
+}
+
 /** This process's usage so far. */
 export function usage(): ProcUsage {
   const cpu = process.cpuUsage();
@@ -300,14 +321,14 @@ export interface Convergence {
 export async function converge(
   routers: Routers,
   agents: number,
-  agentPeers: () => Promise<number[]>,
+  agentLinks: () => Promise<{ peers: number[]; stats: AgentStats }>,
   timeoutMs: number,
 ): Promise<Convergence> {
   const t0 = performance.now();
   let checks = 0;
   for (;;) {
     const snap = await routers.snapshot();
-    const peers = await agentPeers();
+    const { peers, stats } = await agentLinks();
     const c: Convergence = {
       ok: false,
       waitedMs: performance.now() - t0,
@@ -318,7 +339,7 @@ export async function converge(
     };
     c.ok = c.meshParts === 1 && c.routersMissing === 0 && c.agentsUnlinked === 0;
     if (c.ok || c.waitedMs > timeoutMs) return c;
-    if (++checks % PROGRESS_EVERY === 0) console.error(`forming: ${JSON.stringify(c)}`);
+    if (++checks % PROGRESS_EVERY === 0) console.error(`forming: ${JSON.stringify({ ...c, ...stats })}`);
     await new Promise((r) => setTimeout(r, 500));
   }
 }

@@ -3,14 +3,15 @@
  * every router (lib/mesh-routers.ts) and of the agents before and after,
  * state delays recorded in between, the routers' mesh sampled every
  * heartbeat; then the window's figures, per router and per process, from
- * the two readings' differences.
+ * the two readings' differences; and the new-replica times after it.
  * Complexity: a reading is O(routers + agents), one per heartbeat for the
  * mesh. Trade-off: CPU and event loop are per process, so with several
  * routers in one process the CPU per router is that process's over its
  * routers (agents' work included when they share it: an upper bound).
  */
+import type { MeshFleet } from './mesh-fleet.ts';
 import { sampleMesh, meshPartsOf, type MeshSample } from './mesh-parts.ts';
-import { eluBetween, type ProcUsage, type Routers, type Snapshot } from './mesh-routers.ts';
+import { eluBetween, type AgentStats, type ProcUsage, type Routers, type Snapshot } from './mesh-routers.ts';
 import { diffRpcBytes, type RpcBytes } from './rpc-bytes.ts';
 import { bytesByNode } from './socket-bytes.ts';
 
@@ -19,6 +20,7 @@ export interface AgentCount {
   published: number;
   peers: number[];
   usage: ProcUsage[];
+  stats: AgentStats;
 }
 
 interface Reading {
@@ -52,6 +54,33 @@ export function delayFigures(sorted: number[], expected: number) {
     },
     latencyQuantiles: Array.from({ length: 101 }, (_, k) => quantile(sorted, k / 100)),
   };
+}
+
+/** New agents started one after another for the new-replica figure. */
+const NEW_REPLICAS = 5;
+/** A new agent publishes this often until every router holds it, ms. */
+const NEW_AGENT_PUBLISH_MS = 250;
+/** A new replica not on every router after this long counts as ∞, ms. */
+const NEW_REPLICA_TIMEOUT_MS = 30_000;
+
+/** Starts NEW_REPLICAS more agents in `fleet` one at a time; for each, ms from its start until every router holds it. */
+export async function newReplicas(fleet: MeshFleet, routers: Routers): Promise<number[]> {
+  const out: number[] = [];
+  const candidates = routers.addrs();
+  for (let i = 0; i < NEW_REPLICAS; i++) {
+    const t0 = Date.now();
+    const agent = await fleet.addAgent(candidates);
+    agent.fullEvery = 2; // a whole message once a floor period (500 ms), as a real agent sends
+    const timer = setInterval(() => void fleet.publish(agent), NEW_AGENT_PUBLISH_MS);
+    void fleet.publish(agent);
+    try {
+      const at = await routers.holds(agent.name, NEW_REPLICA_TIMEOUT_MS);
+      out.push(at === null ? Number.POSITIVE_INFINITY : at - t0);
+    } finally {
+      clearInterval(timer);
+    }
+  }
+  return out;
 }
 
 const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
@@ -113,6 +142,8 @@ export function figures(w: Window, agentNames: string[]) {
       received: stat('batchesReceived'),
       handOffs: stat('handOffsReceived'),
     },
+    /** The agents' link and publish counters, summed, since they started. */
+    agentStats: after.agents.stats,
     /** Connections the routers refused or closed over their cap, since they started. */
     overCapDropped: routers.reduce((s, { a }) => s + a.stats.overCapDropped, 0),
   };
