@@ -42,7 +42,7 @@
  * `--save` writes the rows as JSON, each with its delivery latencies' quantiles in 1% steps
  * (docs/SCALE.md's figure is drawn from it by packages/bench/bench/plot.ts).
  *
- * Smoke: --agents 8 --routers 3 --rate 5 --seconds 1
+ * Smoke: --agents 8 --routers 3 --rate 5 --seconds 1 --router-procs 1
  * `--rate` is the fleet's state messages per second, the same for every
  * fleet size (each agent publishes every agents/rate seconds), so rows differ
  * only in how many agents there are. Nodes in one process share its event
@@ -137,6 +137,8 @@ interface Row {
   intervalMs: number;
   /** State messages published per second in the window. */
   rate: number;
+  /** The window as measured, s (`--seconds`, stretched where a busy host answers late). */
+  windowS: number;
   routers: number;
   newReplicaMs: number[];
   latency: { p50: number; p99: number; max: number; n: number; expected: number };
@@ -203,11 +205,12 @@ async function run(agents: number): Promise<Row> {
       w,
       fleet.agents.map((a) => a.name),
     );
-    const newReplicaMs = await newReplicas(fleet, routers);
+    const newReplicaMs = convergence.ok ? await newReplicas(fleet, routers) : []; // a broken fleet: not tried
     return {
       agents,
       intervalMs,
-      rate: f.published / WINDOW_S,
+      rate: f.published / w.seconds,
+      windowS: w.seconds,
       routers: ROUTERS,
       newReplicaMs,
       ...delayFigures(w.delays, f.published * ROUTERS),
@@ -220,7 +223,7 @@ async function run(agents: number): Promise<Row> {
       },
       agentKBs: { in: mean(f.agentRates.map((r) => r.in)), out: mean(f.agentRates.map((r) => r.out)) },
       conns: f.conns,
-      ...breakdown(fleet, f),
+      ...breakdown(fleet, f, w.seconds),
       batches: f.batches,
       routerProcs: ROUTER_PROCS,
       convergence,
@@ -307,6 +310,7 @@ async function startProcs(fleet: MeshFleet, routers: Routers, agents: number, in
 function breakdown(
   fleet: MeshFleet,
   f: ReturnType<typeof figures>,
+  seconds: number,
 ): Pick<
   Row,
   | 'mesh'
@@ -325,12 +329,12 @@ function breakdown(
     stateBytes: { whole: sizes.whole, digest: sizes.whole - sizes.withoutDigest },
     perMessage: {
       ...meanRpcBytes(f.rpc, f.published),
-      wire: mean(f.routerRates.map((r) => (r.in * 1024 * WINDOW_S) / f.published)),
+      wire: mean(f.routerRates.map((r) => (r.in * 1024 * seconds) / f.published)),
     },
     perRouterPerS: {
-      rpcs: mean(f.rpc.map((x) => x.rpcs)) / WINDOW_S,
-      copies: mean(f.rpc.map((x) => x.copies)) / WINDOW_S,
-      unique: mean(f.rpc.map((x) => x.unique)) / WINDOW_S,
+      rpcs: mean(f.rpc.map((x) => x.rpcs)) / seconds,
+      copies: mean(f.rpc.map((x) => x.copies)) / seconds,
+      unique: mean(f.rpc.map((x) => x.unique)) / seconds,
     },
     cpuPerRouter: f.cpuPerRouter,
     procs: PROCS,

@@ -13,6 +13,7 @@ import type { MeshFleet } from './mesh-fleet.ts';
 import { sampleMesh, meshPartsOf, type MeshSample } from './mesh-parts.ts';
 import { eluBetween, type AgentStats, type ProcUsage, type Routers, type Snapshot } from './mesh-routers.ts';
 import { diffRpcBytes, type RpcBytes } from './rpc-bytes.ts';
+import { performance } from 'node:perf_hooks';
 import { bytesByNode } from './socket-bytes.ts';
 
 /** The agents' side of a reading: messages published so far, each agent's links, each agent process's usage. */
@@ -31,6 +32,7 @@ interface Reading {
 }
 
 export interface Window {
+  /** The window's length as measured (at least the `seconds` asked for). */
   seconds: number;
   before: Reading;
   after: Reading;
@@ -85,11 +87,17 @@ export async function newReplicas(fleet: MeshFleet, routers: Routers): Promise<n
 
 const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
 
-async function read(routers: Routers, agents: () => Promise<AgentCount>): Promise<Reading> {
-  return { snap: await routers.snapshot(), agents: await agents(), local: bytesByNode() };
+async function read(routers: Routers, agents: () => Promise<AgentCount>): Promise<Reading & { at: number }> {
+  const snap = await routers.snapshot();
+  return { snap, at: performance.now(), agents: await agents(), local: bytesByNode() };
 }
 
-/** Opens the window, samples the mesh every `everyMs` for `seconds`, closes it. */
+/**
+ * Opens the window, samples the mesh every `everyMs` for `seconds`, closes
+ * it. A sample waits for every router process's answer, so a busy host
+ * stretches the window: its `seconds` are the ones measured between the
+ * two readings.
+ */
 export async function measureWindow(
   routers: Routers,
   agents: () => Promise<AgentCount>,
@@ -103,7 +111,8 @@ export async function measureWindow(
   );
   const delays = await routers.delays(false);
   const after = await read(routers, agents);
-  return { seconds, before, after, delays: delays.sort((x, y) => x - y), meshParts };
+  const measured = (after.at - before.at) / 1_000;
+  return { seconds: measured, before, after, delays: delays.sort((x, y) => x - y), meshParts };
 }
 
 /** The window's figures: per router (in snapshot order) and per process. */
