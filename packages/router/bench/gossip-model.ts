@@ -22,7 +22,7 @@
  *  4. Batches (rows with states handed off, docs/GOSSIP.md "Batches"): bytes a
  *     router receives per state and per copy = a + b / k + the naming of its
  *     agent (its peer id, at most once a second: every state at a bench's
- *     slow per-agent cadence, one in six at 5.69 a second), k the states per
+ *     slow per-agent cadence, fewer at a fleet's), k the states per
  *     batch; a (a state, its slot, the hand-off) and b (a batch's
  *     signature, framing, message id, IHAVE, transport) fitted by least
  *     squares over the batched rows, per copy because the copies differ

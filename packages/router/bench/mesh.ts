@@ -245,11 +245,13 @@ async function run(agents: number): Promise<Row> {
  * in it). In-process delays come from each publish's monotonic time.
  */
 async function startFleet(agents: number): Promise<{ routers: Routers; fleet: MeshFleet }> {
+  /** The routers' batching options, wherever they run. */
+  const batching = BATCH_MS !== undefined ? { batchWindowMs: BATCH_MS } : {};
   const common = {
     agentPeers: 2,
     timing: TIMING,
     mesh: MESH,
-    ...(BATCH_MS !== undefined ? { batchWindowMs: BATCH_MS } : {}),
+    ...batching,
     digestHashes: DIGEST_HASHES,
     fullEvery: FULL_EVERY,
     wrapStart: (name: string, start: () => Promise<void>) => owner.run(name, start),
@@ -257,14 +259,8 @@ async function startFleet(agents: number): Promise<{ routers: Routers; fleet: Me
   const here = PROCS > 0 ? 0 : agents;
   if (ROUTER_PROCS > 0) {
     const swarmKey = generateSwarmKey();
-    const routers = await RouterProcs.start(ROUTER_PROCS, {
-      routers: ROUTERS,
-      swarmKey,
-      routerPeers: ROUTER_PEERS,
-      timing: TIMING,
-      mesh: MESH,
-      ...(BATCH_MS !== undefined ? { batchWindowMs: BATCH_MS } : {}),
-    });
+    const options = { routerPeers: ROUTER_PEERS, timing: TIMING, mesh: MESH, ...batching };
+    const routers = await RouterProcs.start(ROUTER_PROCS, { routers: ROUTERS, swarmKey, options });
     const start = {
       ...common,
       timing: AGENT_TIMING,

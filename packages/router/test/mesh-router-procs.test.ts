@@ -27,7 +27,7 @@ describe(`a mesh bench fleet: ${ROUTERS} routers in 2 processes, ${AGENTS} agent
 
   beforeAll(async () => {
     const swarmKey = generateSwarmKey();
-    routers = await RouterProcs.start(2, { routers: ROUTERS, swarmKey, routerPeers: 0, timing: TIMING, mesh: {} });
+    routers = await RouterProcs.start(2, { routers: ROUTERS, swarmKey, options: { routerPeers: 0, timing: TIMING } });
     fleet = await MeshFleet.start({
       routers: 0,
       agents: AGENTS,

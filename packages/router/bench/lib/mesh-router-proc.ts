@@ -34,15 +34,12 @@ const spec = JSON.parse(process.argv[2]!) as RouterSpec;
 const send = (m: RouterReply): void => void process.send?.(m);
 let delays: number[] | undefined;
 const fleet = await MeshFleet.start({
+  ...spec.options,
   routers: spec.routers,
   agents: 0,
   firstRouter: spec.firstRouter,
   listenAddrs: spec.listenAddrs,
-  routerPeers: spec.routerPeers,
   swarmKey: spec.swarmKey,
-  timing: spec.timing,
-  mesh: spec.mesh,
-  ...(spec.batchWindowMs !== undefined ? { batchWindowMs: spec.batchWindowMs } : {}),
   wrapStart: (name, start) => owner.run(name, start),
   onDelivery: (_router, state) => void delays?.push(Date.now() - state.sentAt),
 });

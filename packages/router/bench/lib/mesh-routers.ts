@@ -16,8 +16,8 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { performance, type EventLoopUtilization } from 'node:perf_hooks';
-import type { GossipMeshTuning, GossipStats, GossipTiming } from '@warmpath/shared/gossip';
-import { freePorts, type MeshFleet } from './mesh-fleet.ts';
+import type { GossipStats } from '@warmpath/shared/gossip';
+import { freePorts, type MeshFleet, type MeshOptions } from './mesh-fleet.ts';
 import { meshPartsOf } from './mesh-parts.ts';
 import type { RpcBytes } from './rpc-bytes.ts';
 import { bytesByNode } from './socket-bytes.ts';
@@ -35,11 +35,11 @@ export interface RouterSpec {
   firstRouter: number;
   routers: number;
   swarmKey: string;
-  routerPeers: number;
-  timing: GossipTiming;
-  mesh: GossipMeshTuning;
-  batchWindowMs?: number;
+  /** Every router's other MeshFleet options (router peers, timing, mesh, batch window, …): JSON values only. */
+  options: Omit<MeshOptions, 'routers' | 'agents' | 'firstRouter' | 'listenAddrs' | 'swarmKey' | Callbacks>;
 }
+
+type Callbacks = 'wrapStart' | 'onDelivery' | 'onStarted';
 
 /** One router as seen from outside its process. */
 export interface RouterSnap {
