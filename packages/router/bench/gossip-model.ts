@@ -20,8 +20,10 @@
  *     the mesh hops, log_D(routers): fitted through the measured 8- and
  *     32-router rows. Steps 2-3 take the rows measured without batches.
  *  4. Batches (rows with states handed off, docs/GOSSIP.md "Batches"): bytes a
- *     router receives per state and per copy = a + b / k, k the states per
- *     batch; a (a state, its slot or author, the hand-off) and b (a batch's
+ *     router receives per state and per copy = a + b / k + the naming of its
+ *     agent (its peer id, at most once a second: every state at a bench's
+ *     slow per-agent cadence, fewer at a fleet's), k the states per
+ *     batch; a (a state, its slot, the hand-off) and b (a batch's
  *     signature, framing, message id, IHAVE, transport) fitted by least
  *     squares over the batched rows, per copy because the copies differ
  *     from run to run (the mesh each run builds; flooded, about one: pass
@@ -80,8 +82,18 @@ interface MeshRow {
   perRouterPerS: { copies: number; unique: number };
   cpuPerRouter: number;
   elu: number;
+  /** Whether the fleet had formed before the window (mesh.ts); rows without it are kept. */
+  convergence?: { ok: boolean };
 }
 
+/**
+ * A batch names a state's agent (its peer id: 38 bytes and a length) on first
+ * sight and then at most once per AUTHOR_EVERY_MS (1 s, shared gossip/batch.ts):
+ * an agent sending s states a second has one in ceil(s) named, every one at
+ * under one a second. Bytes a copy for that, at s states per agent-second.
+ */
+const AUTHOR_BYTES = 39;
+const naming = (s: number): number => AUTHOR_BYTES / Math.max(1, Math.ceil(s));
 /** Event-loop utilization from which a row's delay is the bench process's queueing. */
 const SATURATED = 0.9;
 const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
@@ -107,10 +119,13 @@ console.log(
 );
 
 // 2. Per message, from the measured rows.
-const rows = args.mesh
+const read = args.mesh
   .split(',')
   .filter((f) => f !== '')
   .flatMap((f) => JSON.parse(readFileSync(f, 'utf8')) as MeshRow[]);
+// A fleet that had not formed (the mesh in parts, agents unlinked) measures a broken mesh, not the model's.
+const rows = read.filter((r) => r.convergence?.ok !== false);
+if (rows.length < read.length) console.log(`${read.length - rows.length} row(s) left out: the fleet had not formed\n`);
 if (rows.length === 0) process.exit(0);
 const batched = rows.filter((r) => (r.batches?.published ?? 0) > 0);
 const unbatched = rows.filter((r) => !batched.includes(r));
@@ -204,7 +219,10 @@ if (batched.length > 0) modelBatches(batched);
 function modelBatches(xs: MeshRow[]): void {
   // x = batches a router received per state of the fleet (1 / k); y = bytes on its socket per state and copy.
   const copiesOf = (r: MeshRow): number => r.perMessage.copies / Math.max(1e-9, r.perMessage.unique);
-  const pts = xs.map((r) => [r.batches!.received / r.rate, r.perMessage.wire / copiesOf(r)] as const);
+  // Per copy, without the namings the row's cadence made (AUTHOR_BYTES each); the fleet's cadence adds its own back.
+  const pts = xs.map(
+    (r) => [r.batches!.received / r.rate, r.perMessage.wire / copiesOf(r) - naming(r.rate / r.agents)] as const,
+  );
   const mx = mean(pts.map(([x]) => x));
   const my = mean(pts.map(([, y]) => y));
   const sxx = pts.reduce((acc, [x]) => acc + (x - mx) ** 2, 0);
@@ -213,7 +231,7 @@ function modelBatches(xs: MeshRow[]): void {
   const copies = xs.map(copiesOf);
   const [fewest, most, meanCopies] = [Math.min(...copies), Math.max(...copies), mean(copies)];
   console.log(
-    `\nbatched rows: bytes a router receives per state = copies × (${a.toFixed(0)} + ${b.toFixed(0)} / k), least squares; copies ${fewest.toFixed(2)}–${most.toFixed(2)}\n`,
+    `\nbatched rows: bytes a router receives per state = copies × (${a.toFixed(0)} + ${b.toFixed(0)} / k + the agent's naming), least squares; copies ${fewest.toFixed(2)}–${most.toFixed(2)}; naming ${naming(perAgent).toFixed(0)} bytes a copy at ${perAgent.toFixed(2)} states per agent-s\n`,
   );
   console.log(
     '| agents × routers | fleet states/s | states per batch (first hop) | copies | bytes per state | model | delay p50 / p99, ms | event loop |',
@@ -222,8 +240,9 @@ function modelBatches(xs: MeshRow[]): void {
   xs.forEach((r, i) => {
     const [x, y] = pts[i]!;
     const k = r.batches!.handOffs / r.batches!.published;
+    const back = naming(r.rate / r.agents);
     console.log(
-      `| ${r.agents} × ${r.routers} | ${r.rate.toFixed(0)} | ${k.toFixed(1)} | ${copies[i]!.toFixed(2)} | ${(y * copies[i]!).toFixed(0)} | ${((a + b * x) * copies[i]!).toFixed(0)} | ${r.latency.p50.toFixed(0)} / ${r.latency.p99.toFixed(0)} | ${r.elu.toFixed(2)} |`,
+      `| ${r.agents} × ${r.routers} | ${r.rate.toFixed(0)} | ${k.toFixed(1)} | ${copies[i]!.toFixed(2)} | ${((y + back) * copies[i]!).toFixed(0)} | ${((a + b * x + back) * copies[i]!).toFixed(0)} | ${r.latency.p50.toFixed(0)} / ${r.latency.p99.toFixed(0)} | ${r.elu.toFixed(2)} |`,
     );
   });
   console.log(`\nthe fleets, batched (${perAgent.toFixed(2)} messages per agent-s): per router\n`);
@@ -235,7 +254,7 @@ function modelBatches(xs: MeshRow[]): void {
     for (const windowMs of [50, 100]) {
       const lambdaW = ((agents * perAgent * share) / routers) * (windowMs / 1_000);
       const k = lambdaW + Math.exp(-lambdaW);
-      const perCopy = a + b / k;
+      const perCopy = a + b / k + naming(perAgent);
       const mbs = (c: number): string => ((agents * perAgent * share * perCopy * c) / 1e6).toFixed(2);
       console.log(
         `| ${agents} × ${routers} | ${share === 1 ? 'all' : `${share * 100}%`} | ${windowMs} | ${k.toFixed(1)} | ${(perCopy * meanCopies).toFixed(0)} | ${mbs(meanCopies)} (${mbs(fewest)}–${mbs(most)}) |`,

@@ -7,14 +7,17 @@
  * Protocol (IPC messages): the parent forks it with a JSON `Spec` as argv[2];
  * it answers { type: 'ready', agents } once its agents hold their router
  * links; then `publish` starts each agent publishing every `intervalMs`
- * (spread evenly), `count` answers { type: 'count', published, peers } (the
- * messages published so far and each agent's connected peers), and `stop`
+ * (spread evenly), `count` answers { type: 'count', published, peers, usage }
+ * (the messages published so far, each agent's connected peers, the
+ * process's CPU and event loop, its agents' link and publish counters so
+ * far), and `stop`
  * stops the nodes and exits.
  * Trade-off: publish times travel in each state's `sentAt` (wall-clock ms)
  * so delay is measured across processes at 1 ms resolution.
  */
 import type { GossipMeshTuning, GossipTiming } from '@warmpath/shared/gossip';
 import { MeshFleet } from './mesh-fleet.ts';
+import { agentStats, usage, type AgentStats, type ProcUsage } from './mesh-routers.ts';
 
 export interface Spec {
   agents: number;
@@ -28,8 +31,12 @@ export interface Spec {
   mesh: GossipMeshTuning;
 }
 
-export type ChildMessage = { type: 'ready'; agents: number } | { type: 'count'; published: number; peers: number[] };
+export type ChildMessage =
+  | { type: 'ready'; agents: number }
+  | { type: 'count'; published: number; peers: number[]; usage: ProcUsage; stats: AgentStats };
 
+/** Progress on stderr every this many agents started. */
+const PROGRESS_EVERY = 100;
 const spec = JSON.parse(process.argv[2]!) as Spec;
 const send = (m: ChildMessage): void => void process.send?.(m);
 const fleet = await MeshFleet.start({
@@ -42,6 +49,9 @@ const fleet = await MeshFleet.start({
   fullEvery: spec.fullEvery,
   timing: spec.timing,
   mesh: spec.mesh,
+  onStarted: (n) => {
+    if (n % PROGRESS_EVERY === 0) console.error(`agents ${spec.firstAgent}…: ${n} of ${spec.agents} started`);
+  },
 });
 let stopPublishing = (): void => {};
 process.on('message', (m: { type: string }) => {
@@ -51,6 +61,8 @@ process.on('message', (m: { type: string }) => {
       type: 'count',
       published: fleet.agents.reduce((n, a) => n + a.seq, 0),
       peers: fleet.agents.map((a) => a.node.peers().length),
+      usage: usage(),
+      stats: agentStats(fleet.agents),
     });
   else if (m.type === 'stop') {
     stopPublishing();

@@ -38,15 +38,21 @@ import { decodeState, encodeState, type ReplicaState } from '@warmpath/shared/wi
 import { routerConfig } from '../../src/config.ts';
 import { FleetView } from '../../src/fleet/view.ts';
 import { makeState } from '../../test/helpers.ts';
+import { meshPartsOf, sampleMesh, type MeshParts, type MeshSample } from './mesh-parts.ts';
 import { countRpc, emptyRpcBytes, type RpcBytes } from './rpc-bytes.ts';
+
+export type { MeshSample } from './mesh-parts.ts';
 
 export const MESH_FLEET = 'mesh';
 /** Chain hashes in each message's digest: 48 × 8 bytes. */
 const DIGEST_HASHES = 48;
-/** Agents started at once: bounds the burst of noise handshakes on a loaded host. */
+/** Agents started at once (a ramp, not all at once): bounds the burst of noise handshakes on a loaded host. */
 const START_BATCH = 10;
 /** A batch's links are waited for at most this long, ms; slow links then finish while the next batch starts. */
 const BATCH_WAIT_MS = 5_000;
+/** The next batch starts once this process's event loop is busy less than this share of a quarter second (or after ROOM_WAIT_MS). */
+const ROOM_ELU = 0.6;
+const ROOM_WAIT_MS = 10_000;
 
 export interface MeshOptions {
   routers: number;
@@ -60,6 +66,9 @@ export interface MeshOptions {
   mesh?: GossipMeshTuning;
   /** Runs each node's start, e.g. inside an AsyncLocalStorage context naming the node. */
   wrapStart?: (name: string, start: () => Promise<void>) => Promise<void>;
+  /** Every router's listen address, reserved elsewhere; this fleet hosts `routers` of them from `firstRouter` (default: ports of its own). */
+  listenAddrs?: string[];
+  firstRouter?: number;
   /** Routers elsewhere that these agents publish to (default: this fleet's routers). */
   routerAddrs?: string[];
   /** The first agent's number (names are agent-<n>; unique across processes). Default 0. */
@@ -76,6 +85,8 @@ export interface MeshOptions {
   relay?: GossipRelay | undefined;
   /** Share of the message copies a router receives that it drops unread, as a lost copy (default 0). */
   dropShare?: number;
+  /** Called after each batch of agents has started and linked (or waited BATCH_WAIT_MS), with the agents so far. */
+  onStarted?: (agents: number) => void;
   /** Every state a router applied, decoded, with the time (performance.now()) it was delivered. */
   onDelivery?: (router: MeshRouter, state: ReplicaState, origin: GossipOrigin, at: number) => void;
 }
@@ -101,14 +112,6 @@ export interface MeshAgent {
   readonly sentAt: Map<number, number>;
 }
 
-/** The routers' mesh over a window: most parts seen, share of samples in more than one part, fewest and most links a router held. */
-export interface MeshSample {
-  most: number;
-  splitShare: number;
-  minDegree: number;
-  maxDegree: number;
-}
-
 export class MeshFleet {
   readonly routers: MeshRouter[] = [];
   readonly agents: MeshAgent[] = [];
@@ -129,13 +132,15 @@ export class MeshFleet {
   static async start(o: MeshOptions): Promise<MeshFleet> {
     const fleet = new MeshFleet(o);
     try {
-      const ports = await freePorts(o.routers);
-      const addrs = ports.map((p) => `/ip4/127.0.0.1/tcp/${p}`);
-      for (let i = 0; i < o.routers; i++) await fleet.#addRouter(i, addrs[i]!, addrs);
+      const addrs = o.listenAddrs ?? (await freePorts(o.routers)).map((p) => `/ip4/127.0.0.1/tcp/${p}`);
+      const first = o.firstRouter ?? 0;
+      for (let i = first; i < first + o.routers; i++) await fleet.#addRouter(i, addrs[i]!, addrs);
       const all = o.routerAddrs ?? fleet.routerAddrs();
       for (let i = 0; i < o.agents; i += START_BATCH) {
         await Promise.all(Array.from({ length: Math.min(START_BATCH, o.agents - i) }, () => fleet.addAgent(all)));
         await fleet.#linked(fleet.agents.slice(i));
+        await room();
+        o.onStarted?.(fleet.agents.length);
       }
     } catch (err) {
       await fleet.stop();
@@ -207,53 +212,14 @@ export class MeshFleet {
     };
   }
 
-  /**
-   * The routers' mesh as a graph (an edge where either holds the other in
-   * its mesh): its connected parts and the least and most links a router
-   * holds. One part is a mesh every state floods across without repair.
-   */
-  meshParts(): { parts: number; minDegree: number; maxDegree: number } {
-    const index = new Map(this.routers.map((r, i) => [r.node.peerId, i]));
-    const links = this.routers.map(() => new Set<number>());
-    this.routers.forEach((r, i) => {
-      for (const p of r.node.meshPeers()) {
-        const j = index.get(p);
-        if (j === undefined) continue;
-        links[i]!.add(j);
-        links[j]!.add(i);
-      }
-    });
-    const part = new Array<number>(this.routers.length).fill(-1);
-    let parts = 0;
-    for (let i = 0; i < part.length; i++) {
-      if (part[i] !== -1) continue;
-      const stack = [i];
-      part[i] = parts;
-      for (let k = stack.pop(); k !== undefined; k = stack.pop())
-        for (const j of links[k]!) {
-          if (part[j] !== -1) continue;
-          part[j] = parts;
-          stack.push(j);
-        }
-      parts++;
-    }
-    const degrees = links.map((l) => l.size);
-    return { parts, minDegree: Math.min(...degrees), maxDegree: Math.max(...degrees) };
+  /** The routers' mesh now (meshPartsOf). */
+  meshParts(): MeshParts {
+    return meshPartsOf(this.routers.map((r) => ({ peerId: r.node.peerId, meshPeers: r.node.meshPeers() })));
   }
 
-  /** The mesh sampled every `everyMs` for `windowMs` (meshParts): the most parts seen, the share of samples split, the fewest and most links. */
-  async sampleMesh(windowMs: number, everyMs: number): Promise<MeshSample> {
-    const samples: Array<ReturnType<MeshFleet['meshParts']>> = [];
-    for (const end = performance.now() + windowMs; performance.now() < end;) {
-      samples.push(this.meshParts());
-      await new Promise((r) => setTimeout(r, everyMs));
-    }
-    return {
-      most: Math.max(...samples.map((s) => s.parts)),
-      splitShare: samples.filter((s) => s.parts > 1).length / Math.max(1, samples.length),
-      minDegree: Math.min(...samples.map((s) => s.minDegree)),
-      maxDegree: Math.max(...samples.map((s) => s.maxDegree)),
-    };
+  /** The mesh sampled every `everyMs` for `windowMs` (sampleMesh). */
+  sampleMesh(windowMs: number, everyMs: number): Promise<MeshSample> {
+    return sampleMesh(windowMs, everyMs, () => Promise.resolve(this.meshParts()));
   }
 
   async stop(): Promise<void> {
@@ -369,8 +335,22 @@ export class MeshFleet {
   }
 }
 
+/**
+ * Waits (at most ROOM_WAIT_MS) until this process's event loop has room: on
+ * a loaded host the ramp slows rather than pile handshakes onto links still
+ * forming, whose streams would then time out and be redialed (more
+ * handshakes: a fleet that never forms).
+ */
+async function room(): Promise<void> {
+  for (const end = performance.now() + ROOM_WAIT_MS; performance.now() < end;) {
+    const e0 = performance.eventLoopUtilization();
+    await new Promise((r) => setTimeout(r, 250));
+    if (performance.eventLoopUtilization(e0).utilization < ROOM_ELU) return;
+  }
+}
+
 /** n free TCP ports on 127.0.0.1, reserved by listening and released at once (another process could take one in between: unlikely). */
-async function freePorts(n: number): Promise<number[]> {
+export async function freePorts(n: number): Promise<number[]> {
   const servers = await Promise.all(
     Array.from(
       { length: n },

@@ -8,6 +8,9 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import type { ChildMessage, Spec } from './mesh-agents.ts';
+import type { GossipStats } from '@warmpath/shared/gossip';
+import { agentStats } from './mesh-routers.ts';
+import type { AgentCount } from './mesh-window.ts';
 
 const CHILD = new URL('./mesh-agents.ts', import.meta.url).pathname;
 /** A child's agents are up and linked within this long, ms. */
@@ -43,8 +46,8 @@ export class AgentProcs {
     for (const c of this.#children) c.send({ type: 'publish' });
   }
 
-  /** Messages published so far by every agent, and each agent's connected peers. */
-  async count(): Promise<{ published: number; peers: number[] }> {
+  /** Messages published so far by every agent, each agent's connected peers, each process's usage, the agents' counters so far. */
+  async count(): Promise<AgentCount> {
     const replies = await Promise.all(
       this.#children.map((c) => {
         const r = reply(c, 'count', 30_000);
@@ -52,10 +55,13 @@ export class AgentProcs {
         return r;
       }),
     );
-    return replies.reduce<{ published: number; peers: number[] }>(
-      (a, m) => (m.type === 'count' ? { published: a.published + m.published, peers: [...a.peers, ...m.peers] } : a),
-      { published: 0, peers: [] },
-    );
+    const counts = replies.flatMap((m) => (m.type === 'count' ? [m] : []));
+    return {
+      published: counts.reduce((n, m) => n + m.published, 0),
+      peers: counts.flatMap((m) => m.peers),
+      usage: counts.map((m) => m.usage),
+      stats: agentStats(counts.map((m) => ({ node: { stats: () => m.stats as GossipStats } }))),
+    };
   }
 
   stop(): void {
