@@ -129,3 +129,27 @@ describe('benchmark scripts (smoke)', () => {
     },
   );
 });
+
+describe('benchmark scripts: --help and a wrong option', () => {
+  const withOptions = scripts.filter((s) => readFileSync(join(REPO, s), 'utf8').includes('scriptArgs(import.meta.url'));
+
+  it('most scripts read their options with scriptArgs', () => {
+    expect(withOptions.length).toBeGreaterThanOrEqual(19);
+  });
+
+  it.for(withOptions)(
+    '%s: --help prints its header and exits 0; an unknown option says so and exits 2',
+    { timeout: SCRIPT_TIMEOUT_MS },
+    async (script) => {
+      const [help, wrong] = await Promise.all([
+        pooled(() => run(script, ['--help'])),
+        pooled(() => run(script, ['--no-such-option'])),
+      ]);
+      expect(help.code, help.stderr).toBe(0);
+      expect(help.stdout).toMatch(/Smoke:/);
+      expect(wrong.code).toBe(2);
+      expect(wrong.stderr).toMatch(/^error: .*--no-such-option/);
+      expect(wrong.stderr).toMatch(/more: --help/);
+    },
+  );
+});

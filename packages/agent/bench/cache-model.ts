@@ -14,7 +14,6 @@
  *
  * Smoke: --requests 100 --blocks 256
  */
-import { parseArgs } from 'node:util';
 import { describeRequest } from '@warmpath/shared/wire';
 import { PROFILES, startSimServer } from '@warmpath/sim';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -22,8 +21,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateSwarmKey } from '@warmpath/shared/gossip';
 import { startAgent } from '../src/index.ts';
+import { scriptArgs } from '@warmpath/shared/runtime';
 
-const { values } = parseArgs({
+const { values } = scriptArgs(import.meta.url, {
   options: {
     requests: { type: 'string', default: '1500' },
     blocks: { type: 'string', default: '2048' },

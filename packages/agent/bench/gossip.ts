@@ -8,15 +8,15 @@
  *
  * Smoke: --rate 5 --seconds 1
  */
-import { parseArgs } from 'node:util';
 import { startSimServer } from '@warmpath/sim';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateSwarmKey } from '@warmpath/shared/gossip';
 import { startAgent } from '../src/index.ts';
+import { scriptArgs } from '@warmpath/shared/runtime';
 
-const { values } = parseArgs({
+const { values } = scriptArgs(import.meta.url, {
   options: { rate: { type: 'string', default: '10' }, seconds: { type: 'string', default: '10' } },
 });
 const rate = Number(values.rate);

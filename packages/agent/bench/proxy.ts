@@ -14,7 +14,6 @@
  *
  * Smoke: --requests 20 --prompt-chars 2000
  */
-import { parseArgs } from 'node:util';
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
@@ -24,6 +23,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateSwarmKey } from '@warmpath/shared/gossip';
+import { scriptArgs } from '@warmpath/shared/runtime';
 
 const MAIN = fileURLToPath(new URL('../../cli/src/main.ts', import.meta.url));
 const children: ChildProcess[] = [];
@@ -36,7 +36,7 @@ async function launch(args: string[]): Promise<string> {
   });
 }
 
-const { values } = parseArgs({
+const { values } = scriptArgs(import.meta.url, {
   options: {
     requests: { type: 'string', default: '600' },
     'prompt-chars': { type: 'string', default: '8000' },

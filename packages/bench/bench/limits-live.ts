@@ -17,7 +17,6 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { launchFleet } from '@warmpath/launch';
 import { HEADERS } from '@warmpath/shared/wire';
 import { assignRouters } from '../src/l4.ts';
@@ -25,8 +24,9 @@ import { runLoad, type PlannedRequest } from '../src/loadgen.ts';
 import type { LiveLimitsJson } from '../src/limits-table.ts';
 import { admissionsOf, limitHeld } from '../src/tenant-figures.ts';
 import { rng, textOf } from '../src/text.ts';
+import { scriptArgs } from '@warmpath/shared/runtime';
 
-const { values } = parseArgs({
+const { values } = scriptArgs(import.meta.url, {
   options: {
     routers: { type: 'string', default: '4' },
     seconds: { type: 'string', default: '180' },

@@ -14,11 +14,11 @@
  */
 import { writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
-import { parseArgs } from 'node:util';
 import { limitsMatrix, type LimitsJson } from '../src/limits-table.ts';
 import { SCENARIOS } from '../src/scenarios.ts';
+import { scriptArgs } from '@warmpath/shared/runtime';
 
-const { values } = parseArgs({
+const { values } = scriptArgs(import.meta.url, {
   options: {
     seeds: { type: 'string', default: '101,102,103,104' },
     routers: { type: 'string', default: '1,4,16' },

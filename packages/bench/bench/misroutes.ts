@@ -16,13 +16,13 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import { misroutesJson } from '../src/misroutes.ts';
 import type { BenchReport } from '../src/report.ts';
+import { scriptArgs } from '@warmpath/shared/runtime';
 
 const ROOT = join(import.meta.dirname, '../../..');
 const CLI = join(ROOT, 'packages/cli/src/main.ts');
-const { values } = parseArgs({
+const { values } = scriptArgs(import.meta.url, {
   options: {
     scenarios: { type: 'string', default: 'seed,chat,fanout,lora,pianos,trace,longctx' },
     seeds: { type: 'string', default: '101,102,103,104' },

@@ -14,15 +14,15 @@
  *
  * Smoke: --rate 4 --duration 6 --policies warmpath
  */
-import { parseArgs } from 'node:util';
 import { PROFILES, type Sequence, type StepResult } from '@warmpath/sim';
 import { runDes } from '../src/des/run.ts';
 import { pdRolesOf } from '../src/des/pd.ts';
 import { assignRouters } from '../src/l4.ts';
 import { planFor } from '../src/pool.ts';
 import { SCENARIOS } from '../src/scenarios.ts';
+import { scriptArgs } from '@warmpath/shared/runtime';
 
-const { values } = parseArgs({
+const { values } = scriptArgs(import.meta.url, {
   options: {
     scenario: { type: 'string', default: 'longdoc' },
     pd: { type: 'string', default: '4:6' },

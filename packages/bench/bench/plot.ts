@@ -27,12 +27,12 @@
  */
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { delayMedianMs } from '../src/des/gossip.ts';
 import { COLORS, type ChartSpec, type Figure, goalLine, hline, renderFigures } from '../src/figures.ts';
 import type { QualityRow } from '../src/quality-row.ts';
+import { scriptArgs } from '@warmpath/shared/runtime';
 
-const { values } = parseArgs({
+const { values } = scriptArgs(import.meta.url, {
   options: {
     out: { type: 'string' },
     gossip: { type: 'string' },

@@ -21,14 +21,14 @@
  * p99, and the mean change in hit rate.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
 import { p50AllRequests, p99AllRequests } from '../src/goals.ts';
 import { DEFAULT_GOSSIP, validateGossip } from '../src/des/gossip.ts';
 import { L4_MODES, type L4Mode } from '../src/l4.ts';
 import { DesPool, workloadKey, type DesJob, type JobOutcome } from '../src/pool.ts';
 import type { QualityRow } from '../src/quality-row.ts';
+import { scriptArgs } from '@warmpath/shared/runtime';
 
-const { values } = parseArgs({
+const { values } = scriptArgs(import.meta.url, {
   options: {
     scenarios: { type: 'string', default: 'seed,chat,trace,longctx' },
     seeds: { type: 'string', default: '1,2,3' },

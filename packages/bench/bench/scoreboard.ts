@@ -24,13 +24,13 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { committedInputs, DOC_DATA, renderDocs } from '../src/docs-data.ts';
 import { renderFigures } from '../src/figures.ts';
 import { resultsCharts, type GoalsJson } from '../src/scoreboard.ts';
+import { scriptArgs } from '@warmpath/shared/runtime';
 
 const ROOT = join(import.meta.dirname, '../../..');
-const { values } = parseArgs({
+const { values } = scriptArgs(import.meta.url, {
   options: {
     goals: { type: 'string' },
     ablation: { type: 'string' },

@@ -16,7 +16,6 @@
  *
  * Smoke: --seed 1
  */
-import { parseArgs } from 'node:util';
 import { PROFILES, type Sequence } from '@warmpath/sim';
 import { runDes } from '../src/des/run.ts';
 import { assignRouters } from '../src/l4.ts';
@@ -30,8 +29,9 @@ import {
   tenantsPlan,
   type TenantName,
 } from '../src/tenants-plan.ts';
+import { scriptArgs } from '@warmpath/shared/runtime';
 
-const { values } = parseArgs({
+const { values } = scriptArgs(import.meta.url, {
   options: {
     seed: { type: 'string', default: '1' },
     'scheduling-policy': { type: 'string' },

@@ -17,12 +17,12 @@
  */
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
 import { goalsTable, type GoalRow } from '../src/goal-rows.ts';
 import { tenantGoalRows, tenantRuns, tenantsScenario, type TenantRun } from '../src/tenant-goals.ts';
 import { SCENARIO_LOWER_SLOTS, SCENARIO_RESERVE } from '../src/tenants-plan.ts';
+import { scriptArgs } from '@warmpath/shared/runtime';
 
-const { values } = parseArgs({
+const { values } = scriptArgs(import.meta.url, {
   options: {
     seeds: { type: 'string', default: '101,102,103,104' },
     rate: { type: 'string' },

@@ -24,7 +24,6 @@
  *
  * Smoke: --scenario chat --seed 1 --policies warmpath --duration 5
  */
-import { parseArgs } from 'node:util';
 import { createPolicy, type Policy, registerPolicy } from '@warmpath/router';
 import { PROFILES, type Sequence } from '@warmpath/sim';
 import { runDes } from '../src/des/run.ts';
@@ -34,8 +33,9 @@ import { lastArrivalMs } from '../src/loadgen.ts';
 import { planFor } from '../src/pool.ts';
 import { aloneTtfts, hitCeiling, planRequests, type PlanRequest } from '../src/references.ts';
 import { SCENARIOS } from '../src/scenarios.ts';
+import { scriptArgs } from '@warmpath/shared/runtime';
 
-const { values } = parseArgs({
+const { values } = scriptArgs(import.meta.url, {
   options: {
     scenario: { type: 'string', default: 'chat' },
     seed: { type: 'string', default: '1' },

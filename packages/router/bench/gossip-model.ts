@@ -45,9 +45,9 @@
  * Smoke: --messages 6.5
  */
 import { readFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
+import { scriptArgs } from '@warmpath/shared/runtime';
 
-const { values: args } = parseArgs({
+const { values: args } = scriptArgs(import.meta.url, {
   options: {
     des: { type: 'string' },
     messages: { type: 'string' },

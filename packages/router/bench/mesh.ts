@@ -55,7 +55,6 @@
  * Bytes (also per message) and connection counts do not depend on CPU.
  */
 import { writeFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
 import { generateSwarmKey, type GossipMeshTuning, type GossipRelay } from '@warmpath/shared/gossip';
 import { MeshFleet, type MeshSample } from './lib/mesh-fleet.ts';
 import { AgentProcs } from './lib/mesh-procs.ts';
@@ -72,8 +71,9 @@ import {
 import { delayFigures, figures, measureWindow, newReplicas, quantile, type AgentCount } from './lib/mesh-window.ts';
 import { owner } from './lib/socket-bytes.ts';
 import { CONTROL_KINDS, meanRpcBytes, type RpcBytes } from './lib/rpc-bytes.ts';
+import { scriptArgs } from '@warmpath/shared/runtime';
 
-const { values: args } = parseArgs({
+const { values: args } = scriptArgs(import.meta.url, {
   options: {
     agents: { type: 'string', default: '60,120' },
     routers: { type: 'string', default: '8' },

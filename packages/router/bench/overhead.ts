@@ -48,13 +48,13 @@ import { createRequire } from 'node:module';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
 import { createGossipNode, generateSwarmKey } from '@warmpath/shared/gossip';
 import { freePort, haproxyConfig, installed, nginxConfig, NODE_FLOOR_JS, SOCKET_FLOOR_JS } from './lib/proxies.ts';
 import { encodeState } from '@warmpath/shared/wire';
+import { scriptArgs } from '@warmpath/shared/runtime';
 
-const { values: args } = parseArgs({
+const { values: args } = scriptArgs(import.meta.url, {
   options: {
     seconds: { type: 'string', default: '5' },
     concurrency: { type: 'string', default: '16' },

@@ -10,14 +10,14 @@
  *
  * One format per process, so neither run's garbage or shared strings blur the other's heap.
  */
-import { parseArgs } from 'node:util';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { stringify } from 'yaml';
 import { parseTenants } from '../src/tenants/file.ts';
 import { Tenancy } from '../src/tenants/tenancy.ts';
+import { scriptArgs } from '@warmpath/shared/runtime';
 
-const { values } = parseArgs({
+const { values } = scriptArgs(import.meta.url, {
   options: { tenants: { type: 'string', default: '10000' }, format: { type: 'string', default: 'json' } },
 });
 const n = Number(values.tenants);

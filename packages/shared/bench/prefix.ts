@@ -8,7 +8,6 @@
  * --ms: how long each figure is timed, ms; --mb: MB of text in the throughput runs.
  * Smoke: --ms 5 --mb 0.25
  */
-import { parseArgs } from 'node:util';
 import {
   canonicalText,
   chainHashes,
@@ -17,6 +16,7 @@ import {
   parseJsonBody,
   prefixSeed,
 } from '@warmpath/shared/wire';
+import { scriptArgs } from '../src/script-args.ts';
 
 function words(n: number, seed: number): string {
   const vocab = [
@@ -42,7 +42,7 @@ function words(n: number, seed: number): string {
   return s.slice(0, n);
 }
 
-const { values: opts } = parseArgs({
+const { values: opts } = scriptArgs(import.meta.url, {
   options: { ms: { type: 'string', default: '300' }, mb: { type: 'string', default: '4' } },
 });
 const MIN_MS = Number(opts.ms);

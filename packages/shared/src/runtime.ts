@@ -1,4 +1,4 @@
-/** Runtime helpers shared by every process: config loading, HTTP helpers, upstream calls over undici's dispatch, Prometheus text parsing, a seeded PRNG, clocks, structured logs, a hash table keyed by 64-bit chain hashes, growable typed arrays. */
+/** Runtime helpers shared by every process: config loading, HTTP helpers, upstream calls over undici's dispatch, Prometheus text parsing, a seeded PRNG, clocks, structured logs, a hash table keyed by 64-bit chain hashes, growable typed arrays, scripts' command-line options. */
 export * from './config.ts';
 export * from './http.ts';
 export * from './upstream-call.ts';
@@ -10,3 +10,4 @@ export * from './log.ts';
 export * from './settings.ts';
 export * from './hash64.ts';
 export * from './grow.ts';
+export * from './script-args.ts';

@@ -16,11 +16,11 @@
  *    Poisson arrivals, 9/s); requests and steps per CPU-second, and
  *    how many replicas one core can keep in real time.
  */
-import { parseArgs } from 'node:util';
 import { EngineModel, PROFILES, promptIdentity, startSimServer } from '../src/index.ts';
 import type { SimRequest } from '../src/index.ts';
+import { scriptArgs } from '@warmpath/shared/runtime';
 
-const { values: opts } = parseArgs({
+const { values: opts } = scriptArgs(import.meta.url, {
   options: { batches: { type: 'string', default: '1,32,128' }, 'sim-seconds': { type: 'string', default: '600' } },
 });
 const H100 = PROFILES['h100-llama3-8b'];
