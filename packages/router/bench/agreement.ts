@@ -18,10 +18,14 @@ import { LocalState, type Ticket } from '../src/core/local.ts';
 import { notifyDispatch, placeRequest } from '../src/placement/place.ts';
 import { createPolicy } from '../src/placement/registry.ts';
 import type { PlacementRequest } from '../src/placement/types.ts';
+import { scriptArgs } from '@warmpath/shared/runtime';
 
-const N = Number(process.argv[2] ?? 10);
-const RATE = Number(process.argv[3] ?? 40);
-const DURATION_MS = Number(process.argv[4] ?? 120) * 1000; // virtual time
+/** Positional arguments (the usage above); `--help` prints this file's header. */
+const { positionals: argv } = scriptArgs(import.meta.url, { allowPositionals: true, options: {} });
+
+const N = Number(argv[0] ?? 10);
+const RATE = Number(argv[1] ?? 40);
+const DURATION_MS = Number(argv[2] ?? 120) * 1000; // virtual time
 const SERVICE_MS = 3_000; // each request holds its work this long
 let rng = 99;
 const rand = (): number => (rng = (Math.imul(rng, 1664525) + 1013904223) >>> 0) / 2 ** 32;

@@ -20,8 +20,12 @@ import type { PlacementRequest } from '../src/placement/types.ts';
 import { notifyDispatch, placeRequest } from '../src/placement/place.ts';
 import { warmpathOptions } from '../src/placement/registry.ts';
 import { createWarmpathPolicy } from '../src/placement/warmpath/index.ts';
+import { scriptArgs } from '@warmpath/shared/runtime';
 
-const N = Number(process.argv[2] ?? 1000);
+/** Positional arguments (the usage above); `--help` prints this file's header. */
+const { positionals: argv } = scriptArgs(import.meta.url, { allowPositionals: true, options: {} });
+
+const N = Number(argv[0] ?? 1000);
 const PROMPTS = 200;
 const PROMPT_CHUNKS = 32;
 const OWN_CHUNKS = 4_000;

@@ -18,9 +18,13 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { request } from 'undici';
 import { generateSwarmKey } from '@warmpath/shared/gossip';
+import { scriptArgs } from '@warmpath/shared/runtime';
 
-const REQUESTS = Number(process.argv[2] ?? 200);
-const CONCURRENCY = Number(process.argv[3] ?? 4);
+/** Positional arguments (the usage above); `--help` prints this file's header. */
+const { positionals: argv } = scriptArgs(import.meta.url, { allowPositionals: true, options: {} });
+
+const REQUESTS = Number(argv[0] ?? 200);
+const CONCURRENCY = Number(argv[1] ?? 4);
 const CLI = new URL('../../cli/src/main.ts', import.meta.url).pathname;
 const children: ChildProcess[] = [];
 // The fleet's gossip is private (a swarm key is required).

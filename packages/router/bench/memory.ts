@@ -30,16 +30,20 @@ import { mulberry32 } from '@warmpath/shared/runtime';
 import { agentConfig } from '../../agent/src/config.ts';
 import { CacheModel, chunksFor } from '../../agent/src/cache-model.ts';
 import { FleetView } from '../src/fleet/view.ts';
+import { scriptArgs } from '@warmpath/shared/runtime';
 
-const N = Number(process.argv[2] ?? 1000);
+/** Positional arguments (the usage above); `--help` prints this file's header. */
+const { positionals: argv } = scriptArgs(import.meta.url, { allowPositionals: true, options: {} });
+
+const N = Number(argv[0] ?? 1000);
 const agentDefaults = agentConfig({ fleet: 'bench', replicaId: 'r', gossip: false });
-const cap = Number(process.argv[3] ?? 0) || agentDefaults.digestMaxHashes;
+const cap = Number(argv[1] ?? 0) || agentDefaults.digestMaxHashes;
 const KV_TOKENS = 432_000; // the default simulator profile's KV (h100-llama3-8b), tokens
 const PROMPTS = 200;
 const PROMPT_CHUNKS = 32;
 const TENANTS = 24;
 const chunkChars = agentDefaults.chunkChars;
-const capacity = Number(process.argv[4] ?? 0) || chunksFor(KV_TOKENS, agentDefaults.charsPerToken, chunkChars);
+const capacity = Number(argv[2] ?? 0) || chunksFor(KV_TOKENS, agentDefaults.charsPerToken, chunkChars);
 
 // A full collection before each reading; --expose-gc on the command line is not needed.
 setFlagsFromString('--expose-gc');

@@ -17,8 +17,12 @@ import { performance } from 'node:perf_hooks';
 import { createGossipNode, generateSwarmKey } from '../src/gossip.ts';
 import type { GossipNode } from '../src/gossip.ts';
 import { mulberry32 } from '../src/random.ts';
+import { scriptArgs } from '../src/script-args.ts';
 
-const [nodesArg, messagesArg, bytesArg, intervalArg, heartbeatArg] = process.argv.slice(2);
+/** Positional arguments (the usage above); `--help` prints this file's header. */
+const { positionals: argv } = scriptArgs(import.meta.url, { allowPositionals: true, options: {} });
+
+const [nodesArg, messagesArg, bytesArg, intervalArg, heartbeatArg] = argv;
 const NODES = Number(nodesArg ?? 20);
 const MESSAGES_PER_NODE = Number(messagesArg ?? 30);
 const MESSAGE_BYTES = Number(bytesArg ?? 1536);
