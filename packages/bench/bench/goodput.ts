@@ -27,33 +27,41 @@ import { cellText, sweep, type GoodputCase } from '../src/goodput.ts';
 import { pdGoalRows, pdRuns, type PdRun } from '../src/pd-goals.ts';
 import { DesPool } from '../src/pool.ts';
 import { SCENARIOS } from '../src/scenarios.ts';
+import { scriptArgs } from '@warmpath/shared/runtime';
 
-const args = process.argv.slice(2);
-const command = `node packages/bench/bench/goodput.ts ${args.join(' ')}`.trim();
-const take = (name: string, fallback: string): string => {
-  const i = args.indexOf(name);
-  return i >= 0 ? args.splice(i, 2)[1]! : fallback;
-};
-const flag = (name: string): boolean => {
-  const i = args.indexOf(name);
-  if (i >= 0) args.splice(i, 1);
-  return i >= 0;
-};
-const goals = flag('--goals');
-const seed = Number(take('--seed', '101'));
-const seeds = take('--seeds', '101,102,103,104').split(',').map(Number);
-const duration = Number(take('--duration', goals ? '30' : '0'));
-const refine = Number(take('--refine', goals ? '3' : '0'));
-const slo = { ttftMs: Number(take('--slo-ttft-ms', '5000')), itlMs: Number(take('--slo-itl-ms', '60')) };
-const fleets = take('--fleets', '10,5:5,3:7').split(',');
-const policies = take('--policies', 'warmpath,round-robin').split(',');
-const routers = Number(take('--routers', '2'));
-const routerSet = take('--router-set', '');
-const json = take('--json', '');
+const { values: o, positionals } = scriptArgs(import.meta.url, {
+  allowPositionals: true,
+  options: {
+    goals: { type: 'boolean', default: false },
+    seed: { type: 'string', default: '101' },
+    seeds: { type: 'string', default: '101,102,103,104' },
+    duration: { type: 'string' },
+    refine: { type: 'string' },
+    'slo-ttft-ms': { type: 'string', default: '5000' },
+    'slo-itl-ms': { type: 'string', default: '60' },
+    fleets: { type: 'string', default: '10,5:5,3:7' },
+    policies: { type: 'string', default: 'warmpath,round-robin' },
+    routers: { type: 'string', default: '2' },
+    'router-set': { type: 'string', default: '' },
+    json: { type: 'string', default: '' },
+  },
+});
+const command = `node packages/bench/bench/goodput.ts ${process.argv.slice(2).join(' ')}`.trim();
+const goals = o.goals;
+const seed = Number(o.seed);
+const seeds = o.seeds.split(',').map(Number);
+const duration = Number(o.duration ?? (goals ? '30' : '0'));
+const refine = Number(o.refine ?? (goals ? '3' : '0'));
+const slo = { ttftMs: Number(o['slo-ttft-ms']), itlMs: Number(o['slo-itl-ms']) };
+const fleets = o.fleets.split(',');
+const policies = o.policies.split(',');
+const routers = Number(o.routers);
+const routerSet = o['router-set'];
+const json = o.json;
 const routerOverrides = Object.fromEntries(
   routerSet === '' ? [] : routerSet.split(',').map((kv) => kv.split('=') as [string, string]),
 );
-const specs = args.length > 0 ? args : ['longctx:6,10,14,18', 'chat:10,15,20,25'];
+const specs = positionals.length > 0 ? positionals : ['longctx:6,10,14,18', 'chat:10,15,20,25'];
 
 const pool = new DesPool();
 
