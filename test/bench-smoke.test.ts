@@ -134,7 +134,7 @@ describe('benchmark scripts: --help and a wrong option', () => {
   const withOptions = scripts.filter((s) => readFileSync(join(REPO, s), 'utf8').includes('scriptArgs(import.meta.url'));
 
   it('most scripts read their options with scriptArgs', () => {
-    expect(withOptions.length).toBeGreaterThanOrEqual(25);
+    expect(withOptions.length).toBeGreaterThanOrEqual(27);
   });
 
   it.for(withOptions)(

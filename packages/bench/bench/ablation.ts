@@ -37,12 +37,25 @@ import {
 import { GOAL_SCENARIOS, TUNING_SEEDS } from '../src/goals.ts';
 import type { L4Mode } from '../src/l4.ts';
 import { DesPool, type JobOutcome } from '../src/pool.ts';
+import { scriptArgs } from '@warmpath/shared/runtime';
 
-const args = process.argv.slice(2);
-const opt = (name: string): string | undefined => {
-  const i = args.indexOf(name);
-  return i >= 0 ? args[i + 1] : undefined;
-};
+const { values: o } = scriptArgs(import.meta.url, {
+  options: {
+    scenarios: { type: 'string' },
+    seeds: { type: 'string' },
+    routers: { type: 'string' },
+    steps: { type: 'string' },
+    'one-router-steps': { type: 'string' },
+    l4: { type: 'string' },
+    duration: { type: 'string' },
+    replicas: { type: 'string' },
+    rate: { type: 'string' },
+    json: { type: 'string' },
+    resume: { type: 'boolean', default: false },
+    report: { type: 'boolean', default: false },
+  },
+});
+const opt = (name: string): string | undefined => o[name.replace(/^--/, '') as keyof typeof o] as string | undefined;
 const list = (name: string): string[] | undefined =>
   opt(name)
     ?.split(',')
@@ -72,11 +85,10 @@ interface AblationFile {
 }
 
 function load(): AblationFile {
-  if (jsonPath === undefined || !existsSync(jsonPath) || !(args.includes('--resume') || args.includes('--report')))
-    return { invocations: [], runs: [] };
+  if (jsonPath === undefined || !existsSync(jsonPath) || !(o.resume || o.report)) return { invocations: [], runs: [] };
   const file = JSON.parse(readFileSync(jsonPath, 'utf8')) as AblationFile;
   for (const inv of file.invocations)
-    if (!args.includes('--report') && (inv.l4 !== cfg.l4 || inv.duration !== cfg.duration))
+    if (!o.report && (inv.l4 !== cfg.l4 || inv.duration !== cfg.duration))
       throw new Error(`${jsonPath} holds runs under l4 ${inv.l4}, duration ${inv.duration}: not resumable with these`);
   return file;
 }
@@ -120,7 +132,7 @@ async function runAll(): Promise<void> {
   save();
 }
 
-if (!args.includes('--report')) await runAll();
+if (!o.report) await runAll();
 console.log(
   `Warmpath with one step off against warmpath whole (DES, ${cfg.l4} L4, seeds ${cfg.seeds.join(', ')}): TTFT p50 / p99 over every request sent, as the geometric mean over seeds of off / whole (seeds where off is higher ↑, lower ↓ / seeds), hit rate off − whole in points; N/1: N routers over 1 router, whole → with the step off.\n`,
 );

@@ -13,15 +13,17 @@
 import { p50AllRequests, p99AllRequests } from '../src/goals.ts';
 import { DesPool, type DesJob } from '../src/pool.ts';
 import { SCENARIOS } from '../src/scenarios.ts';
+import { scriptArgs } from '@warmpath/shared/runtime';
 
-const args = process.argv.slice(2);
-const seedAt = args.indexOf('--seed');
-const seed = seedAt >= 0 ? Number(args.splice(seedAt, 2)[1]) : 101;
-const durationAt = args.indexOf('--duration');
-const duration = durationAt >= 0 ? Number(args.splice(durationAt, 2)[1]) : 0;
+const { values: o, positionals } = scriptArgs(import.meta.url, {
+  allowPositionals: true,
+  options: { seed: { type: 'string', default: '101' }, duration: { type: 'string', default: '0' } },
+});
+const seed = Number(o.seed);
+const duration = Number(o.duration);
 const specs =
-  args.length > 0
-    ? args
+  positionals.length > 0
+    ? positionals
     : [
         'seed:60,80,100,120',
         'chat:10,15,20,25',
