@@ -15,8 +15,8 @@
  * count going back) starts the window afresh; fewer than ITL_MIN_GAPS gaps
  * in it say nothing (undefined), as a tail of a few gaps is noise.
  * Complexity: O(buckets) per scrape, O(window / scrape period) memory.
- * Trade-off: the buckets bound the resolution (vLLM's lie 25 ms apart
- * around a decode step): the p99 says which side of a bound the slowest
+ * Trade-off: the buckets bound the resolution (the engines' bucket spacing:
+ * docs/ENGINE-SIGNALS.md): the p99 says which side of a bound the slowest
  * 1% fall, which is what an objective between two bounds needs.
  */
 import type { Buckets } from '@warmpath/shared/runtime';

@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { agentConfig } from '../src/config.ts';
 import { AgentCore } from '../src/core.ts';
 import { emptySnapshot, type EngineSnapshot } from '../src/engines/types.ts';
+import { testIdentity } from './identity.ts';
 
 function setup(config: Record<string, unknown> = {}) {
   const clock = manualClock(0);
@@ -17,7 +18,7 @@ function setup(config: Record<string, unknown> = {}) {
   const sent: Array<{ bytes: Uint8Array; state: ReplicaState; at: number }> = [];
   const core = new AgentCore({
     config: agentConfig({ gossip: false, ...config }),
-    identity: { fleet: 'f', replica: 'r1', boot: 'b', bootAt: 1, url: 'http://r1', admin: 'http://a', engine: 'vllm' },
+    identity: testIdentity(),
     engine: {
       endpoints: ['chat'],
       scrape: (done) => done(undefined, engine.snap),

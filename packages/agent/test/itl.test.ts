@@ -15,6 +15,7 @@ import { parseVllmMetrics } from '../src/engines/vllm.ts';
 import { ITL_MIN_GAPS, ITL_WINDOW_MS, ItlWindow } from '../src/itl.ts';
 import { AgentLedger } from '../src/ledger.ts';
 import { createMetrics } from '../src/metrics.ts';
+import { testIdentity } from './identity.ts';
 
 const BOUNDS = [0.025, 0.05, 0.075, 0.3, Number.POSITIVE_INFINITY];
 
@@ -101,15 +102,7 @@ describe('ITL p99 over the window', () => {
       const sent: ReplicaState[] = [];
       const core = new AgentCore({
         config: agentConfig({ gossip: false }),
-        identity: {
-          fleet: 'f',
-          replica: 'r1',
-          boot: 'b',
-          bootAt: 1,
-          url: 'http://r1',
-          admin: 'http://a',
-          engine: 'vllm',
-        },
+        identity: testIdentity(),
         engine: {
           endpoints: ['chat'],
           // 1,000 more gaps of 25-50 ms at each scrape.

@@ -10,6 +10,7 @@ import { agentConfig } from '../src/config.ts';
 import { AgentCore } from '../src/core.ts';
 import { emptySnapshot } from '../src/engines/types.ts';
 import { GpuTier } from '../src/tiers.ts';
+import { testIdentity } from './identity.ts';
 
 const chain = (base: number, n: number) => BigUint64Array.from({ length: n }, (_, i) => BigInt(base * 1000 + i + 1));
 
@@ -52,15 +53,7 @@ describe('agent with a host tier', () => {
       const core = new AgentCore({
         // 1,024 GPU tokens: 16 chunks of 256 chars at 4 chars a token; the host tier twice that.
         config: agentConfig({ gossip: false, kvCapacityTokens: 1024, hostKvTokens }),
-        identity: {
-          fleet: 'f',
-          replica: 'r1',
-          boot: 'b',
-          bootAt: 1,
-          url: 'http://r1',
-          admin: 'http://a',
-          engine: 'vllm',
-        },
+        identity: testIdentity(),
         engine: {
           endpoints: ['chat'],
           scrape: (done) => done(undefined, { ...emptySnapshot(), kvCapacityTokens: 1024, counters: [1] }),

@@ -7,14 +7,8 @@
 import { privateKeyFromProtobuf } from '@libp2p/crypto/keys';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { waitFor } from '@warmpath/testkit';
-import {
-  createGossipNode,
-  generateIdentity,
-  GRAYLIST_THRESHOLD,
-  peerIdOfIdentity,
-  type GossipNode,
-} from '../src/gossip.ts';
-import type { GossipOrigin, GossipOptions } from '../src/gossip/types.ts';
+import { generateIdentity, GRAYLIST_THRESHOLD, peerIdOfIdentity, type GossipNode } from '../src/gossip.ts';
+import type { GossipOrigin } from '../src/gossip/types.ts';
 import {
   BATCH_MAGIC,
   Batcher,
@@ -28,6 +22,7 @@ import {
 } from '../src/gossip/batch.ts';
 import { decodeState, encodeState } from '../src/protocol.ts';
 import { sampleState } from './sample-state.ts';
+import { tcpNodes } from './tcp-nodes.ts';
 
 const bytes = (text: string): Uint8Array => new TextEncoder().encode(text);
 const text = (b: Uint8Array): string => new TextDecoder().decode(b);
@@ -166,22 +161,7 @@ describe('the window', () => {
 });
 
 describe('batched relay over TCP', () => {
-  const nodes: GossipNode[] = [];
-  afterEach(async () => {
-    await Promise.all(nodes.splice(0).map((n) => n.stop()));
-  });
-  const start = async (o: Partial<GossipOptions>): Promise<GossipNode> => {
-    const node = await createGossipNode({
-      fleet: 'batch',
-      insecureNoSwarmKey: true,
-      onWarning: null,
-      timing: { heartbeatIntervalMs: 100 },
-      ...o,
-    });
-    await node.start();
-    nodes.push(node);
-    return node;
-  };
+  const start = tcpNodes('batch');
   /** Three meshed routers, each recording what it delivers and from whom. */
   const routers = async (batchWindowMs?: number) => {
     const rs: GossipNode[] = [];

@@ -4,10 +4,10 @@
  * to every router, which relays none of it, so every router receives each
  * batch once; a router whose copy was lost still gets it by IHAVE/IWANT.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { waitFor } from '@warmpath/testkit';
-import { createGossipNode, type GossipNode, type GossipRpc } from '../src/gossip.ts';
-import type { GossipOptions } from '../src/gossip/types.ts';
+import type { GossipNode, GossipRpc } from '../src/gossip.ts';
+import { tcpNodes } from './tcp-nodes.ts';
 
 const bytes = (text: string): Uint8Array => new TextEncoder().encode(text);
 const text = (b: Uint8Array): string => new TextDecoder().decode(b);
@@ -18,22 +18,7 @@ const wireId = (m: RpcMessage): string =>
   `${Buffer.from(m.from ?? []).toString('hex')}/${Buffer.from(m.seqno ?? []).toString('hex')}`;
 
 describe('flooded batches over TCP', () => {
-  const nodes: GossipNode[] = [];
-  afterEach(async () => {
-    await Promise.all(nodes.splice(0).map((n) => n.stop()));
-  });
-  const start = async (o: Partial<GossipOptions>): Promise<GossipNode> => {
-    const node = await createGossipNode({
-      fleet: 'flood',
-      insecureNoSwarmKey: true,
-      onWarning: null,
-      timing: { heartbeatIntervalMs: 100 },
-      ...o,
-    });
-    await node.start();
-    nodes.push(node);
-    return node;
-  };
+  const start = tcpNodes('flood');
   /**
    * Four flooding routers, each knowing only the one before it as a
    * candidate (so their links are not all dialed by candidates), each
@@ -65,17 +50,20 @@ describe('flooded batches over TCP', () => {
     return { rs, heard, copies };
   };
 
-  it('every router receives each batch once, from the router that packed it, and none relays it', async () => {
-    const { rs, heard, copies } = await routers();
-    const agent = await start({ subscribe: false, gossipPeers: 1, bootstrap: [rs[0]!.multiaddrs()[0]!] });
-    // Until the hand-off is offered (rs[0] sees its peers' subscriptions) the agent may sign.
-    await waitFor(
+  /** Publishes until a state was handed off and heard everywhere: until the hand-off is offered (the first hop sees its peers' subscriptions) the agent may sign. */
+  const untilHandedOff = (agent: GossipNode, heard: string[][]) =>
+    waitFor(
       async () => {
         await agent.publish(bytes(`warm-${Date.now()}`));
         return agent.stats().handedOff > 0 && heard.every((h) => h.some((m) => m.startsWith('warm-')));
       },
       { timeoutMs: 15_000, intervalMs: 100, message: 'a hand-off heard everywhere' },
     );
+
+  it('every router receives each batch once, from the router that packed it, and none relays it', async () => {
+    const { rs, heard, copies } = await routers();
+    const agent = await start({ subscribe: false, gossipPeers: 1, bootstrap: [rs[0]!.multiaddrs()[0]!] });
+    await untilHandedOff(agent, heard);
     for (const c of copies) c.clear();
     for (let n = 0; n < 10; n++) {
       await agent.publish(bytes(`s-${n}`));
@@ -98,13 +86,7 @@ describe('flooded batches over TCP', () => {
   it('a router whose copy of a batch was lost gets it by IHAVE and IWANT at a heartbeat', async () => {
     const { rs, heard } = await routers();
     const agent = await start({ subscribe: false, gossipPeers: 1, bootstrap: [rs[0]!.multiaddrs()[0]!] });
-    await waitFor(
-      async () => {
-        await agent.publish(bytes(`warm-${Date.now()}`));
-        return agent.stats().handedOff > 0 && heard.every((h) => h.some((m) => m.startsWith('warm-')));
-      },
-      { timeoutMs: 15_000, intervalMs: 100, message: 'a hand-off heard everywhere' },
-    );
+    await untilHandedOff(agent, heard);
     // rs[3] loses the first copy of every batch; a later copy of the same message is let through.
     const lost = new Set<string>();
     const repaired = new Set<string>();

@@ -9,7 +9,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import type { ChildMessage, Spec } from './mesh-agents.ts';
 import type { GossipStats } from '@warmpath/shared/gossip';
-import { agentStats } from './mesh-routers.ts';
+import { agentStats, childAnswer } from './mesh-routers.ts';
 import type { AgentCount } from './mesh-window.ts';
 
 const CHILD = new URL('./mesh-agents.ts', import.meta.url).pathname;
@@ -69,22 +69,6 @@ export class AgentProcs {
   }
 }
 
-/** The child's next message of `type`; rejects if it exits first or takes longer than `timeoutMs`. */
-function reply(c: ChildProcess, type: ChildMessage['type'], timeoutMs: number): Promise<ChildMessage> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => done(new Error(`agent process: no '${type}' within ${timeoutMs} ms`)), timeoutMs);
-    const onMessage = (m: ChildMessage): void => {
-      if (m.type === type) done(undefined, m);
-    };
-    const onExit = (code: number | null): void => done(new Error(`agent process exited (${code}) before '${type}'`));
-    const done = (err?: Error, m?: ChildMessage): void => {
-      clearTimeout(timer);
-      c.off('message', onMessage);
-      c.off('exit', onExit);
-      if (err !== undefined) reject(err);
-      else resolve(m!);
-    };
-    c.on('message', onMessage);
-    c.on('exit', onExit);
-  });
-}
+/** The child's next message of `type` (mesh-routers.ts childAnswer). */
+const reply = (c: ChildProcess, type: ChildMessage['type'], timeoutMs: number): Promise<ChildMessage> =>
+  childAnswer<ChildMessage>(c, (m) => m.type === type, timeoutMs, `agent process ('${type}')`);

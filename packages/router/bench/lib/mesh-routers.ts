@@ -222,7 +222,9 @@ export class RouterProcs implements Routers {
     });
     const out = new RouterProcs(children, listenAddrs);
     try {
-      await Promise.all(children.map((c) => answer(c, (m) => m.type === 'ready', READY_TIMEOUT_MS)));
+      await Promise.all(
+        children.map((c) => childAnswer<RouterReply>(c, (m) => m.type === 'ready', READY_TIMEOUT_MS, 'router process')),
+      );
     } catch (err) {
       await out.stop();
       throw err;
@@ -269,7 +271,12 @@ export class RouterProcs implements Routers {
     return Promise.all(
       this.#children.map((c) => {
         const id = this.#nextId++;
-        const r = answer(c, (m) => 'id' in m && m.id === id, REPLY_TIMEOUT_MS + extraMs);
+        const r = childAnswer<RouterReply>(
+          c,
+          (m) => 'id' in m && m.id === id,
+          REPLY_TIMEOUT_MS + extraMs,
+          'router process',
+        );
         c.send({ ...req, id });
         return r;
       }),
@@ -279,15 +286,15 @@ export class RouterProcs implements Routers {
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
-/** The child's next message that `match`es; rejects if it exits first or takes longer than `timeoutMs`. */
-function answer(c: ChildProcess, match: (m: RouterReply) => boolean, timeoutMs: number): Promise<RouterReply> {
+/** The child's next message that `match`es; rejects if it exits first or takes longer than `timeoutMs` (`what`: whose, in the error). */
+export function childAnswer<M>(c: ChildProcess, match: (m: M) => boolean, timeoutMs: number, what: string): Promise<M> {
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => done(new Error(`router process: no answer within ${timeoutMs} ms`)), timeoutMs);
-    const onMessage = (m: RouterReply): void => {
+    const timer = setTimeout(() => done(new Error(`${what}: no answer within ${timeoutMs} ms`)), timeoutMs);
+    const onMessage = (m: M): void => {
       if (match(m)) done(undefined, m);
     };
-    const onExit = (code: number | null): void => done(new Error(`router process exited (${code})`));
-    const done = (err?: Error, m?: RouterReply): void => {
+    const onExit = (code: number | null): void => done(new Error(`${what} exited (${code}) before answering`));
+    const done = (err?: Error, m?: M): void => {
       clearTimeout(timer);
       c.off('message', onMessage);
       c.off('exit', onExit);
