@@ -6,16 +6,19 @@
  * requests share counts once), and how long each kind of leg waits in its
  * engine's queue before the scheduler takes it — the prefill leg, the
  * decode leg (its KV by transfer), a request prefilled on its decode
- * replica (local). The window is the arrivals' span less its first
- * sixth (the fleet filling up).
+ * replica (local) or on a prefill replica (overflow: no decode replica
+ * had room) — and the inter-token gaps each pool's streams get, with the
+ * share slower than the SLO's ITL (a step longer than it). The window is
+ * the arrivals' span less its first sixth (the fleet filling up).
  *
  *   node packages/bench/bench/pd-steps.ts [--scenario longdoc] [--pd 4:6] [--rate 15] [--seed 2]
- *     [--duration 30] [--routers 2] [--policies warmpath,llm-d-precise,sglang-cache-aware]
+ *     [--duration 30] [--routers 2] [--policies warmpath,llm-d-precise,sglang-cache-aware] [--router-set k=v,…]
  *
  * Smoke: --rate 4 --duration 6 --policies warmpath
  */
 import { PROFILES, type Sequence, type StepResult } from '@warmpath/sim';
 import { runDes } from '../src/des/run.ts';
+import { SLO } from '../src/goodput.ts';
 import { pdRolesOf } from '../src/des/pd.ts';
 import { assignRouters } from '../src/l4.ts';
 import { planFor } from '../src/pool.ts';
@@ -31,6 +34,7 @@ const { values } = scriptArgs(import.meta.url, {
     duration: { type: 'string', default: '30' },
     routers: { type: 'string', default: '2' },
     policies: { type: 'string', default: 'warmpath,llm-d-precise,sglang-cache-aware' },
+    'router-set': { type: 'string', default: '' },
   },
 });
 const scenario = SCENARIOS[values.scenario];
@@ -38,6 +42,12 @@ if (scenario === undefined) throw new Error(`unknown scenario ${values.scenario}
 const seed = Number(values.seed);
 const routers = Number(values.routers);
 const roles = pdRolesOf(values.pd)!;
+const overrides = Object.fromEntries(
+  values['router-set']
+    .split(',')
+    .filter((kv) => kv !== '')
+    .map((kv) => kv.split('=') as [string, string]),
+);
 const blocks = PROFILES[scenario.fleet.profile as keyof typeof PROFILES].numGpuBlocks;
 /** The DES's warm-up before the first arrival (des/run.ts). */
 const WARMUP_MS = 2_000;
@@ -55,6 +65,9 @@ const spread = (xs: number[]): string =>
 class Meter {
   busyMs = 0;
   prefill = 0;
+  /** Inter-token gaps the step produced (streams past their first token), and those in a step longer than the SLO's ITL. */
+  gaps = 0;
+  slow = 0;
   readonly kv: number[] = [];
   readonly #live = new Set<Sequence>();
   readonly from: number;
@@ -75,6 +88,8 @@ class Meter {
     let decoding = 0;
     for (const s of res.emitted) if (s.generated > 1) decoding++;
     this.prefill += res.scheduledTokens - decoding;
+    this.gaps += decoding;
+    if (res.durationMs > SLO.itlMs) this.slow += decoding;
     if (start < this.#next) return;
     this.#next = start + SAMPLE_MS;
     const held = new Set<number>();
@@ -83,12 +98,22 @@ class Meter {
   }
 }
 
+const poolMeters = (role: 'prefill' | 'decode', meters: Map<string, Meter>): Meter[] =>
+  roles.flatMap((x, i) => (x === role ? [meters.get(`replica-${i}`)] : [])).filter((m) => m !== undefined);
+
 function poolLine(role: 'prefill' | 'decode', meters: Map<string, Meter>, spanMs: number): string {
-  const ms = roles.flatMap((x, i) => (x === role ? [meters.get(`replica-${i}`)] : [])).filter((m) => m !== undefined);
+  const ms = poolMeters(role, meters);
+  const all = [...meters.values()].reduce((a, m) => a + m.gaps, 0);
+  const gaps = ms.reduce((a, m) => a + m.gaps, 0);
+  const slow = ms.reduce((a, m) => a + m.slow, 0);
   const busy = ms.reduce((a, m) => a + m.busyMs, 0) / Math.max(1, ms.length) / spanMs;
   const tokS = ms.reduce((a, m) => a + m.prefill, 0) / (spanMs / 1000);
   const kv = ms.flatMap((m) => m.kv);
-  return `${role}: busy ${(100 * busy).toFixed(0)}%, prompt tokens computed ${(tokS / 1000).toFixed(1)}k/s, KV in use ${spread(kv)} %`;
+  const pct = (x: number, of: number): string => `${((100 * x) / Math.max(1, of)).toFixed(2)}%`;
+  return (
+    `${role}: busy ${(100 * busy).toFixed(0)}%, prompt tokens computed ${(tokS / 1000).toFixed(1)}k/s, KV in use ${spread(kv)} %, ` +
+    `gaps ${pct(gaps, all)} of all, ${pct(slow, gaps)} of them over ${SLO.itlMs} ms (${pct(slow, all)} of all)`
+  );
 }
 
 async function run(policy: string): Promise<void> {
@@ -104,6 +129,8 @@ async function run(policy: string): Promise<void> {
   const to = WARMUP_MS + duration * 1000;
   const meters = new Map<string, Meter>();
   const seqs: Sequence[] = [];
+  // Sequences that decoded on a prefill replica (their second token came from one).
+  const onPrefill = new Set<Sequence>();
   const result = await runDes({
     scenario: scenario!,
     plan,
@@ -113,17 +140,20 @@ async function run(policy: string): Promise<void> {
     durationS: duration,
     seed,
     pd: values.pd,
+    routerOverrides: overrides,
     onSubmitted: (seq) => void seqs.push(seq),
     onStep: (id, res) => {
+      if (roles[Number(id.slice('replica-'.length))] === 'prefill')
+        for (const q of res.emitted) if (q.generated === 2) onPrefill.add(q);
       let m = meters.get(id);
       if (m === undefined) meters.set(id, (m = new Meter(from, to)));
       m.step(res);
     },
   });
-  const legs = { prefill: [] as number[], decode: [] as number[], local: [] as number[] };
+  const legs = { prefill: [] as number[], decode: [] as number[], local: [] as number[], overflow: [] as number[] };
   for (const s of seqs) {
     if (s.arrivalMs < from || s.arrivalMs >= to || !Number.isFinite(s.admittedMs)) continue;
-    const kind = s.maxTokens === 1 ? 'prefill' : s.kvReceived ? 'decode' : 'local';
+    const kind = s.maxTokens === 1 ? 'prefill' : s.kvReceived ? 'decode' : onPrefill.has(s) ? 'overflow' : 'local';
     legs[kind].push(s.admittedMs - s.readyAtMs);
   }
   const d = result.detail as { errorsByCode?: object; pd?: object; ttftP99AllRequests?: number | null };
