@@ -24,7 +24,7 @@ import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { goalsTable, type GoalRow } from '../src/goal-rows.ts';
 import { cellText, sweep, type GoodputCase } from '../src/goodput.ts';
-import { pdGoalRows, pdRuns, type PdRun } from '../src/pd-goals.ts';
+import { PD_GOALS_DURATION_S, pdBounds, pdGoalRows, pdRuns, type PdGoalsJson } from '../src/pd-goals.ts';
 import { DesPool } from '../src/pool.ts';
 import { SCENARIOS } from '../src/scenarios.ts';
 import { scriptArgs } from '@warmpath/shared/runtime';
@@ -50,7 +50,7 @@ const command = `node packages/bench/bench/goodput.ts ${process.argv.slice(2).jo
 const goals = o.goals;
 const seed = Number(o.seed);
 const seeds = o.seeds.split(',').map(Number);
-const duration = Number(o.duration ?? (goals ? '30' : '0'));
+const duration = Number(o.duration ?? (goals ? String(PD_GOALS_DURATION_S) : '0'));
 const refine = Number(o.refine ?? (goals ? '3' : '0'));
 const slo = { ttftMs: Number(o['slo-ttft-ms']), itlMs: Number(o['slo-itl-ms']) };
 const fleets = o.fleets.split(',');
@@ -100,7 +100,7 @@ async function tables(): Promise<void> {
 
 async function goalRuns(): Promise<void> {
   const rows: GoalRow[] = [];
-  const all: Array<{ seed: number; runs: PdRun[] }> = [];
+  const all: PdGoalsJson['seeds'] = [];
   for (const s of seeds) {
     const runs = await pdRuns(pool, {
       seed: s,
@@ -111,8 +111,12 @@ async function goalRuns(): Promise<void> {
           `seed ${s}, ${r.name} (${r.case.fleet}): ${r.sweep.goodput} req/s; ${r.sweep.cells.map((x) => `${x.rate}: ${cellText(x)}`).join(', ')}`,
         ),
     });
-    all.push({ seed: s, runs });
-    rows.push(...pdGoalRows(s, runs));
+    const bounds = pdBounds(s, duration);
+    console.log(
+      `seed ${s}, work bounds: longdoc ${bounds.longdoc.rate.toFixed(2)}, mixed ${bounds.mixed.rate.toFixed(2)} req/s`,
+    );
+    all.push({ seed: s, runs, bounds });
+    rows.push(...pdGoalRows(s, runs, bounds));
   }
   const { table, met, total } = goalsTable(rows, seeds);
   console.log(`\n${table}\n\n${met} of ${total} goals met`);
