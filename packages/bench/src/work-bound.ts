@@ -23,7 +23,7 @@
 import { PROFILES, type EngineProfile } from '@warmpath/sim';
 import { hitCeiling } from './hit-ceiling.ts';
 import type { PlannedRequest } from './loadgen.ts';
-import { planRequests } from './references.ts';
+import { planRequests, type PlanRequest } from './references.ts';
 import type { Scenario } from './scenarios.ts';
 
 export interface WorkBound {
@@ -41,10 +41,8 @@ export function decodeSeconds(p: EngineProfile, prompt: number, output: number):
   return (tokens * p.kvBytesPerToken) / (p.hbmBytesPerS * p.hbmEfficiency);
 }
 
-/** The work bound of `plan` on `gpus` replicas of the scenario's profile (module header). */
-export function workBound(scenario: Scenario, plan: readonly PlannedRequest[], gpus: number): WorkBound {
-  const profile = PROFILES[scenario.fleet.profile as keyof typeof PROFILES];
-  const reqs = planRequests(plan, new Set(scenario.fleet.adapters ?? []));
+/** The work bound of `reqs` on `gpus` replicas of `profile` (module header). */
+export function workBoundOf(reqs: readonly PlanRequest[], profile: EngineProfile, gpus: number): WorkBound {
   const { seenTokens } = hitCeiling(reqs, profile.blockSize, Infinity);
   let prefill = 0;
   let decode = 0;
@@ -56,4 +54,10 @@ export function workBound(scenario: Scenario, plan: readonly PlannedRequest[], g
   const prefillS = prefill / n;
   const decodeS = decode / n;
   return { rate: gpus / (prefillS + decodeS), prefillS, decodeS };
+}
+
+/** The work bound of a scenario's `plan` on `gpus` replicas of its profile. */
+export function workBound(scenario: Scenario, plan: readonly PlannedRequest[], gpus: number): WorkBound {
+  const profile = PROFILES[scenario.fleet.profile as keyof typeof PROFILES];
+  return workBoundOf(planRequests(plan, new Set(scenario.fleet.adapters ?? [])), profile, gpus);
 }
