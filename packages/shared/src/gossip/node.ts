@@ -27,6 +27,7 @@ import type {
   GossipValidator,
   GossipVerdict,
   GossipWarning,
+  HandoffAgent,
 } from './types.ts';
 import { GossipConfigError } from './types.ts';
 import { ConnectionUpkeep } from './upkeep.ts';
@@ -313,6 +314,12 @@ class GossipNodeImpl implements GossipNode {
 
   stats(): GossipStats {
     return { ...this.#stats };
+  }
+
+  handOff(agent: HandoffAgent, group: string | undefined, state: Uint8Array): boolean {
+    if (this.#relay?.takesHandoffs !== true) return false;
+    this.#relay.handedOff(agent.peerId, agent.author, group, state);
+    return true;
   }
 
   /** A topic's validator: size, signature policy, a batch's states (relay.ts), then the user's validator (a throw is an ignore). */
