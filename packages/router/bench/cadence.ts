@@ -129,13 +129,13 @@ interface Row {
 /** The router under test (router 0, alone in its process, its A / R agents), then the sources, the rest in even shares. */
 function layout(agents: number): ChildLayout[] {
   const agentsOf = (i: number): number => Math.floor(agents / ROUTERS) + (i < agents % ROUTERS ? 1 : 0);
-  const out: ChildLayout[] = [{ routers: 1, feed: { agents: agentsOf(0), firstAgent: 0 }, relayedDelays: true }];
+  const out: ChildLayout[] = [{ routers: 1, feed: { agents: agentsOf(0), firstAgent: 0 }, delays: 'relayed' }];
   let router = 1;
   let agent = agentsOf(0);
   for (let p = 0; p < SOURCE_PROCS; p++) {
     const routers = Math.floor((ROUTERS - 1) / SOURCE_PROCS) + (p < (ROUTERS - 1) % SOURCE_PROCS ? 1 : 0);
     const mine = sum(Array.from({ length: routers }, (_, i) => agentsOf(router + i)));
-    out.push({ routers, feed: { agents: mine, firstAgent: agent }, candidates: 'first' });
+    out.push({ routers, feed: { agents: mine, firstAgent: agent }, candidates: 'first', delays: 'none' });
     router += routers;
     agent += mine;
   }
@@ -254,6 +254,11 @@ const total = (r: Refused): number => r.rejected + sum(Object.values(r.trust));
 
 const rows: Row[] = [];
 for (const agents of SIZES) rows.push(await run(agents));
+// A refused state means a synthetic agent failed a check a real one passes: the row measures something else.
+if (rows.some((r) => total(r.refusedHere) + total(r.refusedAtSources) > 0)) {
+  console.error('states were refused (the rows say where): the feed does not pass as real agents');
+  process.exitCode = 1;
+}
 if (args.save !== '') writeFileSync(args.save, `${JSON.stringify(rows, null, 1)}\n`);
 console.log(
   `\none router at full cadence: ${HZ} states per agent-second, ${WINDOW_S} s window; the other routers in ${SOURCE_PROCS} source process(es), each linked to the router under test; every router fed its agents' states through its hand-off entry point\n`,

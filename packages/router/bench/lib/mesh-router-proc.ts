@@ -47,7 +47,9 @@ const fleet = await MeshFleet.start({
   swarmKey: spec.swarmKey,
   wrapStart: (name, start) => owner.run(name, start),
   onDelivery: (_router, state, origin) => {
-    if (spec.relayedDelays !== true || origin.vouchedBy !== undefined) delays?.push(Date.now() - state.sentAt);
+    const whose = spec.delays ?? 'all';
+    if (whose === 'all' || (whose === 'relayed' && origin.vouchedBy !== undefined))
+      delays?.push(Date.now() - state.sentAt);
   },
 });
 const feed =

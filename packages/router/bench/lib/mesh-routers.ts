@@ -40,14 +40,14 @@ export interface RouterSpec {
   options: Omit<MeshOptions, 'routers' | 'agents' | 'firstRouter' | 'listenAddrs' | 'swarmKey' | Callbacks>;
   /** Synthetic agents this child feeds its routers (lib/mesh-feed.ts), started by a 'feed' request. */
   feed?: { agents: number; firstAgent: number };
-  /** Record only the delays of states a batch brought (from other routers), not those handed to these routers. */
-  relayedDelays?: boolean;
+  /** Whose delays this child records: every state delivered (default), only those a batch brought (from other routers), none. */
+  delays?: 'all' | 'relayed' | 'none';
   /** The routers' candidates: every router's address (default), or router 0's only (bench/cadence.ts: sources link to the router under test). */
   candidates?: 'all' | 'first';
 }
 
 /** How RouterProcs.start lays routers out: each child's share, feed and candidates (default: an even share, all). */
-export type ChildLayout = Pick<RouterSpec, 'routers' | 'feed' | 'relayedDelays' | 'candidates'>;
+export type ChildLayout = Pick<RouterSpec, 'routers' | 'feed' | 'delays' | 'candidates'>;
 
 type Callbacks = 'wrapStart' | 'onDelivery' | 'onStarted';
 
