@@ -29,7 +29,7 @@ import type {
   GossipWarning,
   HandoffAgent,
 } from './types.ts';
-import { GossipConfigError } from './types.ts';
+import { GossipConfigError, zeroStats } from './types.ts';
 import { ConnectionUpkeep } from './upkeep.ts';
 
 type PeerId = Parameters<TopicValidatorFn>[0];
@@ -66,23 +66,7 @@ class GossipNodeImpl implements GossipNode {
   readonly #topics = new Set<string>();
   /** A publish-only node's group topics it has published on (its peers' subscriptions to them count). */
   readonly #published = new Set<string>();
-  readonly #stats: GossipStats = {
-    published: 0,
-    publishedToNoPeers: 0,
-    publishErrors: 0,
-    received: 0,
-    handlerErrors: 0,
-    dialFailures: 0,
-    silentPeersDropped: 0,
-    dnsFailures: 0,
-    overCapDropped: 0,
-    rejected: 0,
-    ignored: 0,
-    handedOff: 0,
-    handOffsReceived: 0,
-    batchesPublished: 0,
-    batchesReceived: 0,
-  };
+  readonly #stats: GossipStats = zeroStats();
   /** A publish-only node's hand-off to its first-hop router; a subscriber's batched relay (window > 0). */
   readonly #outbox: HandoffOutbox | undefined;
   readonly #relay: BatchRelay | undefined;

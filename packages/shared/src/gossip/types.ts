@@ -185,6 +185,27 @@ export interface GossipStats {
   batchesReceived: number;
 }
 
+/** Every counter at zero: a node's stats when it starts. */
+export function zeroStats(): GossipStats {
+  return {
+    published: 0,
+    publishedToNoPeers: 0,
+    publishErrors: 0,
+    received: 0,
+    handlerErrors: 0,
+    dialFailures: 0,
+    silentPeersDropped: 0,
+    dnsFailures: 0,
+    overCapDropped: 0,
+    rejected: 0,
+    ignored: 0,
+    handedOff: 0,
+    handOffsReceived: 0,
+    batchesPublished: 0,
+    batchesReceived: 0,
+  };
+}
+
 export interface GossipNode {
   readonly peerId: string;
   readonly topic: string;
