@@ -12,7 +12,9 @@
  *  - The other R − 1 routers: real router nodes too, in `--source-procs`
  *    child processes, each linked to the router under test only (it links
  *    to all, as every flooding router does): they need not relay to each
- *    other for it to get what a fleet sends it.
+ *    other for it to get what a fleet sends it. They read no IHAVE, so they
+ *    never ask it for the batches of sources they are not linked to (work a
+ *    router linked to every router never has).
  *  - Every router, the router under test too, gets its A / R agents'
  *    states through its first-hop entry point (GossipNode.handOff), each
  *    agent with a peer id of its own: judged as direct state, applied,
@@ -105,6 +107,10 @@ interface Row {
   latency: ReturnType<typeof delayFigures>['latency'];
   latencyQuantiles: number[];
   kbIn: number;
+  kbOut: number;
+  /** Of the bytes in per second, IHAVE's and IWANT's (gossipsub RPCs, lib/rpc-bytes.ts). */
+  ihaveIn: number;
+  iwantIn: number;
   bytesPerState: number;
   batchesIn: number;
   statesPerBatch: number;
@@ -135,7 +141,13 @@ function layout(agents: number): ChildLayout[] {
   for (let p = 0; p < SOURCE_PROCS; p++) {
     const routers = Math.floor((ROUTERS - 1) / SOURCE_PROCS) + (p < (ROUTERS - 1) % SOURCE_PROCS ? 1 : 0);
     const mine = sum(Array.from({ length: routers }, (_, i) => agentsOf(router + i)));
-    out.push({ routers, feed: { agents: mine, firstAgent: agent }, candidates: 'first', delays: 'none' });
+    out.push({
+      routers,
+      feed: { agents: mine, firstAgent: agent },
+      candidates: 'first',
+      delays: 'none',
+      options: { ignoreIhave: true },
+    });
     router += routers;
     agent += mine;
   }
@@ -215,6 +227,9 @@ function rowOf(
     relayed,
     delivered: relayed / Math.max(1e-9, sourcesOffered),
     kbIn: per((r) => r.bytes.read) / 1024,
+    kbOut: per((r) => r.bytes.written) / 1024,
+    ihaveIn: per((r) => r.rpcBytes.control.ihave),
+    iwantIn: per((r) => r.rpcBytes.control.iwant),
     bytesPerState: per((r) => r.bytes.read) / Math.max(1e-9, relayed),
     batchesIn: per((r) => r.stats.batchesReceived),
     statesPerBatch:

@@ -87,6 +87,8 @@ export interface MeshOptions {
   relay?: GossipRelay | undefined;
   /** Networks the routers' views take agent URLs from whatever the publisher's address (FleetView agentNetworks; default none). */
   agentNetworks?: string[];
+  /** The routers read no IHAVE, so never ask for what they missed (bench/cadence.ts: sources not linked to each other). */
+  ignoreIhave?: boolean;
   /** Share of the message copies a router receives that it drops unread, as a lost copy (default 0). */
   dropShare?: number;
   /** Called after each batch of agents has started and linked (or waited BATCH_WAIT_MS), with the agents so far. */
@@ -258,6 +260,7 @@ export class MeshFleet {
       countRpc(router.rpcBytes, rpc, bytes, seen);
       // Counted as received, then lost: gossipsub never sees the copy (its IHAVE and IWANT still pass).
       if (drop > 0) rpc.messages = rpc.messages.filter(() => Math.random() >= drop);
+      if (this.#o.ignoreIhave === true && rpc.control !== undefined) rpc.control.ihave = [];
     });
     node.setValidator((bytes, origin) => view.judge(bytes, origin));
     const onDelivery = this.#o.onDelivery;

@@ -47,7 +47,9 @@ export interface RouterSpec {
 }
 
 /** How RouterProcs.start lays routers out: each child's share, feed and candidates (default: an even share, all). */
-export type ChildLayout = Pick<RouterSpec, 'routers' | 'feed' | 'delays' | 'candidates'>;
+export type ChildLayout = Pick<RouterSpec, 'routers' | 'feed' | 'delays' | 'candidates'> & {
+  options?: Partial<RouterSpec['options']>;
+};
 
 type Callbacks = 'wrapStart' | 'onDelivery' | 'onStarted';
 
@@ -235,12 +237,19 @@ export class RouterProcs implements Routers {
   ): Promise<RouterProcs> {
     const listenAddrs = (await freePorts(spec.routers)).map((p) => `/ip4/127.0.0.1/tcp/${p}`);
     const n = Math.min(procs, spec.routers);
-    const shares =
-      layout ??
-      Array.from({ length: n }, (_, i) => ({ routers: Math.floor(spec.routers / n) + (i < spec.routers % n ? 1 : 0) }));
+    const even = (i: number): ChildLayout => ({
+      routers: Math.floor(spec.routers / n) + (i < spec.routers % n ? 1 : 0),
+    });
+    const shares = layout ?? Array.from({ length: n }, (_, i) => even(i));
     let first = 0;
     const children = shares.map((share) => {
-      const child: RouterSpec = { ...spec, ...share, listenAddrs, firstRouter: first };
+      const child: RouterSpec = {
+        ...spec,
+        ...share,
+        options: { ...spec.options, ...share.options },
+        listenAddrs,
+        firstRouter: first,
+      };
       first += share.routers;
       return fork(CHILD, [JSON.stringify(child)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     });
