@@ -7,14 +7,15 @@
  * states from every source router's batches and its own agents' hand-offs,
  * holds every agent's replica, and no router refuses a state; a replica id
  * handed off under another agent's peer id is refused (the identity check
- * the synthetic agents pass is live).
+ * the synthetic agents pass is live), and a router with no other router to
+ * send batches to takes none.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '@warmpath/testkit';
-import { generateIdentity, handoffAgentOf } from '@warmpath/shared/gossip';
+import { createGossipNode, generateIdentity, handoffAgentOf } from '@warmpath/shared/gossip';
 import { encodeState } from '@warmpath/shared/wire';
 import { TRUST_REASONS } from '../src/fleet/trust.ts';
-import { freePorts, MeshFleet } from '../bench/lib/mesh-fleet.ts';
+import { freePorts, MESH_FLEET, MeshFleet } from '../bench/lib/mesh-fleet.ts';
 import { SyntheticFeed } from '../bench/lib/mesh-feed.ts';
 
 const ROUTERS = 3;
@@ -91,5 +92,17 @@ describe(`${AGENTS} synthetic agents handing off to ${ROUTERS} routers, router-0
     expect(source!.view.drops.not_owner ?? 0).toBe(before + 1);
     expect(source!.node.stats().rejected).toBeGreaterThan(0);
     expect(rut!.view.trust.ownerOf('agent-1')).toBe(feed.peerIds()[1]);
+  });
+
+  it('a router with no other router to send batches to takes no hand-off', async () => {
+    const alone = await createGossipNode({ fleet: MESH_FLEET, swarmKey: fleet.swarmKey, onWarning: null });
+    await alone.start();
+    try {
+      const state = encodeState(fleet.stateOf({ name: 'agent-99', bootAt: Date.now(), boot: 'alone-boot', seq: 1 }));
+      expect(alone.handOff(handoffAgentOf(await generateIdentity()), undefined, state)).toBe(false);
+      expect(alone.stats().handOffsReceived).toBe(0);
+    } finally {
+      await alone.stop();
+    }
   });
 });
