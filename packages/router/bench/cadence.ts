@@ -29,9 +29,10 @@
  * sentAt to apply), bytes received per second on its sockets and per state,
  * batches received per second and states a batch, its process's CPU
  * (cores) and event loop; the source processes' CPU and busiest event loop
- * (which of the two saturated); states refused since start, at the router
- * under test and at the sources (by trust reason, and rejected verdicts:
- * must be 0), and those a source could not take or the feed skipped late.
+ * (which of the two saturated); the host's load before and after; states
+ * refused since start, at the router under test and at the sources (by
+ * trust reason, and rejected verdicts: must be 0, else the run exits 1),
+ * and those a source could not take or the feed skipped late.
  *
  *   node_modules/.bin/node packages/router/bench/cadence.ts [--agents 300,1000] [--routers 8] [--hz 5.69] [--seconds 10]
  *     [--source-procs 1] [--digest-hashes 12] [--full-every 4] [--batch-ms 50] [--warm-s 3] [--form-s 120] [--save rows.json]
@@ -41,6 +42,7 @@
  * Smoke: --agents 20 --routers 3 --seconds 1 --warm-s 1
  */
 import { writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { generateSwarmKey } from '@warmpath/shared/gossip';
 import { scriptArgs } from '@warmpath/shared/runtime';
 import { TRUST_REASONS } from '../src/fleet/trust.ts';
@@ -130,6 +132,8 @@ interface Row {
   fullEvery: number;
   batchMs: number | undefined;
   sourceProcs: number;
+  /** The host's 1-minute load average before the routers started and at the window's end (this run's own included). */
+  load: [number, number];
 }
 
 /** The router under test (router 0, alone in its process, its A / R agents), then the sources, the rest in even shares. */
@@ -165,6 +169,7 @@ async function run(agents: number): Promise<Row> {
     ...(batchMs !== undefined ? { batchWindowMs: batchMs } : {}),
   };
   const spec = { routers: ROUTERS, swarmKey: generateSwarmKey(), options };
+  const loadBefore = loadavg()[0]!;
   const routers = await RouterProcs.start(SOURCE_PROCS + 1, spec, layout(agents));
   try {
     const none = {
@@ -192,7 +197,8 @@ async function run(agents: number): Promise<Row> {
     const after = await routers.snapshot();
     const seconds = (performance.now() - t0) / 1_000;
     await routers.feed(0);
-    return { ...rowOf(agents, before, after, seconds), ...delayFigures(delays, 0), batchMs };
+    const load: [number, number] = [loadBefore, loadavg()[0]!];
+    return { ...rowOf(agents, before, after, seconds), ...delayFigures(delays, 0), batchMs, load };
   } finally {
     await routers.stop();
   }
@@ -204,7 +210,7 @@ function rowOf(
   before: Snapshot,
   after: Snapshot,
   seconds: number,
-): Omit<Row, 'latency' | 'latencyQuantiles' | 'batchMs'> {
+): Omit<Row, 'latency' | 'latencyQuantiles' | 'batchMs' | 'load'> {
   const [b, a] = [before.routers[0]!, after.routers[0]!];
   const per = (f: (r: RouterSnap) => number): number => (f(a) - f(b)) / seconds;
   const fed = (s: Snapshot, from: number): FeedCounts[] =>
@@ -279,14 +285,14 @@ console.log(
   `\none router at full cadence: ${HZ} states per agent-second, ${WINDOW_S} s window; the other routers in ${SOURCE_PROCS} source process(es), each linked to the router under test; every router fed its agents' states through its hand-off entry point\n`,
 );
 console.log(
-  '| agents × routers | fleet states/s: target / offered | applied/s at the router (own + from batches) | delivered | delay p50 / p99 / max, ms | KB/s in | bytes in a state | batches in/s; states a batch | router CPU, cores; event loop | sources CPU, cores; event loop | refused here / at sources | not taken, skipped |',
+  '| agents × routers | fleet states/s: target / offered | applied/s at the router (own + from batches) | delivered | delay p50 / p99 / max, ms | KB/s in | bytes in a state | batches in/s; states a batch | router CPU, cores; event loop | sources CPU, cores; event loop | refused here / at sources | not taken, skipped | host load before / after |',
 );
-console.log('|---|---|---|---|---|---|---|---|---|---|---|---|');
+console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
 for (const r of rows) {
   const l = r.latency;
   console.log(
     `| ${r.agents} × ${r.routers} | ${fmt(r.target)} / ${fmt(r.offered)} | ${fmt(r.applied)} (${fmt(r.own)} + ${fmt(r.relayed)}) | ${fmt(100 * r.delivered, 1)}% | ${fmt(l.p50)} / ${fmt(l.p99)} / ${fmt(l.max)} | ` +
       `${fmt(r.kbIn)} | ${fmt(r.bytesPerState)} | ${fmt(r.batchesIn)}; ${fmt(r.statesPerBatch, 1)} | ${fmt(r.cpu, 2)}; ${fmt(r.elu, 2)} | ${fmt(r.sourceCpu, 2)}; ${fmt(r.sourceElu, 2)} | ` +
-      `${total(r.refusedHere)} / ${total(r.refusedAtSources)} | ${r.fed.notTaken}, ${r.fed.skipped} |`,
+      `${total(r.refusedHere)} / ${total(r.refusedAtSources)} | ${r.fed.notTaken}, ${r.fed.skipped} | ${fmt(r.load[0], 1)} / ${fmt(r.load[1], 1)} |`,
   );
 }
