@@ -12,9 +12,10 @@
  *  - The other R − 1 routers: real router nodes too, in `--source-procs`
  *    child processes, each linked to the router under test only (it links
  *    to all, as every flooding router does): they need not relay to each
- *    other for it to get what a fleet sends it. They read no IHAVE, so they
- *    never ask it for the batches of sources they are not linked to (work a
- *    router linked to every router never has).
+ *    other for it to get what a fleet sends it. They drop the batches it
+ *    sends them unread (its sending is measured; their reading is another
+ *    router's work, not its) and read no IHAVE, so they never ask it for
+ *    the batches of sources they are not linked to.
  *  - Every router, the router under test too, gets its A / R agents'
  *    states through its first-hop entry point (GossipNode.handOff), each
  *    agent with a peer id of its own: judged as direct state, applied,
@@ -150,7 +151,7 @@ function layout(agents: number): ChildLayout[] {
       feed: { agents: mine, firstAgent: agent },
       candidates: 'first',
       delays: 'none',
-      options: { ignoreIhave: true },
+      options: { ignoreIhave: true, dropShare: 1 },
     });
     router += routers;
     agent += mine;
