@@ -6,7 +6,8 @@
  * send batches to: one in its mesh, or, flooding its batches (options.ts
  * floodsBatches), one connected and subscribed. A router with none could
  * relay a batch to no one.
- * A handed-off state (handoff.ts), per state:
+ * A handed-off state (handoff.ts's inbox; or GossipNode.handOff, a bench's
+ * agents without a stream), per state:
  *  1. From a peer below the graylist threshold: dropped unread, as gossipsub
  *     drops its RPCs.
  *  2. The node's validator judges it as direct state: the author is the
