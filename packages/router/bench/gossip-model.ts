@@ -33,6 +33,12 @@
  *     messages × share / routers): under the window's rule (a batch at most
  *     once per W, a state after a quiet W at once) with Poisson arrivals,
  *     k = λW + e^(−λW).
+ *  5. CPU at a fleet's full cadence (rows of bench/cadence.ts `--save`, one
+ *     router measured): cores = c + s × states applied/s + b × batches
+ *     received/s, least squares over the rows whose event loop had room; a
+ *     fleet's router applies agents × messages × share states a second in
+ *     (routers − 1) × λ / k batches (every router batching every group, one
+ *     batch a window at most).
  * Complexity: O(rows). Trade-off: one payload size (the scenario's mean) per
  * fleet; the per-copy bytes are a mean, so a row's bytes are off by the
  * spread printed beside it.
@@ -41,6 +47,7 @@
  *   node packages/router/bench/gossip-model.ts --messages M --mesh a.json   # the cadence given (docs/GOSSIP.md), not read from DES rows
  *   node packages/router/bench/gossip-model.ts --messages M --mesh b.json,c.json   # batched rows (mesh.ts, batches on)
  *   node packages/router/bench/gossip-model.ts --messages M --mesh f.json,f400.json   # flooded rows (--relay flood; docs/GOSSIP.md)
+   node packages/router/bench/gossip-model.ts --messages M --cadence docs/data/cadence.json   # CPU at full cadence (cadence.ts rows)
  *
  * Smoke: --messages 6.5
  */
@@ -52,6 +59,7 @@ const { values: args } = scriptArgs(import.meta.url, {
     des: { type: 'string' },
     messages: { type: 'string' },
     mesh: { type: 'string', default: '' },
+    cadence: { type: 'string', default: '' },
     scenario: { type: 'string', default: 'seed' },
     d: { type: 'string', default: '2' },
   },
@@ -126,6 +134,8 @@ const read = args.mesh
 // A fleet that had not formed (the mesh in parts, agents unlinked) measures a broken mesh, not the model's.
 const rows = read.filter((r) => r.convergence?.ok !== false);
 if (rows.length < read.length) console.log(`${read.length - rows.length} row(s) left out: the fleet had not formed\n`);
+if (args.cadence !== '')
+  modelCpu(args.cadence.split(',').flatMap((f) => JSON.parse(readFileSync(f, 'utf8')) as CadenceRow[]));
 if (rows.length === 0) process.exit(0);
 const batched = rows.filter((r) => (r.batches?.published ?? 0) > 0);
 const unbatched = rows.filter((r) => !batched.includes(r));
@@ -260,4 +270,76 @@ function modelBatches(xs: MeshRow[]): void {
         `| ${agents} × ${routers} | ${share === 1 ? 'all' : `${share * 100}%`} | ${windowMs} | ${k.toFixed(1)} | ${(perCopy * meanCopies).toFixed(0)} | ${mbs(meanCopies)} (${mbs(fewest)}–${mbs(most)}) |`,
       );
     }
+}
+
+/** A row of bench/cadence.ts: one router at a fleet's full cadence. */
+interface CadenceRow {
+  agents: number;
+  routers: number;
+  applied: number;
+  batchesIn: number;
+  cpu: number;
+  elu: number;
+  batchMs?: number;
+}
+
+/** A fleet's router at full cadence: states applied and batches received per second (step 5). */
+function cadenceLoad(agents: number, routers: number, share: number, windowMs: number): [number, number] {
+  const lambda = (agents * perAgent * share) / routers;
+  const k = lambda * (windowMs / 1_000) + Math.exp(-lambda * (windowMs / 1_000));
+  return [agents * perAgent * share, ((routers - 1) * lambda) / k];
+}
+
+/** Step 5: cores = c + s × states/s + b × batches/s over the rows with room, and the fleets. */
+function modelCpu(xs: CadenceRow[]): void {
+  const fit = xs.filter((r) => r.elu < SATURATED);
+  const [c = 0, s = 0, b = 0] = leastSquares(
+    fit.map((r) => [1, r.applied, r.batchesIn]),
+    fit.map((r) => r.cpu),
+  );
+  const cores = (states: number, batches: number): number => c + s * states + b * batches;
+  console.log(
+    `full cadence (cadence.ts rows, ${fit.length} of ${xs.length} with room): a router's cores = ${c.toFixed(3)} + ${(s * 1e3).toFixed(3)} ms a state + ${(b * 1e3).toFixed(2)} ms a batch received\n`,
+  );
+  console.log('| agents × routers | window, ms | states/s | batches in/s | CPU, cores | model | event loop |');
+  console.log('|---|--:|--:|--:|--:|--:|--:|');
+  for (const r of xs)
+    console.log(
+      `| ${r.agents} × ${r.routers} | ${r.batchMs ?? 50} | ${r.applied.toFixed(0)} | ${r.batchesIn.toFixed(0)} | ${r.cpu.toFixed(2)} | ${cores(r.applied, r.batchesIn).toFixed(2)} | ${r.elu.toFixed(2)} |`,
+    );
+  console.log(`\nthe fleets at full cadence (${perAgent.toFixed(2)} messages per agent-s, window 50 ms): per router\n`);
+  console.log('| agents × routers | subscribed | states/s | batches in/s | CPU, cores |');
+  console.log('|---|--:|--:|--:|--:|');
+  for (const [agents, routers, share] of [
+    [1_000, 8, 1],
+    [1_000, 32, 1],
+    [1_000, 100, 1],
+    [10_000, 100, 1],
+    [10_000, 100, 0.1],
+  ] as const) {
+    const [states, batches] = cadenceLoad(agents, routers, share, 50);
+    console.log(
+      `| ${agents} × ${routers} | ${share === 1 ? 'all' : `${share * 100}%`} | ${states.toFixed(0)} | ${batches.toFixed(0)} | ${cores(states, batches).toFixed(2)} |`,
+    );
+  }
+  console.log('');
+}
+
+/** Least squares: the coefficients x minimising |A x − y| (normal equations, Gaussian elimination). */
+function leastSquares(a: number[][], y: number[]): number[] {
+  const n = a[0]?.length ?? 0;
+  const m = Array.from({ length: n }, (_, i) => [
+    ...Array.from({ length: n }, (_, j) => a.reduce((acc, row) => acc + row[i]! * row[j]!, 0)),
+    a.reduce((acc, row, k) => acc + row[i]! * y[k]!, 0),
+  ]);
+  for (let i = 0; i < n; i++) {
+    const p = m.slice(i).reduce((best, row, k) => (Math.abs(row[i]!) > Math.abs(m[best]![i]!) ? i + k : best), i);
+    [m[i], m[p]] = [m[p]!, m[i]!];
+    for (let r = 0; r < n; r++) {
+      if (r === i || m[i]![i] === 0) continue;
+      const f = m[r]![i]! / m[i]![i]!;
+      for (let col = i; col <= n; col++) m[r]![col]! -= f * m[i]![col]!;
+    }
+  }
+  return m.map((row, i) => row[n]! / row[i]!);
 }

@@ -44,6 +44,7 @@
  * `--save` writes the rows as JSON, each with its delivery latencies' quantiles in 1% steps
  * (docs/SCALE.md's figure is drawn from it by packages/bench/bench/plot.ts).
  *
+ * One router at a fleet's full cadence (agents this host cannot run as nodes at that rate): cadence.ts.
  * Smoke: --agents 8 --routers 3 --rate 5 --seconds 1 --router-procs 1
  * `--rate` is the fleet's state messages per second, the same for every
  * fleet size (each agent publishes every agents/rate seconds), so rows differ

@@ -72,6 +72,7 @@ export {
   generateIdentity,
   generateSwarmKey,
   gossipOptionsOf,
+  handoffAgentOf,
   loadIdentity,
   parseSwarmKey,
   peerIdOfIdentity,
@@ -96,4 +97,5 @@ export type {
   GossipVerdict,
   GossipWarning,
   GossipWarningCode,
+  HandoffAgent,
 } from './gossip/types.ts';

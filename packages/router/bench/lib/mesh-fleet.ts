@@ -69,6 +69,8 @@ export interface MeshOptions {
   /** Every router's listen address, reserved elsewhere; this fleet hosts `routers` of them from `firstRouter` (default: ports of its own). */
   listenAddrs?: string[];
   firstRouter?: number;
+  /** The routers' candidates (default: every listen address). */
+  candidates?: string[];
   /** Routers elsewhere that these agents publish to (default: this fleet's routers). */
   routerAddrs?: string[];
   /** The first agent's number (names are agent-<n>; unique across processes). Default 0. */
@@ -83,6 +85,10 @@ export interface MeshOptions {
   batchWindowMs?: number | undefined;
   /** Routers' batch relay (GossipOptions.relay). Default: production. */
   relay?: GossipRelay | undefined;
+  /** Networks the routers' views take agent URLs from whatever the publisher's address (FleetView agentNetworks; default none). */
+  agentNetworks?: string[];
+  /** The routers read no IHAVE, so never ask for what they missed (bench/cadence.ts: sources not linked to each other). */
+  ignoreIhave?: boolean;
   /** Share of the message copies a router receives that it drops unread, as a lost copy (default 0). */
   dropShare?: number;
   /** Called after each batch of agents has started and linked (or waited BATCH_WAIT_MS), with the agents so far. */
@@ -134,7 +140,7 @@ export class MeshFleet {
     try {
       const addrs = o.listenAddrs ?? (await freePorts(o.routers)).map((p) => `/ip4/127.0.0.1/tcp/${p}`);
       const first = o.firstRouter ?? 0;
-      for (let i = first; i < first + o.routers; i++) await fleet.#addRouter(i, addrs[i]!, addrs);
+      for (let i = first; i < first + o.routers; i++) await fleet.#addRouter(i, addrs[i]!, o.candidates ?? addrs);
       const all = o.routerAddrs ?? fleet.routerAddrs();
       for (let i = 0; i < o.agents; i += START_BATCH) {
         await Promise.all(Array.from({ length: Math.min(START_BATCH, o.agents - i) }, () => fleet.addAgent(all)));
@@ -159,7 +165,7 @@ export class MeshFleet {
     agent.seq++;
     agent.sentAt.set(agent.seq, performance.now());
     agent.sentAt.delete(agent.seq - 64);
-    return agent.node.publish(encodeState(this.#state(agent))).catch(() => 0);
+    return agent.node.publish(encodeState(this.stateOf(agent))).catch(() => 0);
   }
 
   /**
@@ -187,7 +193,7 @@ export class MeshFleet {
       boot: randomBytes(9).toString('base64url'),
       seq: 1,
     };
-    const state = this.#state(agent);
+    const state = this.stateOf(agent);
     return {
       whole: encodeState(state).byteLength,
       withoutDigest: encodeState({ ...state, digest: { ...state.digest, size: 0, added: new BigUint64Array(0) } })
@@ -233,6 +239,7 @@ export class MeshFleet {
       chunkChars: config.chunkChars,
       stateTtlMs: config.stateTtlMs,
       forgetAfterMs: config.forgetAfterMs,
+      agentNetworks: this.#o.agentNetworks ?? [],
     });
     const node = await createGossipNode({
       fleet: MESH_FLEET,
@@ -253,6 +260,7 @@ export class MeshFleet {
       countRpc(router.rpcBytes, rpc, bytes, seen);
       // Counted as received, then lost: gossipsub never sees the copy (its IHAVE and IWANT still pass).
       if (drop > 0) rpc.messages = rpc.messages.filter(() => Math.random() >= drop);
+      if (this.#o.ignoreIhave === true && rpc.control !== undefined) rpc.control.ihave = [];
     });
     node.setValidator((bytes, origin) => view.judge(bytes, origin));
     const onDelivery = this.#o.onDelivery;
@@ -313,7 +321,8 @@ export class MeshFleet {
     return this.#o.wrapStart !== undefined ? this.#o.wrapStart(name, () => node.start()) : node.start();
   }
 
-  #state(agent: Pick<MeshAgent, 'name' | 'bootAt' | 'boot' | 'seq' | 'fullEvery'>): ReplicaState {
+  /** An agent's state at its `seq`, as its publish sends it (sentAt now). */
+  stateOf(agent: Pick<MeshAgent, 'name' | 'bootAt' | 'boot' | 'seq' | 'fullEvery'>): ReplicaState {
     const port = 20_000 + Number(agent.name.slice(agent.name.indexOf('-') + 1));
     const fullEvery = agent.fullEvery ?? this.#o.fullEvery ?? 1;
     return makeState(agent.name, {

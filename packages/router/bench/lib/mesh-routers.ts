@@ -19,6 +19,7 @@ import { performance, type EventLoopUtilization } from 'node:perf_hooks';
 import type { GossipStats } from '@warmpath/shared/gossip';
 import { freePorts, type MeshFleet, type MeshOptions } from './mesh-fleet.ts';
 import { meshPartsOf } from './mesh-parts.ts';
+import type { FeedCounts } from './mesh-feed.ts';
 import type { RpcBytes } from './rpc-bytes.ts';
 import { bytesByNode } from './socket-bytes.ts';
 
@@ -37,7 +38,18 @@ export interface RouterSpec {
   swarmKey: string;
   /** Every router's other MeshFleet options (router peers, timing, mesh, batch window, …): JSON values only. */
   options: Omit<MeshOptions, 'routers' | 'agents' | 'firstRouter' | 'listenAddrs' | 'swarmKey' | Callbacks>;
+  /** Synthetic agents this child feeds its routers (lib/mesh-feed.ts), started by a 'feed' request. */
+  feed?: { agents: number; firstAgent: number };
+  /** Whose delays this child records: every state delivered (default), only those a batch brought (from other routers), none. */
+  delays?: 'all' | 'relayed' | 'none';
+  /** The routers' candidates: every router's address (default), or router 0's only (bench/cadence.ts: sources link to the router under test). */
+  candidates?: 'all' | 'first';
 }
+
+/** How RouterProcs.start lays routers out: each child's share, feed and candidates (default: an even share, all). */
+export type ChildLayout = Pick<RouterSpec, 'routers' | 'feed' | 'delays' | 'candidates'> & {
+  options?: Partial<RouterSpec['options']>;
+};
 
 type Callbacks = 'wrapStart' | 'onDelivery' | 'onStarted';
 
@@ -48,6 +60,8 @@ export interface RouterSnap {
   peers: string[];
   meshPeers: string[];
   replicas: number;
+  /** States its view applied since it started. */
+  applied: number;
   drops: Record<string, number>;
   rpcBytes: RpcBytes;
   stats: GossipStats;
@@ -64,11 +78,13 @@ export type RouterRequest =
   | { id: number; type: 'snap' }
   | { id: number; type: 'measure'; on: boolean }
   | { id: number; type: 'holds'; name: string; timeoutMs: number }
+  | { id: number; type: 'feed'; hz: number }
   | { id: number; type: 'stop' };
 
 export type RouterReply =
   | { type: 'ready'; routers: Array<{ name: string; peerId: string }> }
-  | { id: number; type: 'snap'; routers: RouterSnap[]; usage: ProcUsage }
+  | { id: number; type: 'snap'; routers: RouterSnap[]; usage: ProcUsage; fed: FeedCounts | undefined }
+  | { id: number; type: 'feed' }
   | { id: number; type: 'measure'; delays: number[] }
   | { id: number; type: 'holds'; at: number | null };
 
@@ -76,6 +92,8 @@ export interface Snapshot {
   routers: RouterSnap[];
   /** One per process holding routers. */
   usage: ProcUsage[];
+  /** One per process: its synthetic feed's counts (undefined: it feeds none). */
+  fed: Array<FeedCounts | undefined>;
 }
 
 export interface Routers {
@@ -133,6 +151,7 @@ export function snapRouters(fleet: MeshFleet): RouterSnap[] {
     peers: r.node.peers(),
     meshPeers: r.node.meshPeers(),
     replicas: r.view.replicas.size,
+    applied: r.view.applied,
     drops: { ...r.view.drops },
     rpcBytes: structuredClone(r.rpcBytes),
     stats: r.node.stats(),
@@ -179,7 +198,7 @@ export class LocalRouters implements Routers {
     return this.fleet.routerAddrs();
   }
   snapshot(): Promise<Snapshot> {
-    return Promise.resolve({ routers: snapRouters(this.fleet), usage: [usage()] });
+    return Promise.resolve({ routers: snapRouters(this.fleet), usage: [usage()], fed: [undefined] });
   }
   delays(on: boolean): Promise<number[]> {
     return Promise.resolve(this.log.swap(on));
@@ -210,14 +229,28 @@ export class RouterProcs implements Routers {
     return this.#children.length;
   }
 
-  static async start(procs: number, spec: Omit<RouterSpec, 'listenAddrs' | 'firstRouter'>): Promise<RouterProcs> {
+  /** `layout`: each child's routers (summing to spec.routers) and feed; default an even share of `procs`. */
+  static async start(
+    procs: number,
+    spec: Omit<RouterSpec, 'listenAddrs' | 'firstRouter'>,
+    layout?: ChildLayout[],
+  ): Promise<RouterProcs> {
     const listenAddrs = (await freePorts(spec.routers)).map((p) => `/ip4/127.0.0.1/tcp/${p}`);
     const n = Math.min(procs, spec.routers);
+    const even = (i: number): ChildLayout => ({
+      routers: Math.floor(spec.routers / n) + (i < spec.routers % n ? 1 : 0),
+    });
+    const shares = layout ?? Array.from({ length: n }, (_, i) => even(i));
     let first = 0;
-    const children = Array.from({ length: n }, (_, i) => {
-      const routers = Math.floor(spec.routers / n) + (i < spec.routers % n ? 1 : 0);
-      const child: RouterSpec = { ...spec, listenAddrs, firstRouter: first, routers };
-      first += routers;
+    const children = shares.map((share) => {
+      const child: RouterSpec = {
+        ...spec,
+        ...share,
+        options: { ...spec.options, ...share.options },
+        listenAddrs,
+        firstRouter: first,
+      };
+      first += share.routers;
       return fork(CHILD, [JSON.stringify(child)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     });
     const out = new RouterProcs(children, listenAddrs);
@@ -241,7 +274,13 @@ export class RouterProcs implements Routers {
     return {
       routers: replies.flatMap((m) => (m.type === 'snap' ? m.routers : [])),
       usage: replies.flatMap((m) => (m.type === 'snap' ? [m.usage] : [])),
+      fed: replies.flatMap((m) => (m.type === 'snap' ? [m.fed] : [])),
     };
+  }
+
+  /** Starts (hz > 0) or stops (0) every child's synthetic feed. */
+  async feed(hz: number): Promise<void> {
+    await this.#ask({ type: 'feed', hz });
   }
 
   async delays(on: boolean): Promise<number[]> {

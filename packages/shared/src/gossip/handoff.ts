@@ -135,6 +135,11 @@ export class HandoffInbox {
     this.#sink = sink;
   }
 
+  /** Is the protocol offered now? */
+  get offered(): boolean {
+    return this.#offered;
+  }
+
   /** Offers the protocol, or withdraws it and closes the agents' streams (they fail over, or sign). */
   async offer(on: boolean): Promise<void> {
     if (on === this.#offered) return;

@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import { generateKeyPair, privateKeyFromProtobuf, privateKeyToProtobuf } from '@libp2p/crypto/keys';
 import { GossipConfigError } from './types.ts';
-import type { GossipOptions, GossipRelay, GossipWarning } from './types.ts';
+import type { GossipOptions, GossipRelay, GossipWarning, HandoffAgent } from './types.ts';
 
 const SWARM_KEY_HEADER = '/key/swarm/psk/1.0.0/';
 const SWARM_KEY_CODEC = '/base16/';
@@ -97,6 +97,12 @@ export function peerIdOfIdentity(key: Uint8Array): string {
   } catch (err) {
     throw new GossipConfigError(`not a libp2p identity file: ${(err as Error).message}`);
   }
+}
+
+/** An identity's protobuf bytes as a hand-off names its agent (GossipNode.handOff). */
+export function handoffAgentOf(key: Uint8Array): HandoffAgent {
+  const publicKey = privateKeyFromProtobuf(key).publicKey;
+  return { peerId: publicKey.toString(), author: publicKey.toMultihash().bytes };
 }
 
 /** The gossip settings agent and router share, by their config field names. */

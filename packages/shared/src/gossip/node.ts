@@ -27,8 +27,9 @@ import type {
   GossipValidator,
   GossipVerdict,
   GossipWarning,
+  HandoffAgent,
 } from './types.ts';
-import { GossipConfigError } from './types.ts';
+import { GossipConfigError, zeroStats } from './types.ts';
 import { ConnectionUpkeep } from './upkeep.ts';
 
 type PeerId = Parameters<TopicValidatorFn>[0];
@@ -65,23 +66,7 @@ class GossipNodeImpl implements GossipNode {
   readonly #topics = new Set<string>();
   /** A publish-only node's group topics it has published on (its peers' subscriptions to them count). */
   readonly #published = new Set<string>();
-  readonly #stats: GossipStats = {
-    published: 0,
-    publishedToNoPeers: 0,
-    publishErrors: 0,
-    received: 0,
-    handlerErrors: 0,
-    dialFailures: 0,
-    silentPeersDropped: 0,
-    dnsFailures: 0,
-    overCapDropped: 0,
-    rejected: 0,
-    ignored: 0,
-    handedOff: 0,
-    handOffsReceived: 0,
-    batchesPublished: 0,
-    batchesReceived: 0,
-  };
+  readonly #stats: GossipStats = zeroStats();
   /** A publish-only node's hand-off to its first-hop router; a subscriber's batched relay (window > 0). */
   readonly #outbox: HandoffOutbox | undefined;
   readonly #relay: BatchRelay | undefined;
@@ -313,6 +298,12 @@ class GossipNodeImpl implements GossipNode {
 
   stats(): GossipStats {
     return { ...this.#stats };
+  }
+
+  handOff(agent: HandoffAgent, group: string | undefined, state: Uint8Array): boolean {
+    if (this.#relay?.takesHandoffs !== true) return false;
+    this.#relay.handedOff(agent.peerId, agent.author, group, state);
+    return true;
   }
 
   /** A topic's validator: size, signature policy, a batch's states (relay.ts), then the user's validator (a throw is an ignore). */

@@ -6,7 +6,8 @@
  * send batches to: one in its mesh, or, flooding its batches (options.ts
  * floodsBatches), one connected and subscribed. A router with none could
  * relay a batch to no one.
- * A handed-off state (handoff.ts), per state:
+ * A handed-off state (handoff.ts's inbox; or GossipNode.handOff, a bench's
+ * agents without a stream), per state:
  *  1. From a peer below the graylist threshold: dropped unread, as gossipsub
  *     drops its RPCs.
  *  2. The node's validator judges it as direct state: the author is the
@@ -79,7 +80,7 @@ export class BatchRelay {
     this.#inbox =
       windowMs > 0
         ? new HandoffInbox(host.libp2p, MAX_MESSAGE_BYTES, (peer, _connection, group, state) =>
-            this.#handedOff(peer.toString(), peer.toMultihash().bytes, group, state),
+            this.handedOff(peer.toString(), peer.toMultihash().bytes, group, state),
           )
         : undefined;
     this.#batcher = new Batcher(windowMs, BATCH_MAX_BYTES, (group, batch) => {
@@ -122,7 +123,17 @@ export class BatchRelay {
     this.#batcher.flushAll();
   }
 
-  #handedOff(peer: string, author: Uint8Array, group: string | undefined, state: Uint8Array): void {
+  /** Whether a hand-off is taken now: a window, and the protocol offered (peersChanged). */
+  get takesHandoffs(): boolean {
+    return this.#inbox?.offered === true;
+  }
+
+  /**
+   * One state handed off by agent `peer` (its peer id; `author`: its
+   * multihash bytes, what a batch names it by): steps 1–3 of the header.
+   * The inbox calls it for each frame, with the peer Noise named.
+   */
+  handedOff(peer: string, author: Uint8Array, group: string | undefined, state: Uint8Array): void {
     const host = this.#host;
     if (host.peerScore(peer) < GRAYLIST_THRESHOLD || state.byteLength > MAX_MESSAGE_BYTES)
       return void host.stats.ignored++;

@@ -185,6 +185,27 @@ export interface GossipStats {
   batchesReceived: number;
 }
 
+/** Every counter at zero: a node's stats when it starts. */
+export function zeroStats(): GossipStats {
+  return {
+    published: 0,
+    publishedToNoPeers: 0,
+    publishErrors: 0,
+    received: 0,
+    handlerErrors: 0,
+    dialFailures: 0,
+    silentPeersDropped: 0,
+    dnsFailures: 0,
+    overCapDropped: 0,
+    rejected: 0,
+    ignored: 0,
+    handedOff: 0,
+    handOffsReceived: 0,
+    batchesPublished: 0,
+    batchesReceived: 0,
+  };
+}
+
 export interface GossipNode {
   readonly peerId: string;
   readonly topic: string;
@@ -231,6 +252,22 @@ export interface GossipNode {
   channel(name: string): GossipChannel;
   /** Every RPC this node receives, decoded, with its length on the stream (before yamux and noise); for byte accounting. */
   onRpc(handler: (rpc: GossipRpc, bytes: number) => void): () => void;
+  /**
+   * A router's first hop for one state as if `agent` had written it on its
+   * hand-off stream (handoff.ts, relay.ts): judged as direct state, applied,
+   * batched. For benches that drive a router at a fleet's cadence without an
+   * agent's libp2p node: the caller stands in for Noise in naming the agent,
+   * and the state has no connection (its addresses are checked as relayed
+   * state's: trust.ts). False, and nothing done, while the node takes no
+   * hand-offs (no window, or no router to send batches to).
+   */
+  handOff(agent: HandoffAgent, group: string | undefined, state: Uint8Array): boolean;
+}
+
+/** An agent as a hand-off names it: its peer id, and its multihash bytes (what a batch carries; keys.ts handoffAgentOf). */
+export interface HandoffAgent {
+  readonly peerId: string;
+  readonly author: Uint8Array;
 }
 
 /** One of the `channels` topics: signed and validated as the fleet topic is, delivered to its own handlers. */

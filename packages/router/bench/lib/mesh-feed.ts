@@ -1,0 +1,105 @@
+/**
+ * Synthetic agents for the full-cadence bench (bench/cadence.ts): a router
+ * fed its agents' states at a fleet's cadence without an agent's libp2p
+ * node per agent, which is what this host cannot run at that rate.
+ *
+ * Each agent has a peer id of its own (an Ed25519 identity generated once,
+ * keys.ts handoffAgentOf) and sends the state the bench's real agents send
+ * (MeshFleet.stateOf: the same fields, digest and static-field cadence,
+ * sentAt its creation), handed to its router through the router's first-hop
+ * entry point (GossipNode.handOff): judged as direct state under the agent's
+ * peer id, applied, batched and flooded as a stream's frame would be.
+ *
+ * Steps: agents are dealt to this process's routers in turn; `start(hz)`
+ * ticks every TICK_MS and hands off, round robin over the agents, the states
+ * due since the start (hz × agents × elapsed), so each agent sends one every
+ * 1/hz s and the agents are spread evenly over that period. A tick more than
+ * MAX_BEHIND_MS late skips what is older (counted): the offered rate then
+ * falls short, and the counters say by how much.
+ * Complexity: O(states) per tick, one state built and encoded each.
+ * Trade-off: no Noise, yamux or stream at the first hop: the router's
+ * transport for its own agents' states is left out, and the caller, not
+ * Noise, names each agent (docs/GOSSIP.md, "At full cadence").
+ */
+import { randomBytes } from 'node:crypto';
+import { generateIdentity, handoffAgentOf, type HandoffAgent } from '@warmpath/shared/gossip';
+import { encodeState } from '@warmpath/shared/wire';
+import type { MeshFleet, MeshRouter } from './mesh-fleet.ts';
+
+/** The feed's tick, ms: well inside the 50 ms batch window. */
+const TICK_MS = 5;
+/** States due longer ago than this are skipped, not sent in a burst, ms. */
+const MAX_BEHIND_MS = 1_000;
+
+/** What a feed did so far: states due, handed to a router that took them, refused by a router taking no hand-offs, skipped late. */
+export interface FeedCounts {
+  due: number;
+  handed: number;
+  notTaken: number;
+  skipped: number;
+}
+
+interface Agent {
+  readonly name: string;
+  readonly id: HandoffAgent;
+  readonly router: MeshRouter;
+  readonly bootAt: number;
+  readonly boot: string;
+  seq: number;
+}
+
+export class SyntheticFeed {
+  readonly counts: FeedCounts = { due: 0, handed: 0, notTaken: 0, skipped: 0 };
+  readonly #fleet: MeshFleet;
+  readonly #agents: Agent[];
+  #next = 0;
+
+  private constructor(fleet: MeshFleet, agents: Agent[]) {
+    this.#fleet = fleet;
+    this.#agents = agents;
+  }
+
+  /** `agents` agents named agent-<firstAgent>… dealt to the fleet's routers in turn. */
+  static async create(fleet: MeshFleet, agents: number, firstAgent: number): Promise<SyntheticFeed> {
+    const out: Agent[] = [];
+    for (let i = 0; i < agents; i++) {
+      out.push({
+        name: `agent-${firstAgent + i}`,
+        id: handoffAgentOf(await generateIdentity()),
+        router: fleet.routers[i % fleet.routers.length]!,
+        bootAt: Date.now() - 60_000,
+        boot: randomBytes(9).toString('base64url'),
+        seq: 0,
+      });
+    }
+    return new SyntheticFeed(fleet, out);
+  }
+
+  /** The agents' peer ids (the receivers bind each replica to one). */
+  peerIds(): string[] {
+    return this.#agents.map((a) => a.id.peerId);
+  }
+
+  /** Each agent hands off a state every 1/hz s from now; returns the stop function. */
+  start(hz: number): () => void {
+    const t0 = performance.now();
+    let sent = 0;
+    const perMs = (hz * this.#agents.length) / 1_000;
+    const timer = setInterval(() => {
+      const due = Math.floor((performance.now() - t0) * perMs);
+      const late = Math.max(0, due - sent - Math.ceil(MAX_BEHIND_MS * perMs));
+      this.counts.due += due - sent;
+      this.counts.skipped += late;
+      sent += late;
+      for (; sent < due; sent++) this.#handOff(this.#agents[this.#next++ % this.#agents.length]!);
+    }, TICK_MS);
+    return () => clearInterval(timer);
+  }
+
+  #handOff(a: Agent): void {
+    a.seq++;
+    const state = encodeState(this.#fleet.stateOf(a));
+    if (a.router.node.handOff(a.id, undefined, state)) this.counts.handed++;
+    else this.counts.notTaken++;
+  }
+}
