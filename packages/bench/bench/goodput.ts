@@ -15,6 +15,9 @@
  * (✓ within the SLO), then the goodput: the highest rate within it such that
  * every lower rate swept was within it too (0 when the lowest is not),
  * refined by K bisection steps toward the first rate past it (default 0).
+ * Each scenario's work bound per fleet (src/work-bound.ts) heads its table,
+ * and a goodput over it is flagged: the run ended before its backlog could
+ * break the SLO (docs/DISAGGREGATION.md, "The work bound").
  * --goals runs the disaggregation goals (src/pd-goals.ts) on each seed and
  * prints the goal table (met on 3 of 4 seeds); --json writes every sweep and
  * row. Tune on seeds 1–3; report on the held-out seeds 101–104 (the default).
@@ -25,8 +28,9 @@ import { writeFileSync } from 'node:fs';
 import { goalsTable, type GoalRow } from '../src/goal-rows.ts';
 import { cellText, sweep, type GoodputCase } from '../src/goodput.ts';
 import { PD_GOALS_DURATION_S, pdBounds, pdGoalRows, pdRuns, type PdGoalsJson } from '../src/pd-goals.ts';
-import { DesPool } from '../src/pool.ts';
+import { DesPool, planFor } from '../src/pool.ts';
 import { SCENARIOS } from '../src/scenarios.ts';
+import { workBound } from '../src/work-bound.ts';
 import { scriptArgs } from '@warmpath/shared/runtime';
 
 const { values: o, positionals } = scriptArgs(import.meta.url, {
@@ -65,11 +69,21 @@ const specs = positionals.length > 0 ? positionals : ['longctx:6,10,14,18', 'cha
 
 const pool = new DesPool();
 
-/** One (scenario, fleet, policy) row over the rates (and the refinement's). */
-async function row(c: GoodputCase, rates: number[]): Promise<string> {
+/** A fleet's GPUs: `N`, or P + D. */
+const gpusOf = (fleet: string): number => fleet.split(':').reduce((a, x) => a + Number(x), 0);
+
+/** The scenario's work bound on `gpus` (src/work-bound.ts), from its plan at `rate` over the run's duration. */
+function boundOf(name: string, rate: number, gpus: number): number {
+  const { plan } = planFor({ scenario: name, seed, rate, duration });
+  return workBound(SCENARIOS[name]!, plan, gpus).rate;
+}
+
+/** One (scenario, fleet, policy) row over the rates (and the refinement's); a goodput over the work bound is flagged. */
+async function row(c: GoodputCase, rates: number[], bound: number): Promise<string> {
   try {
     const s = await sweep(pool, c, { seed, duration, rates, refine, slo });
-    return `| ${c.scenario} | ${c.fleet} | ${c.policy} | ${s.cells.map((x) => `${x.rate}: ${cellText(x)}`).join(' | ')} | **${s.goodput}** |`;
+    const over = s.goodput > bound ? ` over the work bound ${bound.toFixed(2)}: a run too short to judge` : '';
+    return `| ${c.scenario} | ${c.fleet} | ${c.policy} | ${s.cells.map((x) => `${x.rate}: ${cellText(x)}`).join(' | ')} | **${s.goodput}**${over} |`;
   } catch (e) {
     return `| ${c.scenario} | ${c.fleet} | ${c.policy} | failed: ${(e as Error).message} |`;
   }
@@ -83,6 +97,10 @@ async function tables(): Promise<void> {
     console.log(
       `\n${name}, seed ${seed}, ${routers} routers, SLO TTFT p99 ≤ ${slo.ttftMs} ms and ITL p99 ≤ ${slo.itlMs} ms (cells: rate: TTFT p99 / ITL p99, ms)\n`,
     );
+    const bounds = new Map(fleets.map((f) => [f, boundOf(name, rates[0]!, gpusOf(f))]));
+    console.log(
+      `work bound (src/work-bound.ts: no placement on any split serves more): ${[...bounds].map(([f, b]) => `${f} ${b.toFixed(2)}`).join(', ')} req/s\n`,
+    );
     console.log(`| scenario | fleet | policy | rates … | goodput |`);
     console.log(`|---|---|---|---|--:|`);
     const cases = fleets.flatMap((fleet) =>
@@ -94,7 +112,7 @@ async function tables(): Promise<void> {
         ...(routerSet !== '' ? { routerOverrides } : {}),
       })),
     );
-    for (const r of await Promise.all(cases.map((c) => row(c, rates)))) console.log(r);
+    for (const r of await Promise.all(cases.map((c) => row(c, rates, bounds.get(c.fleet)!)))) console.log(r);
   }
 }
 
