@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { sweep, type GoodputCase } from '../src/goodput.ts';
-import { pdCases, pdGoalRows, type PdRun } from '../src/pd-goals.ts';
+import { PD_PLANS, pdCases, pdGoalRows, type PdRun } from '../src/pd-goals.ts';
 import type { DesJob, DesPool, JobOutcome } from '../src/pool.ts';
 import type { PolicyResult } from '../src/report.ts';
 
@@ -48,6 +48,7 @@ describe('goodput', () => {
 });
 
 describe('the disaggregation goals', () => {
+  const LD = PD_PLANS.longdoc.pd;
   const runs = (goodput: (name: string) => number): PdRun[] =>
     pdCases().map(({ name, case: c }) => ({ name, case: c, sweep: { cells: [], goodput: goodput(name) } }));
 
@@ -73,7 +74,7 @@ describe('the disaggregation goals', () => {
     expect(row(/always split/)).toMatchObject({ pass: true, measured: '90 vs 80 req/s (1.13×)' });
     expect(row(/best split each/)).toMatchObject({
       pass: true,
-      measured: '12 vs 10 req/s (1.20×): warmpath 5:5 vs llm-d-precise 5:5',
+      measured: `12 vs 10 req/s (1.20×): warmpath ${LD} vs llm-d-precise ${LD}`,
     });
   });
 
@@ -88,8 +89,22 @@ describe('the disaggregation goals', () => {
     expect(row(/best peer P\/D/).pass).toBe(true);
     expect(row(/best split each/)).toMatchObject({
       pass: false,
-      measured: '12 vs 11 req/s (1.09×): warmpath 5:5 vs dynamo-kv 3:7',
+      measured: `12 vs 11 req/s (1.09×): warmpath ${LD} vs dynamo-kv 3:7`,
     });
+  });
+
+  it('marks a row whose target is over the work bound beyond any placement, and only that row', () => {
+    const bound = (rate: number) => ({ rate, prefillS: 0, decodeS: 0 });
+    const rows = pdGoalRows(
+      101,
+      runs((n) => (n === 'longdoc warmpath' ? 12 : n === 'longdoc dynamo-kv 3:7' ? 11 : 9)),
+      { longdoc: bound(13), mixed: bound(1_000) },
+    );
+    const row = (goal: RegExp) => rows.find((r) => goal.test(r.goal))!;
+    // 1.2 × 11 = 13.2 req/s is over 13; 1.2 × 9 = 10.8 on the same fleet is not.
+    expect(row(/best split each/).beyond).toMatch(/beyond any placement: 13.2 req\/s is over the work bound 13/);
+    expect(row(/best peer P\/D/).beyond).toBeUndefined();
+    expect(row(/always split/).beyond).toBeUndefined();
   });
 
   it('a zero goodput meets nothing, even against a zero rival', () => {
