@@ -8,8 +8,9 @@
  * decode leg (its KV by transfer), a request prefilled on its decode
  * replica (local) or on a prefill replica (overflow: no decode replica
  * had room) — and the inter-token gaps each pool's streams get, with the
- * share slower than the SLO's ITL (a step longer than it). The window is
- * the arrivals' span less its first sixth (the fleet filling up).
+ * share slower than the SLO's ITL (a step longer than it), and how the
+ * requests in the TTFT tail were served. The window is the arrivals' span
+ * less its first sixth (the fleet filling up).
  *
  *   node packages/bench/bench/pd-steps.ts [--scenario longdoc] [--pd 4:6] [--rate 15] [--seed 2]
  *     [--duration 30] [--routers 2] [--policies warmpath,llm-d-precise,sglang-cache-aware] [--router-set k=v,…]
@@ -18,6 +19,7 @@
  */
 import { PROFILES, type Sequence, type StepResult } from '@warmpath/sim';
 import { runDes } from '../src/des/run.ts';
+import type { RequestResult } from '../src/loadgen.ts';
 import { SLO } from '../src/goodput.ts';
 import { pdRolesOf } from '../src/des/pd.ts';
 import { assignRouters } from '../src/l4.ts';
@@ -116,6 +118,25 @@ function poolLine(role: 'prefill' | 'decode', meters: Map<string, Meter>, spanMs
   );
 }
 
+/** A request as it was served: `transfer`, `local` (on a decode replica), `overflow` (whole on a prefill replica), `failed`. */
+function servedAs(r: RequestResult): string {
+  if (!r.ok) return 'failed';
+  if (r.pd === 'transfer') return 'transfer';
+  return roles[Number(r.replica?.slice('replica-'.length))] === 'prefill' ? 'overflow' : 'local';
+}
+
+/** The TTFT tail (at least 0.8 × p99, an unanswered request the slowest) by how each request was served. */
+function tailLine(answers: readonly RequestResult[]): string {
+  const ttft = (r: RequestResult): number => (r.ok ? r.ttftMs : Infinity);
+  const p99 = quantile(answers.map(ttft), 0.99);
+  const count = (xs: readonly RequestResult[]): string => {
+    const n = new Map<string, number>();
+    for (const r of xs) n.set(servedAs(r), (n.get(servedAs(r)) ?? 0) + 1);
+    return [...n].map(([k, v]) => `${k} ${v}`).join(', ');
+  };
+  return `TTFT tail (≥ 0.8 × p99): ${count(answers.filter((r) => ttft(r) >= 0.8 * p99))}; all requests: ${count(answers)}`;
+}
+
 async function run(policy: string): Promise<void> {
   const rate = Number(values.rate);
   const { plan: built, duration } = planFor({
@@ -129,6 +150,7 @@ async function run(policy: string): Promise<void> {
   const to = WARMUP_MS + duration * 1000;
   const meters = new Map<string, Meter>();
   const seqs: Sequence[] = [];
+  const answers: RequestResult[] = [];
   // Sequences that decoded on a prefill replica (their second token came from one).
   const onPrefill = new Set<Sequence>();
   const result = await runDes({
@@ -142,6 +164,7 @@ async function run(policy: string): Promise<void> {
     pd: values.pd,
     routerOverrides: overrides,
     onSubmitted: (seq) => void seqs.push(seq),
+    onResult: (r) => void answers.push(r),
     onStep: (id, res) => {
       if (roles[Number(id.slice('replica-'.length))] === 'prefill')
         for (const q of res.emitted) if (q.generated === 2) onPrefill.add(q);
@@ -164,6 +187,7 @@ async function run(policy: string): Promise<void> {
   );
   console.log(`  ${poolLine('prefill', meters, to - from)}`);
   console.log(`  ${poolLine('decode', meters, to - from)}`);
+  console.log(`  ${tailLine(answers)}`);
   for (const [k, xs] of Object.entries(legs))
     if (xs.length > 0) console.log(`  ${k} legs: ${xs.length}, wait in the engine's queue ms ${spread(xs)}`);
 }
