@@ -31,7 +31,7 @@ import { PD_GOALS_DURATION_S, pdBounds, pdGoalRows, pdRuns, type PdGoalsJson } f
 import { DesPool, planFor } from '../src/pool.ts';
 import { SCENARIOS } from '../src/scenarios.ts';
 import { workBound } from '../src/work-bound.ts';
-import { scriptArgs } from '@warmpath/shared/runtime';
+import { keyValues, scriptArgs } from '@warmpath/shared/runtime';
 
 const { values: o, positionals } = scriptArgs(import.meta.url, {
   allowPositionals: true,
@@ -62,9 +62,7 @@ const policies = o.policies.split(',');
 const routers = Number(o.routers);
 const routerSet = o['router-set'];
 const json = o.json;
-const routerOverrides = Object.fromEntries(
-  routerSet === '' ? [] : routerSet.split(',').map((kv) => kv.split('=') as [string, string]),
-);
+const routerOverrides = keyValues('--router-set', routerSet);
 const specs = positionals.length > 0 ? positionals : ['longctx:6,10,14,18', 'chat:10,15,20,25'];
 
 const pool = new DesPool();

@@ -25,7 +25,7 @@ import { pdRolesOf } from '../src/des/pd.ts';
 import { assignRouters } from '../src/l4.ts';
 import { planFor } from '../src/pool.ts';
 import { SCENARIOS } from '../src/scenarios.ts';
-import { scriptArgs } from '@warmpath/shared/runtime';
+import { keyValues, scriptArgs } from '@warmpath/shared/runtime';
 
 const { values } = scriptArgs(import.meta.url, {
   options: {
@@ -44,12 +44,7 @@ if (scenario === undefined) throw new Error(`unknown scenario ${values.scenario}
 const seed = Number(values.seed);
 const routers = Number(values.routers);
 const roles = pdRolesOf(values.pd)!;
-const overrides = Object.fromEntries(
-  values['router-set']
-    .split(',')
-    .filter((kv) => kv !== '')
-    .map((kv) => kv.split('=') as [string, string]),
-);
+const overrides = keyValues('--router-set', values['router-set']);
 const blocks = PROFILES[scenario.fleet.profile as keyof typeof PROFILES].numGpuBlocks;
 /** The DES's warm-up before the first arrival (des/run.ts). */
 const WARMUP_MS = 2_000;

@@ -26,7 +26,7 @@ import { DEFAULT_GOSSIP, validateGossip } from '../src/des/gossip.ts';
 import { L4_MODES, type L4Mode } from '../src/l4.ts';
 import { DesPool, workloadKey, type DesJob, type JobOutcome } from '../src/pool.ts';
 import type { QualityRow } from '../src/quality-row.ts';
-import { scriptArgs } from '@warmpath/shared/runtime';
+import { keyValues, scriptArgs } from '@warmpath/shared/runtime';
 
 const { values } = scriptArgs(import.meta.url, {
   options: {
@@ -49,8 +49,6 @@ const { values } = scriptArgs(import.meta.url, {
 });
 
 const list = (s: string): string[] => s.split(',').filter((x) => x !== '');
-const sets = (xs: string[]): Record<string, string> =>
-  Object.fromEntries(xs.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
 const key = (r: Pick<QualityRow, 'scenario' | 'seed' | 'routers' | 'l4' | 'delay' | 'loss'>): string =>
   `${r.scenario}/${r.seed}/${r.routers}/${r.l4 ?? 'random'}/${r.delay}/${r.loss}`;
 const cell = (r: QualityRow | undefined): string =>
@@ -63,8 +61,8 @@ const l4Modes = list(values.l4).map((m): L4Mode => {
     throw new Error(`--l4: "${m}" is not one of ${L4_MODES.join(', ')}`);
   return m as L4Mode;
 });
-const agentOverrides = sets(values['agent-set']);
-const routerOverrides = sets(values['router-set']);
+const agentOverrides = keyValues('--agent-set', values['agent-set']);
+const routerOverrides = keyValues('--router-set', values['router-set']);
 const pool = new DesPool(Number(values.workers));
 const jobs: DesJob[] = [];
 for (const scenario of list(values.scenarios))

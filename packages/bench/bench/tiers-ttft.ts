@@ -33,7 +33,7 @@ import { lastArrivalMs } from '../src/loadgen.ts';
 import { planFor } from '../src/pool.ts';
 import { aloneTtfts, hitCeiling, planRequests, type PlanRequest } from '../src/references.ts';
 import { SCENARIOS } from '../src/scenarios.ts';
-import { scriptArgs } from '@warmpath/shared/runtime';
+import { keyValues, scriptArgs } from '@warmpath/shared/runtime';
 
 const { values } = scriptArgs(import.meta.url, {
   options: {
@@ -53,12 +53,7 @@ const scenario = { ...named, fleet: { ...named.fleet, cpuKvRatio: TIERS.cpuKvRat
 const profile = PROFILES[scenario.fleet.profile as keyof typeof PROFILES];
 const adapters = scenario.fleet.adapters ?? [];
 const maxLoras = scenario.fleet.maxLoras ?? 0;
-const overrides = Object.fromEntries(
-  values['router-set']
-    .split(',')
-    .filter((kv) => kv !== '')
-    .map((kv) => kv.split('=') as [string, string]),
-);
+const overrides = keyValues('--router-set', values['router-set']);
 
 // --duration shortens the plan (0: the scenario's); the goals run the scenario's.
 const job = { scenario: values.scenario, seed, rate: 0, duration: Number(values.duration), trace: undefined };

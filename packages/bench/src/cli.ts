@@ -5,7 +5,7 @@
 import { resolve } from 'node:path';
 import cliProgress from 'cli-progress';
 import { BUILT_IN_POLICIES } from '@warmpath/router';
-import { configFromProcess, ConfigError, type CommandHelp, type Schema } from '@warmpath/shared/runtime';
+import { configFromProcess, ConfigError, keyValues, type CommandHelp, type Schema } from '@warmpath/shared/runtime';
 import { assignRouters, L4_MODES, type L4Mode } from './l4.ts';
 import { lastArrivalMs, type PlannedRequest } from './loadgen.ts';
 import { runLive } from './live.ts';
@@ -180,8 +180,8 @@ export async function run(argv: string[]): Promise<void> {
   const cfg = benchConfig(argv);
   const scenario = SCENARIOS[cfg.scenario]!;
   checkPolicies(cfg);
-  const routerOverrides = parseSet('--router-set', cfg.routerSet);
-  const agentOverrides = parseSet('--agent-set', cfg.agentSet);
+  const routerOverrides = keyValues('--router-set', cfg.routerSet);
+  const agentOverrides = keyValues('--agent-set', cfg.agentSet);
   const roles = pdRolesOf(cfg.pd);
   const replicas = roles?.length ?? (cfg.replicas > 0 ? cfg.replicas : scenario.fleet.replicas);
   const duration = cfg.duration > 0 ? cfg.duration : scenario.defaults.duration;
@@ -268,16 +268,6 @@ function gossipOf(cfg: BenchConfig): GossipModel {
   } catch (err) {
     throw new ConfigError(`command line: --gossip-delay/--gossip-loss: ${(err as Error).message}`);
   }
-}
-
-function parseSet(flag: string, list: readonly string[]): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const kv of list) {
-    const eq = kv.indexOf('=');
-    if (eq <= 0) throw new ConfigError(`command line: ${flag} expects key=value (got "${kv}")`);
-    out[kv.slice(0, eq)] = kv.slice(eq + 1);
-  }
-  return out;
 }
 
 type Settle = (policy: string, r: PolicyResult | Error, seconds: number) => void;

@@ -32,9 +32,9 @@ export const SPLITS = ['6:4', '5:5', '4:6', '3:7'] as const;
 
 /**
  * Simulated seconds of arrivals per rate: several of longdoc's decode legs
- * (15–20 s each) end to end, so that a rate over what the fleet sustains
- * breaks the SLO within the run rather than leaving its backlog unjudged
- * after the last arrival (docs/DISAGGREGATION.md, "The work bound").
+ * end to end, so that a rate over what the fleet sustains breaks the SLO
+ * within the run rather than leaving its backlog unjudged after the last
+ * arrival (docs/DISAGGREGATION.md, "The work bound", says how long a leg is).
  */
 export const PD_GOALS_DURATION_S = 90;
 

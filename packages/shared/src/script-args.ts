@@ -13,6 +13,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { ConfigError } from './config.ts';
 
 /** The text of the first block comment of `source`, without its leading asterisks. */
 export function scriptHeader(source: string): string {
@@ -48,4 +49,20 @@ export function scriptArgs<T extends ParseArgsConfig>(url: string, config: T): R
     process.stderr.write(`${lines.join('\n')}\n`);
     process.exit(2);
   }
+}
+
+/**
+ * `key=value` settings given to a flag (`--router-set`, `--agent-set`), as a
+ * record: a list of items, or one string of them separated by commas. An
+ * item without a key before its `=` is a ConfigError naming the flag.
+ */
+export function keyValues(flag: string, items: string | readonly string[]): Record<string, string> {
+  const list = typeof items === 'string' ? items.split(',').filter((x) => x !== '') : items;
+  const out: Record<string, string> = {};
+  for (const kv of list) {
+    const eq = kv.indexOf('=');
+    if (eq <= 0) throw new ConfigError(`command line: ${flag} expects key=value (got "${kv}")`);
+    out[kv.slice(0, eq)] = kv.slice(eq + 1);
+  }
+  return out;
 }
