@@ -36,15 +36,19 @@
  * and those a source could not take or the feed skipped late.
  *
  *   node_modules/.bin/node packages/router/bench/cadence.ts [--agents 300,1000] [--routers 8] [--hz 5.69] [--seconds 10]
- *     [--source-procs 1] [--digest-hashes 12] [--full-every 4] [--batch-ms 50] [--warm-s 3] [--form-s 120] [--save rows.json]
+ *     [--source-procs 1] [--digest-hashes 12] [--full-every 4] [--batch-ms 50] [--batch-reads 500] [--warm-s 3] [--form-s 120] [--save rows.json]
  *
  * `--digest-hashes`, `--full-every`: as mesh.ts (the defaults are seed's, as gossip-model.ts prints them).
- * `--batch-ms`: the routers' window (default production's).
+ * `--batch-ms`, `--batch-reads`: the routers' window floor and the batches a
+ * router reads a second at most (0: the window stays the floor; defaults:
+ * production's). The router under test widens its window by the routers it
+ * floods to; a source, linked to it alone, is given the window it would
+ * have among all R (batchWindowFor).
  * Smoke: --agents 20 --routers 3 --seconds 1 --warm-s 1
  */
 import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
-import { generateSwarmKey } from '@warmpath/shared/gossip';
+import { BATCH_READS_PER_S, BATCH_WINDOW_MS, batchWindowFor, generateSwarmKey } from '@warmpath/shared/gossip';
 import { scriptArgs } from '@warmpath/shared/runtime';
 import { TRUST_REASONS } from '../src/fleet/trust.ts';
 import type { FeedCounts } from './lib/mesh-feed.ts';
@@ -68,6 +72,7 @@ const { values: args } = scriptArgs(import.meta.url, {
     'digest-hashes': { type: 'string', default: '12' },
     'full-every': { type: 'string', default: '4' },
     'batch-ms': { type: 'string' },
+    'batch-reads': { type: 'string' },
     'warm-s': { type: 'string', default: '3' },
     'form-s': { type: 'string', default: '120' },
     save: { type: 'string', default: '' },
@@ -132,13 +137,15 @@ interface Row {
   digestHashes: number;
   fullEvery: number;
   batchMs: number | undefined;
+  /** The router under test's window at the end, ms (the floor widened with the routers it floods to). */
+  windowMs: number | undefined;
   sourceProcs: number;
   /** The host's 1-minute load average before the routers started and at the window's end (this run's own included). */
   load: [number, number];
 }
 
 /** The router under test (router 0, alone in its process, its A / R agents), then the sources, the rest in even shares. */
-function layout(agents: number): ChildLayout[] {
+function layout(agents: number, sourceWindowMs: number): ChildLayout[] {
   const agentsOf = (i: number): number => Math.floor(agents / ROUTERS) + (i < agents % ROUTERS ? 1 : 0);
   const out: ChildLayout[] = [{ routers: 1, feed: { agents: agentsOf(0), firstAgent: 0 }, delays: 'relayed' }];
   let router = 1;
@@ -151,7 +158,7 @@ function layout(agents: number): ChildLayout[] {
       feed: { agents: mine, firstAgent: agent },
       candidates: 'first',
       delays: 'none',
-      options: { ignoreIhave: true, dropShare: 1 },
+      options: { ignoreIhave: true, dropShare: 1, batchWindowMs: sourceWindowMs, batchReadsPerS: 0 },
     });
     router += routers;
     agent += mine;
@@ -161,6 +168,8 @@ function layout(agents: number): ChildLayout[] {
 
 async function run(agents: number): Promise<Row> {
   const batchMs = args['batch-ms'] === undefined ? undefined : Number(args['batch-ms']);
+  const reads = args['batch-reads'] === undefined ? BATCH_READS_PER_S : Number(args['batch-reads']);
+  const sourceWindow = batchWindowFor(batchMs ?? BATCH_WINDOW_MS, ROUTERS - 1, reads);
   const options = {
     routerPeers: 0,
     timing: TIMING,
@@ -168,10 +177,11 @@ async function run(agents: number): Promise<Row> {
     digestHashes: Number(args['digest-hashes']),
     fullEvery: Number(args['full-every']),
     ...(batchMs !== undefined ? { batchWindowMs: batchMs } : {}),
+    batchReadsPerS: reads,
   };
   const spec = { routers: ROUTERS, swarmKey: generateSwarmKey(), options };
   const loadBefore = loadavg()[0]!;
-  const routers = await RouterProcs.start(SOURCE_PROCS + 1, spec, layout(agents));
+  const routers = await RouterProcs.start(SOURCE_PROCS + 1, spec, layout(agents, sourceWindow));
   try {
     const none = {
       peers: [],
@@ -246,6 +256,7 @@ function rowOf(
         per((r) => r.stats.batchesReceived),
       ),
     batchesOut: per((r) => r.stats.batchesPublished),
+    windowMs: a.stats.batchWindowMs,
     cpu: cpu(0),
     elu: eluBetween(before.usage[0]!, after.usage[0]!),
     sourceCpu: sum(sources.map(cpu)),
@@ -286,14 +297,14 @@ console.log(
   `\none router at full cadence: ${HZ} states per agent-second, ${WINDOW_S} s window; the other routers in ${SOURCE_PROCS} source process(es), each linked to the router under test; every router fed its agents' states through its hand-off entry point\n`,
 );
 console.log(
-  '| agents × routers | fleet states/s: target / offered | applied/s at the router (own + from batches) | delivered | delay p50 / p99 / max, ms | KB/s in | bytes in a state | batches in/s; states a batch | router CPU, cores; event loop | sources CPU, cores; event loop | refused here / at sources | not taken, skipped | host load before / after |',
+  '| agents × routers | fleet states/s: target / offered | applied/s at the router (own + from batches) | delivered | delay p50 / p99 / max, ms | KB/s in | bytes in a state | window, ms; batches in/s; states a batch | router CPU, cores; event loop | sources CPU, cores; event loop | refused here / at sources | not taken, skipped | host load before / after |',
 );
 console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
 for (const r of rows) {
   const l = r.latency;
   console.log(
     `| ${r.agents} × ${r.routers} | ${fmt(r.target)} / ${fmt(r.offered)} | ${fmt(r.applied)} (${fmt(r.own)} + ${fmt(r.relayed)}) | ${fmt(100 * r.delivered, 1)}% | ${fmt(l.p50)} / ${fmt(l.p99)} / ${fmt(l.max)} | ` +
-      `${fmt(r.kbIn)} | ${fmt(r.bytesPerState)} | ${fmt(r.batchesIn)}; ${fmt(r.statesPerBatch, 1)} | ${fmt(r.cpu, 2)}; ${fmt(r.elu, 2)} | ${fmt(r.sourceCpu, 2)}; ${fmt(r.sourceElu, 2)} | ` +
+      `${fmt(r.kbIn)} | ${fmt(r.bytesPerState)} | ${r.windowMs ?? '—'}; ${fmt(r.batchesIn)}; ${fmt(r.statesPerBatch, 1)} | ${fmt(r.cpu, 2)}; ${fmt(r.elu, 2)} | ${fmt(r.sourceCpu, 2)}; ${fmt(r.sourceElu, 2)} | ` +
       `${total(r.refusedHere)} / ${total(r.refusedAtSources)} | ${r.fed.notTaken}, ${r.fed.skipped} | ${fmt(r.load[0], 1)} / ${fmt(r.load[1], 1)} |`,
   );
 }

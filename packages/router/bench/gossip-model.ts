@@ -32,7 +32,8 @@
  *     and the states λ one router takes per second and group (agents ×
  *     messages × share / routers): under the window's rule (a batch at most
  *     once per W, a state after a quiet W at once) with Poisson arrivals,
- *     k = λW + e^(−λW).
+ *     k = λW + e^(−λW); W the fixed 50 ms and, where it differs, the window
+ *     production widens with the routers (batch.ts batchWindowFor).
  *  5. CPU at a fleet's full cadence (rows of bench/cadence.ts `--save`, one
  *     router measured): cores = c + s × states applied/s + b × batches
  *     received/s, least squares over the rows whose event loop had room; a
@@ -52,6 +53,7 @@
  * Smoke: --messages 6.5
  */
 import { readFileSync } from 'node:fs';
+import { BATCH_READS_PER_S, BATCH_WINDOW_MS, batchWindowFor } from '@warmpath/shared/gossip';
 import { scriptArgs } from '@warmpath/shared/runtime';
 
 const { values: args } = scriptArgs(import.meta.url, {
@@ -225,7 +227,7 @@ function fitDelay(xs: MeshRow[]): { a: number; b: number } | undefined {
 // 4. Batches.
 if (batched.length > 0) modelBatches(batched);
 
-/** Step 4: bytes per state and copy = a + b / k over the batched rows, and the fleets at 50 and 100 ms windows. */
+/** Step 4: bytes per state and copy = a + b / k over the batched rows, and the fleets at the fixed and the widened window. */
 function modelBatches(xs: MeshRow[]): void {
   // x = batches a router received per state of the fleet (1 / k); y = bytes on its socket per state and copy.
   const copiesOf = (r: MeshRow): number => r.perMessage.copies / Math.max(1e-9, r.perMessage.unique);
@@ -261,7 +263,7 @@ function modelBatches(xs: MeshRow[]): void {
   );
   console.log('|---|--:|--:|--:|--:|--:|');
   for (const [agents, routers, share] of fleets)
-    for (const windowMs of [50, 100]) {
+    for (const windowMs of windowsOf(routers)) {
       const lambdaW = ((agents * perAgent * share) / routers) * (windowMs / 1_000);
       const k = lambdaW + Math.exp(-lambdaW);
       const perCopy = a + b / k + naming(perAgent);
@@ -270,6 +272,12 @@ function modelBatches(xs: MeshRow[]): void {
         `| ${agents} × ${routers} | ${share === 1 ? 'all' : `${share * 100}%`} | ${windowMs} | ${k.toFixed(1)} | ${(perCopy * meanCopies).toFixed(0)} | ${mbs(meanCopies)} (${mbs(fewest)}–${mbs(most)}) |`,
       );
     }
+}
+
+/** The fixed window, and production's widened with the routers (each router floods to the other R − 1) when it differs. */
+function windowsOf(routers: number): number[] {
+  const widened = batchWindowFor(BATCH_WINDOW_MS, routers - 1, BATCH_READS_PER_S);
+  return widened === BATCH_WINDOW_MS ? [BATCH_WINDOW_MS] : [BATCH_WINDOW_MS, widened];
 }
 
 /** A row of bench/cadence.ts: one router at a fleet's full cadence. */
@@ -281,6 +289,8 @@ interface CadenceRow {
   cpu: number;
   elu: number;
   batchMs?: number;
+  /** The window in force at the router under test (the floor widened with the routers). */
+  windowMs?: number;
 }
 
 /** A fleet's router at full cadence: states applied and batches received per second (step 5). */
@@ -305,11 +315,13 @@ function modelCpu(xs: CadenceRow[]): void {
   console.log('|---|--:|--:|--:|--:|--:|--:|');
   for (const r of xs)
     console.log(
-      `| ${r.agents} × ${r.routers} | ${r.batchMs ?? 50} | ${r.applied.toFixed(0)} | ${r.batchesIn.toFixed(0)} | ${r.cpu.toFixed(2)} | ${cores(r.applied, r.batchesIn).toFixed(2)} | ${r.elu.toFixed(2)} |`,
+      `| ${r.agents} × ${r.routers} | ${r.windowMs ?? r.batchMs ?? BATCH_WINDOW_MS} | ${r.applied.toFixed(0)} | ${r.batchesIn.toFixed(0)} | ${r.cpu.toFixed(2)} | ${cores(r.applied, r.batchesIn).toFixed(2)} | ${r.elu.toFixed(2)} |`,
     );
-  console.log(`\nthe fleets at full cadence (${perAgent.toFixed(2)} messages per agent-s, window 50 ms): per router\n`);
-  console.log('| agents × routers | subscribed | states/s | batches in/s | CPU, cores |');
-  console.log('|---|--:|--:|--:|--:|');
+  console.log(
+    `\nthe fleets at full cadence (${perAgent.toFixed(2)} messages per agent-s; the window: ${BATCH_WINDOW_MS} ms, or as production widens it, batchWindowFor): per router\n`,
+  );
+  console.log('| agents × routers | subscribed | window, ms | states/s | batches in/s | CPU, cores |');
+  console.log('|---|--:|--:|--:|--:|--:|');
   for (const [agents, routers, share] of [
     [1_000, 8, 1],
     [1_000, 32, 1],
@@ -317,10 +329,12 @@ function modelCpu(xs: CadenceRow[]): void {
     [10_000, 100, 1],
     [10_000, 100, 0.1],
   ] as const) {
-    const [states, batches] = cadenceLoad(agents, routers, share, 50);
-    console.log(
-      `| ${agents} × ${routers} | ${share === 1 ? 'all' : `${share * 100}%`} | ${states.toFixed(0)} | ${batches.toFixed(0)} | ${cores(states, batches).toFixed(2)} |`,
-    );
+    for (const windowMs of windowsOf(routers)) {
+      const [states, batches] = cadenceLoad(agents, routers, share, windowMs);
+      console.log(
+        `| ${agents} × ${routers} | ${share === 1 ? 'all' : `${share * 100}%`} | ${windowMs} | ${states.toFixed(0)} | ${batches.toFixed(0)} | ${cores(states, batches).toFixed(2)} |`,
+      );
+    }
   }
   console.log('');
 }

@@ -3,7 +3,6 @@
  * value. Filled from file, environment and flags by shared/config.ts,
  * validated once and frozen. Field `fooBarMs` is `--foo-bar-ms`.
  */
-import { BATCH_RELAY } from '@warmpath/shared/gossip';
 import { FLEET_DEFAULTS } from '@warmpath/shared/wire';
 import {
   DEFAULT_MAX_BODY_BYTES,
@@ -14,6 +13,7 @@ import {
   type ConfigOf,
   type Schema,
 } from '@warmpath/shared/runtime';
+import { GOSSIP_SETTINGS } from './gossip-settings.ts';
 import { POLICY_NAMES } from './placement/policy-names.ts';
 import { PD_SETTINGS } from './placement/pd-settings.ts';
 import {
@@ -65,32 +65,7 @@ export const ROUTER_SCHEMA = {
     max: 600_000,
     doc: 'how often bootstrapDns names are re-resolved, ms; lower finds new routers sooner, more lookups',
   },
-  // Evidence for the default: docs/SCALE.md, 'Gossip mesh'.
-  gossipPeers: {
-    type: 'number',
-    default: 0,
-    min: 0,
-    max: 1_000,
-    integer: true,
-    essential: true,
-    doc: 'stay connected to this many routers of the bootstrap and DNS candidates, replaced when one leaves; 0 = dial all',
-  },
-  gossipMaxConnections: {
-    type: 'number',
-    default: 300,
-    min: 1,
-    max: 100_000,
-    integer: true,
-    doc: 'gossip connections held at most (routers and agents); beyond it new ones are refused, agents pick another router',
-  },
-  gossipBatchMs: { type: 'number', default: 50, min: 0, max: 1000, doc: 'relay window of agent states, ms; 0: off' },
-  // Evidence for the default: docs/GOSSIP.md, 'Flooded batches: one copy, and lazy repair'.
-  gossipRelay: {
-    type: 'string',
-    default: BATCH_RELAY,
-    choices: ['flood', 'mesh'],
-    doc: "batches to other routers: 'flood' once to each router of the group (links to all), 'mesh' via the gossipsub mesh",
-  },
+  ...GOSSIP_SETTINGS,
   ...SWARM_KEY_SETTINGS,
   policy: { type: 'string', default: 'warmpath', choices: POLICY_NAMES, doc: 'placement policy' },
   apiKeys: {

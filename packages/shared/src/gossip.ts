@@ -58,8 +58,11 @@
 export { createGossipNode } from './gossip/node.ts';
 export { channelTopic, topicFor } from './gossip/options.ts';
 export { groupTopicFor } from './gossip/groups.ts';
+export { batchWindowFor } from './gossip/batch.ts';
 export {
+  BATCH_READS_PER_S,
   BATCH_RELAY,
+  BATCH_WINDOW_MS,
   DEFAULT_GOSSIP_PORT,
   GRAYLIST_THRESHOLD,
   GOSSIP_THRESHOLD,

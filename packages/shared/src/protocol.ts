@@ -15,11 +15,13 @@
  *   higher seq wins (memberlist's incarnation numbers, in effect).
  */
 import { Packr } from 'msgpackr';
-import { fromCompact, isCompact, toCompact, type StaticBase } from './compact.ts';
+import { fromCompact, isCompact, STATIC_FIELDS, toCompact, type StaticBase } from './compact.ts';
+import { packHashes, unpackHashes } from './hash-bytes.ts';
 import { bin, Invalid, isObj, LIMITS, num, oneOf, str, strList, sub } from './bounds.ts';
 
 export { STATIC_FIELDS, type StaticBase } from './compact.ts';
 export { LIMITS } from './bounds.ts';
+export { packHashes, unpackHashes } from './hash-bytes.ts';
 
 export const PROTOCOL_VERSION = 1;
 
@@ -184,21 +186,6 @@ const NAMES = {
 
 const packr = new Packr({ useRecords: false, moreTypes: false, int64AsType: 'number' });
 
-export function packHashes(hashes: ArrayLike<bigint>): Uint8Array {
-  const out = new Uint8Array(hashes.length * 8);
-  const view = new DataView(out.buffer);
-  for (let i = 0; i < hashes.length; i++) view.setBigUint64(i * 8, hashes[i]!, true);
-  return out;
-}
-
-export function unpackHashes(bytes: Uint8Array): BigUint64Array {
-  const n = bytes.byteLength >>> 3;
-  const out = new BigUint64Array(n);
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  for (let i = 0; i < n; i++) out[i] = view.getBigUint64(i * 8, true);
-  return out;
-}
-
 /**
  * The model group a state belongs to (docs/OPERATIONS.md, "Splitting
  * routers by model group"): its `group`, else its one base model; undefined
@@ -241,8 +228,11 @@ export type DecodeResult<T> = { ok: true; value: T } | { ok: false; reason: Drop
 export const DROP_REASONS = ['too_large', 'malformed', 'version', 'invalid', 'no_base'] as const;
 export type DropReason = (typeof DROP_REASONS)[number];
 
-function validateState(raw: unknown): ReplicaState {
+/** `held`: the state a compact message's left-out static fields came from; where each is still the held one (none replaced by `extra`), it was validated with it. */
+function validateState(raw: unknown, held?: ReplicaState): ReplicaState {
   if (!isObj(raw)) throw new Invalid('message: expected map');
+  const h =
+    held !== undefined && STATIC_FIELDS.every((k) => raw[k] === held[k as keyof ReplicaState]) ? held : undefined;
   const cap = sub(raw, 'capacity');
   const load = sub(raw, 'load');
   const dg = sub(raw, 'digest');
@@ -255,9 +245,7 @@ function validateState(raw: unknown): ReplicaState {
     LIMITS.deltaHashes
   )
     throw new Invalid(`digest: more than ${LIMITS.deltaHashes} hashes`);
-  const endpoints = strList(raw, 'endpoints');
-  for (const e of endpoints)
-    if (!(ENDPOINTS as readonly string[]).includes(e)) throw new Invalid(`endpoints: unknown "${e}"`);
+  const endpoints = h?.endpoints ?? validEndpoints(raw);
   return {
     v: PROTOCOL_VERSION,
     fleet: str(raw, 'fleet'),
@@ -266,15 +254,15 @@ function validateState(raw: unknown): ReplicaState {
     bootAt: num(raw, 'bootAt'),
     seq: num(raw, 'seq', 0, LIMITS.maxNumber, true),
     sentAt: num(raw, 'sentAt'),
-    url: str(raw, 'url', LIMITS.urlChars),
-    admin: str(raw, 'admin', LIMITS.urlChars),
-    engine: oneOf(raw, 'engine', ENGINE_KINDS),
-    models: strList(raw, 'models'),
-    ...(raw.group !== undefined ? { group: str(raw, 'group') } : {}),
-    adapters: strList(raw, 'adapters'),
+    url: h?.url ?? str(raw, 'url', LIMITS.urlChars),
+    admin: h?.admin ?? str(raw, 'admin', LIMITS.urlChars),
+    engine: h?.engine ?? oneOf(raw, 'engine', ENGINE_KINDS),
+    models: h?.models ?? strList(raw, 'models'),
+    ...(raw.group !== undefined ? { group: h?.group ?? str(raw, 'group') } : {}),
+    adapters: h?.adapters ?? strList(raw, 'adapters'),
     hotAdapters: strList(raw, 'hotAdapters'),
-    endpoints: endpoints as Endpoint[],
-    capacity: {
+    endpoints,
+    capacity: h?.capacity ?? {
       kvTokens: num(cap, 'kvTokens'),
       adapterSlots: num(cap, 'adapterSlots', 0, 1e6, true),
       weight: num(cap, 'weight', 0, 1e6),
@@ -293,7 +281,7 @@ function validateState(raw: unknown): ReplicaState {
       ...(load.itlP99Ms !== undefined ? { itlP99Ms: num(load, 'itlP99Ms', 0, 1e7) } : {}),
     },
     status: oneOf(raw, 'status', REPLICA_STATUSES),
-    chunkChars: num(raw, 'chunkChars', 1, 1 << 20, true),
+    chunkChars: h?.chunkChars ?? num(raw, 'chunkChars', 1, 1 << 20, true),
     digest: {
       from: num(dg, 'from', -1, LIMITS.maxNumber, true),
       size: num(dg, 'size', 0, 1e8, true),
@@ -302,28 +290,39 @@ function validateState(raw: unknown): ReplicaState {
       ...(host !== undefined ? { host: unpackHashes(host) } : {}),
       ...(gpu !== undefined ? { gpu: unpackHashes(gpu) } : {}),
     },
-    ...(raw.role !== undefined ? { role: oneOf(raw, 'role', REPLICA_ROLES) } : {}),
-    ...(raw.zone !== undefined ? { zone: str(raw, 'zone') } : {}),
-    ...(raw.kvBootstrap !== undefined ? { kvBootstrap: str(raw, 'kvBootstrap') } : {}),
+    ...(raw.role !== undefined ? { role: h?.role ?? oneOf(raw, 'role', REPLICA_ROLES) } : {}),
+    ...(raw.zone !== undefined ? { zone: h?.zone ?? str(raw, 'zone') } : {}),
+    ...(raw.kvBootstrap !== undefined ? { kvBootstrap: h?.kvBootstrap ?? str(raw, 'kvBootstrap') } : {}),
   };
+}
+
+function validEndpoints(raw: Record<string, unknown>): Endpoint[] {
+  const endpoints = strList(raw, 'endpoints');
+  const unknown = endpoints.find((e) => !(ENDPOINTS as readonly string[]).includes(e));
+  if (unknown !== undefined) throw new Invalid(`endpoints: unknown "${unknown}"`);
+  return endpoints as Endpoint[];
 }
 
 /**
  * The one decode path of every wire object: size limit → msgpack → a map →
  * known version → `validate`. Each failure is a reason, never a throw.
  */
-function decodeBounded<T>(
+function decodeBounded<T, B extends StaticBase = StaticBase>(
   bytes: Uint8Array,
   limit: number,
-  validate: (raw: Record<string, unknown>) => T,
-  base?: (replica: string, boot: string) => StaticBase | undefined,
+  validate: (raw: Record<string, unknown>, held?: B) => T,
+  base?: (replica: string, boot: string) => B | undefined,
 ): DecodeResult<T> {
   if (bytes.byteLength > limit)
     return { ok: false, reason: 'too_large', detail: `${bytes.byteLength} bytes > ${limit}` };
   let raw: unknown;
+  let heldStatic = false; // a compact message without its static group: fromCompact filled it from `base`
   try {
     raw = packr.unpack(bytes);
-    if (base !== undefined && isCompact(raw)) raw = fromCompact(raw, NAMES, base);
+    if (base !== undefined && isCompact(raw)) {
+      heldStatic = !Array.isArray(raw[2]);
+      raw = fromCompact(raw, NAMES, base);
+    }
   } catch (err) {
     return { ok: false, reason: 'malformed', detail: (err as Error)?.message ?? 'msgpack decode failed' };
   }
@@ -332,7 +331,8 @@ function decodeBounded<T>(
   if (!isObj(raw)) return { ok: false, reason: 'malformed', detail: 'not a msgpack map' };
   if (raw.v !== PROTOCOL_VERSION) return { ok: false, reason: 'version', detail: `unknown version ${String(raw.v)}` };
   try {
-    return { ok: true, value: validate(raw) };
+    const held = heldStatic ? base?.(String(raw.replica), String(raw.boot)) : undefined;
+    return { ok: true, value: validate(raw, held) };
   } catch (err) {
     return { ok: false, reason: 'invalid', detail: err instanceof Invalid ? err.message : String(err) };
   }
@@ -346,7 +346,7 @@ function decodeBounded<T>(
  */
 export function decodeState(
   bytes: Uint8Array,
-  base: (replica: string, boot: string) => StaticBase | undefined = () => undefined,
+  base: (replica: string, boot: string) => ReplicaState | undefined = () => undefined,
 ): DecodeResult<ReplicaState> {
   return decodeBounded(bytes, LIMITS.messageBytes, validateState, base);
 }

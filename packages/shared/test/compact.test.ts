@@ -99,8 +99,20 @@ describe('compact state encoding', () => {
     const s = live({ seq: 9, staticSeq: 4 });
     const bytes = encodeState(s);
     const { staticSeq: _, ...whole } = s;
-    const ok = decodeState(bytes, () => live({ seq: 4 }));
+    const held = live({ seq: 4 });
+    const ok = decodeState(bytes, () => held);
     expect(ok.ok && ok.value).toEqual(whole);
+    // Taken from the held state as they are (validated when it was)...
+    expect(ok.ok && ok.value.models).toBe(held.models);
+    // ...unless the message's extra map replaces one: that one is validated.
+    const packr = new Packr({ useRecords: false });
+    const raw = packr.unpack(bytes) as unknown[];
+    const withExtra = (extra: object): Uint8Array =>
+      packr.pack(raw.length === 6 ? [...raw.slice(0, 5), { ...(raw[5] as object), ...extra }] : [...raw, extra]);
+    const bad = decodeState(withExtra({ url: 42 }), () => held);
+    expect(!bad.ok && bad.reason).toBe('invalid');
+    const moved = decodeState(withExtra({ url: 'http://10.0.0.9:8000' }), () => held);
+    expect(moved.ok && moved.value.url).toBe('http://10.0.0.9:8000');
     for (const base of [undefined, { ...s, boot: 'another boot', seq: 8 }, { ...s, seq: 3 }]) {
       const d = decodeState(bytes, () => base);
       expect(!d.ok && d.reason).toBe('no_base');

@@ -12,6 +12,7 @@ import type { GossipOrigin } from '../src/gossip/types.ts';
 import {
   BATCH_MAGIC,
   Batcher,
+  batchWindowFor,
   type BatchEntry,
   HandoffReader,
   isBatch,
@@ -129,6 +130,31 @@ describe('the window', () => {
     expect(got.slice(0, 2).every((e) => e.author !== undefined)).toBe(true);
   });
 
+  it("widens a flooding router's window so that each router reads at most the budget of batches a second, up to a second", () => {
+    expect(batchWindowFor(50, 7, 500)).toBe(50); // 8 routers: 7 × 20 batches a second is within 500
+    expect(batchWindowFor(50, 99, 500)).toBe(198); // 100 routers: 99 batches per 198 ms, 500 a second
+    expect(batchWindowFor(50, 2_000, 500)).toBe(1_000);
+    expect(batchWindowFor(50, 99, 0)).toBe(50); // budget off: the floor
+    expect(batchWindowFor(0, 99, 500)).toBe(0); // no window: no hand-offs, nothing to widen
+    vi.useFakeTimers();
+    let windowMs = 50;
+    const at: number[] = [];
+    const batcher = new Batcher(
+      () => windowMs,
+      64 * 1024,
+      () => at.push(Date.now()),
+    );
+    const t0 = Date.now();
+    const a = new Uint8Array(38).fill(1);
+    batcher.add(undefined, a, bytes('s1'));
+    windowMs = 200; // read when the next batch starts to fill
+    batcher.add(undefined, a, bytes('s2'));
+    vi.advanceTimersByTime(199);
+    expect(at).toEqual([t0]);
+    vi.advanceTimersByTime(1);
+    expect(at).toEqual([t0, t0 + 200]);
+  });
+
   it("sends a state after a quiet window at once, later ones as one batch at that window's end, each group on its own, early at the size cap", () => {
     vi.useFakeTimers();
     const sent: Array<{ group: string | undefined; states: number; at: number }> = [];
@@ -163,13 +189,14 @@ describe('the window', () => {
 describe('batched relay over TCP', () => {
   const start = tcpNodes('batch');
   /** Three meshed routers, each recording what it delivers and from whom. */
-  const routers = async (batchWindowMs?: number) => {
+  const routers = async (batchWindowMs?: number, batchReadsPerS?: number) => {
     const rs: GossipNode[] = [];
     for (let i = 0; i < 3; i++)
       rs.push(
         await start({
           bootstrap: rs.map((r) => r.multiaddrs()[0]!),
           ...(batchWindowMs !== undefined ? { batchWindowMs } : {}),
+          ...(batchReadsPerS !== undefined ? { batchReadsPerS } : {}),
         }),
       );
     const heard = rs.map(() => [] as Array<{ data: string; origin: GossipOrigin }>);
@@ -233,6 +260,16 @@ describe('batched relay over TCP', () => {
     await new Promise((r) => setTimeout(r, 200));
     expect(router.stats().rejected).toBe(rejected);
   }, 20_000);
+
+  it('a flooding router widens its window with the routers it sends to (two here, at most 10 batches a second read: 200 ms)', async () => {
+    const { rs } = await routers(50, 10);
+    await waitFor(() => rs.every((r) => r.stats().batchWindowMs === 200), {
+      timeoutMs: 10_000,
+      message: 'every window at 200 ms',
+    });
+    const fixed = await routers(50, 0);
+    expect(fixed.rs.map((r) => r.stats().batchWindowMs)).toEqual([50, 50, 50]);
+  }, 30_000);
 
   it('a router in no mesh offers no hand-off: its agents sign their states and flood them to every router they reach', async () => {
     const lone = await start({});

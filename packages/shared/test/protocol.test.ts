@@ -8,7 +8,9 @@ import {
   encodeState,
   encodeStateMap,
   LIMITS,
+  packHashes,
   supersedes,
+  unpackHashes,
 } from '../src/protocol.ts';
 import { sampleState } from './sample-state.ts';
 
@@ -18,6 +20,19 @@ describe('state message codec', () => {
     const d = decodeState(encodeState(s));
     expect(d.ok).toBe(true);
     if (d.ok) expect(d.value).toEqual(s);
+  });
+
+  it('unpacks hashes little-endian from any view: a Buffer within a larger pool, an odd offset', () => {
+    const hashes = [0n, 1n, 0x0123456789abcdefn, 0xffffffffffffffffn, 0x8000000000000001n];
+    const packed = packHashes(hashes);
+    const pool = Buffer.alloc(packed.byteLength + 11, 0xee);
+    pool.set(packed, 3); // a Buffer's slice would share the pool: unpacking must copy only the hashes
+    for (const view of [packed, pool.subarray(3, 3 + packed.byteLength)]) {
+      const out = unpackHashes(view);
+      expect(out).toBeInstanceOf(BigUint64Array);
+      expect([...out]).toEqual(hashes);
+    }
+    expect([...unpackHashes(pool.subarray(3, 3 + packed.byteLength + 5))]).toEqual(hashes); // a trailing partial hash is dropped
   });
 
   it('carries the arrival and recent rates when sent, and decodes a message from an agent that sends none', () => {

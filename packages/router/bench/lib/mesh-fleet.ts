@@ -34,7 +34,7 @@ import {
   type GossipOrigin,
   type GossipTiming,
 } from '@warmpath/shared/gossip';
-import { decodeState, encodeState, type ReplicaState } from '@warmpath/shared/wire';
+import { encodeState, type ReplicaState } from '@warmpath/shared/wire';
 import { routerConfig } from '../../src/config.ts';
 import { FleetView } from '../../src/fleet/view.ts';
 import { makeState } from '../../test/helpers.ts';
@@ -83,6 +83,8 @@ export interface MeshOptions {
   fullEvery?: number;
   /** Routers' batch window, ms (GossipOptions.batchWindowMs; 0: no hand-off, agents publish signed states). Default: production. */
   batchWindowMs?: number | undefined;
+  /** Batches a flooding router reads a second at most (GossipOptions.batchReadsPerS). Default: production. */
+  batchReadsPerS?: number | undefined;
   /** Routers' batch relay (GossipOptions.relay). Default: production. */
   relay?: GossipRelay | undefined;
   /** Networks the routers' views take agent URLs from whatever the publisher's address (FleetView agentNetworks; default none). */
@@ -249,6 +251,7 @@ export class MeshFleet {
       bootstrap: candidates,
       gossipPeers: this.#o.routerPeers ?? 0,
       ...(this.#o.batchWindowMs !== undefined ? { batchWindowMs: this.#o.batchWindowMs } : {}),
+      ...(this.#o.batchReadsPerS !== undefined ? { batchReadsPerS: this.#o.batchReadsPerS } : {}),
       ...(this.#o.relay !== undefined ? { relay: this.#o.relay } : {}),
       ...(this.#o.timing !== undefined ? { timing: this.#o.timing } : {}),
       ...(this.#o.mesh !== undefined ? { mesh: this.#o.mesh } : {}),
@@ -265,11 +268,8 @@ export class MeshFleet {
     node.setValidator((bytes, origin) => view.judge(bytes, origin));
     const onDelivery = this.#o.onDelivery;
     node.onMessage((bytes, _from, origin) => {
-      view.applyBytes(bytes, origin);
-      if (onDelivery === undefined) return;
-      // The view holds the state just applied: the static fields a message leaves out are there.
-      const res = decodeState(bytes, (id) => view.replicas.get(id)?.state);
-      if (res.ok) onDelivery(router, res.value, origin, performance.now());
+      const applied = view.applyBytes(bytes, origin);
+      if (applied !== undefined) onDelivery?.(router, applied, origin, performance.now());
     });
     await this.#start(router.name, node);
     this.routers.push(router);
@@ -339,7 +339,7 @@ export class MeshFleet {
         inflight: agent.seq % 5,
         inflightTokens: (agent.seq * 97) % 8_192,
       },
-      digest: { size: DIGEST_HASHES, added: this.#digest },
+      digest: { size: this.#digest.length, added: this.#digest },
     });
   }
 }

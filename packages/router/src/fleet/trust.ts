@@ -87,6 +87,8 @@ export const PEER_MESSAGE_BURST = 300;
  * relaying a live agent is never replaced, and a failover waits at most this.
  */
 export const VOUCHER_SWITCH_MS = 1_000;
+/** URL and address pairs whose verdict is remembered (`#servableUrl`): a replica's URL and admin per agent link, with room. */
+const SERVABLE_MEMO_SIZE = 65_536;
 
 export interface TrustOptions {
   /** An owner silent longer than this loses its ids, ms (the view's state TTL). */
@@ -113,6 +115,7 @@ export class PublisherTrust {
   readonly #buckets = new Map<string, { tokens: number; at: number }>();
   /** An agent's peer id → who vouched for its last applied state (a router, or the agent itself), and when. */
   readonly #vouchers = new Map<string, { by: string; at: number }>();
+  readonly #servableMemo = new Map<string, boolean>();
 
   constructor(o: TrustOptions) {
     this.#ttlMs = o.stateTtlMs;
@@ -193,7 +196,22 @@ export class PublisherTrust {
     return this.#servableUrl(s.url, addresses) && (s.admin === '' || this.#servableUrl(s.admin, addresses));
   }
 
+  /**
+   * Memoised: the verdict depends only on the URL, the addresses and this
+   * router's settings, and a replica sends the same URL in every state, so
+   * each pair is parsed once (the memo is dropped whole when it fills).
+   */
   #servableUrl(url: string, addresses: readonly string[]): boolean {
+    const key = addresses.length === 1 ? `${url} ${addresses[0]}` : `${url} ${addresses.join(' ')}`;
+    let ok = this.#servableMemo.get(key);
+    if (ok === undefined) {
+      if (this.#servableMemo.size >= SERVABLE_MEMO_SIZE) this.#servableMemo.clear();
+      this.#servableMemo.set(key, (ok = this.#servableNow(url, addresses)));
+    }
+    return ok;
+  }
+
+  #servableNow(url: string, addresses: readonly string[]): boolean {
     let host: string;
     try {
       const u = new URL(url);

@@ -167,19 +167,16 @@ export class FleetView {
     return verdict;
   }
 
-  /** A gossip payload; with its `origin`, the publisher's rights are checked (again: state may have moved since `judge`). Never throws. */
-  applyBytes(bytes: Uint8Array, origin?: Origin): void {
+  /** A gossip payload; with its `origin`, the publisher's rights are checked (again: state may have moved since `judge`). The state applied, or undefined (dropped). Never throws. */
+  applyBytes(bytes: Uint8Array, origin?: Origin): ReplicaState | undefined {
     const res = this.#decoded.get(bytes) ?? decodeState(bytes, (id) => this.#records.get(id)?.state);
     this.#decoded.delete(bytes);
-    if (!res.ok) return this.#drop(res.reason);
-    if (origin === undefined) {
-      this.apply(res.value);
-      return;
-    }
     const now = this.#now();
-    const reason = this.trust.check(res.value, origin, now);
-    if (reason !== undefined) return this.#drop(reason);
-    if (this.apply(res.value, now)) this.trust.claimed(res.value, origin, now);
+    const reason = !res.ok ? res.reason : origin !== undefined ? this.trust.check(res.value, origin, now) : undefined;
+    if (reason !== undefined) return void this.#drop(reason);
+    if (!res.ok || !this.apply(res.value, now)) return undefined;
+    if (origin !== undefined) this.trust.claimed(res.value, origin, now);
+    return res.value;
   }
 
   /** A decoded state. Returns false if dropped. */

@@ -220,13 +220,28 @@ export class HandoffReader {
 }
 
 /**
+ * A flooding router's window, ms: `floorMs`, widened so that the routers it
+ * sends to read at most `readsPerS` batches a second from all of their
+ * `routers` peers together (each of them sends one per window), at most
+ * MAX_WINDOW_MS; `readsPerS` 0 keeps the floor. Same-size groups agree on
+ * it, so the rule holds at every router of a group.
+ */
+export function batchWindowFor(floorMs: number, routers: number, readsPerS: number): number {
+  if (readsPerS <= 0 || floorMs <= 0) return floorMs;
+  return Math.min(MAX_WINDOW_MS, Math.max(floorMs, Math.ceil((routers * 1_000) / readsPerS)));
+}
+
+/** The longest window a router widens to, ms (options.ts caps a configured one the same). */
+export const MAX_WINDOW_MS = 1_000;
+
+/**
  * The window (the header's rule): per group, batches at most once per
- * `windowMs`, a state after a quiet window at once, early when the pending
+ * `windowMs` (read when a batch starts to fill), a state after a quiet window at once, early when the pending
  * bytes reach `maxBytes`. A group's states are never held longer than one
  * window. O(1) per state.
  */
 export class Batcher {
-  readonly #windowMs: number;
+  readonly #windowMs: () => number;
   readonly #maxBytes: number;
   readonly #flush: (group: string | undefined, batch: Uint8Array, states: number) => void;
   readonly #pending = new Map<string, { entries: PackedEntry[]; bytes: number; timer: NodeJS.Timeout }>();
@@ -237,11 +252,11 @@ export class Batcher {
   readonly #sentAt = new Map<string, number>();
 
   constructor(
-    windowMs: number,
+    windowMs: number | (() => number),
     maxBytes: number,
     flush: (group: string | undefined, batch: Uint8Array, states: number) => void,
   ) {
-    this.#windowMs = windowMs;
+    this.#windowMs = typeof windowMs === 'number' ? () => windowMs : windowMs;
     this.#maxBytes = maxBytes;
     this.#flush = flush;
   }
@@ -256,7 +271,7 @@ export class Batcher {
       p = undefined;
     }
     if (p === undefined) {
-      const wait = (this.#sentAt.get(key) ?? -Infinity) + this.#windowMs - Date.now();
+      const wait = (this.#sentAt.get(key) ?? -Infinity) + this.#windowMs() - Date.now();
       if (wait <= 0) return this.#emit(key, [entry]);
       p = { entries: [], bytes: 1, timer: setTimeout(() => this.#send(key), wait) };
       this.#pending.set(key, p);

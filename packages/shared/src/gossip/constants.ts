@@ -89,6 +89,17 @@ export const MAX_MESSAGE_BYTES = 512 * 1024;
 export const BATCH_WINDOW_MS = 50;
 
 /**
+ * Batches a flooding router reads a second at most, from every other router
+ * of its group together (GossipOptions.batchReadsPerS): a batch costs its
+ * reader about the same whatever it holds (a signature check, the
+ * transport's framing), and each of the R − 1 others sends one per window,
+ * so the window widens to (R − 1) × 1000 / this ms once the routers are
+ * many (`batchWindowFor`; docs/GOSSIP.md, "The window widens with the
+ * routers").
+ */
+export const BATCH_READS_PER_S = 500;
+
+/**
  * How a batching router's batches reach the other routers (GossipOptions.relay;
  * docs/GOSSIP.md, "Flooded batches: one copy, and lazy repair"). 'flood': once to
  * every router subscribed to the group, none relayed on, each router

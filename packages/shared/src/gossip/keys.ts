@@ -121,6 +121,8 @@ export interface GossipSettings {
   readonly identityFile: string;
   /** A router's batch window, ms (GossipOptions.batchWindowMs; 0 = off); agents have none. */
   readonly gossipBatchMs?: number;
+  /** Batches a flooding router reads a second at most (GossipOptions.batchReadsPerS); agents have none. */
+  readonly gossipBatchReadsPerS?: number;
   /** How a router's batches reach the other routers (GossipOptions.relay); agents have none. */
   readonly gossipRelay?: string;
 }
@@ -141,6 +143,7 @@ export async function gossipOptionsOf(
     maxConnections: s.gossipMaxConnections,
     timing: { dnsIntervalMs: s.bootstrapDnsIntervalMs },
     ...(s.gossipBatchMs !== undefined ? { batchWindowMs: s.gossipBatchMs } : {}),
+    ...(s.gossipBatchReadsPerS !== undefined ? { batchReadsPerS: s.gossipBatchReadsPerS } : {}),
     ...(s.gossipRelay !== undefined ? { relay: s.gossipRelay as GossipRelay } : {}),
     ...(s.swarmKey !== '' ? { swarmKey: await readFile(s.swarmKey, 'utf8') } : {}),
     onWarning,

@@ -297,7 +297,8 @@ class GossipNodeImpl implements GossipNode {
   }
 
   stats(): GossipStats {
-    return { ...this.#stats };
+    const windowMs = this.#relay?.windowMs();
+    return { ...this.#stats, ...(windowMs !== undefined && windowMs > 0 ? { batchWindowMs: windowMs } : {}) };
   }
 
   handOff(agent: HandoffAgent, group: string | undefined, state: Uint8Array): boolean {
@@ -347,7 +348,7 @@ class GossipNodeImpl implements GossipNode {
 
   /** The batched relay (relay.ts) over this node: it reads batches; with a window it also takes hand-offs. */
   #relayOf(): BatchRelay {
-    const { fleet, batchWindowMs } = this.#config;
+    const { fleet, batchWindowMs, batchReadsPerS } = this.#config;
     const host = { libp2p: this.#libp2p, stats: this.#stats, fleet, topic: this.topic, topics: this.#topics };
     return new BatchRelay(
       {
@@ -360,6 +361,7 @@ class GossipNodeImpl implements GossipNode {
       },
       batchWindowMs,
       floodsBatches(this.#config),
+      batchReadsPerS,
     );
   }
 

@@ -9,6 +9,7 @@ import { multiaddr } from '@multiformats/multiaddr';
 import type { Multiaddr } from '@multiformats/multiaddr';
 import {
   BATCH_RELAY,
+  BATCH_READS_PER_S,
   BATCH_WINDOW_MS,
   BOOTSTRAP_REDIAL_INTERVAL_MS,
   CHANNEL_NAME_PATTERN,
@@ -67,6 +68,8 @@ export interface ValidatedOptions {
   groups: readonly string[] | undefined;
   /** A subscriber's batch window, ms (batch.ts); 0: it takes no hand-offs and relays states one by one. */
   batchWindowMs: number;
+  /** Batches a flooding router reads a second at most (GossipOptions.batchReadsPerS); 0: the window stays fixed. */
+  batchReadsPerS: number;
   /** How a batching router's batches reach the other routers (GossipOptions.relay). */
   relay: GossipRelay;
 }
@@ -98,6 +101,7 @@ const OPTION_KEYS = new Set([
   'channels',
   'groups',
   'batchWindowMs',
+  'batchReadsPerS',
   'relay',
 ]);
 const TIMING_KEYS = new Set([
@@ -284,6 +288,7 @@ export function validateOptions(opts: GossipOptions): ValidatedOptions {
     timing,
     mesh: Object.freeze(validateMesh(opts.mesh)),
     batchWindowMs: batchWindow(opts.batchWindowMs),
+    batchReadsPerS: count('batchReadsPerS', opts.batchReadsPerS, BATCH_READS_PER_S, 0),
     relay: relayOf(opts.relay),
   });
 }

@@ -33,7 +33,7 @@
  */
 import type { Message } from '@libp2p/gossipsub';
 import { BATCH_MAX_BYTES, GRAYLIST_THRESHOLD, MAX_MESSAGE_BYTES, PUBLISH_THRESHOLD } from './constants.ts';
-import { Batcher, isBatch, unpackBatch, type BatchEntry } from './batch.ts';
+import { Batcher, batchWindowFor, isBatch, unpackBatch, type BatchEntry } from './batch.ts';
 import { groupTopicFor, publishTopics } from './groups.ts';
 import { HandoffInbox } from './handoff.ts';
 import type { GossipLibp2p } from './libp2p.ts';
@@ -73,8 +73,15 @@ export class BatchRelay {
 
   /** Batches go straight to every subscribed router (options.ts floodsBatches), not through the mesh. */
   readonly floods: boolean;
+  /** The batch window now, ms (0: no hand-offs). */
+  readonly windowMs: () => number;
 
-  constructor(host: RelayHost, windowMs: number, floods: boolean) {
+  /**
+   * `windowMs` the batch window (0: no hand-offs); flooding, it widens with
+   * the routers it sends to so that each reads at most `readsPerS` batches
+   * a second (batch.ts batchWindowFor).
+   */
+  constructor(host: RelayHost, windowMs: number, floods: boolean, readsPerS = 0) {
     this.#host = host;
     this.floods = floods;
     this.#inbox =
@@ -83,7 +90,8 @@ export class BatchRelay {
             this.handedOff(peer.toString(), peer.toMultihash().bytes, group, state),
           )
         : undefined;
-    this.#batcher = new Batcher(windowMs, BATCH_MAX_BYTES, (group, batch) => {
+    this.windowMs = floods ? () => batchWindowFor(windowMs, this.routers().size, readsPerS) : () => windowMs;
+    this.#batcher = new Batcher(this.windowMs, BATCH_MAX_BYTES, (group, batch) => {
       host.stats.batchesPublished++;
       const groupTopic = group !== undefined ? groupTopicFor(host.fleet, group) : undefined;
       const subscribers = (t: string): string[] => host.libp2p.services.pubsub.getSubscribers(t).map(String);

@@ -103,6 +103,13 @@ export interface GossipOptions {
    */
   batchWindowMs?: number;
   /**
+   * Batches a flooding router reads a second at most (default
+   * BATCH_READS_PER_S; 0 = the window stays `batchWindowMs`): its window
+   * widens to (routers it floods to) × 1000 / this ms when that is longer,
+   * up to 1,000 ms (batch.ts `batchWindowFor`).
+   */
+  batchReadsPerS?: number;
+  /**
    * How a batching subscriber's batches reach the other routers (default
    * BATCH_RELAY): 'flood', each batch once to every connected router
    * subscribed to its topic, which relays none of it (a copy missed comes by
@@ -183,6 +190,8 @@ export interface GossipStats {
   handOffsReceived: number;
   batchesPublished: number;
   batchesReceived: number;
+  /** A batching subscriber: its batch window now, ms (flooding, it widens with the routers: batch.ts batchWindowFor). */
+  batchWindowMs?: number;
 }
 
 /** Every counter at zero: a node's stats when it starts. */
