@@ -94,7 +94,7 @@ describe('the disaggregation goals', () => {
   });
 
   it('marks a row whose target is over the work bound beyond any placement, and only that row', () => {
-    const bound = (rate: number) => ({ rate, prefillS: 0, decodeS: 0 });
+    const bound = (rate: number) => ({ rate, prefillS: 0, decodeS: 0, fixedS: 0 });
     const rows = pdGoalRows(
       101,
       runs((n) => (n === 'longdoc warmpath' ? 12 : n === 'longdoc dynamo-kv 3:7' ? 11 : 9)),
