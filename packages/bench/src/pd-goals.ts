@@ -34,7 +34,8 @@ export const SPLITS = ['6:4', '5:5', '4:6', '3:7'] as const;
  * Simulated seconds of arrivals per rate: several of longdoc's decode legs
  * end to end, so that a rate over what the fleet sustains breaks the SLO
  * within the run rather than leaving its backlog unjudged after the last
- * arrival (docs/DISAGGREGATION.md, "The work bound", says how long a leg is).
+ * arrival (docs/DISAGGREGATION.md, "The work bound", says how long a leg is
+ * and how far over the bound a run this long still passes).
  */
 export const PD_GOALS_DURATION_S = 90;
 

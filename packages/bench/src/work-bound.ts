@@ -78,11 +78,11 @@ export function fixedSeconds(p: EngineProfile, privatePrompt: number, output: nu
 const SHARED = -1;
 
 /**
- * Per request (plan order), its prompt tokens no other request of the plan
- * has at block granularity: the prompt less its full blocks whose hash
- * another request's prompt also has.
+ * Of a prompt's full blocks (its block hashes), how many some two requests
+ * of the plan have: the rest of the prompt is its own (a prompt of the
+ * plan, or a copy of one, such as a leg of it).
  */
-export function privatePromptTokens(reqs: readonly CeilingRequest[], blockSize: number): Int32Array {
+export function sharedBlocksOf(reqs: readonly CeilingRequest[]): (hashes: BigUint64Array) => number {
   const holder = new Hash64Table(1 << 16);
   reqs.forEach((r, i) => {
     const h = halves(r.blockHashes);
@@ -92,15 +92,25 @@ export function privatePromptTokens(reqs: readonly CeilingRequest[], blockSize: 
       else if (holder.valueAt(at) !== i) holder.setValueAt(at, SHARED);
     }
   });
-  const out = new Int32Array(reqs.length);
-  reqs.forEach((r, i) => {
-    const h = halves(r.blockHashes);
+  return (hashes) => {
+    const h = halves(hashes);
     let shared = 0;
-    for (let k = 0; k < r.blockHashes.length; k++)
-      if (holder.valueAt(holder.find(h[2 * k]!, h[2 * k + 1]!)) === SHARED) shared++;
-    out[i] = Math.max(0, r.promptTokens - shared * blockSize);
-  });
-  return out;
+    for (let k = 0; k < hashes.length; k++) {
+      const at = holder.find(h[2 * k]!, h[2 * k + 1]!);
+      if (at >= 0 && holder.valueAt(at) === SHARED) shared++;
+    }
+    return shared;
+  };
+}
+
+/**
+ * Per request (plan order), its prompt tokens no other request of the plan
+ * has at block granularity: the prompt less its full blocks whose hash
+ * another request's prompt also has.
+ */
+export function privatePromptTokens(reqs: readonly CeilingRequest[], blockSize: number): Int32Array {
+  const shared = sharedBlocksOf(reqs);
+  return Int32Array.from(reqs, (r) => Math.max(0, r.promptTokens - shared(r.blockHashes) * blockSize));
 }
 
 /** The work bound of `reqs` on `gpus` replicas of `profile` (module header). */
