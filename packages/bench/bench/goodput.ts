@@ -10,6 +10,7 @@
  *     [--fleets 10,5:5,3:7] [--policies warmpath,round-robin] [--routers N] [--router-set k=v,…]
  *     [longctx:6,10,14 …]
  *   node packages/bench/bench/goodput.ts --goals [--seeds 101,102,103,104] [--duration S] [--refine K] [--json FILE]
+ *   node packages/bench/bench/goodput.ts --goals --bounds-only --json FILE
  *
  * Prints one row per (scenario, fleet, policy): each rate's TTFT p99 / ITL p99
  * (✓ within the SLO), then the goodput: the highest rate within it such that
@@ -21,22 +22,33 @@
  * --goals runs the disaggregation goals (src/pd-goals.ts) on each seed and
  * prints the goal table (met on 3 of 4 seeds); --json writes every sweep and
  * row. Tune on seeds 1–3; report on the held-out seeds 101–104 (the default).
+ * --bounds-only: no run; the work bounds of FILE's seeds computed again from
+ * their plans, its rows judged again, its runs kept, and meta.bounds naming
+ * this command and commit (then scoreboard.ts writes the docs' tables).
  * Smoke: --duration 2 --fleets 2,1:1 longctx:2
  */
 import { execFileSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { goalsTable, type GoalRow } from '../src/goal-rows.ts';
 import { cellText, sweep, type GoodputCase } from '../src/goodput.ts';
-import { PD_GOALS_DURATION_S, pdBounds, pdGoalRows, pdRuns, type PdGoalsJson } from '../src/pd-goals.ts';
-import { DesPool, planFor } from '../src/pool.ts';
+import {
+  PD_GOALS_DURATION_S,
+  pdBounds,
+  pdGoalRows,
+  pdRuns,
+  scenarioBound,
+  withBounds,
+  type PdGoalsJson,
+} from '../src/pd-goals.ts';
+import { DesPool } from '../src/pool.ts';
 import { SCENARIOS } from '../src/scenarios.ts';
-import { workBound } from '../src/work-bound.ts';
 import { keyValues, scriptArgs } from '@warmpath/shared/runtime';
 
 const { values: o, positionals } = scriptArgs(import.meta.url, {
   allowPositionals: true,
   options: {
     goals: { type: 'boolean', default: false },
+    'bounds-only': { type: 'boolean', default: false },
     seed: { type: 'string', default: '101' },
     seeds: { type: 'string', default: '101,102,103,104' },
     duration: { type: 'string' },
@@ -70,12 +82,6 @@ const pool = new DesPool();
 /** A fleet's GPUs: `N`, or P + D. */
 const gpusOf = (fleet: string): number => fleet.split(':').reduce((a, x) => a + Number(x), 0);
 
-/** The scenario's work bound on `gpus` (src/work-bound.ts), from its plan at `rate` over the run's duration. */
-function boundOf(name: string, rate: number, gpus: number): number {
-  const { plan } = planFor({ scenario: name, seed, rate, duration });
-  return workBound(SCENARIOS[name]!, plan, gpus).rate;
-}
-
 /** One (scenario, fleet, policy) row over the rates (and the refinement's); a goodput over the work bound is flagged. */
 async function row(c: GoodputCase, rates: number[], bound: number): Promise<string> {
   try {
@@ -95,7 +101,7 @@ async function tables(): Promise<void> {
     console.log(
       `\n${name}, seed ${seed}, ${routers} routers, SLO TTFT p99 ≤ ${slo.ttftMs} ms and ITL p99 ≤ ${slo.itlMs} ms (cells: rate: TTFT p99 / ITL p99, ms)\n`,
     );
-    const bounds = new Map(fleets.map((f) => [f, boundOf(name, rates[0]!, gpusOf(f))]));
+    const bounds = new Map(fleets.map((f) => [f, scenarioBound(name, seed, duration, gpusOf(f)).rate]));
     console.log(
       `work bound (src/work-bound.ts: no placement on any split serves more): ${[...bounds].map(([f, b]) => `${f} ${b.toFixed(2)}`).join(', ')} req/s\n`,
     );
@@ -136,17 +142,36 @@ async function goalRuns(): Promise<void> {
   }
   const { table, met, total } = goalsTable(rows, seeds);
   console.log(`\n${table}\n\n${met} of ${total} goals met`);
-  if (json !== '') {
-    const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
-    writeFileSync(
-      json,
-      `${JSON.stringify({ meta: { command, commit, slo, duration, refine }, seeds: all, rows }, null, 1)}\n`,
+  if (json !== '') writeJson({ meta: { command, commit: commitOf(), slo, duration, refine }, seeds: all, rows });
+}
+
+const commitOf = (): string => execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
+const writeJson = (j: PdGoalsJson): void => writeFileSync(json, `${JSON.stringify(j, null, 1)}\n`);
+
+/** --bounds-only: the saved runs' work bounds and rows again, from the plans (no run). */
+function boundsOnly(): void {
+  if (json === '') throw new Error('--bounds-only needs --json FILE (a saved --goals run)');
+  const out = withBounds(JSON.parse(readFileSync(json, 'utf8')) as PdGoalsJson, { command, commit: commitOf() });
+  for (const s of out.seeds)
+    console.log(
+      `seed ${s.seed}, work bounds: ${Object.entries(s.bounds ?? {})
+        .map(
+          ([n, b]) =>
+            `${n} ${b.rate.toFixed(2)} (prefill ${b.prefillS.toFixed(3)}, decode ${b.decodeS.toFixed(3)}, fixed ${b.fixedS.toFixed(3)} s)`,
+        )
+        .join(', ')} req/s`,
     );
-  }
+  const { table, met, total } = goalsTable(
+    out.rows,
+    out.seeds.map((s) => s.seed),
+  );
+  console.log(`\n${table}\n\n${met} of ${total} goals met`);
+  writeJson(out);
 }
 
 try {
-  await (goals ? goalRuns() : tables());
+  if (o['bounds-only']) boundsOnly();
+  else await (goals ? goalRuns() : tables());
 } finally {
   await pool.close();
 }

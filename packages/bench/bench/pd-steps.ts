@@ -10,7 +10,11 @@
  * had room) — and the inter-token gaps each pool's streams get, with the
  * share slower than the SLO's ITL (a step longer than it), and how the
  * requests in the TTFT tail were served. The window is the arrivals' span
- * less its first sixth (the fleet filling up).
+ * less its first sixth (the fleet filling up). Over the whole run, the work
+ * bound's terms against it (src/work-bound.ts): the GPU seconds a request
+ * the bound counts and the fleet's steps took, and the most KV the
+ * sequences emitting in one step held alone (the fixed cost's charge
+ * holds while that stays within a replica's KV).
  *
  *   node packages/bench/bench/pd-steps.ts [--scenario longdoc] [--pd 4:6] [--rate 15] [--seed 2]
  *     [--duration 30] [--routers 2] [--policies warmpath,llm-d-precise,sglang-cache-aware] [--router-set k=v,…]
@@ -24,7 +28,9 @@ import { SLO } from '../src/goodput.ts';
 import { pdRolesOf } from '../src/des/pd.ts';
 import { assignRouters } from '../src/l4.ts';
 import { planFor } from '../src/pool.ts';
+import { planRequests } from '../src/references.ts';
 import { SCENARIOS } from '../src/scenarios.ts';
+import { sharedBlocksOf, workBoundOf } from '../src/work-bound.ts';
 import { keyValues, scriptArgs } from '@warmpath/shared/runtime';
 
 const { values } = scriptArgs(import.meta.url, {
@@ -45,7 +51,8 @@ const seed = Number(values.seed);
 const routers = Number(values.routers);
 const roles = pdRolesOf(values.pd)!;
 const overrides = keyValues('--router-set', values['router-set']);
-const blocks = PROFILES[scenario.fleet.profile as keyof typeof PROFILES].numGpuBlocks;
+const profile = PROFILES[scenario.fleet.profile as keyof typeof PROFILES];
+const blocks = profile.numGpuBlocks;
 /** The DES's warm-up before the first arrival (des/run.ts). */
 const WARMUP_MS = 2_000;
 /** How often each replica's KV in use is sampled, simulated ms. */
@@ -132,6 +139,35 @@ function tailLine(answers: readonly RequestResult[]): string {
   return `TTFT tail (≥ 0.8 × p99): ${count(answers.filter((r) => ttft(r) >= 0.8 * p99))}; all requests: ${count(answers)}`;
 }
 
+/** The work bound against the whole run's steps (module header). */
+class BoundCheck {
+  busyMs = 0;
+  /** The most tokens the sequences emitting in one step held alone. */
+  most = 0;
+  readonly #shared: (hashes: BigUint64Array) => number;
+  readonly #reqs: ReturnType<typeof planRequests>;
+  constructor(plan: Parameters<typeof planRequests>[0]) {
+    this.#reqs = planRequests(plan, new Set(scenario!.fleet.adapters ?? []));
+    this.#shared = sharedBlocksOf(this.#reqs);
+  }
+  step(res: StepResult): void {
+    this.busyMs += res.durationMs;
+    let own = 0;
+    for (const s of res.emitted)
+      own += s.promptTokens - this.#shared(s.blockHashes) * profile.blockSize + s.generated - 1;
+    this.most = Math.max(this.most, own);
+  }
+  line(): string {
+    const b = workBoundOf(this.#reqs, profile, roles.length);
+    const n = Math.max(1, this.#reqs.length);
+    return (
+      `work bound: ${(b.prefillS + b.decodeS + b.fixedS).toFixed(3)} GPU-s a request (prefill ${b.prefillS.toFixed(3)}, KV read ${b.decodeS.toFixed(3)}, fixed ${b.fixedS.toFixed(3)}; ${b.rate.toFixed(2)} req/s), ` +
+      `the steps ${(this.busyMs / 1e3 / n).toFixed(3)} a request sent; the most KV held alone by one step's emitting sequences ` +
+      `${((100 * this.most) / (blocks * profile.blockSize)).toFixed(2)}% of a replica's`
+    );
+  }
+}
+
 async function run(policy: string): Promise<void> {
   const rate = Number(values.rate);
   const { plan: built, duration } = planFor({
@@ -144,6 +180,7 @@ async function run(policy: string): Promise<void> {
   const from = WARMUP_MS + (duration * 1000) / 6;
   const to = WARMUP_MS + duration * 1000;
   const meters = new Map<string, Meter>();
+  const check = new BoundCheck(built);
   const seqs: Sequence[] = [];
   const answers: RequestResult[] = [];
   // Sequences that decoded on a prefill replica (their second token came from one).
@@ -166,6 +203,7 @@ async function run(policy: string): Promise<void> {
       let m = meters.get(id);
       if (m === undefined) meters.set(id, (m = new Meter(from, to)));
       m.step(res);
+      check.step(res);
     },
   });
   const legs = { prefill: [] as number[], decode: [] as number[], local: [] as number[], overflow: [] as number[] };
@@ -183,6 +221,7 @@ async function run(policy: string): Promise<void> {
   console.log(`  ${poolLine('prefill', meters, to - from)}`);
   console.log(`  ${poolLine('decode', meters, to - from)}`);
   console.log(`  ${tailLine(answers)}`);
+  console.log(`  ${check.line()}`);
   for (const [k, xs] of Object.entries(legs))
     if (xs.length > 0) console.log(`  ${k} legs: ${xs.length}, wait in the engine's queue ms ${spread(xs)}`);
 }

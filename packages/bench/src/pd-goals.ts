@@ -34,7 +34,8 @@ export const SPLITS = ['6:4', '5:5', '4:6', '3:7'] as const;
  * Simulated seconds of arrivals per rate: several of longdoc's decode legs
  * end to end, so that a rate over what the fleet sustains breaks the SLO
  * within the run rather than leaving its backlog unjudged after the last
- * arrival (docs/DISAGGREGATION.md, "The work bound", says how long a leg is).
+ * arrival (docs/DISAGGREGATION.md, "The work bound", says how long a leg is
+ * and how far over the bound a run this long still passes).
  */
 export const PD_GOALS_DURATION_S = 90;
 
@@ -48,14 +49,24 @@ const BASE_ROUTERS = 2;
 /** The GPUs of every goal fleet (PD_PLANS' aggregated size). */
 const GPUS = 10;
 
-/** Each goal scenario's work bound on one seed: its plan at the scenario's default rate over `duration`. */
+/**
+ * A scenario's work bound on `gpus` for one seed: its plan at the
+ * scenario's default rate over `duration` (the bound is a mean per
+ * request, so the plan's rate only samples it; one rate for every table).
+ */
+export function scenarioBound(name: string, seed: number, duration: number, gpus: number): WorkBound {
+  const scenario = SCENARIOS[name];
+  if (scenario === undefined) throw new Error(`unknown scenario "${name}"`);
+  const { plan } = planFor({ scenario: name, seed, rate: scenario.defaults.rate, duration });
+  return workBound(scenario, plan, gpus);
+}
+
+/** Each goal scenario's work bound on one seed (scenarioBound on the goal fleets' GPUs). */
 export function pdBounds(seed: number, duration: number): Record<keyof typeof PD_PLANS, WorkBound> {
-  const of = (name: keyof typeof PD_PLANS): WorkBound => {
-    const scenario = SCENARIOS[name]!;
-    const { plan } = planFor({ scenario: name, seed, rate: scenario.defaults.rate, duration });
-    return workBound(scenario, plan, GPUS);
+  return {
+    longdoc: scenarioBound('longdoc', seed, duration, GPUS),
+    mixed: scenarioBound('mixed', seed, duration, GPUS),
   };
-  return { longdoc: of('longdoc'), mixed: of('mixed') };
 }
 const ROUTER_COUNTS = [1, 4, 16] as const;
 
@@ -223,9 +234,31 @@ export function pdGoalRows(seed: number, runs: readonly PdRun[], bounds?: Return
 
 /** What `goodput.ts --goals --json` writes. */
 export interface PdGoalsJson {
-  meta: { command: string; commit: string; slo: { ttftMs: number; itlMs: number }; duration: number; refine: number };
+  meta: {
+    command: string;
+    commit: string;
+    slo: { ttftMs: number; itlMs: number };
+    duration: number;
+    refine: number;
+    /** Set when the work bounds (and so the rows) were computed again from the plans after the runs (`--bounds-only`). */
+    bounds?: { command: string; commit: string };
+  };
   seeds: Array<{ seed: number; runs: PdRun[]; bounds?: ReturnType<typeof pdBounds> }>;
   rows: GoalRow[];
+}
+
+/**
+ * The saved runs with each seed's work bounds computed again from its plans
+ * (the bounds need no run) and the goal rows judged again against them; the
+ * runs are kept as they are, and `meta.bounds` records the command and commit.
+ */
+export function withBounds(json: PdGoalsJson, at: { command: string; commit: string }): PdGoalsJson {
+  const seeds = json.seeds.map((s) => ({ ...s, bounds: pdBounds(s.seed, json.meta.duration) }));
+  return {
+    meta: { ...json.meta, bounds: at },
+    seeds,
+    rows: seeds.flatMap((s) => pdGoalRows(s.seed, s.runs, s.bounds)),
+  };
 }
 
 /** docs/DISAGGREGATION.md's figures from the saved runs: each case's goodput per seed, then the goal rows. */
@@ -233,7 +266,7 @@ export function pdGoalsTable(json: PdGoalsJson, source: string): string {
   const seeds = json.seeds.map((s) => s.seed);
   const m = json.meta;
   const lines = [
-    `From \`${source}\` (\`${m.command}\`, commit ${m.commit}): DES, ${m.duration} simulated seconds per rate, ${BASE_ROUTERS} routers unless named, random L4; goodput at TTFT p99 ≤ ${m.slo.ttftMs} ms and ITL p99 ≤ ${m.slo.itlMs} ms, req/s (the grid, then ${m.refine} bisection steps).`,
+    `From \`${source}\` (\`${m.command}\`, commit ${m.commit}): DES, ${m.duration} simulated seconds per rate, ${BASE_ROUTERS} routers unless named, random L4; goodput at TTFT p99 ≤ ${m.slo.ttftMs} ms and ITL p99 ≤ ${m.slo.itlMs} ms, req/s (the grid, then ${m.refine} bisection steps)${m.bounds !== undefined ? `; the work bounds from the plans by \`${m.bounds.command}\`, commit ${m.bounds.commit}` : ''}.`,
     '',
     `| case | fleet | ${seeds.map((s) => `seed ${s}`).join(' | ')} |`,
     `|---|---|${seeds.map(() => '--:|').join('')}`,

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { sweep, type GoodputCase } from '../src/goodput.ts';
-import { PD_PLANS, pdCases, pdGoalRows, type PdRun } from '../src/pd-goals.ts';
+import { PD_PLANS, pdBounds, pdCases, pdGoalRows, withBounds, type PdGoalsJson, type PdRun } from '../src/pd-goals.ts';
 import type { DesJob, DesPool, JobOutcome } from '../src/pool.ts';
 import type { PolicyResult } from '../src/report.ts';
 
@@ -94,7 +94,7 @@ describe('the disaggregation goals', () => {
   });
 
   it('marks a row whose target is over the work bound beyond any placement, and only that row', () => {
-    const bound = (rate: number) => ({ rate, prefillS: 0, decodeS: 0 });
+    const bound = (rate: number) => ({ rate, prefillS: 0, decodeS: 0, fixedS: 0 });
     const rows = pdGoalRows(
       101,
       runs((n) => (n === 'longdoc warmpath' ? 12 : n === 'longdoc dynamo-kv 3:7' ? 11 : 9)),
@@ -105,6 +105,37 @@ describe('the disaggregation goals', () => {
     expect(row(/best split each/).beyond).toMatch(/beyond any placement: 13.2 req\/s is over the work bound 13/);
     expect(row(/best peer P\/D/).beyond).toBeUndefined();
     expect(row(/always split/).beyond).toBeUndefined();
+  });
+
+  it('recomputes the bounds and rows of saved runs from the plans, keeping the runs and naming the commit', () => {
+    const saved = runs((n) => (n === 'longdoc warmpath' ? 12 : n === 'longdoc dynamo-kv 3:7' ? 11 : 9));
+    const stale = {
+      longdoc: { rate: 100, prefillS: 0, decodeS: 0, fixedS: 0 },
+      mixed: { rate: 1e3, prefillS: 0, decodeS: 0, fixedS: 0 },
+    };
+    const json: PdGoalsJson = {
+      meta: {
+        command: 'goodput.ts --goals',
+        commit: 'abc1234',
+        slo: { ttftMs: 5_000, itlMs: 60 },
+        duration: 5,
+        refine: 3,
+      },
+      seeds: [{ seed: 101, runs: saved, bounds: stale }],
+      rows: pdGoalRows(101, saved, stale),
+    };
+    const out = withBounds(json, { command: 'goodput.ts --goals --bounds-only', commit: 'def5678' });
+    expect(out.meta).toEqual({
+      ...json.meta,
+      bounds: { command: 'goodput.ts --goals --bounds-only', commit: 'def5678' },
+    });
+    expect(out.seeds[0]!.runs).toEqual(saved);
+    const fresh = pdBounds(101, 5);
+    expect(out.seeds[0]!.bounds).toEqual(fresh);
+    expect(out.rows).toEqual(pdGoalRows(101, saved, fresh));
+    // 1.2 × 11 = 13.2 req/s is over this short plan's bound, not over the stale one.
+    expect(json.rows.some((r) => r.beyond !== undefined)).toBe(false);
+    expect(out.rows.find((r) => /best split each/.test(r.goal))!.beyond).toMatch(/beyond any placement/);
   });
 
   it('a zero goodput meets nothing, even against a zero rival', () => {
