@@ -16,9 +16,11 @@ const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
 export function unpackHashes(bytes: Uint8Array): BigUint64Array {
   const n = bytes.byteLength >>> 3;
-  // Uint8Array's slice copies (a Buffer's would be a view of its pool): an aligned buffer of its own.
-  if (LITTLE_ENDIAN) return new BigUint64Array(Uint8Array.prototype.slice.call(bytes, 0, n * 8).buffer);
   const out = new BigUint64Array(n);
+  if (LITTLE_ENDIAN) {
+    new Uint8Array(out.buffer).set(bytes.subarray(0, n * 8)); // one copy into a buffer of its own, never a pool's
+    return out;
+  }
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   for (let i = 0; i < n; i++) out[i] = view.getBigUint64(i * 8, true);
   return out;

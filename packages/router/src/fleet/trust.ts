@@ -115,7 +115,9 @@ export class PublisherTrust {
   readonly #buckets = new Map<string, { tokens: number; at: number }>();
   /** An agent's peer id → who vouched for its last applied state (a router, or the agent itself), and when. */
   readonly #vouchers = new Map<string, { by: string; at: number }>();
-  readonly #servableMemo = new Map<string, boolean>();
+  /** URL → the addresses' key (one address, or several joined) → may they name it. */
+  readonly #servableMemo = new Map<string, Map<string, boolean>>();
+  #memoized = 0;
 
   constructor(o: TrustOptions) {
     this.#ttlMs = o.stateTtlMs;
@@ -202,12 +204,18 @@ export class PublisherTrust {
    * each pair is parsed once (the memo is dropped whole when it fills).
    */
   #servableUrl(url: string, addresses: readonly string[]): boolean {
-    const key = addresses.length === 1 ? `${url} ${addresses[0]}` : `${url} ${addresses.join(' ')}`;
-    let ok = this.#servableMemo.get(key);
-    if (ok === undefined) {
-      if (this.#servableMemo.size >= SERVABLE_MEMO_SIZE) this.#servableMemo.clear();
-      this.#servableMemo.set(key, (ok = this.#servableNow(url, addresses)));
+    const key = addresses.length === 1 ? addresses[0]! : addresses.join(' ');
+    let byAddress = this.#servableMemo.get(url);
+    let ok = byAddress?.get(key);
+    if (ok !== undefined) return ok;
+    if (this.#memoized >= SERVABLE_MEMO_SIZE) {
+      this.#servableMemo.clear();
+      this.#memoized = 0;
+      byAddress = undefined;
     }
+    if (byAddress === undefined) this.#servableMemo.set(url, (byAddress = new Map()));
+    byAddress.set(key, (ok = this.#servableNow(url, addresses)));
+    this.#memoized++;
     return ok;
   }
 

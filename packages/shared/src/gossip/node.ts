@@ -354,7 +354,7 @@ class GossipNodeImpl implements GossipNode {
       {
         ...host,
         validator: () => this.#validator,
-        originOf: (author, via) => this.#senders.of(author, via),
+        originOf: (author, via, viaAddresses) => this.#senders.of(author, via, viaAddresses),
         deliver: (data, from, origin) => this.#messageHandlers.forEach((h) => this.#guard(() => h(data, from, origin))),
         publishOn: (topics, data) => this.#publish(topics, data),
         peerScore: (peer) => this.peerScore(peer),

@@ -21,11 +21,17 @@ export class Origins {
     libp2p.addEventListener('peer:disconnect', ({ detail }) => void this.#connected.delete(detail.toString()));
   }
 
-  of(author: PeerId | string, via: PeerId | string): GossipOrigin {
+  /** `viaAddresses`: the relay's, when the caller looked them up already (once for a batch's states). */
+  of(author: PeerId | string, via: PeerId | string, viaAddresses?: readonly string[]): GossipOrigin {
     const peer = author.toString();
     const relay = via.toString();
     const addresses = this.addressesOf(peer);
-    return { peer, via: relay, addresses, viaAddresses: relay === peer ? addresses : this.addressesOf(relay) };
+    return {
+      peer,
+      via: relay,
+      addresses,
+      viaAddresses: relay === peer ? addresses : (viaAddresses ?? this.addressesOf(relay)),
+    };
   }
 
   /** Remote IPs of this node's connections to `peer`; none when it is not connected. */

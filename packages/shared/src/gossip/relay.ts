@@ -53,8 +53,8 @@ export interface RelayHost {
   readonly topic: string;
   readonly topics: ReadonlySet<string>;
   validator(): GossipValidator | undefined;
-  /** The origin of a state by `author` that reached this node through `via`. */
-  originOf(author: string, via: string): GossipOrigin;
+  /** The origin of a state by `author` that reached this node through `via` (whose addresses, when given, are not looked up again). */
+  originOf(author: string, via: string, viaAddresses?: readonly string[]): GossipOrigin;
   deliver(data: Uint8Array, from: string, origin: GossipOrigin): void;
   publishOn(topics: Iterable<string>, data: Uint8Array): Promise<number>;
   peerScore(peer: string): number;
@@ -66,8 +66,9 @@ export class BatchRelay {
   readonly #host: RelayHost;
   readonly #inbox: HandoffInbox | undefined;
   readonly #batcher: Batcher;
-  /** (router, epoch, slot) → the agent's peer id, as batches named them (bounded: cleared when full; renamed within a second). */
-  readonly #authors = new Map<string, string>();
+  /** (router, epoch) → slot → the agent's peer id, as batches named them (bounded: cleared when full; renamed within a second). */
+  readonly #authors = new Map<string, Map<number, string>>();
+  #named = 0;
   /** The states each batch's validation accepted, for its delivery (the same Message object). */
   readonly #accepted = new WeakMap<Message, Accepted[]>();
 
@@ -176,13 +177,15 @@ export class BatchRelay {
     if (batch === undefined) return 'reject';
     const vouchedBy = msg.from.toString();
     const accepted: Accepted[] = [];
+    const named = this.#namedBy(vouchedBy, batch.epoch);
+    const viaAddresses = this.#host.originOf(via, via).addresses; // one look-up a batch: every state came through `via`
     for (const e of batch.entries) {
-      const author = this.#authorOf(vouchedBy, batch.epoch, e);
+      const author = this.#authorOf(named, e);
       if (author === undefined) {
         this.#host.stats.ignored++; // its agent not named to this router yet: at most AUTHOR_EVERY_MS
         continue;
       }
-      const origin = { ...this.#host.originOf(author, via), vouchedBy };
+      const origin = { ...this.#host.originOf(author, via, viaAddresses), vouchedBy };
       const verdict = judge(this.#host, e.state, origin);
       if (verdict === 'reject') return 'reject';
       if (verdict === 'accept') accepted.push({ state: e.state, from: author, origin });
@@ -201,12 +204,23 @@ export class BatchRelay {
     }
   }
 
+  /** The slots a router named in an epoch (all forgotten once MAX_NAMED are held). */
+  #namedBy(router: string, epoch: number): Map<number, string> {
+    if (this.#named >= MAX_NAMED) {
+      this.#authors.clear();
+      this.#named = 0;
+    }
+    const key = `${router}/${epoch}`;
+    let named = this.#authors.get(key);
+    if (named === undefined) this.#authors.set(key, (named = new Map()));
+    return named;
+  }
+
   /** An entry's agent: named in it (and remembered for its slot), or named earlier by the same router in this epoch. */
-  #authorOf(router: string, epoch: number, e: BatchEntry): string | undefined {
-    const key = `${router}/${epoch}/${e.slot}`;
-    if (e.author === undefined) return this.#authors.get(key);
-    if (this.#authors.size >= MAX_NAMED) this.#authors.clear();
-    this.#authors.set(key, e.author);
+  #authorOf(named: Map<number, string>, e: BatchEntry): string | undefined {
+    if (e.author === undefined) return named.get(e.slot);
+    if (!named.has(e.slot)) this.#named++;
+    named.set(e.slot, e.author);
     return e.author;
   }
 }
