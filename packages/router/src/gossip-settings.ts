@@ -34,7 +34,7 @@ export const GOSSIP_SETTINGS = {
     min: 0,
     max: 100_000,
     integer: true,
-    doc: 'flooding: batches a router reads a second at most; the window widens to routers × 1000 / this ms (≤ 1000); 0: fixed window',
+    doc: 'flooding: batches a router reads a second at most; its window widens to routers × 1000 / this ms; 0: fixed',
   },
   // Evidence for the default: docs/GOSSIP.md, 'Flooded batches: one copy, and lazy repair'.
   gossipRelay: {
