@@ -5,7 +5,7 @@
  * that matter, with the evidence: docs/OPERATIONS.md.
  */
 import { ENGINE_KINDS, FLEET_DEFAULTS, PUBLISH_FLOOR_MS } from '@warmpath/shared/wire';
-import { LOG_SETTINGS, SWARM_KEY_SETTINGS, loadConfig } from '@warmpath/shared/runtime';
+import { GOSSIP_CONNECTION_SETTINGS, LOG_SETTINGS, SWARM_KEY_SETTINGS, loadConfig } from '@warmpath/shared/runtime';
 import type { ConfigOf, Schema } from '@warmpath/shared/runtime';
 
 export const AGENT_SCHEMA = {
@@ -101,14 +101,7 @@ export const AGENT_SCHEMA = {
     integer: true,
     doc: 'publish to this many routers of the candidates, replaced when one leaves; they relay to the rest (0 = dial all)',
   },
-  gossipMaxConnections: {
-    type: 'number',
-    default: 300,
-    min: 1,
-    max: 100_000,
-    integer: true,
-    doc: 'gossip connections held at most',
-  },
+  ...GOSSIP_CONNECTION_SETTINGS,
   ...SWARM_KEY_SETTINGS,
   identityFile: {
     type: 'string',

@@ -5,7 +5,7 @@
  * (config.ts).
  */
 import { BATCH_READS_PER_S, BATCH_RELAY } from '@warmpath/shared/gossip';
-import type { Schema } from '@warmpath/shared/runtime';
+import { GOSSIP_CONNECTION_SETTINGS, type Schema } from '@warmpath/shared/runtime';
 
 export const GOSSIP_SETTINGS = {
   // Evidence for the default: docs/SCALE.md, 'Gossip mesh'.
@@ -18,14 +18,7 @@ export const GOSSIP_SETTINGS = {
     essential: true,
     doc: 'stay connected to this many routers of the bootstrap and DNS candidates, replaced when one leaves; 0 = dial all',
   },
-  gossipMaxConnections: {
-    type: 'number',
-    default: 300,
-    min: 1,
-    max: 100_000,
-    integer: true,
-    doc: 'gossip connections held at most (routers and agents); beyond it new ones are refused, agents pick another router',
-  },
+  ...GOSSIP_CONNECTION_SETTINGS,
   gossipBatchMs: { type: 'number', default: 50, min: 0, max: 1000, doc: 'relay window of agent states, ms; 0: off' },
   // Evidence for the default: docs/GOSSIP.md, 'The window widens with the routers'.
   gossipBatchReadsPerS: {

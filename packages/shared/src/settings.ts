@@ -21,6 +21,18 @@ export const SWARM_KEY_SETTINGS = {
   },
 } as const satisfies Schema;
 
+/** The gossip connection cap, the same rule on agents and routers. */
+export const GOSSIP_CONNECTION_SETTINGS = {
+  gossipMaxConnections: {
+    type: 'number',
+    default: 300,
+    min: 1,
+    max: 100_000,
+    integer: true,
+    doc: 'gossip connections held at most (routers and agents); beyond it new ones are refused, agents pick another router',
+  },
+} as const satisfies Schema;
+
 /** Structured logs on stderr, and whether prompts may reach them. */
 export const LOG_SETTINGS = {
   logLevel: {
