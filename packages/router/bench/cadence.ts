@@ -45,7 +45,11 @@
  * a first hop coalesces within its window) and send times (even: one every
  * 1/hz s; random: a Poisson stream an agent); lib/mesh-feed.ts. Reported
  * beside them: the states the sources coalesced, and snapshot pulls at the
- * router under test (a gap in a chain: must stay 0).
+ * router under test in the window (a gap in a chain). With chain, give
+ * `--warm-s` past WHOLE_EVERY states (12 at 5.69 Hz): a chain broken at the
+ * start (states sent before a batch had named their agent to the router
+ * under test) mends at its next self-contained digest, not by a pull (the
+ * synthetic agents serve none).
  * `--batch-ms`, `--batch-reads`: the routers' window floor and the batches a
  * router reads a second at most (0: the window stays the floor; defaults:
  * production's). The router under test widens its window by the routers it
@@ -129,7 +133,7 @@ interface Row {
   /** States a second the sources composed into another of their agent's (never sent alone), and their share of those handed off. */
   coalesced: number;
   coalescedShare: number;
-  /** Snapshot pulls at the router under test since it started. */
+  /** Snapshot pulls at the router under test in the window. */
   pullsHere: number;
   feedOptions: FeedOptions;
   latency: ReturnType<typeof delayFigures>['latency'];
@@ -267,7 +271,7 @@ function rowOf(
     delivered: relayed / Math.max(1e-9, sourcesOffered - coalesced),
     coalesced,
     coalescedShare: coalesced / Math.max(1e-9, sourcesOffered),
-    pullsHere: a.pulls,
+    pullsHere: a.pulls - b.pulls,
     feedOptions: FEED,
     kbIn: per((r) => r.bytes.read) / 1024,
     kbOut: per((r) => r.bytes.written) / 1024,
