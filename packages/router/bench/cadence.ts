@@ -157,6 +157,8 @@ interface Row {
   refusedAtSources: Refused;
   /** Ignored since start at the router under test (a state whose agent a batch had not named yet, a superseded one). */
   ignoredHere: number;
+  /** The router under test's view's drops since start, by reason. */
+  dropsHere: Record<string, number>;
   fed: FeedCounts;
   digestHashes: number;
   fullEvery: number;
@@ -294,6 +296,7 @@ function rowOf(
     refusedHere: refused([a]),
     refusedAtSources: refused(after.routers.slice(1)),
     ignoredHere: a.stats.ignored,
+    dropsHere: a.drops,
     fed: {
       due: sum(totals.map((x) => x.due)),
       handed: sum(totals.map((x) => x.handed)),
