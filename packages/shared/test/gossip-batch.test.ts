@@ -188,6 +188,7 @@ describe('the window', () => {
 });
 
 describe("coalescing an agent's states in the window", () => {
+  afterEach(() => void vi.useRealTimers());
   const state = (seq: number, from: number, over: Partial<ReplicaState> = {}): ReplicaState =>
     sampleState({
       seq,
