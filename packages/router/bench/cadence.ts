@@ -36,9 +36,20 @@
  * and those a source could not take or the feed skipped late.
  *
  *   node_modules/.bin/node packages/router/bench/cadence.ts [--agents 300,1000] [--routers 8] [--hz 5.69] [--seconds 10]
- *     [--source-procs 1] [--digest-hashes 12] [--full-every 4] [--batch-ms 50] [--batch-reads 500] [--warm-s 3] [--form-s 120] [--save rows.json]
+ *     [--source-procs 1] [--digest-hashes 12] [--full-every 4] [--digest whole|chain] [--arrivals even|random]
+ *     [--batch-ms 50] [--batch-reads 500] [--warm-s 3] [--form-s 120] [--save rows.json]
  *
  * `--digest-hashes`, `--full-every`: as mesh.ts (the defaults are seed's, as gossip-model.ts prints them).
+ * `--digest`, `--arrivals`: the feed's digests (whole: self-contained in
+ * every state; chain: deltas on the state before, as agents send them, which
+ * a first hop coalesces within its window) and send times (even: one every
+ * 1/hz s; random: a Poisson stream an agent); lib/mesh-feed.ts. Reported
+ * beside them: the states the sources coalesced, and snapshot pulls at the
+ * router under test in the window (a gap in a chain). With chain, give
+ * `--warm-s` past WHOLE_EVERY states (12 at 5.69 Hz): a chain broken at the
+ * start (states sent before a batch had named their agent to the router
+ * under test) mends at its next self-contained digest, not by a pull (the
+ * synthetic agents serve none).
  * `--batch-ms`, `--batch-reads`: the routers' window floor and the batches a
  * router reads a second at most (0: the window stays the floor; defaults:
  * production's). The router under test widens its window by the routers it
@@ -51,7 +62,7 @@ import { loadavg } from 'node:os';
 import { BATCH_READS_PER_S, BATCH_WINDOW_MS, batchWindowFor, generateSwarmKey } from '@warmpath/shared/gossip';
 import { scriptArgs } from '@warmpath/shared/runtime';
 import { TRUST_REASONS } from '../src/fleet/trust.ts';
-import type { FeedCounts } from './lib/mesh-feed.ts';
+import type { FeedCounts, FeedOptions } from './lib/mesh-feed.ts';
 import {
   converge,
   eluBetween,
@@ -71,6 +82,8 @@ const { values: args } = scriptArgs(import.meta.url, {
     'source-procs': { type: 'string', default: '1' },
     'digest-hashes': { type: 'string', default: '12' },
     'full-every': { type: 'string', default: '4' },
+    digest: { type: 'string', default: 'whole' },
+    arrivals: { type: 'string', default: 'even' },
     'batch-ms': { type: 'string' },
     'batch-reads': { type: 'string' },
     'warm-s': { type: 'string', default: '3' },
@@ -84,6 +97,11 @@ const HZ = Number(args.hz);
 const WINDOW_S = Number(args.seconds);
 const SOURCE_PROCS = Math.max(1, Math.min(Number(args['source-procs']), ROUTERS - 1));
 const FORM_MS = 1_000 * Number(args['form-s']);
+const FEED: FeedOptions = {
+  digest: args.digest === 'chain' ? 'chain' : 'whole',
+  arrivals: args.arrivals === 'random' ? 'random' : 'even',
+  digestHashes: Number(args['digest-hashes']),
+};
 /** Production gossip timing, as mesh.ts runs it. */
 const TIMING = { heartbeatIntervalMs: 700, redialIntervalMs: 1_000, dialTimeoutMs: 10_000, silentPeerGraceMs: 15_000 };
 /** The synthetic agents' URLs (127.0.0.1): they have no connection whose address would vouch for them. */
@@ -110,8 +128,14 @@ interface Row {
   applied: number;
   own: number;
   relayed: number;
-  /** Relayed states / states the sources handed off, in the window. */
+  /** Relayed states / states the sources sent in their batches (handed off less coalesced), in the window. */
   delivered: number;
+  /** States a second the sources composed into another of their agent's (never sent alone), and their share of those handed off. */
+  coalesced: number;
+  coalescedShare: number;
+  /** Snapshot pulls at the router under test in the window. */
+  pullsHere: number;
+  feedOptions: FeedOptions;
   latency: ReturnType<typeof delayFigures>['latency'];
   latencyQuantiles: number[];
   kbIn: number;
@@ -133,6 +157,8 @@ interface Row {
   refusedAtSources: Refused;
   /** Ignored since start at the router under test (a state whose agent a batch had not named yet, a superseded one). */
   ignoredHere: number;
+  /** The router under test's view's drops since start, by reason. */
+  dropsHere: Record<string, number>;
   fed: FeedCounts;
   digestHashes: number;
   fullEvery: number;
@@ -147,7 +173,7 @@ interface Row {
 /** The router under test (router 0, alone in its process, its A / R agents), then the sources, the rest in even shares. */
 function layout(agents: number, sourceWindowMs: number): ChildLayout[] {
   const agentsOf = (i: number): number => Math.floor(agents / ROUTERS) + (i < agents % ROUTERS ? 1 : 0);
-  const out: ChildLayout[] = [{ routers: 1, feed: { agents: agentsOf(0), firstAgent: 0 }, delays: 'relayed' }];
+  const out: ChildLayout[] = [{ routers: 1, feed: { agents: agentsOf(0), firstAgent: 0, ...FEED }, delays: 'relayed' }];
   let router = 1;
   let agent = agentsOf(0);
   for (let p = 0; p < SOURCE_PROCS; p++) {
@@ -155,7 +181,7 @@ function layout(agents: number, sourceWindowMs: number): ChildLayout[] {
     const mine = sum(Array.from({ length: routers }, (_, i) => agentsOf(router + i)));
     out.push({
       routers,
-      feed: { agents: mine, firstAgent: agent },
+      feed: { agents: mine, firstAgent: agent, ...FEED },
       candidates: 'first',
       delays: 'none',
       options: { ignoreIhave: true, dropShare: 1, batchWindowMs: sourceWindowMs, batchReadsPerS: 0 },
@@ -229,6 +255,8 @@ function rowOf(
   const handed = (s: Snapshot): number => sum(fed(s, 1).map((x) => x.handed));
   const relayed = per((r) => r.stats.received - r.stats.handOffsReceived);
   const sourcesOffered = (handed(after) - handed(before)) / seconds;
+  const coalescedBy = (s: Snapshot): number => sum(s.routers.slice(1).map((r) => r.stats.statesCoalesced));
+  const coalesced = (coalescedBy(after) - coalescedBy(before)) / seconds;
   const cpu = (i: number): number => (after.usage[i]!.cpuUs - before.usage[i]!.cpuUs) / 1e6 / seconds;
   const sources = after.usage.map((_, i) => i).slice(1);
   const totals = fed(after, 0);
@@ -242,7 +270,11 @@ function rowOf(
     applied: per((r) => r.applied),
     own: per((r) => r.stats.handOffsReceived),
     relayed,
-    delivered: relayed / Math.max(1e-9, sourcesOffered),
+    delivered: relayed / Math.max(1e-9, sourcesOffered - coalesced),
+    coalesced,
+    coalescedShare: coalesced / Math.max(1e-9, sourcesOffered),
+    pullsHere: a.pulls - b.pulls,
+    feedOptions: FEED,
     kbIn: per((r) => r.bytes.read) / 1024,
     kbOut: per((r) => r.bytes.written) / 1024,
     ihaveIn: per((r) => r.rpcBytes.control.ihave),
@@ -264,6 +296,7 @@ function rowOf(
     refusedHere: refused([a]),
     refusedAtSources: refused(after.routers.slice(1)),
     ignoredHere: a.stats.ignored,
+    dropsHere: a.drops,
     fed: {
       due: sum(totals.map((x) => x.due)),
       handed: sum(totals.map((x) => x.handed)),
@@ -294,16 +327,16 @@ if (rows.some((r) => total(r.refusedHere) + total(r.refusedAtSources) > 0)) {
 }
 if (args.save !== '') writeFileSync(args.save, `${JSON.stringify(rows, null, 1)}\n`);
 console.log(
-  `\none router at full cadence: ${HZ} states per agent-second, ${WINDOW_S} s window; the other routers in ${SOURCE_PROCS} source process(es), each linked to the router under test; every router fed its agents' states through its hand-off entry point\n`,
+  `\none router at full cadence: ${HZ} states per agent-second (${FEED.arrivals}), ${FEED.digest} digests, ${WINDOW_S} s window; the other routers in ${SOURCE_PROCS} source process(es), each linked to the router under test; every router fed its agents' states through its hand-off entry point\n`,
 );
 console.log(
-  '| agents × routers | fleet states/s: target / offered | applied/s at the router (own + from batches) | delivered | delay p50 / p99 / max, ms | KB/s in | bytes in a state | window, ms; batches in/s; states a batch | router CPU, cores; event loop | sources CPU, cores; event loop | refused here / at sources | not taken, skipped | host load before / after |',
+  '| agents × routers | fleet states/s: target / offered | applied/s at the router (own + from batches) | delivered | coalesced at sources/s (share) | pulls here | delay p50 / p99 / max, ms | KB/s in | bytes in a state | window, ms; batches in/s; states a batch | router CPU, cores; event loop | sources CPU, cores; event loop | refused here / at sources | not taken, skipped | host load before / after |',
 );
-console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
+console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
 for (const r of rows) {
   const l = r.latency;
   console.log(
-    `| ${r.agents} × ${r.routers} | ${fmt(r.target)} / ${fmt(r.offered)} | ${fmt(r.applied)} (${fmt(r.own)} + ${fmt(r.relayed)}) | ${fmt(100 * r.delivered, 1)}% | ${fmt(l.p50)} / ${fmt(l.p99)} / ${fmt(l.max)} | ` +
+    `| ${r.agents} × ${r.routers} | ${fmt(r.target)} / ${fmt(r.offered)} | ${fmt(r.applied)} (${fmt(r.own)} + ${fmt(r.relayed)}) | ${fmt(100 * r.delivered, 1)}% | ${fmt(r.coalesced)} (${fmt(100 * r.coalescedShare, 1)}%) | ${r.pullsHere} | ${fmt(l.p50)} / ${fmt(l.p99)} / ${fmt(l.max)} | ` +
       `${fmt(r.kbIn)} | ${fmt(r.bytesPerState)} | ${r.windowMs ?? '—'}; ${fmt(r.batchesIn)}; ${fmt(r.statesPerBatch, 1)} | ${fmt(r.cpu, 2)}; ${fmt(r.elu, 2)} | ${fmt(r.sourceCpu, 2)}; ${fmt(r.sourceElu, 2)} | ` +
       `${total(r.refusedHere)} / ${total(r.refusedAtSources)} | ${r.fed.notTaken}, ${r.fed.skipped} | ${fmt(r.load[0], 1)} / ${fmt(r.load[1], 1)} |`,
   );

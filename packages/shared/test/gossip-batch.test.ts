@@ -21,7 +21,8 @@ import {
   peerIdText,
   unpackBatch,
 } from '../src/gossip/batch.ts';
-import { decodeState, encodeState } from '../src/protocol.ts';
+import { coalesceStates } from '../src/coalesce.ts';
+import { decodeState, encodeState, type ReplicaState } from '../src/protocol.ts';
 import { sampleState } from './sample-state.ts';
 import { tcpNodes } from './tcp-nodes.ts';
 
@@ -183,6 +184,83 @@ describe('the window', () => {
     expect(sent).toHaveLength(4);
     vi.advanceTimersByTime(1);
     expect(sent.at(-1)).toEqual({ group: 'g', states: 1, at: t0 + 100 });
+  });
+});
+
+describe("coalescing an agent's states in the window", () => {
+  afterEach(() => void vi.useRealTimers());
+  const state = (seq: number, from: number, over: Partial<ReplicaState> = {}): ReplicaState =>
+    sampleState({
+      seq,
+      sentAt: 1_700_000_000_000 + seq * 100,
+      load: { ...sampleState().load, running: seq },
+      digest: { from, size: 3, added: BigUint64Array.of(BigInt(seq)), removed: BigUint64Array.of(BigInt(seq - 1)) },
+      ...over,
+    });
+  /** A batcher with a window open (its first state went at once), and the states of each batch it sent. */
+  const windowed = (maxBytes = 64 * 1024) => {
+    vi.useFakeTimers();
+    const sent: BatchEntry[][] = [];
+    const batcher = new Batcher(
+      50,
+      maxBytes,
+      (_g, batch) => sent.push(unpackBatch(batch, 100)!.entries),
+      coalesceStates,
+    );
+    batcher.add(undefined, new Uint8Array(38).fill(9), bytes('opens the window'));
+    sent.length = 0;
+    const send = () => {
+      vi.advanceTimersByTime(50);
+      return sent.at(-1)!.map((e) => decodeState(e.state));
+    };
+    return { batcher, send };
+  };
+
+  it("an agent's second state in a window takes the first's place as one: the newest, the deltas composed; other agents untouched", async () => {
+    const { batcher, send } = windowed();
+    const [a, b] = [await author(), await author()];
+    batcher.add(undefined, a.multihash, encodeState(state(8, 7)));
+    batcher.add(undefined, b.multihash, encodeState(state(3, 2, { replica: 'r2' })));
+    batcher.add(undefined, a.multihash, encodeState(state(9, 8)));
+    batcher.add(undefined, a.multihash, encodeState(state(10, 9)));
+    expect(batcher.coalesced).toBe(2);
+    const out = send();
+    expect(out.map((s) => s.ok && [s.value.replica, s.value.seq, s.value.load.running])).toEqual([
+      ['r1', 10, 10],
+      ['r2', 3, 3],
+    ]);
+    const d = out[0]!.ok ? out[0]!.value.digest : undefined;
+    expect([d?.from, d?.added, d?.removed]).toEqual([7, BigUint64Array.of(10n), BigUint64Array.of(7n, 8n, 9n)]);
+  });
+
+  it('a new boot or a gap in the chain is not composed: both go out', async () => {
+    const { batcher, send } = windowed();
+    const a = (await author()).multihash;
+    batcher.add(undefined, a, encodeState(state(8, 7)));
+    batcher.add(undefined, a, encodeState(state(1, -1, { boot: 'b2', bootAt: 1_700_000_000_001 })));
+    expect(send().map((s) => s.ok && [s.value.boot, s.value.seq])).toEqual([
+      ['b1', 8],
+      ['b2', 1],
+    ]);
+    batcher.add(undefined, a, encodeState(state(8, 7)));
+    batcher.add(undefined, a, encodeState(state(10, 9)));
+    expect(send().map((s) => s.ok && s.value.seq)).toEqual([8, 10]);
+    expect(batcher.coalesced).toBe(0);
+  });
+
+  it('a full state composed away leaves its static fields to the one that stands for it; the pending bytes follow', async () => {
+    const { batcher, send } = windowed(4_096);
+    const a = (await author()).multihash;
+    const full = encodeState(state(8, 7, { models: ['only-in-the-full-one'] }));
+    const compact = encodeState(state(9, 8, { models: ['only-in-the-full-one'], staticSeq: 8 }));
+    batcher.add(undefined, a, full);
+    // The 4 KiB cap counts the one state standing for all: counting each would close the window early.
+    for (let seq = 9; seq < 209; seq++)
+      batcher.add(undefined, a, encodeState(state(seq, seq - 1, { models: ['only-in-the-full-one'], staticSeq: 8 })));
+    expect(batcher.coalesced).toBe(200);
+    const out = send(); // decoded without a held state: whole
+    expect(out.map((s) => s.ok && [s.value.seq, s.value.models])).toEqual([[208, ['only-in-the-full-one']]]);
+    expect(compact.byteLength).toBeLessThan(full.byteLength);
   });
 });
 

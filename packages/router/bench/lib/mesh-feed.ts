@@ -11,11 +11,19 @@
  * peer id, applied, batched and flooded as a stream's frame would be.
  *
  * Steps: agents are dealt to this process's routers in turn; `start(hz)`
- * ticks every TICK_MS and hands off, round robin over the agents, the states
- * due since the start (hz × agents × elapsed), so each agent sends one every
- * 1/hz s and the agents are spread evenly over that period. A tick more than
- * MAX_BEHIND_MS late skips what is older (counted): the offered rate then
- * falls short, and the counters say by how much.
+ * ticks every TICK_MS and hands off the states due since the start (hz ×
+ * agents × elapsed): round robin over the agents (`arrivals` 'even': each
+ * agent sends one every 1/hz s, the agents spread evenly over that period),
+ * or each to an agent drawn at random ('random': each agent's sends a
+ * Poisson stream of rate hz, as change-triggered publishing is, more or
+ * less). A tick more than MAX_BEHIND_MS late skips what is older (counted):
+ * the offered rate then falls short, and the counters say by how much.
+ * Digests (`digest`): 'whole', every state a self-contained digest (the
+ * fleet's, never a snapshot pull); 'chain', as an agent sends them: a
+ * self-contained one first and every WHOLE_EVERY states, in between a delta
+ * on the state before (`digestHashes` hashes: the oldest held out, as many
+ * new in; HELD_HASHES held), which a first hop may coalesce (shared
+ * coalesce.ts).
  * Complexity: O(states) per tick, one state built and encoded each.
  * Trade-off: no Noise, yamux or stream at the first hop: the router's
  * transport for its own agents' states is left out, and the caller, not
@@ -23,8 +31,37 @@
  */
 import { randomBytes } from 'node:crypto';
 import { generateIdentity, handoffAgentOf, type HandoffAgent } from '@warmpath/shared/gossip';
-import { encodeState } from '@warmpath/shared/wire';
+import { encodeState, type DigestDelta } from '@warmpath/shared/wire';
 import type { MeshFleet, MeshRouter } from './mesh-fleet.ts';
+
+/** How the feed's agents send (the header's steps). */
+export interface FeedOptions {
+  arrivals?: 'even' | 'random' | undefined;
+  digest?: 'whole' | 'chain' | undefined;
+  /** Hashes a chained delta carries (added + removed). */
+  digestHashes?: number | undefined;
+}
+/** Hashes a chained digest holds. */
+const HELD_HASHES = 64;
+/** A chained digest is self-contained every this many states, so a router that missed one mends without a pull. */
+const WHOLE_EVERY = 50;
+const hashAt = (i: number): bigint => (BigInt(i + 1) * 0x9e3779b97f4a7c15n) & 0xffffffffffffffffn;
+const hashes = (from: number, n: number): BigUint64Array =>
+  BigUint64Array.from({ length: n }, (_, i) => hashAt(from + i));
+
+/** An agent's chained digest at `seq` (the header's 'chain'): held at seq k, hashes [k × moved, k × moved + HELD_HASHES). */
+function chainedDigest(seq: number, perState: number): DigestDelta {
+  const moved = Math.max(1, Math.ceil(perState / 2));
+  if ((seq - 1) % WHOLE_EVERY === 0)
+    return { from: -1, size: HELD_HASHES, added: hashes(seq * moved, HELD_HASHES), removed: new BigUint64Array(0) };
+  const before = (seq - 1) * moved;
+  return {
+    from: seq - 1,
+    size: HELD_HASHES,
+    added: hashes(before + HELD_HASHES, moved),
+    removed: hashes(before, moved),
+  };
+}
 
 /** The feed's tick, ms: well inside the 50 ms batch window. */
 const TICK_MS = 5;
@@ -52,15 +89,22 @@ export class SyntheticFeed {
   readonly counts: FeedCounts = { due: 0, handed: 0, notTaken: 0, skipped: 0 };
   readonly #fleet: MeshFleet;
   readonly #agents: Agent[];
+  readonly #o: FeedOptions;
   #next = 0;
 
-  private constructor(fleet: MeshFleet, agents: Agent[]) {
+  private constructor(fleet: MeshFleet, agents: Agent[], o: FeedOptions) {
     this.#fleet = fleet;
     this.#agents = agents;
+    this.#o = o;
   }
 
   /** `agents` agents named agent-<firstAgent>… dealt to the fleet's routers in turn. */
-  static async create(fleet: MeshFleet, agents: number, firstAgent: number): Promise<SyntheticFeed> {
+  static async create(
+    fleet: MeshFleet,
+    agents: number,
+    firstAgent: number,
+    o: FeedOptions = {},
+  ): Promise<SyntheticFeed> {
     const out: Agent[] = [];
     for (let i = 0; i < agents; i++) {
       out.push({
@@ -72,7 +116,7 @@ export class SyntheticFeed {
         seq: 0,
       });
     }
-    return new SyntheticFeed(fleet, out);
+    return new SyntheticFeed(fleet, out, o);
   }
 
   /** The agents' peer ids (the receivers bind each replica to one). */
@@ -91,14 +135,19 @@ export class SyntheticFeed {
       this.counts.due += due - sent;
       this.counts.skipped += late;
       sent += late;
-      for (; sent < due; sent++) this.#handOff(this.#agents[this.#next++ % this.#agents.length]!);
+      const n = this.#agents.length;
+      const random = this.#o.arrivals === 'random';
+      for (; sent < due; sent++)
+        this.#handOff(this.#agents[random ? Math.floor(Math.random() * n) : this.#next++ % n]!);
     }, TICK_MS);
     return () => clearInterval(timer);
   }
 
   #handOff(a: Agent): void {
     a.seq++;
-    const state = encodeState(this.#fleet.stateOf(a));
+    const s = this.#fleet.stateOf(a);
+    if (this.#o.digest === 'chain') s.digest = chainedDigest(a.seq, this.#o.digestHashes ?? s.digest.added.length);
+    const state = encodeState(s);
     if (a.router.node.handOff(a.id, undefined, state)) this.counts.handed++;
     else this.counts.notTaken++;
   }

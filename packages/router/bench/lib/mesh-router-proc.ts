@@ -53,7 +53,9 @@ const fleet = await MeshFleet.start({
   },
 });
 const feed =
-  spec.feed !== undefined ? await SyntheticFeed.create(fleet, spec.feed.agents, spec.feed.firstAgent) : undefined;
+  spec.feed !== undefined
+    ? await SyntheticFeed.create(fleet, spec.feed.agents, spec.feed.firstAgent, spec.feed)
+    : undefined;
 let stopFeed = (): void => {};
 process.on('message', (m: RouterRequest) => {
   if (m.type === 'snap')

@@ -19,7 +19,7 @@ import { performance, type EventLoopUtilization } from 'node:perf_hooks';
 import type { GossipStats } from '@warmpath/shared/gossip';
 import { freePorts, type MeshFleet, type MeshOptions } from './mesh-fleet.ts';
 import { meshPartsOf } from './mesh-parts.ts';
-import type { FeedCounts } from './mesh-feed.ts';
+import type { FeedCounts, FeedOptions } from './mesh-feed.ts';
 import type { RpcBytes } from './rpc-bytes.ts';
 import { bytesByNode } from './socket-bytes.ts';
 
@@ -39,7 +39,7 @@ export interface RouterSpec {
   /** Every router's other MeshFleet options (router peers, timing, mesh, batch window, …): JSON values only. */
   options: Omit<MeshOptions, 'routers' | 'agents' | 'firstRouter' | 'listenAddrs' | 'swarmKey' | Callbacks>;
   /** Synthetic agents this child feeds its routers (lib/mesh-feed.ts), started by a 'feed' request. */
-  feed?: { agents: number; firstAgent: number };
+  feed?: { agents: number; firstAgent: number } & FeedOptions;
   /** Whose delays this child records: every state delivered (default), only those a batch brought (from other routers), none. */
   delays?: 'all' | 'relayed' | 'none';
   /** The routers' candidates: every router's address (default), or router 0's only (bench/cadence.ts: sources link to the router under test). */
@@ -62,6 +62,8 @@ export interface RouterSnap {
   replicas: number;
   /** States its view applied since it started. */
   applied: number;
+  /** Digest snapshot pulls its view made since it started (a gap in an agent's delta chain). */
+  pulls: number;
   drops: Record<string, number>;
   rpcBytes: RpcBytes;
   stats: GossipStats;
@@ -152,6 +154,7 @@ export function snapRouters(fleet: MeshFleet): RouterSnap[] {
     meshPeers: r.node.meshPeers(),
     replicas: r.view.replicas.size,
     applied: r.view.applied,
+    pulls: r.view.pulls.ok + r.view.pulls.failed,
     drops: { ...r.view.drops },
     rpcBytes: structuredClone(r.rpcBytes),
     stats: r.node.stats(),

@@ -23,6 +23,11 @@
  *    reach `maxBytes`). So a quiet router adds no delay, a busy one puts a
  *    window's states under one signature, and no state waits more than
  *    `windowMs` (Nagle's rule, per group).
+ *  - Coalescing (`compose`, coalesce.ts): a state of an agent that already
+ *    has one waiting in the group's window takes that one's place as one
+ *    state standing for both, where the two compose; else it waits beside
+ *    it. The pending bytes follow the replacement; the count of states
+ *    composed away is `coalesced`.
  *
  * Complexity: pack and unpack O(bytes); a peer id's text is base58 of its
  * multihash, O(length²) on 38 bytes, cached.
@@ -234,6 +239,20 @@ export function batchWindowFor(floorMs: number, routers: number, readsPerS: numb
 /** The longest window a router widens to, ms (options.ts caps a configured one the same). */
 export const MAX_WINDOW_MS = 1_000;
 
+/** One state standing for `older` then `newer` of one agent, or undefined when they are not composed (coalesce.ts). */
+export type Compose = (older: Uint8Array, newer: Uint8Array) => Uint8Array | undefined;
+
+interface Pending {
+  readonly entries: PackedEntry[];
+  /** Each agent's last entry in `entries` (by its peer id's bytes). */
+  readonly agents: Map<string, number>;
+  bytes: number;
+  readonly timer: NodeJS.Timeout;
+}
+
+/** An entry's share of the pending bytes (its framing bounded by 6 bytes). */
+const sizeOf = (e: PackedEntry): number => (e.author?.byteLength ?? 0) + e.state.byteLength + 6;
+
 /**
  * The window (the header's rule): per group, batches at most once per
  * `windowMs` (read when a batch starts to fill), a state after a quiet window at once, early when the pending
@@ -244,7 +263,10 @@ export class Batcher {
   readonly #windowMs: () => number;
   readonly #maxBytes: number;
   readonly #flush: (group: string | undefined, batch: Uint8Array, states: number) => void;
-  readonly #pending = new Map<string, { entries: PackedEntry[]; bytes: number; timer: NodeJS.Timeout }>();
+  readonly #compose: Compose | undefined;
+  readonly #pending = new Map<string, Pending>();
+  /** States composed into another one waiting in their window (never sent on their own). */
+  coalesced = 0;
   /** Each agent's slot in this epoch (by its peer id's bytes) and when a batch last named it. */
   readonly #slots = new Map<string, { slot: number; namedAt: number }>();
   #epoch = randomEpoch();
@@ -255,17 +277,21 @@ export class Batcher {
     windowMs: number | (() => number),
     maxBytes: number,
     flush: (group: string | undefined, batch: Uint8Array, states: number) => void,
+    compose?: Compose,
   ) {
     this.#windowMs = typeof windowMs === 'number' ? () => windowMs : windowMs;
     this.#maxBytes = maxBytes;
     this.#flush = flush;
+    this.#compose = compose;
   }
 
   add(group: string | undefined, author: Uint8Array, state: Uint8Array): void {
     const key = group ?? '';
-    const entry = this.#entry(author, state);
-    const size = (entry.author?.byteLength ?? 0) + state.byteLength + 6;
+    const id = Buffer.from(author.buffer, author.byteOffset, author.byteLength).toString('latin1');
+    const entry = this.#entry(id, author, state);
     let p = this.#pending.get(key);
+    if (p !== undefined && this.#coalesce(p, id, entry)) return;
+    const size = sizeOf(entry);
     if (p !== undefined && p.bytes + size > this.#maxBytes) {
       this.#send(key);
       p = undefined;
@@ -273,11 +299,29 @@ export class Batcher {
     if (p === undefined) {
       const wait = (this.#sentAt.get(key) ?? -Infinity) + this.#windowMs() - Date.now();
       if (wait <= 0) return this.#emit(key, [entry]);
-      p = { entries: [], bytes: 1, timer: setTimeout(() => this.#send(key), wait) };
+      p = { entries: [], agents: new Map(), bytes: 1, timer: setTimeout(() => this.#send(key), wait) };
       this.#pending.set(key, p);
     }
+    p.agents.set(id, p.entries.length);
     p.entries.push(entry);
     p.bytes += size;
+  }
+
+  /** Puts `entry` in place of its agent's waiting state as one state for both, if they compose and fit; true when it did. */
+  #coalesce(p: Pending, id: string, entry: PackedEntry): boolean {
+    const at = p.agents.get(id);
+    const waiting = at !== undefined ? p.entries[at] : undefined;
+    if (waiting === undefined || this.#compose === undefined) return false;
+    const state = this.#compose(waiting.state, entry.state);
+    if (state === undefined) return false;
+    // Named in either: the batch names it (the slot's naming clock already counted this one).
+    const merged = { slot: waiting.slot, author: waiting.author ?? entry.author, state };
+    const grown = sizeOf(merged) - sizeOf(waiting);
+    if (p.bytes + grown > this.#maxBytes) return false;
+    p.entries[at!] = merged;
+    p.bytes += grown;
+    this.coalesced++;
+    return true;
   }
 
   /** Sends every pending batch now (on stop, and in tests). */
@@ -299,8 +343,7 @@ export class Batcher {
   }
 
   /** The state with its agent's slot, and its peer id on first sight or once AUTHOR_EVERY_MS has passed. */
-  #entry(author: Uint8Array, state: Uint8Array): PackedEntry {
-    const id = Buffer.from(author.buffer, author.byteOffset, author.byteLength).toString('latin1');
+  #entry(id: string, author: Uint8Array, state: Uint8Array): PackedEntry {
     let s = this.#slots.get(id);
     if (s === undefined) {
       if (this.#slots.size >= MAX_SLOTS) {

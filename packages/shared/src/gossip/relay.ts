@@ -16,6 +16,8 @@
  *     topic (P4), as a rejected signed message would, so three graylist it.
  *  3. Accepted: delivered to the node's handlers at once and added to the
  *     window (batch.ts), which publishes it in one batch per group.
+ *     Two of one agent waiting in one window go out as one (coalesce.ts);
+ *     each was delivered here on its own.
  * A batch from the topic, per batch:
  *  1. It must unpack (else rejected: its signer packed it).
  *  2. Each state is judged as relayed state: the author the batch names
@@ -34,6 +36,7 @@
 import type { Message } from '@libp2p/gossipsub';
 import { BATCH_MAX_BYTES, GRAYLIST_THRESHOLD, MAX_MESSAGE_BYTES, PUBLISH_THRESHOLD } from './constants.ts';
 import { Batcher, batchWindowFor, isBatch, unpackBatch, type BatchEntry } from './batch.ts';
+import { coalesceStates } from '../coalesce.ts';
 import { groupTopicFor, publishTopics } from './groups.ts';
 import { HandoffInbox } from './handoff.ts';
 import type { GossipLibp2p } from './libp2p.ts';
@@ -92,12 +95,17 @@ export class BatchRelay {
           )
         : undefined;
     this.windowMs = floods ? () => batchWindowFor(windowMs, this.routers().size, readsPerS) : () => windowMs;
-    this.#batcher = new Batcher(this.windowMs, BATCH_MAX_BYTES, (group, batch) => {
-      host.stats.batchesPublished++;
-      const groupTopic = group !== undefined ? groupTopicFor(host.fleet, group) : undefined;
-      const subscribers = (t: string): string[] => host.libp2p.services.pubsub.getSubscribers(t).map(String);
-      host.publishOn(publishTopics(host.topic, groupTopic, subscribers), batch).catch(() => {});
-    });
+    this.#batcher = new Batcher(
+      this.windowMs,
+      BATCH_MAX_BYTES,
+      (group, batch) => {
+        host.stats.batchesPublished++;
+        const groupTopic = group !== undefined ? groupTopicFor(host.fleet, group) : undefined;
+        const subscribers = (t: string): string[] => host.libp2p.services.pubsub.getSubscribers(t).map(String);
+        host.publishOn(publishTopics(host.topic, groupTopic, subscribers), batch).catch(() => {});
+      },
+      coalesceStates,
+    );
   }
 
   /**
@@ -161,8 +169,9 @@ export class BatchRelay {
     if (verdict === 'ignore') return void host.stats.ignored++;
     host.stats.handOffsReceived++;
     host.stats.received++;
-    host.deliver(state, peer, origin);
+    host.deliver(state, peer, origin); // every state applied here; only what is batched is coalesced
     this.#batcher.add(group, author, state);
+    host.stats.statesCoalesced = this.#batcher.coalesced;
   }
 
   /** Is this a batch (the first byte; batch.ts)? */

@@ -190,6 +190,8 @@ export interface GossipStats {
   handOffsReceived: number;
   batchesPublished: number;
   batchesReceived: number;
+  /** A batching subscriber: handed-off states composed into another of their agent's waiting in the window (batch.ts, coalesce.ts). */
+  statesCoalesced: number;
   /** A batching subscriber: its batch window now, ms (flooding, it widens with the routers: batch.ts batchWindowFor). */
   batchWindowMs?: number;
 }
@@ -212,6 +214,7 @@ export function zeroStats(): GossipStats {
     handOffsReceived: 0,
     batchesPublished: 0,
     batchesReceived: 0,
+    statesCoalesced: 0,
   };
 }
 
