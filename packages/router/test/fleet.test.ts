@@ -188,6 +188,27 @@ describe('FleetView', () => {
       return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     }
 
+    it('a pull that fails does not lose what came while it ran: a self-contained digest and the deltas after it are applied', async () => {
+      let fail = (_: Error): void => {};
+      const view = makeView([], {
+        fetchSnapshot: () => new Promise<Uint8Array>((_, reject) => (fail = reject)),
+      });
+      view.apply(makeState('a', { boot: 'b1', seq: 1, digest: { from: -1, added: H(1), size: 1 } }));
+      const a = view.replicas.get('a')!;
+      // A new boot whose first message is a delta: a pull, in flight until it fails.
+      view.apply(makeState('a', { boot: 'b2', bootAt: 2, seq: 1, digest: { from: 0, added: H(2), size: 5 } }));
+      // Meanwhile the agent sends a self-contained digest, then a delta on it, and one past a gap.
+      view.apply(makeState('a', { boot: 'b2', bootAt: 2, seq: 2, digest: { from: -1, added: H(3, 4), size: 2 } }));
+      view.apply(makeState('a', { boot: 'b2', bootAt: 2, seq: 3, digest: { from: 2, added: H(5), size: 3 } }));
+      view.apply(makeState('a', { boot: 'b2', bootAt: 2, seq: 6, digest: { from: 5, added: H(6), size: 4 } }));
+      expect(view.holds(a, H(3)[0]!)).toBe(false); // buffered while the pull runs
+      fail(new Error('agent admin down'));
+      await waitFor(() => view.pulls.failed === 1, { timeoutMs: 2_000, intervalMs: 5, message: 'the pull to fail' });
+      expect(Array.from(H(3, 4, 5), (h) => view.holds(a, h))).toEqual([true, true, true]);
+      expect(view.holds(a, H(6)[0]!)).toBe(false); // past a gap: buffered for the next pull
+      expect(view.digestOf(a)).toMatchObject({ boot: 'b2', seq: 3 });
+    });
+
     it('waits briefly for deltas gossip delivered out of order, and applies them without a pull', () => {
       let pulls = 0;
       const view = makeView([], {

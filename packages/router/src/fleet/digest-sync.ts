@@ -227,8 +227,25 @@ export class DigestSync {
       (err: unknown) => {
         d.pulling = false;
         this.#failed(r, (err as Error)?.message ?? String(err));
+        if (this.#bySlot[r.slot] === d) this.#replayAfterFailure(d);
       },
     );
+  }
+
+  /**
+   * A failed pull leaves the digest held: of the states buffered while it
+   * ran, in seq order, a self-contained digest or a delta that follows the
+   * one held is applied now instead of being lost with the pull; the rest
+   * stay buffered for the next pull, which a message starts as before.
+   */
+  #replayAfterFailure(d: DigestState): void {
+    const pending = d.pending.sort((a, b) => a.seq - b.seq);
+    d.pending = [];
+    for (const p of pending) {
+      const selfContained = p.digest.from === -1 && p.digest.size === p.digest.added.length;
+      if (!d.pulling && (selfContained || (p.boot === d.boot && p.digest.from === d.seq))) this.#receive(d, p);
+      else if (p.boot !== d.boot || p.seq > d.seq) d.pending.push(p);
+    }
   }
 
   #failed(r: ReplicaView, error: string): void {
