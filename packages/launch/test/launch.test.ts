@@ -19,14 +19,20 @@ describe('launchFleet', () => {
       expect(fleet.routerUrls).toHaveLength(2);
       await fleet.waitConverged(30_000);
       // The new router dialled the first as well as the agent: the routers have a mesh of their own.
-      const peers = async (url: string) =>
-        ((await (await fetch(`${url}/warmpath/v1/status.json`)).json()) as { routers: { connectedPeers: number } })
-          .routers.connectedPeers;
+      const routers = async (url: string) =>
+        (
+          (await (await fetch(`${url}/warmpath/v1/status.json`)).json()) as {
+            routers: { connectedPeers: number; batchWindowMs: number };
+          }
+        ).routers;
+      const peers = async (url: string) => (await routers(url)).connectedPeers;
       for (let i = 0; (await peers(fleet.routerUrls[0]!)) < 2; i++) {
         if (i > 100) throw new Error('the first router never connected to the second');
         await new Promise((r) => setTimeout(r, 100));
       }
       expect(await peers(fleet.routerUrls[1]!)).toBe(2);
+      // Two routers: the window stays the configured 50 ms (it widens only with many).
+      expect((await routers(fleet.routerUrls[1]!)).batchWindowMs).toBe(50);
     } finally {
       await fleet.stop();
     }

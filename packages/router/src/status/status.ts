@@ -35,7 +35,14 @@ export interface StatusSources {
   /** Requests waiting in the router's queue. */
   readonly waiting: () => number;
   /** This router's gossip node, when it has one. */
-  readonly gossip: { readonly peerId: string; meshPeers(): string[]; peers(): string[] } | undefined;
+  readonly gossip:
+    | {
+        readonly peerId: string;
+        meshPeers(): string[];
+        peers(): string[];
+        stats(): { batchWindowMs?: number; statesCoalesced: number };
+      }
+    | undefined;
   /** The router core's receipts per replica (core/receipts.ts). */
   readonly receipts: ReadonlyMap<string, Readonly<ReceiptCounts>>;
   /** Wall clock, ms since the epoch, when the router started. */
@@ -131,8 +138,15 @@ export function statusJson(s: StatusSources): Record<string, unknown> {
     tenants: tenantRows(s, now),
     routers:
       s.gossip === undefined
-        ? { self: null, mesh: [], connectedPeers: 0 }
-        : { self: s.gossip.peerId, mesh: s.gossip.meshPeers().sort(), connectedPeers: s.gossip.peers().length },
+        ? { self: null, mesh: [], connectedPeers: 0, batchWindowMs: 0, statesCoalesced: 0 }
+        : {
+            self: s.gossip.peerId,
+            mesh: s.gossip.meshPeers().sort(),
+            connectedPeers: s.gossip.peers().length,
+            // The window its agents' states wait in (wider with many routers) and those sent as one.
+            batchWindowMs: s.gossip.stats().batchWindowMs ?? 0,
+            statesCoalesced: s.gossip.stats().statesCoalesced,
+          },
   };
 }
 
