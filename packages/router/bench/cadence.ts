@@ -46,7 +46,7 @@
  * 1/hz s; random: a Poisson stream an agent); lib/mesh-feed.ts. Reported
  * beside them: the states the sources coalesced, and snapshot pulls at the
  * router under test in the window (a gap in a chain). With chain, give
- * `--warm-s` past WHOLE_EVERY states (12 at 5.69 Hz): a chain broken at the
+ * `--warm-s` past WHOLE_EVERY states (WHOLE_EVERY / hz seconds): a chain broken at the
  * start (states sent before a batch had named their agent to the router
  * under test) mends at its next self-contained digest, not by a pull (the
  * synthetic agents serve none).

@@ -39,9 +39,8 @@
  * Trade-off: the first hop unpacks and repacks both states; the receivers
  * save a decode, judge and apply each.
  */
-import { Packr } from 'msgpackr';
-import { LIMITS } from './bounds.ts';
-import { isCompact } from './compact.ts';
+import { isObj, LIMITS } from './bounds.ts';
+import { isCompact, isInt, wirePackr as packr } from './compact.ts';
 import { packHashes, unpackHashes } from './hash-bytes.ts';
 
 /** A digest delta's hash lists (DigestDelta without from and size). */
@@ -113,10 +112,7 @@ export function composeDeltas(a: HashDelta, b: HashDelta): FullDelta | undefined
   };
 }
 
-const packr = new Packr({ useRecords: false, moreTypes: false, int64AsType: 'number' });
 type Obj = Record<string, unknown>;
-const isObj = (x: unknown): x is Obj => x !== null && typeof x === 'object' && !Array.isArray(x);
-const isInt = (x: unknown): x is number => typeof x === 'number' && Number.isSafeInteger(x);
 /** The fields toCompact moves from the static group into `extra` when their position cannot carry them. */
 const STATIC_EXTRA = ['engine', 'endpoints', 'capacity', 'role'] as const;
 

@@ -26,6 +26,11 @@
  * fleets, the committed corpus) and remains the reference shape.
  * Invariant: decode(encode(map)) is the same map, field for field.
  */
+import { Packr } from 'msgpackr';
+
+/** The msgpack settings every wire object is packed and read with (protocol.ts, coalesce.ts). */
+export const wirePackr = new Packr({ useRecords: false, moreTypes: false, int64AsType: 'number' });
+
 /** The protocol's name lists (protocol.ts) a name travels as its index in. */
 export interface NameLists {
   readonly engines: readonly string[];
@@ -78,7 +83,7 @@ export interface StaticBase {
 }
 
 const isObj = (x: unknown): x is Obj => x !== null && typeof x === 'object' && !Array.isArray(x);
-const isInt = (x: unknown): x is number => typeof x === 'number' && Number.isSafeInteger(x);
+export const isInt = (x: unknown): x is number => typeof x === 'number' && Number.isSafeInteger(x);
 
 /** `x`'s index in `list`, or the value itself (extra carries it) when it is not there; absent is nil. */
 function index(list: readonly string[], x: unknown, name: string, extra: Obj): number | null {

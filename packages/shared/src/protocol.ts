@@ -14,8 +14,7 @@
  * - Order: (bootAt, boot, seq) — a newer boot supersedes any older one, then
  *   higher seq wins (memberlist's incarnation numbers, in effect).
  */
-import { Packr } from 'msgpackr';
-import { fromCompact, isCompact, STATIC_FIELDS, toCompact, type StaticBase } from './compact.ts';
+import { fromCompact, isCompact, STATIC_FIELDS, toCompact, wirePackr as packr, type StaticBase } from './compact.ts';
 import { packHashes, unpackHashes } from './hash-bytes.ts';
 import { bin, Invalid, isObj, LIMITS, num, oneOf, str, strList, sub } from './bounds.ts';
 
@@ -183,8 +182,6 @@ const NAMES = {
   endpoints: ENDPOINTS,
   roles: REPLICA_ROLES,
 } as const;
-
-const packr = new Packr({ useRecords: false, moreTypes: false, int64AsType: 'number' });
 
 /**
  * The model group a state belongs to (docs/OPERATIONS.md, "Splitting

@@ -35,6 +35,7 @@
  * signature, seqno, key, message id, IHAVE and framing of a gossipsub message
  * are paid once per batch instead of once per state.
  */
+import { MAX_WINDOW_MS } from './constants.ts';
 
 /** The first byte of every batch; msgpack never uses it (docs: "never used"). */
 export const BATCH_MAGIC = 0xc1;
@@ -235,9 +236,6 @@ export function batchWindowFor(floorMs: number, routers: number, readsPerS: numb
   if (readsPerS <= 0 || floorMs <= 0) return floorMs;
   return Math.min(MAX_WINDOW_MS, Math.max(floorMs, Math.ceil((routers * 1_000) / readsPerS)));
 }
-
-/** The longest window a router widens to, ms (options.ts caps a configured one the same). */
-export const MAX_WINDOW_MS = 1_000;
 
 /** One state standing for `older` then `newer` of one agent, or undefined when they are not composed (coalesce.ts). */
 export type Compose = (older: Uint8Array, newer: Uint8Array) => Uint8Array | undefined;

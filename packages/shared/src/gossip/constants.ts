@@ -88,6 +88,9 @@ export const MAX_MESSAGE_BYTES = 512 * 1024;
  */
 export const BATCH_WINDOW_MS = 50;
 
+/** The longest batch window, ms: a configured one (options.ts) and one widened with the routers (batch.ts) alike. */
+export const MAX_WINDOW_MS = 1_000;
+
 /**
  * Batches a flooding router reads a second at most, from every other router
  * of its group together (GossipOptions.batchReadsPerS): a batch costs its

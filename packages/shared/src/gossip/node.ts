@@ -298,7 +298,11 @@ class GossipNodeImpl implements GossipNode {
 
   stats(): GossipStats {
     const windowMs = this.#relay?.windowMs();
-    return { ...this.#stats, ...(windowMs !== undefined && windowMs > 0 ? { batchWindowMs: windowMs } : {}) };
+    return {
+      ...this.#stats,
+      statesCoalesced: this.#relay?.coalesced ?? 0,
+      ...(windowMs !== undefined && windowMs > 0 ? { batchWindowMs: windowMs } : {}),
+    };
   }
 
   handOff(agent: HandoffAgent, group: string | undefined, state: Uint8Array): boolean {

@@ -11,6 +11,7 @@ import {
   BATCH_RELAY,
   BATCH_READS_PER_S,
   BATCH_WINDOW_MS,
+  MAX_WINDOW_MS,
   BOOTSTRAP_REDIAL_INTERVAL_MS,
   CHANNEL_NAME_PATTERN,
   DEFAULT_GOSSIP_PORT,
@@ -302,8 +303,8 @@ function relayOf(value: unknown): GossipRelay {
 /** A batch window of 0 (off) to 1,000 ms: beyond, a state's delay would use up its budget at the first hop. */
 function batchWindow(value: unknown): number {
   if (value === undefined) return BATCH_WINDOW_MS;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > 1_000)
-    throw new GossipConfigError('batchWindowMs must be a number of milliseconds from 0 (off) to 1000');
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > MAX_WINDOW_MS)
+    throw new GossipConfigError(`batchWindowMs must be a number of milliseconds from 0 (off) to ${MAX_WINDOW_MS}`);
   return value;
 }
 

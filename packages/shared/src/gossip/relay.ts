@@ -80,6 +80,11 @@ export class BatchRelay {
   /** The batch window now, ms (0: no hand-offs). */
   readonly windowMs: () => number;
 
+  /** States sent as one with another of their agent's (batch.ts coalescing). */
+  get coalesced(): number {
+    return this.#batcher.coalesced;
+  }
+
   /**
    * `windowMs` the batch window (0: no hand-offs); flooding, it widens with
    * the routers it sends to so that each reads at most `readsPerS` batches
@@ -171,7 +176,6 @@ export class BatchRelay {
     host.stats.received++;
     host.deliver(state, peer, origin); // every state applied here; only what is batched is coalesced
     this.#batcher.add(group, author, state);
-    host.stats.statesCoalesced = this.#batcher.coalesced;
   }
 
   /** Is this a batch (the first byte; batch.ts)? */
