@@ -124,7 +124,7 @@ export const benchSchema = {
   gossipDelay: {
     type: 'string',
     default: DEFAULT_GOSSIP.delay,
-    doc: 'des: gossip delay per message and router, ms: uniform:min:max, exp:base:mean or lognormal:p50:p99',
+    doc: 'des: gossip delay per message and router, ms: uniform:min:max, exp:base:mean, lognormal:p50:p99 or batch:window',
   },
   ...CPU_KV_RATIO_SETTING,
   modelGroups: {

@@ -37,9 +37,15 @@
  *  5. CPU at a fleet's full cadence (rows of bench/cadence.ts `--save`, one
  *     router measured): cores = c + s × states applied/s + b × batches
  *     received/s, least squares over the rows whose event loop had room; a
- *     fleet's router applies agents × messages × share states a second in
+ *     fleet's router takes agents × messages × share states a second in
  *     (routers − 1) × λ / k batches (every router batching every group, one
- *     batch a window at most).
+ *     batch a window at most). An agent's states that wait in one window
+ *     go as one (coalesce.ts): with an agent's states at Poisson times of
+ *     rate μ (messages per agent-s), a window W holds at least one with
+ *     probability 1 − e^(−μW), so a router applies its own agents' states
+ *     and the others' × (1 − e^(−μW)) / (μW); printed beside the states
+ *     taken, and the cores at both (the rows fed Poisson arrivals and chained
+ *     digests, cadence.ts `--arrivals random --digest chain`, coalesce so).
  * Complexity: O(rows). Trade-off: one payload size (the scenario's mean) per
  * fleet; the per-copy bytes are a mean, so a row's bytes are off by the
  * spread printed beside it.
@@ -293,11 +299,14 @@ interface CadenceRow {
   windowMs?: number;
 }
 
-/** A fleet's router at full cadence: states applied and batches received per second (step 5). */
-function cadenceLoad(agents: number, routers: number, share: number, windowMs: number): [number, number] {
-  const lambda = (agents * perAgent * share) / routers;
-  const k = lambda * (windowMs / 1_000) + Math.exp(-lambda * (windowMs / 1_000));
-  return [agents * perAgent * share, ((routers - 1) * lambda) / k];
+/** A fleet's router at full cadence: states taken, states applied after the first hop's coalescing, and batches received per second (step 5). */
+function cadenceLoad(agents: number, routers: number, share: number, windowMs: number): [number, number, number] {
+  const states = agents * perAgent * share;
+  const lambda = states / routers;
+  const w = windowMs / 1_000;
+  const k = lambda * w + Math.exp(-lambda * w);
+  const kept = (1 - Math.exp(-perAgent * w)) / (perAgent * w);
+  return [states, states / routers + (states - states / routers) * kept, ((routers - 1) * lambda) / k];
 }
 
 /** Step 5: cores = c + s × states/s + b × batches/s over the rows with room, and the fleets. */
@@ -320,8 +329,10 @@ function modelCpu(xs: CadenceRow[]): void {
   console.log(
     `\nthe fleets at full cadence (${perAgent.toFixed(2)} messages per agent-s; the window: ${BATCH_WINDOW_MS} ms, or as production widens it, batchWindowFor): per router\n`,
   );
-  console.log('| agents × routers | subscribed | window, ms | states/s | batches in/s | CPU, cores |');
-  console.log('|---|--:|--:|--:|--:|--:|');
+  console.log(
+    '| agents × routers | subscribed | window, ms | states/s taken | applied, coalesced | batches in/s | CPU, cores | coalesced |',
+  );
+  console.log('|---|--:|--:|--:|--:|--:|--:|--:|');
   for (const [agents, routers, share] of [
     [1_000, 8, 1],
     [1_000, 32, 1],
@@ -330,9 +341,9 @@ function modelCpu(xs: CadenceRow[]): void {
     [10_000, 100, 0.1],
   ] as const) {
     for (const windowMs of windowsOf(routers)) {
-      const [states, batches] = cadenceLoad(agents, routers, share, windowMs);
+      const [states, applied, batches] = cadenceLoad(agents, routers, share, windowMs);
       console.log(
-        `| ${agents} × ${routers} | ${share === 1 ? 'all' : `${share * 100}%`} | ${windowMs} | ${states.toFixed(0)} | ${batches.toFixed(0)} | ${cores(states, batches).toFixed(2)} |`,
+        `| ${agents} × ${routers} | ${share === 1 ? 'all' : `${share * 100}%`} | ${windowMs} | ${states.toFixed(0)} | ${applied.toFixed(0)} | ${batches.toFixed(0)} | ${cores(states, batches).toFixed(2)} | ${cores(applied, batches).toFixed(2)} |`,
       );
     }
   }

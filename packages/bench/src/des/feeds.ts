@@ -28,7 +28,7 @@
  */
 import type { RouterCore } from '@warmpath/router';
 import type { ReplicaState } from '@warmpath/shared/wire';
-import { delaySampler, type GossipModel } from './gossip.ts';
+import { deliverySampler, type GossipModel } from './gossip.ts';
 import type { EventQueue } from './queue.ts';
 import type { DesReplica } from './replica.ts';
 import type { Rec } from './request.ts';
@@ -93,7 +93,7 @@ export function feedHooks(
     for (const rt of routers) rt.receive(state);
   };
   if (feed.kind === 'gossip') {
-    const delay = delaySampler(gossip.delay, random);
+    const delivery = deliverySampler(gossip.delay, random, routers);
     const loss = gossip.loss;
     const published = (state: ReplicaState, bytes: number): void => {
       for (const [i, rt] of routers.entries()) {
@@ -102,7 +102,7 @@ export function feedHooks(
         // No draw when nothing is lost: the default keeps the run's random stream.
         if (loss > 0 && random() < loss) continue;
         received[i] = (received[i] ?? 0) + bytes;
-        q.after(delay(), () => rt.receive(state));
+        q.after(delivery(state.replica, i, q.now), () => rt.receive(state));
       }
     };
     return {

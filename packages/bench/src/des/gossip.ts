@@ -10,11 +10,21 @@
  *  - `lognormal:p50:p99` — a lognormal with that median and 99th percentile
  *    (σ = ln(p99 / p50) / 2.326): a long, heavy tail (a mesh of routers that
  *    relays across a WAN or under load).
+ *  - `batch:W` — the routers' batched relay (docs/GOSSIP.md, "Batches"): a
+ *    state reaches its agent's first-hop router after a hop, which applies it
+ *    at once; the others get it a hop after that router's next window edge
+ *    (windows of W ms, each router at a phase of its own). Each hop is
+ *    U(2.5, 10) ms (two span the default's 5–20); an agent's first hop is one
+ *    router (dealt in turn as agents first publish) and one latency for the run, and its
+ *    states reach each router in the order it sent them, as one relay keeps
+ *    them. The window is always waited (a quiet router's state would go at
+ *    once: an upper bound on the delay at a fleet's cadence).
  * Loss: each (message, router) pair is lost with probability `loss`,
  * independently; a router that misses a message sees a gap in the digest
  * deltas and pulls the snapshot, and sees the replica's load only at its
- * next message. Messages may arrive out of order (each draw is independent);
- * the older one is then superseded, as gossipsub over several mesh paths does.
+ * next message. Messages may arrive out of order (each draw is independent,
+ * but for `batch`); the older one is then superseded, as gossipsub over
+ * several mesh paths does.
  * Complexity: O(1) per delivery; one or two draws per delivery from the run's
  * stream, and none for loss when `loss` is 0 (so the default keeps the
  * stream, hence every published figure, unchanged).
@@ -36,6 +46,7 @@ const Z99 = 2.326;
 export function delayMedianMs(spec: string): number {
   delaySampler(spec, Math.random);
   const [name, a, b] = spec.split(':');
+  if (name === 'batch') return 2 * HOP_MEAN_MS + Number(a) / 2;
   if (name === 'uniform') return (Number(a) + Number(b)) / 2;
   if (name === 'exp') return Number(a) + (Number(b) - Number(a)) * Math.LN2;
   return Number(a);
@@ -46,7 +57,14 @@ export function delaySampler(spec: string, random: () => number): () => number {
   const [name, ...rest] = spec.split(':');
   const args = rest.map(Number);
   const bad = (why: string): Error =>
-    new Error(`gossip delay "${spec}": ${why}; expected uniform:min:max, exp:base:mean or lognormal:p50:p99 (ms)`);
+    new Error(
+      `gossip delay "${spec}": ${why}; expected uniform:min:max, exp:base:mean, lognormal:p50:p99 or batch:window (ms)`,
+    );
+  if (name === 'batch') {
+    const w = args[0]!;
+    if (args.length !== 1 || !(w > 0 && Number.isFinite(w))) throw bad('one positive window after batch');
+    return () => hop(random) + random() * w + hop(random);
+  }
   if (args.length !== 2 || args.some((x) => !Number.isFinite(x) || x < 0))
     throw bad('two non-negative numbers after the name');
   const [a, b] = args as [number, number];
@@ -67,6 +85,40 @@ export function delaySampler(spec: string, random: () => number): () => number {
     default:
       throw bad(`unknown distribution "${name}"`);
   }
+}
+
+/** One hop of the batched relay, ms: U(HOP_MIN_MS, HOP_MAX_MS). */
+const HOP_MIN_MS = 2.5;
+const HOP_MAX_MS = 10;
+const HOP_MEAN_MS = (HOP_MIN_MS + HOP_MAX_MS) / 2;
+const hop = (random: () => number): number => HOP_MIN_MS + random() * (HOP_MAX_MS - HOP_MIN_MS);
+
+/** When a replica's state published at `now` reaches router `router`: the delay, ms. */
+export type Delivery = (replica: string, router: number, now: number) => number;
+
+/**
+ * The delay of each (state, router) delivery: `delaySampler`'s draw, or for
+ * `batch:W` the relay's path (the header): first hop, window edge, last hop,
+ * in order per replica and router.
+ */
+export function deliverySampler(spec: string, random: () => number, routers: { readonly length: number }): Delivery {
+  const delay = delaySampler(spec, random);
+  if (!spec.startsWith('batch:')) return () => delay();
+  const w = Number(spec.slice('batch:'.length));
+  const phases: number[] = [];
+  const firstHop = new Map<string, { router: number; ms: number }>();
+  const last = new Map<string, number>();
+  return (replica, router, now) => {
+    let f = firstHop.get(replica);
+    if (f === undefined) firstHop.set(replica, (f = { router: firstHop.size % routers.length, ms: hop(random) }));
+    if (f.router === router) return f.ms;
+    const phase = (phases[f.router] ??= random() * w);
+    const edge = phase + Math.ceil((now + f.ms - phase) / w) * w;
+    const key = `${replica}\u0000${router}`;
+    const at = Math.max(edge + hop(random), last.get(key) ?? 0);
+    last.set(key, at);
+    return at - now;
+  };
 }
 
 /** Checks a model before a run starts (the CLI's and the worker's errors say the same). */

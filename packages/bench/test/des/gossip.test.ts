@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { mulberry32 } from '@warmpath/shared/runtime';
-import { DEFAULT_GOSSIP, delayMedianMs, delaySampler, validateGossip } from '../../src/des/gossip.ts';
+import { DEFAULT_GOSSIP, delayMedianMs, delaySampler, deliverySampler, validateGossip } from '../../src/des/gossip.ts';
 import { runDes } from '../../src/des/run.ts';
 import { DEFAULT_MODEL, SCENARIOS } from '../../src/scenarios.ts';
 
@@ -41,10 +41,34 @@ describe('DES gossip model (des/gossip.ts)', () => {
     expect(() => delayMedianMs('gamma:1:2')).toThrow(/unknown distribution/);
   });
 
+  it('batch:W: the first hop at once, the others after its window edge, each in the order sent', () => {
+    const w = 200;
+    const routers = 4;
+    const deliver = deliverySampler(`batch:${w}`, mulberry32(3), { length: routers });
+    const sends = Array.from({ length: 400 }, (_, i) => i * 7); // a state every 7 ms, well inside a window
+    for (const replica of ['r-1', 'r-2', 'r-3']) {
+      const at = Array.from({ length: routers }, (_, router) => sends.map((t) => t + deliver(replica, router, t)));
+      const first = at.findIndex((xs) => sends.every((t, i) => xs[i]! - t >= 2.5 && xs[i]! - t <= 10));
+      expect(first, replica).toBeGreaterThanOrEqual(0); // exactly one router is its first hop: one hop's delay
+      for (const [router, xs] of at.entries()) {
+        for (let i = 1; i < xs.length; i++) expect(xs[i]!).toBeGreaterThanOrEqual(xs[i - 1]!); // no reordering
+        if (router === first) continue;
+        const delays = sends.map((t, i) => xs[i]! - t);
+        expect(Math.min(...delays)).toBeGreaterThanOrEqual(2.5);
+        expect(Math.max(...delays)).toBeLessThanOrEqual(2 * 10 + w);
+        // States batched together: far fewer distinct arrival windows than states.
+        expect(new Set(xs.map((x) => Math.floor(x / w))).size).toBeLessThan(sends.length / 10);
+      }
+    }
+    const d = quantiles(`batch:${w}`);
+    expect(Math.abs(delayMedianMs(`batch:${w}`) - d.p50) / d.p50).toBeLessThan(0.03);
+  });
+
   it('bad specs are refused with what is acceptable', () => {
     expect(() => validateGossip({ delay: 'gamma:1:2', loss: 0 })).toThrow(
-      /uniform:min:max, exp:base:mean or lognormal:p50:p99/,
+      /uniform:min:max, exp:base:mean, lognormal:p50:p99 or batch:window/,
     );
+    expect(() => validateGossip({ delay: 'batch:0', loss: 0 })).toThrow(/one positive window/);
     expect(() => validateGossip({ delay: 'uniform:20:5', loss: 0 })).toThrow(/max below min/);
     expect(() => validateGossip({ delay: 'lognormal:0:10', loss: 0 })).toThrow(/0 < p50/);
     expect(() => validateGossip({ delay: 'uniform:5', loss: 0 })).toThrow(/two non-negative numbers/);

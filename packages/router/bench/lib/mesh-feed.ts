@@ -45,21 +45,32 @@ export interface FeedOptions {
 const HELD_HASHES = 64;
 /** A chained digest is self-contained every this many states, so a router that missed one mends without a pull. */
 const WHOLE_EVERY = 50;
-const hashAt = (i: number): bigint => (BigInt(i + 1) * 0x9e3779b97f4a7c15n) & 0xffffffffffffffffn;
-const hashes = (from: number, n: number): BigUint64Array =>
-  BigUint64Array.from({ length: n }, (_, i) => hashAt(from + i));
+/**
+ * The i-th hash of agent `agent`'s own sequence: each agent's blocks are its
+ * own (a replica's conversations), so no two agents churn the same hash, as
+ * a real fleet's private blocks do not (a shared prefix stays held).
+ */
+const hashAt = (agent: number, i: number): bigint =>
+  (((BigInt(agent) << 32n) | BigInt(i + 1)) * 0x9e3779b97f4a7c15n) & 0xffffffffffffffffn;
+const hashes = (agent: number, from: number, n: number): BigUint64Array =>
+  BigUint64Array.from({ length: n }, (_, i) => hashAt(agent, from + i));
 
-/** An agent's chained digest at `seq` (the header's 'chain'): held at seq k, hashes [k × moved, k × moved + HELD_HASHES). */
-function chainedDigest(seq: number, perState: number): DigestDelta {
+/** An agent's chained digest at `seq` (the header's 'chain'): held at seq k, its hashes [k × moved, k × moved + HELD_HASHES). */
+function chainedDigest(agent: number, seq: number, perState: number): DigestDelta {
   const moved = Math.max(1, Math.ceil(perState / 2));
   if ((seq - 1) % WHOLE_EVERY === 0)
-    return { from: -1, size: HELD_HASHES, added: hashes(seq * moved, HELD_HASHES), removed: new BigUint64Array(0) };
+    return {
+      from: -1,
+      size: HELD_HASHES,
+      added: hashes(agent, seq * moved, HELD_HASHES),
+      removed: new BigUint64Array(0),
+    };
   const before = (seq - 1) * moved;
   return {
     from: seq - 1,
     size: HELD_HASHES,
-    added: hashes(before + HELD_HASHES, moved),
-    removed: hashes(before, moved),
+    added: hashes(agent, before + HELD_HASHES, moved),
+    removed: hashes(agent, before, moved),
   };
 }
 
@@ -78,6 +89,7 @@ export interface FeedCounts {
 
 interface Agent {
   readonly name: string;
+  readonly number: number;
   readonly id: HandoffAgent;
   readonly router: MeshRouter;
   readonly bootAt: number;
@@ -109,6 +121,7 @@ export class SyntheticFeed {
     for (let i = 0; i < agents; i++) {
       out.push({
         name: `agent-${firstAgent + i}`,
+        number: firstAgent + i,
         id: handoffAgentOf(await generateIdentity()),
         router: fleet.routers[i % fleet.routers.length]!,
         bootAt: Date.now() - 60_000,
@@ -146,7 +159,8 @@ export class SyntheticFeed {
   #handOff(a: Agent): void {
     a.seq++;
     const s = this.#fleet.stateOf(a);
-    if (this.#o.digest === 'chain') s.digest = chainedDigest(a.seq, this.#o.digestHashes ?? s.digest.added.length);
+    if (this.#o.digest === 'chain')
+      s.digest = chainedDigest(a.number, a.seq, this.#o.digestHashes ?? s.digest.added.length);
     const state = encodeState(s);
     if (a.router.node.handOff(a.id, undefined, state)) this.counts.handed++;
     else this.counts.notTaken++;
