@@ -54,7 +54,8 @@
  *   node packages/router/bench/gossip-model.ts --messages M --mesh a.json   # the cadence given (docs/GOSSIP.md), not read from DES rows
  *   node packages/router/bench/gossip-model.ts --messages M --mesh b.json,c.json   # batched rows (mesh.ts, batches on)
  *   node packages/router/bench/gossip-model.ts --messages M --mesh f.json,f400.json   # flooded rows (--relay flood; docs/GOSSIP.md)
-   node packages/router/bench/gossip-model.ts --messages M --cadence docs/data/cadence.json   # CPU at full cadence (cadence.ts rows)
+ *   node packages/router/bench/gossip-model.ts --messages M --cadence docs/data/cadence.json   # CPU at full cadence (cadence.ts rows)
+ *   … --batch-reads 250   # the fleets at another gossipBatchReadsPerS
  *
  * Smoke: --messages 6.5
  */
@@ -70,8 +71,11 @@ const { values: args } = scriptArgs(import.meta.url, {
     cadence: { type: 'string', default: '' },
     scenario: { type: 'string', default: 'seed' },
     d: { type: 'string', default: '2' },
+    'batch-reads': { type: 'string' },
   },
 });
+/** Batches a router reads a second at most, as the routers' `gossipBatchReadsPerS` (production's unless given). */
+const READS = args['batch-reads'] === undefined ? BATCH_READS_PER_S : Number(args['batch-reads']);
 
 interface DesRow {
   scenario: string;
@@ -282,7 +286,7 @@ function modelBatches(xs: MeshRow[]): void {
 
 /** The fixed window, and production's widened with the routers (each router floods to the other R − 1) when it differs. */
 function windowsOf(routers: number): number[] {
-  const widened = batchWindowFor(BATCH_WINDOW_MS, routers - 1, BATCH_READS_PER_S);
+  const widened = batchWindowFor(BATCH_WINDOW_MS, routers - 1, READS);
   return widened === BATCH_WINDOW_MS ? [BATCH_WINDOW_MS] : [BATCH_WINDOW_MS, widened];
 }
 
