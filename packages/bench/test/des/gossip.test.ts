@@ -85,4 +85,19 @@ describe('DES gossip model (des/gossip.ts)', () => {
     expect(lossy.detail!.gossip!.pulls).toBeGreaterThan(plain.detail!.gossip!.pulls);
     expect(lossy.detail!.gossip!.viewHashes).toBeGreaterThan(0);
   });
+
+  it('batch:W in a run: the routers see it (another run than the default), every request answered, no chain broken, the same twice', async () => {
+    const plan = seed.build({ seed: 2, rate: 12, duration: 6, model: DEFAULT_MODEL });
+    const base = { scenario: seed, plan, policy: 'warmpath', replicas: 4, routers: 3, durationS: 6 };
+    const gossip = { delay: 'batch:200', loss: 0 };
+    const [batched, again, plain] = [
+      await runDes({ ...base, gossip }),
+      await runDes({ ...base, gossip }),
+      await runDes(base),
+    ];
+    expect(JSON.stringify(again)).toBe(JSON.stringify(batched));
+    expect(JSON.stringify(batched)).not.toBe(JSON.stringify(plain));
+    expect(batched.completed).toBe(plan.length);
+    expect(batched.detail!.gossip!.pulls).toBe(0);
+  });
 });
