@@ -310,7 +310,7 @@ function cadenceLoad(agents: number, routers: number, share: number, windowMs: n
   const w = windowMs / 1_000;
   const k = lambda * w + Math.exp(-lambda * w);
   const kept = (1 - Math.exp(-perAgent * w)) / (perAgent * w);
-  return [states, states / routers + (states - states / routers) * kept, ((routers - 1) * lambda) / k];
+  return [states, lambda + (states - lambda) * kept, ((routers - 1) * lambda) / k];
 }
 
 /** Step 5: cores = c + s × states/s + b × batches/s over the rows with room, and the fleets. */

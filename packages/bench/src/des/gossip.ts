@@ -14,10 +14,10 @@
  *    state reaches its agent's first-hop router after a hop, which applies it
  *    at once; the others get it a hop after that router's next window edge
  *    (windows of W ms, each router at a phase of its own). Each hop is
- *    U(2.5, 10) ms (two span the default's 5–20); an agent's first hop is
- *    one router (dealt in turn as agents first publish) at one latency for
- *    the run, and its states reach each router in the order it sent them,
- *    as one relay keeps them. The window is always waited (a quiet router's
+ *    U(HOP_MIN_MS, HOP_MAX_MS), two hops spanning the default's range; an
+ *    agent's first hop is one router (dealt in turn as agents first
+ *    publish) at one latency for the run, and its states reach each router
+ *    in the order it sent them, as one relay keeps them. The window is always waited (a quiet router's
  *    state would go at once: an upper bound on the delay at a fleet's
  *    cadence).
  * Loss: each (message, router) pair is lost with probability `loss`,
