@@ -367,12 +367,11 @@ export class AgentLedger {
   readonly #arrival = new DecayingRate(ARRIVAL_TAU_MS);
   readonly #recent = new DecayingRate(RECENT_TAU_MS);
   /**
-   * Work admitted per second lately, tokens/s (an exponential average, time constant ARRIVAL_TAU_MS), without the
-   * newest admission (rate.ts: a report taken at an admission would read it as a stream). Published, so that routers
-   * sharing the clients can expect each other's unseen work.
+   * Work admitted per second lately, tokens/s (an exponential average, time constant ARRIVAL_TAU_MS). Published, so
+   * that routers sharing the clients can expect each other's unseen work.
    */
   arrivalTokensPerS(): number {
-    return this.#arrival.withoutNewest(this.now());
+    return this.#arrival.at(this.now());
   }
 
   /** The same over RECENT_TAU_MS: what this replica's clients of the last several seconds send it. Published for the routers' choice of a new conversation's home. */

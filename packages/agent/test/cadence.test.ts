@@ -136,19 +136,14 @@ describe('publish cadence', () => {
   it('the arrival rate decaying after a burst publishes before the floor, so routers stop expecting that work', () => {
     const { core, sent, clock } = setup();
     clock.advance(core.config.publishIntervalMs / 2);
-    // Twenty requests 5 ms apart, all in flight until the burst ends: the states published meanwhile carry its rate.
-    const flights = [];
     for (let k = 0; k < 20; k++) {
       clock.advance(5);
       const a = core.admit(request());
       if ('reason' in a) throw new Error(`refused: ${a.reason}`);
       core.firstByte(a);
-      flights.push(a);
+      core.finish(request(), a);
     }
-    for (const a of flights) core.finish(request(), a);
-    clock.advance(core.config.minPublishGapMs);
     const burst = sent.at(-1)!;
-    expect(burst.state.load.arrivalTokensPerS!).toBeGreaterThan(0);
     const n = sent.length;
     clock.advance(core.config.publishIntervalMs / 2);
     expect(sent.length).toBeGreaterThan(n);

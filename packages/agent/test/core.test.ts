@@ -129,23 +129,6 @@ describe('agent core', () => {
     clock.advance(RECENT_TAU_MS - ARRIVAL_TAU_MS);
     expect(core.ledger.load().recentTokensPerS! / recent).toBeCloseTo(Math.exp(-1), 2);
   });
-
-  it('leaves the newest admission out of the published arrival rate: one arrival is not a stream', () => {
-    const { core, clock } = setup();
-    core.startMonitor();
-    clock.advance(1_000);
-    const first = core.admit(info());
-    if ('reason' in first) throw new Error(`refused: ${first.reason}`);
-    // Reported at its admission, the lone arrival foretells nothing; the recent rate still counts it.
-    expect(core.ledger.load().arrivalTokensPerS).toBe(0);
-    expect(core.ledger.load().recentTokensPerS).toBeGreaterThan(0);
-    // A second arrival half a time constant later: the first one's term, decayed, is the rate.
-    clock.advance(ARRIVAL_TAU_MS / 2);
-    const second = core.admit(info());
-    if ('reason' in second) throw new Error(`refused: ${second.reason}`);
-    const firstTerm = (1000 * first.flight.work) / ARRIVAL_TAU_MS;
-    expect(core.ledger.load().arrivalTokensPerS! / firstTerm).toBeCloseTo(Math.exp(-0.5), 2);
-  });
 });
 
 function info() {
