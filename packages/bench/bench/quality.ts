@@ -10,7 +10,7 @@
  *     [--agent-set k=v …] [--router-set k=v …] [--save rows.json] [--compare rows.json]
  *     [--gossip-delays uniform:5:20,lognormal:500:1500] [--gossip-losses 0,0.05]
  *
- * Smoke: --scenarios seed --seeds 1 --routers 1 --duration 2
+ * Smoke: --scenarios seed --seeds 1 --routers 1,2 --duration 2
  *
  * With gossip delays or losses, every (delay, loss) pair is one more axis of
  * the matrix (the DES gossip model, packages/bench/src/des/gossip.ts); so
@@ -18,9 +18,12 @@
  * default random).
  * With --compare, a summary per scenario, router count and L4 mode follows the
  * table: geometric-mean ratios of p50 and p99, runs faster and slower at
- * p99, and the mean change in hit rate.
+ * p99, and the mean change in hit rate. When the matrix holds 1 router, the
+ * goal table's router rows follow on these seeds: each N-router run against
+ * 1 router (hit ≥ 0.95×, TTFT ≤ 1.05×), beside the saved run's.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
+import { TARGETS } from '../src/goal-rows.ts';
 import { p50AllRequests, p99AllRequests } from '../src/goals.ts';
 import { DEFAULT_GOSSIP, validateGossip } from '../src/des/gossip.ts';
 import { L4_MODES, type L4Mode } from '../src/l4.ts';
@@ -151,6 +154,7 @@ for (const r of ok) {
   console.log(before === undefined ? `${id} ${cell(r)} | ${cost(r)} |` : `${id} ${cell(b)} | ${cell(r)} | ${same} |`);
 }
 if (before !== undefined) printSummary(ok, before);
+printAgainstOne(ok, before);
 
 /**
  * One line per scenario and router count, over its seeds (and gossip
@@ -178,5 +182,55 @@ function printSummary(after: QualityRow[], beforeRows: Map<string, QualityRow>):
     console.log(
       `| ${g} | ${pairs.length} | ${p50.toFixed(3)} | ${p99.toFixed(3)} | ${faster} / ${slower} | ${hit >= 0 ? '+' : ''}${hit.toFixed(2)} |`,
     );
+  }
+}
+
+/**
+ * The goal table's router rows on these seeds: each run with N > 1 routers
+ * against the same workload at 1 router (hit ≥ 0.95×, p50 and p99 ≤ 1.05×,
+ * goal-rows.ts TARGETS), as runs within / runs and the geometric-mean p99
+ * ratio, beside the saved run's when comparing. A change that moves one
+ * router's runs moves these ratios even where every absolute figure improves.
+ */
+function printAgainstOne(after: QualityRow[], beforeRows: Map<string, QualityRow> | undefined): void {
+  const oneOf = (r: QualityRow, rows: Map<string, QualityRow>): QualityRow | undefined =>
+    rows.get(key({ ...r, routers: 1 }));
+  const byKey = (rs: QualityRow[]): Map<string, QualityRow> => new Map(rs.map((r) => [key(r), r]));
+  const judge = (rs: QualityRow[], rows: Map<string, QualityRow>): string => {
+    const pairs = rs.flatMap((r) => {
+      const one = oneOf(r, rows);
+      return one === undefined ? [] : [[r, one] as const];
+    });
+    if (pairs.length === 0) return '—';
+    const within = pairs.filter(
+      ([r, one]) =>
+        r.hit / one.hit >= TARGETS.routersHit &&
+        r.p50 / one.p50 <= TARGETS.routersTtft &&
+        r.p99 / one.p99 <= TARGETS.routersTtft,
+    ).length;
+    const p99 = Math.exp(pairs.reduce((sum, [r, one]) => sum + Math.log(r.p99 / one.p99), 0) / pairs.length);
+    return `${within} / ${pairs.length}, p99 ${p99.toFixed(3)}×`;
+  };
+  const many = after.filter((r) => r.routers > 1);
+  if (!many.some((r) => oneOf(r, byKey(after)) !== undefined)) return;
+  const groups = Map.groupBy(many, (r) => `${r.scenario} | ${r.routers} | ${r.l4 ?? 'random'}`);
+  const beforeList = beforeRows === undefined ? undefined : [...beforeRows.values()];
+  console.log('\nAgainst 1 router (the goal rows: hit ≥ 0.95×, TTFT ≤ 1.05×), runs within / runs:');
+  console.log(
+    beforeList === undefined
+      ? '| scenario | routers | L4 | runs within |\n|---|--:|---|---|'
+      : '| scenario | routers | L4 | before | after |\n|---|--:|---|---|---|',
+  );
+  for (const [g, rs] of groups) {
+    const now = judge(rs, byKey(after));
+    if (beforeList === undefined) console.log(`| ${g} | ${now} |`);
+    else {
+      const was = beforeList.filter((b) =>
+        rs.some(
+          (r) => key(r) === key({ ...b, delay: b.delay ?? DEFAULT_GOSSIP.delay, loss: b.loss ?? DEFAULT_GOSSIP.loss }),
+        ),
+      );
+      console.log(`| ${g} | ${judge(was, beforeRows!)} | ${now} |`);
+    }
   }
 }
