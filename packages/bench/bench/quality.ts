@@ -193,12 +193,11 @@ function printSummary(after: QualityRow[], beforeRows: Map<string, QualityRow>):
  * router's runs moves these ratios even where every absolute figure improves.
  */
 function printAgainstOne(after: QualityRow[], beforeRows: Map<string, QualityRow> | undefined): void {
-  const oneOf = (r: QualityRow, rows: Map<string, QualityRow>): QualityRow | undefined =>
-    rows.get(key({ ...r, routers: 1 }));
-  const byKey = (rs: QualityRow[]): Map<string, QualityRow> => new Map(rs.map((r) => [key(r), r]));
+  const afterRows = new Map(after.map((r) => [key(r), r]));
+  // Runs at N > 1 routers against their 1-router run in `rows`: runs within / runs, geometric-mean p99 ratio.
   const judge = (rs: QualityRow[], rows: Map<string, QualityRow>): string => {
     const pairs = rs.flatMap((r) => {
-      const one = oneOf(r, rows);
+      const one = rows.get(key({ ...r, routers: 1 }));
       return one === undefined ? [] : [[r, one] as const];
     });
     if (pairs.length === 0) return '—';
@@ -211,26 +210,22 @@ function printAgainstOne(after: QualityRow[], beforeRows: Map<string, QualityRow
     const p99 = Math.exp(pairs.reduce((sum, [r, one]) => sum + Math.log(r.p99 / one.p99), 0) / pairs.length);
     return `${within} / ${pairs.length}, p99 ${p99.toFixed(3)}×`;
   };
-  const many = after.filter((r) => r.routers > 1);
-  if (!many.some((r) => oneOf(r, byKey(after)) !== undefined)) return;
+  const many = after.filter((r) => r.routers > 1 && afterRows.has(key({ ...r, routers: 1 })));
+  if (many.length === 0) return;
   const groups = Map.groupBy(many, (r) => `${r.scenario} | ${r.routers} | ${r.l4 ?? 'random'}`);
-  const beforeList = beforeRows === undefined ? undefined : [...beforeRows.values()];
-  console.log('\nAgainst 1 router (the goal rows: hit ≥ 0.95×, TTFT ≤ 1.05×), runs within / runs:');
+  const targets = `hit ≥ ${TARGETS.routersHit}×, TTFT ≤ ${TARGETS.routersTtft}×`;
+  console.log(`\nAgainst 1 router (the goal rows: ${targets}), runs within / runs:`);
   console.log(
-    beforeList === undefined
+    beforeRows === undefined
       ? '| scenario | routers | L4 | runs within |\n|---|--:|---|---|'
       : '| scenario | routers | L4 | before | after |\n|---|--:|---|---|---|',
   );
   for (const [g, rs] of groups) {
-    const now = judge(rs, byKey(after));
-    if (beforeList === undefined) console.log(`| ${g} | ${now} |`);
+    const now = judge(rs, afterRows);
+    if (beforeRows === undefined) console.log(`| ${g} | ${now} |`);
     else {
-      const was = beforeList.filter((b) =>
-        rs.some(
-          (r) => key(r) === key({ ...b, delay: b.delay ?? DEFAULT_GOSSIP.delay, loss: b.loss ?? DEFAULT_GOSSIP.loss }),
-        ),
-      );
-      console.log(`| ${g} | ${judge(was, beforeRows!)} | ${now} |`);
+      const was = rs.flatMap((r) => beforeRows.get(key(r)) ?? []);
+      console.log(`| ${g} | ${judge(was, beforeRows)} | ${now} |`);
     }
   }
 }
