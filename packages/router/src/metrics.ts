@@ -65,6 +65,8 @@ export interface ScrapeReadings {
   overlaySize(): number;
   ejected(): number;
   routers(): number;
+  /** Other routers whose batches this router heard within the state TTL. */
+  routersHeard(): number;
   /** The router core's receipts per replica. */
   receipts(): ReadonlyMap<string, Readonly<ReceiptCounts>>;
 }
@@ -191,6 +193,14 @@ function fleetGauges(registry: Registry, view: FleetView, extra: ScrapeReadings)
     registers: [registry],
     collect() {
       this.set(extra.routers());
+    },
+  });
+  new Gauge({
+    name: 'warmpath_router_routers_heard',
+    help: 'Other routers whose gossip batches carried a state here within the state TTL (the traffic routers estimate starts from them)',
+    registers: [registry],
+    collect() {
+      this.set(extra.routersHeard());
     },
   });
   new Gauge({

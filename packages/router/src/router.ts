@@ -215,6 +215,7 @@ function createCore(p: Parts & { fetchSnapshot: (r: Replica) => Promise<Uint8Arr
     overlaySize: () => core.local.overlaySize,
     ejected: () => core.local.ejectedCount(core.view.now()),
     routers: () => core.local.routers,
+    routersHeard: () => core.local.routersHeard(core.view.now()),
     receipts: () => core.receipts.byReplica,
   });
   const answer = createAnswer(id, config.retryAfterS, metrics);

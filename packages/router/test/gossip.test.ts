@@ -5,7 +5,13 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createGossipNode, generateSwarmKey, type GossipNode } from '@warmpath/shared/gossip';
+import {
+  createGossipNode,
+  generateIdentity,
+  generateSwarmKey,
+  handoffAgentOf,
+  type GossipNode,
+} from '@warmpath/shared/gossip';
 import { waitFor } from '@warmpath/testkit';
 import { startRouter, type Router } from '../src/index.ts';
 import { startFakeAgent, type FakeAgent } from './fake-agent.ts';
@@ -73,5 +79,47 @@ describe('router over gossip', () => {
       );
       expect(picks[0]).toBe(picks[1]);
     }
+  });
+
+  it('counts the routers whose batches it hears, and before traffic takes itself for one of them', async () => {
+    const agent = await startFakeAgent('heard');
+    agents.push(agent);
+    const common = { port: 0, fleet: 'heard', insecureNoSwarmKey: true, agentNetworks: ['127.0.0.0/8'], log: () => {} };
+    const first = await startRouter({ ...common, id: 'heard-first' });
+    routers.push(first);
+    const far = await startRouter({ ...common, id: 'heard-far', bootstrap: [first.peerAddrs[0]!] });
+    routers.push(far);
+    await waitFor(() => first.gossip!.meshPeers().length === 1 && far.gossip!.meshPeers().length === 1, {
+      timeoutMs: 15_000,
+      message: 'the two routers linked',
+    });
+    // The agent hands its state to `first`, which packs it into its batches: `far` hears it vouched for by `first`.
+    const author = handoffAgentOf(await generateIdentity());
+    let seq = 0;
+    const handOff = (): boolean =>
+      first.gossip!.handOff(
+        author,
+        undefined,
+        encodeState(makeState('heard-0', { fleet: 'heard', url: agent.url, seq: ++seq, sentAt: Date.now() })),
+      );
+    timer = setInterval(handOff, 100);
+    await waitFor(() => far.view.replicas.size === 1 && first.view.replicas.size === 1, {
+      timeoutMs: 15_000,
+      message: 'both routers to hold the replica',
+    });
+    const gauge = async (r: Router, name: string): Promise<number> => {
+      const text = await (await request(`${r.url}/metrics`)).body.text();
+      return Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
+    };
+    expect(await gauge(far, 'warmpath_router_routers_heard')).toBe(1);
+    expect(await gauge(first, 'warmpath_router_routers_heard')).toBe(0);
+    for (const r of [first, far]) {
+      const res = await request(`${r.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(chat('hi')) });
+      await res.body.dump();
+      expect(res.statusCode).toBe(200);
+    }
+    // No traffic yet to read the share from: `far` counts itself one of two, `first` hears no other router.
+    expect(await gauge(far, 'warmpath_router_traffic_routers')).toBeCloseTo(2, 1);
+    expect(await gauge(first, 'warmpath_router_traffic_routers')).toBe(1);
   });
 });

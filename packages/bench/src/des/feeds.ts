@@ -28,10 +28,13 @@
  */
 import type { RouterCore } from '@warmpath/router';
 import type { ReplicaState } from '@warmpath/shared/wire';
-import { deliverySampler, type GossipModel } from './gossip.ts';
+import { deliverySampler, firstHops, type GossipModel } from './gossip.ts';
 import type { EventQueue } from './queue.ts';
 import type { DesReplica } from './replica.ts';
 import type { Rec } from './request.ts';
+
+/** Routers' names as their batches carry them (strings made once, not per delivery). */
+const ROUTER_NAMES = Array.from({ length: 256 }, (_, i) => `router-${i}`);
 
 export type Feed =
   | { readonly kind: 'gossip' }
@@ -89,8 +92,14 @@ export function feedHooks(
 ) {
   // State bytes delivered to each router (gossip feed).
   const received: number[] = [];
+  // Every router but a state's first hop gets it in that router's batch, which names it (the routers heard).
+  const firstHop = firstHops(routers);
+  const voucher = (state: ReplicaState, i: number): string | undefined => {
+    const f = firstHop(state.replica);
+    return f === i ? undefined : (ROUTER_NAMES[f] ?? `router-${f}`);
+  };
   const deliver = (state: ReplicaState): void => {
-    for (const rt of routers) rt.receive(state);
+    for (const [i, rt] of routers.entries()) rt.receive(state, voucher(state, i));
   };
   if (feed.kind === 'gossip') {
     const delivery = deliverySampler(gossip.delay, random, routers);
@@ -102,7 +111,7 @@ export function feedHooks(
         // No draw when nothing is lost: the default keeps the run's random stream.
         if (loss > 0 && random() < loss) continue;
         received[i] = (received[i] ?? 0) + bytes;
-        q.after(delivery(state.replica, i, q.now), () => rt.receive(state));
+        q.after(delivery(state.replica, i, q.now), () => rt.receive(state, voucher(state, i)));
       }
     };
     return {

@@ -94,6 +94,20 @@ const HOP_MAX_MS = 10;
 const HOP_MEAN_MS = (HOP_MIN_MS + HOP_MAX_MS) / 2;
 const hop = (random: () => number): number => HOP_MIN_MS + random() * (HOP_MAX_MS - HOP_MIN_MS);
 
+/**
+ * Each replica's first-hop router: the one its agent hands its states to, which
+ * packs them into its batches (the others learn them vouched for by it).
+ * Replicas take the routers in turn, in the order they first publish.
+ */
+export function firstHops(routers: { readonly length: number }): (replica: string) => number {
+  const of = new Map<string, number>();
+  return (replica) => {
+    let f = of.get(replica);
+    if (f === undefined) of.set(replica, (f = of.size % routers.length));
+    return f;
+  };
+}
+
 /** When a replica's state published at `now` reaches router `router`: the delay, ms. */
 export type Delivery = (replica: string, router: number, now: number) => number;
 
@@ -107,14 +121,16 @@ export function deliverySampler(spec: string, random: () => number, routers: { r
   if (!spec.startsWith('batch:')) return () => delay();
   const w = Number(spec.slice('batch:'.length));
   const phases: number[] = [];
-  const firstHop = new Map<string, { router: number; ms: number }>();
+  const routerOf = firstHops(routers);
+  const firstHop = new Map<string, number>();
   const last = new Map<string, number>();
   return (replica, router, now) => {
-    let f = firstHop.get(replica);
-    if (f === undefined) firstHop.set(replica, (f = { router: firstHop.size % routers.length, ms: hop(random) }));
-    if (f.router === router) return f.ms;
-    const phase = (phases[f.router] ??= random() * w);
-    const edge = phase + Math.ceil((now + f.ms - phase) / w) * w;
+    const first = routerOf(replica);
+    let ms = firstHop.get(replica);
+    if (ms === undefined) firstHop.set(replica, (ms = hop(random)));
+    if (first === router) return ms;
+    const phase = (phases[first] ??= random() * w);
+    const edge = phase + Math.ceil((now + ms - phase) / w) * w;
     const key = `${replica}\u0000${router}`;
     const at = Math.max(edge + hop(random), last.get(key) ?? 0);
     last.set(key, at);

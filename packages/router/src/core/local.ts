@@ -30,13 +30,10 @@ import { halves } from '@warmpath/shared/runtime';
 import { WarmthScan } from '../fleet/warmth.ts';
 import { Overlay } from './overlay.ts';
 import { Refusals } from './refusals.ts';
+import { RoutersEstimate } from './routers-estimate.ts';
 
-/** Time constant of routersEstimate's averages, ms. */
-export const ROUTERS_TAU_MS = 2_000;
 /** How long a closed ticket may still be counted by a report not yet received, ms (past the default state TTL). */
 const DONE_KEEP_MS = 10_000;
-/** The most routers' worth of traffic a router believes it sees. */
-export const MAX_ROUTERS_ESTIMATE = 256;
 
 export interface Ticket {
   readonly replica: string;
@@ -113,6 +110,8 @@ class TrackColumns {
 export interface LocalOptions {
   readonly overlayTtlMs: number;
   readonly overlayMaxChunks: number;
+  /** How long a router heard on gossip still counts (routers-estimate.ts). */
+  readonly stateTtlMs: number;
 }
 
 export class LocalState {
@@ -134,11 +133,7 @@ export class LocalState {
   /** Replicas ejected and not yet pruned: lets isEjected skip the lookup when zero. */
   #ejected = 0;
   readonly #overlay = new Overlay();
-  /** Smoothed in-flight requests: the fleet's published and this router's own among them (routersEstimate). */
-  #published = 0;
-  #own = 0;
-  #estimatedAt = -Infinity;
-  #routers = 1;
+  readonly #routers: RoutersEstimate;
   readonly #warmth = new WarmthScan();
   /** Replicas held full since they refused (refusals.ts). */
   readonly refusals = new Refusals();
@@ -146,6 +141,7 @@ export class LocalState {
   constructor(opts: LocalOptions) {
     this.overlayTtlMs = opts.overlayTtlMs;
     this.overlayMaxChunks = opts.overlayMaxChunks;
+    this.#routers = new RoutersEstimate(opts.stateTtlMs);
   }
 
   #track(id: string): Track {
@@ -259,25 +255,24 @@ export class LocalState {
     return c.sum[n]!;
   }
 
-  /**
-   * How many routers' worth of traffic the fleet carries per request of this
-   * router's: `published` (the candidates' published in-flight requests) over
-   * `own` (this router's among them), each averaged over about ROUTERS_TAU_MS
-   * so that a router with a few requests in flight does not swing; ≥ 1, and 1
-   * until this router has something in flight.
-   */
+  /** How many routers' worth of traffic the fleet carries per request of this router's (routers-estimate.ts). */
   routersEstimate(published: number, own: number, now: number): number {
-    const a = 1 - Math.exp(-Math.max(0, now - this.#estimatedAt) / ROUTERS_TAU_MS);
-    this.#estimatedAt = now;
-    this.#published += a * (published - this.#published);
-    this.#own += a * (own - this.#own);
-    this.#routers = this.#own > 0 ? Math.min(MAX_ROUTERS_ESTIMATE, Math.max(1, this.#published / this.#own)) : 1;
-    return this.#routers;
+    return this.#routers.update(published, own, now);
   }
 
   /** The last routersEstimate (1 before the first). */
   get routers(): number {
-    return this.#routers;
+    return this.#routers.routers;
+  }
+
+  /** Router `peer`'s batch vouched for a state at `now` (routers-estimate.ts: the routers heard). */
+  heardRouter(peer: string, now: number): void {
+    this.#routers.heard(peer, now);
+  }
+
+  /** The other routers heard within the state TTL of `now`. */
+  routersHeard(now: number): number {
+    return this.#routers.heardCount(now);
   }
 
   dispatch(replica: string, work: number, now: number, kv = work): Ticket {

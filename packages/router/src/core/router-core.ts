@@ -30,7 +30,7 @@
  * code synchronously in virtual time and stays deterministic.
  */
 import diagnostics_channel from 'node:diagnostics_channel';
-import type { ReplicaState, RequestInfo, RequestKind } from '@warmpath/shared/wire';
+import type { EngineUsage, ReplicaState, RequestInfo, RequestKind } from '@warmpath/shared/wire';
 import type { RouterConfig } from '../config.ts';
 import type { Origin } from '../fleet/trust.ts';
 import { FleetView, type Replica } from '../fleet/view.ts';
@@ -52,7 +52,6 @@ export type { RouteJob } from './job.ts';
 import { FairQueue } from '../tenants/fair.ts';
 import { admitJob, classOf, endJob, overSlo, placeOnSide } from '../tenants/admit.ts';
 import type { Tenancy, Who } from '../tenants/tenancy.ts';
-import type { EngineUsage } from '@warmpath/shared/wire';
 
 /** Every placement, for tracing: `{ router, request, placement }`. */
 export const placementChannel = diagnostics_channel.channel('warmpath:router:placement');
@@ -99,7 +98,7 @@ export class RouterCore<T> {
       now: () => o.clock.now(),
       onEvent: o.onViewEvent ?? (() => {}),
     });
-    this.local = new LocalState({ overlayTtlMs: c.overlayTtlMs, overlayMaxChunks: c.overlayMaxChunks });
+    this.local = new LocalState(c);
     this.outliers = new Outliers(c, this.local);
     this.policy = o.policy ?? createPolicy(c.policy, c, o.random);
     const onWake = (job: Job<T>): void => {
@@ -143,11 +142,13 @@ export class RouterCore<T> {
   /** A gossip payload (encoded state message); `origin`: its author as the gossip node saw it (its rights are checked). */
   receiveBytes(bytes: Uint8Array, origin?: Origin): void {
     this.view.applyBytes(bytes, origin);
+    if (origin?.vouchedBy !== undefined) this.local.heardRouter(origin.vouchedBy, this.#o.clock.now());
   }
 
-  /** A decoded state message (the simulator skips the codec). */
-  receive(state: ReplicaState): void {
+  /** A decoded state message (the simulator skips the codec); `vouchedBy`: the router whose batch carried it. */
+  receive(state: ReplicaState, vouchedBy?: string): void {
     this.view.apply(state);
+    if (vouchedBy !== undefined) this.local.heardRouter(vouchedBy, this.#o.clock.now());
   }
 
   /** Route one described request (`who`: its tenant and band, with a tenants file); the answer goes through `send` or `answer`. */
