@@ -113,6 +113,10 @@ describe('router over gossip', () => {
     };
     expect(await gauge(far, 'warmpath_router_routers_heard')).toBe(1);
     expect(await gauge(first, 'warmpath_router_routers_heard')).toBe(0);
+    const status = (await (await request(`${far.url}/warmpath/v1/status.json`)).body.json()) as {
+      routers: { heard: number };
+    };
+    expect(status.routers.heard).toBe(1);
     for (const r of [first, far]) {
       const res = await request(`${r.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(chat('hi')) });
       await res.body.dump();

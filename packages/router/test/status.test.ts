@@ -78,7 +78,15 @@ describe('status routes', () => {
       });
       expect(s.replicas[1]).toMatchObject({ status: 'draining', draining: true, live: false });
       expect(s.placements.total).toBe(0);
-      expect(s.routers).toEqual({ self: null, mesh: [], connectedPeers: 0, batchWindowMs: 0, statesCoalesced: 0 });
+      expect(s.routers).toEqual({
+        self: null,
+        mesh: [],
+        connectedPeers: 0,
+        batchWindowMs: 0,
+        statesCoalesced: 0,
+        heard: 0,
+        sharing: 1,
+      });
       expect((await fetch(`${router.url}/warmpath/v1/status.json`, { method: 'POST' })).status).toBe(404);
     } finally {
       await router.close();

@@ -136,8 +136,8 @@ export function statusJson(s: StatusSources): Record<string, unknown> {
       replicas: replicas.filter((r) => s.view.holds(r, p.hash)).map((r) => r.id),
     })),
     tenants: tenantRows(s, now),
-    routers:
-      s.gossip === undefined
+    routers: {
+      ...(s.gossip === undefined
         ? { self: null, mesh: [], connectedPeers: 0, batchWindowMs: 0, statesCoalesced: 0 }
         : {
             self: s.gossip.peerId,
@@ -146,7 +146,11 @@ export function statusJson(s: StatusSources): Record<string, unknown> {
             // The window its agents' states wait in (wider with many routers) and those sent as one.
             batchWindowMs: s.gossip.stats().batchWindowMs ?? 0,
             statesCoalesced: s.gossip.stats().statesCoalesced,
-          },
+          }),
+      // Other routers whose batches it hears, and the routers' worth of traffic it places with (core/routers-estimate.ts).
+      heard: s.local.routersHeard(now),
+      sharing: Math.round(s.local.routers * 100) / 100,
+    },
   };
 }
 
