@@ -50,16 +50,24 @@
  * start (states sent before a batch had named their agent to the router
  * under test) mends at its next self-contained digest, not by a pull (the
  * synthetic agents serve none).
- * `--batch-ms`, `--batch-reads`: the routers' window floor and the batches a
- * router reads a second at most (0: the window stays the floor; defaults:
- * production's). The router under test widens its window by the routers it
- * floods to; a source, linked to it alone, is given the window it would
- * have among all R (batchWindowFor).
+ * `--batch-ms`, `--batch-reads`, `--batch-states`: the routers' window floor,
+ * and the batches and states a router reads a second at most (0: no such
+ * budget; defaults: production's). The router under test widens its window
+ * by the routers it floods to and the states its agents hand it; a source,
+ * linked to it alone, is given the window it would have among all R with
+ * its share of the agents at `--hz` (window.ts).
  * Smoke: --agents 20 --routers 3 --seconds 1 --warm-s 1
  */
 import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
-import { BATCH_READS_PER_S, BATCH_WINDOW_MS, batchWindowFor, generateSwarmKey } from '@warmpath/shared/gossip';
+import {
+  BATCH_READS_PER_S,
+  BATCH_STATES_PER_S,
+  BATCH_WINDOW_MS,
+  batchWindowFor,
+  generateSwarmKey,
+  statesWindowFor,
+} from '@warmpath/shared/gossip';
 import { scriptArgs } from '@warmpath/shared/runtime';
 import { TRUST_REASONS } from '../src/fleet/trust.ts';
 import type { FeedCounts, FeedOptions } from './lib/mesh-feed.ts';
@@ -86,6 +94,7 @@ const { values: args } = scriptArgs(import.meta.url, {
     arrivals: { type: 'string', default: 'even' },
     'batch-ms': { type: 'string' },
     'batch-reads': { type: 'string' },
+    'batch-states': { type: 'string' },
     'warm-s': { type: 'string', default: '3' },
     'form-s': { type: 'string', default: '120' },
     save: { type: 'string', default: '' },
@@ -184,7 +193,13 @@ function layout(agents: number, sourceWindowMs: number): ChildLayout[] {
       feed: { agents: mine, firstAgent: agent, ...FEED },
       candidates: 'first',
       delays: 'none',
-      options: { ignoreIhave: true, dropShare: 1, batchWindowMs: sourceWindowMs, batchReadsPerS: 0 },
+      options: {
+        ignoreIhave: true,
+        dropShare: 1,
+        batchWindowMs: sourceWindowMs,
+        batchReadsPerS: 0,
+        batchStatesPerS: 0,
+      },
     });
     router += routers;
     agent += mine;
@@ -195,7 +210,13 @@ function layout(agents: number, sourceWindowMs: number): ChildLayout[] {
 async function run(agents: number): Promise<Row> {
   const batchMs = args['batch-ms'] === undefined ? undefined : Number(args['batch-ms']);
   const reads = args['batch-reads'] === undefined ? BATCH_READS_PER_S : Number(args['batch-reads']);
-  const sourceWindow = batchWindowFor(batchMs ?? BATCH_WINDOW_MS, ROUTERS - 1, reads);
+  const states = args['batch-states'] === undefined ? BATCH_STATES_PER_S : Number(args['batch-states']);
+  const floor = batchMs ?? BATCH_WINDOW_MS;
+  const share = agents / ROUTERS;
+  const sourceWindow = Math.max(
+    batchWindowFor(floor, ROUTERS - 1, reads),
+    statesWindowFor(floor, ROUTERS - 1, { agents: share, perS: share * HZ }, states),
+  );
   const options = {
     routerPeers: 0,
     timing: TIMING,
@@ -204,6 +225,7 @@ async function run(agents: number): Promise<Row> {
     fullEvery: Number(args['full-every']),
     ...(batchMs !== undefined ? { batchWindowMs: batchMs } : {}),
     batchReadsPerS: reads,
+    batchStatesPerS: states,
   };
   const spec = { routers: ROUTERS, swarmKey: generateSwarmKey(), options };
   const loadBefore = loadavg()[0]!;

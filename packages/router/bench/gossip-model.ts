@@ -33,7 +33,7 @@
  *     messages × share / routers): under the window's rule (a batch at most
  *     once per W, a state after a quiet W at once) with Poisson arrivals,
  *     k = λW + e^(−λW); W the fixed 50 ms and, where it differs, the window
- *     production widens with the routers (batch.ts batchWindowFor).
+ *     production widens with the routers and the states (window.ts).
  *  5. CPU at a fleet's full cadence (rows of bench/cadence.ts `--save`, one
  *     router measured): cores = c + s × states applied/s + b × batches
  *     received/s, least squares over the rows whose event loop had room; a
@@ -55,12 +55,18 @@
  *   node packages/router/bench/gossip-model.ts --messages M --mesh b.json,c.json   # batched rows (mesh.ts, batches on)
  *   node packages/router/bench/gossip-model.ts --messages M --mesh f.json,f400.json   # flooded rows (--relay flood; docs/GOSSIP.md)
  *   node packages/router/bench/gossip-model.ts --messages M --cadence docs/data/cadence.json   # CPU at full cadence (cadence.ts rows)
- *   … --batch-reads 250   # the fleets at another gossipBatchReadsPerS
+ *   … --batch-reads 250 --batch-states 0   # the fleets at another gossipBatchReadsPerS, gossipBatchStatesPerS
  *
  * Smoke: --messages 6.5
  */
 import { readFileSync } from 'node:fs';
-import { BATCH_READS_PER_S, BATCH_WINDOW_MS, batchWindowFor } from '@warmpath/shared/gossip';
+import {
+  BATCH_READS_PER_S,
+  BATCH_STATES_PER_S,
+  BATCH_WINDOW_MS,
+  batchWindowFor,
+  statesWindowFor,
+} from '@warmpath/shared/gossip';
 import { scriptArgs } from '@warmpath/shared/runtime';
 
 const { values: args } = scriptArgs(import.meta.url, {
@@ -72,10 +78,13 @@ const { values: args } = scriptArgs(import.meta.url, {
     scenario: { type: 'string', default: 'seed' },
     d: { type: 'string', default: '2' },
     'batch-reads': { type: 'string' },
+    'batch-states': { type: 'string' },
   },
 });
 /** Batches a router reads a second at most, as the routers' `gossipBatchReadsPerS` (production's unless given). */
 const READS = args['batch-reads'] === undefined ? BATCH_READS_PER_S : Number(args['batch-reads']);
+/** States a router reads a second at most, as the routers' `gossipBatchStatesPerS` (production's unless given). */
+const STATES = args['batch-states'] === undefined ? BATCH_STATES_PER_S : Number(args['batch-states']);
 
 interface DesRow {
   scenario: string;
@@ -273,7 +282,7 @@ function modelBatches(xs: MeshRow[]): void {
   );
   console.log('|---|--:|--:|--:|--:|--:|');
   for (const [agents, routers, share] of fleets)
-    for (const windowMs of windowsOf(routers)) {
+    for (const windowMs of windowsOf(agents, routers)) {
       const lambdaW = ((agents * perAgent * share) / routers) * (windowMs / 1_000);
       const k = lambdaW + Math.exp(-lambdaW);
       const perCopy = a + b / k + naming(perAgent);
@@ -284,9 +293,16 @@ function modelBatches(xs: MeshRow[]): void {
     }
 }
 
-/** The fixed window, and production's widened with the routers (each router floods to the other R − 1) when it differs. */
-function windowsOf(routers: number): number[] {
-  const widened = batchWindowFor(BATCH_WINDOW_MS, routers - 1, READS);
+/**
+ * The fixed window, and production's widened (each router floods to the other R − 1) when it differs: for the
+ * batches each reads and for the states, its agents' (agents ÷ routers, every group's) coalesced in a window.
+ */
+function windowsOf(agents: number, routers: number): number[] {
+  const handed = { agents: agents / routers, perS: (agents / routers) * perAgent };
+  const widened = Math.max(
+    batchWindowFor(BATCH_WINDOW_MS, routers - 1, READS),
+    statesWindowFor(BATCH_WINDOW_MS, routers - 1, handed, STATES),
+  );
   return widened === BATCH_WINDOW_MS ? [BATCH_WINDOW_MS] : [BATCH_WINDOW_MS, widened];
 }
 
@@ -331,7 +347,7 @@ function modelCpu(xs: CadenceRow[]): void {
       `| ${r.agents} × ${r.routers} | ${r.windowMs ?? r.batchMs ?? BATCH_WINDOW_MS} | ${r.applied.toFixed(0)} | ${r.batchesIn.toFixed(0)} | ${r.cpu.toFixed(2)} | ${cores(r.applied, r.batchesIn).toFixed(2)} | ${r.elu.toFixed(2)} |`,
     );
   console.log(
-    `\nthe fleets at full cadence (${perAgent.toFixed(2)} messages per agent-s; the window: ${BATCH_WINDOW_MS} ms, or as production widens it, batchWindowFor): per router\n`,
+    `\nthe fleets at full cadence (${perAgent.toFixed(2)} messages per agent-s; the window: ${BATCH_WINDOW_MS} ms, or as production widens it, window.ts): per router\n`,
   );
   console.log(
     '| agents × routers | subscribed | window, ms | states/s taken | applied, coalesced | batches in/s | CPU, cores | coalesced |',
@@ -344,7 +360,7 @@ function modelCpu(xs: CadenceRow[]): void {
     [10_000, 100, 1],
     [10_000, 100, 0.1],
   ] as const) {
-    for (const windowMs of windowsOf(routers)) {
+    for (const windowMs of windowsOf(agents, routers)) {
       const [states, applied, batches] = cadenceLoad(agents, routers, share, windowMs);
       console.log(
         `| ${agents} × ${routers} | ${share === 1 ? 'all' : `${share * 100}%`} | ${windowMs} | ${states.toFixed(0)} | ${applied.toFixed(0)} | ${batches.toFixed(0)} | ${cores(states, batches).toFixed(2)} | ${cores(applied, batches).toFixed(2)} |`,

@@ -4,7 +4,7 @@
  * relays its agents' states (docs/GOSSIP.md); part of its config schema
  * (config.ts).
  */
-import { BATCH_READS_PER_S, BATCH_RELAY } from '@warmpath/shared/gossip';
+import { BATCH_READS_PER_S, BATCH_RELAY, BATCH_STATES_PER_S } from '@warmpath/shared/gossip';
 import { GOSSIP_CONNECTION_SETTINGS, type Schema } from '@warmpath/shared/runtime';
 
 export const GOSSIP_SETTINGS = {
@@ -28,6 +28,15 @@ export const GOSSIP_SETTINGS = {
     max: 100_000,
     integer: true,
     doc: 'flooding: batches a router reads a second at most; its window widens to routers × 1000 / this ms; 0: fixed',
+  },
+  // Evidence for the default: docs/GOSSIP.md, 'The window widens with the routers'.
+  gossipBatchStatesPerS: {
+    type: 'number',
+    default: BATCH_STATES_PER_S,
+    min: 0,
+    max: 10_000_000,
+    integer: true,
+    doc: 'flooding: states a router reads a second at most; its window widens until its agents coalesce under it; 0: off',
   },
   // Evidence for the default: docs/GOSSIP.md, 'Flooded batches: one copy, and lazy repair'.
   gossipRelay: {

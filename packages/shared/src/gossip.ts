@@ -53,15 +53,16 @@
 // (swarm key, identity, options from settings), libp2p.ts (node construction, topic validation),
 // dial-peers.ts (bootstrap and DNS peers, picking), upkeep.ts (redial,
 // silent peers, isolation warning), node.ts (lifecycle,
-// publish, delivery), origins.ts (who a state is from), handoff.ts, batch.ts and relay.ts (batches),
+// publish, delivery), origins.ts (who a state is from), handoff.ts, batch.ts, window.ts and relay.ts (batches),
 // constants.ts (tunables with units).
 export { createGossipNode } from './gossip/node.ts';
 export { channelTopic, topicFor } from './gossip/options.ts';
 export { groupTopicFor } from './gossip/groups.ts';
-export { batchWindowFor } from './gossip/batch.ts';
+export { batchWindowFor, statesSentPerS, statesWindowFor } from './gossip/window.ts';
 export {
   BATCH_READS_PER_S,
   BATCH_RELAY,
+  BATCH_STATES_PER_S,
   BATCH_WINDOW_MS,
   DEFAULT_GOSSIP_PORT,
   GRAYLIST_THRESHOLD,

@@ -12,7 +12,6 @@ import type { GossipOrigin } from '../src/gossip/types.ts';
 import {
   BATCH_MAGIC,
   Batcher,
-  batchWindowFor,
   type BatchEntry,
   HandoffReader,
   isBatch,
@@ -21,6 +20,7 @@ import {
   peerIdText,
   unpackBatch,
 } from '../src/gossip/batch.ts';
+import { batchWindowFor, HandoffRate, statesSentPerS, statesWindowFor } from '../src/gossip/window.ts';
 import { coalesceStates } from '../src/coalesce.ts';
 import { decodeState, encodeState, type ReplicaState } from '../src/protocol.ts';
 import { sampleState } from './sample-state.ts';
@@ -156,6 +156,35 @@ describe('the window', () => {
     expect(at).toEqual([t0, t0 + 200]);
   });
 
+  it('widens the window until the routers sending as this one send each reader at most the budget of states a second', () => {
+    // 100 agents each handing off 5.69 states a second: at 50 ms each sends 5.0 a second, at 455 ms 2.0.
+    const handed = { agents: 100, perS: 569 };
+    expect(statesSentPerS(50, 100, 569)).toBeCloseTo(500, -1);
+    const w = statesWindowFor(50, 99, handed, 20_000);
+    expect(99 * statesSentPerS(w, 100, 569)).toBeLessThanOrEqual(20_000);
+    expect(99 * statesSentPerS(w - 1, 100, 569)).toBeGreaterThan(20_000);
+    expect(w).toBeGreaterThan(400);
+    expect(w).toBeLessThan(500);
+    // A fleet within the budget keeps the floor; the budget off, or no one handing off, too.
+    expect(statesWindowFor(50, 31, { agents: 94, perS: 534 }, 20_000)).toBe(50);
+    expect(statesWindowFor(50, 99, handed, 0)).toBe(50);
+    expect(statesWindowFor(50, 99, { agents: 0, perS: 0 }, 20_000)).toBe(50);
+    // Out of reach even at the widest window: the widest.
+    expect(statesWindowFor(50, 99, { agents: 10_000, perS: 56_900 }, 20_000)).toBe(1_000);
+  });
+
+  it('counts the agents handing off and their states a second over the last whole period', () => {
+    const rate = new HandoffRate();
+    expect(rate.read(0)).toEqual({ agents: 0, perS: 0 });
+    for (let t = 0; t < 2_000; t += 10) rate.add(t % 20 === 0 ? 'a' : 'b', t);
+    expect(rate.read(1_999)).toEqual({ agents: 0, perS: 0 }); // the first period has not ended
+    expect(rate.read(2_000)).toEqual({ agents: 2, perS: 100 });
+    rate.add('a', 2_500);
+    expect(rate.read(4_100)).toEqual({ agents: 1, perS: 0.5 });
+    // A long silence: quiet, not the last busy period.
+    expect(rate.read(20_000)).toEqual({ agents: 0, perS: 0 });
+  });
+
   it("sends a state after a quiet window at once, later ones as one batch at that window's end, each group on its own, early at the size cap", () => {
     vi.useFakeTimers();
     const sent: Array<{ group: string | undefined; states: number; at: number }> = [];
@@ -267,7 +296,7 @@ describe("coalescing an agent's states in the window", () => {
 describe('batched relay over TCP', () => {
   const start = tcpNodes('batch');
   /** Three meshed routers, each recording what it delivers and from whom. */
-  const routers = async (batchWindowMs?: number, batchReadsPerS?: number) => {
+  const routers = async (batchWindowMs?: number, batchReadsPerS?: number, batchStatesPerS?: number) => {
     const rs: GossipNode[] = [];
     for (let i = 0; i < 3; i++)
       rs.push(
@@ -275,6 +304,7 @@ describe('batched relay over TCP', () => {
           bootstrap: rs.map((r) => r.multiaddrs()[0]!),
           ...(batchWindowMs !== undefined ? { batchWindowMs } : {}),
           ...(batchReadsPerS !== undefined ? { batchReadsPerS } : {}),
+          ...(batchStatesPerS !== undefined ? { batchStatesPerS } : {}),
         }),
       );
     const heard = rs.map(() => [] as Array<{ data: string; origin: GossipOrigin }>);
@@ -347,6 +377,24 @@ describe('batched relay over TCP', () => {
     });
     const fixed = await routers(50, 0);
     expect(fixed.rs.map((r) => r.stats().batchWindowMs)).toEqual([50, 50, 50]);
+  }, 30_000);
+
+  it('a flooding router widens its window until the states it sends each router fit the budget (one agent at 50 a second, 2 routers, 20 a second: about 100 ms)', async () => {
+    const { rs } = await routers(50, 0, 20);
+    const agent = await start({ subscribe: false, bootstrap: [rs[0]!.multiaddrs()[0]!] });
+    let n = 0;
+    const timer = setInterval(() => void agent.publish(bytes(`s-${n++}`)).catch(() => {}), 20);
+    try {
+      await waitFor(() => rs[0]!.stats().batchWindowMs! > 80, {
+        timeoutMs: 10_000,
+        message: 'the first hop to widen its window for the states budget',
+      });
+      expect(rs[0]!.stats().batchWindowMs).toBeLessThan(200);
+      // The other routers were handed nothing: their windows keep the floor.
+      expect(rs.slice(1).map((r) => r.stats().batchWindowMs)).toEqual([50, 50]);
+    } finally {
+      clearInterval(timer);
+    }
   }, 30_000);
 
   it('a router in no mesh offers no hand-off: its agents sign their states and flood them to every router they reach', async () => {

@@ -85,6 +85,8 @@ export interface MeshOptions {
   batchWindowMs?: number | undefined;
   /** Batches a flooding router reads a second at most (GossipOptions.batchReadsPerS). Default: production. */
   batchReadsPerS?: number | undefined;
+  /** States a flooding router reads a second at most (GossipOptions.batchStatesPerS). Default: production. */
+  batchStatesPerS?: number | undefined;
   /** Routers' batch relay (GossipOptions.relay). Default: production. */
   relay?: GossipRelay | undefined;
   /** Networks the routers' views take agent URLs from whatever the publisher's address (FleetView agentNetworks; default none). */
@@ -252,6 +254,7 @@ export class MeshFleet {
       gossipPeers: this.#o.routerPeers ?? 0,
       ...(this.#o.batchWindowMs !== undefined ? { batchWindowMs: this.#o.batchWindowMs } : {}),
       ...(this.#o.batchReadsPerS !== undefined ? { batchReadsPerS: this.#o.batchReadsPerS } : {}),
+      ...(this.#o.batchStatesPerS !== undefined ? { batchStatesPerS: this.#o.batchStatesPerS } : {}),
       ...(this.#o.relay !== undefined ? { relay: this.#o.relay } : {}),
       ...(this.#o.timing !== undefined ? { timing: this.#o.timing } : {}),
       ...(this.#o.mesh !== undefined ? { mesh: this.#o.mesh } : {}),

@@ -35,7 +35,6 @@
  * signature, seqno, key, message id, IHAVE and framing of a gossipsub message
  * are paid once per batch instead of once per state.
  */
-import { MAX_WINDOW_MS } from './constants.ts';
 
 /** The first byte of every batch; msgpack never uses it (docs: "never used"). */
 export const BATCH_MAGIC = 0xc1;
@@ -223,18 +222,6 @@ export class HandoffReader {
     this.#buffer = this.#buffer.subarray(at);
     return frames;
   }
-}
-
-/**
- * A flooding router's window, ms: `floorMs`, widened so that the routers it
- * sends to read at most `readsPerS` batches a second from all of their
- * `routers` peers together (each of them sends one per window), at most
- * MAX_WINDOW_MS; `readsPerS` 0 keeps the floor. Same-size groups agree on
- * it, so the rule holds at every router of a group.
- */
-export function batchWindowFor(floorMs: number, routers: number, readsPerS: number): number {
-  if (readsPerS <= 0 || floorMs <= 0) return floorMs;
-  return Math.min(MAX_WINDOW_MS, Math.max(floorMs, Math.ceil((routers * 1_000) / readsPerS)));
 }
 
 /** One state standing for `older` then `newer` of one agent, or undefined when they are not composed (coalesce.ts). */

@@ -103,6 +103,16 @@ export const MAX_WINDOW_MS = 1_000;
 export const BATCH_READS_PER_S = 500;
 
 /**
+ * States a flooding router reads a second at most from every other router of
+ * its group together (GossipOptions.batchStatesPerS): each costs its reader
+ * a decode, a judgement and its digest's hashes, so past this the window
+ * widens until the states of an agent that wait in one window, sent as
+ * one, bring the readers' share under it (window.ts `statesWindowFor`;
+ * docs/GOSSIP.md, "The window widens with the routers").
+ */
+export const BATCH_STATES_PER_S = 20_000;
+
+/**
  * How a batching router's batches reach the other routers (GossipOptions.relay;
  * docs/GOSSIP.md, "Flooded batches: one copy, and lazy repair"). 'flood': once to
  * every router subscribed to the group, none relayed on, each router

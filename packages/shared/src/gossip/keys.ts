@@ -123,6 +123,8 @@ export interface GossipSettings {
   readonly gossipBatchMs?: number;
   /** Batches a flooding router reads a second at most (GossipOptions.batchReadsPerS); agents have none. */
   readonly gossipBatchReadsPerS?: number;
+  /** States a flooding router reads a second at most (GossipOptions.batchStatesPerS); agents have none. */
+  readonly gossipBatchStatesPerS?: number;
   /** How a router's batches reach the other routers (GossipOptions.relay); agents have none. */
   readonly gossipRelay?: string;
 }
@@ -144,6 +146,7 @@ export async function gossipOptionsOf(
     timing: { dnsIntervalMs: s.bootstrapDnsIntervalMs },
     ...(s.gossipBatchMs !== undefined ? { batchWindowMs: s.gossipBatchMs } : {}),
     ...(s.gossipBatchReadsPerS !== undefined ? { batchReadsPerS: s.gossipBatchReadsPerS } : {}),
+    ...(s.gossipBatchStatesPerS !== undefined ? { batchStatesPerS: s.gossipBatchStatesPerS } : {}),
     ...(s.gossipRelay !== undefined ? { relay: s.gossipRelay as GossipRelay } : {}),
     ...(s.swarmKey !== '' ? { swarmKey: await readFile(s.swarmKey, 'utf8') } : {}),
     onWarning,

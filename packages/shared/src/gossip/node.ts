@@ -352,7 +352,7 @@ class GossipNodeImpl implements GossipNode {
 
   /** The batched relay (relay.ts) over this node: it reads batches; with a window it also takes hand-offs. */
   #relayOf(): BatchRelay {
-    const { fleet, batchWindowMs, batchReadsPerS } = this.#config;
+    const { fleet, batchWindowMs, batchReadsPerS, batchStatesPerS } = this.#config;
     const host = { libp2p: this.#libp2p, stats: this.#stats, fleet, topic: this.topic, topics: this.#topics };
     return new BatchRelay(
       {
@@ -366,6 +366,7 @@ class GossipNodeImpl implements GossipNode {
       batchWindowMs,
       floodsBatches(this.#config),
       batchReadsPerS,
+      batchStatesPerS,
     );
   }
 

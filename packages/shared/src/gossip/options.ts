@@ -10,6 +10,7 @@ import type { Multiaddr } from '@multiformats/multiaddr';
 import {
   BATCH_RELAY,
   BATCH_READS_PER_S,
+  BATCH_STATES_PER_S,
   BATCH_WINDOW_MS,
   MAX_WINDOW_MS,
   BOOTSTRAP_REDIAL_INTERVAL_MS,
@@ -71,6 +72,8 @@ export interface ValidatedOptions {
   batchWindowMs: number;
   /** Batches a flooding router reads a second at most (GossipOptions.batchReadsPerS); 0: the window stays fixed. */
   batchReadsPerS: number;
+  /** States a flooding router reads a second at most (GossipOptions.batchStatesPerS); 0: no states budget. */
+  batchStatesPerS: number;
   /** How a batching router's batches reach the other routers (GossipOptions.relay). */
   relay: GossipRelay;
 }
@@ -103,6 +106,7 @@ const OPTION_KEYS = new Set([
   'groups',
   'batchWindowMs',
   'batchReadsPerS',
+  'batchStatesPerS',
   'relay',
 ]);
 const TIMING_KEYS = new Set([
@@ -290,6 +294,7 @@ export function validateOptions(opts: GossipOptions): ValidatedOptions {
     mesh: Object.freeze(validateMesh(opts.mesh)),
     batchWindowMs: batchWindow(opts.batchWindowMs),
     batchReadsPerS: count('batchReadsPerS', opts.batchReadsPerS, BATCH_READS_PER_S, 0),
+    batchStatesPerS: count('batchStatesPerS', opts.batchStatesPerS, BATCH_STATES_PER_S, 0),
     relay: relayOf(opts.relay),
   });
 }

@@ -35,7 +35,8 @@
  */
 import type { Message } from '@libp2p/gossipsub';
 import { BATCH_MAX_BYTES, GRAYLIST_THRESHOLD, MAX_MESSAGE_BYTES, PUBLISH_THRESHOLD } from './constants.ts';
-import { Batcher, batchWindowFor, isBatch, unpackBatch, type BatchEntry } from './batch.ts';
+import { Batcher, isBatch, unpackBatch, type BatchEntry } from './batch.ts';
+import { batchWindowFor, HandoffRate, statesWindowFor } from './window.ts';
 import { coalesceStates } from '../coalesce.ts';
 import { groupTopicFor, publishTopics } from './groups.ts';
 import { HandoffInbox } from './handoff.ts';
@@ -74,6 +75,8 @@ export class BatchRelay {
   #named = 0;
   /** The states each batch's validation accepted, for its delivery (the same Message object). */
   readonly #accepted = new WeakMap<Message, Accepted[]>();
+  /** The agents handing this router states, and how many a second (the window's states budget). */
+  readonly #handed = new HandoffRate();
 
   /** Batches go straight to every subscribed router (options.ts floodsBatches), not through the mesh. */
   readonly floods: boolean;
@@ -88,9 +91,9 @@ export class BatchRelay {
   /**
    * `windowMs` the batch window (0: no hand-offs); flooding, it widens with
    * the routers it sends to so that each reads at most `readsPerS` batches
-   * a second (batch.ts batchWindowFor).
+   * and `statesPerS` states a second (window.ts).
    */
-  constructor(host: RelayHost, windowMs: number, floods: boolean, readsPerS = 0) {
+  constructor(host: RelayHost, windowMs: number, floods: boolean, readsPerS = 0, statesPerS = 0) {
     this.#host = host;
     this.floods = floods;
     this.#inbox =
@@ -99,7 +102,16 @@ export class BatchRelay {
             this.handedOff(peer.toString(), peer.toMultihash().bytes, group, state),
           )
         : undefined;
-    this.windowMs = floods ? () => batchWindowFor(windowMs, this.routers().size, readsPerS) : () => windowMs;
+    this.windowMs = floods
+      ? () => {
+          const routers = this.routers().size;
+          const handed = this.#handed.read(Date.now());
+          return Math.max(
+            batchWindowFor(windowMs, routers, readsPerS),
+            statesWindowFor(windowMs, routers, handed, statesPerS),
+          );
+        }
+      : () => windowMs;
     this.#batcher = new Batcher(
       this.windowMs,
       BATCH_MAX_BYTES,
@@ -175,6 +187,7 @@ export class BatchRelay {
     host.stats.handOffsReceived++;
     host.stats.received++;
     host.deliver(state, peer, origin); // every state applied here; only what is batched is coalesced
+    this.#handed.add(peer, Date.now());
     this.#batcher.add(group, author, state);
   }
 

@@ -106,9 +106,16 @@ export interface GossipOptions {
    * Batches a flooding router reads a second at most (default
    * BATCH_READS_PER_S; 0 = the window stays `batchWindowMs`): its window
    * widens to (routers it floods to) × 1000 / this ms when that is longer,
-   * up to 1,000 ms (batch.ts `batchWindowFor`).
+   * up to 1,000 ms (window.ts `batchWindowFor`).
    */
   batchReadsPerS?: number;
+  /**
+   * States a flooding router reads a second at most (default
+   * BATCH_STATES_PER_S; 0 = no states budget): its window widens until the
+   * routers sending as it does, their agents' states coalesced within a
+   * window, send each reader at most this many (window.ts `statesWindowFor`).
+   */
+  batchStatesPerS?: number;
   /**
    * How a batching subscriber's batches reach the other routers (default
    * BATCH_RELAY): 'flood', each batch once to every connected router
@@ -192,7 +199,7 @@ export interface GossipStats {
   batchesReceived: number;
   /** A batching subscriber: handed-off states composed into another of their agent's waiting in the window (batch.ts, coalesce.ts). */
   statesCoalesced: number;
-  /** A batching subscriber: its batch window now, ms (flooding, it widens with the routers: batch.ts batchWindowFor). */
+  /** A batching subscriber: its batch window now, ms (flooding, it widens with the routers and the states: window.ts). */
   batchWindowMs?: number;
 }
 
