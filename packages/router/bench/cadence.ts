@@ -64,9 +64,8 @@ import {
   BATCH_READS_PER_S,
   BATCH_STATES_PER_S,
   BATCH_WINDOW_MS,
-  batchWindowFor,
   generateSwarmKey,
-  statesWindowFor,
+  windowFor,
 } from '@warmpath/shared/gossip';
 import { scriptArgs } from '@warmpath/shared/runtime';
 import { TRUST_REASONS } from '../src/fleet/trust.ts';
@@ -213,10 +212,7 @@ async function run(agents: number): Promise<Row> {
   const states = args['batch-states'] === undefined ? BATCH_STATES_PER_S : Number(args['batch-states']);
   const floor = batchMs ?? BATCH_WINDOW_MS;
   const share = agents / ROUTERS;
-  const sourceWindow = Math.max(
-    batchWindowFor(floor, ROUTERS - 1, reads),
-    statesWindowFor(floor, ROUTERS - 1, { agents: share, perS: share * HZ }, states),
-  );
+  const sourceWindow = windowFor(floor, ROUTERS - 1, { agents: share, perS: share * HZ }, reads, states);
   const options = {
     routerPeers: 0,
     timing: TIMING,

@@ -60,13 +60,7 @@
  * Smoke: --messages 6.5
  */
 import { readFileSync } from 'node:fs';
-import {
-  BATCH_READS_PER_S,
-  BATCH_STATES_PER_S,
-  BATCH_WINDOW_MS,
-  batchWindowFor,
-  statesWindowFor,
-} from '@warmpath/shared/gossip';
+import { BATCH_READS_PER_S, BATCH_STATES_PER_S, BATCH_WINDOW_MS, windowFor } from '@warmpath/shared/gossip';
 import { scriptArgs } from '@warmpath/shared/runtime';
 
 const { values: args } = scriptArgs(import.meta.url, {
@@ -299,10 +293,7 @@ function modelBatches(xs: MeshRow[]): void {
  */
 function windowsOf(agents: number, routers: number): number[] {
   const handed = { agents: agents / routers, perS: (agents / routers) * perAgent };
-  const widened = Math.max(
-    batchWindowFor(BATCH_WINDOW_MS, routers - 1, READS),
-    statesWindowFor(BATCH_WINDOW_MS, routers - 1, handed, STATES),
-  );
+  const widened = windowFor(BATCH_WINDOW_MS, routers - 1, handed, READS, STATES);
   return widened === BATCH_WINDOW_MS ? [BATCH_WINDOW_MS] : [BATCH_WINDOW_MS, widened];
 }
 

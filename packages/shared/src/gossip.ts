@@ -58,7 +58,7 @@
 export { createGossipNode } from './gossip/node.ts';
 export { channelTopic, topicFor } from './gossip/options.ts';
 export { groupTopicFor } from './gossip/groups.ts';
-export { batchWindowFor, statesSentPerS, statesWindowFor } from './gossip/window.ts';
+export { batchWindowFor, windowFor } from './gossip/window.ts';
 export {
   BATCH_READS_PER_S,
   BATCH_RELAY,

@@ -157,7 +157,7 @@ describe('the window', () => {
   });
 
   it('widens the window until the routers sending as this one send each reader at most the budget of states a second', () => {
-    // 100 agents each handing off 5.69 states a second: at 50 ms each sends 5.0 a second, at 455 ms 2.0.
+    // An agent's states in one window go as one: the wider the window, the fewer a router sends each reader.
     const handed = { agents: 100, perS: 569 };
     expect(statesSentPerS(50, 100, 569)).toBeCloseTo(500, -1);
     const w = statesWindowFor(50, 99, handed, 20_000);

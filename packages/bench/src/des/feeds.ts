@@ -33,9 +33,6 @@ import type { EventQueue } from './queue.ts';
 import type { DesReplica } from './replica.ts';
 import type { Rec } from './request.ts';
 
-/** Routers' names as their batches carry them (strings made once, not per delivery). */
-const ROUTER_NAMES = Array.from({ length: 256 }, (_, i) => `router-${i}`);
-
 export type Feed =
   | { readonly kind: 'gossip' }
   | { readonly kind: 'poll'; readonly everyMs: number; readonly delayMs: number }
@@ -94,9 +91,10 @@ export function feedHooks(
   const received: number[] = [];
   // Every router but a state's first hop gets it in that router's batch, which names it (the routers heard).
   const firstHop = firstHops(routers);
+  const names: string[] = []; // made once per router, not per delivery
   const voucher = (state: ReplicaState, i: number): string | undefined => {
     const f = firstHop(state.replica);
-    return f === i ? undefined : (ROUTER_NAMES[f] ?? `router-${f}`);
+    return f === i ? undefined : (names[f] ??= `router-${f}`);
   };
   const deliver = (state: ReplicaState): void => {
     for (const [i, rt] of routers.entries()) rt.receive(state, voucher(state, i));

@@ -36,7 +36,7 @@
 import type { Message } from '@libp2p/gossipsub';
 import { BATCH_MAX_BYTES, GRAYLIST_THRESHOLD, MAX_MESSAGE_BYTES, PUBLISH_THRESHOLD } from './constants.ts';
 import { Batcher, isBatch, unpackBatch, type BatchEntry } from './batch.ts';
-import { batchWindowFor, HandoffRate, statesWindowFor } from './window.ts';
+import { HandoffRate, windowFor } from './window.ts';
 import { coalesceStates } from '../coalesce.ts';
 import { groupTopicFor, publishTopics } from './groups.ts';
 import { HandoffInbox } from './handoff.ts';
@@ -103,14 +103,7 @@ export class BatchRelay {
           )
         : undefined;
     this.windowMs = floods
-      ? () => {
-          const routers = this.routers().size;
-          const handed = this.#handed.read(Date.now());
-          return Math.max(
-            batchWindowFor(windowMs, routers, readsPerS),
-            statesWindowFor(windowMs, routers, handed, statesPerS),
-          );
-        }
+      ? () => windowFor(windowMs, this.routers().size, this.#handed.read(Date.now()), readsPerS, statesPerS)
       : () => windowMs;
     this.#batcher = new Batcher(
       this.windowMs,

@@ -60,6 +60,17 @@ export function statesWindowFor(
   return hi;
 }
 
+/** A flooding router's window, ms: the wider of the batches' and the states' (either budget 0: that one's floor). */
+export function windowFor(
+  floorMs: number,
+  routers: number,
+  handed: { readonly agents: number; readonly perS: number },
+  readsPerS: number,
+  statesPerS: number,
+): number {
+  return Math.max(batchWindowFor(floorMs, routers, readsPerS), statesWindowFor(floorMs, routers, handed, statesPerS));
+}
+
 /** The agents that handed this router a state and how many states a second, over the last whole period. */
 export class HandoffRate {
   #periodStart = -Infinity;
