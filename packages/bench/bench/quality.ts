@@ -9,6 +9,7 @@
  *     [--routers 1,4] [--l4 random,sticky] [--replicas N] [--rate R] [--duration S] [--policy warmpath]
  *     [--agent-set k=v …] [--router-set k=v …] [--save rows.json] [--compare rows.json]
  *     [--gossip-delays uniform:5:20,lognormal:500:1500] [--gossip-losses 0,0.05]
+ *     [--cpu-kv-ratio 4] [--kv-sharing peer]
  *
  * Smoke: --scenarios seed --seeds 1 --routers 1,2 --duration 2
  *
@@ -21,6 +22,8 @@
  * p99, and the mean change in hit rate. When the matrix holds 1 router, the
  * goal table's router rows follow on these seeds: each N-router run against
  * 1 router (hit ≥ 0.95×, TTFT ≤ 1.05×), beside the saved run's.
+ * `--cpu-kv-ratio` and `--kv-sharing` give every run the tiered fleet of
+ * `warmpath goals --tiers` (docs/TIERS.md).
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { TARGETS } from '../src/goal-rows.ts';
@@ -29,6 +32,7 @@ import { DEFAULT_GOSSIP, validateGossip } from '../src/des/gossip.ts';
 import { L4_MODES, type L4Mode } from '../src/l4.ts';
 import { DesPool, workloadKey, type DesJob, type JobOutcome } from '../src/pool.ts';
 import type { QualityRow } from '../src/quality-row.ts';
+import { KV_SHARING, type KvSharing } from '../src/tiers.ts';
 import { keyValues, scriptArgs } from '@warmpath/shared/runtime';
 
 const { values } = scriptArgs(import.meta.url, {
@@ -48,6 +52,8 @@ const { values } = scriptArgs(import.meta.url, {
     workers: { type: 'string', default: '2' },
     'gossip-delays': { type: 'string', default: DEFAULT_GOSSIP.delay },
     'gossip-losses': { type: 'string', default: String(DEFAULT_GOSSIP.loss) },
+    'cpu-kv-ratio': { type: 'string', default: '0' },
+    'kv-sharing': { type: 'string', default: 'off' },
   },
 });
 
@@ -66,6 +72,11 @@ const l4Modes = list(values.l4).map((m): L4Mode => {
 });
 const agentOverrides = keyValues('--agent-set', values['agent-set']);
 const routerOverrides = keyValues('--router-set', values['router-set']);
+if (!(KV_SHARING as readonly string[]).includes(values['kv-sharing']))
+  throw new Error(`--kv-sharing: "${values['kv-sharing']}" is not one of ${KV_SHARING.join(', ')}`);
+const kvSharing = values['kv-sharing'] as KvSharing;
+const cpuKvRatio = Number(values['cpu-kv-ratio']);
+if (!(cpuKvRatio >= 0)) throw new Error(`--cpu-kv-ratio: "${values['cpu-kv-ratio']}" is not a number ≥ 0`);
 const pool = new DesPool(Number(values.workers));
 const jobs: DesJob[] = [];
 for (const scenario of list(values.scenarios))
@@ -87,6 +98,8 @@ for (const scenario of list(values.scenarios))
               agentOverrides,
               routerOverrides,
               gossip,
+              ...(cpuKvRatio > 0 ? { cpuKvRatio } : {}),
+              ...(kvSharing !== 'off' ? { kvSharing } : {}),
             });
           }
 

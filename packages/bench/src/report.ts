@@ -137,7 +137,7 @@ export function p50OverAllRequests(answeredTtfts: readonly number[], requests: n
 const round = (x: number, d = 1) => (Number.isFinite(x) ? Math.round(x * 10 ** d) / 10 ** d : null);
 
 /** Placements sent on purpose past a warmer or home replica: the `spills` column. */
-export const SPILL_BRANCHES = ['spill', 'spill-two-choices', 'adapter-spill', 'balance'] as const;
+export const SPILL_BRANCHES = ['spill', 'spill-two-choices', 'spill-least-queued', 'adapter-spill', 'balance'] as const;
 
 /** Folds request results (times already in simulated ms) and engine counters into one policy row. */
 export function summarize(

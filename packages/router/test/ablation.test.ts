@@ -310,8 +310,27 @@ const CASES: Record<SwitchableStep, () => void> = {
     const req = preq(chat('a cold prompt'));
     const home = place(warmpath(), req, makeView(ids(5).map((id) => makeState(id)))).replica!.id;
     const view = makeView(ids(5).map((id) => makeState(id, { load: { prefillTokens: id === home ? 6_000 : 0 } })));
-    expect(place(warmpath(), req, view).branch).toBe('spill-two-choices');
-    expect(place(warmpath('spill-two-choices'), req, view)).toMatchObject({ branch: 'ring', replica: { id: home } });
+    // With spill-least-queued off (it would take any shorter queue along the ring once the home's is kept).
+    expect(place(warmpath('spill-least-queued'), req, view).branch).toBe('spill-two-choices');
+    expect(place(warmpath('spill-two-choices', 'spill-least-queued'), req, view)).toMatchObject({
+      branch: 'ring',
+      replica: { id: home },
+    });
+  },
+
+  'spill-least-queued'() {
+    // A cold prompt of about 1,000 tokens; the ring's two choices for it have 20,000 tokens of prefill queued, the others none.
+    const req = preq(chat('a cold document line '.repeat(200)));
+    const home = place(warmpath(), req, makeView(ids(6).map((id) => makeState(id)))).replica!.id;
+    const queued = (busy: string[], tokens: number) =>
+      makeView(ids(6).map((id) => makeState(id, { load: { prefillTokens: busy.includes(id) ? tokens : 0 } })));
+    const second = place(warmpath(), req, queued([home], 6_000)).replica!.id;
+    const view = queued([home, second], 20_000);
+    const on = place(warmpath(), req, view);
+    expect(on.branch).toBe('spill-least-queued');
+    expect([home, second]).not.toContain(on.replica!.id);
+    // Off: the two choices alone, equal queues: the ring's home.
+    expect(place(warmpath('spill-least-queued'), req, view)).toMatchObject({ branch: 'ring', replica: { id: home } });
   },
 
   'retry-two-choices'() {

@@ -120,6 +120,24 @@ describe('placement by tier', () => {
     expect(place(at(0, 0), { peerFetchCost: 0.2 }).replica?.id).toBe('r0');
   });
 
+  it("a cold prompt leaves the ring's choices only for a queue shorter by more than a repeat's miss: its prefill, with KV sharing its fetch", () => {
+    const cold = chat('a long document nobody sent before '.repeat(300));
+    const ids = ['r0', 'r1', 'r2', 'r3', 'r4', 'r5'];
+    const placeCold = (view: ReturnType<typeof makeView>, set: Record<string, unknown> = {}) =>
+      placeRequest(createWarmpathPolicy(warmpathOptions(routerConfig(set))), preq(cold), view, new LocalState(CONFIG));
+    const queued = (busy: string[], tokens: number) =>
+      makeView(ids.map((id) => makeState(id, { load: { prefillTokens: busy.includes(id) ? tokens : 0 } })));
+    const home = placeCold(queued([], 0)).replica!.id;
+    const second = placeCold(queued([home], 6_000)).replica!.id;
+    // The two choices each queue a little under the prompt's own prefill (about 2,600 tokens): a repeat's miss there costs more.
+    const view = queued([home, second], 2_000);
+    expect(placeCold(view)).toMatchObject({ branch: 'ring', replica: { id: home } });
+    // With KV sharing a repeat fetches the prompt at a fifth of its prefill: the queue is worth leaving.
+    const shared = placeCold(view, { peerFetchCost: 0.2 });
+    expect(shared.branch).toBe('spill-least-queued');
+    expect([home, second]).not.toContain(shared.replica!.id);
+  });
+
   it('with KV sharing, a holder whose prefix is in host memory keeps it: the reload costs the request alone, not the running sequences', () => {
     const long = chat('a long user turn '.repeat(600));
     const all = chainOf(long);

@@ -285,10 +285,13 @@ describe('warmpath placement branches', () => {
     const queued = makeView(
       ids(n).map((id) => makeState(id, { load: { prefillTokens: 6_000 - 1_000 * order.indexOf(id) } })),
     );
-    const two = placeRequest(policy(), req, queued, new LocalState(CONFIG));
+    // The choices alone (spill-least-queued, which would go on along the ring to any shorter queue, off).
+    const choices = (d: number) =>
+      createWarmpathPolicy(warmpathOptions(routerConfig({ spillChoices: d, placementOff: ['spill-least-queued'] })));
+    const two = placeRequest(choices(2), req, queued, new LocalState(CONFIG));
     expect(two).toMatchObject({ branch: 'spill-two-choices', replica: { id: order[1] } });
     const four = placeRequest(
-      createWarmpathPolicy(warmpathOptions(routerConfig({ spillChoices: 4 }))),
+      choices(4),
       req,
       queued,
       new LocalState(CONFIG),

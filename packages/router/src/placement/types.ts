@@ -31,6 +31,7 @@ export const BRANCHES = [
   'ring', // cold prefix: the key's ring home within the bound
   'spill', // cold prefix, ring home over the bound or full: the next replica within it in key ring order
   'spill-two-choices', // cold prefix: the second replica within the bound in key ring order, whose published prefill queue is shorter
+  'spill-least-queued', // cold prefix, no key: a later replica in key ring order whose queue is shorter than the choice's by more than a repeat's miss
   'retry-two-choices', // several routers, a replica refused: the cheapest of sampled admissible replicas (two warm and a cold one when it can)
   'adapter-home', // cold adapter: the adapter's ring home (hot, else a free slot, else an eviction)
   'adapter-spill', // cold adapter: a later replica in the adapter's ring order

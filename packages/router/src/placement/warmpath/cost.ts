@@ -90,6 +90,15 @@ export function coldQueue(x: Input, i: number): number {
 }
 
 /**
+ * What taking a cold prompt off row i (its ring choice) can cost, tokens:
+ * one later repeat of the prompt going to i and missing it — its prefill,
+ * or with KV sharing its fetch from where the prompt went.
+ */
+export function repeatMiss(x: Input, i: number): number {
+  return lacking(x, i) * (1 - x.mode.peerCredit);
+}
+
+/**
  * The cost in tokens: the queue plus twice the prefill the row lacks, a
  * host reload's part once (the engine reloads beside its steps, so no later
  * request waits behind it), + `missed` on a warm row, for a retry.

@@ -85,6 +85,8 @@ export interface Mode {
   readonly spill: boolean;
   /** Admissible ring members a cold prompt compares (spill-two-choices); 1 = the first alone. */
   readonly spillChoices: number;
+  /** No routing key: a cold prompt leaves the ring's choices for a row whose queue is shorter by more than a repeat's miss. */
+  readonly leastQueued: boolean;
   /** The queue they are compared by (cost.ts, coldQueue): keyed, what this router knows is queued; else the published queue. */
   readonly coldQueue: 'known' | 'published';
   /** A cold adapter request walks the adapter's own ring. */
@@ -120,6 +122,7 @@ export function modeOf(req: PlacementRequest, t: CandidateTable, on: Switches, o
     queueLimit: !keyed && on['queue-limit'],
     spill: on.spill,
     spillChoices: on['spill-two-choices'] ? (opts.spillChoices ?? DEFAULT_SPILL_CHOICES) : 1,
+    leastQueued: !keyed && on['spill-least-queued'],
     coldQueue: keyed ? 'known' : 'published',
     adapterRing: info.adapter !== '' && on['adapter-home'],
     routers,

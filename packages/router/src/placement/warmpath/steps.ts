@@ -30,6 +30,8 @@ export const SWITCHABLE_STEPS = {
     'a cold base-model prefix whose ring home is over the bound goes to the least-loaded replica, not along the ring',
   'spill-two-choices':
     "a cold prefix stays on the first admissible replica in ring order whatever the second's prefill queue",
+  'spill-least-queued':
+    "a cold prefix stays on the ring's choices however much longer their prefill queue is than another replica's",
   'retry-two-choices': 'a retry after a refusal is placed as a first attempt is: the same next best on every router',
   'adapter-home':
     "a cold adapter request follows its affinity key's ring like a base-model request, not the adapter's own ring",
