@@ -43,6 +43,16 @@ describe('docs/PLACEMENT.md, worked examples', () => {
     );
   });
 
+  it('cold: both choices queue more than a repeat would lose: further along the ring', () => {
+    const queued = holds(new BigUint64Array(0), 3_000);
+    expect(placed(req, fleet({ r3: queued, r0: queued }))).toBe(
+      'r2 spill-least-queued; step=cold; attempt=first; by=queue',
+    );
+    // Queued less than the prompt's own prefill (1,314 tokens) more: the ring's home keeps it.
+    const little = holds(new BigUint64Array(0), 1_200);
+    expect(placed(req, fleet({ r3: little, r0: little }))).toBe('r3 ring; step=cold; attempt=first; by=ring');
+  });
+
   it('warm: equally deep, the shorter queue', () => {
     expect(placed(req, fleet({ r1: holds(system, 2_000), r3: holds(system, 400) }))).toBe(
       'r3 warm; step=warm; attempt=first; by=queue',

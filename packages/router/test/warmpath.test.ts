@@ -290,12 +290,7 @@ describe('warmpath placement branches', () => {
       createWarmpathPolicy(warmpathOptions(routerConfig({ spillChoices: d, placementOff: ['spill-least-queued'] })));
     const two = placeRequest(choices(2), req, queued, new LocalState(CONFIG));
     expect(two).toMatchObject({ branch: 'spill-two-choices', replica: { id: order[1] } });
-    const four = placeRequest(
-      choices(4),
-      req,
-      queued,
-      new LocalState(CONFIG),
-    );
+    const four = placeRequest(choices(4), req, queued, new LocalState(CONFIG));
     expect(four).toMatchObject({ branch: 'spill-two-choices', replica: { id: order[3] } });
     // Equal queues: the ring home keeps it, however many are compared.
     const even = makeView(ids(n).map((id) => makeState(id, { load: { prefillTokens: 1_000 } })));
