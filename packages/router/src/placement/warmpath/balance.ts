@@ -16,7 +16,7 @@
  */
 import { firstInRing } from '../candidates.ts';
 import { sharedCost, tokenCost } from './cost.ts';
-import { admissible, headroom, type Input, loadPerWeight, tier, underFloor } from './input.ts';
+import { admissible, headroom, type Input, loadPerWeight, someRow, tier, underFloor } from './input.ts';
 
 /**
  * `deeper` (the warmest within mode.hardC) when it is deeper than `warm`
@@ -77,11 +77,6 @@ export function balanceTarget(x: Input, w: number): number {
     return found.length >= spread;
   });
   return found.length === 0 ? -1 : found[x.mode.draw % found.length]!;
-}
-
-function someRow(n: number, ok: (i: number) => boolean): boolean {
-  for (let i = 0; i < n; i++) if (ok(i)) return true;
-  return false;
 }
 
 /** Do at least two rows match `d` chunks or more (the prefix is warm on several replicas)? Stops at the second. */

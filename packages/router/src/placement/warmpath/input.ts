@@ -182,3 +182,9 @@ export function pick(x: Input, i: number, branch: Branch, by: By): Placement {
   const saved = Math.max(0, x.depth[i]! - altDepth(x, i)) * x.mode.tokensPerChunk;
   return { replica, branch, work: w, queueLimit: Math.ceil(x.t.rows[i]!.queue + w + saved), by };
 }
+
+/** Does any of the first n rows pass `ok`? Stops at the first. */
+export function someRow(n: number, ok: (i: number) => boolean): boolean {
+  for (let i = 0; i < n; i++) if (ok(i)) return true;
+  return false;
+}

@@ -15,12 +15,13 @@
  * for the same prompt, different rows for different prompts
  * (docs/PLACEMENT.md, "Cold").
  * Complexity: ring walks, O(log P) + the steps to the first spillChoices
- * admissible; least queued, up to one more walk of the ring.
+ * admissible; least queued, O(rows) and, when a row is short enough, a walk
+ * of the ring to the first.
  */
 import { firstInRing } from '../candidates.ts';
 import type { Placement } from '../types.ts';
 import { coldQueue, repeatMiss } from './cost.ts';
-import { admissible, type Input, pick } from './input.ts';
+import { admissible, type Input, pick, someRow } from './input.ts';
 
 export function ringOrSpill(x: Input): Placement | undefined {
   const t = x.t;
@@ -40,7 +41,9 @@ export function ringOrSpill(x: Input): Placement | undefined {
   if (x.mode.leastQueued) {
     // Per unit of weight, as coldQueue: the choice's queue less the time a repeat's miss would take there.
     const over = coldQueue(x, best) - repeatMiss(x, best) / t.rows[best]!.weight;
-    const shorter = over > 0 ? firstInRing(t, x.req.key, (i) => coldQueue(x, i) < over && ok(i)) : undefined;
+    const short = (i: number): boolean => coldQueue(x, i) < over && ok(i);
+    // When no row is that short, say so in one pass over the rows rather than a walk of the whole ring.
+    const shorter = over > 0 && someRow(t.rows.length, short) ? firstInRing(t, x.req.key, short) : undefined;
     if (shorter !== undefined) return pick(x, shorter.i, 'spill-least-queued', 'queue');
   }
   if (best !== hit.i) return pick(x, best, 'spill-two-choices', 'queue');
