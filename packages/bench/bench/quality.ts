@@ -11,7 +11,7 @@
  *     [--gossip-delays uniform:5:20,lognormal:500:1500] [--gossip-losses 0,0.05]
  *     [--cpu-kv-ratio 4] [--kv-sharing peer]
  *
- * Smoke: --scenarios seed --seeds 1 --routers 1,2 --duration 2
+ * Smoke: --scenarios seed --seeds 1 --routers 1,2 --duration 2 --cpu-kv-ratio 4 --kv-sharing peer
  *
  * With gossip delays or losses, every (delay, loss) pair is one more axis of
  * the matrix (the DES gossip model, packages/bench/src/des/gossip.ts); so
