@@ -9,8 +9,8 @@
  * Least queued (`spill-least-queued`, no routing key): the ring keeps a
  * prompt where its later repeats will look for it, and leaving it costs at
  * most one such repeat's miss — the prompt's prefill, or with KV sharing
- * its fetch (cost.ts, `repeatMiss`). So when the choice's cold queue is
- * longer than that by more than another admissible row's, the first such
+ * its fetch (cost.ts, `repeatMiss`). So when another admissible row's cold
+ * queue is shorter than the choice's by more than that miss, the first such
  * row further along the ring takes the prompt: the same row on every router
  * for the same prompt, different rows for different prompts
  * (docs/PLACEMENT.md, "Cold").
