@@ -319,7 +319,7 @@ const CASES: Record<SwitchableStep, () => void> = {
   },
 
   'spill-least-queued'() {
-    // A cold prompt of about 1,000 tokens; the ring's two choices for it have 20,000 tokens of prefill queued, the others none.
+    // A cold prompt; the ring's two choices for it queue far more prefill than the prompt's own, the others none.
     const req = preq(chat('a cold document line '.repeat(200)));
     const home = place(warmpath(), req, makeView(ids(6).map((id) => makeState(id)))).replica!.id;
     const queued = (busy: string[], tokens: number) =>

@@ -48,7 +48,7 @@ describe('docs/PLACEMENT.md, worked examples', () => {
     expect(placed(req, fleet({ r3: queued, r0: queued }))).toBe(
       'r2 spill-least-queued; step=cold; attempt=first; by=queue',
     );
-    // Queued less than the prompt's own prefill (1,314 tokens) more: the ring's home keeps it.
+    // Queued less than the prompt's own prefill more: the ring's home keeps it.
     const little = holds(new BigUint64Array(0), 1_200);
     expect(placed(req, fleet({ r3: little, r0: little }))).toBe('r3 ring; step=cold; attempt=first; by=ring');
   });

@@ -129,7 +129,7 @@ describe('placement by tier', () => {
       makeView(ids.map((id) => makeState(id, { load: { prefillTokens: busy.includes(id) ? tokens : 0 } })));
     const home = placeCold(queued([], 0)).replica!.id;
     const second = placeCold(queued([home], 6_000)).replica!.id;
-    // The two choices each queue a little under the prompt's own prefill (about 2,600 tokens): a repeat's miss there costs more.
+    // The two choices each queue a little less than the prompt's own prefill: a repeat's miss there would cost more.
     const view = queued([home, second], 2_000);
     expect(placeCold(view)).toMatchObject({ branch: 'ring', replica: { id: home } });
     // With KV sharing a repeat fetches the prompt at a fifth of its prefill: the queue is worth leaving.
